@@ -1,0 +1,187 @@
+package agg
+
+import (
+	"sort"
+	"sync"
+)
+
+// Resolver turns raw callchains into frames. The recorder's symbolizer implements it.
+type Resolver interface {
+	// Resolve appends the frames of a raw callchain (kernel and user parts with perf's
+	// context markers) of pid at time t to out, leaf first. It returns the frames, the index in
+	// them of the leaf's outermost function (-1 if unresolved), the leaf address, and whether
+	// any frame stayed unresolved.
+	Resolve(pid uint32, t uint64, chain []uint64, out []Frame) (frames []Frame, leafFunc int, leaf uint64, unresolved int)
+	// Version grows whenever new symbol knowledge (JIT records, perf maps) arrives, so stacks
+	// with unresolved frames are tried again.
+	Version() uint64
+}
+
+type rawKey struct {
+	Tid, Pid uint32
+	Stack    uint32
+	Gen      uint32
+}
+
+type keyState struct {
+	rawKey
+	count      uint64
+	time       uint64
+	rstack     int32 // resolved stack id, -1 until resolved
+	leafFunc   int32
+	leaf       uint64
+	unresolved int32
+	version    uint64
+}
+
+// Run aggregates the samples of one recording. AddSample is the hot path: it interns the
+// raw stack and counts; names are resolved later, once per distinct (thread, stack, address
+// space generation), by Resolve. Safe for concurrent use.
+type Run struct {
+	mu       sync.Mutex
+	raw      *StackTable
+	keyIndex map[rawKey]uint32
+	keys     []keyState
+	pending  int // keys[pending:] were never resolved
+
+	frames  *FrameTable
+	rstacks *StackTable
+
+	samples         uint64
+	unresolvedFrame uint64
+	scratch         []Frame
+	ids             []uint64
+	threadSamples   map[uint32]uint64
+}
+
+// NewRun returns an empty run.
+func NewRun() *Run {
+	return &Run{
+		raw:           NewStackTable(),
+		keyIndex:      map[rawKey]uint32{},
+		frames:        NewFrameTable(),
+		rstacks:       NewStackTable(),
+		threadSamples: map[uint32]uint64{},
+	}
+}
+
+// AddSample counts one sample. chain is copied if new.
+func (r *Run) AddSample(pid, tid uint32, t uint64, gen uint32, chain []uint64) {
+	r.mu.Lock()
+	r.addLocked(pid, tid, t, gen, chain, 1)
+	r.mu.Unlock()
+}
+
+func (r *Run) addLocked(pid, tid uint32, t uint64, gen uint32, chain []uint64, n uint64) {
+	k := rawKey{Tid: tid, Pid: pid, Stack: r.raw.Intern(chain), Gen: gen}
+	r.samples += n
+	if i, ok := r.keyIndex[k]; ok {
+		r.keys[i].count += n
+		return
+	}
+	r.keyIndex[k] = uint32(len(r.keys))
+	r.keys = append(r.keys, keyState{rawKey: k, count: n, time: t, rstack: -1, leafFunc: -1})
+}
+
+// Samples is the number of samples counted.
+func (r *Run) Samples() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.samples
+}
+
+// Stats describes the run's size.
+type Stats struct {
+	Samples          uint64 `json:"samples"`
+	DistinctStacks   int    `json:"distinct_stacks"`
+	Keys             int    `json:"keys"`
+	UnresolvedFrames uint64 `json:"unresolved_frames"` // frames (per distinct stack) no source could name
+}
+
+// Stats returns counters.
+func (r *Run) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var unres uint64
+	for i := range r.keys {
+		if r.keys[i].rstack >= 0 {
+			unres += uint64(r.keys[i].unresolved)
+		}
+	}
+	return Stats{Samples: r.samples, DistinctStacks: r.raw.Len(), Keys: len(r.keys), UnresolvedFrames: unres}
+}
+
+// Resolve names every stack not yet named, and tries again those with unresolved frames if
+// the resolver learned something since. It returns the frames first seen in this call.
+func (r *Run) Resolve(res Resolver) []Frame {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	version := res.Version()
+	before := len(r.frames.Frames)
+	for i := range r.keys {
+		k := &r.keys[i]
+		if k.rstack >= 0 && (k.unresolved == 0 || k.version == version) {
+			continue
+		}
+		chain := r.raw.Get(k.Stack)
+		frames, leafFunc, leaf, unresolved := res.Resolve(k.Pid, k.time, chain, r.scratch[:0])
+		r.scratch = frames[:0]
+		r.ids = r.ids[:0]
+		for _, f := range frames {
+			r.ids = append(r.ids, uint64(r.frames.Intern(f)))
+		}
+		k.rstack = int32(r.rstacks.Intern(r.ids))
+		k.leafFunc = -1
+		if leafFunc >= 0 && leafFunc < len(r.ids) {
+			k.leafFunc = int32(r.ids[leafFunc])
+		}
+		k.leaf = leaf
+		k.unresolved = int32(unresolved)
+		k.version = version
+	}
+	return append([]Frame(nil), r.frames.Frames[before:]...)
+}
+
+// Profile returns a resolved snapshot of the run. Call Resolve first; keys not yet resolved
+// are left out.
+func (r *Run) Profile(threads []ThreadInfo) *Profile {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := &Profile{
+		Frames:  append([]Frame(nil), r.frames.Frames...),
+		Stacks:  make([][]uint32, r.rstacks.Len()),
+		Threads: threads,
+	}
+	for i := range p.Stacks {
+		s := r.rstacks.Get(uint32(i))
+		ids := make([]uint32, len(s))
+		for j, v := range s {
+			ids[j] = uint32(v)
+		}
+		p.Stacks[i] = ids
+	}
+	type mergeKey struct {
+		tid, stack uint32
+		leaf       uint64
+	}
+	merged := make(map[mergeKey]int, len(r.keys))
+	for i := range r.keys {
+		k := &r.keys[i]
+		if k.rstack < 0 {
+			continue
+		}
+		mk := mergeKey{k.Tid, uint32(k.rstack), k.leaf}
+		if j, ok := merged[mk]; ok {
+			p.Entries[j].Count += k.count
+			if k.time < p.Entries[j].Time {
+				p.Entries[j].Time = k.time
+			}
+			continue
+		}
+		merged[mk] = len(p.Entries)
+		p.Entries = append(p.Entries, Entry{Tid: k.Tid, Pid: k.Pid, Stack: uint32(k.rstack), Count: k.count,
+			Leaf: k.leaf, LeafFunc: k.leafFunc, Time: k.time})
+	}
+	sort.Slice(p.Entries, func(i, j int) bool { return p.Entries[i].Count > p.Entries[j].Count })
+	return p
+}

@@ -1,0 +1,227 @@
+package agg
+
+import (
+	"sort"
+	"strings"
+)
+
+// Filter restricts a view to some samples.
+type Filter struct {
+	Tid uint32 // 0: every thread
+}
+
+func (f Filter) keep(e *Entry) bool { return f.Tid == 0 || e.Tid == f.Tid }
+
+// TopRow is one function in the top view.
+type TopRow struct {
+	Func     string  `json:"func"`
+	Image    string  `json:"image"`
+	Kind     string  `json:"kind"`
+	Inlined  bool    `json:"inlined,omitempty"`
+	File     string  `json:"file,omitempty"`
+	Line     int     `json:"line,omitempty"`
+	Self     uint64  `json:"self"`
+	Total    uint64  `json:"total"`
+	SelfPct  float64 `json:"self_pct"`
+	TotalPct float64 `json:"total_pct"`
+}
+
+// Top returns the functions with the most samples, sorted by self or total samples.
+func Top(p *Profile, f Filter, n int, byTotal bool) (rows []TopRow, samples uint64) {
+	self := make([]uint64, len(p.Frames))
+	total := make([]uint64, len(p.Frames))
+	seen := make([]uint32, len(p.Frames)) // entry index+1 that last counted the frame
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		if !f.keep(e) {
+			continue
+		}
+		samples += e.Count
+		stack := p.Stacks[e.Stack]
+		if len(stack) > 0 {
+			self[stack[0]] += e.Count
+		}
+		mark := uint32(i + 1)
+		for _, id := range stack {
+			if seen[id] != mark { // recursion counts once
+				seen[id] = mark
+				total[id] += e.Count
+			}
+		}
+	}
+	for id, fr := range p.Frames {
+		if total[id] == 0 {
+			continue
+		}
+		rows = append(rows, TopRow{Func: fr.Func, Image: fr.Image, Kind: fr.Kind, Inlined: fr.Inlined,
+			File: fr.File, Line: fr.Line, Self: self[id], Total: total[id],
+			SelfPct: pct(self[id], samples), TotalPct: pct(total[id], samples)})
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		ka, kb := a.Self, b.Self
+		if byTotal {
+			ka, kb = a.Total, b.Total
+		}
+		if ka != kb {
+			return ka > kb
+		}
+		if a.Total != b.Total {
+			return a.Total > b.Total
+		}
+		return a.Func < b.Func
+	})
+	if n > 0 && len(rows) > n {
+		rows = rows[:n]
+	}
+	return rows, samples
+}
+
+func pct(a, b uint64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) * 100 / float64(b)
+}
+
+// FlameNode is one node of the call tree, root first.
+type FlameNode struct {
+	Func     string       `json:"func"`
+	Image    string       `json:"image"`
+	Kind     string       `json:"kind"`
+	Inlined  bool         `json:"inlined,omitempty"`
+	Self     uint64       `json:"self"`
+	Total    uint64       `json:"total"`
+	TotalPct float64      `json:"total_pct"`
+	Children []*FlameNode `json:"children,omitempty"`
+
+	frame    uint32
+	childIdx map[uint32]*FlameNode
+}
+
+// Flame builds the call tree (callers above callees), pruned to depth levels below the root
+// and to nodes with at least thresholdPct of the samples.
+func Flame(p *Profile, f Filter, depth int, thresholdPct float64) (*FlameNode, uint64) {
+	root := &FlameNode{Func: "all", Kind: "root", childIdx: map[uint32]*FlameNode{}}
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		if !f.keep(e) {
+			continue
+		}
+		root.Total += e.Count
+		n := root
+		stack := p.Stacks[e.Stack]
+		for j := len(stack) - 1; j >= 0; j-- {
+			id := stack[j]
+			c := n.childIdx[id]
+			if c == nil {
+				fr := p.Frames[id]
+				c = &FlameNode{Func: fr.Func, Image: fr.Image, Kind: fr.Kind, Inlined: fr.Inlined, frame: id,
+					childIdx: map[uint32]*FlameNode{}}
+				n.childIdx[id] = c
+				n.Children = append(n.Children, c)
+			}
+			c.Total += e.Count
+			n = c
+		}
+		n.Self += e.Count
+	}
+	total := root.Total
+	var prune func(n *FlameNode, level int)
+	prune = func(n *FlameNode, level int) {
+		n.TotalPct = pct(n.Total, total)
+		n.childIdx = nil
+		kept := n.Children[:0]
+		for _, c := range n.Children {
+			if pct(c.Total, total) >= thresholdPct && (depth <= 0 || level < depth) {
+				kept = append(kept, c)
+			}
+		}
+		n.Children = kept
+		sort.Slice(n.Children, func(i, j int) bool {
+			if n.Children[i].Total != n.Children[j].Total {
+				return n.Children[i].Total > n.Children[j].Total
+			}
+			return n.Children[i].Func < n.Children[j].Func
+		})
+		for _, c := range n.Children {
+			prune(c, level+1)
+		}
+	}
+	prune(root, 0)
+	return root, total
+}
+
+// ThreadRow is one thread in the threads view.
+type ThreadRow struct {
+	Tid     uint32  `json:"tid"`
+	Pid     uint32  `json:"pid"`
+	Name    string  `json:"name"`
+	Samples uint64  `json:"samples"`
+	Pct     float64 `json:"pct"`
+	TopFunc string  `json:"top_func,omitempty"` // the thread's hottest function (self)
+}
+
+// Threads lists threads by samples; threads known but never sampled come last with zero.
+func Threads(p *Profile, n int) ([]ThreadRow, uint64) {
+	byTid := map[uint32]*ThreadRow{}
+	selfBy := map[uint32]map[uint32]uint64{}
+	var total uint64
+	for _, t := range p.Threads {
+		byTid[t.Tid] = &ThreadRow{Tid: t.Tid, Pid: t.Pid, Name: t.Name}
+	}
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		total += e.Count
+		r := byTid[e.Tid]
+		if r == nil {
+			r = &ThreadRow{Tid: e.Tid, Pid: e.Pid}
+			byTid[e.Tid] = r
+		}
+		r.Samples += e.Count
+		if st := p.Stacks[e.Stack]; len(st) > 0 {
+			m := selfBy[e.Tid]
+			if m == nil {
+				m = map[uint32]uint64{}
+				selfBy[e.Tid] = m
+			}
+			m[st[0]] += e.Count
+		}
+	}
+	rows := make([]ThreadRow, 0, len(byTid))
+	for tid, r := range byTid {
+		r.Pct = pct(r.Samples, total)
+		var best uint32
+		var bestN uint64
+		for id, c := range selfBy[tid] {
+			if c > bestN || (c == bestN && id < best) {
+				best, bestN = id, c
+			}
+		}
+		if bestN > 0 {
+			r.TopFunc = p.Frames[best].Func
+		}
+		rows = append(rows, *r)
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Samples != rows[j].Samples {
+			return rows[i].Samples > rows[j].Samples
+		}
+		return rows[i].Tid < rows[j].Tid
+	})
+	if n > 0 && len(rows) > n {
+		rows = rows[:n]
+	}
+	return rows, total
+}
+
+// HasSymbol reports whether any frame's name contains s (case-insensitive).
+func HasSymbol(frames []Frame, s string) bool {
+	s = strings.ToLower(s)
+	for _, f := range frames {
+		if strings.Contains(strings.ToLower(f.Func), s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,100 @@
+// Package api holds the types that stax's query commands exchange, over the live socket and
+// as --json output. Schema is bumped on any incompatible change.
+package api
+
+import (
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+// Schema is the version of every JSON document stax prints or serves.
+const Schema = 1
+
+// Status describes a run.
+type Status struct {
+	Schema         int               `json:"schema"`
+	Live           bool              `json:"live"`
+	Meta           store.Meta        `json:"meta"`
+	ElapsedSec     float64           `json:"elapsed_sec"`
+	DistinctStacks int               `json:"distinct_stacks"`
+	Threads        int               `json:"threads"`
+	Processes      []ProcessStatus   `json:"processes"`
+	JIT            []store.JITSource `json:"jit"`
+	JITSamples     uint64            `json:"jit_samples"`     // samples whose leaf is in JIT code
+	JITUnnamed     uint64            `json:"jit_unnamed"`     // of those, samples with no name
+	UnknownSamples uint64            `json:"unknown_samples"` // samples whose leaf has no name at all
+}
+
+// ProcessStatus is one process of the run.
+type ProcessStatus struct {
+	Pid    int    `json:"pid"`
+	PPid   int    `json:"ppid,omitempty"`
+	Comm   string `json:"comm"`
+	Exited bool   `json:"exited"`
+}
+
+// Top is the answer of `stax top`.
+type Top struct {
+	Schema  int          `json:"schema"`
+	Run     string       `json:"run"`
+	Live    bool         `json:"live"`
+	Samples uint64       `json:"samples"`
+	Sort    string       `json:"sort"`
+	Rows    []agg.TopRow `json:"rows"`
+}
+
+// Flame is the answer of `stax flame`.
+type Flame struct {
+	Schema  int            `json:"schema"`
+	Run     string         `json:"run"`
+	Live    bool           `json:"live"`
+	Samples uint64         `json:"samples"`
+	Root    *agg.FlameNode `json:"root"`
+}
+
+// Threads is the answer of `stax threads`.
+type Threads struct {
+	Schema  int             `json:"schema"`
+	Run     string          `json:"run"`
+	Live    bool            `json:"live"`
+	Samples uint64          `json:"samples"`
+	Rows    []agg.ThreadRow `json:"rows"`
+}
+
+// Wait outcomes.
+const (
+	WaitMet     = "met"
+	WaitEnded   = "ended"
+	WaitTimeout = "timeout"
+)
+
+// Wait is the answer of `stax wait`.
+type Wait struct {
+	Schema     int     `json:"schema"`
+	Run        string  `json:"run"`
+	Outcome    string  `json:"outcome"`
+	Samples    uint64  `json:"samples"`
+	ElapsedSec float64 `json:"elapsed_sec"`
+}
+
+// RunInfo is one line of `stax list`.
+type RunInfo struct {
+	ID       string   `json:"id"`
+	Live     bool     `json:"live"`
+	Command  []string `json:"command,omitempty"`
+	Pid      int      `json:"pid"`
+	Samples  uint64   `json:"samples"`
+	Start    string   `json:"start"`
+	Finished bool     `json:"finished"`
+}
+
+// List is the answer of `stax list`.
+type List struct {
+	Schema int       `json:"schema"`
+	Runs   []RunInfo `json:"runs"`
+}
+
+// Error is the body of a failed request.
+type Error struct {
+	Error string `json:"error"`
+}

@@ -1,0 +1,303 @@
+// Package perfevent opens perf events for a process tree and maps their ring buffers. It is
+// the only package that talks to perf_event_open.
+package perfevent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/ring"
+)
+
+// SampleType is the sample layout stax asks for.
+const SampleType = record.SampleIP | record.SampleTID | record.SampleTime | record.SampleCPU |
+	record.SamplePeriod | record.SampleCallchain
+
+const bitBuildID = 1 << 34 // perf_event_attr.build_id: MMAP2 records carry the build-id
+
+// Config says what to sample.
+type Config struct {
+	// Pids are the threads to attach to; for a launched command, the gate's pid alone.
+	Pids []int
+	// Freq is the sampling frequency in Hz.
+	Freq int
+	// EnableOnExec starts the events at the target's next exec (launch mode).
+	EnableOnExec bool
+	// UserOnly excludes kernel samples and callchains.
+	UserOnly bool
+	// RingPages is the data area size in pages per CPU (a power of two); 0 means 128.
+	RingPages int
+}
+
+// Session is a set of open events, one ring per CPU.
+type Session struct {
+	Event    string // "cycles" or "cpu-clock"
+	UserOnly bool
+	Note     string // a line to show the user, e.g. why kernel samples are off
+	MaxStack int
+
+	fds   []int
+	rings []*mappedRing
+}
+
+type mappedRing struct {
+	cpu  int
+	fd   int
+	mem  []byte
+	meta *unix.PerfEventMmapPage
+	rd   ring.Reader
+}
+
+// Open opens the events. On EACCES for kernel sampling it retries user-only and says so in
+// Session.Note.
+func Open(cfg Config) (*Session, error) {
+	if cfg.Freq <= 0 {
+		cfg.Freq = 999
+	}
+	if cfg.RingPages == 0 {
+		cfg.RingPages = 128
+	}
+	cpus, err := OnlineCPUs()
+	if err != nil {
+		return nil, err
+	}
+	maxStack := 127
+	if b, err := os.ReadFile("/proc/sys/kernel/perf_event_max_stack"); err == nil {
+		if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && v > 0 && v < maxStack {
+			maxStack = v
+		}
+	}
+	s := &Session{MaxStack: maxStack, UserOnly: cfg.UserOnly}
+	events := []struct {
+		name   string
+		typ    uint32
+		config uint64
+	}{
+		{"cycles", unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CPU_CYCLES},
+		{"cpu-clock", unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CPU_CLOCK},
+	}
+	var lastErr error
+	for _, ev := range events {
+		err := s.openAll(cfg, cpus, ev.typ, ev.config)
+		if err == nil {
+			s.Event = ev.name
+			return s, nil
+		}
+		s.closeFDs()
+		if (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) && !s.UserOnly {
+			s.UserOnly = true
+			if err2 := s.openAll(cfg, cpus, ev.typ, ev.config); err2 == nil {
+				s.Event = ev.name
+				s.Note = "kernel sampling is not permitted (kernel.perf_event_paranoid=" + paranoid() + "); recording user space only"
+				return s, nil
+			} else {
+				err = err2
+			}
+			s.closeFDs()
+			s.UserOnly = cfg.UserOnly
+		}
+		lastErr = err
+		if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+			break
+		}
+	}
+	return nil, explain(lastErr)
+}
+
+func paranoid() string {
+	b, err := os.ReadFile("/proc/sys/kernel/perf_event_paranoid")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func explain(err error) error {
+	switch {
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		return fmt.Errorf("%w (kernel.perf_event_paranoid=%s; run as root, grant CAP_PERFMON, or lower it: sysctl kernel.perf_event_paranoid=1)", err, paranoid())
+	case errors.Is(err, unix.ESRCH):
+		return fmt.Errorf("%w: the process does not exist", err)
+	}
+	return err
+}
+
+func (s *Session) attr(cfg Config, typ uint32, config uint64, enableOnExec bool) *unix.PerfEventAttr {
+	a := &unix.PerfEventAttr{
+		Type:             typ,
+		Size:             uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Config:           config,
+		Sample:           uint64(cfg.Freq),
+		Sample_type:      SampleType,
+		Clockid:          unix.CLOCK_MONOTONIC,
+		Sample_max_stack: uint16(s.MaxStack),
+	}
+	a.Bits = unix.PerfBitDisabled | unix.PerfBitInherit | unix.PerfBitMmap | unix.PerfBitComm |
+		unix.PerfBitFreq | unix.PerfBitTask | unix.PerfBitSampleIDAll | unix.PerfBitMmap2 |
+		unix.PerfBitCommExec | unix.PerfBitUseClockID | unix.PerfBitExcludeHv | bitBuildID
+	if enableOnExec {
+		a.Bits |= unix.PerfBitEnableOnExec
+	}
+	if s.UserOnly {
+		a.Bits |= unix.PerfBitExcludeKernel | unix.PerfBitExcludeCallchainKernel
+	}
+	return a
+}
+
+func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) error {
+	for i, pid := range cfg.Pids {
+		for _, cpu := range cpus {
+			// Only the first thread's events carry mmap/comm/task side-band records, so
+			// they are not duplicated per thread.
+			a := s.attr(cfg, typ, config, cfg.EnableOnExec)
+			if i > 0 {
+				a.Bits &^= unix.PerfBitMmap | unix.PerfBitComm | unix.PerfBitTask | unix.PerfBitMmap2 | unix.PerfBitCommExec
+			}
+			fd, err := unix.PerfEventOpen(a, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+			if err != nil {
+				if i > 0 && errors.Is(err, unix.ESRCH) {
+					break // the thread ended while we attached
+				}
+				return fmt.Errorf("open perf event for pid %d on cpu %d: %w", pid, cpu, err)
+			}
+			s.fds = append(s.fds, fd)
+			if i == 0 {
+				r, err := mapRing(fd, cpu, cfg.RingPages)
+				if err != nil {
+					return err
+				}
+				s.rings = append(s.rings, r)
+				continue
+			}
+			var target *mappedRing
+			for _, r := range s.rings {
+				if r.cpu == cpu {
+					target = r
+				}
+			}
+			if target != nil {
+				if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, target.fd); err != nil {
+					return fmt.Errorf("redirect perf event of pid %d on cpu %d: %w", pid, cpu, err)
+				}
+			}
+		}
+	}
+	if len(s.rings) == 0 {
+		return fmt.Errorf("open perf events: %w", unix.ESRCH)
+	}
+	return nil
+}
+
+func mapRing(fd, cpu, pages int) (*mappedRing, error) {
+	pageSize := os.Getpagesize()
+	mem, err := unix.Mmap(fd, 0, (pages+1)*pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("map perf ring on cpu %d: %w", cpu, err)
+	}
+	r := &mappedRing{cpu: cpu, fd: fd, mem: mem, meta: (*unix.PerfEventMmapPage)(unsafe.Pointer(&mem[0]))}
+	r.rd.Data = mem[pageSize:]
+	return r, nil
+}
+
+// Enable starts every event (attach mode; launch mode uses enable-on-exec).
+func (s *Session) Enable() error {
+	for _, fd := range s.fds {
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+			return fmt.Errorf("enable perf event: %w", err)
+		}
+	}
+	return nil
+}
+
+// Disable stops every event; records already in the rings can still be read.
+func (s *Session) Disable() {
+	for _, fd := range s.fds {
+		unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0)
+	}
+}
+
+// Read drains every ring, calling fn for each record. The record slice is valid only during
+// the call.
+func (s *Session) Read(fn func(cpu int, rec []byte)) error {
+	var firstErr error
+	for _, r := range s.rings {
+		head := atomic.LoadUint64(&r.meta.Data_head)
+		tail := atomic.LoadUint64(&r.meta.Data_tail)
+		cpu := r.cpu
+		newTail, err := r.rd.Drain(tail, head, func(rec []byte) { fn(cpu, rec) })
+		atomic.StoreUint64(&r.meta.Data_tail, newTail)
+		if err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("cpu %d: %w", cpu, err)
+		}
+	}
+	return firstErr
+}
+
+func (s *Session) closeFDs() {
+	for _, r := range s.rings {
+		unix.Munmap(r.mem)
+	}
+	for _, fd := range s.fds {
+		unix.Close(fd)
+	}
+	s.rings, s.fds = nil, nil
+}
+
+// Close releases every event and ring.
+func (s *Session) Close() { s.closeFDs() }
+
+// OnlineCPUs lists the online CPUs.
+func OnlineCPUs() ([]int, error) {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		cpus := make([]int, runtime.NumCPU())
+		for i := range cpus {
+			cpus[i] = i
+		}
+		return cpus, nil
+	}
+	return parseCPUList(strings.TrimSpace(string(b)))
+}
+
+func parseCPUList(s string) ([]int, error) {
+	var cpus []int
+	for _, part := range strings.Split(s, ",") {
+		if part == "" {
+			continue
+		}
+		lo, hi, found := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil, fmt.Errorf("parse cpu list %q: %w", s, err)
+		}
+		b := a
+		if found {
+			if b, err = strconv.Atoi(hi); err != nil {
+				return nil, fmt.Errorf("parse cpu list %q: %w", s, err)
+			}
+		}
+		for c := a; c <= b && c-a < 4096; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	if len(cpus) == 0 {
+		return nil, fmt.Errorf("parse cpu list %q: no cpus", s)
+	}
+	return cpus, nil
+}
+
+// MonotonicNow is CLOCK_MONOTONIC in nanoseconds, the clock of every sample's time.
+func MonotonicNow() uint64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Sec)*1e9 + uint64(ts.Nsec)
+}

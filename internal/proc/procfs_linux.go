@@ -1,0 +1,89 @@
+package proc
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// maxMapsLines bounds how much of /proc/PID/maps is read.
+const maxMapsLines = 1 << 20
+
+// ReadMaps reads the executable mappings of a live process from /proc/PID/maps, stamped
+// with time t.
+func ReadMaps(pid int, t uint64) ([]Mapping, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return nil, fmt.Errorf("read mappings of pid %d: %w", pid, err)
+	}
+	defer f.Close()
+	var out []Mapping
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 64<<10)
+	for n := 0; sc.Scan() && n < maxMapsLines; n++ {
+		m, ok := ParseMapsLine(sc.Text())
+		if ok {
+			m.Time = t
+			out = append(out, m)
+		}
+	}
+	return out, sc.Err()
+}
+
+// ParseMapsLine parses one executable line of /proc/PID/maps; other lines return false.
+func ParseMapsLine(line string) (Mapping, bool) {
+	f := strings.Fields(line)
+	if len(f) < 5 || len(f[1]) < 3 || f[1][2] != 'x' {
+		return Mapping{}, false
+	}
+	lo, hi, ok := strings.Cut(f[0], "-")
+	if !ok {
+		return Mapping{}, false
+	}
+	start, err1 := strconv.ParseUint(lo, 16, 64)
+	end, err2 := strconv.ParseUint(hi, 16, 64)
+	off, err3 := strconv.ParseUint(f[2], 16, 64)
+	if err1 != nil || err2 != nil || err3 != nil || end <= start {
+		return Mapping{}, false
+	}
+	m := Mapping{Start: start, End: end, Pgoff: off}
+	if maj, min, ok := strings.Cut(f[3], ":"); ok {
+		a, _ := strconv.ParseUint(maj, 16, 32)
+		b, _ := strconv.ParseUint(min, 16, 32)
+		m.Maj, m.Min = uint32(a), uint32(b)
+	}
+	m.Ino, _ = strconv.ParseUint(f[4], 10, 64)
+	if len(f) >= 6 {
+		// The path is the rest of the line after the inode, spaces included.
+		idx := strings.Index(line, f[4])
+		rest := strings.TrimSpace(line[idx+len(f[4]):])
+		m.Path = rest
+	}
+	return m, true
+}
+
+// ThreadIDs lists the threads of a live process.
+func ThreadIDs(pid int) ([]int, error) {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return nil, err
+	}
+	var tids []int
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	return tids, nil
+}
+
+// ThreadName reads a live thread's name.
+func ThreadName(pid, tid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", pid, tid))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}

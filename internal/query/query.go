@@ -1,0 +1,50 @@
+// Package query answers stax's query commands over a run, live or stored.
+package query
+
+import (
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+// TopOptions are the flags of `stax top`.
+type TopOptions struct {
+	N       int
+	ByTotal bool
+	Tid     uint32
+}
+
+// Top answers `stax top`.
+func Top(run *store.Run, o TopOptions) api.Top {
+	rows, samples := agg.Top(&run.Profile, agg.Filter{Tid: o.Tid}, o.N, o.ByTotal)
+	sort := "self"
+	if o.ByTotal {
+		sort = "total"
+	}
+	if rows == nil {
+		rows = []agg.TopRow{}
+	}
+	return api.Top{Schema: api.Schema, Run: run.Meta.ID, Live: !run.Meta.Finished, Samples: samples, Sort: sort, Rows: rows}
+}
+
+// FlameOptions are the flags of `stax flame`.
+type FlameOptions struct {
+	Depth        int
+	ThresholdPct float64
+	Tid          uint32
+}
+
+// Flame answers `stax flame`.
+func Flame(run *store.Run, o FlameOptions) api.Flame {
+	root, samples := agg.Flame(&run.Profile, agg.Filter{Tid: o.Tid}, o.Depth, o.ThresholdPct)
+	return api.Flame{Schema: api.Schema, Run: run.Meta.ID, Live: !run.Meta.Finished, Samples: samples, Root: root}
+}
+
+// Threads answers `stax threads`.
+func Threads(run *store.Run, n int) api.Threads {
+	rows, samples := agg.Threads(&run.Profile, n)
+	if rows == nil {
+		rows = []agg.ThreadRow{}
+	}
+	return api.Threads{Schema: api.Schema, Run: run.Meta.ID, Live: !run.Meta.Finished, Samples: samples, Rows: rows}
+}

@@ -1,0 +1,590 @@
+// Package recorder runs one recording: it opens the perf events, follows the process tree,
+// tails JIT sources, aggregates samples, answers live queries and writes the run to the
+// store.
+package recorder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/jit"
+	"github.com/stax-profiler/stax/internal/launch"
+	"github.com/stax-profiler/stax/internal/perfevent"
+	"github.com/stax-profiler/stax/internal/proc"
+	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/resolve"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+// Options configure a recording.
+type Options struct {
+	Argv       []string      // command to launch, or
+	Pid        int           // process to attach to
+	Freq       int           // Hz
+	Duration   time.Duration // 0: until the target exits or stop
+	Env        []string      // the launched command's environment
+	Checkpoint time.Duration // how often the run is saved while recording
+	Notef      func(format string, args ...any)
+}
+
+// Recorder is one live recording.
+type Recorder struct {
+	opts    Options
+	id      string
+	meta    store.Meta
+	start   time.Time
+	sess    *perfevent.Session
+	gate    *launch.Gate
+	tracker *proc.Tracker
+	res     *resolve.Resolver
+	jitw    *resolve.JITWatcher
+	run     *agg.Run
+	dec     record.Decoder
+
+	mu         sync.Mutex
+	lost       uint64
+	notes      []string
+	pending    []heldSample
+	tick       chan struct{} // closed and replaced after each resolve
+	frameNames []string
+	exitCode   *int
+	cut        uint64 // samples at or after this time wait for the next step
+
+	stopOnce sync.Once
+	stopCh   chan struct{}
+	doneCh   chan struct{}
+	gateDone chan int
+}
+
+type heldSample struct {
+	pid, tid uint32
+	time     uint64
+	chain    []uint64
+}
+
+// NewID makes a run id from the time and the target's pid.
+func NewID(pid int) string {
+	return fmt.Sprintf("%s-%d", time.Now().Format("20060102-150405"), pid)
+}
+
+// Start opens the events and starts the target (or attaches to it). Recording begins at
+// once; call Loop to process it.
+func Start(opts Options) (*Recorder, error) {
+	if opts.Freq <= 0 {
+		opts.Freq = 999
+	}
+	if opts.Checkpoint <= 0 {
+		opts.Checkpoint = 2 * time.Second
+	}
+	if opts.Notef == nil {
+		opts.Notef = func(string, ...any) {}
+	}
+	r := &Recorder{
+		opts:     opts,
+		tracker:  proc.NewTracker(),
+		run:      agg.NewRun(),
+		tick:     make(chan struct{}),
+		stopCh:   make(chan struct{}),
+		doneCh:   make(chan struct{}),
+		gateDone: make(chan int, 1),
+		start:    time.Now(),
+	}
+	r.res = resolve.New(r.tracker)
+	r.jitw = resolve.NewJITWatcher(r.res)
+	r.dec = record.Decoder{SampleType: perfevent.SampleType, SampleIDAll: true}
+
+	cfg := perfevent.Config{Freq: opts.Freq}
+	if len(opts.Argv) > 0 {
+		gate, err := launch.Start(opts.Argv, opts.Env)
+		if err != nil {
+			return nil, err
+		}
+		r.gate = gate
+		cfg.Pids = []int{gate.Pid()}
+		cfg.EnableOnExec = true
+		r.meta.Pid = gate.Pid()
+		r.meta.Command = opts.Argv
+	} else {
+		if err := checkPid(opts.Pid); err != nil {
+			return nil, err
+		}
+		tids, err := proc.ThreadIDs(opts.Pid)
+		if err != nil {
+			return nil, fmt.Errorf("attach to pid %d: %w", opts.Pid, err)
+		}
+		cfg.Pids = append([]int{opts.Pid}, without(tids, opts.Pid)...)
+		r.meta.Pid = opts.Pid
+		r.meta.Attached = true
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", opts.Pid)); err == nil {
+			r.meta.Command = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		}
+	}
+	sess, err := perfevent.Open(cfg)
+	if err != nil {
+		if r.gate != nil {
+			r.gate.Abort()
+		}
+		if opts.Pid != 0 {
+			return nil, fmt.Errorf("attach to pid %d: %w", opts.Pid, err)
+		}
+		return nil, fmt.Errorf("record %s: %w", opts.Argv[0], err)
+	}
+	r.sess = sess
+	if sess.Note != "" {
+		r.note(sess.Note)
+	}
+	r.id = NewID(r.meta.Pid)
+	r.meta.ID = r.id
+	r.meta.Freq = opts.Freq
+	r.meta.Event = sess.Event
+	r.meta.UserOnly = sess.UserOnly
+	r.meta.Start = r.start
+	r.jitw.Track(r.meta.Pid)
+
+	if r.gate != nil {
+		if err := r.gate.Release(); err != nil {
+			sess.Close()
+			return nil, err
+		}
+		go func() { r.gateDone <- r.gate.Wait() }()
+	} else {
+		r.synthesize(opts.Pid)
+		if err := sess.Enable(); err != nil {
+			sess.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func without(s []int, v int) []int {
+	out := s[:0:0]
+	for _, x := range s {
+		if x != v {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func checkPid(pid int) error {
+	if pid <= 0 {
+		return fmt.Errorf("attach to pid %d: not a valid pid", pid)
+	}
+	err := syscall.Kill(pid, 0)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, syscall.ESRCH):
+		return fmt.Errorf("attach to pid %d: no such process", pid)
+	case errors.Is(err, syscall.EPERM):
+		return fmt.Errorf("attach to pid %d: permission denied (it belongs to another user; run stax as that user or as root)", pid)
+	}
+	return fmt.Errorf("attach to pid %d: %w", pid, err)
+}
+
+// synthesize records the state of an already running process: its executable mappings and
+// its threads' names.
+func (r *Recorder) synthesize(pid int) {
+	maps, err := proc.ReadMaps(pid, 0)
+	if err != nil {
+		r.note("%v", err)
+	}
+	for _, m := range maps {
+		r.tracker.AddMapping(pid, m)
+		if _, ok := jit.IsJitdumpName(m.Path); ok {
+			r.jitw.AddMmapPath(pid, m.Path)
+		}
+	}
+	if tids, err := proc.ThreadIDs(pid); err == nil {
+		for _, tid := range tids {
+			r.tracker.Comm(pid, tid, proc.ThreadName(pid, tid))
+		}
+	}
+}
+
+func (r *Recorder) note(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.mu.Lock()
+	r.notes = append(r.notes, msg)
+	r.mu.Unlock()
+	r.opts.Notef("%s", msg)
+}
+
+// ID is the run's id.
+func (r *Recorder) ID() string { return r.id }
+
+// Pid is the target's pid.
+func (r *Recorder) Pid() int { return r.meta.Pid }
+
+// Done is closed when the recording has ended and the run is saved.
+func (r *Recorder) Done() <-chan struct{} { return r.doneCh }
+
+// Stop ends the recording (the target keeps running).
+func (r *Recorder) Stop() { r.stopOnce.Do(func() { close(r.stopCh) }) }
+
+// ForwardSignal passes a signal to a launched command.
+func (r *Recorder) ForwardSignal(sig os.Signal) bool {
+	if r.gate == nil {
+		return false
+	}
+	r.gate.Signal(sig)
+	return true
+}
+
+// Loop records until the target exits, Stop is called or the duration passes; then it saves
+// the final run. It returns the launched command's exit status (0 when attached).
+func (r *Recorder) Loop() int {
+	const tickEvery = 50 * time.Millisecond
+	const resolveEvery = 200 * time.Millisecond
+	ticker := time.NewTicker(tickEvery)
+	defer ticker.Stop()
+	lastResolve := time.Now()
+	lastCheckpoint := time.Now()
+	var deadline <-chan time.Time
+	if r.opts.Duration > 0 {
+		deadline = time.After(r.opts.Duration)
+	}
+	exit := -1
+	targetGone := false
+loop:
+	for {
+		select {
+		case <-r.stopCh:
+			break loop
+		case <-deadline:
+			r.note("recording stopped after %v", r.opts.Duration)
+			break loop
+		case code := <-r.gateDone:
+			exit = code
+			targetGone = true
+			break loop
+		case <-ticker.C:
+		}
+		r.step(false)
+		if time.Since(lastResolve) >= resolveEvery {
+			r.resolveAndNotify()
+			lastResolve = time.Now()
+		}
+		if time.Since(lastCheckpoint) >= r.opts.Checkpoint {
+			r.save(false)
+			lastCheckpoint = time.Now()
+		}
+		if r.gate == nil && syscall.Kill(r.meta.Pid, 0) == syscall.ESRCH {
+			targetGone = true
+			break loop
+		}
+	}
+	r.sess.Disable()
+	r.step(true)
+	r.sess.Close()
+	r.jitw.Close()
+	r.resolveAndNotify()
+	if r.gate != nil {
+		if exit < 0 {
+			// Recording ended first (stop or time limit): the command runs on; its status is
+			// still ours to return.
+			r.save(true)
+			close(r.doneCh)
+			exit = <-r.gateDone
+			return exit
+		}
+		r.mu.Lock()
+		r.exitCode = &exit
+		r.mu.Unlock()
+	}
+	_ = targetGone
+	r.save(true)
+	close(r.doneCh)
+	if exit < 0 {
+		exit = 0
+	}
+	return exit
+}
+
+// step reads the JIT sources, then the rings. Samples taken after the JIT sources were read
+// wait for the next step, so a JIT function announced before it ran is known when its
+// samples are counted.
+func (r *Recorder) step(final bool) {
+	cut := perfevent.MonotonicNow()
+	r.jitw.Poll(final)
+	if err := r.sess.Read(r.handle); err != nil {
+		r.note("read samples: %v", err)
+	}
+	r.mu.Lock()
+	held := r.pending
+	r.pending = nil
+	r.mu.Unlock()
+	keep := held[:0]
+	for _, h := range held {
+		if final || h.time < cut {
+			r.add(h.pid, h.tid, h.time, h.chain)
+		} else {
+			keep = append(keep, h)
+		}
+	}
+	r.mu.Lock()
+	r.pending = append(keep, r.pending...)
+	r.mu.Unlock()
+	r.cut = cut
+}
+
+func (r *Recorder) add(pid, tid uint32, t uint64, chain []uint64) {
+	r.run.AddSample(pid, tid, t, r.res.Generation(pid, t), chain)
+}
+
+func (r *Recorder) handle(cpu int, rec []byte) {
+	h, err := record.ParseHeader(rec)
+	if err != nil {
+		return
+	}
+	switch h.Type {
+	case record.TypeSample:
+		var s record.Sample
+		if err := r.dec.Sample(rec, &s); err != nil {
+			r.countBad()
+			return
+		}
+		chain := s.Callchain
+		if len(chain) == 0 {
+			chain = []uint64{record.ContextUser, s.IP}
+			if s.Misc&record.MiscCPUModeMask == record.MiscKernel {
+				chain[0] = record.ContextKernel
+			}
+		}
+		if s.Time >= r.cut && r.cut != 0 {
+			r.mu.Lock()
+			r.pending = append(r.pending, heldSample{s.Pid, s.Tid, s.Time, append([]uint64(nil), chain...)})
+			r.mu.Unlock()
+			return
+		}
+		r.add(s.Pid, s.Tid, s.Time, chain)
+	case record.TypeMmap2, record.TypeMmap:
+		m, err := r.dec.Mmap2(rec)
+		if err != nil {
+			r.countBad()
+			return
+		}
+		r.tracker.AddMapping(int(m.Pid), proc.Mapping{Start: m.Addr, End: m.Addr + m.Len, Pgoff: m.Pgoff,
+			Path: m.Filename, BuildID: m.BuildID, Maj: m.Maj, Min: m.Min, Ino: m.Ino, Time: m.SampleID.Time})
+		if _, ok := jit.IsJitdumpName(m.Filename); ok {
+			r.jitw.AddMmapPath(int(m.Pid), m.Filename)
+		}
+	case record.TypeComm:
+		c, err := r.dec.Comm(rec)
+		if err != nil {
+			r.countBad()
+			return
+		}
+		if c.Exec {
+			r.tracker.Exec(int(c.Pid), c.SampleID.Time, c.Comm)
+		} else {
+			r.tracker.Comm(int(c.Pid), int(c.Tid), c.Comm)
+		}
+	case record.TypeFork:
+		t, err := r.dec.Task(rec)
+		if err != nil {
+			r.countBad()
+			return
+		}
+		r.tracker.Fork(int(t.Pid), int(t.PPid), int(t.Tid), int(t.PTid), t.Time)
+		if t.Pid != t.PPid {
+			r.jitw.Track(int(t.Pid))
+		}
+	case record.TypeExit:
+		t, err := r.dec.Task(rec)
+		if err != nil {
+			r.countBad()
+			return
+		}
+		r.tracker.Exit(int(t.Pid), int(t.Tid), t.Time)
+	case record.TypeLost, record.TypeLostSamples:
+		l, err := r.dec.Lost(rec)
+		if err == nil {
+			r.mu.Lock()
+			r.lost += l.Lost
+			r.mu.Unlock()
+		}
+	}
+}
+
+func (r *Recorder) countBad() {
+	r.mu.Lock()
+	r.lost++
+	r.mu.Unlock()
+}
+
+func (r *Recorder) resolveAndNotify() {
+	newFrames := r.run.Resolve(r.res)
+	r.mu.Lock()
+	for _, f := range newFrames {
+		r.frameNames = append(r.frameNames, f.Func)
+	}
+	close(r.tick)
+	r.tick = make(chan struct{})
+	r.mu.Unlock()
+}
+
+func (r *Recorder) threads() []agg.ThreadInfo {
+	ths := r.tracker.Threads()
+	out := make([]agg.ThreadInfo, len(ths))
+	for i, t := range ths {
+		out[i] = agg.ThreadInfo{Tid: uint32(t.Tid), Pid: uint32(t.Pid), Name: t.Name}
+	}
+	return out
+}
+
+// Snapshot resolves what is pending and returns the run as it stands.
+func (r *Recorder) Snapshot() *store.Run {
+	r.run.Resolve(r.res)
+	return r.snapshot(false)
+}
+
+func (r *Recorder) snapshot(final bool) *store.Run {
+	st := r.run.Stats()
+	r.mu.Lock()
+	meta := r.meta
+	meta.Lost = r.lost
+	meta.Notes = append([]string(nil), r.notes...)
+	meta.ExitCode = r.exitCode
+	r.mu.Unlock()
+	meta.Samples = st.Samples
+	meta.Unresolved = st.UnresolvedFrames
+	meta.Finished = final
+	if final {
+		meta.End = time.Now()
+	}
+	return &store.Run{Meta: meta, Profile: *r.run.Profile(r.threads()), JIT: r.jitw.Sources()}
+}
+
+func (r *Recorder) save(final bool) {
+	run := r.snapshot(final)
+	if err := store.Save(store.Path(r.id), run); err != nil {
+		r.note("%v", err)
+	}
+}
+
+// Status describes the live run.
+func (r *Recorder) Status() api.Status {
+	run := r.Snapshot()
+	st := StatusOf(run)
+	st.Live = true
+	select {
+	case <-r.doneCh:
+		st.Live = false
+	default:
+	}
+	st.ElapsedSec = time.Since(r.start).Seconds()
+	for _, p := range r.tracker.Processes() {
+		st.Processes = append(st.Processes, api.ProcessStatus{Pid: p.Pid, PPid: p.PPid, Comm: p.Comm, Exited: p.ExitTime != 0})
+	}
+	return st
+}
+
+// StatusOf summarizes a saved or live run.
+func StatusOf(run *store.Run) api.Status {
+	st := api.Status{Schema: api.Schema, Meta: run.Meta, JIT: run.JIT, Threads: len(run.Profile.Threads),
+		DistinctStacks: len(run.Profile.Stacks)}
+	if st.JIT == nil {
+		st.JIT = []store.JITSource{}
+	}
+	if !run.Meta.End.IsZero() {
+		st.ElapsedSec = run.Meta.End.Sub(run.Meta.Start).Seconds()
+	}
+	p := &run.Profile
+	for _, e := range p.Entries {
+		s := p.Stacks[e.Stack]
+		if len(s) == 0 {
+			continue
+		}
+		f := p.Frames[s[0]]
+		switch {
+		case f.Kind == agg.KindJIT:
+			st.JITSamples += e.Count
+		case f.Image == resolve.ImageAnon:
+			st.JITSamples += e.Count
+			st.JITUnnamed += e.Count
+			st.UnknownSamples += e.Count
+		case f.Kind == agg.KindUnknown:
+			st.UnknownSamples += e.Count
+		}
+	}
+	return st
+}
+
+// WaitCondition is what `stax wait` waits for.
+type WaitCondition struct {
+	Samples uint64
+	Seconds float64
+	Symbol  string
+}
+
+// Wait blocks until cond holds, the run ends, or ctx ends.
+func (r *Recorder) Wait(ctx context.Context, cond WaitCondition) api.Wait {
+	out := api.Wait{Schema: api.Schema, Run: r.id}
+	for {
+		r.mu.Lock()
+		tick := r.tick
+		names := r.frameNames
+		r.mu.Unlock()
+		samples := r.run.Samples()
+		elapsed := time.Since(r.start).Seconds()
+		out.Samples, out.ElapsedSec = samples, elapsed
+		met := true
+		if cond.Samples > 0 && samples < cond.Samples {
+			met = false
+		}
+		if cond.Seconds > 0 && elapsed < cond.Seconds {
+			met = false
+		}
+		if cond.Symbol != "" && !containsFold(names, cond.Symbol) {
+			met = false
+		}
+		if met {
+			out.Outcome = api.WaitMet
+			return out
+		}
+		select {
+		case <-r.doneCh:
+			// One last look: the final resolve may have met the condition.
+			r.mu.Lock()
+			names = r.frameNames
+			r.mu.Unlock()
+			samples = r.run.Samples()
+			out.Samples = samples
+			if (cond.Samples == 0 || samples >= cond.Samples) && cond.Seconds == 0 &&
+				(cond.Symbol == "" || containsFold(names, cond.Symbol)) {
+				out.Outcome = api.WaitMet
+			} else {
+				out.Outcome = api.WaitEnded
+			}
+			return out
+		case <-ctx.Done():
+			out.Outcome = api.WaitTimeout
+			return out
+		case <-tick:
+		}
+	}
+}
+
+func containsFold(names []string, s string) bool {
+	s = strings.ToLower(s)
+	for _, n := range names {
+		if strings.Contains(strings.ToLower(n), s) {
+			return true
+		}
+	}
+	return false
+}
+
+// StorePath is where the run is saved.
+func (r *Recorder) StorePath() string { return filepath.Clean(store.Path(r.id)) }

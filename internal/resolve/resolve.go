@@ -1,0 +1,313 @@
+// Package resolve names sampled addresses: it walks the resolution chain (the mapped image's
+// symbols, kernel symbols, JIT code tables) for the recorder and caches results per image
+// and address, so each distinct address is named once.
+package resolve
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/jit"
+	"github.com/stax-profiler/stax/internal/proc"
+	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/symbol/demangle"
+	"github.com/stax-profiler/stax/internal/symbol/elfsym"
+	"github.com/stax-profiler/stax/internal/symbol/kallsyms"
+)
+
+// Image names for frames that have no file.
+const (
+	ImageJIT     = "[jit]"
+	ImageKernel  = "[kernel.kallsyms]"
+	ImageUnknown = "[unknown]"
+	ImageAnon    = "[anon]" // anonymous executable memory no JIT source describes
+)
+
+// Resolver implements agg.Resolver over a process tracker, the images on disk, the kernel's
+// symbols and per-process JIT tables.
+type Resolver struct {
+	tracker *proc.Tracker
+
+	mu      sync.Mutex
+	images  map[string]*imageEntry // by build-id, else path
+	cache   map[frameKey]cached
+	jits    map[uint32]*jit.Table
+	kernel  *kallsyms.Table
+	kerr    error
+	kloaded bool
+
+	version atomic.Uint64
+	// Errors counts images that could not be loaded, by message, for status.
+	errors map[string]string
+}
+
+type imageEntry struct {
+	im  *elfsym.Image
+	err error
+}
+
+type frameKey struct {
+	image *imageEntry
+	vaddr uint64
+}
+
+type cached struct {
+	fr   agg.Frame
+	ok   bool
+	name string
+}
+
+// New returns a resolver over tracker.
+func New(tracker *proc.Tracker) *Resolver {
+	return &Resolver{
+		tracker: tracker,
+		images:  map[string]*imageEntry{},
+		cache:   map[frameKey]cached{},
+		jits:    map[uint32]*jit.Table{},
+		errors:  map[string]string{},
+	}
+}
+
+// Version implements agg.Resolver.
+func (r *Resolver) Version() uint64 { return r.version.Load() }
+
+// Learned tells the resolver that new symbol knowledge arrived.
+func (r *Resolver) Learned() { r.version.Add(1) }
+
+// JIT returns pid's JIT table, creating it.
+func (r *Resolver) JIT(pid uint32) *jit.Table {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.jits[pid]
+	if t == nil {
+		t = jit.NewTable()
+		r.jits[pid] = t
+	}
+	return t
+}
+
+// JITIfAny returns pid's JIT table or nil.
+func (r *Resolver) JITIfAny(pid uint32) *jit.Table {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.jits[pid]
+}
+
+// Generation is the address-space generation of pid at time t: it changes whenever a
+// mapping or JIT function that existed before t is replaced, so samples of one stack in one
+// generation resolve alike.
+func (r *Resolver) Generation(pid uint32, t uint64) uint32 {
+	g := r.tracker.Generation(int(pid), t)
+	if jt := r.JITIfAny(pid); jt != nil {
+		g += uint32(jt.Generation(t))
+	}
+	return g
+}
+
+// ImageErrors lists the images that could not be read, with why.
+func (r *Resolver) ImageErrors() map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]string, len(r.errors))
+	for k, v := range r.errors {
+		out[k] = v
+	}
+	return out
+}
+
+// Resolve implements agg.Resolver.
+func (r *Resolver) Resolve(pid uint32, t uint64, chain []uint64, out []agg.Frame) ([]agg.Frame, int, uint64, int) {
+	kernel, user := record.SplitCallchain(chain)
+	leafFunc := -1
+	var leaf uint64
+	unresolved := 0
+	for i, addr := range kernel {
+		if i == 0 {
+			leaf = addr
+		}
+		f, ok := r.kernelFrame(addr)
+		if !ok {
+			unresolved++
+		} else if i == 0 {
+			leafFunc = len(out)
+		}
+		out = append(out, f)
+	}
+	for i, addr := range user {
+		lookup := addr
+		if i > 0 && lookup > 0 {
+			lookup-- // a return address: the call is the instruction before it
+		}
+		first := len(out)
+		var ok bool
+		out, ok = r.userFrames(pid, t, addr, lookup, out)
+		if !ok {
+			unresolved++
+		}
+		if len(kernel) == 0 && i == 0 {
+			leaf = addr
+			if ok {
+				leafFunc = len(out) - 1 // the outermost of the leaf's frames
+			}
+		}
+		_ = first
+	}
+	return out, leafFunc, leaf, unresolved
+}
+
+func (r *Resolver) kernelFrame(addr uint64) (agg.Frame, bool) {
+	r.mu.Lock()
+	if !r.kloaded {
+		r.kloaded = true
+		r.kernel, r.kerr = kallsyms.Load("/proc/kallsyms")
+	}
+	k := r.kernel
+	r.mu.Unlock()
+	if k != nil {
+		if s, ok := k.Lookup(addr); ok {
+			img := ImageKernel
+			if s.Module != "" {
+				img = "[" + s.Module + "]"
+			}
+			return agg.Frame{Func: s.Name, Image: img, Kind: agg.KindKernel}, true
+		}
+	}
+	return agg.Frame{Func: fmt.Sprintf("[unknown] %#x", addr), Image: ImageKernel, Kind: agg.KindUnknown}, false
+}
+
+// KernelError says why kernel symbols are missing, if they are.
+func (r *Resolver) KernelError() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.kerr
+}
+
+func (r *Resolver) userFrames(pid uint32, t, addr, lookup uint64, out []agg.Frame) ([]agg.Frame, bool) {
+	m := r.tracker.Find(int(pid), lookup, t)
+	if m == nil || m.Anonymous() {
+		if out, ok := r.jitFrames(pid, t, lookup, out); ok {
+			return out, true
+		}
+		img := ImageUnknown
+		if m != nil {
+			img = ImageAnon
+			if m.Path != "" && m.Path != "//anon" {
+				img = m.Path
+			}
+		}
+		return append(out, agg.Frame{Func: fmt.Sprintf("[unknown] %#x", addr), Image: img, Kind: agg.KindUnknown}), false
+	}
+	ie := r.image(pid, m)
+	base := filepath.Base(strings.TrimSuffix(m.Path, " (deleted)"))
+	if ie.err != nil {
+		return append(out, agg.Frame{Func: fmt.Sprintf("%s+%#x", base, lookup-m.Start+m.Pgoff), Image: base, Kind: agg.KindUnknown}), false
+	}
+	vaddr, ok := ie.im.MappedToVaddr(elfsym.Mapping{Start: m.Start, Len: m.End - m.Start, Pgoff: m.Pgoff}, lookup)
+	if !ok {
+		return append(out, agg.Frame{Func: fmt.Sprintf("%s+%#x", base, lookup-m.Start+m.Pgoff), Image: base, Kind: agg.KindUnknown}), false
+	}
+	key := frameKey{ie, vaddr}
+	r.mu.Lock()
+	c, hit := r.cache[key]
+	r.mu.Unlock()
+	if !hit {
+		c = r.symbolize(ie.im, base, vaddr)
+		r.mu.Lock()
+		r.cache[key] = c
+		r.mu.Unlock()
+	}
+	if !c.ok {
+		return append(out, agg.Frame{Func: fmt.Sprintf("%s+%#x", base, vaddr), Image: base, Kind: agg.KindUnknown}), false
+	}
+	return append(out, c.fr), true
+}
+
+func (r *Resolver) symbolize(im *elfsym.Image, base string, vaddr uint64) cached {
+	if s, ok := im.Lookup(vaddr); ok {
+		return cached{fr: agg.Frame{Func: demangle.Demangle(s.Name), Image: base, Kind: agg.KindUser}, ok: true}
+	}
+	if fn, _, _, ok := im.GoLine(vaddr); ok {
+		return cached{fr: agg.Frame{Func: fn, Image: base, Kind: agg.KindUser}, ok: true}
+	}
+	return cached{}
+}
+
+func (r *Resolver) jitFrames(pid uint32, t, addr uint64, out []agg.Frame) ([]agg.Frame, bool) {
+	jt := r.JITIfAny(pid)
+	if jt == nil {
+		return out, false
+	}
+	f, ok := jt.Lookup(addr, t)
+	if !ok {
+		return out, false
+	}
+	for _, in := range jt.InlineChain(f, addr) {
+		out = append(out, agg.Frame{Func: in.Name, Image: ImageJIT, Kind: agg.KindJIT, Inlined: true, File: in.File})
+	}
+	fr := agg.Frame{Func: f.Name, Image: ImageJIT, Kind: agg.KindJIT}
+	if len(f.Lines) > 0 {
+		fr.File, fr.Line = f.Lines[0].File, f.Lines[0].Line
+	}
+	return append(out, fr), true
+}
+
+// image loads the ELF image behind m once (keyed by build-id, else path).
+func (r *Resolver) image(pid uint32, m *proc.Mapping) *imageEntry {
+	key := m.Path
+	if len(m.BuildID) > 0 {
+		key = fmt.Sprintf("%x", m.BuildID)
+	}
+	r.mu.Lock()
+	ie := r.images[key]
+	r.mu.Unlock()
+	if ie != nil {
+		return ie
+	}
+	ie = &imageEntry{}
+	ie.im, ie.err = openImage(pid, m)
+	r.mu.Lock()
+	if prev := r.images[key]; prev != nil {
+		ie = prev
+	} else {
+		r.images[key] = ie
+		if ie.err != nil {
+			r.errors[m.Path] = ie.err.Error()
+		}
+	}
+	r.mu.Unlock()
+	return ie
+}
+
+// openImage opens the file behind a mapping: through the process's root first (so
+// containers and replaced files work), then by path; a file whose build-id differs from
+// the mapping's is refused rather than used for wrong names.
+func openImage(pid uint32, m *proc.Mapping) (*elfsym.Image, error) {
+	path := strings.TrimSuffix(m.Path, " (deleted)")
+	candidates := []string{"/proc/" + strconv.Itoa(int(pid)) + "/root" + path, path}
+	var firstErr error
+	for _, p := range candidates {
+		im, err := elfsym.Open(p)
+		if err != nil {
+			if firstErr == nil && !os.IsNotExist(err) {
+				firstErr = err
+			}
+			continue
+		}
+		if len(m.BuildID) > 0 && len(im.BuildID) > 0 && string(im.BuildID) != string(m.BuildID) {
+			firstErr = fmt.Errorf("open image %s: build-id %x on disk differs from the mapped %x", path, im.BuildID, m.BuildID)
+			continue
+		}
+		im.Path = path
+		return im, nil
+	}
+	if firstErr == nil {
+		firstErr = fmt.Errorf("open image %s: %w", path, os.ErrNotExist)
+	}
+	return nil, firstErr
+}

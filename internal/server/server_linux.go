@@ -1,0 +1,231 @@
+// Package server answers queries about a live run on a per-user unix socket. The socket is
+// created mode 0600 in a directory only the user can enter, and every connection's peer
+// uid is checked.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/query"
+	"github.com/stax-profiler/stax/internal/recorder"
+)
+
+// SocketDir is where live runs listen: $STAX_HOME/live, else $XDG_RUNTIME_DIR/stax, else
+// /tmp/stax-<uid>. It is created mode 0700 and must belong to the user.
+func SocketDir() (string, error) {
+	var dir string
+	switch {
+	case os.Getenv("STAX_HOME") != "":
+		dir = filepath.Join(os.Getenv("STAX_HOME"), "live")
+	case os.Getenv("XDG_RUNTIME_DIR") != "":
+		dir = filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "stax")
+	default:
+		dir = filepath.Join(os.TempDir(), "stax-"+strconv.Itoa(os.Getuid()))
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create socket directory: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", fmt.Errorf("check socket directory: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("socket directory %s is not a private directory of this user; remove it or set STAX_HOME", dir)
+	}
+	return dir, nil
+}
+
+// SocketPath is the socket of live run id.
+func SocketPath(dir, id string) string { return filepath.Join(dir, id+".sock") }
+
+// Server serves one recorder.
+type Server struct {
+	rec  *recorder.Recorder
+	ln   net.Listener
+	srv  *http.Server
+	path string
+}
+
+// Listen creates the run's socket.
+func Listen(rec *recorder.Recorder) (*Server, error) {
+	dir, err := SocketDir()
+	if err != nil {
+		return nil, err
+	}
+	path := SocketPath(dir, rec.ID())
+	os.Remove(path)
+	old := unix.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	unix.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	os.Chmod(path, 0o600)
+	s := &Server{rec: rec, ln: &peerCheckListener{ln.(*net.UnixListener)}, path: path}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/status", s.status)
+	mux.HandleFunc("GET /v1/run", s.run)
+	mux.HandleFunc("GET /v1/top", s.top)
+	mux.HandleFunc("GET /v1/flame", s.flame)
+	mux.HandleFunc("GET /v1/threads", s.threads)
+	mux.HandleFunc("GET /v1/wait", s.wait)
+	mux.HandleFunc("POST /v1/stop", s.stop)
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	return s, nil
+}
+
+// Serve answers until Close.
+func (s *Server) Serve() {
+	err := s.srv.Serve(s.ln)
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(os.Stderr, "stax: serve queries: %v\n", err)
+	}
+}
+
+// Close stops serving after in-flight requests finish (waiters are answered first) and
+// removes the socket.
+func (s *Server) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.srv.Shutdown(ctx)
+	os.Remove(s.path)
+}
+
+type peerCheckListener struct{ *net.UnixListener }
+
+func (l *peerCheckListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.AcceptUnix()
+		if err != nil {
+			return nil, err
+		}
+		raw, err := c.SyscallConn()
+		if err != nil {
+			c.Close()
+			continue
+		}
+		var cred *unix.Ucred
+		var credErr error
+		raw.Control(func(fd uintptr) {
+			cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+		})
+		if credErr != nil || cred == nil || (int(cred.Uid) != os.Getuid() && cred.Uid != 0) {
+			c.Close()
+			continue
+		}
+		return c, nil
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+func badRequest(w http.ResponseWriter, format string, args ...any) {
+	writeJSON(w, http.StatusBadRequest, api.Error{Error: fmt.Sprintf(format, args...)})
+}
+
+func intParam(r *http.Request, name string, def int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("parameter %s: %q is not a number", name, v)
+	}
+	return n, nil
+}
+
+func floatParam(r *http.Request, name string, def float64) (float64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parameter %s: %q is not a number", name, v)
+	}
+	return n, nil
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.rec.Status())
+}
+
+func (s *Server) run(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.rec.Snapshot())
+}
+
+func (s *Server) top(w http.ResponseWriter, r *http.Request) {
+	n, err1 := intParam(r, "n", 20)
+	tid, err2 := intParam(r, "tid", 0)
+	if err := errors.Join(err1, err2); err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, query.Top(s.rec.Snapshot(), query.TopOptions{N: n, ByTotal: r.URL.Query().Get("sort") == "total", Tid: uint32(tid)}))
+}
+
+func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
+	d, err1 := intParam(r, "depth", 12)
+	tid, err2 := intParam(r, "tid", 0)
+	th, err3 := floatParam(r, "threshold_pct", 1)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, query.Flame(s.rec.Snapshot(), query.FlameOptions{Depth: d, ThresholdPct: th, Tid: uint32(tid)}))
+}
+
+func (s *Server) threads(w http.ResponseWriter, r *http.Request) {
+	n, err := intParam(r, "n", 20)
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, query.Threads(s.rec.Snapshot(), n))
+}
+
+func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
+	n, err1 := intParam(r, "samples", 0)
+	secs, err2 := floatParam(r, "seconds", 0)
+	timeout, err3 := intParam(r, "timeout_ms", 0)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	ctx := r.Context()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(timeout)*time.Millisecond)
+		defer cancel()
+	}
+	res := s.rec.Wait(ctx, recorder.WaitCondition{Samples: uint64(max(n, 0)), Seconds: secs, Symbol: r.URL.Query().Get("symbol")})
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
+	s.rec.Stop()
+	select {
+	case <-s.rec.Done():
+	case <-time.After(30 * time.Second):
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"schema": api.Schema, "run": s.rec.ID(), "stopped": true})
+}

@@ -1,0 +1,283 @@
+// Package store saves runs to disk and reads them back: the saved-run format (versioned and
+// checksummed) and the per-user run directory.
+//
+// A saved run is an 24-byte header (magic "STAXRUN\x00", format version u32, CRC-32C of the
+// payload u32, payload length u64, little-endian) followed by the payload: gzip-compressed
+// JSON of Run. Readers bound every size and check every index, so a damaged or hostile file
+// gives an error, never a crash.
+package store
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/stax-profiler/stax/internal/agg"
+)
+
+// FormatVersion is the saved-run format version written by this stax.
+const FormatVersion = 1
+
+const (
+	magic       = "STAXRUN\x00"
+	headerSize  = 24
+	maxPayload  = 1 << 30 // compressed
+	maxExpanded = 4 << 30 // uncompressed JSON
+)
+
+// Meta describes a run.
+type Meta struct {
+	ID         string    `json:"id"`
+	Command    []string  `json:"command,omitempty"`
+	Pid        int       `json:"pid"`
+	Attached   bool      `json:"attached,omitempty"`
+	Freq       int       `json:"freq"`
+	Event      string    `json:"event"`
+	UserOnly   bool      `json:"user_only,omitempty"`
+	Start      time.Time `json:"start"`
+	End        time.Time `json:"end,omitzero"`
+	Finished   bool      `json:"finished"` // false: a checkpoint of a run still recording (or one that crashed)
+	ExitCode   *int      `json:"exit_code,omitempty"`
+	Notes      []string  `json:"notes,omitempty"`
+	Lost       uint64    `json:"lost"`
+	Samples    uint64    `json:"samples"`
+	Unresolved uint64    `json:"unresolved_frames"`
+}
+
+// JITSource is the state of one JIT symbol source (a jitdump file or perf map).
+type JITSource struct {
+	Pid       int               `json:"pid"`
+	Path      string            `json:"path"`
+	Kind      string            `json:"kind"`
+	Functions int               `json:"functions"`
+	Records   uint64            `json:"records"`
+	Skipped   map[string]uint64 `json:"skipped,omitempty"`
+	Error     string            `json:"error,omitempty"`
+}
+
+// Code is machine code kept with a run so annotate works after the process is gone.
+type Code struct {
+	Frame   uint32 `json:"frame"` // the function's frame id in the profile
+	Start   uint64 `json:"start"`
+	Arch    int    `json:"arch"` // ELF machine
+	Bytes   []byte `json:"bytes,omitempty"`
+	Path    string `json:"path,omitempty"` // image file, when the bytes are read from disk
+	BuildID string `json:"build_id,omitempty"`
+	Lines   []Line `json:"lines,omitempty"`
+}
+
+// Line maps an address to a source line (JIT debug info).
+type Line struct {
+	Addr uint64 `json:"addr"`
+	File string `json:"file"`
+	Line int    `json:"line"`
+}
+
+// Run is everything saved about a run.
+type Run struct {
+	Meta    Meta        `json:"meta"`
+	Profile agg.Profile `json:"profile"`
+	JIT     []JITSource `json:"jit,omitempty"`
+	Code    []Code      `json:"code,omitempty"`
+}
+
+// Encode writes r in the saved-run format.
+func Encode(w io.Writer, r *Run) error {
+	var payload bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&payload, gzip.BestSpeed)
+	if err := json.NewEncoder(zw).Encode(r); err != nil {
+		return fmt.Errorf("encode run: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return fmt.Errorf("encode run: %w", err)
+	}
+	var hdr [headerSize]byte
+	copy(hdr[:], magic)
+	binary.LittleEndian.PutUint32(hdr[8:], FormatVersion)
+	binary.LittleEndian.PutUint32(hdr[12:], crc32.Checksum(payload.Bytes(), crc32.MakeTable(crc32.Castagnoli)))
+	binary.LittleEndian.PutUint64(hdr[16:], uint64(payload.Len()))
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	_, err := w.Write(payload.Bytes())
+	return err
+}
+
+// Decode reads a saved run and checks it.
+func Decode(rd io.Reader) (*Run, error) {
+	var hdr [headerSize]byte
+	if _, err := io.ReadFull(rd, hdr[:]); err != nil {
+		return nil, fmt.Errorf("read run header: %w", err)
+	}
+	if string(hdr[:8]) != magic {
+		return nil, errors.New("read run: not a stax run file (bad magic)")
+	}
+	if v := binary.LittleEndian.Uint32(hdr[8:]); v != FormatVersion {
+		return nil, fmt.Errorf("read run: format version %d is not supported (this stax reads %d)", v, FormatVersion)
+	}
+	sum := binary.LittleEndian.Uint32(hdr[12:])
+	n := binary.LittleEndian.Uint64(hdr[16:])
+	if n > maxPayload {
+		return nil, fmt.Errorf("read run: payload of %d bytes is over the %d-byte limit", n, maxPayload)
+	}
+	payload := make([]byte, 0, min(n, 1<<20))
+	buf := bytes.NewBuffer(payload)
+	if got, err := io.CopyN(buf, rd, int64(n)); err != nil {
+		return nil, fmt.Errorf("read run: payload truncated at %d of %d bytes", got, n)
+	}
+	if crc32.Checksum(buf.Bytes(), crc32.MakeTable(crc32.Castagnoli)) != sum {
+		return nil, errors.New("read run: checksum mismatch (the file is damaged)")
+	}
+	zr, err := gzip.NewReader(buf)
+	if err != nil {
+		return nil, fmt.Errorf("read run: %w", err)
+	}
+	var r Run
+	dec := json.NewDecoder(io.LimitReader(zr, maxExpanded))
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("read run: %w", err)
+	}
+	if err := validate(&r); err != nil {
+		return nil, fmt.Errorf("read run: %w", err)
+	}
+	return &r, nil
+}
+
+func validate(r *Run) error {
+	p := &r.Profile
+	nf := uint32(len(p.Frames))
+	for i, s := range p.Stacks {
+		for _, id := range s {
+			if id >= nf {
+				return fmt.Errorf("stack %d names frame %d of %d", i, id, nf)
+			}
+		}
+	}
+	for i, e := range p.Entries {
+		if e.Stack >= uint32(len(p.Stacks)) {
+			return fmt.Errorf("entry %d names stack %d of %d", i, e.Stack, len(p.Stacks))
+		}
+		if e.LeafFunc >= int32(nf) || e.LeafFunc < -1 {
+			return fmt.Errorf("entry %d names frame %d of %d", i, e.LeafFunc, nf)
+		}
+	}
+	for i, c := range r.Code {
+		if c.Frame >= nf {
+			return fmt.Errorf("code %d names frame %d of %d", i, c.Frame, nf)
+		}
+	}
+	return nil
+}
+
+// Load reads a saved run from a file.
+func Load(path string) (*Run, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open run: %w", err)
+	}
+	defer f.Close()
+	r, err := Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// Save writes a run atomically (temp file and rename), so a crash leaves the previous copy.
+func Save(path string, r *Run) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("save run: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("save run: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := Encode(tmp, r); err != nil {
+		tmp.Close()
+		return fmt.Errorf("save run: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("save run: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("save run: %w", err)
+	}
+	return nil
+}
+
+// Dir is the per-user run store: $STAX_HOME/runs, else $XDG_STATE_HOME/stax/runs, else
+// ~/.local/state/stax/runs.
+func Dir() string {
+	if d := os.Getenv("STAX_HOME"); d != "" {
+		return filepath.Join(d, "runs")
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "stax", "runs")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		home = os.TempDir()
+	}
+	return filepath.Join(home, ".local", "state", "stax", "runs")
+}
+
+// Path is where the run with id is stored.
+func Path(id string) string { return filepath.Join(Dir(), id+".stax") }
+
+// ValidID reports whether id is a safe run id (no path separators).
+func ValidID(id string) bool {
+	if id == "" || len(id) > 128 || strings.ContainsAny(id, "/\\\x00") || id[0] == '.' {
+		return false
+	}
+	return true
+}
+
+// List returns the ids of stored runs, newest first.
+func List() ([]string, error) {
+	ents, err := os.ReadDir(Dir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	type item struct {
+		id  string
+		mod time.Time
+	}
+	var items []item
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".stax") || strings.HasPrefix(name, ".") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		items = append(items, item{strings.TrimSuffix(name, ".stax"), info.ModTime()})
+	}
+	sort.Slice(items, func(i, j int) bool {
+		if !items[i].mod.Equal(items[j].mod) {
+			return items[i].mod.After(items[j].mod)
+		}
+		return items[i].id > items[j].id
+	})
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ids[i] = it.id
+	}
+	return ids, nil
+}
