@@ -30,7 +30,7 @@ type Entry struct {
 	// function that holds it: annotate counts per instruction from these.
 	Leaf     uint64 `json:"leaf"`
 	LeafFunc int32  `json:"leaf_func"` // -1 when unresolved
-	Time     uint64 `json:"time"`     // first sample's time (CLOCK_MONOTONIC ns)
+	Time     uint64 `json:"time"`      // first sample's time (CLOCK_MONOTONIC ns)
 }
 
 // ThreadInfo names a thread.

@@ -140,7 +140,7 @@ func Start(opts Options) (*Recorder, error) {
 	}
 	r.sess = sess
 	if sess.Note != "" {
-		r.note(sess.Note)
+		r.note("%s", sess.Note)
 	}
 	r.id = NewID(r.meta.Pid)
 	r.meta.ID = r.id

@@ -1,0 +1,1047 @@
+/*
+ * stax_jitcollector.c - JIT Profiling API collector for stax.
+ *
+ * A JIT that supports the JIT Profiling API loads the library named by
+ * INTEL_JIT_PROFILER64 (INTEL_JIT_PROFILER32 for 32-bit processes), calls
+ * Initialize() once and then NotifyEvent() for every piece of code it
+ * generates.  This library turns those events into a perf jitdump file,
+ * <dir>/jit-<pid>.dump (dir: STAX_JIT_DIR, default /tmp), plus the stax
+ * extension records 100 (method id of a region), 101 (inline range) and
+ * 102 (region unload) described in docs/jitdump-extensions.md.
+ *
+ * The collector does nothing unless STAX_JIT_COLLECT=1 is in the
+ * environment: Initialize() then reports "nothing running", NotifyEvent()
+ * ignores every event and no file is created.
+ *
+ * Function names written to CODE_LOAD records:
+ *   [module "!"] [class "::"] method [" [32-bit]"]
+ *   - method:  the event's method_name; when NULL or empty, "method_<id>"
+ *              (decimal method id).  All regions of one method id use the
+ *              first name reported for that id.
+ *   - class:   class_file_name when set and non-empty, unless method_name
+ *              already starts with it followed by '.', ':', '/', '$' or '#'.
+ *   - module:  module_name of V2/V3 loads when set and non-empty.
+ *   - " [32-bit]" for V3 loads whose architecture is 32-bit code.
+ *   Inline records (101) use [class "::"] method.  Names are copied as
+ *   bytes (not necessarily UTF-8), each part cut at 64 KiB.
+ *
+ * Every event is written with one write(2) under a process-wide mutex:
+ * a load becomes DEBUG_INFO (when it has a line table), CODE_LOAD and
+ * record 100 in a single write.  Code bytes are copied at event time, at
+ * most 16 MiB per region (larger regions are cut to 16 MiB); line tables
+ * are cut at 1M entries.  Code bytes and line tables are read through
+ * process_vm_readv on the process itself, so a size larger than the
+ * mapping it points into yields zero bytes for the unreadable part
+ * instead of a crash (where the system refuses process_vm_readv, they are
+ * copied directly).
+ *
+ * After fork() the child writes its own jit-<childpid>.dump, created at its
+ * first event; that file starts with the regions inherited from the parent
+ * (CODE_LOAD + record 100, without line tables or inline records).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <search.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stax_jitprofiling.h"
+
+#define STAX_EXPORT __attribute__((visibility("default")))
+
+#define CODE_CAP ((size_t)16 << 20)     /* bytes of code copied per region */
+#define LINES_CAP ((size_t)1 << 20)     /* line table entries per region */
+#define STR_CAP ((size_t)64 << 10)      /* bytes per name part */
+#define DEBUG_REC_CAP ((size_t)64 << 20) /* bytes of one DEBUG_INFO record */
+#define BUF_KEEP ((size_t)1 << 20)      /* larger buffers are freed after use */
+
+/* jitdump constants */
+#define JITDUMP_MAGIC 0x4A695444u
+#define JITDUMP_VERSION 1u
+#define JITDUMP_HEADER_SIZE 40u
+#define JITDUMP_EM_X86_64 62u
+#define REC_CODE_LOAD 0u
+#define REC_DEBUG_INFO 2u
+#define REC_CODE_CLOSE 3u
+#define REC_METHOD_ID 100u
+#define REC_INLINE 101u
+#define REC_UNLOAD 102u
+#define PREFIX_SIZE 16u
+#define LOAD_FIXED (PREFIX_SIZE + 40u)
+#define METHOD_ID_SIZE (PREFIX_SIZE + 24u)
+#define UNLOAD_SIZE (PREFIX_SIZE + 16u)
+#define INLINE_FIXED (PREFIX_SIZE + 24u)
+#define DEBUG_FIXED (PREFIX_SIZE + 16u)
+
+struct method;
+
+/* A live code region.  Live regions never overlap. */
+struct region {
+	uint64_t start;
+	uint64_t size;
+	struct method *m;
+};
+
+/* What is known about one method id. */
+struct method {
+	uint32_t id;
+	char *name;             /* first name reported, NULL if none yet */
+	char *source;           /* first source file reported, or NULL */
+	struct region **regions;
+	uint32_t nregions;
+	uint32_t cap;
+	struct method *next;    /* hash chain */
+};
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+static struct {
+	int enabled;            /* STAX_JIT_COLLECT=1; fixed at first use */
+	char *dir;
+
+	/* all below under mu */
+	pid_t pid;              /* process the state below belongs to */
+	int fd;                 /* open dump file, or -1 */
+	int failed;             /* file could not be created/written for pid */
+	int shut;               /* SHUTDOWN seen */
+	int inherited;          /* regions came from a parent process */
+	void *marker;
+	size_t marker_len;
+	uint64_t code_index;
+
+	struct method **buckets;
+	size_t nbuckets;
+	size_t nmethods;
+	void *tree;             /* tsearch tree of struct region * */
+
+	unsigned char *buf;     /* record buffer */
+	size_t len, cap;
+	int oom;
+	unsigned char *scratch; /* line table copy */
+	size_t scratch_cap;
+} st = { .fd = -1 };
+
+static int vm_read_state;       /* 0 untested, 1 works, -1 unavailable */
+
+/* ---- encoding and buffers ---- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static unsigned char *put32(unsigned char *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+	return p + 4;
+}
+
+static unsigned char *put64(unsigned char *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+	return p + 8;
+}
+
+static unsigned char *putstr(unsigned char *p, const char *s, size_t n)
+{
+	if (n)
+		memcpy(p, s, n);
+	p[n] = 0;
+	return p + n + 1;
+}
+
+static unsigned char *put_prefix(unsigned char *p, uint32_t id, size_t size, uint64_t ts)
+{
+	p = put32(p, id);
+	p = put32(p, (uint32_t)size);
+	return put64(p, ts);
+}
+
+static size_t slen(const char *s)
+{
+	return s ? strnlen(s, STR_CAP) : 0;
+}
+
+/*
+ * Copies n bytes at address src of this process into dst without faulting
+ * on unmapped memory.  Returns the number of bytes copied.
+ */
+static size_t safe_copy(void *dst, uint64_t src, size_t n)
+{
+	if (n == 0)
+		return 0;
+	if (vm_read_state >= 0) {
+		struct iovec local = { dst, n };
+		struct iovec remote = { (void *)(uintptr_t)src, n };
+		ssize_t got = process_vm_readv(st.pid, &local, 1, &remote, 1, 0);
+
+		if (got >= 0) {
+			vm_read_state = 1;
+			return (size_t)got;
+		}
+		if (errno == EFAULT)
+			return 0;
+		if (vm_read_state == 1 || (errno != ENOSYS && errno != EPERM))
+			return 0;
+		vm_read_state = -1;
+	}
+	memcpy(dst, (const void *)(uintptr_t)src, n);
+	return n;
+}
+
+/* Reserves n more bytes at the end of the record buffer. */
+static unsigned char *reserve(size_t n)
+{
+	if (st.oom)
+		return NULL;
+	if (n > st.cap - st.len) {
+		size_t want = st.cap ? st.cap : 16384;
+		unsigned char *nb;
+
+		while (want - st.len < n) {
+			if (want > SIZE_MAX / 2) {
+				st.oom = 1;
+				return NULL;
+			}
+			want *= 2;
+		}
+		nb = realloc(st.buf, want);
+		if (!nb) {
+			st.oom = 1;
+			return NULL;
+		}
+		st.buf = nb;
+		st.cap = want;
+	}
+	st.len += n;
+	return st.buf + st.len - n;
+}
+
+static void buf_reset(void)
+{
+	st.len = 0;
+	st.oom = 0;
+	if (st.cap > BUF_KEEP) {
+		free(st.buf);
+		st.buf = NULL;
+		st.cap = 0;
+	}
+	if (st.scratch_cap > BUF_KEEP) {
+		free(st.scratch);
+		st.scratch = NULL;
+		st.scratch_cap = 0;
+	}
+}
+
+/* Writes the record buffer with one write (looping only on short writes). */
+static int flush(void)
+{
+	size_t off = 0;
+	int ok = 1;
+
+	if (st.oom) {
+		buf_reset();
+		return 0;
+	}
+	while (off < st.len && st.fd >= 0) {
+		ssize_t n = write(st.fd, st.buf + off, st.len - off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			st.failed = 1;
+			close(st.fd);
+			st.fd = -1;
+			ok = 0;
+			break;
+		}
+		off += (size_t)n;
+	}
+	buf_reset();
+	return ok;
+}
+
+/* ---- method table and region tree ---- */
+
+static size_t hash_id(uint32_t id, size_t nbuckets)
+{
+	uint32_t h = id;
+
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return (size_t)h & (nbuckets - 1);
+}
+
+static struct method *method_find(uint32_t id)
+{
+	struct method *m;
+
+	if (!st.nbuckets)
+		return NULL;
+	for (m = st.buckets[hash_id(id, st.nbuckets)]; m; m = m->next)
+		if (m->id == id)
+			return m;
+	return NULL;
+}
+
+static void table_grow(void)
+{
+	size_t n = st.nbuckets ? st.nbuckets * 2 : 1024;
+	struct method **nb = calloc(n, sizeof(*nb));
+	size_t i;
+
+	if (!nb)
+		return;
+	for (i = 0; i < st.nbuckets; i++) {
+		struct method *m = st.buckets[i], *next;
+
+		for (; m; m = next) {
+			size_t h = hash_id(m->id, n);
+
+			next = m->next;
+			m->next = nb[h];
+			nb[h] = m;
+		}
+	}
+	free(st.buckets);
+	st.buckets = nb;
+	st.nbuckets = n;
+}
+
+static struct method *method_get(uint32_t id)
+{
+	struct method *m = method_find(id);
+	size_t h;
+
+	if (m)
+		return m;
+	if (st.nmethods >= st.nbuckets)
+		table_grow();
+	if (!st.nbuckets)
+		return NULL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->id = id;
+	h = hash_id(id, st.nbuckets);
+	m->next = st.buckets[h];
+	st.buckets[h] = m;
+	st.nmethods++;
+	return m;
+}
+
+static void method_free(struct method *m)
+{
+	struct method **pp = &st.buckets[hash_id(m->id, st.nbuckets)];
+
+	for (; *pp; pp = &(*pp)->next) {
+		if (*pp == m) {
+			*pp = m->next;
+			break;
+		}
+	}
+	st.nmethods--;
+	free(m->name);
+	free(m->source);
+	free(m->regions);
+	free(m);
+}
+
+/* Orders disjoint regions by address; overlapping regions compare equal. */
+static int region_cmp(const void *a, const void *b)
+{
+	const struct region *x = a, *y = b;
+
+	if (x->start + x->size <= y->start)
+		return -1;
+	if (y->start + y->size <= x->start)
+		return 1;
+	return 0;
+}
+
+static struct region *region_find(uint64_t start, uint64_t size)
+{
+	struct region key = { start, size, NULL };
+	void *n = tfind(&key, &st.tree, region_cmp);
+
+	return n ? *(struct region **)n : NULL;
+}
+
+/* Removes r from the tree and its method, and frees it. */
+static void region_drop(struct region *r)
+{
+	struct method *m = r->m;
+	uint32_t i;
+
+	tdelete(r, &st.tree, region_cmp);
+	for (i = 0; i < m->nregions; i++) {
+		if (m->regions[i] == r) {
+			m->regions[i] = m->regions[--m->nregions];
+			break;
+		}
+	}
+	free(r);
+}
+
+static int region_add(struct method *m, uint64_t start, uint64_t size)
+{
+	struct region *r;
+	void *n;
+
+	if (m->nregions == m->cap) {
+		uint32_t nc = m->cap ? m->cap * 2 : 2;
+		struct region **nr = realloc(m->regions, nc * sizeof(*nr));
+
+		if (!nr)
+			return 0;
+		m->regions = nr;
+		m->cap = nc;
+	}
+	r = malloc(sizeof(*r));
+	if (!r)
+		return 0;
+	r->start = start;
+	r->size = size;
+	r->m = m;
+	n = tsearch(r, &st.tree, region_cmp);
+	if (!n || *(struct region **)n != r) {
+		free(r);
+		return 0;
+	}
+	m->regions[m->nregions++] = r;
+	return 1;
+}
+
+static void table_free(void)
+{
+	size_t i;
+
+	if (st.tree)
+		tdestroy(st.tree, free);
+	st.tree = NULL;
+	for (i = 0; i < st.nbuckets; i++) {
+		struct method *m = st.buckets[i], *next;
+
+		for (; m; m = next) {
+			next = m->next;
+			free(m->name);
+			free(m->source);
+			free(m->regions);
+			free(m);
+		}
+	}
+	free(st.buckets);
+	st.buckets = NULL;
+	st.nbuckets = 0;
+	st.nmethods = 0;
+}
+
+/* ---- names ---- */
+
+/*
+ * Builds "[module!][class::]method[ [32-bit]]" in a new string; a NULL or
+ * empty method name becomes method_<id>.
+ */
+static char *compose_name(uint32_t id, const char *method, const char *cls,
+			  const char *module, int arch32)
+{
+	char fallback[32];
+	size_t ml = slen(method), cl = slen(cls), modl = slen(module);
+	size_t total;
+	char *s, *p;
+
+	if (ml == 0) {
+		snprintf(fallback, sizeof(fallback), "method_%u", id);
+		method = fallback;
+		ml = strlen(fallback);
+	}
+	if (cl && ml > cl && memcmp(method, cls, cl) == 0 &&
+	    strchr(".:/$#", method[cl]) != NULL)
+		cl = 0;
+	total = (modl ? modl + 1 : 0) + (cl ? cl + 2 : 0) + ml + (arch32 ? 9 : 0) + 1;
+	s = malloc(total);
+	if (!s)
+		return NULL;
+	p = s;
+	if (modl) {
+		memcpy(p, module, modl);
+		p += modl;
+		*p++ = '!';
+	}
+	if (cl) {
+		memcpy(p, cls, cl);
+		p += cl;
+		*p++ = ':';
+		*p++ = ':';
+	}
+	memcpy(p, method, ml);
+	p += ml;
+	if (arch32) {
+		memcpy(p, " [32-bit]", 9);
+		p += 9;
+	}
+	*p = 0;
+	return s;
+}
+
+/* ---- record builders (append to the record buffer) ---- */
+
+static void add_unload(const struct region *r, uint64_t ts)
+{
+	unsigned char *p = reserve(UNLOAD_SIZE);
+
+	if (!p)
+		return;
+	p = put_prefix(p, REC_UNLOAD, UNLOAD_SIZE, ts);
+	p = put64(p, r->start);
+	put64(p, r->size);
+}
+
+/*
+ * DEBUG_INFO for the region at code_addr; entry addresses are base plus the
+ * line table offsets.
+ */
+static void add_debug_info(uint64_t code_addr, uint64_t base,
+			   const struct stax_jit_line *lines, size_t n,
+			   const char *src, uint64_t ts)
+{
+	size_t sl = slen(src), per = 16 + sl + 1, total, i;
+	unsigned char *p;
+
+	if (n > (DEBUG_REC_CAP - DEBUG_FIXED) / per)
+		n = (DEBUG_REC_CAP - DEBUG_FIXED) / per;
+	if (n == 0)
+		return;
+	total = DEBUG_FIXED + n * per;
+	p = reserve(total);
+	if (!p)
+		return;
+	p = put_prefix(p, REC_DEBUG_INFO, total, ts);
+	p = put64(p, code_addr);
+	p = put64(p, n);
+	for (i = 0; i < n; i++) {
+		p = put64(p, base + lines[i].offset);
+		p = put32(p, lines[i].line);
+		p = put32(p, 0);
+		p = putstr(p, src, sl);
+	}
+}
+
+static void add_code_load(uint32_t id, const char *name, uint64_t start,
+			  uint64_t size, uint32_t tid, uint64_t ts)
+{
+	size_t nl = strlen(name);
+	size_t total = LOAD_FIXED + nl + 1 + size;
+	unsigned char *p, *code;
+	size_t got;
+
+	if (total > UINT32_MAX)
+		return;
+	p = reserve(total + METHOD_ID_SIZE);
+	if (!p)
+		return;
+	p = put_prefix(p, REC_CODE_LOAD, total, ts);
+	p = put32(p, (uint32_t)st.pid);
+	p = put32(p, tid);
+	p = put64(p, start);            /* vma */
+	p = put64(p, start);            /* code_addr */
+	p = put64(p, size);
+	p = put64(p, st.code_index++);
+	p = putstr(p, name, nl);
+	code = p;
+	got = safe_copy(code, start, size);
+	if (got < size)
+		memset(code + got, 0, size - got);
+	p += size;
+
+	p = put_prefix(p, REC_METHOD_ID, METHOD_ID_SIZE, ts);
+	p = put64(p, start);
+	p = put64(p, size);
+	p = put32(p, id);
+	put32(p, 0);
+}
+
+/* ---- dump file ---- */
+
+static void close_file(int write_close)
+{
+	if (st.fd >= 0 && write_close) {
+		unsigned char *p = reserve(PREFIX_SIZE);
+
+		if (p) {
+			put_prefix(p, REC_CODE_CLOSE, PREFIX_SIZE, now_ns());
+			flush();
+		}
+	}
+	if (st.marker) {
+		munmap(st.marker, st.marker_len);
+		st.marker = NULL;
+	}
+	if (st.fd >= 0) {
+		close(st.fd);
+		st.fd = -1;
+	}
+}
+
+static void reannounce(void)
+{
+	size_t i;
+	uint32_t tid = (uint32_t)syscall(SYS_gettid);
+
+	for (i = 0; i < st.nbuckets && st.fd >= 0; i++) {
+		struct method *m;
+
+		for (m = st.buckets[i]; m; m = m->next) {
+			uint32_t j;
+
+			for (j = 0; j < m->nregions; j++) {
+				struct region *r = m->regions[j];
+				char *fb = NULL;
+				const char *name = m->name;
+
+				if (!name)
+					name = fb = compose_name(m->id, NULL, NULL, NULL, 0);
+				if (name)
+					add_code_load(m->id, name, r->start, r->size, tid, now_ns());
+				free(fb);
+				if (st.len >= BUF_KEEP)
+					flush();
+			}
+		}
+	}
+	flush();
+}
+
+static int open_file(void)
+{
+	char path[4096];
+	unsigned char hdr[JITDUMP_HEADER_SIZE], *p = hdr;
+	long pg = sysconf(_SC_PAGESIZE);
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/jit-%d.dump", st.dir, (int)st.pid) >=
+	    (int)sizeof(path)) {
+		errno = ENAMETOOLONG;
+		goto fail;
+	}
+	if (unlink(path) != 0 && errno != ENOENT)
+		goto fail;
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		goto fail;
+	p = put32(p, JITDUMP_MAGIC);
+	p = put32(p, JITDUMP_VERSION);
+	p = put32(p, JITDUMP_HEADER_SIZE);
+	p = put32(p, JITDUMP_EM_X86_64);
+	p = put32(p, 0);
+	p = put32(p, (uint32_t)st.pid);
+	p = put64(p, now_ns());
+	put64(p, 0);
+	if (write(fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr)) {
+		close(fd);
+		goto fail;
+	}
+	st.fd = fd;
+	/*
+	 * An executable mapping of the file makes perf record log its name,
+	 * which is how perf inject --jit finds jitdump files.  Optional.
+	 */
+	st.marker_len = pg > 0 ? (size_t)pg : 4096;
+	st.marker = mmap(NULL, st.marker_len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	if (st.marker == MAP_FAILED)
+		st.marker = NULL;
+	if (st.inherited) {
+		st.inherited = 0;
+		reannounce();
+	}
+	return st.fd >= 0;
+fail:
+	{
+		char msg[4300];
+		int n = snprintf(msg, sizeof(msg),
+				 "stax: JIT collector cannot write %s: %s\n", path,
+				 strerror(errno));
+
+		if (n > 0 && write(2, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1) < 0) {
+			/* nothing more to do */
+		}
+	}
+	st.failed = 1;
+	return 0;
+}
+
+/* Forgets the parent's file after fork.  Under mu. */
+static void check_pid(void)
+{
+	pid_t pid = getpid();
+
+	if (pid != st.pid) {
+		if (st.pid != 0) {
+			/* forked: the open file belongs to the parent */
+			if (st.marker) {
+				munmap(st.marker, st.marker_len);
+				st.marker = NULL;
+			}
+			if (st.fd >= 0)
+				close(st.fd);
+			st.inherited = st.tree != NULL;
+		}
+		st.fd = -1;
+		st.failed = 0;
+		st.pid = pid;
+	}
+}
+
+/* Makes sure the dump file of the current process is open.  Under mu. */
+static int ready(void)
+{
+	check_pid();
+	if (st.shut || st.failed)
+		return 0;
+	if (st.fd < 0)
+		return open_file();
+	return 1;
+}
+
+/* ---- event handlers (under mu, file ready) ---- */
+
+struct load {
+	uint32_t id;
+	const char *name, *cls, *src, *module;
+	uint64_t addr;
+	uint64_t size;
+	uint32_t nlines;
+	const struct stax_jit_line *lines;
+	int arch32;
+	int update;             /* re-announce instead of adding a region */
+};
+
+static int do_load(const struct load *a)
+{
+	struct method *m;
+	const char *name, *src;
+	char *tmpname = NULL;
+	const struct stax_jit_line *lines = NULL;
+	size_t nlines = 0, csize;
+	uint64_t ts, start;
+	uint32_t tid;
+	struct region *r;
+
+	if (a->id == 0 || a->addr == 0 || a->size == 0)
+		return 0;
+	csize = a->size < CODE_CAP ? (size_t)a->size : CODE_CAP;
+	if (a->addr + csize < a->addr)
+		return 0;
+	m = method_get(a->id);
+	if (!m)
+		return 0;
+
+	/* name: the first one reported for this method id */
+	if (!m->name && slen(a->name))
+		m->name = compose_name(a->id, a->name, a->cls, a->module, a->arch32);
+	name = m->name;
+	if (!name) {
+		name = tmpname = compose_name(a->id, NULL, a->cls, a->module, a->arch32);
+		if (!name)
+			return 0;
+	}
+	if (!m->source && slen(a->src))
+		m->source = strndup(a->src, STR_CAP);
+	src = slen(a->src) ? a->src : m->source;
+
+	/* line table */
+	if (a->nlines && a->lines) {
+		size_t want = a->nlines < LINES_CAP ? a->nlines : LINES_CAP;
+		size_t bytes = want * sizeof(struct stax_jit_line);
+
+		if (bytes > st.scratch_cap) {
+			unsigned char *ns = realloc(st.scratch, bytes);
+
+			if (ns) {
+				st.scratch = ns;
+				st.scratch_cap = bytes;
+			}
+		}
+		if (bytes <= st.scratch_cap) {
+			nlines = safe_copy(st.scratch, (uint64_t)(uintptr_t)a->lines, bytes) /
+				 sizeof(struct stax_jit_line);
+			lines = (const struct stax_jit_line *)st.scratch;
+		}
+	}
+
+	ts = now_ns();
+	tid = (uint32_t)syscall(SYS_gettid);
+	start = a->addr;
+
+	if (a->update) {
+		/*
+		 * An update inside a known region of the method re-announces
+		 * that region; otherwise the method's regions are replaced by
+		 * the new one.
+		 */
+		uint32_t i;
+
+		for (i = 0; i < m->nregions; i++) {
+			r = m->regions[i];
+			if (r->start <= a->addr && a->addr + csize <= r->start + r->size)
+				break;
+		}
+		if (i < m->nregions) {
+			r = m->regions[i];
+			start = r->start;
+			csize = r->size;
+			add_unload(r, ts);
+			region_drop(r);
+		} else {
+			while (m->nregions) {
+				add_unload(m->regions[0], ts);
+				region_drop(m->regions[0]);
+			}
+		}
+	}
+
+	/* a new region ends every live region it overlaps */
+	while ((r = region_find(start, csize)) != NULL) {
+		struct method *om = r->m;
+
+		region_drop(r);
+		if (om != m && om->nregions == 0)
+			method_free(om);
+	}
+
+	if (nlines)
+		add_debug_info(start, a->addr, lines, nlines, src ? src : "", ts);
+	add_code_load(a->id, name, start, csize, tid, ts);
+	free(tmpname);
+	if (st.oom) {
+		buf_reset();
+		return 0;
+	}
+	region_add(m, start, csize);
+	return flush();
+}
+
+static int do_inline(const struct stax_jit_inline_load *d)
+{
+	char *name;
+	size_t nl, sl, total;
+	unsigned char *p;
+
+	if (d->method_id == 0 || d->parent_method_id == 0 || !d->load_address || d->size == 0)
+		return 0;
+	if ((uint64_t)(uintptr_t)d->load_address + d->size < (uint64_t)(uintptr_t)d->load_address)
+		return 0;
+	name = compose_name(d->method_id, d->method_name, d->class_name, NULL, 0);
+	if (!name)
+		return 0;
+	nl = strlen(name);
+	sl = slen(d->source_file);
+	total = INLINE_FIXED + nl + 1 + sl + 1;
+	p = reserve(total);
+	if (p) {
+		p = put_prefix(p, REC_INLINE, total, now_ns());
+		p = put32(p, d->method_id);
+		p = put32(p, d->parent_method_id);
+		p = put64(p, (uint64_t)(uintptr_t)d->load_address);
+		p = put64(p, d->size);
+		p = putstr(p, name, nl);
+		putstr(p, d->source_file, sl);
+	}
+	free(name);
+	return flush();
+}
+
+static int do_unload(uint32_t id)
+{
+	struct method *m = id ? method_find(id) : NULL;
+	uint64_t ts = now_ns();
+
+	if (!m)
+		return 0;
+	while (m->nregions) {
+		add_unload(m->regions[0], ts);
+		region_drop(m->regions[0]);
+	}
+	method_free(m);
+	return flush();
+}
+
+static int do_update_v2(const struct stax_jit_method_update *d)
+{
+	struct region *r;
+	struct load a;
+
+	if (!d->load_address || d->size == 0)
+		return 0;
+	r = region_find((uint64_t)(uintptr_t)d->load_address, 1);
+	if (!r)
+		return 0;
+	memset(&a, 0, sizeof(a));
+	a.id = r->m->id;
+	a.addr = r->start;
+	a.size = r->size;
+	a.update = 1;
+	return do_load(&a);
+}
+
+static void do_shutdown(void)
+{
+	close_file(1);
+	st.shut = 1;
+	table_free();
+	buf_reset();
+	free(st.buf);
+	st.buf = NULL;
+	st.cap = 0;
+	free(st.scratch);
+	st.scratch = NULL;
+	st.scratch_cap = 0;
+}
+
+/* ---- fork and initialization ---- */
+
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&mu);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&mu);
+}
+
+static void atfork_child(void)
+{
+	/* the child's first event notices the new pid and starts its file */
+	pthread_mutex_unlock(&mu);
+}
+
+static void init(void)
+{
+	const char *on = getenv("STAX_JIT_COLLECT");
+	const char *dir = getenv("STAX_JIT_DIR");
+
+	if (!on || strcmp(on, "1") != 0)
+		return;
+	st.dir = strdup(dir && *dir ? dir : "/tmp");
+	if (!st.dir)
+		return;
+	if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) != 0)
+		return;
+	st.enabled = 1;
+}
+
+/* ---- exported API ---- */
+
+STAX_EXPORT unsigned int Initialize(void)
+{
+	pthread_once(&init_once, init);
+	return st.enabled ? STAX_JIT_SAMPLING_ON : STAX_JIT_NOTHING_RUNNING;
+}
+
+STAX_EXPORT int NotifyEvent(int event_type, void *data)
+{
+	int ret = 0;
+
+	pthread_once(&init_once, init);
+	if (!st.enabled)
+		return 0;
+	if (!data && event_type != STAX_JIT_EV_SHUTDOWN)
+		return 0;
+	switch (event_type) {
+	case STAX_JIT_EV_SHUTDOWN:
+	case STAX_JIT_EV_METHOD_LOAD_FINISHED:
+	case STAX_JIT_EV_METHOD_LOAD_FINISHED_V2:
+	case STAX_JIT_EV_METHOD_LOAD_FINISHED_V3:
+	case STAX_JIT_EV_METHOD_INLINE_LOAD_FINISHED:
+	case STAX_JIT_EV_METHOD_UNLOAD_START:
+	case STAX_JIT_EV_METHOD_UPDATE:
+	case STAX_JIT_EV_METHOD_UPDATE_V2:
+		break;
+	default:
+		return 0;
+	}
+
+	pthread_mutex_lock(&mu);
+	if (event_type == STAX_JIT_EV_SHUTDOWN) {
+		check_pid();    /* forget a parent's file; do not create one */
+		if (!st.shut) {
+			do_shutdown();
+			ret = 1;
+		}
+		pthread_mutex_unlock(&mu);
+		return ret;
+	}
+	if (!ready()) {
+		pthread_mutex_unlock(&mu);
+		return 0;
+	}
+	switch (event_type) {
+	case STAX_JIT_EV_METHOD_LOAD_FINISHED:
+	case STAX_JIT_EV_METHOD_UPDATE: {
+		const struct stax_jit_method_load *d = data;
+		struct load a = {
+			.id = d->method_id, .name = d->method_name,
+			.cls = d->class_name, .src = d->source_file,
+			.addr = (uint64_t)(uintptr_t)d->load_address, .size = d->size,
+			.nlines = d->line_count, .lines = d->lines,
+			.update = event_type == STAX_JIT_EV_METHOD_UPDATE,
+		};
+		ret = do_load(&a);
+		break;
+	}
+	case STAX_JIT_EV_METHOD_LOAD_FINISHED_V2: {
+		const struct stax_jit_method_load_v2 *d = data;
+		struct load a = {
+			.id = d->method_id, .name = d->method_name,
+			.cls = d->class_name, .src = d->source_file,
+			.module = d->module_name,
+			.addr = (uint64_t)(uintptr_t)d->load_address, .size = d->size,
+			.nlines = d->line_count, .lines = d->lines,
+		};
+		ret = do_load(&a);
+		break;
+	}
+	case STAX_JIT_EV_METHOD_LOAD_FINISHED_V3: {
+		const struct stax_jit_method_load_v3 *d = data;
+		struct load a = {
+			.id = d->method_id, .name = d->method_name,
+			.cls = d->class_name, .src = d->source_file,
+			.module = d->module_name,
+			.addr = (uint64_t)(uintptr_t)d->load_address, .size = d->size,
+			.nlines = d->line_count, .lines = d->lines,
+			.arch32 = d->arch == STAX_JIT_ARCH_32,
+		};
+		ret = do_load(&a);
+		break;
+	}
+	case STAX_JIT_EV_METHOD_INLINE_LOAD_FINISHED:
+		ret = do_inline(data);
+		break;
+	case STAX_JIT_EV_METHOD_UNLOAD_START:
+		ret = do_unload(((const struct stax_jit_method_id *)data)->method_id);
+		break;
+	case STAX_JIT_EV_METHOD_UPDATE_V2:
+		ret = do_update_v2(data);
+		break;
+	}
+	pthread_mutex_unlock(&mu);
+	return ret;
+}

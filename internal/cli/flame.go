@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/query"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+func flameCmd(g *globals) *cobra.Command {
+	var rf runFlags
+	var depth, tid int
+	var threshold float64
+	c := &cobra.Command{
+		Use:   "flame",
+		Short: "Show the call tree, callers above callees",
+		Long: `Show the call tree as an indented tree: each line is a function with the share of
+samples spent in it and its callees, indented under its caller. Branches under
+--threshold-pct are left out; --depth bounds how deep the tree goes.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if depth < 0 || threshold < 0 {
+				return usageErr("--depth and --threshold-pct must not be negative")
+			}
+			r, err := rf.pick()
+			if err != nil {
+				return err
+			}
+			q := url.Values{"depth": {itoa(depth)}, "threshold_pct": {strconv.FormatFloat(threshold, 'f', -1, 64)}, "tid": {itoa(tid)}}
+			res, err := ask(context.Background(), r, "/v1/flame", q, func(run *store.Run) api.Flame {
+				return query.Flame(run, query.FlameOptions{Depth: depth, ThresholdPct: threshold, Tid: uint32(tid)})
+			})
+			if err != nil {
+				return err
+			}
+			if rf.json {
+				return printJSON(g.out, res)
+			}
+			header(g.out, res.Run, res.Live, res.Samples, fmt.Sprintf(" · depth %d · threshold %.1f%%", depth, threshold))
+			if res.Root != nil {
+				for _, ch := range res.Root.Children {
+					printFlame(g.out, ch, 0)
+				}
+			}
+			return nil
+		},
+	}
+	rf.add(c)
+	c.Flags().IntVarP(&depth, "depth", "d", 12, "how many levels to show (0: all)")
+	c.Flags().Float64Var(&threshold, "threshold-pct", 1.0, "hide branches with less than this percent of samples")
+	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")
+	return c
+}
+
+func printFlame(w io.Writer, n *agg.FlameNode, level int) {
+	name := n.Func
+	if n.Inlined {
+		name += " (inlined)"
+	}
+	self := ""
+	if n.Self > 0 {
+		self = fmt.Sprintf("  self %s", commas(n.Self))
+	}
+	fmt.Fprintf(w, "%6.2f%% %10s  %s%s  [%s]%s\n", n.TotalPct, commas(n.Total), strings.Repeat("  ", level), name, trimBrackets(n.Image), self)
+	for _, c := range n.Children {
+		printFlame(w, c, level+1)
+	}
+}

@@ -1,0 +1,39 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// collectorName is the JIT Profiling API collector shipped beside the stax binary.
+const collectorName = "libstax-jitcollector.so"
+
+// findCollector looks for the collector beside the stax executable, then in ../lib/stax.
+func findCollector() string {
+	self, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	dir := filepath.Dir(self)
+	for _, p := range []string{filepath.Join(dir, collectorName), filepath.Join(dir, "..", "lib", "stax", collectorName)} {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
+}
+
+// withJITAPI points INTEL_JIT_PROFILER64 at stax's collector unless the user set it.
+func withJITAPI(env []string, notef func(string, ...any)) []string {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "INTEL_JIT_PROFILER64=") {
+			return env
+		}
+	}
+	lib := findCollector()
+	if lib == "" {
+		return env
+	}
+	return append(env, "INTEL_JIT_PROFILER64="+lib, "STAX_JIT_COLLECT=1")
+}

@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stax-profiler/stax/internal/launch"
+	"github.com/stax-profiler/stax/internal/recorder"
+	"github.com/stax-profiler/stax/internal/server"
+)
+
+func recordCmd(g *globals) *cobra.Command {
+	var freq, pid int
+	var seconds float64
+	var noJITAPI, quiet bool
+	c := &cobra.Command{
+		Use:   "record [-F HZ] [-l SECS] (-p PID | -- CMD ARGS...)",
+		Short: "Record a command, or attach to a running process, and answer queries while it runs",
+		Long: `Record a command from its first instruction (stdio passes through, Ctrl-C reaches the
+command, and stax exits with the command's exit status), or attach to a running process
+with -p (it keeps running when the recording stops). New threads, forked children and
+exec are followed.
+
+While recording, other shells can ask: stax wait, top, flame, threads, status. The run
+is saved as it goes (and at the end) in the run store, so the same commands answer
+after the recording ends.
+
+JIT'd code is named from /tmp/jit-PID.dump and /tmp/perf-PID.map files and jitdump files
+the process maps, read live. Launched commands also get INTEL_JIT_PROFILER64 pointing at
+stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if pid != 0 && len(args) > 0 {
+				return usageErr("give either -p PID or a command, not both")
+			}
+			if pid == 0 && len(args) == 0 {
+				return usageErr("give a command to record (stax record -- CMD ARGS) or -p PID")
+			}
+			if freq <= 0 || freq > 100000 {
+				return usageErr("-F must be between 1 and 100000 Hz")
+			}
+			if seconds < 0 || pid < 0 {
+				return usageErr("-l and -p must not be negative")
+			}
+			notef := func(format string, a ...any) {
+				fmt.Fprintf(g.errOut, "stax: "+format+"\n", a...)
+			}
+			env := os.Environ()
+			if len(args) > 0 && !noJITAPI {
+				env = withJITAPI(env, notef)
+			}
+			rec, err := recorder.Start(recorder.Options{
+				Argv: args, Pid: pid, Freq: freq, Duration: time.Duration(seconds * float64(time.Second)),
+				Env: env, Notef: notef,
+			})
+			if err != nil {
+				var nf *launch.NotFoundError
+				switch {
+				case errors.As(err, &nf):
+					return &exitError{127, err}
+				case strings.Contains(err.Error(), "no such process"):
+					return notFound(err)
+				}
+				return err
+			}
+			srv, err := server.Listen(rec)
+			if err != nil {
+				notef("live queries are off: %v", err)
+			} else {
+				go srv.Serve()
+				go func() {
+					<-rec.Done()
+					srv.Close()
+				}()
+			}
+			if !quiet {
+				what := strings.Join(args, " ")
+				if pid != 0 {
+					what = fmt.Sprintf("pid %d", pid)
+				}
+				notef("recording %s as run %s (%d Hz); ask with: stax top, stax flame, stax wait --for-samples N", what, rec.ID(), freq)
+			}
+			sigs := make(chan os.Signal, 2)
+			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+			defer signal.Stop(sigs)
+			go func() {
+				for sig := range sigs {
+					if pid != 0 {
+						rec.Stop()
+						continue
+					}
+					// The terminal already sent Ctrl-C to the whole foreground group; only pass
+					// on what the command did not get itself.
+					time.Sleep(100 * time.Millisecond)
+					rec.ForwardSignal(sig)
+				}
+			}()
+			exit := rec.Loop()
+			<-rec.Done()
+			if srv != nil {
+				srv.Close()
+			}
+			if !quiet {
+				st := rec.Snapshot()
+				notef("run %s: %s samples, %s lost, saved to %s", rec.ID(), commas(st.Meta.Samples), commas(st.Meta.Lost), rec.StorePath())
+			}
+			if exit != 0 {
+				return &exitError{exit, errors.New("")}
+			}
+			return nil
+		},
+	}
+	c.Flags().SetInterspersed(false)
+	c.Flags().IntVarP(&freq, "freq", "F", 999, "samples per second per CPU")
+	c.Flags().Float64VarP(&seconds, "duration", "l", 0, "stop recording after `SECS` seconds (0: when the command exits or on stax stop)")
+	c.Flags().IntVarP(&pid, "pid", "p", 0, "attach to the running process `PID` (all its threads)")
+	c.Flags().BoolVar(&noJITAPI, "no-jit-api", false, "do not set INTEL_JIT_PROFILER64 for the launched command")
+	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
+	return c
+}

@@ -1,0 +1,120 @@
+// Package cli implements the stax command line. Each subcommand lives in its own file and
+// talks to runs only through internal/client.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stax-profiler/stax/internal/client"
+)
+
+// Exit codes (documented in the README).
+const (
+	ExitOK       = 0
+	ExitError    = 1
+	ExitUsage    = 2
+	ExitEnded    = 3 // wait: the run ended before the condition held
+	ExitTimeout  = 4 // wait: the timeout passed first
+	ExitNotFound = 5 // no such run, process, function or address
+)
+
+// exitError carries an exit code with a message (an empty message prints nothing).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, args ...any) error {
+	return &exitError{ExitUsage, fmt.Errorf(format, args...)}
+}
+
+func notFound(err error) error { return &exitError{ExitNotFound, err} }
+
+// withCode maps well-known errors to their exit codes.
+func withCode(err error) error {
+	if errors.Is(err, client.ErrNotFound) {
+		return notFound(err)
+	}
+	return err
+}
+
+type globals struct {
+	out, errOut io.Writer
+}
+
+// Main runs stax with args and returns the process exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	g := &globals{out: stdout, errOut: stderr}
+	root := &cobra.Command{
+		Use:   "stax",
+		Short: "A live sampling profiler for Linux that names JIT'd code",
+		Long: `stax records a program (or attaches to a running one) and answers questions about the
+run while it is still going, from any shell: top functions, call trees, threads.
+
+JIT'd code is named through perf jitdump files (tailed live), perf map files and Intel's JIT
+Profiling API; native code through ELF symbols, kernel code through /proc/kallsyms.
+
+Typical session:
+  stax record -- ./app               # in one shell
+  stax wait --for-samples 10000      # in another
+  stax top -n 10 --sort self
+  stax flame`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetArgs(args)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErr("%v (see: %s --help)", err, c.CommandPath())
+	})
+	root.AddCommand(recordCmd(g), waitCmd(g), statusCmd(g), listCmd(g), stopCmd(g),
+		topCmd(g), flameCmd(g), threadsCmd(g))
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	code := ExitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	} else if cmd == root || isCobraUsage(err) {
+		code = ExitUsage
+	}
+	if msg := err.Error(); msg != "" {
+		fmt.Fprintf(stderr, "stax: %s\n", msg)
+	}
+	return code
+}
+
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires ", "invalid argument"} {
+		if len(msg) >= len(p) && contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+// Run is the entry point of the stax binary.
+func Run() {
+	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+}

@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/recorder"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+func statusCmd(g *globals) *cobra.Command {
+	var rf runFlags
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Describe a run: samples, losses, processes, JIT sources, what stayed unnamed",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			r, err := rf.pick()
+			if err != nil {
+				return err
+			}
+			st, err := ask(context.Background(), r, "/v1/status", nil, func(run *store.Run) api.Status {
+				return recorder.StatusOf(run)
+			})
+			if err != nil {
+				return err
+			}
+			if rf.json {
+				return printJSON(g.out, st)
+			}
+			printStatus(g, st)
+			return nil
+		},
+	}
+	rf.add(c)
+	return c
+}
+
+func printStatus(g *globals, st api.Status) {
+	m := st.Meta
+	state := "stored"
+	switch {
+	case st.Live:
+		state = "live"
+	case !m.Finished:
+		state = "checkpoint (the recorder did not finish)"
+	}
+	w := g.out
+	fmt.Fprintf(w, "run:       %s (%s)\n", m.ID, state)
+	fmt.Fprintf(w, "command:   %s\n", strings.Join(m.Command, " "))
+	mode := "launched"
+	if m.Attached {
+		mode = "attached"
+	}
+	fmt.Fprintf(w, "target:    pid %d (%s)", m.Pid, mode)
+	if m.ExitCode != nil {
+		fmt.Fprintf(w, ", exit status %d", *m.ExitCode)
+	}
+	fmt.Fprintln(w)
+	scope := "user and kernel"
+	if m.UserOnly {
+		scope = "user space only"
+	}
+	fmt.Fprintf(w, "sampling:  %s at %d Hz, %s\n", m.Event, m.Freq, scope)
+	fmt.Fprintf(w, "samples:   %s in %.1fs, %s lost\n", commas(m.Samples), st.ElapsedSec, commas(m.Lost))
+	fmt.Fprintf(w, "stacks:    %s distinct, %s frames unresolved\n", commas(uint64(st.DistinctStacks)), commas(m.Unresolved))
+	if st.UnknownSamples > 0 {
+		fmt.Fprintf(w, "unnamed:   %s samples have no name for their leaf frame\n", commas(st.UnknownSamples))
+	}
+	if len(st.Processes) > 0 {
+		var ps []string
+		for _, p := range st.Processes {
+			s := fmt.Sprintf("%d %s", p.Pid, p.Comm)
+			if p.Exited {
+				s += " (exited)"
+			}
+			ps = append(ps, s)
+		}
+		fmt.Fprintf(w, "processes: %s\n", strings.Join(ps, ", "))
+	}
+	fmt.Fprintf(w, "threads:   %d\n", st.Threads)
+	if len(st.JIT) == 0 {
+		fmt.Fprintln(w, "jit:       no jitdump or perf map found")
+	}
+	for _, j := range st.JIT {
+		line := fmt.Sprintf("jit:       pid %d %s %s: %d functions, %d records", j.Pid, j.Kind, j.Path, j.Functions, j.Records)
+		if len(j.Skipped) > 0 {
+			var reasons []string
+			for k, v := range j.Skipped {
+				reasons = append(reasons, fmt.Sprintf("%d %s", v, k))
+			}
+			sort.Strings(reasons)
+			line += ", skipped " + strings.Join(reasons, ", ")
+		}
+		if j.Error != "" {
+			line += " (" + j.Error + ")"
+		}
+		fmt.Fprintln(w, line)
+	}
+	if st.JITSamples > 0 {
+		fmt.Fprintf(w, "jit code:  %s samples, %s unnamed (%.2f%%)\n", commas(st.JITSamples), commas(st.JITUnnamed),
+			float64(st.JITUnnamed)*100/float64(st.JITSamples))
+	}
+	for _, n := range m.Notes {
+		fmt.Fprintf(w, "note:      %s\n", n)
+	}
+}

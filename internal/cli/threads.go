@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/query"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+func threadsCmd(g *globals) *cobra.Command {
+	var rf runFlags
+	var n int
+	c := &cobra.Command{
+		Use:   "threads",
+		Short: "List threads by samples, with their names",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			r, err := rf.pick()
+			if err != nil {
+				return err
+			}
+			res, err := ask(context.Background(), r, "/v1/threads", url.Values{"n": {itoa(n)}}, func(run *store.Run) api.Threads {
+				return query.Threads(run, n)
+			})
+			if err != nil {
+				return err
+			}
+			if rf.json {
+				return printJSON(g.out, res)
+			}
+			header(g.out, res.Run, res.Live, res.Samples, "")
+			fmt.Fprintf(g.out, "%8s %8s %10s %8s  %-16s  %s\n", "TID", "PID", "SAMPLES", "PCT", "NAME", "HOTTEST FUNCTION")
+			for _, row := range res.Rows {
+				fmt.Fprintf(g.out, "%8d %8d %10s %7.2f%%  %-16s  %s\n", row.Tid, row.Pid, commas(row.Samples), row.Pct, row.Name, row.TopFunc)
+			}
+			return nil
+		},
+	}
+	rf.add(c)
+	c.Flags().IntVarP(&n, "n", "n", 20, "how many threads to show")
+	return c
+}

@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/query"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+func topCmd(g *globals) *cobra.Command {
+	var rf runFlags
+	var n, tid int
+	var sort string
+	c := &cobra.Command{
+		Use:   "top",
+		Short: "List the functions with the most samples",
+		Long: `List the functions with the most samples. SELF counts samples in the function itself;
+TOTAL counts samples with the function anywhere on the stack (its callees included).
+JIT'd functions show [jit] as their image; frames nothing could name show as
+image+0xOFFSET or [unknown] 0xADDRESS.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if sort != "self" && sort != "total" {
+				return usageErr("--sort must be self or total, not %q", sort)
+			}
+			r, err := rf.pick()
+			if err != nil {
+				return err
+			}
+			q := url.Values{"n": {itoa(n)}, "sort": {sort}, "tid": {itoa(tid)}}
+			res, err := ask(context.Background(), r, "/v1/top", q, func(run *store.Run) api.Top {
+				return query.Top(run, query.TopOptions{N: n, ByTotal: sort == "total", Tid: uint32(tid)})
+			})
+			if err != nil {
+				return err
+			}
+			if rf.json {
+				return printJSON(g.out, res)
+			}
+			extra := " · sort: " + res.Sort
+			if tid != 0 {
+				extra += fmt.Sprintf(" · tid %d", tid)
+			}
+			header(g.out, res.Run, res.Live, res.Samples, extra)
+			fmt.Fprintf(g.out, "%8s %10s %8s %10s  %s\n", "SELF%", "SELF", "TOTAL%", "TOTAL", "FUNCTION  [IMAGE]")
+			for _, row := range res.Rows {
+				name := row.Func
+				if row.Inlined {
+					name += " (inlined)"
+				}
+				if row.File != "" && row.Line > 0 {
+					name += fmt.Sprintf(" (%s:%d)", row.File, row.Line)
+				}
+				fmt.Fprintf(g.out, "%7.2f%% %10s %7.2f%% %10s  %s  [%s]\n", row.SelfPct, commas(row.Self), row.TotalPct, commas(row.Total), name, trimBrackets(row.Image))
+			}
+			return nil
+		},
+	}
+	rf.add(c)
+	c.Flags().IntVarP(&n, "n", "n", 20, "how many functions to show")
+	c.Flags().StringVar(&sort, "sort", "self", "order by `self` or total samples")
+	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")
+	return c
+}

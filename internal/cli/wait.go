@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/client"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+func waitCmd(g *globals) *cobra.Command {
+	var rf runFlags
+	var samples int
+	var seconds float64
+	var symbol string
+	var timeoutMS int
+	c := &cobra.Command{
+		Use:   "wait",
+		Short: "Block until a live run has enough samples, time, or a symbol",
+		Long: `Block until the live run meets every condition given, then exit 0.
+
+Exit codes: 0 the condition holds; 3 the run ended first; 4 --timeout-ms passed first;
+5 there is no such run. When no run is live yet, wait gives a run being started a
+moment to appear before it answers from the newest stored run.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if samples <= 0 && seconds <= 0 && symbol == "" {
+				return usageErr("wait needs --for-samples, --for-seconds or --until-symbol")
+			}
+			if samples < 0 || seconds < 0 || timeoutMS < 0 {
+				return usageErr("wait conditions must not be negative")
+			}
+			ctx := context.Background()
+			start := time.Now()
+			if timeoutMS > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, time.Duration(timeoutMS)*time.Millisecond)
+				defer cancel()
+			}
+			r, err := pickForWait(ctx, rf.run)
+			if err != nil {
+				return err
+			}
+			var res api.Wait
+			if r.Live {
+				q := url.Values{"samples": {itoa(samples)}, "seconds": {strconv.FormatFloat(seconds, 'f', -1, 64)}, "symbol": {symbol}}
+				if timeoutMS > 0 {
+					left := time.Duration(timeoutMS)*time.Millisecond - time.Since(start)
+					q.Set("timeout_ms", strconv.FormatInt(max(left.Milliseconds(), 1), 10))
+				}
+				err = r.Get(context.Background(), "/v1/wait", q, &res)
+			}
+			if !r.Live || err != nil {
+				res, err = waitStored(r.ID, uint64(samples), seconds, symbol)
+				if err != nil {
+					return err
+				}
+			}
+			if rf.json {
+				if err := printJSON(g.out, res); err != nil {
+					return err
+				}
+			}
+			switch res.Outcome {
+			case api.WaitMet:
+				if !rf.json {
+					fmt.Fprintf(g.out, "run %s: condition met at %s samples after %.1fs\n", res.Run, commas(res.Samples), res.ElapsedSec)
+				}
+				return nil
+			case api.WaitEnded:
+				return &exitError{ExitEnded, fmt.Errorf("run %s ended with %s samples before the condition held", res.Run, commas(res.Samples))}
+			default:
+				return &exitError{ExitTimeout, fmt.Errorf("timed out after %d ms waiting on run %s (%s samples so far)", timeoutMS, res.Run, commas(res.Samples))}
+			}
+		},
+	}
+	rf.add(c)
+	c.Flags().IntVar(&samples, "for-samples", 0, "wait until the run has `N` samples")
+	c.Flags().Float64Var(&seconds, "for-seconds", 0, "wait until the run has recorded for `N` seconds")
+	c.Flags().StringVar(&symbol, "until-symbol", "", "wait until a function whose name contains `S` has been sampled")
+	c.Flags().IntVar(&timeoutMS, "timeout-ms", 0, "give up after `MS` milliseconds (exit 4); 0 waits as long as the run lasts")
+	return c
+}
+
+// pickForWait picks the run to wait on; with no run named and none live, it gives a run
+// that is being started up to two seconds to appear.
+func pickForWait(ctx context.Context, id string) (*client.Run, error) {
+	if id != "" {
+		return client.Pick(id)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if live := client.LiveRuns(); len(live) > 0 {
+			return live[0], nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			r, err := client.Pick("")
+			return r, withCode(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func waitStored(id string, samples uint64, seconds float64, symbol string) (api.Wait, error) {
+	run, err := store.Load(store.Path(id))
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return api.Wait{}, err
+		}
+		return api.Wait{}, err
+	}
+	res := api.Wait{Schema: api.Schema, Run: id, Samples: run.Meta.Samples}
+	if !run.Meta.End.IsZero() {
+		res.ElapsedSec = run.Meta.End.Sub(run.Meta.Start).Seconds()
+	}
+	met := (samples == 0 || run.Meta.Samples >= samples) && (seconds == 0 || res.ElapsedSec >= seconds) &&
+		(symbol == "" || agg.HasSymbol(run.Profile.Frames, symbol))
+	res.Outcome = api.WaitEnded
+	if met {
+		res.Outcome = api.WaitMet
+	}
+	return res, nil
+}

@@ -1,0 +1,310 @@
+// Package e2e runs the stax binary on real programs built from source, with real perf events.
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/testutil"
+)
+
+var cflags = []string{"-O1", "-g", "-fno-omit-frame-pointer", "-fno-optimize-sibling-calls", "-fno-inline"}
+
+// staxEnv is one isolated stax home (run store and sockets).
+type staxEnv struct {
+	t    *testing.T
+	bin  string
+	home string
+}
+
+func newEnv(t *testing.T) *staxEnv {
+	t.Helper()
+	return &staxEnv{t: t, bin: testutil.Stax(t), home: t.TempDir()}
+}
+
+func (e *staxEnv) cmd(args ...string) *exec.Cmd {
+	c := exec.Command(e.bin, args...)
+	c.Env = append(os.Environ(), "STAX_HOME="+e.home)
+	return c
+}
+
+// run runs stax and returns stdout, stderr and the exit code.
+func (e *staxEnv) run(args ...string) (string, string, int) {
+	e.t.Helper()
+	c := e.cmd(args...)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatalf("run stax %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func (e *staxEnv) mustJSON(v any, args ...string) {
+	e.t.Helper()
+	out, errOut, code := e.run(append(args, "--json")...)
+	if code != 0 {
+		e.t.Fatalf("stax %v: exit %d\n%s%s", args, code, out, errOut)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		e.t.Fatalf("stax %v: bad JSON: %v\n%s", args, err, out)
+	}
+}
+
+func row(top api.Top, fn string) (self, total uint64, ok bool) {
+	for _, r := range top.Rows {
+		if r.Func == fn {
+			return r.Self, r.Total, true
+		}
+	}
+	return 0, 0, false
+}
+
+func buildRatio(t *testing.T) string {
+	dir := t.TempDir()
+	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/ratio.c")
+	return testutil.CC(t, dir, "ratio", "gcc", append(cflags, "-pthread", src)...)
+}
+
+func TestRatioTopAndFlame(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	prog := buildRatio(t)
+	out, errOut, code := e.run("record", "-q", "--", prog, "400000000")
+	if code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "ratio done") {
+		t.Errorf("the program's stdout did not pass through: %q", out)
+	}
+	var top api.Top
+	e.mustJSON(&top, "top", "-n", "50", "--sort", "self")
+	a, _, okA := row(top, "work_a")
+	b, _, okB := row(top, "work_b")
+	if !okA || !okB {
+		t.Fatalf("work_a or work_b missing from top: %+v", top.Rows)
+	}
+	// 1:2 work: work_b holds two thirds of their samples. With n samples the standard error
+	// of that share is below 1 point for n > 2,000; 5 points is the promise.
+	share := float64(b) * 100 / float64(a+b)
+	t.Logf("work_a %d, work_b %d samples: work_b share %.1f%% (want 66.7 ± 5)", a, b, share)
+	if a+b < 1500 {
+		t.Fatalf("too few samples to judge: %d", a+b)
+	}
+	if share < 61.7 || share > 71.7 {
+		t.Errorf("work_b share %.1f%%, want 66.7 ± 5", share)
+	}
+
+	var fl api.Flame
+	e.mustJSON(&fl, "flame", "-d", "30", "--threshold-pct", "0")
+	if !hasPath(fl.Root, []string{"main", "outer", "inner"}) {
+		t.Errorf("flame has no main -> outer -> inner path")
+	}
+	txt, _, _ := e.run("flame")
+	if !strings.Contains(txt, "outer") || !strings.Contains(txt, "inner") {
+		t.Errorf("text flame lacks outer/inner:\n%s", txt)
+	}
+}
+
+// hasPath reports whether the tree has the functions of path as consecutive descendants.
+func hasPath(n *agg.FlameNode, path []string) bool {
+	if n == nil {
+		return false
+	}
+	if follows(n, path) {
+		return true
+	}
+	for _, c := range n.Children {
+		if hasPath(c, path) {
+			return true
+		}
+	}
+	return false
+}
+
+func follows(n *agg.FlameNode, path []string) bool {
+	if len(path) == 0 {
+		return true
+	}
+	if n.Func != path[0] {
+		return false
+	}
+	if len(path) == 1 {
+		return true
+	}
+	for _, c := range n.Children {
+		if follows(c, path[1:]) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestLiveQueriesThenStored(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	prog := buildRatio(t)
+	rec := e.cmd("record", "-q", "--", prog, "1500000000")
+	var recOut bytes.Buffer
+	rec.Stdout, rec.Stderr = &recOut, &recOut
+	if err := rec.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Process.Kill()
+	out, errOut, code := e.run("wait", "--for-samples", "2000", "--timeout-ms", "60000")
+	if code != 0 {
+		t.Fatalf("wait: exit %d\n%s%s\nrecord said: %s", code, out, errOut, recOut.String())
+	}
+	var top api.Top
+	e.mustJSON(&top, "top", "-n", "5")
+	if !top.Live {
+		t.Errorf("top during the run says the run is not live")
+	}
+	if top.Samples < 2000 {
+		t.Errorf("live top has %d samples, want >= 2000", top.Samples)
+	}
+	if _, _, ok := row(top, "work_b"); !ok {
+		t.Errorf("live top lacks work_b: %+v", top.Rows)
+	}
+	txt, _, _ := e.run("top", "-n", "5")
+	t.Logf("live top:\n%s", txt)
+	if err := rec.Wait(); err != nil {
+		t.Fatalf("record: %v\n%s", err, recOut.String())
+	}
+	var after api.Top
+	e.mustJSON(&after, "top", "-n", "5")
+	if after.Live {
+		t.Errorf("top after the run says live")
+	}
+	if after.Samples <= top.Samples {
+		t.Errorf("stored run has %d samples, fewer than the %d seen live", after.Samples, top.Samples)
+	}
+	if _, _, ok := row(after, "work_b"); !ok {
+		t.Errorf("stored top lacks work_b: %+v", after.Rows)
+	}
+	// A wait on a finished run that already met its condition answers at once.
+	if _, _, code := e.run("wait", "--for-samples", "10"); code != 0 {
+		t.Errorf("wait on a finished run that met the condition: exit %d", code)
+	}
+	if _, _, code := e.run("wait", "--for-samples", "100000000"); code != 3 {
+		t.Errorf("wait on a finished run that cannot meet the condition: exit %d, want 3", code)
+	}
+}
+
+func TestAttachStopAndThreads(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	prog := buildRatio(t)
+	target := exec.Command(prog, "100000000", "forever")
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		target.Process.Kill()
+		target.Wait()
+	}()
+	time.Sleep(300 * time.Millisecond) // let it name its threads
+	rec := e.cmd("record", "-q", "-p", itoa(target.Process.Pid))
+	var recOut bytes.Buffer
+	rec.Stdout, rec.Stderr = &recOut, &recOut
+	if err := rec.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Process.Kill()
+	if out, errOut, code := e.run("wait", "--for-samples", "1000", "--timeout-ms", "60000"); code != 0 {
+		t.Fatalf("wait: exit %d\n%s%s\n%s", code, out, errOut, recOut.String())
+	}
+	if out, errOut, code := e.run("stop"); code != 0 {
+		t.Fatalf("stop: exit %d\n%s%s", code, out, errOut)
+	}
+	done := make(chan error, 1)
+	go func() { done <- rec.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("record -p exited with %v\n%s", err, recOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("record -p did not exit after stop")
+	}
+	if err := target.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the attached program did not survive the recording: %v", err)
+	}
+	var th api.Threads
+	e.mustJSON(&th, "threads")
+	names := map[string]uint64{}
+	for _, r := range th.Rows {
+		names[r.Name] = r.Samples
+	}
+	for _, want := range []string{"worker-a", "worker-b"} {
+		if names[want] == 0 {
+			t.Errorf("threads lacks %s with samples: %+v", want, th.Rows)
+		}
+	}
+}
+
+func TestForkAndExecAreFollowed(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/fork.c")
+	prog := testutil.CC(t, t.TempDir(), "fork", "gcc", append(cflags, src)...)
+	if out, errOut, code := e.run("record", "-q", "--", prog, "300000000"); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	var top api.Top
+	e.mustJSON(&top, "top", "-n", "50")
+	for _, fn := range []string{"parent_work", "child_work", "exec_work"} {
+		if self, _, ok := row(top, fn); !ok || self < 50 {
+			t.Errorf("%s: %d samples, want a named row with samples", fn, self)
+		}
+	}
+}
+
+func TestCxxNamesAreDemangled(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/mangled.cc")
+	prog := testutil.CC(t, t.TempDir(), "mangled", "g++", append(cflags, src)...)
+	if out, errOut, code := e.run("record", "-q", "--", prog, "300000000"); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	var top api.Top
+	e.mustJSON(&top, "top", "-n", "50", "--sort", "total")
+	for _, fn := range []string{"geometry::Shape::area(unsigned long)", "geometry::Accumulator<unsigned long>::add(unsigned long)"} {
+		if _, total, ok := row(top, fn); !ok || total < 50 {
+			t.Errorf("%s missing (or %d samples) in %+v", fn, total, top.Rows)
+		}
+	}
+}
+
+func TestGoProgramIsNamed(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "goprog")
+	testutil.Run(t, filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/goprog"), "go", "build", "-o", prog, ".")
+	if out, errOut, code := e.run("record", "-q", "--", prog, "600000000"); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	var top api.Top
+	e.mustJSON(&top, "top", "-n", "10")
+	if self, _, ok := row(top, "main.hotLoop"); !ok || self < 50 {
+		t.Errorf("main.hotLoop missing or cold: %+v", top.Rows)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

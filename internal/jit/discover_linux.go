@@ -1,0 +1,65 @@
+package jit
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Candidate is a file through which a process may announce JIT code.
+type Candidate struct {
+	// Path opens the file from the profiler's mount namespace:
+	// /proc/<pid>/root/<path as the process sees it>, so that files of
+	// processes in containers are found.
+	Path string
+	// Inner is the path as the process sees it.
+	Inner string
+	Kind  SourceKind
+}
+
+// Discover lists the JIT files of process pid that exist now:
+// /tmp/jit-<pid>.dump and /tmp/perf-<pid>.map under the process's root,
+// and any file the process holds open whose base name is
+// jit-<pid>.dump (perf's convention, wherever the JIT put it). nsPid is the
+// process's pid inside its own pid namespace (the one its files are named
+// after); pass pid when it is not in a child namespace.
+func Discover(pid, nsPid int) ([]Candidate, error) {
+	proc := "/proc/" + strconv.Itoa(pid)
+	root := proc + "/root"
+	if _, err := os.Stat(proc); err != nil {
+		return nil, fmt.Errorf("discover jit files of pid %d: %w", pid, err)
+	}
+	var out []Candidate
+	seen := make(map[string]bool)
+	add := func(inner string, kind SourceKind) {
+		inner = filepath.Clean(inner)
+		if seen[inner] {
+			return
+		}
+		p := root + inner
+		if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
+			return
+		}
+		seen[inner] = true
+		out = append(out, Candidate{Path: p, Inner: inner, Kind: kind})
+	}
+	ns := strconv.Itoa(nsPid)
+	add("/tmp/jit-"+ns+".dump", SourceJitdump)
+	add("/tmp/perf-"+ns+".map", SourcePerfMap)
+	fds, err := os.ReadDir(proc + "/fd")
+	if err != nil {
+		// Not being allowed to list descriptors still leaves the /tmp files.
+		return out, nil
+	}
+	for _, d := range fds {
+		target, err := os.Readlink(proc + "/fd/" + d.Name())
+		if err != nil || !filepath.IsAbs(target) {
+			continue
+		}
+		if p, ok := IsJitdumpName(target); ok && p == nsPid {
+			add(target, SourceJitdump)
+		}
+	}
+	return out, nil
+}

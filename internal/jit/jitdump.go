@@ -1,0 +1,401 @@
+package jit
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Magic is the jitdump magic number, "JiTD" as a big-endian u32.
+const Magic = 0x4A695444
+
+// HeaderSize is the size of a version 1 jitdump header.
+const HeaderSize = 40
+
+// RecordPrefixSize is the size of the prefix every record starts with.
+const RecordPrefixSize = 16
+
+// FlagArchTimestamp is JITDUMP_FLAGS_ARCH_TIMESTAMP: the file's timestamps
+// come from the CPU's time-stamp counter rather than CLOCK_MONOTONIC.
+const FlagArchTimestamp = 1
+
+// Bounds applied to sizes read from jitdump files.
+const (
+	// MaxHeaderSize bounds the header's total_size.
+	MaxHeaderSize = 1 << 20
+	// MaxRecordSize bounds a record's total_size.
+	MaxRecordSize = 256 << 20
+	// MaxUnwindSize bounds the unwinding data kept for one function.
+	MaxUnwindSize = 1 << 20
+	// MaxNameSize bounds a function, file or inline name.
+	MaxNameSize = 64 << 10
+)
+
+// RecordID identifies the kind of a jitdump record.
+type RecordID uint32
+
+// Record ids: perf's standard ones and stax's extensions.
+const (
+	RecCodeLoad          RecordID = 0
+	RecCodeMove          RecordID = 1
+	RecCodeDebugInfo     RecordID = 2
+	RecCodeClose         RecordID = 3
+	RecCodeUnwindingInfo RecordID = 4
+	RecStaxMethodID      RecordID = 100
+	RecStaxInline        RecordID = 101
+	RecStaxCodeUnload    RecordID = 102
+)
+
+// String returns the record id's name as the specification spells it.
+func (id RecordID) String() string {
+	switch id {
+	case RecCodeLoad:
+		return "CODE_LOAD"
+	case RecCodeMove:
+		return "CODE_MOVE"
+	case RecCodeDebugInfo:
+		return "CODE_DEBUG_INFO"
+	case RecCodeClose:
+		return "CODE_CLOSE"
+	case RecCodeUnwindingInfo:
+		return "CODE_UNWINDING_INFO"
+	case RecStaxMethodID:
+		return "STAX_METHOD_ID"
+	case RecStaxInline:
+		return "STAX_INLINE"
+	case RecStaxCodeUnload:
+		return "STAX_CODE_UNLOAD"
+	}
+	return fmt.Sprintf("record(%d)", uint32(id))
+}
+
+// Known reports whether the id is one this package decodes.
+func (id RecordID) Known() bool {
+	return id <= RecCodeUnwindingInfo || (id >= RecStaxMethodID && id <= RecStaxCodeUnload)
+}
+
+// Header is a jitdump file header.
+type Header struct {
+	Order     binary.ByteOrder
+	Version   uint32
+	TotalSize uint32
+	ElfMach   uint32
+	Pid       uint32
+	Timestamp uint64
+	Flags     uint64
+}
+
+// Errors returned by the parsers; wrapped with context.
+var (
+	ErrTruncated     = errors.New("truncated")
+	ErrBadMagic      = errors.New("bad magic")
+	ErrArchTimestamp = errors.New("file uses architecture (TSC) timestamps, not CLOCK_MONOTONIC")
+	ErrBadRecord     = errors.New("malformed record")
+)
+
+// ParseHeader decodes a jitdump header from the start of b. The byte order
+// is inferred from the magic. A header that announces TSC timestamps is
+// rejected with ErrArchTimestamp. The returned header's TotalSize is where
+// the first record starts.
+func ParseHeader(b []byte) (Header, error) {
+	var h Header
+	if len(b) < HeaderSize {
+		return h, fmt.Errorf("parse jitdump header: %w: %d of %d bytes", ErrTruncated, len(b), HeaderSize)
+	}
+	switch {
+	case binary.LittleEndian.Uint32(b) == Magic:
+		h.Order = binary.LittleEndian
+	case binary.BigEndian.Uint32(b) == Magic:
+		h.Order = binary.BigEndian
+	default:
+		return h, fmt.Errorf("parse jitdump header: %w %#x", ErrBadMagic, binary.LittleEndian.Uint32(b))
+	}
+	o := h.Order
+	h.Version = o.Uint32(b[4:])
+	h.TotalSize = o.Uint32(b[8:])
+	h.ElfMach = o.Uint32(b[12:])
+	h.Pid = o.Uint32(b[20:])
+	h.Timestamp = o.Uint64(b[24:])
+	h.Flags = o.Uint64(b[32:])
+	if h.TotalSize < HeaderSize || h.TotalSize > MaxHeaderSize {
+		return h, fmt.Errorf("parse jitdump header: %w: header size %d", ErrBadRecord, h.TotalSize)
+	}
+	if h.Flags&FlagArchTimestamp != 0 {
+		return h, fmt.Errorf("parse jitdump header: %w", ErrArchTimestamp)
+	}
+	return h, nil
+}
+
+// CodeLoad is a CODE_LOAD record.
+type CodeLoad struct {
+	Pid, Tid  uint32
+	VMA       uint64
+	CodeAddr  uint64
+	CodeSize  uint64
+	CodeIndex uint64
+	Name      string
+	Code      []byte // a copy, owned by the record
+}
+
+// CodeMove is a CODE_MOVE record.
+type CodeMove struct {
+	Pid, Tid    uint32
+	VMA         uint64
+	OldCodeAddr uint64
+	NewCodeAddr uint64
+	CodeSize    uint64
+	CodeIndex   uint64
+}
+
+// DebugEntry is one line-table entry of a CODE_DEBUG_INFO record, with the
+// "same file as before" shorthand already expanded.
+type DebugEntry struct {
+	Addr    uint64
+	Line    uint32
+	Discrim uint32
+	File    string
+}
+
+// DebugInfo is a CODE_DEBUG_INFO record.
+type DebugInfo struct {
+	CodeAddr uint64
+	Entries  []DebugEntry
+}
+
+// UnwindingInfo is a CODE_UNWINDING_INFO record. Data holds at most
+// MaxUnwindSize bytes; Truncated says whether more were dropped.
+type UnwindingInfo struct {
+	UnwindingSize  uint64
+	EHFrameHdrSize uint64
+	MappedSize     uint64
+	Data           []byte
+	Truncated      bool
+}
+
+// MethodIDRecord is a STAX_METHOD_ID record.
+type MethodIDRecord struct {
+	CodeAddr uint64
+	CodeSize uint64
+	MethodID uint32
+}
+
+// InlineRecord is a STAX_INLINE record.
+type InlineRecord struct {
+	MethodID       uint32
+	ParentMethodID uint32
+	Start          uint64
+	Size           uint64
+	Name           string
+	SourceFile     string
+}
+
+// CodeUnload is a STAX_CODE_UNLOAD record.
+type CodeUnload struct {
+	CodeAddr uint64
+	CodeSize uint64
+}
+
+// Record is one decoded jitdump record. Exactly one of the pointer fields
+// is set for known ids with a body; none for CODE_CLOSE and unknown ids.
+type Record struct {
+	ID        RecordID
+	Size      uint32 // total_size, prefix included
+	Timestamp uint64
+
+	Load     *CodeLoad
+	Move     *CodeMove
+	Debug    *DebugInfo
+	Unwind   *UnwindingInfo
+	MethodID *MethodIDRecord
+	Inline   *InlineRecord
+	Unload   *CodeUnload
+}
+
+// ParseRecords decodes the whole records at the start of b, which must
+// begin at a record boundary, appending them to out. It returns the
+// records, the number of bytes they took, and the total size of the next
+// record when b ends inside it (0 otherwise), so the caller knows how much
+// to read. A partial trailing record is not consumed. A record whose size
+// fields are impossible stops parsing with an error; the records before it
+// are returned and consumed.
+func ParseRecords(order binary.ByteOrder, b []byte, out []Record) (recs []Record, consumed int, need int, err error) {
+	recs = out
+	for {
+		rest := b[consumed:]
+		if len(rest) < RecordPrefixSize {
+			if len(rest) > 0 {
+				need = RecordPrefixSize
+			}
+			return recs, consumed, need, nil
+		}
+		id := RecordID(order.Uint32(rest))
+		size := order.Uint32(rest[4:])
+		if size < RecordPrefixSize || size > MaxRecordSize {
+			return recs, consumed, 0, fmt.Errorf("parse jitdump record %v at offset %d: %w: total_size %d", id, consumed, ErrBadRecord, size)
+		}
+		if uint64(len(rest)) < uint64(size) {
+			return recs, consumed, int(size), nil
+		}
+		r := Record{ID: id, Size: size, Timestamp: order.Uint64(rest[8:])}
+		if err := decodeBody(order, &r, rest[RecordPrefixSize:size]); err != nil {
+			return recs, consumed, 0, fmt.Errorf("parse jitdump record %v at offset %d: %w", id, consumed, err)
+		}
+		recs = append(recs, r)
+		consumed += int(size)
+	}
+}
+
+// reader decodes fixed fields from a record body.
+type reader struct {
+	o   binary.ByteOrder
+	b   []byte
+	err error
+}
+
+func (r *reader) u32() uint32 {
+	if r.err != nil || len(r.b) < 4 {
+		r.fail()
+		return 0
+	}
+	v := r.o.Uint32(r.b)
+	r.b = r.b[4:]
+	return v
+}
+
+func (r *reader) u64() uint64 {
+	if r.err != nil || len(r.b) < 8 {
+		r.fail()
+		return 0
+	}
+	v := r.o.Uint64(r.b)
+	r.b = r.b[8:]
+	return v
+}
+
+// cstr reads a NUL-terminated string of at most MaxNameSize bytes.
+func (r *reader) cstr() []byte {
+	if r.err != nil {
+		return nil
+	}
+	i := bytes.IndexByte(r.b, 0)
+	if i < 0 {
+		if r.err == nil {
+			r.err = fmt.Errorf("%w: unterminated string", ErrBadRecord)
+		}
+		return nil
+	}
+	s := r.b[:i]
+	r.b = r.b[i+1:]
+	if len(s) > MaxNameSize {
+		s = s[:MaxNameSize]
+	}
+	return s
+}
+
+func (r *reader) fail() {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: body too short", ErrBadRecord)
+	}
+}
+
+func decodeBody(o binary.ByteOrder, rec *Record, body []byte) error {
+	r := &reader{o: o, b: body}
+	switch rec.ID {
+	case RecCodeLoad:
+		l := &CodeLoad{Pid: r.u32(), Tid: r.u32(), VMA: r.u64(), CodeAddr: r.u64(), CodeSize: r.u64(), CodeIndex: r.u64()}
+		name := r.cstr()
+		if r.err != nil {
+			return r.err
+		}
+		if l.CodeSize > uint64(len(r.b)) {
+			return fmt.Errorf("%w: code_size %d exceeds the %d bytes left", ErrBadRecord, l.CodeSize, len(r.b))
+		}
+		if l.CodeAddr+l.CodeSize < l.CodeAddr {
+			return fmt.Errorf("%w: code range %#x+%#x wraps", ErrBadRecord, l.CodeAddr, l.CodeSize)
+		}
+		l.Name = string(name)
+		l.Code = bytes.Clone(r.b[:l.CodeSize])
+		rec.Load = l
+	case RecCodeMove:
+		m := &CodeMove{Pid: r.u32(), Tid: r.u32(), VMA: r.u64(), OldCodeAddr: r.u64(), NewCodeAddr: r.u64(), CodeSize: r.u64(), CodeIndex: r.u64()}
+		if r.err != nil {
+			return r.err
+		}
+		if m.NewCodeAddr+m.CodeSize < m.NewCodeAddr {
+			return fmt.Errorf("%w: code range %#x+%#x wraps", ErrBadRecord, m.NewCodeAddr, m.CodeSize)
+		}
+		rec.Move = m
+	case RecCodeDebugInfo:
+		d := &DebugInfo{CodeAddr: r.u64()}
+		n := r.u64()
+		if r.err != nil {
+			return r.err
+		}
+		// Each entry takes at least 8+4+4+1 bytes.
+		if n > uint64(len(r.b))/17 {
+			return fmt.Errorf("%w: nr_entry %d does not fit in %d bytes", ErrBadRecord, n, len(r.b))
+		}
+		d.Entries = make([]DebugEntry, 0, n)
+		prev := ""
+		for range n {
+			e := DebugEntry{Addr: r.u64(), Line: r.u32(), Discrim: r.u32()}
+			name := r.cstr()
+			if r.err != nil {
+				return r.err
+			}
+			if len(name) == 1 && name[0] == 0xff {
+				e.File = prev
+			} else {
+				if string(name) != prev {
+					prev = string(name)
+				}
+				e.File = prev
+			}
+			d.Entries = append(d.Entries, e)
+		}
+		rec.Debug = d
+	case RecCodeClose:
+	case RecCodeUnwindingInfo:
+		u := &UnwindingInfo{UnwindingSize: r.u64(), EHFrameHdrSize: r.u64(), MappedSize: r.u64()}
+		if r.err != nil {
+			return r.err
+		}
+		if u.UnwindingSize > uint64(len(r.b)) {
+			return fmt.Errorf("%w: unwinding_size %d exceeds the %d bytes left", ErrBadRecord, u.UnwindingSize, len(r.b))
+		}
+		if u.EHFrameHdrSize > u.UnwindingSize {
+			return fmt.Errorf("%w: eh_frame_hdr_size %d exceeds unwinding_size %d", ErrBadRecord, u.EHFrameHdrSize, u.UnwindingSize)
+		}
+		n := u.UnwindingSize
+		if n > MaxUnwindSize {
+			n = MaxUnwindSize
+			u.Truncated = true
+		}
+		u.Data = bytes.Clone(r.b[:n])
+		rec.Unwind = u
+	case RecStaxMethodID:
+		m := &MethodIDRecord{CodeAddr: r.u64(), CodeSize: r.u64(), MethodID: r.u32()}
+		r.u32()
+		if r.err != nil {
+			return r.err
+		}
+		rec.MethodID = m
+	case RecStaxInline:
+		in := &InlineRecord{MethodID: r.u32(), ParentMethodID: r.u32(), Start: r.u64(), Size: r.u64()}
+		name := r.cstr()
+		file := r.cstr()
+		if r.err != nil {
+			return r.err
+		}
+		in.Name, in.SourceFile = string(name), string(file)
+		rec.Inline = in
+	case RecStaxCodeUnload:
+		u := &CodeUnload{CodeAddr: r.u64(), CodeSize: r.u64()}
+		if r.err != nil {
+			return r.err
+		}
+		rec.Unload = u
+	}
+	return nil
+}

@@ -1,0 +1,425 @@
+package jit
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Errors returned when opening a JIT file is refused.
+var (
+	ErrSymlink    = errors.New("refusing to follow a symbolic link")
+	ErrNotRegular = errors.New("not a regular file")
+	ErrWrongOwner = errors.New("file owner is not the target process's user")
+	ErrWrongPid   = errors.New("header pid is not the target process's pid")
+)
+
+// Read sizes; variables so that tests can exercise chunk boundaries.
+var (
+	readChunk    = 1 << 20
+	perfMapChunk = 256 << 10
+)
+
+// tailFile is an open, checked file being read incrementally.
+type tailFile struct {
+	path     string
+	uid      uint32
+	fd       int
+	dev, ino uint64
+	off      int64
+	buf      []byte
+	head     []byte // the file's first bytes, to notice a rewrite that outgrew off
+}
+
+// headLen is how many leading bytes are remembered to notice a file that
+// was truncated and rewritten past the read offset between two polls.
+const headLen = 64
+
+// openChecked opens path for reading without following a final symbolic
+// link, and checks it is a regular file owned by uid.
+func openChecked(path string, uid uint32) (int, *unix.Stat_t, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return -1, nil, fmt.Errorf("open jit file %s: %w", path, ErrSymlink)
+		}
+		return -1, nil, fmt.Errorf("open jit file %s: %w", path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("stat jit file %s: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("open jit file %s: %w", path, ErrNotRegular)
+	}
+	if st.Uid != uid {
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("open jit file %s: %w: owned by uid %d, expected uid %d", path, ErrWrongOwner, st.Uid, uid)
+	}
+	return fd, &st, nil
+}
+
+func (f *tailFile) open() error {
+	fd, st, err := openChecked(f.path, f.uid)
+	if err != nil {
+		return err
+	}
+	f.fd, f.dev, f.ino = fd, st.Dev, st.Ino
+	return nil
+}
+
+func (f *tailFile) close() error {
+	if f.fd < 0 {
+		return nil
+	}
+	err := unix.Close(f.fd)
+	f.fd = -1
+	return err
+}
+
+// check fstats the file and reports its size and whether reading must
+// restart from the beginning: the file shrank below the read offset, or it
+// was unlinked and a different file now has its path.
+func (f *tailFile) check() (size int64, restart bool, err error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(f.fd, &st); err != nil {
+		return 0, false, fmt.Errorf("stat jit file %s: %w", f.path, err)
+	}
+	if st.Nlink == 0 {
+		// Unlinked: if something new is at the path, switch to it.
+		fd, nst, err := openChecked(f.path, f.uid)
+		if err == nil {
+			if nst.Dev != f.dev || nst.Ino != f.ino {
+				unix.Close(f.fd)
+				f.fd, f.dev, f.ino = fd, nst.Dev, nst.Ino
+				f.restart()
+				return nst.Size, true, nil
+			}
+			unix.Close(fd)
+		}
+	}
+	if st.Size < f.off {
+		f.restart()
+		return st.Size, true, nil
+	}
+	if st.Size > f.off && len(f.head) > 0 {
+		// Grown: check it is still the same content, not a rewrite.
+		head := make([]byte, len(f.head))
+		n, err := unix.Pread(f.fd, head, 0)
+		if err == nil && (n < len(head) || !bytes.Equal(head, f.head)) {
+			f.restart()
+			return st.Size, true, nil
+		}
+	}
+	return st.Size, false, nil
+}
+
+func (f *tailFile) restart() {
+	f.off = 0
+	f.head = f.head[:0]
+}
+
+// read preads n bytes at off into the reused buffer.
+func (f *tailFile) read(off int64, n int) ([]byte, error) {
+	if cap(f.buf) < n {
+		f.buf = make([]byte, n)
+	}
+	b := f.buf[:n]
+	got := 0
+	for got < n {
+		m, err := unix.Pread(f.fd, b[got:], off+int64(got))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return b[:got], fmt.Errorf("read jit file %s: %w", f.path, err)
+		}
+		if m == 0 {
+			break
+		}
+		got += m
+	}
+	if off == 0 && len(f.head) < headLen && got > len(f.head) {
+		f.head = append(f.head[:0], b[:min(got, headLen)]...)
+	}
+	return b[:got], nil
+}
+
+// Tailer reads a growing jitdump file.
+type Tailer struct {
+	f      tailFile
+	pid    uint32
+	hdr    Header
+	hasHdr bool
+	failed error
+	recs   []Record
+
+	mu     sync.Mutex
+	status Source
+}
+
+// OpenTailer opens the jitdump file at path for tailing. The file must not
+// be a symbolic link, must be a regular file owned by uid (the target
+// process's user), and its header (checked once present) must name pid, as
+// seen in the target's own pid namespace.
+func OpenTailer(path string, pid int, uid uint32) (*Tailer, error) {
+	t := &Tailer{f: tailFile{path: path, uid: uid, fd: -1}, pid: uint32(pid)}
+	t.status = Source{Path: path, Kind: SourceJitdump}
+	if err := t.f.open(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Header returns the file's header once it has been read.
+func (t *Tailer) Header() (Header, bool) { return t.hdr, t.hasHdr }
+
+// Status returns a snapshot of the file's status.
+func (t *Tailer) Status() Source {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.status.clone()
+}
+
+// Close closes the file.
+func (t *Tailer) Close() error { return t.f.close() }
+
+func (t *Tailer) setErr(err error) {
+	t.mu.Lock()
+	t.status.LastError = err.Error()
+	t.mu.Unlock()
+}
+
+// Poll returns the records appended since the last poll. When reset is
+// true the file was truncated or replaced and is being read again from its
+// start: the caller should drop what it learned from this file before
+// applying recs. A partial trailing record is left for the next poll. After
+// a malformed record Poll keeps returning no records (the file cannot be
+// resynchronized) until the file is reset. The returned slice is reused by
+// the next call.
+func (t *Tailer) Poll() (recs []Record, reset bool, err error) {
+	size, reset, err := t.f.check()
+	if err != nil {
+		t.setErr(err)
+		return nil, false, err
+	}
+	if reset {
+		t.hasHdr, t.failed = false, nil
+		t.mu.Lock()
+		t.status.Resets++
+		t.status.Closed = false
+		t.status.LastError = ""
+		t.mu.Unlock()
+	}
+	if t.failed != nil || size == t.f.off {
+		return nil, reset, nil
+	}
+	if !t.hasHdr {
+		if size < HeaderSize {
+			return nil, reset, nil
+		}
+		b, err := t.f.read(0, HeaderSize)
+		if err != nil {
+			t.setErr(err)
+			return nil, reset, err
+		}
+		if len(b) < HeaderSize {
+			return nil, reset, nil
+		}
+		h, err := ParseHeader(b)
+		if err == nil && h.Pid != t.pid {
+			err = fmt.Errorf("check jitdump header of %s: %w: %d, expected %d", t.f.path, ErrWrongPid, h.Pid, t.pid)
+		}
+		if err != nil {
+			err = fmt.Errorf("read %s: %w", t.f.path, err)
+			t.failed = err
+			t.setErr(err)
+			return nil, reset, err
+		}
+		if size < int64(h.TotalSize) {
+			return nil, reset, nil
+		}
+		t.hdr, t.hasHdr = h, true
+		t.f.off = int64(h.TotalSize)
+	}
+	clear(t.recs)
+	recs = t.recs[:0]
+	want := readChunk
+	for t.f.off < size {
+		n := int64(want)
+		if left := size - t.f.off; n > left {
+			n = left
+		}
+		b, err := t.f.read(t.f.off, int(n))
+		if err != nil {
+			t.setErr(err)
+			t.recs = recs
+			return recs, reset, err
+		}
+		if len(b) == 0 {
+			break
+		}
+		start := len(recs)
+		var consumed, need int
+		recs, consumed, need, err = ParseRecords(t.hdr.Order, b, recs)
+		t.count(recs[start:])
+		t.f.off += int64(consumed)
+		if err != nil {
+			err = fmt.Errorf("read %s: %w", t.f.path, err)
+			t.failed = err
+			t.setErr(err)
+			t.recs = recs
+			return recs, reset, err
+		}
+		if consumed == 0 {
+			if int64(need) > size-t.f.off || need <= len(b) || int64(len(b)) < n {
+				break // partial record, or the file shrank under us
+			}
+			want = need
+			continue
+		}
+		want = readChunk
+	}
+	t.recs = recs
+	return recs, reset, nil
+}
+
+func (t *Tailer) count(recs []Record) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range recs {
+		r := &recs[i]
+		t.status.Records++
+		switch {
+		case r.Load != nil:
+			t.status.Functions++
+		case r.ID == RecCodeClose:
+			t.status.Closed = true
+		case r.Unwind != nil && r.Unwind.Truncated:
+			t.status.skip(SkipUnwindSize)
+		case !r.ID.Known():
+			t.status.skip(SkipUnknownID)
+		}
+	}
+}
+
+// PerfMapTailer reads a growing perf map file.
+type PerfMapTailer struct {
+	f        tailFile
+	skipLine bool // discarding the rest of an over-long line
+	entries  []PerfMapEntry
+
+	mu     sync.Mutex
+	status Source
+}
+
+// OpenPerfMapTailer opens the perf map at path for tailing, with the same
+// checks as OpenTailer.
+func OpenPerfMapTailer(path string, uid uint32) (*PerfMapTailer, error) {
+	t := &PerfMapTailer{f: tailFile{path: path, uid: uid, fd: -1}}
+	t.status = Source{Path: path, Kind: SourcePerfMap}
+	if err := t.f.open(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Status returns a snapshot of the file's status.
+func (t *PerfMapTailer) Status() Source {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.status.clone()
+}
+
+// Close closes the file.
+func (t *PerfMapTailer) Close() error { return t.f.close() }
+
+// Poll returns the entries of the whole lines appended since the last
+// poll; a partial last line is read again next time. reset reports that
+// the file was truncated or replaced and is read again from its start.
+// The returned slice is reused by the next call.
+func (t *PerfMapTailer) Poll() (entries []PerfMapEntry, reset bool, err error) {
+	size, reset, err := t.f.check()
+	if err != nil {
+		t.mu.Lock()
+		t.status.LastError = err.Error()
+		t.mu.Unlock()
+		return nil, false, err
+	}
+	if reset {
+		t.skipLine = false
+		t.mu.Lock()
+		t.status.Resets++
+		t.status.Functions = 0
+		t.status.LastError = ""
+		t.mu.Unlock()
+	}
+	clear(t.entries)
+	entries = t.entries[:0]
+	want := perfMapChunk
+	for t.f.off < size {
+		n := min(int64(want), size-t.f.off)
+		b, err := t.f.read(t.f.off, int(n))
+		if err != nil {
+			t.mu.Lock()
+			t.status.LastError = err.Error()
+			t.mu.Unlock()
+			t.entries = entries
+			return entries, reset, err
+		}
+		if len(b) == 0 {
+			break
+		}
+		if t.skipLine {
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				t.f.off += int64(len(b))
+				continue
+			}
+			t.f.off += int64(i + 1)
+			t.skipLine = false
+			continue
+		}
+		start := len(entries)
+		var consumed, bad int
+		entries, consumed, bad = ParsePerfMap(b, entries)
+		if consumed == len(b) && len(b) > 0 && b[len(b)-1] != '\n' {
+			t.skipLine = true // an over-long partial line was dropped
+		}
+		t.f.off += int64(consumed)
+		t.mu.Lock()
+		if t.status.Skipped == nil {
+			t.status.Skipped = make(map[string]uint64)
+		}
+		if bad > 0 {
+			t.status.Skipped[SkipBadLine] += uint64(bad)
+		}
+		t.status.Records += uint64(len(entries) - start + bad)
+		for i := start; i < len(entries); i++ {
+			if t.status.Functions >= MaxPerfMapEntries {
+				t.status.Skipped[SkipTooMany] += uint64(len(entries) - i)
+				entries = entries[:i]
+				break
+			}
+			t.status.Functions++
+		}
+		t.mu.Unlock()
+		if consumed == 0 {
+			// No whole line in b: read more, up to an over-long line's
+			// length, unless b already reaches the end of the file.
+			if int64(len(b)) >= size-t.f.off || int64(len(b)) < n || want > MaxPerfMapLine {
+				break
+			}
+			want *= 2
+			continue
+		}
+		want = perfMapChunk
+	}
+	t.entries = entries
+	return entries, reset, nil
+}

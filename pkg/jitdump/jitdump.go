@@ -1,0 +1,307 @@
+//go:build linux
+
+package jitdump
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Record ids written by this package.
+const (
+	recCodeLoad      = 0
+	recCodeDebugInfo = 2
+	recCodeClose     = 3
+)
+
+const (
+	magic      = 0x4A695444
+	version    = 1
+	headerSize = 40
+	prefixSize = 16
+	maxRecord  = 256 << 20
+)
+
+// ELF machine numbers for the header's elf_mach field.
+var elfMach = map[string]uint32{
+	"386":     3,
+	"amd64":   62,
+	"arm":     40,
+	"arm64":   183,
+	"ppc64":   21,
+	"ppc64le": 21,
+	"s390x":   22,
+	"riscv64": 243,
+	"loong64": 258,
+}
+
+// ErrClosed is returned by writes after Close.
+var ErrClosed = errors.New("jitdump writer closed")
+
+// DebugEntry maps the code from Addr on to a line of a source file.
+type DebugEntry struct {
+	Addr    uint64
+	Line    uint32
+	Discrim uint32
+	File    string
+}
+
+// Writer writes a jitdump file.
+type Writer struct {
+	mu        sync.Mutex
+	f         *os.File
+	pid       int
+	codeIndex uint64
+	mapped    []byte
+	buf       []byte
+}
+
+// Create creates (truncating) dir/jit-<pid>.dump for the calling process
+// and writes its header.
+func Create(dir string) (*Writer, error) {
+	return Open(filepath.Join(dir, "jit-"+strconv.Itoa(os.Getpid())+".dump"))
+}
+
+// Open creates (truncating) the jitdump file at path and writes its
+// header. Profilers find the file by its name, so it should be
+// jit-<pid>.dump; Create builds that name.
+func Open(path string) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create jitdump: %w", err)
+	}
+	w := &Writer{f: f, pid: os.Getpid()}
+	h := make([]byte, headerSize)
+	o := binary.NativeEndian
+	o.PutUint32(h[0:], magic)
+	o.PutUint32(h[4:], version)
+	o.PutUint32(h[8:], headerSize)
+	o.PutUint32(h[12:], elfMach[runtime.GOARCH])
+	o.PutUint32(h[20:], uint32(w.pid))
+	o.PutUint64(h[24:], Now())
+	if _, err := f.Write(h); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("write jitdump header: %w", err)
+	}
+	return w, nil
+}
+
+// Now returns the CLOCK_MONOTONIC time in nanoseconds, the clock of jitdump
+// timestamps.
+func Now() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
+}
+
+// Path returns the file's name.
+func (w *Writer) Path() string { return w.f.Name() }
+
+// MarkMmap maps the file's first page executable, as perf's JVMTI
+// library does: perf record sees the mapping of jit-<pid>.dump and
+// perf inject --jit then finds the file. stax does not need it. A /tmp
+// mounted noexec refuses the mapping.
+func (w *Writer) MarkMmap() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		return ErrClosed
+	}
+	if w.mapped != nil {
+		return nil
+	}
+	m, err := unix.Mmap(int(w.f.Fd()), 0, os.Getpagesize(), unix.PROT_READ|unix.PROT_EXEC, unix.MAP_PRIVATE)
+	if err != nil {
+		return fmt.Errorf("map jitdump: %w", err)
+	}
+	w.mapped = m
+	return nil
+}
+
+// record starts a record of the given id in w.buf; the caller appends the
+// body and calls flush. w.mu must be held.
+func (w *Writer) record(id uint32) {
+	o := binary.NativeEndian
+	w.buf = w.buf[:0]
+	w.buf = o.AppendUint32(w.buf, id)
+	w.buf = o.AppendUint32(w.buf, 0) // total_size, set by flush
+	w.buf = o.AppendUint64(w.buf, Now())
+}
+
+func (w *Writer) flush() error {
+	if len(w.buf) > maxRecord {
+		return fmt.Errorf("write jitdump record: %d bytes exceeds the %d-byte limit", len(w.buf), maxRecord)
+	}
+	binary.NativeEndian.PutUint32(w.buf[4:], uint32(len(w.buf)))
+	if _, err := w.f.Write(w.buf); err != nil {
+		return fmt.Errorf("write jitdump record: %w", err)
+	}
+	return nil
+}
+
+func appendCString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			s = s[:i]
+			break
+		}
+	}
+	b = append(b, s...)
+	return append(b, 0)
+}
+
+// WriteCodeLoad announces that code, a copy of the bytes now at addr, is
+// the function name.
+func (w *Writer) WriteCodeLoad(name string, addr uint64, code []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		return ErrClosed
+	}
+	o := binary.NativeEndian
+	w.record(recCodeLoad)
+	w.buf = o.AppendUint32(w.buf, uint32(w.pid))
+	w.buf = o.AppendUint32(w.buf, uint32(unix.Gettid()))
+	w.buf = o.AppendUint64(w.buf, addr) // vma
+	w.buf = o.AppendUint64(w.buf, addr)
+	w.buf = o.AppendUint64(w.buf, uint64(len(code)))
+	w.buf = o.AppendUint64(w.buf, w.codeIndex)
+	w.buf = appendCString(w.buf, name)
+	w.buf = append(w.buf, code...)
+	if err := w.flush(); err != nil {
+		return err
+	}
+	w.codeIndex++
+	return nil
+}
+
+// WriteDebugInfo gives the source lines of the function at addr. Write it
+// before that function's WriteCodeLoad. Entry addresses are absolute.
+func (w *Writer) WriteDebugInfo(addr uint64, entries []DebugEntry) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		return ErrClosed
+	}
+	o := binary.NativeEndian
+	w.record(recCodeDebugInfo)
+	w.buf = o.AppendUint64(w.buf, addr)
+	w.buf = o.AppendUint64(w.buf, uint64(len(entries)))
+	for _, e := range entries {
+		w.buf = o.AppendUint64(w.buf, e.Addr)
+		w.buf = o.AppendUint32(w.buf, e.Line)
+		w.buf = o.AppendUint32(w.buf, e.Discrim)
+		// The file name is written in full every time: the specification's
+		// "\xff" same-file shorthand is not understood by perf inject.
+		w.buf = appendCString(w.buf, e.File)
+	}
+	return w.flush()
+}
+
+// WriteClose writes CODE_CLOSE, telling readers that no more code will be
+// announced.
+func (w *Writer) WriteClose() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		return ErrClosed
+	}
+	w.record(recCodeClose)
+	return w.flush()
+}
+
+// Close unmaps and closes the file. It does not write CODE_CLOSE.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		return ErrClosed
+	}
+	var errs []error
+	if w.mapped != nil {
+		errs = append(errs, unix.Munmap(w.mapped))
+		w.mapped = nil
+	}
+	errs = append(errs, w.f.Close())
+	w.f = nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close jitdump: %w", err)
+	}
+	return nil
+}
+
+// PerfMap writes a perf map file, one "START SIZE name" line per function.
+type PerfMap struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+// CreatePerfMap creates (truncating) dir/perf-<pid>.map for the calling
+// process. Profilers look for it in /tmp.
+func CreatePerfMap(dir string) (*PerfMap, error) {
+	return OpenPerfMap(filepath.Join(dir, "perf-"+strconv.Itoa(os.Getpid())+".map"))
+}
+
+// OpenPerfMap creates (truncating) a perf map at path.
+func OpenPerfMap(path string) (*PerfMap, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create perf map: %w", err)
+	}
+	return &PerfMap{f: f}, nil
+}
+
+// Path returns the file's name.
+func (m *PerfMap) Path() string { return m.f.Name() }
+
+// Add appends a line for the function name at [addr, addr+size). Line
+// breaks in name are replaced by spaces.
+func (m *PerfMap) Add(addr, size uint64, name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.f == nil {
+		return ErrClosed
+	}
+	line := make([]byte, 0, 40+len(name))
+	line = strconv.AppendUint(line, addr, 16)
+	line = append(line, ' ')
+	line = strconv.AppendUint(line, size, 16)
+	line = append(line, ' ')
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c == '\n' || c == '\r' || c == 0 {
+			c = ' '
+		}
+		line = append(line, c)
+	}
+	line = append(line, '\n')
+	if _, err := m.f.Write(line); err != nil {
+		return fmt.Errorf("write perf map: %w", err)
+	}
+	return nil
+}
+
+// Close closes the file.
+func (m *PerfMap) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.f == nil {
+		return ErrClosed
+	}
+	err := m.f.Close()
+	m.f = nil
+	if err != nil {
+		return fmt.Errorf("close perf map: %w", err)
+	}
+	return nil
+}
