@@ -62,9 +62,12 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 			})
 			if err != nil {
 				var nf *launch.NotFoundError
+				var ne *launch.NotExecutableError
 				switch {
 				case errors.As(err, &nf):
 					return &exitError{127, err}
+				case errors.As(err, &ne):
+					return &exitError{126, err}
 				case strings.Contains(err.Error(), "no such process"):
 					return notFound(err)
 				}

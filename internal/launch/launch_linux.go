@@ -8,6 +8,7 @@ package launch
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"syscall"
@@ -29,7 +30,19 @@ func Start(argv []string, env []string) (*Gate, error) {
 	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return nil, &NotExecutableError{Name: argv[0], Err: err}
+		}
 		return nil, &NotFoundError{Name: argv[0], Err: err}
+	}
+	// The kernel drops an unprivileged profiler's events when the program it execs cannot be
+	// read (the process becomes non-dumpable), so say so now rather than record nothing.
+	if f, err := os.Open(path); err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return nil, fmt.Errorf("cannot read %s: permission denied (the kernel lets no unprivileged profiler sample a program its user cannot read; make it readable or record as root)", argv[0])
+		}
+	} else {
+		f.Close()
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -61,10 +74,22 @@ type NotFoundError struct {
 }
 
 func (e *NotFoundError) Error() string {
-	return fmt.Sprintf("command not found: %s", e.Name)
+	return fmt.Sprintf("command not found: %s (check the name and PATH)", e.Name)
 }
 
 func (e *NotFoundError) Unwrap() error { return e.Err }
+
+// NotExecutableError says the command exists but may not be executed.
+type NotExecutableError struct {
+	Name string
+	Err  error
+}
+
+func (e *NotExecutableError) Error() string {
+	return fmt.Sprintf("%s is not executable: permission denied (chmod +x it, or check its mount options)", e.Name)
+}
+
+func (e *NotExecutableError) Unwrap() error { return e.Err }
 
 // Pid is the gate's pid, which becomes the command's pid at exec.
 func (g *Gate) Pid() int { return g.cmd.Process.Pid }

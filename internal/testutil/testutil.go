@@ -87,7 +87,8 @@ var (
 	staxDir  string
 )
 
-// Stax builds the stax binary once per test process and returns its path.
+// Stax builds the stax binary (and the collector library beside it) once per test process
+// and returns its path.
 func Stax(t testing.TB) string {
 	t.Helper()
 	staxOnce.Do(func() {
@@ -97,6 +98,14 @@ func Stax(t testing.TB) string {
 		}
 		staxPath = filepath.Join(staxDir, "stax")
 		cmd := exec.Command("go", "build", "-o", staxPath, "./cmd/stax")
+		cmd.Dir = RepoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			staxErr = err
+			staxPath = string(out)
+			return
+		}
+		// The JIT Profiling API collector ships beside the binary.
+		cmd = exec.Command("collector/build.sh", staxDir)
 		cmd.Dir = RepoRoot(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			staxErr = err

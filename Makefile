@@ -1,0 +1,28 @@
+# stax build. `make` builds bin/stax and the JIT Profiling API collector beside it.
+GO ?= go
+BIN := bin
+
+.PHONY: all build demo test bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/stax ./cmd/stax
+	collector/build.sh $(BIN)
+	$(GO) build -o $(BIN)/toyjit ./examples/toyjit
+
+# Record the bundled toy JIT (two loops generated at run time, 1:2 work) and show its
+# functions by name.
+demo: build
+	$(BIN)/stax record -q -- $(BIN)/toyjit -n1 1000000000 -n2 2000000000
+	$(BIN)/stax top -n 10
+	$(BIN)/stax flame -d 8
+
+test:
+	$(GO) test -race -count=1 -timeout 60m ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf $(BIN)
