@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"unicode/utf8"
 )
 
 // SourceKind says where a function's announcement came from.
@@ -324,29 +325,38 @@ func (t *Table) applyLoad(origin uint32, kind SourceKind, ts uint64, l *CodeLoad
 	t.insertTimed(f)
 }
 
-// linesFor converts debug info for the function at [start, start+size),
-// undoing the +0x40 offset some writers add when the raw addresses do not
-// fit the function but the shifted ones do.
+// linesFor converts debug info for the function at [start, start+size), undoing the +0x40
+// offset some writers add when more entries fit the function shifted than raw. Entries that
+// fit neither way, or whose file name is not valid UTF-8, are dropped: V8 has been seen
+// writing records whose file names are garbage, after which the entries of that record are
+// out of step.
 func linesFor(d *DebugInfo, start, size uint64) ([]LineEntry, bool) {
-	fits := func(off uint64) bool {
+	fitsAt := func(e DebugEntry, off uint64) bool {
+		if e.Addr < off {
+			return false
+		}
+		a := e.Addr - off
+		return a >= start && a-start < max(size, 1)
+	}
+	count := func(off uint64) int {
+		n := 0
 		for _, e := range d.Entries {
-			if e.Addr < off {
-				return false
-			}
-			a := e.Addr - off
-			if a < start || a-start >= max(size, 1) {
-				return false
+			if fitsAt(e, off) {
+				n++
 			}
 		}
-		return true
+		return n
 	}
 	var off uint64
-	if !fits(0) && fits(quirkOffset) {
+	if count(quirkOffset) > count(0) {
 		off = quirkOffset
 	}
-	lines := make([]LineEntry, len(d.Entries))
-	for i, e := range d.Entries {
-		lines[i] = LineEntry{Addr: e.Addr - off, File: e.File, Line: int(e.Line)}
+	lines := make([]LineEntry, 0, len(d.Entries))
+	for _, e := range d.Entries {
+		if !fitsAt(e, off) || !utf8.ValidString(e.File) {
+			continue
+		}
+		lines = append(lines, LineEntry{Addr: e.Addr - off, File: e.File, Line: int(e.Line)})
 	}
 	slices.SortStableFunc(lines, func(a, b LineEntry) int { return cmp.Compare(a.Addr, b.Addr) })
 	return lines, off != 0

@@ -1,0 +1,234 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/testutil"
+)
+
+// removeJITFiles deletes what a recorded JIT left in /tmp (its files, not stax's).
+func removeJITFiles(t *testing.T, e *staxEnv) {
+	t.Helper()
+	var st api.Status
+	e.mustJSON(&st, "status")
+	for _, p := range st.Processes {
+		os.Remove(filepath.Join("/tmp", "jit-"+itoa(p.Pid)+".dump"))
+		os.Remove(filepath.Join("/tmp", "perf-"+itoa(p.Pid)+".map"))
+	}
+	os.Remove(filepath.Join("/tmp", "jit-"+itoa(st.Meta.Pid)+".dump"))
+	os.Remove(filepath.Join("/tmp", "perf-"+itoa(st.Meta.Pid)+".map"))
+}
+
+func share(top api.Top, a, b string) (na, nb uint64, pctB float64) {
+	na, _, _ = row(top, a)
+	nb, _, _ = row(top, b)
+	if na+nb > 0 {
+		pctB = float64(nb) * 100 / float64(na+nb)
+	}
+	return
+}
+
+func listNames(t *testing.T, dir string) map[string]bool {
+	ents, _ := os.ReadDir(dir)
+	m := map[string]bool{}
+	for _, e := range ents {
+		m[e.Name()] = true
+	}
+	return m
+}
+
+func TestToyJITNamedLiveAndAfter(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	dir := t.TempDir()
+	toy := filepath.Join(dir, "toyjit")
+	testutil.Run(t, testutil.RepoRoot(t), "go", "build", "-o", toy, "./examples/toyjit")
+	work := t.TempDir()
+	tmpBefore := listNames(t, "/tmp")
+
+	rec := e.cmd("record", "-q", "--", toy, "-n1", "1500000000", "-n2", "3000000000")
+	rec.Dir = work
+	var recOut bytes.Buffer
+	rec.Stdout, rec.Stderr = &recOut, &recOut
+	if err := rec.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Process.Kill()
+	if out, errOut, code := e.run("wait", "--until-symbol", "jitted_func2", "--timeout-ms", "60000"); code != 0 {
+		t.Fatalf("wait: exit %d\n%s%s\n%s", code, out, errOut, recOut.String())
+	}
+	var live api.Top
+	e.mustJSON(&live, "top", "-n", "10")
+	if !live.Live {
+		t.Errorf("top is not live during the run")
+	}
+	for _, fn := range []string{"jitted_func1", "jitted_func2"} {
+		if _, _, ok := row(live, fn); !ok {
+			t.Errorf("live top lacks %s: %+v", fn, live.Rows)
+		}
+	}
+	if err := rec.Wait(); err != nil {
+		t.Fatalf("record: %v\n%s", err, recOut.String())
+	}
+	var top api.Top
+	e.mustJSON(&top, "top", "-n", "10", "--sort", "self")
+	a, b, pctB := share(top, "jitted_func1", "jitted_func2")
+	t.Logf("jitted_func1 %d, jitted_func2 %d samples: func2 share %.1f%% (want 66.7 ± 5)", a, b, pctB)
+	if a+b < 1000 || pctB < 61.7 || pctB > 71.7 {
+		t.Errorf("jitted_func2 share %.1f%% of %d samples, want 66.7 ± 5", pctB, a+b)
+	}
+	for _, r := range top.Rows {
+		if strings.HasPrefix(r.Func, "jitted_func") && r.Image != "[jit]" {
+			t.Errorf("%s has image %q, want [jit]", r.Func, r.Image)
+		}
+	}
+	var fl api.Flame
+	e.mustJSON(&fl, "flame", "-d", "30", "--threshold-pct", "0")
+	if !hasPath(fl.Root, []string{"main.callJIT.abi0", "jitted_func2"}) {
+		t.Errorf("flame lacks callJIT -> jitted_func2")
+	}
+	removeJITFiles(t, e)
+	// stax leaves nothing behind: no jitted-*.so, nothing new where the JIT ran or in /tmp.
+	if names := listNames(t, work); len(names) != 0 {
+		t.Errorf("files left in the working directory: %v", names)
+	}
+	for name := range listNames(t, "/tmp") {
+		if !tmpBefore[name] && (strings.HasSuffix(name, ".so") || strings.HasPrefix(name, "jitted-")) {
+			t.Errorf("file left in /tmp: %s", name)
+		}
+	}
+}
+
+func buildCJIT(t *testing.T) string {
+	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/cjit.c")
+	return testutil.CC(t, t.TempDir(), "cjit", "gcc", "-O1", "-fno-omit-frame-pointer", src)
+}
+
+func TestReusedJITAddressGetsBothNames(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	prog := buildCJIT(t)
+	if out, errOut, code := e.run("record", "-q", "--", prog, "reuse", "1500000000"); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	defer removeJITFiles(t, e)
+	var top api.Top
+	e.mustJSON(&top, "top", "-n", "10")
+	a, b, pctB := share(top, "reuse_alpha", "reuse_beta")
+	t.Logf("reuse_alpha %d, reuse_beta %d samples at one address: beta share %.1f%% (want 66.7 ± 5)", a, b, pctB)
+	if a+b < 1000 || pctB < 61.7 || pctB > 71.7 {
+		t.Errorf("reuse_beta share %.1f%% of %d samples, want 66.7 ± 5: samples were not split by time", pctB, a+b)
+	}
+	var st api.Status
+	e.mustJSON(&st, "status")
+	if len(st.JIT) != 1 || !strings.HasPrefix(st.JIT[0].Path, "/tmp/jit-") || st.JIT[0].Functions != 2 {
+		t.Errorf("want one /tmp jitdump (never mapped) with 2 functions, got %+v", st.JIT)
+	}
+}
+
+func TestPerfMapWrittenAtExit(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	prog := buildCJIT(t)
+	if out, errOut, code := e.run("record", "-q", "--", prog, "mapexit", "500000000"); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	defer removeJITFiles(t, e)
+	var top api.Top
+	e.mustJSON(&top, "top", "-n", "5")
+	if self, _, ok := row(top, "mapped_gamma"); !ok || self < 100 {
+		t.Errorf("mapped_gamma not named from the perf map written at exit: %+v", top.Rows)
+	}
+}
+
+func recordNode(t *testing.T, e *staxEnv, flags ...string) api.Status {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	work := t.TempDir()
+	src, _ := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/bench.js"))
+	os.WriteFile(filepath.Join(work, "bench.js"), src, 0o644)
+	args := append([]string{"record", "-q", "--", node}, flags...)
+	rec := e.cmd(append(args, "bench.js", "3000")...)
+	rec.Dir = work
+	if out, err := rec.CombinedOutput(); err != nil {
+		t.Fatalf("record node: %v\n%s", err, out)
+	}
+	var st api.Status
+	e.mustJSON(&st, "status")
+	return st
+}
+
+func checkNodeNames(t *testing.T, e *staxEnv, st api.Status) {
+	t.Helper()
+	var top api.Top
+	e.mustJSON(&top, "top", "-n", "10")
+	found := false
+	for _, r := range top.Rows {
+		if strings.HasPrefix(r.Func, "JS:") && strings.Contains(r.Func, "fib") && r.Image == "[jit]" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no JS:*fib row in top: %+v", top.Rows)
+	}
+	var fl api.Flame
+	e.mustJSON(&fl, "flame", "-d", "60", "--threshold-pct", "1")
+	if !flameHas(fl.Root, func(f string) bool { return strings.Contains(f, "fib") }) {
+		t.Errorf("flame lacks fib")
+	}
+	unnamed := 0.0
+	if st.JITSamples > 0 {
+		unnamed = float64(st.JITUnnamed) * 100 / float64(st.JITSamples)
+	}
+	t.Logf("JIT samples %d, unnamed %d (%.2f%%)", st.JITSamples, st.JITUnnamed, unnamed)
+	if st.JITSamples < 500 || unnamed >= 2 {
+		t.Errorf("JIT samples %d with %.2f%% unnamed; want >= 500 and under 2%%", st.JITSamples, unnamed)
+	}
+}
+
+func flameHas(n *agg.FlameNode, match func(string) bool) bool {
+	if n == nil {
+		return false
+	}
+	if match(n.Func) {
+		return true
+	}
+	for _, c := range n.Children {
+		if flameHas(c, match) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestNodePerfProfJitdump(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	st := recordNode(t, e, "--perf-prof", "--interpreted-frames-native-stack")
+	defer removeJITFiles(t, e)
+	if len(st.JIT) == 0 || st.JIT[0].Kind != "jitdump" {
+		t.Errorf("want a jitdump source, got %+v", st.JIT)
+	}
+	checkNodeNames(t, e, st)
+}
+
+func TestNodePerfBasicProfMap(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	st := recordNode(t, e, "--perf-basic-prof")
+	defer removeJITFiles(t, e)
+	if len(st.JIT) == 0 || st.JIT[0].Kind != "perfmap" {
+		t.Errorf("want a perf map source, got %+v", st.JIT)
+	}
+	checkNodeNames(t, e, st)
+}

@@ -1,0 +1,110 @@
+// A tiny JIT in C for the JIT-naming tests. Modes:
+//   reuse N     writes /tmp/jit-<pid>.dump (never mmapped: found by its path alone), loads
+//               reuse_alpha at address X and runs it N iterations, then frees X, loads
+//               reuse_beta at the same address X and runs it 2N iterations.
+//   mapexit N   runs mapped_gamma (N iterations) with no announcement at all, then writes
+//               /tmp/perf-<pid>.map at exit, as the JVM's DumpPerfMapAtExit does.
+// Built by the tests with: gcc -O1 -fno-omit-frame-pointer
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static int dump_fd = -1;
+static uint64_t code_index;
+
+static void put(unsigned char **p, const void *v, size_t n) {
+	memcpy(*p, v, n);
+	*p += n;
+}
+
+static void dump_open(void) {
+	char path[64];
+	snprintf(path, sizeof path, "/tmp/jit-%d.dump", getpid());
+	dump_fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+	if (dump_fd < 0) {
+		perror("open dump");
+		exit(1);
+	}
+	unsigned char h[40], *p = h;
+	uint32_t magic = 0x4A695444, version = 1, size = 40, mach = 62, pad = 0, pid = getpid();
+	uint64_t ts = now_ns(), flags = 0;
+	put(&p, &magic, 4); put(&p, &version, 4); put(&p, &size, 4); put(&p, &mach, 4);
+	put(&p, &pad, 4); put(&p, &pid, 4); put(&p, &ts, 8); put(&p, &flags, 8);
+	if (write(dump_fd, h, sizeof h) != sizeof h) exit(1);
+}
+
+static void dump_load(const char *name, void *addr, size_t len) {
+	size_t nlen = strlen(name) + 1;
+	uint32_t total = 16 + 40 + nlen + len;
+	unsigned char *r = malloc(total), *p = r;
+	uint32_t id = 0, pid = getpid(), tid = gettid();
+	uint64_t ts = now_ns(), a = (uintptr_t)addr, sz = len, idx = ++code_index;
+	put(&p, &id, 4); put(&p, &total, 4); put(&p, &ts, 8);
+	put(&p, &pid, 4); put(&p, &tid, 4); put(&p, &a, 8); put(&p, &a, 8); put(&p, &sz, 8); put(&p, &idx, 8);
+	put(&p, name, nlen);
+	put(&p, addr, len);
+	if (write(dump_fd, r, total) != (ssize_t)total) exit(1);
+	free(r);
+}
+
+// emit writes a counting loop: push rbp; mov rbp,rsp; movabs rcx,N; xor eax,eax;
+// 1: add rax,STEP; cmp rax,rcx; jne 1b; pop rbp; ret.
+static size_t emit(unsigned char *c, uint64_t n, unsigned char step) {
+	unsigned char code[] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0xb9, 0, 0, 0, 0, 0, 0, 0, 0, 0x31, 0xc0,
+	                        0x48, 0x83, 0xc0, step, 0x48, 0x39, 0xc8, 0x75, 0xf7, 0x5d, 0xc3};
+	memcpy(code + 6, &n, 8);
+	memcpy(c, code, sizeof code);
+	return sizeof code;
+}
+
+typedef uint64_t (*fn)(void);
+
+int main(int argc, char **argv) {
+	if (argc < 3) {
+		fprintf(stderr, "usage: cjit reuse|mapexit N\n");
+		return 2;
+	}
+	uint64_t n = strtoull(argv[2], 0, 10);
+	unsigned char *mem = mmap(0, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED) {
+		perror("mmap");
+		return 1;
+	}
+	if (strcmp(argv[1], "reuse") == 0) {
+		dump_open();
+		size_t len = emit(mem, n, 1);
+		dump_load("reuse_alpha", mem, len);
+		printf("alpha %llu\n", (unsigned long long)((fn)mem)());
+		// Free the code and put another function at the same address.
+		memset(mem, 0xcc, 64);
+		len = emit(mem, 2 * n, 1);
+		dump_load("reuse_beta", mem, len);
+		printf("beta %llu\n", (unsigned long long)((fn)mem)());
+		return 0;
+	}
+	if (strcmp(argv[1], "mapexit") == 0) {
+		size_t len = emit(mem, n, 1);
+		printf("gamma %llu\n", (unsigned long long)((fn)mem)());
+		char path[64];
+		snprintf(path, sizeof path, "/tmp/perf-%d.map", getpid());
+		FILE *f = fopen(path, "w");
+		if (!f) return 1;
+		fprintf(f, "%lx %zx mapped_gamma\n", (unsigned long)(uintptr_t)mem, len);
+		fclose(f);
+		return 0;
+	}
+	fprintf(stderr, "unknown mode %s\n", argv[1]);
+	return 2;
+}
