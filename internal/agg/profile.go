@@ -8,8 +8,9 @@ const (
 	KindUnknown = "unknown"
 )
 
-// Frame is a resolved frame: one function in one image. Frames are interned by all fields,
-// so two samples in the same function share one frame whatever their addresses.
+// Frame is a resolved frame: one function in one image. Frames are interned by function
+// (name, image, kind, inlined), so samples anywhere in a function, or in any region of a
+// split function, share one frame; File and Line are those first seen.
 type Frame struct {
 	Func    string `json:"func"`
 	Image   string `json:"image"`
@@ -59,20 +60,29 @@ func (p *Profile) TotalSamples() uint64 {
 
 // FrameTable interns frames.
 type FrameTable struct {
-	ids    map[Frame]uint32
+	ids    map[frameKey]uint32
 	Frames []Frame
 }
 
+type frameKey struct {
+	fn, image, kind string
+	inlined         bool
+}
+
 // NewFrameTable returns an empty table.
-func NewFrameTable() *FrameTable { return &FrameTable{ids: map[Frame]uint32{}} }
+func NewFrameTable() *FrameTable { return &FrameTable{ids: map[frameKey]uint32{}} }
 
 // Intern returns f's id.
 func (t *FrameTable) Intern(f Frame) uint32 {
-	if id, ok := t.ids[f]; ok {
+	k := frameKey{f.Func, f.Image, f.Kind, f.Inlined}
+	if id, ok := t.ids[k]; ok {
+		if t.Frames[id].File == "" && f.File != "" {
+			t.Frames[id].File, t.Frames[id].Line = f.File, f.Line
+		}
 		return id
 	}
 	id := uint32(len(t.Frames))
 	t.Frames = append(t.Frames, f)
-	t.ids[f] = id
+	t.ids[k] = id
 	return id
 }

@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/testutil"
+)
+
+func buildITTJIT(t *testing.T) string {
+	src := filepath.Join(testutil.RepoRoot(t), "collector/testdata/ittjit.c")
+	return testutil.CC(t, t.TempDir(), "ittjit", "gcc", "-O1", "-fno-omit-frame-pointer", src, "-ldl")
+}
+
+// TestJITProfilingAPINamesWithNoChange records a JIT that only speaks Intel's JIT Profiling
+// API (through a stub that loads $INTEL_JIT_PROFILER64): stax sets the variable to its
+// collector, and every method, split region, inline level and reused address is named.
+func TestJITProfilingAPINamesWithNoChange(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	prog := buildITTJIT(t)
+	if out, errOut, code := e.run("record", "-q", "--", prog, "300000000"); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	defer removeJITFiles(t, e)
+	var top api.Top
+	e.mustJSON(&top, "top", "-n", "40")
+	for _, fn := range []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta"} {
+		if self, _, ok := row(top, fn); !ok || self < 30 {
+			t.Errorf("%s: %d samples, want a named [jit] row with samples", fn, self)
+		}
+	}
+	gammaRows := 0
+	for _, r := range top.Rows {
+		if r.Func == "gamma" {
+			gammaRows++
+		}
+		if (r.Func == "delta_inl1" || r.Func == "delta_inl2") && !r.Inlined {
+			t.Errorf("%s is not marked inlined", r.Func)
+		}
+	}
+	if gammaRows != 1 {
+		t.Errorf("split method gamma shows as %d rows, want 1", gammaRows)
+	}
+	// gamma runs two regions of alpha's work each: named as one method, it holds about twice alpha.
+	alpha, _, _ := row(top, "alpha")
+	gamma, _, _ := row(top, "gamma")
+	if gamma < alpha*3/2 {
+		t.Errorf("gamma (two regions) has %d samples, alpha (one) %d: the second region is not named gamma", gamma, alpha)
+	}
+	var fl api.Flame
+	e.mustJSON(&fl, "flame", "-d", "40", "--threshold-pct", "0")
+	if !hasPath(fl.Root, []string{"delta", "delta_inl1", "delta_inl2"}) {
+		t.Errorf("flame lacks delta -> delta_inl1 -> delta_inl2")
+	}
+	txt, _, _ := e.run("top", "-n", "12")
+	t.Logf("\n%s", txt)
+}
+
+func TestJITProfilingAPIOptOut(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	prog := buildITTJIT(t)
+	for _, args := range [][]string{
+		{"record", "-q", "--no-jit-api", "--", prog, "20000000"},
+		{"record", "-q", "--", "env", "INTEL_JIT_PROFILER64=/nonexistent/lib.so", prog, "20000000"},
+	} {
+		out, errOut, code := e.run(args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+		if strings.Contains(out, "initialize 1") {
+			t.Errorf("%v: the collector was loaded although the user opted out:\n%s", args, out)
+		}
+		var st api.Status
+		e.mustJSON(&st, "status")
+		if len(st.JIT) != 0 {
+			t.Errorf("%v: JIT sources found without the collector: %+v", args, st.JIT)
+		}
+	}
+}
