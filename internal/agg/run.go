@@ -51,17 +51,27 @@ type Run struct {
 	unresolvedFrame uint64
 	scratch         []Frame
 	ids             []uint64
-	threadSamples   map[uint32]uint64
+	leafSeen        map[int32]bool
+	newLeaves       []LeafRef
+}
+
+// LeafRef is one sample of a function seen at the leaf for the first time: where to find
+// its code.
+type LeafRef struct {
+	Frame uint32
+	Pid   uint32
+	Addr  uint64
+	Time  uint64
 }
 
 // NewRun returns an empty run.
 func NewRun() *Run {
 	return &Run{
-		raw:           NewStackTable(),
-		keyIndex:      map[rawKey]uint32{},
-		frames:        NewFrameTable(),
-		rstacks:       NewStackTable(),
-		threadSamples: map[uint32]uint64{},
+		raw:      NewStackTable(),
+		keyIndex: map[rawKey]uint32{},
+		frames:   NewFrameTable(),
+		rstacks:  NewStackTable(),
+		leafSeen: map[int32]bool{},
 	}
 }
 
@@ -138,8 +148,21 @@ func (r *Run) Resolve(res Resolver) []Frame {
 		k.leaf = leaf
 		k.unresolved = int32(unresolved)
 		k.version = version
+		if k.leafFunc >= 0 && !r.leafSeen[k.leafFunc] {
+			r.leafSeen[k.leafFunc] = true
+			r.newLeaves = append(r.newLeaves, LeafRef{Frame: uint32(k.leafFunc), Pid: k.Pid, Addr: leaf, Time: k.time})
+		}
 	}
 	return append([]Frame(nil), r.frames.Frames[before:]...)
+}
+
+// TakeNewLeaves returns the functions first seen at a leaf since the last call.
+func (r *Run) TakeNewLeaves() []LeafRef {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.newLeaves
+	r.newLeaves = nil
+	return out
 }
 
 // Profile returns a resolved snapshot of the run. Call Resolve first; keys not yet resolved

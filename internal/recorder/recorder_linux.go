@@ -57,6 +57,7 @@ type Recorder struct {
 	tick       chan struct{} // closed and replaced after each resolve
 	frameNames []string
 	exitCode   *int
+	codes      []store.Code
 	cut        uint64 // samples at or after this time wait for the next step
 
 	stopOnce sync.Once
@@ -425,6 +426,7 @@ func (r *Recorder) countBad() {
 
 func (r *Recorder) resolveAndNotify() {
 	newFrames := r.run.Resolve(r.res)
+	r.collectCode()
 	r.mu.Lock()
 	for _, f := range newFrames {
 		r.frameNames = append(r.frameNames, f.Func)
@@ -432,6 +434,18 @@ func (r *Recorder) resolveAndNotify() {
 	close(r.tick)
 	r.tick = make(chan struct{})
 	r.mu.Unlock()
+}
+
+// collectCode notes where the code of each function newly seen at a leaf lives, while the
+// process is still there to read it from.
+func (r *Recorder) collectCode() {
+	for _, l := range r.run.TakeNewLeaves() {
+		c := r.res.CodeFor(l.Pid, l.Addr, l.Time)
+		c.Frame = l.Frame
+		r.mu.Lock()
+		r.codes = append(r.codes, c)
+		r.mu.Unlock()
+	}
 }
 
 func (r *Recorder) threads() []agg.ThreadInfo {
@@ -446,6 +460,7 @@ func (r *Recorder) threads() []agg.ThreadInfo {
 // Snapshot resolves what is pending and returns the run as it stands.
 func (r *Recorder) Snapshot() *store.Run {
 	r.run.Resolve(r.res)
+	r.collectCode()
 	return r.snapshot(false)
 }
 
@@ -456,6 +471,7 @@ func (r *Recorder) snapshot(final bool) *store.Run {
 	meta.Lost = r.lost
 	meta.Notes = append([]string(nil), r.notes...)
 	meta.ExitCode = r.exitCode
+	codes := append([]store.Code(nil), r.codes...)
 	r.mu.Unlock()
 	meta.Samples = st.Samples
 	meta.Unresolved = st.UnresolvedFrames
@@ -463,7 +479,7 @@ func (r *Recorder) snapshot(final bool) *store.Run {
 	if final {
 		meta.End = time.Now()
 	}
-	return &store.Run{Meta: meta, Profile: *r.run.Profile(r.threads()), JIT: r.jitw.Sources()}
+	return &store.Run{Meta: meta, Profile: *r.run.Profile(r.threads()), JIT: r.jitw.Sources(), Code: codes}
 }
 
 func (r *Recorder) save(final bool) {

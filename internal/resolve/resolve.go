@@ -4,6 +4,7 @@
 package resolve
 
 import (
+	"debug/elf"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/stax-profiler/stax/internal/jit"
 	"github.com/stax-profiler/stax/internal/proc"
 	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/symbol/demangle"
 	"github.com/stax-profiler/stax/internal/symbol/elfsym"
 	"github.com/stax-profiler/stax/internal/symbol/kallsyms"
@@ -310,4 +312,68 @@ func openImage(pid uint32, m *proc.Mapping) (*elfsym.Image, error) {
 		firstErr = fmt.Errorf("open image %s: %w", path, os.ErrNotExist)
 	}
 	return nil, firstErr
+}
+
+// kernelStart is where x86-64 kernel addresses begin.
+const kernelStart = 0xffff800000000000
+
+// maxCodeBytes bounds the machine code kept or read for one function.
+const maxCodeBytes = 16 << 20
+
+// CodeFor says where the code of the function holding addr (in pid, at time t) is, for
+// annotate. JIT code known only from a perf map is read from the live process now.
+func (r *Resolver) CodeFor(pid uint32, addr, t uint64) store.Code {
+	if addr >= kernelStart {
+		return store.Code{Error: "kernel code is not annotated"}
+	}
+	m := r.tracker.Find(int(pid), addr, t)
+	if m == nil || m.Anonymous() {
+		jt := r.JITIfAny(pid)
+		if jt == nil {
+			return store.Code{Error: "no JIT source describes this code"}
+		}
+		f, ok := jt.Lookup(addr, t)
+		if !ok {
+			return store.Code{Error: "no JIT source describes this code"}
+		}
+		c := store.Code{Pid: int(pid), Start: f.Start, Size: f.Size, Arch: int(elf.EM_X86_64), Bytes: f.Code}
+		if len(c.Bytes) == 0 {
+			c.Bytes, c.Error = readProcessMemory(int(pid), f.Start, f.Size)
+		}
+		for _, l := range f.Lines {
+			c.Lines = append(c.Lines, store.Line{Addr: l.Addr, File: l.File, Line: l.Line})
+		}
+		return c
+	}
+	ie := r.image(pid, m)
+	if ie.err != nil {
+		return store.Code{Error: ie.err.Error()}
+	}
+	vaddr, ok := ie.im.MappedToVaddr(elfsym.Mapping{Start: m.Start, Len: m.End - m.Start, Pgoff: m.Pgoff}, addr)
+	if !ok {
+		return store.Code{Error: "address is outside the image's loadable segments"}
+	}
+	s, ok := ie.im.Lookup(vaddr)
+	if !ok {
+		return store.Code{Error: "no symbol covers this address"}
+	}
+	return store.Code{Pid: int(pid), Start: addr - (vaddr - s.Addr), Size: s.Size, Arch: int(ie.im.Machine),
+		Path: ie.im.Path, BuildID: fmt.Sprintf("%x", ie.im.BuildID), Vaddr: s.Addr}
+}
+
+func readProcessMemory(pid int, start, size uint64) ([]byte, string) {
+	if size == 0 || size > maxCodeBytes {
+		return nil, fmt.Sprintf("code size %d is out of bounds", size)
+	}
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/mem")
+	if err != nil {
+		return nil, "read process memory: " + err.Error()
+	}
+	defer f.Close()
+	b := make([]byte, size)
+	n, err := f.ReadAt(b, int64(start))
+	if n == 0 && err != nil {
+		return nil, "read process memory: " + err.Error()
+	}
+	return b[:n], ""
 }

@@ -65,15 +65,21 @@ type JITSource struct {
 	Error     string            `json:"error,omitempty"`
 }
 
-// Code is machine code kept with a run so annotate works after the process is gone.
+// Code says where a sampled function's machine code is, so annotate works after the
+// process is gone: JIT code keeps its bytes; code from an image names the file, its
+// build-id and the function's ELF address.
 type Code struct {
 	Frame   uint32 `json:"frame"` // the function's frame id in the profile
-	Start   uint64 `json:"start"`
+	Pid     int    `json:"pid"`
+	Start   uint64 `json:"start"` // run-time address of the first byte
+	Size    uint64 `json:"size"`
 	Arch    int    `json:"arch"` // ELF machine
 	Bytes   []byte `json:"bytes,omitempty"`
 	Path    string `json:"path,omitempty"` // image file, when the bytes are read from disk
 	BuildID string `json:"build_id,omitempty"`
+	Vaddr   uint64 `json:"vaddr,omitempty"` // the function's ELF virtual address in Path
 	Lines   []Line `json:"lines,omitempty"`
+	Error   string `json:"error,omitempty"` // why the bytes cannot be had
 }
 
 // Line maps an address to a source line (JIT debug info).

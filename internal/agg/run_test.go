@@ -1,0 +1,395 @@
+package agg
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"sync"
+	"testing"
+)
+
+// Addresses the fake resolver understands: textBase + fid*funcSize + offset names frame fid;
+// addresses at or above lateBase stay unresolved until the resolver's version reaches
+// lateVersion (JIT code whose symbols arrive later).
+const (
+	textBase    = 0x400000
+	funcSize    = 0x40
+	lateBase    = 0x7f0000000000
+	lateVersion = 2
+	markerMin   = ^uint64(4095 - 1) // perf's context markers are at or above this
+	ctxUser     = ^uint64(512 - 1)
+	ctxKernel   = ^uint64(128 - 1)
+)
+
+func addr(fid int, off uint64) uint64 { return textBase + uint64(fid)*funcSize + off }
+
+// fakeResolver names frames deterministically from addresses.
+type fakeResolver struct {
+	mu      sync.Mutex
+	version uint64
+	frames  []Frame // fid -> frame
+	calls   int
+}
+
+func newFakeResolver(nframes int) *fakeResolver {
+	r := &fakeResolver{version: 1, frames: make([]Frame, nframes)}
+	for i := range r.frames {
+		img := "/usr/bin/app"
+		if i%3 == 2 {
+			img = "/usr/lib/libfoo.so"
+		}
+		r.frames[i] = Frame{Func: fmt.Sprintf("fn%04d", i), Image: img, Kind: KindUser}
+	}
+	return r
+}
+
+func (r *fakeResolver) Version() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.version
+}
+
+func (r *fakeResolver) bump() {
+	r.mu.Lock()
+	r.version++
+	r.mu.Unlock()
+}
+
+func (r *fakeResolver) Resolve(pid uint32, t uint64, chain []uint64, out []Frame) ([]Frame, int, uint64, int) {
+	r.mu.Lock()
+	r.calls++
+	version := r.version
+	r.mu.Unlock()
+	var leaf uint64
+	unresolved := 0
+	for _, a := range chain {
+		if a >= markerMin {
+			continue
+		}
+		if leaf == 0 {
+			leaf = a
+		}
+		switch {
+		case a >= lateBase && version >= lateVersion:
+			out = append(out, Frame{Func: fmt.Sprintf("jit_%x", a&^0xf), Image: "//anon", Kind: KindJIT})
+		case a >= lateBase:
+			out = append(out, Frame{Func: "[unknown]", Image: "//anon", Kind: KindUnknown})
+			unresolved++
+		case a >= textBase && int((a-textBase)/funcSize) < len(r.frames):
+			out = append(out, r.frames[(a-textBase)/funcSize])
+		default:
+			out = append(out, Frame{Func: "[unknown]", Kind: KindUnknown})
+			unresolved++
+		}
+	}
+	leafFunc := -1
+	if len(out) > 0 && out[0].Kind != KindUnknown {
+		leafFunc = 0
+	}
+	return out, leafFunc, leaf, unresolved
+}
+
+// chainOf builds a user callchain (leaf first) of frame ids with a zero offset.
+func chainOf(fids ...int) []uint64 {
+	c := []uint64{ctxUser}
+	for _, f := range fids {
+		c = append(c, addr(f, 0))
+	}
+	return c
+}
+
+// entryView is an Entry with frame names instead of ids.
+type entryView struct {
+	Tid, Pid uint32
+	Stack    string
+	Count    uint64
+	Leaf     uint64
+	LeafFunc string
+	Time     uint64
+}
+
+func viewEntries(p *Profile) []entryView {
+	var out []entryView
+	for _, e := range p.Entries {
+		v := entryView{Tid: e.Tid, Pid: e.Pid, Count: e.Count, Leaf: e.Leaf, Time: e.Time}
+		for i, id := range p.Stacks[e.Stack] {
+			if i > 0 {
+				v.Stack += ";"
+			}
+			v.Stack += p.Frames[id].Func
+		}
+		if e.LeafFunc >= 0 {
+			v.LeafFunc = p.Frames[e.LeafFunc].Func
+		}
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		if out[i].Tid != out[j].Tid {
+			return out[i].Tid < out[j].Tid
+		}
+		return out[i].Stack < out[j].Stack
+	})
+	return out
+}
+
+type sample struct {
+	pid, tid uint32
+	t        uint64
+	gen      uint32
+	chain    []uint64
+}
+
+func TestRunProfile(t *testing.T) {
+	offChain := []uint64{ctxUser, addr(1, 4), addr(0, 0)} // same frames as chainOf(1, 0), other leaf
+	tests := []struct {
+		name      string
+		samples   []sample
+		want      []entryView
+		wantStats Stats
+	}{
+		{
+			name: "counts per thread and stack",
+			samples: []sample{
+				{1, 1, 10, 0, chainOf(1, 0)},
+				{1, 1, 11, 0, chainOf(1, 0)},
+				{1, 2, 12, 0, chainOf(1, 0)},
+				{1, 1, 13, 0, chainOf(2, 0)},
+			},
+			want: []entryView{
+				{1, 1, "fn0001;fn0000", 2, addr(1, 0), "fn0001", 10},
+				{1, 1, "fn0002;fn0000", 1, addr(2, 0), "fn0002", 13},
+				{2, 1, "fn0001;fn0000", 1, addr(1, 0), "fn0001", 12},
+			},
+			wantStats: Stats{Samples: 4, DistinctStacks: 2, Keys: 3},
+		},
+		{
+			name: "generations merge when they resolve alike",
+			samples: []sample{
+				{1, 1, 30, 1, chainOf(1, 0)},
+				{1, 1, 20, 0, chainOf(1, 0)},
+				{1, 1, 40, 2, chainOf(1, 0)},
+			},
+			want:      []entryView{{1, 1, "fn0001;fn0000", 3, addr(1, 0), "fn0001", 20}},
+			wantStats: Stats{Samples: 3, DistinctStacks: 1, Keys: 3},
+		},
+		{
+			name: "same frames with another leaf address stay apart",
+			samples: []sample{
+				{1, 1, 10, 0, chainOf(1, 0)},
+				{1, 1, 11, 0, offChain},
+				{1, 1, 12, 0, offChain},
+			},
+			want: []entryView{
+				{1, 1, "fn0001;fn0000", 2, addr(1, 4), "fn0001", 11},
+				{1, 1, "fn0001;fn0000", 1, addr(1, 0), "fn0001", 10},
+			},
+			wantStats: Stats{Samples: 3, DistinctStacks: 2, Keys: 2},
+		},
+		{
+			name: "kernel and user parts, unknown frames",
+			samples: []sample{
+				{1, 1, 10, 0, []uint64{ctxKernel, addr(5, 0), ctxUser, addr(1, 0), 0x10}},
+			},
+			want:      []entryView{{1, 1, "fn0005;fn0001;[unknown]", 1, addr(5, 0), "fn0005", 10}},
+			wantStats: Stats{Samples: 1, DistinctStacks: 1, Keys: 1, UnresolvedFrames: 1},
+		},
+		{
+			name:      "empty callchain",
+			samples:   []sample{{1, 1, 10, 0, nil}},
+			want:      []entryView{{1, 1, "", 1, 0, "", 10}},
+			wantStats: Stats{Samples: 1, DistinctStacks: 1, Keys: 1},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewRun()
+			for _, s := range tc.samples {
+				r.AddSample(s.pid, s.tid, s.t, s.gen, s.chain)
+			}
+			res := newFakeResolver(16)
+			r.Resolve(res)
+			p := r.Profile(nil)
+			if got := viewEntries(p); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("entries:\n got %+v\nwant %+v", got, tc.want)
+			}
+			if got := r.Stats(); got != tc.wantStats {
+				t.Errorf("stats = %+v, want %+v", got, tc.wantStats)
+			}
+			if p.TotalSamples() != r.Samples() {
+				t.Errorf("profile holds %d samples, run counted %d", p.TotalSamples(), r.Samples())
+			}
+			for i := 1; i < len(p.Entries); i++ {
+				if p.Entries[i-1].Count < p.Entries[i].Count {
+					t.Errorf("entries not sorted by count: %d before %d", p.Entries[i-1].Count, p.Entries[i].Count)
+				}
+			}
+		})
+	}
+}
+
+func TestRunAddSampleCopiesChain(t *testing.T) {
+	r := NewRun()
+	c := chainOf(1, 0)
+	r.AddSample(1, 1, 1, 0, c)
+	c[1] = addr(7, 0)
+	r.Resolve(newFakeResolver(8))
+	if got := viewEntries(r.Profile(nil)); len(got) != 1 || got[0].Stack != "fn0001;fn0000" {
+		t.Errorf("entries = %+v", got)
+	}
+}
+
+func TestRunProfileLeavesOutUnresolvedKeys(t *testing.T) {
+	r := NewRun()
+	res := newFakeResolver(8)
+	r.AddSample(1, 1, 1, 0, chainOf(1, 0))
+	r.Resolve(res)
+	r.AddSample(1, 1, 2, 0, chainOf(2, 0))
+	r.AddSample(1, 1, 3, 0, chainOf(1, 0))
+	p := r.Profile([]ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}})
+	if got := viewEntries(p); len(got) != 1 || got[0].Count != 2 {
+		t.Errorf("entries = %+v, want the resolved key alone with 2 samples", got)
+	}
+	if r.Samples() != 3 || p.TotalSamples() != 2 {
+		t.Errorf("run %d samples, profile %d", r.Samples(), p.TotalSamples())
+	}
+	if !reflect.DeepEqual(p.Threads, []ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}}) {
+		t.Errorf("threads = %+v", p.Threads)
+	}
+}
+
+func TestRunReresolve(t *testing.T) {
+	r := NewRun()
+	res := newFakeResolver(8)
+	jit := uint64(lateBase + 0x100)
+	r.AddSample(1, 1, 10, 0, []uint64{ctxUser, jit, addr(1, 0), addr(0, 0)})
+	r.AddSample(1, 1, 11, 0, chainOf(2, 0))
+
+	newFrames := r.Resolve(res)
+	if res.calls != 2 {
+		t.Fatalf("%d resolver calls, want 2", res.calls)
+	}
+	if got := names(newFrames); !reflect.DeepEqual(got, []string{"[unknown]", "fn0001", "fn0000", "fn0002"}) {
+		t.Errorf("new frames = %v", got)
+	}
+	if s := r.Stats(); s.UnresolvedFrames != 1 {
+		t.Errorf("unresolved = %d, want 1", s.UnresolvedFrames)
+	}
+	first := viewEntries(r.Profile(nil))
+	if first[0].Stack != "[unknown];fn0001;fn0000" || first[0].LeafFunc != "" {
+		t.Errorf("before: %+v", first[0])
+	}
+
+	// Nothing learned: nothing is resolved again.
+	if nf := r.Resolve(res); len(nf) != 0 || res.calls != 2 {
+		t.Errorf("resolve without news: %d new frames, %d calls", len(nf), res.calls)
+	}
+
+	// New symbols: only the key with an unresolved frame is tried again.
+	res.bump()
+	newFrames = r.Resolve(res)
+	if res.calls != 3 {
+		t.Errorf("%d resolver calls, want 3", res.calls)
+	}
+	if got := names(newFrames); !reflect.DeepEqual(got, []string{"jit_7f0000000100"}) {
+		t.Errorf("new frames = %v", got)
+	}
+	if s := r.Stats(); s.UnresolvedFrames != 0 {
+		t.Errorf("unresolved = %d, want 0", s.UnresolvedFrames)
+	}
+	got := viewEntries(r.Profile(nil))
+	want := []entryView{
+		{1, 1, "fn0002;fn0000", 1, addr(2, 0), "fn0002", 11},
+		{1, 1, "jit_7f0000000100;fn0001;fn0000", 1, jit, "jit_7f0000000100", 10},
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i].Stack < got[j].Stack })
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("after:\n got %+v\nwant %+v", got, want)
+	}
+
+	// Resolved for good: later versions do not call the resolver again.
+	res.bump()
+	r.Resolve(res)
+	if res.calls != 3 {
+		t.Errorf("%d resolver calls after everything resolved, want 3", res.calls)
+	}
+}
+
+func names(fs []Frame) []string {
+	out := []string{}
+	for _, f := range fs {
+		out = append(out, f.Func)
+	}
+	return out
+}
+
+func TestRunConcurrent(t *testing.T) {
+	r := NewRun()
+	res := newFakeResolver(32)
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				r.AddSample(1, uint32(w+1), uint64(i), 0, chainOf(i%32, (i/32)%32))
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 20; i++ {
+			r.Resolve(res)
+			_ = r.Profile(nil)
+			_ = r.Stats()
+		}
+	}()
+	wg.Wait()
+	<-done
+	r.Resolve(res)
+	if p := r.Profile(nil); p.TotalSamples() != 8000 || r.Samples() != 8000 {
+		t.Errorf("profile %d samples, run %d, want 8000", p.TotalSamples(), r.Samples())
+	}
+}
+
+func TestFrameTable(t *testing.T) {
+	ft := NewFrameTable()
+	a := Frame{Func: "f", Image: "/x", Kind: KindUser}
+	b := a
+	b.Inlined = true
+	c := a
+	c.File, c.Line = "f.c", 3
+	d := a
+	d.File, d.Line = "g.c", 9
+	e := a
+	e.Image = "/y"
+	ids := []uint32{ft.Intern(a), ft.Intern(b), ft.Intern(c), ft.Intern(d), ft.Intern(e), ft.Intern(a)}
+	if !reflect.DeepEqual(ids, []uint32{0, 1, 0, 0, 2, 0}) || len(ft.Frames) != 3 {
+		t.Errorf("ids = %v, frames = %d", ids, len(ft.Frames))
+	}
+	// A function's location is the first one seen.
+	if f := ft.Frames[0]; f.File != "f.c" || f.Line != 3 {
+		t.Errorf("frame 0 at %s:%d, want f.c:3", f.File, f.Line)
+	}
+}
+
+func TestRunTakeNewLeaves(t *testing.T) {
+	r := NewRun()
+	res := newFakeResolver(8)
+	r.AddSample(7, 7, 10, 0, []uint64{ctxUser, addr(1, 8), addr(0, 0)})
+	r.AddSample(7, 7, 11, 0, []uint64{ctxUser, addr(1, 12), addr(2, 0)})
+	r.AddSample(7, 7, 12, 0, chainOf(0))
+	r.AddSample(7, 7, 13, 0, []uint64{ctxUser, lateBase})
+	r.Resolve(res)
+	got := r.TakeNewLeaves()
+	want := []LeafRef{{Frame: 0, Pid: 7, Addr: addr(1, 8), Time: 10}, {Frame: 1, Pid: 7, Addr: addr(0, 0), Time: 12}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("new leaves = %+v, want %+v", got, want)
+	}
+	if got := r.TakeNewLeaves(); len(got) != 0 {
+		t.Errorf("leaves taken twice: %+v", got)
+	}
+}

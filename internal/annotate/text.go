@@ -1,0 +1,179 @@
+package annotate
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// TextOptions controls WriteText.
+type TextOptions struct {
+	NoSource bool // omit file:line headers and source text
+	// HotLines is the number of hottest lines named in the summary
+	// header (default 3).
+	HotLines int
+}
+
+// String renders the annotation as text with default options.
+func (a *Annotation) String() string {
+	var b strings.Builder
+	_ = a.WriteText(&b, TextOptions{})
+	return b.String()
+}
+
+const heatWidth = 4 // cells of the heat bar
+
+var eighths = []string{"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"}
+
+// heatBar renders samples relative to max as a bar of heatWidth cells.
+func heatBar(samples, max uint64) string {
+	if samples == 0 || max == 0 {
+		return strings.Repeat(" ", heatWidth)
+	}
+	units := int((samples*heatWidth*8 + max - 1) / max)
+	if units < 1 {
+		units = 1
+	}
+	if units > heatWidth*8 {
+		units = heatWidth * 8
+	}
+	var b strings.Builder
+	b.WriteString(strings.Repeat("█", units/8))
+	b.WriteString(eighths[units%8])
+	n := units / 8
+	if units%8 != 0 {
+		n++
+	}
+	b.WriteString(strings.Repeat(" ", heatWidth-n))
+	return b.String()
+}
+
+// WriteText renders the annotation:
+//
+//	func  [image]  12,345 samples  hottest lines: a.c:3 (61.2%), ...
+//	 Percent   Samples  Heat │ a.c:3
+//	                         │   while (i != n)
+//	   61.20     7,555  ██▌  │ L1:  0x401004:  cmp    %rcx,%rax
+//	    0.00         0       │      0x401007:  jne    L1   ↑
+func (a *Annotation) WriteText(w io.Writer, opt TextOptions) error {
+	bw := bufio.NewWriter(w)
+	nhot := opt.HotLines
+	if nhot <= 0 {
+		nhot = 3
+	}
+	// Summary header.
+	fmt.Fprintf(bw, " %s", orUnknown(a.Func))
+	if a.Image != "" {
+		fmt.Fprintf(bw, "  %s", a.Image)
+	}
+	fmt.Fprintf(bw, "  %s samples", commas(a.Total))
+	if a.Outside > 0 {
+		fmt.Fprintf(bw, " (+%s outside the code)", commas(a.Outside))
+	}
+	if len(a.HotLines) > 0 {
+		bw.WriteString("  hottest lines: ")
+		for i, h := range a.HotLines {
+			if i >= nhot {
+				break
+			}
+			if i > 0 {
+				bw.WriteString(", ")
+			}
+			fmt.Fprintf(bw, "%s:%d (%.1f%%)", shortFile(h.File), h.Line, h.Percent)
+		}
+	}
+	bw.WriteString("\n")
+
+	labelW := 0
+	for i := range a.Insts {
+		if l := len(a.Insts[i].Label); l > 0 && l+2 > labelW {
+			labelW = l + 2
+		}
+	}
+	addrW := 0
+	if n := len(a.Insts); n > 0 {
+		addrW = len(strconv.FormatUint(a.Insts[n-1].Addr, 16)) + 2
+	}
+	const left = "  Percent   Samples  Heat "
+	blank := strings.Repeat(" ", len(left))
+	bw.WriteString(left + "│ " + "Source / Disassembly\n")
+
+	lastBlock := -1
+	var lastChain []string
+	for i := range a.Insts {
+		in := &a.Insts[i]
+		if !opt.NoSource && in.Block >= 0 && in.Block != lastBlock {
+			b := &a.SourceBlocks[in.Block]
+			fmt.Fprintf(bw, "%s│ %s:%d", blank, b.File, b.Line)
+			if len(b.InlineChain) > 0 && !equalChain(b.InlineChain, lastChain) {
+				fmt.Fprintf(bw, "  (inlined from %s)", strings.Join(b.InlineChain, " ← "))
+			}
+			if b.Samples > 0 {
+				fmt.Fprintf(bw, "  [%.1f%%]", b.Percent)
+			}
+			bw.WriteString("\n")
+			if b.Text != "" {
+				fmt.Fprintf(bw, "%s│   %s\n", blank, b.Text)
+			}
+			lastChain = b.InlineChain
+		}
+		if in.Block >= 0 {
+			lastBlock = in.Block
+		}
+		if in.Samples > 0 {
+			fmt.Fprintf(bw, "  %7.2f %9s  %s │ ", in.Percent, commas(in.Samples), heatBar(in.Samples, a.MaxSamples))
+		} else {
+			fmt.Fprintf(bw, "%s│ ", blank)
+		}
+		if labelW > 0 {
+			lab := ""
+			if in.Label != "" {
+				lab = in.Label + ":"
+			}
+			fmt.Fprintf(bw, "%-*s", labelW, lab)
+		}
+		addr := "0x" + strconv.FormatUint(in.Addr, 16) + ":"
+		fmt.Fprintf(bw, "%-*s  %s", addrW+1, addr, in.Display)
+		if in.JumpLabel != "" {
+			if in.Backward {
+				bw.WriteString("   ↑")
+			} else {
+				bw.WriteString("   ↓")
+			}
+		}
+		bw.WriteString("\n")
+	}
+	return bw.Flush()
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "??"
+	}
+	return s
+}
+
+// commas formats n with thousands separators.
+func commas(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	if len(s) <= 3 {
+		return s
+	}
+	var b strings.Builder
+	pre := len(s) % 3
+	if pre > 0 {
+		b.WriteString(s[:pre])
+	}
+	for i := pre; i < len(s); i += 3 {
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(s[i : i+3])
+	}
+	return b.String()
+}
+
+func itoa(n int) string       { return strconv.Itoa(n) }
+func utoaHex(v uint64) string { return strconv.FormatUint(v, 16) }
