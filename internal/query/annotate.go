@@ -15,8 +15,10 @@ import (
 	"github.com/stax-profiler/stax/internal/annotate"
 	"github.com/stax-profiler/stax/internal/disasm"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/symbol"
 	"github.com/stax-profiler/stax/internal/symbol/demangle"
 	"github.com/stax-profiler/stax/internal/symbol/elfsym"
+	"github.com/stax-profiler/stax/internal/symconf"
 )
 
 // ErrNoMatch says the annotate target names no sampled function or known code.
@@ -127,8 +129,48 @@ func Annotate(run *store.Run, o AnnotateOptions) (*AnnotateResult, error) {
 			return lines[i-1].File, lines[i-1].Line, nil
 		}
 	}
+	if len(c.Lines) == 0 && c.Path != "" {
+		in.Lines = dwarfLines(c)
+	}
 	in.Symbolize = symbolizer(run, c)
 	return &AnnotateResult{Schema: 1, Run: run.Meta.ID, Annotation: annotate.Annotate(in), Others: others}, nil
+}
+
+// dwarfLines maps run-time addresses of native code to source lines and inline chains,
+// from the image's DWARF or its separate debug file.
+func dwarfLines(c store.Code) annotate.LineFunc {
+	var bid []byte
+	fmt.Sscanf(c.BuildID, "%x", &bid)
+	cache := symbol.NewCache(symconf.Options(func(string, ...any) {}))
+	var im *symbol.Image
+	for _, path := range imagePaths(c) {
+		var err error
+		if im, err = cache.OpenBuildID(path, bid); err == nil {
+			break
+		}
+	}
+	if im == nil {
+		return nil
+	}
+	return func(addr uint64) (string, int, []string) {
+		loc := im.Locate(addr - c.Start + c.Vaddr)
+		if len(loc.Frames) == 0 || loc.Frames[0].Line == 0 {
+			return "", 0, nil
+		}
+		var chain []string
+		for _, f := range loc.Frames[1:] {
+			chain = append(chain, f.Func)
+		}
+		return loc.Frames[0].File, loc.Frames[0].Line, chain
+	}
+}
+
+func imagePaths(c store.Code) []string {
+	paths := []string{c.Path}
+	if c.Pid > 0 {
+		paths = append([]string{"/proc/" + strconv.Itoa(c.Pid) + "/root" + c.Path}, paths...)
+	}
+	return paths
 }
 
 func parseAddr(s string) (uint64, bool) {
@@ -180,12 +222,8 @@ func codeBytes(c store.Code) ([]byte, error) {
 	if c.Size == 0 || c.Size > 16<<20 {
 		return nil, fmt.Errorf("its size in %s (%d bytes) is unknown or too large to annotate", c.Path, c.Size)
 	}
-	paths := []string{c.Path}
-	if c.Pid > 0 {
-		paths = append([]string{"/proc/" + strconv.Itoa(c.Pid) + "/root" + c.Path}, paths...)
-	}
 	var lastErr error
-	for _, path := range paths {
+	for _, path := range imagePaths(c) {
 		b, err := readImageCode(path, c)
 		if err == nil {
 			return b, nil

@@ -23,6 +23,7 @@ import (
 	"github.com/stax-profiler/stax/internal/record"
 	"github.com/stax-profiler/stax/internal/resolve"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/symconf"
 )
 
 // Options configure a recording.
@@ -99,7 +100,7 @@ func Start(opts Options) (*Recorder, error) {
 		gateDone: make(chan int, 1),
 		start:    time.Now(),
 	}
-	r.res = resolve.New(r.tracker)
+	r.res = resolve.New(r.tracker, symconf.Options(r.note))
 	r.jitw = resolve.NewJITWatcher(r.res)
 	r.dec = record.Decoder{SampleType: perfevent.SampleType, SampleIDAll: true}
 

@@ -18,8 +18,7 @@ import (
 	"github.com/stax-profiler/stax/internal/proc"
 	"github.com/stax-profiler/stax/internal/record"
 	"github.com/stax-profiler/stax/internal/store"
-	"github.com/stax-profiler/stax/internal/symbol/demangle"
-	"github.com/stax-profiler/stax/internal/symbol/elfsym"
+	"github.com/stax-profiler/stax/internal/symbol"
 	"github.com/stax-profiler/stax/internal/symbol/kallsyms"
 )
 
@@ -36,9 +35,11 @@ const (
 type Resolver struct {
 	tracker *proc.Tracker
 
+	syms *symbol.Cache
+
 	mu      sync.Mutex
 	images  map[string]*imageEntry // by build-id, else path
-	cache   map[frameKey]cached
+	cache   map[frameKey][]agg.Frame
 	jits    map[uint32]*jit.Table
 	kernel  *kallsyms.Table
 	kerr    error
@@ -50,7 +51,7 @@ type Resolver struct {
 }
 
 type imageEntry struct {
-	im  *elfsym.Image
+	im  *symbol.Image
 	err error
 }
 
@@ -59,18 +60,13 @@ type frameKey struct {
 	vaddr uint64
 }
 
-type cached struct {
-	fr   agg.Frame
-	ok   bool
-	name string
-}
-
-// New returns a resolver over tracker.
-func New(tracker *proc.Tracker) *Resolver {
+// New returns a resolver over tracker, with symbols found as opts says.
+func New(tracker *proc.Tracker, opts symbol.Options) *Resolver {
 	return &Resolver{
 		tracker: tracker,
+		syms:    symbol.NewCache(opts),
 		images:  map[string]*imageEntry{},
-		cache:   map[frameKey]cached{},
+		cache:   map[frameKey][]agg.Frame{},
 		jits:    map[uint32]*jit.Table{},
 		errors:  map[string]string{},
 	}
@@ -207,37 +203,47 @@ func (r *Resolver) userFrames(pid uint32, t, addr, lookup uint64, out []agg.Fram
 	}
 	ie := r.image(pid, m)
 	base := filepath.Base(strings.TrimSuffix(m.Path, " (deleted)"))
-	if ie.err != nil {
-		return append(out, agg.Frame{Func: fmt.Sprintf("%s+%#x", base, lookup-m.Start+m.Pgoff), Image: base, Kind: agg.KindUnknown}), false
+	unknown := func(off uint64) ([]agg.Frame, bool) {
+		return append(out, agg.Frame{Func: fmt.Sprintf("%s+%#x", base, off), Image: base, Kind: agg.KindUnknown}), false
 	}
-	vaddr, ok := ie.im.MappedToVaddr(elfsym.Mapping{Start: m.Start, Len: m.End - m.Start, Pgoff: m.Pgoff}, lookup)
+	if ie.err != nil {
+		return unknown(lookup - m.Start + m.Pgoff)
+	}
+	vaddr, ok := ie.im.Translate(symbol.Mapping{Start: m.Start, Len: m.End - m.Start, Pgoff: m.Pgoff}, lookup)
 	if !ok {
-		return append(out, agg.Frame{Func: fmt.Sprintf("%s+%#x", base, lookup-m.Start+m.Pgoff), Image: base, Kind: agg.KindUnknown}), false
+		return unknown(lookup - m.Start + m.Pgoff)
 	}
 	key := frameKey{ie, vaddr}
 	r.mu.Lock()
-	c, hit := r.cache[key]
+	frames, hit := r.cache[key]
 	r.mu.Unlock()
 	if !hit {
-		c = r.symbolize(ie.im, base, vaddr)
+		frames = r.symbolize(ie.im, base, vaddr)
 		r.mu.Lock()
-		r.cache[key] = c
+		r.cache[key] = frames
 		r.mu.Unlock()
 	}
-	if !c.ok {
-		return append(out, agg.Frame{Func: fmt.Sprintf("%s+%#x", base, vaddr), Image: base, Kind: agg.KindUnknown}), false
+	if len(frames) == 0 {
+		return unknown(vaddr)
 	}
-	return append(out, c.fr), true
+	return append(out, frames...), true
 }
 
-func (r *Resolver) symbolize(im *elfsym.Image, base string, vaddr uint64) cached {
-	if s, ok := im.Lookup(vaddr); ok {
-		return cached{fr: agg.Frame{Func: demangle.Demangle(s.Name), Image: base, Kind: agg.KindUser}, ok: true}
+// symbolize names vaddr in an image: its inline chain (innermost first) and the function
+// holding it, with source files where DWARF or .gopclntab has them.
+func (r *Resolver) symbolize(im *symbol.Image, base string, vaddr uint64) []agg.Frame {
+	loc := im.Locate(vaddr)
+	var frames []agg.Frame
+	for _, f := range loc.Frames {
+		if f.Func == "" {
+			continue
+		}
+		frames = append(frames, agg.Frame{Func: f.Func, Image: base, Kind: agg.KindUser, Inlined: f.Inlined, File: f.File})
 	}
-	if fn, _, _, ok := im.GoLine(vaddr); ok {
-		return cached{fr: agg.Frame{Func: fn, Image: base, Kind: agg.KindUser}, ok: true}
+	if len(frames) > 0 {
+		frames[len(frames)-1].Inlined = false
 	}
-	return cached{}
+	return frames
 }
 
 func (r *Resolver) jitFrames(pid uint32, t, addr uint64, out []agg.Frame) ([]agg.Frame, bool) {
@@ -272,7 +278,7 @@ func (r *Resolver) image(pid uint32, m *proc.Mapping) *imageEntry {
 		return ie
 	}
 	ie = &imageEntry{}
-	ie.im, ie.err = openImage(pid, m)
+	ie.im, ie.err = r.openImage(pid, m)
 	r.mu.Lock()
 	if prev := r.images[key]; prev != nil {
 		ie = prev
@@ -289,23 +295,24 @@ func (r *Resolver) image(pid uint32, m *proc.Mapping) *imageEntry {
 // openImage opens the file behind a mapping: through the process's root first (so
 // containers and replaced files work), then by path; a file whose build-id differs from
 // the mapping's is refused rather than used for wrong names.
-func openImage(pid uint32, m *proc.Mapping) (*elfsym.Image, error) {
+func (r *Resolver) openImage(pid uint32, m *proc.Mapping) (*symbol.Image, error) {
 	path := strings.TrimSuffix(m.Path, " (deleted)")
 	candidates := []string{"/proc/" + strconv.Itoa(int(pid)) + "/root" + path, path}
 	var firstErr error
 	for _, p := range candidates {
-		im, err := elfsym.Open(p)
-		if err != nil {
+		if _, err := os.Stat(p); err != nil {
 			if firstErr == nil && !os.IsNotExist(err) {
+				firstErr = fmt.Errorf("open image %s: %w", path, err)
+			}
+			continue
+		}
+		im, err := r.syms.OpenBuildID(p, m.BuildID)
+		if err != nil {
+			if firstErr == nil {
 				firstErr = err
 			}
 			continue
 		}
-		if len(m.BuildID) > 0 && len(im.BuildID) > 0 && string(im.BuildID) != string(m.BuildID) {
-			firstErr = fmt.Errorf("open image %s: build-id %x on disk differs from the mapped %x", path, im.BuildID, m.BuildID)
-			continue
-		}
-		im.Path = path
 		return im, nil
 	}
 	if firstErr == nil {
@@ -349,16 +356,17 @@ func (r *Resolver) CodeFor(pid uint32, addr, t uint64) store.Code {
 	if ie.err != nil {
 		return store.Code{Error: ie.err.Error()}
 	}
-	vaddr, ok := ie.im.MappedToVaddr(elfsym.Mapping{Start: m.Start, Len: m.End - m.Start, Pgoff: m.Pgoff}, addr)
+	vaddr, ok := ie.im.Translate(symbol.Mapping{Start: m.Start, Len: m.End - m.Start, Pgoff: m.Pgoff}, addr)
 	if !ok {
 		return store.Code{Error: "address is outside the image's loadable segments"}
 	}
-	s, ok := ie.im.Lookup(vaddr)
+	s, ok := ie.im.Symbol(vaddr)
 	if !ok {
 		return store.Code{Error: "no symbol covers this address"}
 	}
-	return store.Code{Pid: int(pid), Start: addr - (vaddr - s.Addr), Size: s.Size, Arch: int(ie.im.Machine),
-		Path: ie.im.Path, BuildID: fmt.Sprintf("%x", ie.im.BuildID), Vaddr: s.Addr}
+	path := strings.TrimSuffix(m.Path, " (deleted)")
+	return store.Code{Pid: int(pid), Start: addr - (vaddr - s.Start), Size: s.Size, Arch: int(ie.im.ELF().Machine),
+		Path: path, BuildID: fmt.Sprintf("%x", ie.im.BuildID), Vaddr: s.Start}
 }
 
 func readProcessMemory(pid int, start, size uint64) ([]byte, string) {

@@ -1,0 +1,28 @@
+// Package symconf reads, from the environment, where symbols may come from beyond the
+// images themselves: the debug-file root and debuginfod servers. Nothing configured means
+// no network at all.
+package symconf
+
+import (
+	"os"
+
+	"github.com/stax-profiler/stax/internal/symbol"
+	"github.com/stax-profiler/stax/internal/symbol/debuginfod"
+)
+
+// Options returns the symbol options of this environment: STAX_DEBUG_ROOT (a directory
+// standing in for / when looking for /usr/lib/debug), and DEBUGINFOD_URLS or
+// /etc/debuginfod/*.urls with DEBUGINFOD_TIMEOUT, DEBUGINFOD_MAXSIZE and
+// DEBUGINFOD_CACHE_PATH, as elfutils reads them. note reports a configuration problem.
+func Options(note func(string, ...any)) symbol.Options {
+	opts := symbol.Options{DebugRoot: os.Getenv("STAX_DEBUG_ROOT")}
+	c, err := debuginfod.FromEnv(debuginfod.Env{})
+	if err != nil {
+		note("debuginfod is off: %v", err)
+		return opts
+	}
+	if len(c.URLs) > 0 {
+		opts.Fetcher = c
+	}
+	return opts
+}
