@@ -14,7 +14,7 @@ func TestDemangle(t *testing.T) {
 		{"go", "main.main", "main.main"},
 		{"cxx", "_ZNSt6vectorIiSaIiEE9push_backERKi", "std::vector<int, std::allocator<int> >::push_back(int const&)"},
 		{"cxx clone cold", "_Z3foov.cold", "foo() [clone .cold]"},
-		{"cxx clone isra", "_ZL6helperi.isra.0", "helper(int) [clone .isra.0]"},
+		{"cxx clone isra", "_ZL5scalei.isra.0", "scale(int) [clone .isra.0]"},
 		{"rust legacy hash dropped", "_ZN4core3fmt5write17h0123456789abcdefE", "core::fmt::write"},
 		{"rust legacy escapes", "_ZN3std2rt10lang_start28_$u7b$$u7b$closure$u7d$$u7d$17h9d3f1c1e2a3b4c5dE", "std::rt::lang_start::{{closure}}"},
 		{"rust v0", "_RNvCs1234_7mycrate3foo", "mycrate::foo"},

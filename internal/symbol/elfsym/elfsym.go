@@ -25,14 +25,11 @@ import (
 
 // Limits applied to foreign images.
 const (
-	MaxSectionSize = 1 << 30 // largest symbol table, string table or .gopclntab read
-	MaxSymbols     = 1 << 24 // most symbols kept per image
-	MaxNoteSize    = 1 << 16 // largest build-id note section
+	MaxSectionSize = 1 << 30   // largest symbol or string table read
+	MaxPclntabSize = 256 << 20 // largest .gopclntab read
+	MaxSymbols     = 1 << 24   // most symbols kept per image
+	MaxNoteSize    = 1 << 16   // largest build-id note section
 )
-
-// ErrNoSymbols is returned by [Image.Lookup] callers that need to tell an
-// image without any function symbols apart.
-var ErrNoSymbols = errors.New("no function symbols")
 
 // Symbol is one function symbol. Addr is an ELF virtual address.
 type Symbol struct {
@@ -78,8 +75,9 @@ type Image struct {
 	HasDWARF bool // the image has a .debug_info section with contents
 	IsGo     bool // the image has a .gopclntab section
 
-	syms []Symbol
-	gotb *gosym.Table
+	syms  []Symbol
+	gotb  *gosym.Table
+	goinl *goInline
 }
 
 // Open loads the ELF image at path.
@@ -168,10 +166,11 @@ func load(f *elf.File, path string) (*Image, error) {
 
 	if s := f.Section(".gopclntab"); s != nil && s.Type != elf.SHT_NOBITS {
 		im.IsGo = true
-		if tb, err := goTable(f, s); err != nil {
+		if tb, data, text, err := goTable(f, s); err != nil {
 			errs = append(errs, err)
 		} else {
 			im.gotb = tb
+			im.goinl = newGoInline(f, data, s.Addr, text)
 			if len(syms) == 0 {
 				for _, fn := range tb.Funcs {
 					if fn.End > fn.Entry && fn.Sym != nil {
@@ -353,7 +352,7 @@ func (im *Image) Merge(other *Image) {
 		im.HasDWARF = true
 	}
 	if im.gotb == nil && other.gotb != nil {
-		im.gotb, im.IsGo = other.gotb, true
+		im.gotb, im.goinl, im.IsGo = other.gotb, other.goinl, true
 	}
 }
 
@@ -401,13 +400,13 @@ func (im *Image) GoLine(pc uint64) (fn, file string, line int, ok bool) {
 	return f.Name, file, line, true
 }
 
-func goTable(f *elf.File, s *elf.Section) (*gosym.Table, error) {
-	if s.Size > MaxSectionSize {
-		return nil, fmt.Errorf("read .gopclntab: size %d exceeds limit %d", s.Size, MaxSectionSize)
+func goTable(f *elf.File, s *elf.Section) (*gosym.Table, []byte, uint64, error) {
+	if s.Size > MaxPclntabSize {
+		return nil, nil, 0, fmt.Errorf("read .gopclntab: size %d exceeds limit %d", s.Size, MaxPclntabSize)
 	}
 	data, err := s.Data()
 	if err != nil {
-		return nil, fmt.Errorf("read .gopclntab: %w", err)
+		return nil, nil, 0, fmt.Errorf("read .gopclntab: %w", err)
 	}
 	var text uint64
 	if t := f.Section(".text"); t != nil {
@@ -415,9 +414,9 @@ func goTable(f *elf.File, s *elf.Section) (*gosym.Table, error) {
 	}
 	tb, err := gosym.NewTable(nil, gosym.NewLineTable(data, text))
 	if err != nil {
-		return nil, fmt.Errorf("parse .gopclntab: %w", err)
+		return nil, nil, 0, fmt.Errorf("parse .gopclntab: %w", err)
 	}
-	return tb, nil
+	return tb, data, text, nil
 }
 
 // NT_GNU_BUILD_ID note type.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"fmt"
+	"github.com/stax-profiler/stax/internal/symbol/dwarfline"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -551,4 +552,73 @@ func benchAddrs(im *Image, n int) []uint64 {
 		out[i] = lo + uint64(i)*step
 	}
 	return out
+}
+
+// TestGoInline compares inline chains decoded from .gopclntab of a
+// stripped build with the DWARF of the same build without -s -w.
+func TestGoInline(t *testing.T) {
+	requireTool(t, "go")
+	dir := t.TempDir()
+	full := filepath.Join(dir, "gofull")
+	stripped := filepath.Join(dir, "gostripped")
+	run(t, "go", "build", "-o", full, "testdata/main.go")
+	run(t, "go", "build", "-ldflags=-s -w", "-o", stripped, "testdata/main.go")
+	im, err := Open(stripped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im.goinl == nil {
+		t.Fatal("inline tree not found")
+	}
+	dw, err := dwarfline.Open(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imFull, err := Open(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spin, spinFull Symbol
+	for _, s := range im.Symbols() {
+		if s.Name == "main.spin" {
+			spin = s
+		}
+	}
+	for _, s := range imFull.Symbols() {
+		if s.Name == "main.spin" {
+			spinFull = s
+		}
+	}
+	if spin.Size == 0 || spinFull.Size == 0 {
+		t.Fatal("main.spin not found")
+	}
+	inlined, compared := 0, 0
+	for off := uint64(0); off < spinFull.Size; off++ {
+		got, ok := im.GoFrames(spin.Addr + off)
+		if !ok {
+			t.Fatalf("no frames at main.spin+%#x", off)
+		}
+		want, err := dw.Frames(spinFull.Addr + off)
+		if err != nil || len(want) == 0 {
+			continue
+		}
+		compared++
+		if len(got) > 1 {
+			inlined++
+		}
+		var g, w []string
+		for _, f := range got {
+			g = append(g, fmt.Sprintf("%s %s:%d %v", f.Func, filepath.Base(f.File), f.Line, f.Inlined))
+		}
+		for _, f := range want {
+			w = append(w, fmt.Sprintf("%s %s:%d %v", f.Func, filepath.Base(f.File), f.Line, f.Inlined))
+		}
+		if strings.Join(g, "|") != strings.Join(w, "|") {
+			t.Errorf("main.spin+%#x:\n got  %v\n want %v", off, g, w)
+		}
+	}
+	t.Logf("%d offsets compared, %d with inline chains", compared, inlined)
+	if inlined == 0 {
+		t.Fatal("no inline chains")
+	}
 }

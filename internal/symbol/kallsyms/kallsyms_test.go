@@ -10,7 +10,7 @@ import (
 const sample = `ffffffffc0a00000 t ext4_inode_csum	[ext4]
 ffffffff81000000 T _stext
 ffffffff81000000 T _text
-ffffffff81000010 t local_helper
+ffffffff81000010 t local_fn
 ffffffff81000040 D some_data
 ffffffff81000080 W weak_fn
 ffffffff81000100 T _etext
@@ -32,8 +32,8 @@ func TestLookup(t *testing.T) {
 		{addr: 0xffffffff80ffffff, notFound: true},
 		{addr: 0xffffffff81000000, name: "_stext"},
 		{addr: 0xffffffff81000005, name: "_stext"},
-		{addr: 0xffffffff81000010, name: "local_helper"},
-		{addr: 0xffffffff81000050, name: "local_helper"}, // data symbols are skipped
+		{addr: 0xffffffff81000010, name: "local_fn"},
+		{addr: 0xffffffff81000050, name: "local_fn"}, // data symbols are skipped
 		{addr: 0xffffffff81000090, name: "weak_fn"},
 		{addr: 0xffffffffc0a00010, name: "ext4_inode_csum", module: "ext4"},
 		{addr: 0xffffffffc0a00100, name: "ext4_file_open", module: "ext4"},

@@ -5,12 +5,12 @@ extern int lib_square(int);
 
 __attribute__((noinline)) int leaf_add(int a, int b) { return a * 3 + b; }
 
-__attribute__((noinline)) static int static_helper(int x) { return leaf_add(x, x + 1) ^ 0x55; }
+__attribute__((noinline)) static int static_mix(int x) { return leaf_add(x, x + 1) ^ 0x55; }
 
 #ifdef OTHER_SECTION
-__attribute__((noinline, section("othertext"))) int far_away(int x) { return static_helper(x) + 7; }
+__attribute__((noinline, section("othertext"))) int far_away(int x) { return static_mix(x) + 7; }
 #else
-__attribute__((noinline)) int far_away(int x) { return static_helper(x) + 7; }
+__attribute__((noinline)) int far_away(int x) { return static_mix(x) + 7; }
 #endif
 
 int main(int argc, char **argv) {
@@ -19,7 +19,7 @@ int main(int argc, char **argv) {
 	v += lib_square(v);
 	printf("lib_square %p\n", (void *)lib_square);
 #endif
-	printf("leaf_add %p\nstatic_helper %p\nfar_away %p\nmain %p\n", (void *)leaf_add, (void *)static_helper, (void *)far_away, (void *)main);
+	printf("leaf_add %p\nstatic_mix %p\nfar_away %p\nmain %p\n", (void *)leaf_add, (void *)static_mix, (void *)far_away, (void *)main);
 	printf("end\n");
 	fflush(stdout);
 	getchar(); /* wait so the test can read /proc/PID/maps */

@@ -1,0 +1,210 @@
+// Package debugfile locates the separate debugging-information file of an
+// ELF image for stax, the way GDB does: first by build-id under
+// <root>/usr/lib/debug/.build-id/, then by the .gnu_debuglink name (with
+// its CRC-32 checked) next to the image, in its .debug/ directory and
+// under <root>/usr/lib/debug/<image dir>/.
+package debugfile
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// ErrNotFound is returned when no debug file matches.
+var ErrNotFound = errors.New("no separate debug file found")
+
+// ErrNoBuildID is returned by [BuildID] for images without a GNU build-id.
+var ErrNoBuildID = errors.New("no GNU build-id note")
+
+// MaxNoteSize bounds the note sections read to verify a build-id.
+const MaxNoteSize = 1 << 16
+
+// Finder searches for debug files. The zero value searches the real file
+// system root.
+type Finder struct {
+	// Root is prepended to the system debug directory
+	// (<Root>/usr/lib/debug); "" means "/".
+	Root string
+}
+
+// Query describes the image whose debug file is wanted.
+type Query struct {
+	Path         string // the image's path (for .gnu_debuglink lookups)
+	BuildID      []byte // NT_GNU_BUILD_ID contents, may be nil
+	DebugLink    string // .gnu_debuglink file name, may be ""
+	DebugLinkCRC uint32
+}
+
+func (f Finder) debugDir() string {
+	root := f.Root
+	if root == "" {
+		root = "/"
+	}
+	return filepath.Join(root, "usr", "lib", "debug")
+}
+
+// BuildIDPath returns <root>/usr/lib/debug/.build-id/xx/rest.debug for id,
+// or "" when id is too short.
+func (f Finder) BuildIDPath(id []byte) string {
+	if len(id) < 2 {
+		return ""
+	}
+	h := hex.EncodeToString(id)
+	return filepath.Join(f.debugDir(), ".build-id", h[:2], h[2:]+".debug")
+}
+
+// Candidates lists the paths Find examines, in order.
+func (f Finder) Candidates(q Query) []string {
+	var out []string
+	if p := f.BuildIDPath(q.BuildID); p != "" {
+		out = append(out, p)
+	}
+	if q.DebugLink != "" && q.Path != "" {
+		dir := filepath.Dir(q.Path)
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+		out = append(out,
+			filepath.Join(dir, q.DebugLink),
+			filepath.Join(dir, ".debug", q.DebugLink),
+			filepath.Join(f.debugDir(), dir, q.DebugLink),
+		)
+	}
+	return out
+}
+
+// Find returns the path of the debug file for q. Build-id candidates must
+// carry the same build-id, debuglink candidates the recorded CRC-32; the
+// image itself is never returned.
+func (f Finder) Find(q Query) (string, error) {
+	self, _ := os.Stat(q.Path)
+	var errs []error
+	cands := f.Candidates(q)
+	for i, p := range cands {
+		st, err := os.Stat(p)
+		if err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		if self != nil && os.SameFile(self, st) {
+			continue
+		}
+		byBuildID := i == 0 && len(q.BuildID) >= 2
+		if byBuildID {
+			id, err := ReadBuildID(p)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if !bytes.Equal(id, q.BuildID) {
+				errs = append(errs, fmt.Errorf("check %s: build-id %x, want %x", p, id, q.BuildID))
+				continue
+			}
+			return p, nil
+		}
+		crc, err := FileCRC(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if crc != q.DebugLinkCRC {
+			errs = append(errs, fmt.Errorf("check %s: crc32 %#08x, want %#08x", p, crc, q.DebugLinkCRC))
+			continue
+		}
+		return p, nil
+	}
+	if len(errs) > 0 {
+		return "", fmt.Errorf("%w: %w", ErrNotFound, errors.Join(errs...))
+	}
+	return "", ErrNotFound
+}
+
+// FileCRC returns the CRC-32 (IEEE, as used by .gnu_debuglink) of a file.
+func FileCRC(p string) (uint32, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return 0, fmt.Errorf("checksum debug file: %w", err)
+	}
+	defer f.Close()
+	h := crc32.NewIEEE()
+	if _, err := io.Copy(h, f); err != nil {
+		return 0, fmt.Errorf("checksum debug file %s: %w", p, err)
+	}
+	return h.Sum32(), nil
+}
+
+// ReadBuildID returns the GNU build-id of the ELF file at p.
+func ReadBuildID(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("read build-id: %w", err)
+	}
+	defer f.Close()
+	id, err := BuildID(f)
+	if err != nil {
+		return nil, fmt.Errorf("read build-id of %s: %w", p, err)
+	}
+	return id, nil
+}
+
+// BuildID returns the GNU build-id of an ELF image. It reads only the
+// headers and note sections.
+func BuildID(r io.ReaderAt) (id []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			id, err = nil, fmt.Errorf("malformed ELF: %v", p)
+		}
+	}()
+	f, err := elf.NewFile(r)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_NOTE || s.Size > MaxNoteSize {
+			continue
+		}
+		data, err := s.Data()
+		if err != nil {
+			continue
+		}
+		if id := parseNote(data, f.ByteOrder); id != nil {
+			return id, nil
+		}
+	}
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_NOTE || p.Filesz > MaxNoteSize {
+			continue
+		}
+		data := make([]byte, p.Filesz)
+		if _, err := p.ReadAt(data, 0); err != nil {
+			continue
+		}
+		if id := parseNote(data, f.ByteOrder); id != nil {
+			return id, nil
+		}
+	}
+	return nil, ErrNoBuildID
+}
+
+func parseNote(b []byte, bo interface{ Uint32([]byte) uint32 }) []byte {
+	for len(b) >= 12 {
+		namesz, descsz, typ := uint64(bo.Uint32(b)), uint64(bo.Uint32(b[4:])), bo.Uint32(b[8:])
+		b = b[12:]
+		nameEnd := (namesz + 3) &^ 3
+		descEnd := nameEnd + (descsz+3)&^3
+		if nameEnd > uint64(len(b)) || descEnd > uint64(len(b)) || nameEnd+descsz > uint64(len(b)) {
+			return nil
+		}
+		if typ == 3 && string(b[:namesz]) == "GNU\x00" && descsz > 0 && descsz <= 64 {
+			return bytes.Clone(b[nameEnd : nameEnd+descsz])
+		}
+		b = b[descEnd:]
+	}
+	return nil
+}

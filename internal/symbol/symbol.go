@@ -1,0 +1,363 @@
+// Package symbol turns sampled instruction addresses into function names
+// and source positions for stax.
+//
+// A [Cache] loads each ELF image once (keyed by its GNU build-id, or by
+// path, size and modification time when it has none), merges in the
+// symbols of a separate debug file when one can be found locally or
+// fetched, and answers lookups with a [Location]: the ELF symbol that
+// contains the address (for annotation) and the chain of source [Frame]s,
+// innermost inlined function first.
+//
+// The work is split over subpackages: elfsym (ELF symbols, build-id,
+// address translation), dwarfline (DWARF lines and inline chains),
+// debugfile (separate debug files), debuginfod (download of debug files),
+// kallsyms (kernel symbols) and demangle (C++ and Rust names).
+package symbol
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/stax-profiler/stax/internal/symbol/debugfile"
+	"github.com/stax-profiler/stax/internal/symbol/demangle"
+	"github.com/stax-profiler/stax/internal/symbol/dwarfline"
+	"github.com/stax-profiler/stax/internal/symbol/elfsym"
+	"github.com/stax-profiler/stax/internal/symbol/kallsyms"
+)
+
+// Frame is one source-level frame of a resolved address.
+type Frame struct {
+	Func    string // demangled function name, "" if unknown
+	File    string // source file, "" if unknown
+	Line    int    // source line, 0 if unknown
+	Inlined bool   // this frame was inlined into the next frame
+}
+
+// Symbol is the ELF (or kernel) symbol containing an address.
+type Symbol struct {
+	Name   string // demangled name
+	Raw    string // name as found in the symbol table
+	Start  uint64 // ELF virtual address of the first byte
+	Size   uint64
+	Module string // kernel module, "" for images and the core kernel
+}
+
+// Location is everything known about one address.
+type Location struct {
+	VAddr  uint64  // ELF virtual address (the address itself for the kernel)
+	Symbol Symbol  // zero when no symbol contains the address
+	Frames []Frame // innermost first; nil when nothing is known
+}
+
+// Mapping describes where a part of an image is mapped in a process (the
+// start, length and page offset of a perf MMAP2 record).
+type Mapping = elfsym.Mapping
+
+// DebugFetcher obtains a separate debug file by build-id, for example from
+// debuginfod. Fetch returns the path of a local copy.
+type DebugFetcher interface {
+	Fetch(ctx context.Context, buildID []byte) (string, error)
+}
+
+// Options configure a [Cache].
+type Options struct {
+	// DebugRoot is prepended to /usr/lib/debug when looking for separate
+	// debug files; "" means "/".
+	DebugRoot string
+	// NoDebugFiles disables the search for separate debug files.
+	NoDebugFiles bool
+	// NoDWARF disables source lines and inline frames.
+	NoDWARF bool
+	// Fetcher, when set, is asked for debug files that are not found
+	// locally.
+	Fetcher DebugFetcher
+	// Demangler memoizes demangled names; nil uses a process-wide cache.
+	Demangler *demangle.Cache
+	// RawNames keeps names as they appear in the symbol tables.
+	RawNames bool
+}
+
+// Image is a loaded ELF image. It is safe for concurrent use.
+type Image struct {
+	Path      string
+	BuildID   []byte
+	DebugPath string // separate debug file merged in, "" if none
+	DebugErr  error  // why no separate debug file is used, if one was sought
+
+	elf  *elfsym.Image
+	opts *Options
+
+	dwOnce sync.Once
+	dw     *dwarfline.Table
+	dwErr  error
+	dwPath string
+}
+
+// ELF returns the image's symbol data.
+func (im *Image) ELF() *elfsym.Image { return im.elf }
+
+// Translate converts a sampled address inside mapping m to the image's
+// virtual address.
+func (im *Image) Translate(m Mapping, addr uint64) (uint64, bool) {
+	return im.elf.MappedToVaddr(m, addr)
+}
+
+func (im *Image) name(raw string) string {
+	if im.opts.RawNames {
+		return raw
+	}
+	if im.opts.Demangler != nil {
+		return im.opts.Demangler.Demangle(raw)
+	}
+	return demangle.Demangle(raw)
+}
+
+// Symbol returns the function symbol containing vaddr.
+func (im *Image) Symbol(vaddr uint64) (Symbol, bool) {
+	s, ok := im.elf.Lookup(vaddr)
+	if !ok {
+		return Symbol{}, false
+	}
+	return Symbol{Name: im.name(s.Name), Raw: s.Name, Start: s.Addr, Size: s.Size}, true
+}
+
+// DWARF returns the image's DWARF table, loading it on first use.
+func (im *Image) DWARF() (*dwarfline.Table, error) {
+	im.dwOnce.Do(func() {
+		if im.opts.NoDWARF || im.dwPath == "" {
+			im.dwErr = dwarfline.ErrNoDWARF
+			return
+		}
+		im.dw, im.dwErr = dwarfline.Open(im.dwPath)
+	})
+	return im.dw, im.dwErr
+}
+
+// Frames returns the source frames for vaddr, innermost first.
+func (im *Image) Frames(vaddr uint64) []Frame {
+	return im.Locate(vaddr).Frames
+}
+
+// Locate resolves vaddr to its symbol and frames.
+func (im *Image) Locate(vaddr uint64) Location {
+	loc := Location{VAddr: vaddr}
+	sym, hasSym := im.Symbol(vaddr)
+	if hasSym {
+		loc.Symbol = sym
+	}
+	if dw, err := im.DWARF(); err == nil {
+		if dfr, err := dw.Frames(vaddr); err == nil && len(dfr) > 0 {
+			loc.Frames = make([]Frame, len(dfr))
+			for i, f := range dfr {
+				loc.Frames[i] = Frame{Func: im.name(f.Func), File: f.File, Line: f.Line, Inlined: f.Inlined}
+			}
+			// The symbol table names the outermost function more
+			// fully (C++ parameters, clone suffixes).
+			if last := &loc.Frames[len(loc.Frames)-1]; hasSym {
+				last.Func = sym.Name
+			}
+			return loc
+		}
+	}
+	if gfr, ok := im.elf.GoFrames(vaddr); ok {
+		loc.Frames = make([]Frame, len(gfr))
+		for i, f := range gfr {
+			loc.Frames[i] = Frame{Func: f.Func, File: f.File, Line: f.Line, Inlined: f.Inlined}
+		}
+		if hasSym {
+			loc.Frames[len(loc.Frames)-1].Func = sym.Name
+		}
+		return loc
+	}
+	if hasSym {
+		loc.Frames = []Frame{{Func: sym.Name}}
+	}
+	return loc
+}
+
+// Cache loads images once and shares them. It is safe for concurrent use.
+type Cache struct {
+	opts Options
+
+	mu     sync.Mutex
+	byKey  map[string]*entry
+	byFile map[fileKey]*entry
+
+	kernelOnce sync.Once
+	kernel     *kallsyms.Table
+	kernelErr  error
+}
+
+type entry struct {
+	done chan struct{}
+	im   *Image
+	err  error
+}
+
+// NewCache returns an empty cache.
+func NewCache(opts Options) *Cache {
+	return &Cache{opts: opts, byKey: map[string]*entry{}, byFile: map[fileKey]*entry{}}
+}
+
+// Len returns the number of distinct images (including failed loads).
+func (c *Cache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.byKey)
+}
+
+// Open returns the image at path, loading it on first use. A failed load
+// is remembered and its error returned again.
+func (c *Cache) Open(path string) (*Image, error) {
+	fk, statErr := statKey(path)
+	if statErr != nil {
+		return c.get("missing:"+path, func() (*Image, error) {
+			return nil, fmt.Errorf("open image: %w", statErr)
+		})
+	}
+	c.mu.Lock()
+	e := c.byFile[fk]
+	c.mu.Unlock()
+	if e != nil {
+		<-e.done
+		return e.im, e.err
+	}
+	key := "file:" + fk.String()
+	if id, err := debugfile.ReadBuildID(path); err == nil {
+		key = fmt.Sprintf("build-id:%x", id)
+	}
+	im, err := c.get(key, func() (*Image, error) { return c.load(path) })
+	c.mu.Lock()
+	if c.byFile[fk] == nil {
+		c.byFile[fk] = c.byKey[key]
+	}
+	c.mu.Unlock()
+	return im, err
+}
+
+// OpenBuildID returns the image with the given build-id, as reported by
+// a perf MMAP2 record, loading it from path when it is not cached yet. A
+// file at path whose build-id differs is an error.
+func (c *Cache) OpenBuildID(path string, buildID []byte) (*Image, error) {
+	if len(buildID) > 0 {
+		c.mu.Lock()
+		e := c.byKey[fmt.Sprintf("build-id:%x", buildID)]
+		c.mu.Unlock()
+		if e != nil {
+			<-e.done
+			return e.im, e.err
+		}
+	}
+	im, err := c.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(buildID) > 0 && !bytes.Equal(im.BuildID, buildID) {
+		return nil, fmt.Errorf("open image %s: build-id %x, want %x (file replaced?)", path, im.BuildID, buildID)
+	}
+	return im, nil
+}
+
+// Resolve translates addr, sampled inside mapping m of the image at path,
+// and resolves it.
+func (c *Cache) Resolve(path string, m Mapping, addr uint64) (Location, error) {
+	im, err := c.Open(path)
+	if err != nil {
+		return Location{}, err
+	}
+	va, ok := im.Translate(m, addr)
+	if !ok {
+		return Location{}, fmt.Errorf("translate address %#x in %s: offset %#x is outside every loadable segment", addr, path, m.FileOffset(addr))
+	}
+	return im.Locate(va), nil
+}
+
+// get returns the entry for key, running load once.
+func (c *Cache) get(key string, load func() (*Image, error)) (*Image, error) {
+	c.mu.Lock()
+	e := c.byKey[key]
+	if e == nil {
+		e = &entry{done: make(chan struct{})}
+		c.byKey[key] = e
+		c.mu.Unlock()
+		func() {
+			defer close(e.done)
+			defer func() {
+				if p := recover(); p != nil {
+					e.im, e.err = nil, fmt.Errorf("load image: %v", p)
+				}
+			}()
+			e.im, e.err = load()
+		}()
+		return e.im, e.err
+	}
+	c.mu.Unlock()
+	<-e.done
+	return e.im, e.err
+}
+
+func (c *Cache) load(path string) (*Image, error) {
+	el, err := elfsym.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	im := &Image{Path: path, BuildID: el.BuildID, elf: el, opts: &c.opts}
+	if el.HasDWARF {
+		im.dwPath = path
+	}
+	if !c.opts.NoDebugFiles && !el.HasDWARF {
+		dbg, err := c.findDebug(el)
+		if err == nil {
+			d, lerr := elfsym.Open(dbg)
+			if lerr != nil {
+				im.DebugErr = lerr
+			} else {
+				el.Merge(d)
+				im.DebugPath = dbg
+				if d.HasDWARF {
+					im.dwPath = dbg
+				}
+			}
+		} else {
+			im.DebugErr = err
+		}
+	}
+	return im, nil
+}
+
+func (c *Cache) findDebug(el *elfsym.Image) (string, error) {
+	q := debugfile.Query{Path: el.Path, BuildID: el.BuildID, DebugLink: el.DebugLink, DebugLinkCRC: el.DebugLinkCRC}
+	p, err := debugfile.Finder{Root: c.opts.DebugRoot}.Find(q)
+	if err == nil || c.opts.Fetcher == nil || len(el.BuildID) == 0 {
+		return p, err
+	}
+	p, ferr := c.opts.Fetcher.Fetch(context.Background(), el.BuildID)
+	if ferr != nil {
+		return "", errors.Join(err, ferr)
+	}
+	return p, nil
+}
+
+// Kernel returns the kernel symbol table from /proc/kallsyms, loaded once.
+func (c *Cache) Kernel() (*kallsyms.Table, error) {
+	c.kernelOnce.Do(func() {
+		c.kernel, c.kernelErr = kallsyms.Load(kallsyms.DefaultPath)
+	})
+	return c.kernel, c.kernelErr
+}
+
+// KernelLocation resolves a kernel address with table t. The frame's
+// function carries the module in brackets, as perf prints it.
+func KernelLocation(t *kallsyms.Table, addr uint64) Location {
+	loc := Location{VAddr: addr}
+	s, ok := t.Lookup(addr)
+	if !ok {
+		return loc
+	}
+	loc.Symbol = Symbol{Name: s.Name, Raw: s.Name, Start: s.Addr, Size: s.End() - s.Addr, Module: s.Module}
+	loc.Frames = []Frame{{Func: s.String()}}
+	return loc
+}
