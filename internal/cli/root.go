@@ -77,7 +77,7 @@ Typical session:
 		return usageErr("%v (see: %s --help)", err, c.CommandPath())
 	})
 	root.AddCommand(recordCmd(g), waitCmd(g), statusCmd(g), listCmd(g), stopCmd(g),
-		topCmd(g), flameCmd(g), threadsCmd(g), annotateCmd(g))
+		topCmd(g), flameCmd(g), threadsCmd(g), annotateCmd(g), symbolizeCmd(g))
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return ExitOK

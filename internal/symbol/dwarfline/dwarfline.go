@@ -16,6 +16,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -99,11 +100,63 @@ func FromELF(f *elf.File) (t *Table, err error) {
 			return nil, fmt.Errorf("read DWARF: section %s is %d bytes, limit %d", s.Name, s.Size, MaxDWARFSection)
 		}
 	}
-	d, err := f.DWARF()
+	d, err := readDWARF(f)
 	if err != nil {
 		return nil, fmt.Errorf("read DWARF: %w", err)
 	}
 	return New(d), nil
+}
+
+// readDWARF reads the sections names, lines and inline trees need, decompressing them in
+// parallel; location lists and the like are never read. Relocatable objects and old-style
+// .zdebug sections go through debug/elf, which knows how to relocate and inflate them.
+func readDWARF(f *elf.File) (*dwarf.Data, error) {
+	if f.Type == elf.ET_REL {
+		return f.DWARF()
+	}
+	for _, s := range f.Sections {
+		if strings.HasPrefix(s.Name, ".zdebug_") {
+			return f.DWARF()
+		}
+	}
+	names := []string{"abbrev", "aranges", "info", "line", "ranges", "str", "addr", "line_str", "str_offsets", "rnglists"}
+	data := make([][]byte, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, n := range names {
+		s := f.Section(".debug_" + n)
+		if s == nil || s.Type == elf.SHT_NOBITS {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil {
+					errs[i] = fmt.Errorf("section .debug_%s: malformed: %v", n, p)
+				}
+			}()
+			data[i], errs[i] = s.Data()
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("section .debug_%s: %w", names[i], err)
+		}
+	}
+	d, err := dwarf.New(data[0], data[1], nil, data[2], data[3], nil, data[4], data[5])
+	if err != nil {
+		return nil, err
+	}
+	for i, n := range names[6:] {
+		if b := data[6+i]; b != nil {
+			if err := d.AddSection(".debug_"+n, b); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return d, nil
 }
 
 // index builds the sorted list of compilation unit ranges.
