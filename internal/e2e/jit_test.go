@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -220,6 +221,17 @@ func TestNodePerfProfJitdump(t *testing.T) {
 		t.Errorf("want a jitdump source, got %+v", st.JIT)
 	}
 	checkNodeNames(t, e, st)
+	// annotate shows the hot JS function's machine code with its JS source lines.
+	text, errOut, code := e.run("annotate", "fib")
+	if code != 0 {
+		t.Fatalf("annotate fib: exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(text, "bench.js:1") || !strings.Contains(text, "function fib(n)") {
+		t.Errorf("annotate fib lacks the JS source lines:\n%s", text)
+	}
+	if !regexp.MustCompile(`\b(mov|push|cmp)\b`).MatchString(text) {
+		t.Errorf("annotate fib shows no machine code:\n%s", text)
+	}
 }
 
 func TestNodePerfBasicProfMap(t *testing.T) {

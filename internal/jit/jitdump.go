@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // Magic is the jitdump magic number, "JiTD" as a big-endian u32.
@@ -273,6 +274,50 @@ func (r *reader) u64() uint64 {
 	return v
 }
 
+// entryName reads a debug entry's file name. V8 has been seen writing a freed buffer there,
+// whose first bytes (allocator pointers) may hold a NUL: so the terminator taken is the
+// first NUL after which the next entry's address lies near the code (or, for the last
+// entry, the end of the record), falling back to the first NUL.
+func (r *reader) entryName(codeAddr uint64, last bool) []byte {
+	if r.err != nil {
+		return nil
+	}
+	limit := min(len(r.b), MaxNameSize+1)
+	for i := 0; i < limit; i++ {
+		if r.b[i] != 0 {
+			continue
+		}
+		rest := r.b[i+1:]
+		ok := false
+		switch {
+		case last:
+			ok = len(bytes.TrimRight(rest, "\x00")) == 0
+		case len(rest) >= 8:
+			next := r.o.Uint64(rest)
+			ok = next >= codeAddr && next-codeAddr < 1<<24
+		}
+		if ok {
+			s := r.b[:i]
+			r.b = rest
+			return s
+		}
+	}
+	return r.cstr()
+}
+
+// plausibleName reports whether a file name is text: valid UTF-8 without control bytes.
+func plausibleName(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, c := range b {
+		if c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
 // cstr reads a NUL-terminated string of at most MaxNameSize bytes.
 func (r *reader) cstr() []byte {
 	if r.err != nil {
@@ -338,11 +383,14 @@ func decodeBody(o binary.ByteOrder, rec *Record, body []byte) error {
 		}
 		d.Entries = make([]DebugEntry, 0, n)
 		prev := ""
-		for range n {
+		for i := range n {
 			e := DebugEntry{Addr: r.u64(), Line: r.u32(), Discrim: r.u32()}
-			name := r.cstr()
+			name := r.entryName(d.CodeAddr, i == n-1)
 			if r.err != nil {
 				return r.err
+			}
+			if !(len(name) == 1 && name[0] == 0xff) && !plausibleName(name) {
+				name = nil // garbage: the reader of the table may know the file otherwise
 			}
 			if len(name) == 1 && name[0] == 0xff {
 				e.File = prev

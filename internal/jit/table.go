@@ -5,8 +5,9 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
-	"unicode/utf8"
 )
 
 // SourceKind says where a function's announcement came from.
@@ -312,7 +313,7 @@ func (t *Table) applyLoad(origin uint32, kind SourceKind, ts uint64, l *CodeLoad
 		if d := p.debug[l.CodeAddr]; d != nil {
 			delete(p.debug, l.CodeAddr)
 			var quirk bool
-			f.Lines, quirk = linesFor(d, f.Start, f.Size)
+			f.Lines, quirk = linesFor(d, f.Start, f.Size, scriptOf(f.Name))
 			if quirk {
 				t.stats.QuirkDebug++
 			}
@@ -327,10 +328,8 @@ func (t *Table) applyLoad(origin uint32, kind SourceKind, ts uint64, l *CodeLoad
 
 // linesFor converts debug info for the function at [start, start+size), undoing the +0x40
 // offset some writers add when more entries fit the function shifted than raw. Entries that
-// fit neither way, or whose file name is not valid UTF-8, are dropped: V8 has been seen
-// writing records whose file names are garbage, after which the entries of that record are
-// out of step.
-func linesFor(d *DebugInfo, start, size uint64) ([]LineEntry, bool) {
+// fit neither way are dropped; entries whose file name was unreadable get fallback.
+func linesFor(d *DebugInfo, start, size uint64, fallback string) ([]LineEntry, bool) {
 	fitsAt := func(e DebugEntry, off uint64) bool {
 		if e.Addr < off {
 			return false
@@ -348,18 +347,56 @@ func linesFor(d *DebugInfo, start, size uint64) ([]LineEntry, bool) {
 		return n
 	}
 	var off uint64
-	if count(quirkOffset) > count(0) {
+	shifted, raw := count(quirkOffset), count(0)
+	if shifted > raw {
 		off = quirkOffset
+	} else if shifted == raw && shifted > 0 {
+		// Both fit: writers with the quirk put their first entry at the code's first byte,
+		// which then reads as exactly start+0x40.
+		lowest := d.Entries[0].Addr
+		for _, e := range d.Entries {
+			lowest = min(lowest, e.Addr)
+		}
+		if lowest == start+quirkOffset {
+			off = quirkOffset
+		}
 	}
 	lines := make([]LineEntry, 0, len(d.Entries))
 	for _, e := range d.Entries {
-		if !fitsAt(e, off) || !utf8.ValidString(e.File) {
+		if !fitsAt(e, off) {
 			continue
 		}
-		lines = append(lines, LineEntry{Addr: e.Addr - off, File: e.File, Line: int(e.Line)})
+		file := e.File
+		if file == "" {
+			if fallback == "" {
+				continue
+			}
+			file = fallback
+		}
+		lines = append(lines, LineEntry{Addr: e.Addr - off, File: file, Line: int(e.Line)})
 	}
 	slices.SortStableFunc(lines, func(a, b LineEntry) int { return cmp.Compare(a.Addr, b.Addr) })
 	return lines, off != 0
+}
+
+// scriptOf returns the script path in a V8 function name ("JS:*fib /app/x.js:1:13"), or "".
+func scriptOf(name string) string {
+	if !strings.HasPrefix(name, "JS:") {
+		return ""
+	}
+	_, loc, ok := strings.Cut(name, " ")
+	if !ok {
+		return ""
+	}
+	// Drop ":line:column".
+	for range 2 {
+		if i := strings.LastIndexByte(loc, ':'); i > 0 {
+			if _, err := strconv.Atoi(loc[i+1:]); err == nil {
+				loc = loc[:i]
+			}
+		}
+	}
+	return loc
 }
 
 func (t *Table) applyMove(ts uint64, m *CodeMove) {
