@@ -57,6 +57,11 @@ func TestJITProfilingAPINamesWithNoChange(t *testing.T) {
 	}
 	txt, _, _ := e.run("top", "-n", "12")
 	t.Logf("\n%s", txt)
+	// Line tables from the API's LineNumberInfo reach annotate.
+	ann, errOut, code := e.run("annotate", "alpha")
+	if code != 0 || !strings.Contains(ann, "ittjit.js:") {
+		t.Errorf("annotate alpha: exit %d, no ittjit.js lines:\n%s%s", code, ann, errOut)
+	}
 }
 
 func TestJITProfilingAPIOptOut(t *testing.T) {
