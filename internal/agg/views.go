@@ -94,50 +94,71 @@ type FlameNode struct {
 	Total    uint64       `json:"total"`
 	TotalPct float64      `json:"total_pct"`
 	Children []*FlameNode `json:"children,omitempty"`
+}
 
-	frame    uint32
-	childIdx map[uint32]*FlameNode
+type flatNode struct {
+	frame       uint32
+	parent      int32
+	self, total uint64
 }
 
 // Flame builds the call tree (callers above callees), pruned to depth levels below the root
-// and to nodes with at least thresholdPct of the samples.
+// (0: all) and to nodes with at least thresholdPct of the samples. It works on a flat node
+// table with one index, and makes output nodes only for what survives the pruning.
 func Flame(p *Profile, f Filter, depth int, thresholdPct float64) (*FlameNode, uint64) {
-	root := &FlameNode{Func: "all", Kind: "root", childIdx: map[uint32]*FlameNode{}}
+	perStack := make(map[uint32]uint64, len(p.Stacks))
+	var total uint64
 	for i := range p.Entries {
 		e := &p.Entries[i]
-		if !f.keep(e) {
+		if f.keep(e) {
+			perStack[e.Stack] += e.Count
+			total += e.Count
+		}
+	}
+	nodes := []flatNode{{parent: -1}}
+	index := make(map[uint64]int32, len(perStack)*4)
+	for sid, count := range perStack {
+		stack := p.Stacks[sid]
+		n := int32(0)
+		nodes[0].total += count
+		level := 0
+		for j := len(stack) - 1; j >= 0; j-- {
+			if depth > 0 && level >= depth {
+				break
+			}
+			key := uint64(n)<<32 | uint64(stack[j])
+			c, ok := index[key]
+			if !ok {
+				c = int32(len(nodes))
+				nodes = append(nodes, flatNode{frame: stack[j], parent: n})
+				index[key] = c
+			}
+			nodes[c].total += count
+			n = c
+			level++
+		}
+		if level == len(stack) {
+			nodes[n].self += count
+		}
+	}
+	root := &FlameNode{Func: "all", Kind: "root", Self: nodes[0].self, Total: total, TotalPct: pct(total, total)}
+	out := make([]*FlameNode, len(nodes))
+	out[0] = root
+	// Parents come before their children in nodes, so one pass links the survivors.
+	for i := 1; i < len(nodes); i++ {
+		nd := &nodes[i]
+		parent := out[nd.parent]
+		if parent == nil || pct(nd.total, total) < thresholdPct {
 			continue
 		}
-		root.Total += e.Count
-		n := root
-		stack := p.Stacks[e.Stack]
-		for j := len(stack) - 1; j >= 0; j-- {
-			id := stack[j]
-			c := n.childIdx[id]
-			if c == nil {
-				fr := p.Frames[id]
-				c = &FlameNode{Func: fr.Func, Image: fr.Image, Kind: fr.Kind, Inlined: fr.Inlined, frame: id,
-					childIdx: map[uint32]*FlameNode{}}
-				n.childIdx[id] = c
-				n.Children = append(n.Children, c)
-			}
-			c.Total += e.Count
-			n = c
-		}
-		n.Self += e.Count
+		fr := p.Frames[nd.frame]
+		fn := &FlameNode{Func: fr.Func, Image: fr.Image, Kind: fr.Kind, Inlined: fr.Inlined,
+			Self: nd.self, Total: nd.total, TotalPct: pct(nd.total, total)}
+		out[i] = fn
+		parent.Children = append(parent.Children, fn)
 	}
-	total := root.Total
-	var prune func(n *FlameNode, level int)
-	prune = func(n *FlameNode, level int) {
-		n.TotalPct = pct(n.Total, total)
-		n.childIdx = nil
-		kept := n.Children[:0]
-		for _, c := range n.Children {
-			if pct(c.Total, total) >= thresholdPct && (depth <= 0 || level < depth) {
-				kept = append(kept, c)
-			}
-		}
-		n.Children = kept
+	var sortTree func(n *FlameNode)
+	sortTree = func(n *FlameNode) {
 		sort.Slice(n.Children, func(i, j int) bool {
 			if n.Children[i].Total != n.Children[j].Total {
 				return n.Children[i].Total > n.Children[j].Total
@@ -145,10 +166,10 @@ func Flame(p *Profile, f Filter, depth int, thresholdPct float64) (*FlameNode, u
 			return n.Children[i].Func < n.Children[j].Func
 		})
 		for _, c := range n.Children {
-			prune(c, level+1)
+			sortTree(c)
 		}
 	}
-	prune(root, 0)
+	sortTree(root)
 	return root, total
 }
 

@@ -186,7 +186,7 @@ func TestFlame(t *testing.T) {
 	}{
 		{
 			name:      "whole tree",
-			want:      "all:95/0(main:95/0(a:85/15(b:55/55 c:15/15) rec:10/0(rec:10/0(rec:10/10)))))",
+			want:      "all:95/0(main:95/0(a:85/15(b:55/55 c:15/15) rec:10/0(rec:10/0(rec:10/10))))",
 			wantTotal: 95,
 		},
 		{

@@ -41,6 +41,7 @@ type Process struct {
 	maxLen    uint64
 	execTimes []uint64
 	changes   []uint64 // sorted times of destructive changes to the address space
+	forked    bool     // the parent's mappings were copied in
 }
 
 // Thread is one thread.
@@ -88,7 +89,11 @@ func (tr *Tracker) thread(tid, pid int) *Thread {
 func (tr *Tracker) AddMapping(pid int, m Mapping) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	p := tr.proc(pid)
+	tr.proc(pid).add(m)
+}
+
+// add inserts a mapping, ending or cutting what it overlaps according to time.
+func (p *Process) add(m Mapping) {
 	nm := &m
 	for _, te := range p.execTimes {
 		if nm.Time < te && (nm.EndTime == 0 || nm.EndTime > te) {
@@ -142,6 +147,9 @@ func (p *Process) insert(m *Mapping) {
 
 func (p *Process) addChange(t uint64) {
 	i := sort.Search(len(p.changes), func(i int) bool { return p.changes[i] > t })
+	if i > 0 && p.changes[i-1] == t {
+		return // the same change, seen from another record
+	}
 	p.changes = append(p.changes, 0)
 	copy(p.changes[i+1:], p.changes[i:])
 	p.changes[i] = t
@@ -198,17 +206,20 @@ func (tr *Tracker) Fork(pid, ppid, tid, ptid int, t uint64) {
 	if p.Comm == "" {
 		p.Comm = pp.Comm
 	}
-	if len(p.maps) > 0 {
+	if p.forked {
 		return
 	}
+	p.forked = true
+	// The child's own mappings may have been read first (rings are read CPU by CPU): the
+	// inherited ones go through the same overlap rules, so newer ones still win.
 	for _, m := range pp.maps {
-		if m.EndTime != 0 && m.EndTime <= t {
+		if m.Time > t || (m.EndTime != 0 && m.EndTime <= t) {
 			continue
 		}
 		c := *m
 		c.Time = t
 		c.EndTime = 0
-		p.insert(&c)
+		p.add(c)
 	}
 }
 
@@ -235,7 +246,7 @@ func (tr *Tracker) Find(pid int, addr, t uint64) *Mapping {
 	var best *Mapping
 	for j := i - 1; j >= 0; j-- {
 		m := p.maps[j]
-		if m.Start+p.maxLen <= addr {
+		if addr-m.Start >= p.maxLen {
 			break
 		}
 		if addr >= m.End {

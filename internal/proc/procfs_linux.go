@@ -55,12 +55,18 @@ func ParseMapsLine(line string) (Mapping, bool) {
 		m.Maj, m.Min = uint32(a), uint32(b)
 	}
 	m.Ino, _ = strconv.ParseUint(f[4], 10, 64)
-	if len(f) >= 6 {
-		// The path is the rest of the line after the inode, spaces included.
-		idx := strings.Index(line, f[4])
-		rest := strings.TrimSpace(line[idx+len(f[4]):])
-		m.Path = rest
+	// The path is the rest of the line after the fifth field (the inode), spaces included.
+	rest := line
+	for range 5 {
+		rest = strings.TrimLeft(rest, " \t")
+		j := strings.IndexAny(rest, " \t")
+		if j < 0 {
+			rest = ""
+			break
+		}
+		rest = rest[j:]
 	}
+	m.Path = strings.TrimSpace(rest)
 	return m, true
 }
 

@@ -31,8 +31,9 @@ const FormatVersion = 1
 const (
 	magic       = "STAXRUN\x00"
 	headerSize  = 24
-	maxPayload  = 1 << 30 // compressed
-	maxExpanded = 4 << 30 // uncompressed JSON
+	maxPayload  = 1 << 30   // compressed
+	maxExpanded = 256 << 20 // uncompressed JSON: runs hold unique stacks, not samples
+	maxRatio    = 64        // uncompressed bytes per compressed byte
 )
 
 // Meta describes a run.
@@ -149,7 +150,10 @@ func Decode(rd io.Reader) (*Run, error) {
 		return nil, fmt.Errorf("read run: %w", err)
 	}
 	var r Run
-	dec := json.NewDecoder(io.LimitReader(zr, maxExpanded))
+	// Bound what the JSON may expand to, so a small hostile file cannot make the decoder
+	// allocate gigabytes.
+	limit := min(int64(maxExpanded), int64(n)*maxRatio+1<<20)
+	dec := json.NewDecoder(&capReader{r: zr, left: limit})
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("read run: %w", err)
 	}
@@ -157,6 +161,24 @@ func Decode(rd io.Reader) (*Run, error) {
 		return nil, fmt.Errorf("read run: %w", err)
 	}
 	return &r, nil
+}
+
+// capReader fails once more than left bytes have been read.
+type capReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errors.New("run data expands beyond its size limit")
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 func validate(r *Run) error {

@@ -1,0 +1,283 @@
+package agg
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/stax-profiler/stax/internal/perfevent"
+	"github.com/stax-profiler/stax/internal/record"
+)
+
+// Realistic fixtures: stacks are paths through a synthetic call graph (every function calls
+// a few others), so callers near the root are shared as in real programs, and samples are
+// drawn from the stacks with a skewed (Zipf) distribution.
+
+const (
+	benchDepth   = 20
+	benchFanout  = 4
+	benchThreads = 4
+	benchPid     = 4242
+)
+
+func mix64(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
+}
+
+// genStacks returns n distinct raw user callchains (context marker, then depth addresses,
+// leaf first) over nframes functions. Each address is its function's start plus a call-site
+// offset, so one function appears at several addresses, as return addresses do.
+func genStacks(n, nframes int, seed uint64) [][]uint64 {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	seen := make(map[[benchDepth]uint16]bool, n)
+	out := make([][]uint64, 0, n)
+	for len(out) < n {
+		var path [benchDepth]uint16 // root first
+		f := 0
+		for lvl := range path {
+			if lvl > 0 {
+				k := uint64(rng.IntN(benchFanout))
+				f = int(mix64(uint64(f)*131+uint64(lvl)*7919+k) % uint64(nframes))
+			}
+			path[lvl] = uint16(f)
+		}
+		if seen[path] {
+			continue
+		}
+		seen[path] = true
+		chain := make([]uint64, 0, benchDepth+1)
+		chain = append(chain, record.ContextUser)
+		for lvl := benchDepth - 1; lvl >= 0; lvl-- {
+			chain = append(chain, addr(int(path[lvl]), uint64(rng.IntN(funcSize/4))*4))
+		}
+		out = append(out, chain)
+	}
+	return out
+}
+
+// skewed returns count stack indices in [0, n) drawn with a Zipf distribution.
+func skewed(count, n int, seed uint64) []uint32 {
+	z := rand.NewZipf(rand.New(rand.NewPCG(seed, 9)), 1.1, 4, uint64(n-1))
+	out := make([]uint32, count)
+	for i := range out {
+		out[i] = uint32(z.Uint64())
+	}
+	return out
+}
+
+// ringFixture lays out count PERF_RECORD_SAMPLE records, in the perfevent.SampleType layout,
+// back to back as they sit in a perf ring.
+func ringFixture(count int, stacks [][]uint64, seed uint64) []byte {
+	pick := skewed(count, len(stacks), seed)
+	rng := rand.New(rand.NewPCG(seed, 11))
+	var buf []byte
+	t := uint64(1_000_000_000)
+	for i := 0; i < count; i++ {
+		chain := stacks[pick[i]]
+		size := 8 + 8 + 8 + 8 + 8 + 8 + 8 + 8*len(chain)
+		buf = binary.LittleEndian.AppendUint32(buf, record.TypeSample)
+		buf = binary.LittleEndian.AppendUint16(buf, record.MiscUser)
+		buf = binary.LittleEndian.AppendUint16(buf, uint16(size))
+		buf = binary.LittleEndian.AppendUint64(buf, chain[1])                                // ip
+		buf = binary.LittleEndian.AppendUint32(buf, benchPid)                                // pid
+		buf = binary.LittleEndian.AppendUint32(buf, benchPid+uint32(rng.IntN(benchThreads))) // tid
+		t += 1_000_000 + uint64(rng.IntN(1000))
+		buf = binary.LittleEndian.AppendUint64(buf, t)                   // time
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(rng.IntN(8))) // cpu, res
+		buf = binary.LittleEndian.AppendUint64(buf, 1_000_000)           // period
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(len(chain)))  // nr
+		for _, a := range chain {
+			buf = binary.LittleEndian.AppendUint64(buf, a)
+		}
+	}
+	return buf
+}
+
+func TestRingFixtureDecodes(t *testing.T) {
+	stacks := genStacks(100, 50, 1)
+	fix := ringFixture(1000, stacks, 1)
+	d := record.Decoder{SampleType: perfevent.SampleType, SampleIDAll: true}
+	r := NewRun()
+	var s record.Sample
+	for off := 0; off < len(fix); {
+		h, err := record.ParseHeader(fix[off:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Sample(fix[off:off+int(h.Size)], &s); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Callchain) != benchDepth+1 || s.Pid != benchPid || s.IP != s.Callchain[1] {
+			t.Fatalf("bad sample %+v", s)
+		}
+		r.AddSample(s.Pid, s.Tid, s.Time, 0, s.Callchain)
+		off += int(h.Size)
+	}
+	st := r.Stats()
+	if st.Samples != 1000 || st.DistinctStacks > 100 || st.Keys > 100*benchThreads {
+		t.Errorf("stats = %+v", st)
+	}
+	r.Resolve(newFakeResolver(50))
+	p := r.Profile(nil)
+	if p.TotalSamples() != 1000 {
+		t.Errorf("profile holds %d samples", p.TotalSamples())
+	}
+	for _, e := range p.Entries {
+		if len(p.Stacks[e.Stack]) != benchDepth {
+			t.Fatalf("stack of depth %d", len(p.Stacks[e.Stack]))
+		}
+	}
+}
+
+// BenchmarkIngest decodes ring records and counts them, one sample per iteration: the
+// recorder's hot path. Target: at least 1,000,000 samples/s on one core.
+func BenchmarkIngest(b *testing.B) {
+	stacks := genStacks(5000, 2000, 1)
+	fix := ringFixture(1<<16, stacks, 2)
+	d := record.Decoder{SampleType: perfevent.SampleType, SampleIDAll: true}
+	r := NewRun()
+	var s record.Sample
+	off := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		if off == len(fix) {
+			off = 0
+		}
+		size := int(binary.LittleEndian.Uint16(fix[off+6:]))
+		rec := fix[off : off+size]
+		off += size
+		if err := d.Sample(rec, &s); err != nil {
+			b.Fatal(err)
+		}
+		r.AddSample(s.Pid, s.Tid, s.Time, 0, s.Callchain)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// BenchmarkRetainedPerSample measures the heap a run keeps per sample beyond the unique
+// stacks themselves, after 1,000,000 samples over 5,000 stacks. Target: at most 48 bytes.
+func BenchmarkRetainedPerSample(b *testing.B) {
+	const samples = 1_000_000
+	stacks := genStacks(5000, 2000, 3)
+	pick := skewed(samples, len(stacks), 4)
+	tids := make([]uint8, samples)
+	rng := rand.New(rand.NewPCG(5, 5))
+	for i := range tids {
+		tids[i] = uint8(rng.IntN(benchThreads))
+	}
+	var perSample float64
+	b.ReportAllocs()
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		r := NewRun()
+		for i, p := range pick {
+			r.AddSample(benchPid, benchPid+uint32(tids[i]), uint64(i)*1000, 0, stacks[p])
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		retained := int64(after.HeapAlloc) - int64(before.HeapAlloc) - int64(r.raw.Bytes())
+		perSample = float64(retained) / samples
+		runtime.KeepAlive(r)
+	}
+	b.ReportMetric(perSample, "bytes/sample")
+}
+
+var (
+	bigOnce    sync.Once
+	bigProfile *Profile
+)
+
+// profile1M is a resolved profile of 1,000,000 samples over 20,000 distinct stacks of depth
+// 20 through about 2,000 functions on 4 threads.
+func profile1M(tb testing.TB) *Profile {
+	bigOnce.Do(func() {
+		stacks := genStacks(20000, 2000, 6)
+		pick := skewed(1_000_000, len(stacks), 7)
+		rng := rand.New(rand.NewPCG(8, 8))
+		r := NewRun()
+		for i, p := range pick {
+			r.AddSample(benchPid, benchPid+uint32(rng.IntN(benchThreads)), uint64(i)*1000, 0, stacks[p])
+		}
+		r.Resolve(newFakeResolver(2000))
+		bigProfile = r.Profile(nil)
+	})
+	if n := bigProfile.TotalSamples(); n != 1_000_000 {
+		tb.Fatalf("profile holds %d samples", n)
+	}
+	return bigProfile
+}
+
+// BenchmarkTopAndFlame1M times the top and flame views over a 1M-sample profile. Target:
+// each under 200 ms.
+func BenchmarkTopAndFlame1M(b *testing.B) {
+	p := profile1M(b)
+	b.Logf("profile: %d frames, %d stacks, %d entries", len(p.Frames), len(p.Stacks), len(p.Entries))
+	b.Run("Top", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if rows, n := Top(p, Filter{}, 50, false); len(rows) == 0 || n != 1_000_000 {
+				b.Fatalf("%d rows, %d samples", len(rows), n)
+			}
+		}
+	})
+	b.Run("TopByTotalOneThread", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if rows, _ := Top(p, Filter{Tid: benchPid}, 50, true); len(rows) == 0 {
+				b.Fatal("no rows")
+			}
+		}
+	})
+	b.Run("Flame", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if root, n := Flame(p, Filter{}, 0, 0); n != 1_000_000 || len(root.Children) == 0 {
+				b.Fatalf("%d samples", n)
+			}
+		}
+	})
+	b.Run("FlamePruned", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if root, n := Flame(p, Filter{}, 10, 0.5); n != 1_000_000 || len(root.Children) == 0 {
+				b.Fatalf("%d samples", n)
+			}
+		}
+	})
+	b.Run("Threads", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if rows, _ := Threads(p, 0); len(rows) != benchThreads {
+				b.Fatalf("%d threads", len(rows))
+			}
+		}
+	})
+}
+
+// BenchmarkResolve times naming 20,000 keys (5,000 stacks on 4 threads) with the fake
+// resolver; building the run is not timed.
+func BenchmarkResolve(b *testing.B) {
+	stacks := genStacks(5000, 2000, 10)
+	res := newFakeResolver(2000)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		r := NewRun()
+		for tid := uint32(0); tid < benchThreads; tid++ {
+			for i, s := range stacks {
+				r.AddSample(benchPid, benchPid+tid, uint64(i), 0, s)
+			}
+		}
+		b.StartTimer()
+		r.Resolve(res)
+	}
+}

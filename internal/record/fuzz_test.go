@@ -1,0 +1,48 @@
+package record
+
+import (
+	"testing"
+)
+
+// FuzzDecode feeds arbitrary bytes to every decoder under the recorder's sample layout and
+// a fuzzed one. Decoders must return errors for bad records, never panic, and keep their
+// outputs within the bounds the record format allows.
+func FuzzDecode(f *testing.F) {
+	id := SampleID{Pid: 1, Tid: 2, Time: 3, CPU: 4}
+	f.Add(sampleRec(sampleFields{ip: 0x401000, pid: 1, tid: 2, time: 3, cpu: 4, period: 5,
+		chain: []uint64{ContextKernel, 0xffffffff81000000, ContextUser, 0x401000, 0x401100}}, MiscUser), uint64(staxSampleType), true)
+	f.Add(mmap2Rec(mmapFields{pid: 1, tid: 1, addr: 0x1000, len: 0x1000, ino: 5, name: "/bin/true"}, id, true), uint64(staxSampleType), true)
+	f.Add(mmap2Rec(mmapFields{pid: 1, tid: 1, buildID: []byte{1, 2, 3, 4}, name: "/lib/x.so"}, id, true), uint64(staxSampleType), true)
+	f.Add(mmapRec(mmapFields{pid: 1, tid: 1, name: "//anon"}, id), uint64(staxSampleType), true)
+	f.Add(commRec(1, 1, "prog", true, id), uint64(staxSampleType), true)
+	f.Add(taskRec(TypeFork, 2, 1, 2, 1, 9, id), uint64(staxSampleType), true)
+	f.Add(taskRec(TypeExit, 2, 1, 2, 1, 9, id), uint64(staxSampleType), false)
+	f.Add(lostRec(1, 2, id), uint64(staxSampleType), true)
+	f.Add(lostSamplesRec(2, id), uint64(SampleIdentifier|SampleTID|SampleTime|SampleIDBit|SampleStreamID|SampleCPU), true)
+	f.Add([]byte{9, 0, 0, 0, 0, 0, 8, 0}, uint64(staxSampleType), true)
+	f.Fuzz(func(t *testing.T, data []byte, sampleType uint64, idAll bool) {
+		for _, d := range []*Decoder{
+			{SampleType: staxSampleType, SampleIDAll: true},
+			{SampleType: sampleType, SampleIDAll: idAll},
+		} {
+			var s Sample
+			if err := d.Sample(data, &s); err == nil {
+				if len(s.Callchain) > maxCallchainSize {
+					t.Errorf("callchain of %d entries", len(s.Callchain))
+				}
+				k, u := SplitCallchain(s.Callchain)
+				if len(k)+len(u) > len(s.Callchain) {
+					t.Errorf("split %d+%d entries out of %d", len(k), len(u), len(s.Callchain))
+				}
+			}
+			if m, err := d.Mmap2(data); err == nil && len(m.BuildID) > 20 {
+				t.Errorf("build-id of %d bytes", len(m.BuildID))
+			}
+			if c, err := d.Comm(data); err == nil && len(c.Comm) > len(data) {
+				t.Errorf("comm of %d bytes from %d", len(c.Comm), len(data))
+			}
+			_, _ = d.Task(data)
+			_, _ = d.Lost(data)
+		}
+	})
+}

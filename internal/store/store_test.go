@@ -1,0 +1,398 @@
+package store
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stax-profiler/stax/internal/agg"
+)
+
+func sampleRun() *Run {
+	exit := 3
+	return &Run{
+		Meta: Meta{
+			ID: "20260101-120000-ab12", Command: []string{"./app", "--flag", "a b"}, Pid: 1234, Freq: 999,
+			Event: "cycles", Start: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC),
+			End: time.Date(2026, 1, 1, 12, 0, 5, 0, time.UTC), Finished: true, ExitCode: &exit,
+			Notes: []string{"a note"}, Lost: 2, Samples: 30, Unresolved: 1,
+		},
+		Profile: agg.Profile{
+			Frames: []agg.Frame{
+				{Func: "main", Image: "/bin/app", Kind: agg.KindUser, File: "main.c", Line: 10},
+				{Func: "work", Image: "/bin/app", Kind: agg.KindUser, Inlined: true},
+				{Func: "[unknown]", Kind: agg.KindUnknown},
+			},
+			Stacks: [][]uint32{{1, 0}, {2, 0}, {}},
+			Entries: []agg.Entry{
+				{Tid: 1234, Pid: 1234, Stack: 0, Count: 20, Leaf: 0x401010, LeafFunc: 1, Time: 100},
+				{Tid: 1235, Pid: 1234, Stack: 1, Count: 9, Leaf: 0x7f0000001000, LeafFunc: -1, Time: 200},
+				{Tid: 1235, Pid: 1234, Stack: 2, Count: 1, LeafFunc: -1, Time: 300},
+			},
+			Threads: []agg.ThreadInfo{{Tid: 1234, Pid: 1234, Name: "app"}, {Tid: 1235, Pid: 1234, Name: "worker"}},
+		},
+		JIT: []JITSource{{Pid: 1234, Path: "/tmp/jit-1234.dump", Kind: "jitdump", Functions: 3, Records: 5,
+			Skipped: map[string]uint64{"debug": 1}}},
+		Code: []Code{
+			{Frame: 1, Start: 0x401000, Arch: 62, Bytes: []byte{0x55, 0xc3},
+				Lines: []Line{{Addr: 0x401000, File: "main.c", Line: 11}}},
+			{Frame: 0, Start: 0x400000, Arch: 62, Path: "/bin/app", BuildID: "abcd"},
+		},
+	}
+}
+
+func encode(t testing.TB, r *Run) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := Encode(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// frame builds a saved-run file around an arbitrary payload, with a correct checksum.
+func frame(version uint32, payload []byte) []byte {
+	hdr := make([]byte, headerSize)
+	copy(hdr, magic)
+	binary.LittleEndian.PutUint32(hdr[8:], version)
+	binary.LittleEndian.PutUint32(hdr[12:], crc32.Checksum(payload, crc32.MakeTable(crc32.Castagnoli)))
+	binary.LittleEndian.PutUint64(hdr[16:], uint64(len(payload)))
+	return append(hdr, payload...)
+}
+
+func gz(s string) []byte {
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	io.WriteString(w, s)
+	w.Close()
+	return b.Bytes()
+}
+
+func TestRoundTrip(t *testing.T) {
+	tests := []struct {
+		name string
+		run  *Run
+	}{
+		{"full", sampleRun()},
+		{"empty", &Run{}},
+		{"unfinished", func() *Run {
+			r := sampleRun()
+			r.Meta.Finished = false
+			r.Meta.ExitCode = nil
+			r.Meta.End = time.Time{}
+			return r
+		}()},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := encode(t, tc.run)
+			if string(b[:8]) != magic || binary.LittleEndian.Uint32(b[8:]) != FormatVersion ||
+				binary.LittleEndian.Uint64(b[16:]) != uint64(len(b)-headerSize) {
+				t.Fatalf("bad header % x", b[:headerSize])
+			}
+			got, err := Decode(bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.run) {
+				t.Errorf("round trip changed the run:\n got %+v\nwant %+v", got, tc.run)
+			}
+		})
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	good := encode(t, sampleRun())
+	mod := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
+	withProfile := func(f func(r *Run)) []byte {
+		r := sampleRun()
+		f(r)
+		return encode(t, r)
+	}
+	tests := []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"empty", nil, "header"},
+		{"short header", good[:10], "header"},
+		{"bad magic", mod(func(b []byte) []byte { b[0] = 'X'; return b }), "bad magic"},
+		{"wrong version", mod(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], FormatVersion+1); return b }), "format version 2"},
+		{"version zero", mod(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], 0); return b }), "format version 0"},
+		{"checksum mismatch", mod(func(b []byte) []byte { b[12] ^= 1; return b }), "checksum"},
+		{"payload bit flip", mod(func(b []byte) []byte { b[len(b)/2] ^= 0x40; return b }), "checksum"},
+		{"truncated payload", good[:len(good)-5], "truncated"},
+		{"header only", good[:headerSize], "truncated"},
+		{"payload over the limit", mod(func(b []byte) []byte { binary.LittleEndian.PutUint64(b[16:], maxPayload+1); return b }), "limit"},
+		{"payload length all ones", mod(func(b []byte) []byte { binary.LittleEndian.PutUint64(b[16:], ^uint64(0)); return b }), "limit"},
+		{"not gzip", frame(FormatVersion, []byte("plain text, not gzip")), "gzip"},
+		{"not json", frame(FormatVersion, gz("not json")), "invalid character"},
+		{"json of the wrong shape", frame(FormatVersion, gz(`{"profile":{"frames":7}}`)), "cannot unmarshal"},
+		{"stack names a missing frame", withProfile(func(r *Run) { r.Profile.Stacks[1] = []uint32{2, 3} }), "stack 1 names frame 3 of 3"},
+		{"entry names a missing stack", withProfile(func(r *Run) { r.Profile.Entries[2].Stack = 3 }), "entry 2 names stack 3 of 3"},
+		{"leaf_func past the frames", withProfile(func(r *Run) { r.Profile.Entries[0].LeafFunc = 3 }), "entry 0 names frame 3 of 3"},
+		{"leaf_func below -1", withProfile(func(r *Run) { r.Profile.Entries[1].LeafFunc = -2 }), "entry 1 names frame -2 of 3"},
+		{"code names a missing frame", withProfile(func(r *Run) { r.Code[1].Frame = 9 }), "code 1 names frame 9 of 3"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Decode(bytes.NewReader(tc.in))
+			if err == nil {
+				t.Fatalf("no error; decoded %+v", r.Meta)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestDecodeTrailingData: bytes after the payload are not read.
+func TestDecodeTrailingData(t *testing.T) {
+	b := append(encode(t, sampleRun()), "trailing"...)
+	if _, err := Decode(bytes.NewReader(b)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type failWriter struct{ n int }
+
+func (w *failWriter) Write(p []byte) (int, error) {
+	if w.n <= 0 {
+		return 0, errors.New("disk full")
+	}
+	w.n--
+	return len(p), nil
+}
+
+func TestEncodeWriteError(t *testing.T) {
+	for _, n := range []int{0, 1} {
+		if err := Encode(&failWriter{n: n}, sampleRun()); err == nil {
+			t.Errorf("no error when write %d fails", n)
+		}
+	}
+}
+
+func TestSaveLoadList(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("STAX_HOME", home)
+	t.Setenv("XDG_STATE_HOME", "")
+	if got, want := Dir(), filepath.Join(home, "runs"); got != want {
+		t.Fatalf("Dir = %s, want %s", got, want)
+	}
+	ids, err := List()
+	if err != nil || len(ids) != 0 {
+		t.Fatalf("List before any run = %v, %v", ids, err)
+	}
+	now := time.Now()
+	order := []string{"run-a", "run-b", "run-c"}
+	for i, id := range order {
+		r := sampleRun()
+		r.Meta.ID = id
+		if err := Save(Path(id), r); err != nil {
+			t.Fatal(err)
+		}
+		// Distinct modification times, oldest first.
+		mt := now.Add(time.Duration(i-10) * time.Minute)
+		if err := os.Chtimes(Path(id), mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Not runs: hidden files, temp files, other extensions, directories.
+	for _, name := range []string{".tmp-123", ".hidden.stax", "notes.txt"} {
+		if err := os.WriteFile(filepath.Join(Dir(), name), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids, err = List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"run-c", "run-b", "run-a"}; !reflect.DeepEqual(ids, want) {
+		t.Errorf("List = %v, want %v", ids, want)
+	}
+	got, err := Load(Path("run-b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sampleRun()
+	want.Meta.ID = "run-b"
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Load changed the run")
+	}
+
+	// Saving again replaces the file and leaves no temp file behind.
+	want.Meta.Samples = 99
+	if err := Save(Path("run-b"), want); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Load(Path("run-b")); err != nil || got.Meta.Samples != 99 {
+		t.Errorf("after re-save: %v, %v", got, err)
+	}
+	ents, _ := os.ReadDir(Dir())
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".tmp-") && e.Name() != ".tmp-123" {
+			t.Errorf("temp file %s left behind", e.Name())
+		}
+	}
+
+	if _, err := Load(Path("missing")); err == nil {
+		t.Errorf("no error loading a missing run")
+	}
+	bad := filepath.Join(Dir(), "bad.stax")
+	os.WriteFile(bad, []byte("garbage garbage garbage garbage"), 0o600)
+	if _, err := Load(bad); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("Load of a bad file: %v (want the path in the error)", err)
+	}
+}
+
+func TestDir(t *testing.T) {
+	t.Setenv("STAX_HOME", "")
+	xdg := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", xdg)
+	if got, want := Dir(), filepath.Join(xdg, "stax", "runs"); got != want {
+		t.Errorf("Dir = %s, want %s", got, want)
+	}
+	t.Setenv("XDG_STATE_HOME", "")
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	if got, want := Dir(), filepath.Join(home, ".local", "state", "stax", "runs"); got != want {
+		t.Errorf("Dir = %s, want %s", got, want)
+	}
+}
+
+func TestSaveErrors(t *testing.T) {
+	dir := t.TempDir()
+	blocker := filepath.Join(dir, "file")
+	os.WriteFile(blocker, nil, 0o600)
+	if err := Save(filepath.Join(blocker, "x.stax"), sampleRun()); err == nil {
+		t.Errorf("no error saving under a file")
+	}
+	// The target is a non-empty directory: the rename fails and no temp file stays.
+	target := filepath.Join(dir, "d.stax")
+	os.MkdirAll(filepath.Join(target, "inner"), 0o700)
+	if err := Save(target, sampleRun()); err == nil {
+		t.Errorf("no error saving over a directory")
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".tmp-") {
+			t.Errorf("temp file %s left behind", e.Name())
+		}
+	}
+}
+
+func TestListErrors(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("STAX_HOME", home)
+	// runs is a file, not a directory.
+	os.WriteFile(filepath.Join(home, "runs"), nil, 0o600)
+	if _, err := List(); err == nil {
+		t.Errorf("no error listing a file")
+	}
+}
+
+func TestValidID(t *testing.T) {
+	tests := []struct {
+		id   string
+		want bool
+	}{
+		{"20260101-120000-ab12", true},
+		{"my run", true},
+		{"", false},
+		{".hidden", false},
+		{"..", false},
+		{"a/b", false},
+		{`a\b`, false},
+		{"a\x00b", false},
+		{strings.Repeat("x", 128), true},
+		{strings.Repeat("x", 129), false},
+	}
+	for _, tc := range tests {
+		if got := ValidID(tc.id); got != tc.want {
+			t.Errorf("ValidID(%q) = %v, want %v", tc.id, got, tc.want)
+		}
+	}
+}
+
+// FuzzDecode: any input decodes to a run whose indexes are all valid, or to an error.
+func FuzzDecode(f *testing.F) {
+	good := encode(f, sampleRun())
+	f.Add(good)
+	f.Add(good[:len(good)-1])
+	f.Add(frame(FormatVersion, gz(`{"profile":{"frames":[{}],"stacks":[[0]],"entries":[{"stack":0,"leaf_func":-1}]}}`)))
+	f.Add(frame(FormatVersion, gz(`{"profile":{"stacks":[[5]]}}`)))
+	f.Add([]byte(magic))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := Decode(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		p := &r.Profile
+		for _, e := range p.Entries {
+			st := p.Stacks[e.Stack]
+			for _, id := range st {
+				_ = p.Frames[id]
+			}
+			if e.LeafFunc >= 0 {
+				_ = p.Frames[e.LeafFunc]
+			}
+		}
+		for _, c := range r.Code {
+			_ = p.Frames[c.Frame]
+		}
+		// The views must work on whatever decoded.
+		agg.Top(p, agg.Filter{}, 10, false)
+		agg.Flame(p, agg.Filter{}, 0, 0)
+		agg.Threads(p, 0)
+	})
+}
+
+// FuzzDecodePayload frames fuzzed JSON with a valid header and checksum, so the fuzzer gets
+// past the checksum to the JSON decoding and index validation.
+func FuzzDecodePayload(f *testing.F) {
+	f.Add(`{"profile":{"frames":[{}],"stacks":[[0]],"entries":[{"stack":0,"leaf_func":-1}]}}`)
+	f.Add(`{"profile":{"stacks":[[5]]}}`)
+	f.Add(`{"profile":{"frames":[{}],"entries":[{"stack":0,"leaf_func":0}]},"code":[{"frame":1}]}`)
+	f.Add(`{"meta":{"id":"x","start":"2026-01-01T00:00:00Z"}}`)
+	f.Fuzz(func(t *testing.T, payload string) {
+		r, err := Decode(bytes.NewReader(frame(FormatVersion, gz(payload))))
+		if err != nil {
+			return
+		}
+		p := &r.Profile
+		for _, e := range p.Entries {
+			for _, id := range p.Stacks[e.Stack] {
+				_ = p.Frames[id]
+			}
+			if e.LeafFunc >= 0 {
+				_ = p.Frames[e.LeafFunc]
+			}
+		}
+		for _, c := range r.Code {
+			_ = p.Frames[c.Frame]
+		}
+		agg.Top(p, agg.Filter{}, 10, true)
+		agg.Flame(p, agg.Filter{Tid: 1}, 3, 1)
+		agg.Threads(p, 5)
+	})
+}
+
+func BenchmarkDecode(b *testing.B) {
+	data := encode(b, sampleRun())
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(bytes.NewReader(data)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
