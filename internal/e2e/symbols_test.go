@@ -385,3 +385,50 @@ func TestStrippedGoBinaryNamed(t *testing.T) {
 		t.Errorf("stripped Go binary: the inlined call main.mix is not a frame: %+v", top.Rows)
 	}
 }
+
+// TestAnnotateFetchesMissingSourceFromDebuginfod deletes the source after the recording;
+// annotate then gets it from the debuginfod server's /source endpoint.
+func TestAnnotateFetchesMissingSourceFromDebuginfod(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "split.c")
+	text, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/split.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(src, text, 0o644)
+	prog := testutil.CC(t, dir, "split", "gcc", "-g", "-O1", "-fno-omit-frame-pointer", "-fno-inline", src)
+	id, err := debugfile.ReadBuildID(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := e.run("record", "-q", "--", prog, "go"); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	os.Remove(src)
+	var asked []string
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.Path)
+		if r.URL.Path == fmt.Sprintf("/buildid/%x/source%s", id, src) {
+			w.Write(text)
+			return
+		}
+		http.NotFound(w, r)
+	})}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(l)
+	defer srv.Close()
+	t.Setenv("DEBUGINFOD_URLS", "http://"+l.Addr().String())
+	t.Setenv("DEBUGINFOD_CACHE_PATH", t.TempDir())
+	out, errOut, code := e.run("annotate", "split_hot")
+	if code != 0 {
+		t.Fatalf("annotate: exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "sink += i * 7;") {
+		t.Errorf("source text not fetched (server was asked %v):\n%s", asked, out)
+	}
+}

@@ -3,6 +3,7 @@ package query
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/stax-profiler/stax/internal/disasm"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/symbol"
+	"github.com/stax-profiler/stax/internal/symbol/debuginfod"
 	"github.com/stax-profiler/stax/internal/symbol/demangle"
 	"github.com/stax-profiler/stax/internal/symbol/elfsym"
 	"github.com/stax-profiler/stax/internal/symconf"
@@ -114,7 +116,7 @@ func Annotate(run *store.Run, o AnnotateOptions) (*AnnotateResult, error) {
 	in := annotate.Input{
 		Func: f.Func, Image: f.Image, Start: c.Start, Code: code,
 		Arch: disasm.ArchFromELF(uint16(c.Arch)), Samples: samples,
-		Source: readSource,
+		Source: sourceReader(c),
 	}
 	if o.Intel {
 		in.Syntax = disasm.SyntaxIntel
@@ -285,12 +287,37 @@ func symbolizer(run *store.Run, c store.Code) annotate.SymbolFunc {
 	}
 }
 
-var sourceCache = map[string][]string{}
-
-func readSource(file string) ([]string, error) {
-	if lines, ok := sourceCache[file]; ok {
+// sourceReader reads source files from disk, or, when one is missing and debuginfod is
+// configured, from its /source endpoint for the image's build-id.
+func sourceReader(c store.Code) annotate.SourceFunc {
+	cache := map[string][]string{}
+	var client *debuginfod.Client
+	var bid []byte
+	fmt.Sscanf(c.BuildID, "%x", &bid)
+	return func(file string) ([]string, error) {
+		if lines, ok := cache[file]; ok {
+			return lines, nil
+		}
+		lines, err := readSourceFile(file)
+		if errors.Is(err, os.ErrNotExist) && len(bid) > 0 {
+			if client == nil {
+				client = symconf.Debuginfod(func(string, ...any) {})
+			}
+			if client != nil {
+				if p, ferr := client.FetchSource(context.Background(), bid, file); ferr == nil {
+					lines, err = readSourceFile(p)
+				}
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		cache[file] = lines
 		return lines, nil
 	}
+}
+
+func readSourceFile(file string) ([]string, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
@@ -306,6 +333,5 @@ func readSource(file string) ([]string, error) {
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
 	}
-	sourceCache[file] = lines
 	return lines, nil
 }

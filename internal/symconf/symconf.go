@@ -16,13 +16,22 @@ import (
 // DEBUGINFOD_CACHE_PATH, as elfutils reads them. note reports a configuration problem.
 func Options(note func(string, ...any)) symbol.Options {
 	opts := symbol.Options{DebugRoot: os.Getenv("STAX_DEBUG_ROOT")}
-	c, err := debuginfod.FromEnv(debuginfod.Env{})
-	if err != nil {
-		note("debuginfod is off: %v", err)
-		return opts
-	}
-	if len(c.URLs) > 0 {
+	if c := Debuginfod(note); c != nil {
 		opts.Fetcher = c
 	}
 	return opts
+}
+
+// Debuginfod returns the debuginfod client of this environment, or nil when no server is
+// configured.
+func Debuginfod(note func(string, ...any)) *debuginfod.Client {
+	c, err := debuginfod.FromEnv(debuginfod.Env{})
+	if err != nil {
+		note("debuginfod is off: %v", err)
+		return nil
+	}
+	if len(c.URLs) == 0 {
+		return nil
+	}
+	return c
 }

@@ -241,7 +241,7 @@ func (c *Client) fetch(ctx context.Context, buildID []byte, id, dst string) (str
 	var errs []error
 	hc := c.httpClient()
 	for _, base := range c.URLs {
-		err := c.download(ctx, hc, base+"/buildid/"+id+"/debuginfo", buildID, dst)
+		err := c.download(ctx, hc, base+"/buildid/"+id+"/debuginfo", buildID, dst, checkBuildID(buildID))
 		if err == nil {
 			return dst, nil
 		}
@@ -260,9 +260,70 @@ func (c *Client) fetch(ctx context.Context, buildID []byte, id, dst string) (str
 	return "", fmt.Errorf("fetch debug file %s: %w", id, errors.Join(errs...))
 }
 
-// download fetches u into dst. A 404 (or an answer that is not the right
-// file) reports ErrNotFound; other failures are transient.
-func (c *Client) download(ctx context.Context, hc *http.Client, u string, buildID []byte, dst string) error {
+// checkBuildID accepts a downloaded file only if it is an ELF file with buildID.
+func checkBuildID(buildID []byte) func(path, u string) error {
+	return func(path, u string) error {
+		got, err := debugfile.ReadBuildID(path)
+		if err != nil {
+			return fmt.Errorf("check %s: %w (%w)", u, err, ErrNotFound)
+		}
+		if !bytes.Equal(got, buildID) {
+			return fmt.Errorf("check %s: build-id %x, want %x (%w)", u, got, buildID, ErrNotFound)
+		}
+		return nil
+	}
+}
+
+// MaxSourceSize bounds a downloaded source file.
+const MaxSourceSize = 16 << 20
+
+// FetchSource returns the path of a local copy of the source file path (absolute, as the
+// DWARF of buildID names it), downloading it from /buildid/ID/source/PATH when it is not
+// cached. Misses are not remembered: sources are asked for once per annotate.
+func (c *Client) FetchSource(ctx context.Context, buildID []byte, path string) (string, error) {
+	if len(buildID) < 2 || len(buildID) > 64 || !filepath.IsAbs(path) || strings.Contains(path, "/../") {
+		return "", fmt.Errorf("fetch source %s: not an absolute path with a build-id", path)
+	}
+	if len(c.URLs) == 0 {
+		return "", ErrNoServers
+	}
+	id := hex.EncodeToString(buildID)
+	dst := filepath.Join(c.CacheDir, id, "source", strings.ReplaceAll(path, "/", "#"))
+	if st, err := os.Stat(dst); err == nil && st.Mode().IsRegular() {
+		return dst, nil
+	}
+	hc := c.httpClient()
+	var errs []error
+	for _, base := range c.URLs {
+		err := c.downloadLimited(ctx, hc, base+"/buildid/"+id+"/source"+escapePath(path), buildID, dst, nil, MaxSourceSize)
+		if err == nil {
+			return dst, nil
+		}
+		errs = append(errs, err)
+	}
+	return "", fmt.Errorf("fetch source %s: %w", path, errors.Join(errs...))
+}
+
+// escapePath escapes each segment of an absolute path for a URL, keeping the slashes.
+func escapePath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
+}
+
+// download fetches u into dst, accepting it only if verify passes. A 404 (or an answer
+// that is not the right file) reports ErrNotFound; other failures are transient.
+func (c *Client) download(ctx context.Context, hc *http.Client, u string, buildID []byte, dst string, verify func(path, u string) error) error {
+	limit := c.MaxSize
+	if limit <= 0 {
+		limit = DefaultMaxSize
+	}
+	return c.downloadLimited(ctx, hc, u, buildID, dst, verify, limit)
+}
+
+func (c *Client) downloadLimited(ctx context.Context, hc *http.Client, u string, buildID []byte, dst string, verify func(path, u string) error, limit int64) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return fmt.Errorf("request %s: %w", u, err)
@@ -278,10 +339,6 @@ func (c *Client) download(ctx context.Context, hc *http.Client, u string, buildI
 		return fmt.Errorf("get %s: %w", u, ErrNotFound)
 	case resp.StatusCode != http.StatusOK:
 		return fmt.Errorf("get %s: %s", u, resp.Status)
-	}
-	limit := c.MaxSize
-	if limit <= 0 {
-		limit = DefaultMaxSize
 	}
 	if resp.ContentLength > limit {
 		return fmt.Errorf("get %s: file of %d bytes exceeds limit %d", u, resp.ContentLength, limit)
@@ -307,12 +364,10 @@ func (c *Client) download(ctx context.Context, hc *http.Client, u string, buildI
 	if n > limit {
 		return fmt.Errorf("download %s: file exceeds limit %d", u, limit)
 	}
-	got, err := debugfile.ReadBuildID(tmp.Name())
-	if err != nil {
-		return fmt.Errorf("check %s: %w (%w)", u, err, ErrNotFound)
-	}
-	if !bytes.Equal(got, buildID) {
-		return fmt.Errorf("check %s: build-id %x, want %x (%w)", u, got, buildID, ErrNotFound)
+	if verify != nil {
+		if err := verify(tmp.Name(), u); err != nil {
+			return err
+		}
 	}
 	if err := os.Rename(tmp.Name(), dst); err != nil {
 		return fmt.Errorf("store debug file: %w", err)

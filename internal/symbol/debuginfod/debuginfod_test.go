@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -389,5 +390,36 @@ func TestRealDebuginfod(t *testing.T) {
 	}
 	if _, err := c.Fetch(context.Background(), bytes.Repeat([]byte{0x42}, 20)); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown build-id: %v", err)
+	}
+}
+
+func TestFetchSource(t *testing.T) {
+	id := bytes.Repeat([]byte{0xab}, 20)
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.EscapedPath())
+		if r.URL.Path == "/buildid/"+hex.EncodeToString(id)+"/source/src/my dir/prog.c" {
+			io.WriteString(w, "int main(void) { return 0; }\n")
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	c := New([]string{srv.URL}, t.TempDir())
+	p, err := c.FetchSource(context.Background(), id, "/src/my dir/prog.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); !strings.Contains(string(b), "int main") {
+		t.Errorf("fetched %q", b)
+	}
+	if _, err := c.FetchSource(context.Background(), id, "/src/my dir/prog.c"); err != nil || len(asked) != 1 {
+		t.Errorf("second fetch: %v after %d requests, want the cached copy", err, len(asked))
+	}
+	if _, err := c.FetchSource(context.Background(), id, "/src/missing.c"); err == nil {
+		t.Errorf("missing source: no error")
+	}
+	if _, err := c.FetchSource(context.Background(), id, "relative.c"); err == nil {
+		t.Errorf("relative path: no error")
 	}
 }
