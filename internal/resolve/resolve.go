@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -321,6 +322,14 @@ func (r *Resolver) openImage(pid uint32, m *proc.Mapping) (*symbol.Image, error)
 	return nil, firstErr
 }
 
+// hostMachine is the ELF machine of this computer: JIT code runs where it was generated.
+func hostMachine() elf.Machine {
+	if runtime.GOARCH == "arm64" {
+		return elf.EM_AARCH64
+	}
+	return elf.EM_X86_64
+}
+
 // kernelStart is where x86-64 kernel addresses begin.
 const kernelStart = 0xffff800000000000
 
@@ -343,7 +352,7 @@ func (r *Resolver) CodeFor(pid uint32, addr, t uint64) store.Code {
 		if !ok {
 			return store.Code{Error: "no JIT source describes this code"}
 		}
-		c := store.Code{Pid: int(pid), Start: f.Start, Size: f.Size, Arch: int(elf.EM_X86_64), Bytes: f.Code}
+		c := store.Code{Pid: int(pid), Start: f.Start, Size: f.Size, Arch: int(hostMachine()), Bytes: f.Code}
 		if len(c.Bytes) == 0 {
 			c.Bytes, c.Error = readProcessMemory(int(pid), f.Start, f.Size)
 		}
