@@ -3,16 +3,48 @@ package cli
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stax-profiler/stax/internal/symbol"
 	"github.com/stax-profiler/stax/internal/symconf"
 )
+
+// maxSymbolizeInputs bounds how many addresses one symbolize call takes from stdin.
+const maxSymbolizeInputs = 10 << 20
+
+// symbolizeOne formats one address as addr2line -a -i -f does.
+func symbolizeOne(im *symbol.Image, s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	addr, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X"), 16, 64)
+	if err != nil {
+		return s + "\n?? bad address\n"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%#x\n", addr)
+	loc := im.Locate(addr)
+	if len(loc.Frames) == 0 {
+		b.WriteString("??\n??:0\n")
+		return b.String()
+	}
+	for _, f := range loc.Frames {
+		file := f.File
+		if file == "" {
+			file = "??"
+		}
+		fmt.Fprintf(&b, "%s\n%s:%d\n", f.Func, file, f.Line)
+	}
+	return b.String()
+}
 
 func symbolizeCmd(g *globals) *cobra.Command {
 	var exe string
@@ -34,49 +66,46 @@ debuglink, STAX_DEBUG_ROOT) or debuginfod when configured, as in a recording.`,
 			if err != nil {
 				return err
 			}
-			w := bufio.NewWriterSize(g.out, 1<<16)
-			defer w.Flush()
-			one := func(s string) {
-				s = strings.TrimSpace(s)
-				if s == "" {
-					return
-				}
-				addr, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X"), 16, 64)
-				if err != nil {
-					fmt.Fprintf(w, "%s\n?? bad address\n", s)
-					return
-				}
-				fmt.Fprintf(w, "%#x\n", addr)
-				loc := im.Locate(addr)
-				if len(loc.Frames) == 0 {
-					fmt.Fprintf(w, "??\n??:0\n")
-					return
-				}
-				for _, f := range loc.Frames {
-					file := f.File
-					if file == "" {
-						file = "??"
-					}
-					fmt.Fprintf(w, "%s\n%s:%d\n", f.Func, file, f.Line)
-				}
-			}
+			var inputs []string
 			if len(args) > 0 {
-				for _, a := range args {
-					one(a)
+				inputs = args
+			} else {
+				sc := bufio.NewScanner(os.Stdin)
+				sc.Buffer(make([]byte, 1<<16), 1<<20)
+				for sc.Scan() {
+					if len(inputs) >= maxSymbolizeInputs {
+						return fmt.Errorf("symbolize: more than %d addresses; split the list", maxSymbolizeInputs)
+					}
+					inputs = append(inputs, sc.Text())
 				}
-				return nil
-			}
-			rd := bufio.NewReaderSize(os.Stdin, 1<<16)
-			for {
-				line, err := rd.ReadString('\n')
-				one(line)
-				if err == io.EOF {
-					return nil
-				}
-				if err != nil {
+				if err := sc.Err(); err != nil {
 					return err
 				}
 			}
+			// Lookups are independent and the image is safe for concurrent use: spread them
+			// over the cores (each compile unit is decoded once, by whoever needs it first).
+			outs := make([]string, len(inputs))
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			for range runtime.GOMAXPROCS(0) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						i := int(next.Add(1) - 1)
+						if i >= len(inputs) {
+							return
+						}
+						outs[i] = symbolizeOne(im, inputs[i])
+					}
+				}()
+			}
+			wg.Wait()
+			w := bufio.NewWriterSize(g.out, 1<<16)
+			for _, o := range outs {
+				w.WriteString(o)
+			}
+			return w.Flush()
 		},
 	}
 	c.Flags().StringVarP(&exe, "exe", "e", "", "the ELF `IMAGE` whose addresses to name")

@@ -13,6 +13,9 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	kzlib "github.com/klauspost/compress/zlib"
+	"io"
+	"os"
 	"path"
 	"slices"
 	"sort"
@@ -76,16 +79,23 @@ func New(d *dwarf.Data) *Table {
 // Open reads the DWARF data of the ELF file at p. The sections are read
 // (and decompressed) immediately; units are decoded lazily.
 func Open(p string) (*Table, error) {
-	f, err := elf.Open(p)
+	file, err := os.Open(p)
 	if err != nil {
 		return nil, fmt.Errorf("open debug info: %w", err)
 	}
-	defer f.Close()
-	return FromELF(f)
+	defer file.Close()
+	f, err := elf.NewFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("open debug info: %w", err)
+	}
+	return fromELF(f, file)
 }
 
 // FromELF reads the DWARF data of f.
-func FromELF(f *elf.File) (t *Table, err error) {
+func FromELF(f *elf.File) (t *Table, err error) { return fromELF(f, nil) }
+
+// fromELF reads the DWARF data of f; ra, when not nil, reads the file's raw bytes.
+func fromELF(f *elf.File, ra io.ReaderAt) (t *Table, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			t, err = nil, fmt.Errorf("read DWARF: malformed data: %v", p)
@@ -100,17 +110,50 @@ func FromELF(f *elf.File) (t *Table, err error) {
 			return nil, fmt.Errorf("read DWARF: section %s is %d bytes, limit %d", s.Name, s.Size, MaxDWARFSection)
 		}
 	}
-	d, err := readDWARF(f)
+	d, err := readDWARF(f, ra)
 	if err != nil {
 		return nil, fmt.Errorf("read DWARF: %w", err)
 	}
 	return New(d), nil
 }
 
+// maxInflated bounds a compressed section's declared size.
+const maxInflated = 1 << 30
+
+// sectionData returns a section's contents. SHF_COMPRESSED zlib sections are inflated here
+// with a faster inflater than the standard library's, into a buffer of the declared size.
+func sectionData(f *elf.File, s *elf.Section, ra io.ReaderAt) ([]byte, error) {
+	if s.Flags&elf.SHF_COMPRESSED == 0 || ra == nil || f.Class != elf.ELFCLASS64 {
+		return s.Data()
+	}
+	if s.FileSize < 24 || s.FileSize > MaxDWARFSection {
+		return s.Data()
+	}
+	hdr := make([]byte, 24)
+	if _, err := ra.ReadAt(hdr, int64(s.Offset)); err != nil {
+		return nil, err
+	}
+	typ := f.ByteOrder.Uint32(hdr[0:])
+	size := f.ByteOrder.Uint64(hdr[8:])
+	if elf.CompressionType(typ) != elf.COMPRESS_ZLIB || size > maxInflated {
+		return s.Data()
+	}
+	zr, err := kzlib.NewReader(io.NewSectionReader(ra, int64(s.Offset)+24, int64(s.FileSize)-24))
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	out := make([]byte, size)
+	if _, err := io.ReadFull(zr, out); err != nil {
+		return nil, fmt.Errorf("inflate %s: %w", s.Name, err)
+	}
+	return out, nil
+}
+
 // readDWARF reads the sections names, lines and inline trees need, decompressing them in
 // parallel; location lists and the like are never read. Relocatable objects and old-style
 // .zdebug sections go through debug/elf, which knows how to relocate and inflate them.
-func readDWARF(f *elf.File) (*dwarf.Data, error) {
+func readDWARF(f *elf.File, ra io.ReaderAt) (*dwarf.Data, error) {
 	if f.Type == elf.ET_REL {
 		return f.DWARF()
 	}
@@ -136,7 +179,7 @@ func readDWARF(f *elf.File) (*dwarf.Data, error) {
 					errs[i] = fmt.Errorf("section .debug_%s: malformed: %v", n, p)
 				}
 			}()
-			data[i], errs[i] = s.Data()
+			data[i], errs[i] = sectionData(f, s, ra)
 		}()
 	}
 	wg.Wait()
@@ -157,6 +200,17 @@ func readDWARF(f *elf.File) (*dwarf.Data, error) {
 		}
 	}
 	return d, nil
+}
+
+// noCodeInside reports whether a DIE's children can hold no function or inlined code:
+// types and call sites, most of a unit's entries, whose subtrees are skipped undecoded.
+func noCodeInside(tag dwarf.Tag) bool {
+	switch tag {
+	case dwarf.TagStructType, dwarf.TagUnionType, dwarf.TagClassType, dwarf.TagEnumerationType,
+		dwarf.TagArrayType, dwarf.TagSubroutineType, dwarf.TagCallSite, 0x4109 /* GNU_call_site */ :
+		return true
+	}
+	return false
 }
 
 // index builds the sorted list of compilation unit ranges.
@@ -350,6 +404,10 @@ func (t *Table) decodeUnit(off dwarf.Offset) (*unit, error) {
 		}
 		cur := stack[len(stack)-1].fn
 		idx := cur
+		if e.Children && noCodeInside(e.Tag) {
+			r.SkipChildren()
+			continue
+		}
 		if e.Tag == dwarf.TagSubprogram || e.Tag == dwarf.TagInlinedSubroutine {
 			rs, _ := t.d.Ranges(e)
 			if len(rs) > 0 {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -342,6 +343,66 @@ func BenchmarkFrames(b *testing.B) {
 		tab.Frames(a)
 		if a += 7; a >= hi {
 			a = lo
+		}
+	}
+}
+
+// TestConcurrentFrames looks up libc's functions from several goroutines at once, as batch
+// symbolization does, and expects what one goroutine alone finds.
+func TestConcurrentFrames(t *testing.T) {
+	const libc = "/lib/x86_64-linux-gnu/libc.so.6"
+	f, err := elf.Open(libc)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	var id []byte
+	if s := f.Section(".note.gnu.build-id"); s != nil {
+		if b, err := s.Data(); err == nil && len(b) > 16 {
+			id = b[16:]
+		}
+	}
+	dbg := fmt.Sprintf("/usr/lib/debug/.build-id/%x/%x.debug", id[:min(1, len(id))], id[min(1, len(id)):])
+	if _, err := os.Stat(dbg); len(id) < 2 || err != nil {
+		t.Skip("libc debug file not installed")
+	}
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pcs []uint64
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 && len(pcs) < 800 {
+			pcs = append(pcs, s.Value+s.Size/2)
+		}
+	}
+	seq, err := Open(dbg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([][]Frame, len(pcs))
+	for i, pc := range pcs {
+		want[i], _ = seq.Frames(pc)
+	}
+	par, err := Open(dbg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([][]Frame, len(pcs))
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(pcs); i += 4 {
+				got[i], _ = par.Frames(pcs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range pcs {
+		if fmt.Sprint(got[i]) != fmt.Sprint(want[i]) {
+			t.Fatalf("%#x: concurrent %v, alone %v", pcs[i], got[i], want[i])
 		}
 	}
 }
