@@ -152,7 +152,7 @@ func (im *Image) Locate(vaddr uint64) Location {
 		if dfr, err := dw.Frames(vaddr); err == nil && len(dfr) > 0 {
 			loc.Frames = make([]Frame, len(dfr))
 			for i, f := range dfr {
-				loc.Frames[i] = Frame{Func: im.name(f.Func), File: f.File, Line: f.Line, Inlined: f.Inlined}
+				loc.Frames[i] = Frame{Func: im.name(f.Func), File: RemapRust(f.File), Line: f.Line, Inlined: f.Inlined}
 			}
 			// The symbol table names the outermost function more
 			// fully (C++ parameters, clone suffixes).
