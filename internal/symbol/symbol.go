@@ -305,6 +305,11 @@ func (c *Cache) load(path string) (*Image, error) {
 		return nil, err
 	}
 	im := &Image{Path: path, BuildID: el.BuildID, elf: el, opts: &c.opts}
+	if mini, err := miniDebugInfo(path); err != nil {
+		im.DebugErr = err
+	} else if mini != nil {
+		el.Merge(mini)
+	}
 	if el.HasDWARF {
 		im.dwPath = path
 	}
