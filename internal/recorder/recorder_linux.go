@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -474,6 +475,7 @@ func (r *Recorder) snapshot(final bool) *store.Run {
 	meta.ExitCode = r.exitCode
 	codes := append([]store.Code(nil), r.codes...)
 	r.mu.Unlock()
+	meta.Notes = append(meta.Notes, r.symbolNotes()...)
 	meta.Samples = st.Samples
 	meta.Unresolved = st.UnresolvedFrames
 	meta.Finished = final
@@ -481,6 +483,24 @@ func (r *Recorder) snapshot(final bool) *store.Run {
 		meta.End = time.Now()
 	}
 	return &store.Run{Meta: meta, Profile: *r.run.Profile(r.threads()), JIT: r.jitw.Sources(), Code: codes}
+}
+
+// symbolNotes says which symbol sources failed, so unnamed frames have a reason.
+func (r *Recorder) symbolNotes() []string {
+	var notes []string
+	if err := r.res.KernelError(); err != nil {
+		notes = append(notes, "kernel frames are unnamed: "+err.Error())
+	}
+	errs := r.res.ImageErrors()
+	paths := make([]string, 0, len(errs))
+	for p := range errs {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		notes = append(notes, "no symbols for "+p+": "+errs[p])
+	}
+	return notes
 }
 
 func (r *Recorder) save(final bool) {
