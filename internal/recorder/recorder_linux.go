@@ -258,7 +258,6 @@ func (r *Recorder) Loop() int {
 		deadline = time.After(r.opts.Duration)
 	}
 	exit := -1
-	targetGone := false
 loop:
 	for {
 		select {
@@ -269,7 +268,6 @@ loop:
 			break loop
 		case code := <-r.gateDone:
 			exit = code
-			targetGone = true
 			break loop
 		case <-ticker.C:
 		}
@@ -283,7 +281,6 @@ loop:
 			lastCheckpoint = time.Now()
 		}
 		if r.gate == nil && syscall.Kill(r.meta.Pid, 0) == syscall.ESRCH {
-			targetGone = true
 			break loop
 		}
 	}
@@ -305,7 +302,6 @@ loop:
 		r.exitCode = &exit
 		r.mu.Unlock()
 	}
-	_ = targetGone
 	r.save(true)
 	close(r.doneCh)
 	if exit < 0 {

@@ -143,7 +143,6 @@ func (r *Resolver) Resolve(pid uint32, t uint64, chain []uint64, out []agg.Frame
 		if i > 0 && lookup > 0 {
 			lookup-- // a return address: the call is the instruction before it
 		}
-		first := len(out)
 		var ok bool
 		out, ok = r.userFrames(pid, t, addr, lookup, out)
 		if !ok {
@@ -155,7 +154,6 @@ func (r *Resolver) Resolve(pid uint32, t uint64, chain []uint64, out []agg.Frame
 				leafFunc = len(out) - 1 // the outermost of the leaf's frames
 			}
 		}
-		_ = first
 	}
 	return out, leafFunc, leaf, unresolved
 }
