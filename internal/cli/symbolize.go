@@ -105,7 +105,10 @@ debuglink, STAX_DEBUG_ROOT) or debuginfod when configured, as in a recording.`,
 			for _, o := range outs {
 				w.WriteString(o)
 			}
-			return w.Flush()
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			return cache.Persist()
 		},
 	}
 	c.Flags().StringVarP(&exe, "exe", "e", "", "the ELF `IMAGE` whose addresses to name")

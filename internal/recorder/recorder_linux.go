@@ -289,6 +289,9 @@ loop:
 	r.sess.Close()
 	r.jitw.Close()
 	r.resolveAndNotify()
+	if err := r.res.Persist(); err != nil {
+		r.note("%v", err)
+	}
 	if r.gate != nil {
 		if exit < 0 {
 			// Recording ended first (stop or time limit): the command runs on; its status is

@@ -178,6 +178,10 @@ func (r *Resolver) kernelFrame(addr uint64) (agg.Frame, bool) {
 	return agg.Frame{Func: fmt.Sprintf("[unknown] %#x", addr), Image: ImageKernel, Kind: agg.KindUnknown}, false
 }
 
+// Persist saves what was decoded of the images' debug info to the symbol cache, so the next
+// run on the same binaries starts fast.
+func (r *Resolver) Persist() error { return r.syms.Persist() }
+
 // KernelError says why kernel symbols are missing, if they are.
 func (r *Resolver) KernelError() error {
 	r.mu.Lock()

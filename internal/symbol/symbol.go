@@ -17,9 +17,13 @@ package symbol
 import (
 	"bytes"
 	"context"
+	"debug/dwarf"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/stax-profiler/stax/internal/symbol/debugfile"
 	"github.com/stax-profiler/stax/internal/symbol/demangle"
@@ -78,6 +82,9 @@ type Options struct {
 	Demangler *demangle.Cache
 	// RawNames keeps names as they appear in the symbol tables.
 	RawNames bool
+	// TableCache is a directory where decoded DWARF tables are kept by build-id, so later
+	// processes need not decode them again; "" for none.
+	TableCache string
 }
 
 // Image is a loaded ELF image. It is safe for concurrent use.
@@ -91,6 +98,7 @@ type Image struct {
 	opts *Options
 
 	dwOnce sync.Once
+	dwDone atomic.Bool // dwOnce has run
 	dw     *dwarfline.Table
 	dwErr  error
 	dwPath string
@@ -127,13 +135,103 @@ func (im *Image) Symbol(vaddr uint64) (Symbol, bool) {
 // DWARF returns the image's DWARF table, loading it on first use.
 func (im *Image) DWARF() (*dwarfline.Table, error) {
 	im.dwOnce.Do(func() {
+		defer im.dwDone.Store(true)
 		if im.opts.NoDWARF || im.dwPath == "" {
 			im.dwErr = dwarfline.ErrNoDWARF
+			return
+		}
+		if cached := im.cachedTable(); cached != nil {
+			im.dw = cached
 			return
 		}
 		im.dw, im.dwErr = dwarfline.Open(im.dwPath)
 	})
 	return im.dw, im.dwErr
+}
+
+// tableCachePath is where the image's decoded DWARF is kept, "" without a cache or build-id.
+func (im *Image) tableCachePath() string {
+	if im.opts.TableCache == "" || len(im.BuildID) == 0 {
+		return ""
+	}
+	return filepath.Join(im.opts.TableCache, fmt.Sprintf("%x.dwl", im.BuildID))
+}
+
+// cachedTable loads the image's decoded DWARF from the table cache; units it lacks are
+// decoded from the DWARF file when first needed. A damaged cache file is ignored.
+func (im *Image) cachedTable() *dwarfline.Table {
+	p := im.tableCachePath()
+	if p == "" {
+		return nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	dwPath := im.dwPath
+	t, err := dwarfline.Import(f, func() (*dwarf.Data, error) {
+		full, err := dwarfline.Open(dwPath)
+		if err != nil {
+			return nil, err
+		}
+		return full.Data(), nil
+	})
+	if err != nil {
+		return nil
+	}
+	return t
+}
+
+// persist writes the image's decoded DWARF to the table cache when it decoded anything new.
+func (im *Image) persist() error {
+	p := im.tableCachePath()
+	if p == "" || im.dw == nil || im.dw.Decoded() == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return fmt.Errorf("save symbol cache: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".dwl-*")
+	if err != nil {
+		return fmt.Errorf("save symbol cache: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := im.dw.Export(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("save symbol cache: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("save symbol cache: %w", err)
+	}
+	return os.Rename(tmp.Name(), p)
+}
+
+// Persist saves the decoded DWARF of every image that decoded something new to the table
+// cache. Call it when lookups are done (at the end of a recording or a batch).
+func (c *Cache) Persist() error {
+	c.mu.Lock()
+	var ims []*Image
+	for _, e := range c.byKey {
+		select {
+		case <-e.done:
+			if e.im != nil && e.err == nil {
+				ims = append(ims, e.im)
+			}
+		default:
+		}
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, im := range ims {
+		if !im.dwDone.Load() {
+			continue // never asked for lines: nothing to save
+		}
+		if err := im.persist(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Frames returns the source frames for vaddr, innermost first.

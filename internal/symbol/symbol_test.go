@@ -367,3 +367,47 @@ func BenchmarkLibcLocate10k(b *testing.B) {
 		}
 	}
 }
+
+// TestTableCachePersists: a second cache over the same image answers from the table cache
+// written by the first, decoding nothing.
+func TestTableCachePersists(t *testing.T) {
+	dir := t.TempDir()
+	src, err := filepath.Abs("testdata/inline.cc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(dir, "inline")
+	if out, err := exec.Command("g++", "-O2", "-g", "-o", prog, src).CombinedOutput(); err != nil {
+		t.Skipf("g++: %v\n%s", err, out)
+	}
+	cacheDir := filepath.Join(dir, "cache")
+	first := NewCache(Options{TableCache: cacheDir})
+	im, err := first.Open(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pcs []uint64
+	for _, s := range im.ELF().Symbols() {
+		pcs = append(pcs, s.Addr+s.Size/2)
+	}
+	want := make([]string, len(pcs))
+	for i, pc := range pcs {
+		want[i] = fmt.Sprint(im.Frames(pc))
+	}
+	if err := first.Persist(); err != nil {
+		t.Fatal(err)
+	}
+	second := NewCache(Options{TableCache: cacheDir})
+	im2, err := second.Open(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, pc := range pcs {
+		if got := fmt.Sprint(im2.Frames(pc)); got != want[i] {
+			t.Fatalf("%#x: from the table cache %s, decoded %s", pc, got, want[i])
+		}
+	}
+	if dw, err := im2.DWARF(); err != nil || dw.Decoded() != 0 {
+		t.Errorf("second run decoded %d units (err %v), want 0", dw.Decoded(), err)
+	}
+}

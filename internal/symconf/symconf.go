@@ -5,6 +5,7 @@ package symconf
 
 import (
 	"os"
+	"path/filepath"
 
 	"github.com/stax-profiler/stax/internal/symbol"
 	"github.com/stax-profiler/stax/internal/symbol/debuginfod"
@@ -15,11 +16,30 @@ import (
 // /etc/debuginfod/*.urls with DEBUGINFOD_TIMEOUT, DEBUGINFOD_MAXSIZE and
 // DEBUGINFOD_CACHE_PATH, as elfutils reads them. note reports a configuration problem.
 func Options(note func(string, ...any)) symbol.Options {
-	opts := symbol.Options{DebugRoot: os.Getenv("STAX_DEBUG_ROOT")}
+	opts := symbol.Options{DebugRoot: os.Getenv("STAX_DEBUG_ROOT"), TableCache: TableCacheDir()}
 	if c := Debuginfod(note); c != nil {
 		opts.Fetcher = c
 	}
 	return opts
+}
+
+// TableCacheDir is where decoded DWARF tables are kept between runs: $STAX_HOME/cache/symbols,
+// else $XDG_CACHE_HOME/stax/symbols, else ~/.cache/stax/symbols; STAX_SYMBOL_CACHE=off turns
+// it off.
+func TableCacheDir() string {
+	if os.Getenv("STAX_SYMBOL_CACHE") == "off" {
+		return ""
+	}
+	if d := os.Getenv("STAX_HOME"); d != "" {
+		return filepath.Join(d, "cache", "symbols")
+	}
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "stax", "symbols")
+	}
+	if home, err := os.UserHomeDir(); err == nil && home != "" {
+		return filepath.Join(home, ".cache", "stax", "symbols")
+	}
+	return ""
 }
 
 // Debuginfod returns the debuginfod client of this environment, or nil when no server is

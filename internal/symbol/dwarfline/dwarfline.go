@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Limits applied to foreign debug information.
@@ -49,6 +50,11 @@ type Frame struct {
 // use.
 type Table struct {
 	d *dwarf.Data
+	// open loads d on first need, for a table imported from a cache (d is nil until then).
+	open    func() (*dwarf.Data, error)
+	dOnce   sync.Once
+	dErr    error
+	decoded atomic.Int32 // units decoded from DWARF (not imported)
 
 	indexOnce sync.Once
 	indexErr  error
@@ -217,6 +223,9 @@ func noCodeInside(tag dwarf.Tag) bool {
 func (t *Table) index() error {
 	t.indexOnce.Do(func() {
 		t.indexErr = guard("index DWARF units", func() error {
+			if _, err := t.data(); err != nil {
+				return err
+			}
 			r := t.d.Reader()
 			n := 0
 			for {
@@ -355,7 +364,24 @@ type topRange struct {
 	fn     int32
 }
 
+// data returns the DWARF data, loading it now for a table imported from a cache.
+func (t *Table) data() (*dwarf.Data, error) {
+	t.dOnce.Do(func() {
+		if t.d == nil && t.open != nil {
+			t.d, t.dErr = t.open()
+		}
+		if t.d == nil && t.dErr == nil {
+			t.dErr = ErrNoDWARF
+		}
+	})
+	return t.d, t.dErr
+}
+
 func (t *Table) decodeUnit(off dwarf.Offset) (*unit, error) {
+	if _, err := t.data(); err != nil {
+		return nil, err
+	}
+	t.decoded.Add(1)
 	r := t.d.Reader()
 	r.Seek(off)
 	cu, err := r.Next()

@@ -1,0 +1,283 @@
+package dwarfline
+
+import (
+	"bufio"
+	"debug/dwarf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+)
+
+// The cache format keeps what decoding a file's DWARF produced, so a later process answers
+// from it without inflating and walking the DWARF again: the unit index (address spans) and
+// every unit decoded so far. All integers are unsigned varints; strings are a length and
+// bytes. Units not in the cache are decoded from the DWARF on first need, as usual.
+const (
+	cacheMagic   = "STAXDWL1"
+	maxCacheStr  = 1 << 16
+	maxCacheSize = 1 << 30
+)
+
+// Decoded reports how many units this table decoded from DWARF (not from a cache): when it
+// is zero, exporting again would add nothing.
+func (t *Table) Decoded() int { return int(t.decoded.Load()) }
+
+// Export writes the unit index and every decoded unit.
+func (t *Table) Export(w io.Writer) error {
+	if err := t.index(); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	offs := make([]dwarf.Offset, 0, len(t.units))
+	units := make(map[dwarf.Offset]*unit, len(t.units))
+	for off, ue := range t.units {
+		if ue.u != nil && ue.err == nil {
+			offs = append(offs, off)
+			units[off] = ue.u
+		}
+	}
+	t.mu.Unlock()
+	slices.Sort(offs)
+
+	bw := bufio.NewWriterSize(w, 1<<16)
+	var b []byte
+	u := func(v uint64) { b = binary.AppendUvarint(b, v) }
+	str := func(s string) {
+		if len(s) > maxCacheStr {
+			s = s[:maxCacheStr]
+		}
+		u(uint64(len(s)))
+		b = append(b, s...)
+	}
+	flush := func() error {
+		_, err := bw.Write(b)
+		b = b[:0]
+		return err
+	}
+	b = append(b, cacheMagic...)
+	u(uint64(len(t.spans)))
+	for _, s := range t.spans {
+		u(s.lo)
+		u(s.hi)
+		u(uint64(s.cu))
+	}
+	u(uint64(len(offs)))
+	for _, off := range offs {
+		un := units[off]
+		u(uint64(off))
+		str(un.name)
+		str(un.compDir)
+		u(uint64(len(un.files)))
+		for _, f := range un.files {
+			str(f)
+		}
+		u(uint64(len(un.callFiles)))
+		for _, f := range un.callFiles {
+			str(f)
+		}
+		u(uint64(len(un.rows)))
+		var prev uint64
+		for _, r := range un.rows {
+			u(r.addr - prev) // rows are sorted by address
+			prev = r.addr
+			u(uint64(r.file + 1))
+			u(uint64(r.line))
+			if r.end {
+				u(1)
+			} else {
+				u(0)
+			}
+		}
+		u(uint64(len(un.funcs)))
+		for _, f := range un.funcs {
+			str(f.name)
+			u(uint64(f.parent + 1))
+			u(uint64(f.end))
+			u(uint64(f.callFile + 1))
+			u(uint64(f.callLine))
+			if f.inlined {
+				u(1)
+			} else {
+				u(0)
+			}
+			u(uint64(len(f.ranges)))
+			for _, rg := range f.ranges {
+				u(rg[0])
+				u(rg[1] - rg[0])
+			}
+		}
+		u(uint64(len(un.tops)))
+		for _, tr := range un.tops {
+			u(tr.lo)
+			u(tr.hi - tr.lo)
+			u(uint64(tr.fn))
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// errCache marks a damaged cache file.
+var errCache = errors.New("damaged DWARF cache")
+
+type cacheReader struct {
+	b   []byte
+	err error
+}
+
+func (r *cacheReader) u() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errCache
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+// count reads a length that must fit limit and the bytes left (each item takes at least
+// minBytes).
+func (r *cacheReader) count(limit, minBytes int) int {
+	v := r.u()
+	if r.err == nil && (v > uint64(limit) || v*uint64(minBytes) > uint64(len(r.b))) {
+		r.err = errCache
+	}
+	if r.err != nil {
+		return 0
+	}
+	return int(v)
+}
+
+func (r *cacheReader) str() string {
+	n := r.count(maxCacheStr, 1)
+	if r.err != nil {
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *cacheReader) i32(limit int) int32 {
+	v := r.u()
+	if r.err == nil && v > uint64(limit) {
+		r.err = errCache
+	}
+	return int32(v)
+}
+
+// Import reads a table exported by Export. open loads the file's DWARF when a unit that is
+// not in the cache is needed (it may be nil: such units are then unknown). A damaged cache
+// is an error, never a panic.
+func Import(rd io.Reader, open func() (*dwarf.Data, error)) (*Table, error) {
+	data, err := io.ReadAll(io.LimitReader(rd, maxCacheSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read DWARF cache: %w", err)
+	}
+	if len(data) > maxCacheSize || len(data) < len(cacheMagic) || string(data[:len(cacheMagic)]) != cacheMagic {
+		return nil, fmt.Errorf("read DWARF cache: %w", errCache)
+	}
+	r := &cacheReader{b: data[len(cacheMagic):]}
+	t := &Table{units: map[dwarf.Offset]*unitEntry{}, open: open}
+	ns := r.count(MaxUnits, 3)
+	t.spans = make([]span, 0, ns)
+	for range ns {
+		lo, hi, cu := r.u(), r.u(), r.u()
+		if r.err == nil && hi <= lo {
+			r.err = errCache
+		}
+		t.spans = append(t.spans, span{lo, hi, dwarf.Offset(cu)})
+	}
+	if r.err == nil && !sort.SliceIsSorted(t.spans, func(i, j int) bool { return t.spans[i].lo < t.spans[j].lo }) {
+		r.err = errCache
+	}
+	t.maxHi = make([]uint64, len(t.spans))
+	var m uint64
+	for i, s := range t.spans {
+		m = max(m, s.hi)
+		t.maxHi[i] = m
+	}
+	nu := r.count(MaxUnits, 8)
+	for range nu {
+		off := dwarf.Offset(r.u())
+		un := &unit{name: r.str(), compDir: r.str()}
+		nf := r.count(MaxLineRows, 1)
+		un.files = make([]string, nf)
+		for i := range un.files {
+			un.files[i] = r.str()
+		}
+		nc := r.count(MaxLineRows, 1)
+		un.callFiles = make([]string, nc)
+		for i := range un.callFiles {
+			un.callFiles[i] = r.str()
+		}
+		nr := r.count(MaxLineRows, 4)
+		un.rows = make([]row, nr)
+		var addr uint64
+		for i := range un.rows {
+			addr += r.u()
+			file := r.i32(nf) - 1
+			line := r.i32(1 << 30)
+			end := r.u() != 0
+			un.rows[i] = row{addr: addr, file: file, line: line, end: end}
+		}
+		nfn := r.count(MaxUnitEntries, 7)
+		un.funcs = make([]fn, nfn)
+		for i := range un.funcs {
+			f := fn{name: r.str()}
+			f.parent = r.i32(nfn) - 1
+			f.end = r.i32(nfn)
+			f.callFile = r.i32(nc+1) - 1
+			f.callLine = r.i32(1 << 30)
+			f.inlined = r.u() != 0
+			nrg := r.count(MaxUnitEntries, 2)
+			f.ranges = make([][2]uint64, nrg)
+			for k := range f.ranges {
+				lo := r.u()
+				f.ranges[k] = [2]uint64{lo, lo + r.u()}
+			}
+			if r.err == nil && (f.parent >= int32(i) || f.end < int32(i)) {
+				r.err = errCache // parents precede children; end covers the descendants
+			}
+			un.funcs[i] = f
+		}
+		nt := r.count(MaxUnitEntries, 3)
+		un.tops = make([]topRange, nt)
+		for i := range un.tops {
+			lo := r.u()
+			un.tops[i] = topRange{lo: lo, hi: lo + r.u(), fn: r.i32(max(nfn-1, 0))}
+		}
+		if r.err == nil && nfn == 0 && nt > 0 {
+			r.err = errCache
+		}
+		if r.err != nil {
+			break
+		}
+		ue := &unitEntry{u: un}
+		ue.once.Do(func() {}) // already decoded
+		t.units[off] = ue
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.err = errCache
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("read DWARF cache: %w", r.err)
+	}
+	t.indexOnce.Do(func() {}) // the index came with the cache
+	return t, nil
+}
+
+// Data returns the DWARF data behind a table opened from a file (nil for one imported from
+// a cache that has not needed it).
+func (t *Table) Data() *dwarf.Data { return t.d }
