@@ -41,7 +41,7 @@ type Resolver struct {
 	mu      sync.Mutex
 	images  map[string]*imageEntry // by build-id, else path
 	cache   map[frameKey][]agg.Frame
-	jits    map[uint32]*jit.Table
+	jits    sync.Map // pid -> *jit.Table; read per sample, so without a lock
 	kernel  *kallsyms.Table
 	kerr    error
 	kloaded bool
@@ -68,7 +68,6 @@ func New(tracker *proc.Tracker, opts symbol.Options) *Resolver {
 		syms:    symbol.NewCache(opts),
 		images:  map[string]*imageEntry{},
 		cache:   map[frameKey][]agg.Frame{},
-		jits:    map[uint32]*jit.Table{},
 		errors:  map[string]string{},
 	}
 }
@@ -81,21 +80,19 @@ func (r *Resolver) Learned() { r.version.Add(1) }
 
 // JIT returns pid's JIT table, creating it.
 func (r *Resolver) JIT(pid uint32) *jit.Table {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	t := r.jits[pid]
-	if t == nil {
-		t = jit.NewTable()
-		r.jits[pid] = t
+	if t, ok := r.jits.Load(pid); ok {
+		return t.(*jit.Table)
 	}
-	return t
+	t, _ := r.jits.LoadOrStore(pid, jit.NewTable())
+	return t.(*jit.Table)
 }
 
 // JITIfAny returns pid's JIT table or nil.
 func (r *Resolver) JITIfAny(pid uint32) *jit.Table {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.jits[pid]
+	if t, ok := r.jits.Load(pid); ok {
+		return t.(*jit.Table)
+	}
+	return nil
 }
 
 // Generation is the address-space generation of pid at time t: it changes whenever a
