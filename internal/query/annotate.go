@@ -17,9 +17,8 @@ import (
 	"github.com/stax-profiler/stax/internal/disasm"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/symbol"
+	"github.com/stax-profiler/stax/internal/symbol/debugfile"
 	"github.com/stax-profiler/stax/internal/symbol/debuginfod"
-	"github.com/stax-profiler/stax/internal/symbol/demangle"
-	"github.com/stax-profiler/stax/internal/symbol/elfsym"
 	"github.com/stax-profiler/stax/internal/symconf"
 )
 
@@ -131,29 +130,34 @@ func Annotate(run *store.Run, o AnnotateOptions) (*AnnotateResult, error) {
 			return lines[i-1].File, lines[i-1].Line, nil
 		}
 	}
-	if len(c.Lines) == 0 && c.Path != "" {
-		in.Lines = dwarfLines(c)
+	im := openImage(c)
+	if len(c.Lines) == 0 && im != nil {
+		in.Lines = dwarfLines(im, c)
 	}
-	in.Symbolize = symbolizer(run, c)
+	in.Symbolize = symbolizer(run, c, im)
 	return &AnnotateResult{Schema: 1, Run: run.Meta.ID, Annotation: annotate.Annotate(in), Others: others}, nil
+}
+
+// openImage opens the image native code came from, with its debug file, through the same
+// symbol chain as a recording; nil for JIT code or an image that is gone or has changed.
+func openImage(c store.Code) *symbol.Image {
+	if c.Path == "" {
+		return nil
+	}
+	var bid []byte
+	fmt.Sscanf(c.BuildID, "%x", &bid)
+	cache := symbol.NewCache(symconf.Options(func(string, ...any) {}))
+	for _, path := range imagePaths(c) {
+		if im, err := cache.OpenBuildID(path, bid); err == nil {
+			return im
+		}
+	}
+	return nil
 }
 
 // dwarfLines maps run-time addresses of native code to source lines and inline chains,
 // from the image's DWARF or its separate debug file.
-func dwarfLines(c store.Code) annotate.LineFunc {
-	var bid []byte
-	fmt.Sscanf(c.BuildID, "%x", &bid)
-	cache := symbol.NewCache(symconf.Options(func(string, ...any) {}))
-	var im *symbol.Image
-	for _, path := range imagePaths(c) {
-		var err error
-		if im, err = cache.OpenBuildID(path, bid); err == nil {
-			break
-		}
-	}
-	if im == nil {
-		return nil
-	}
+func dwarfLines(im *symbol.Image, c store.Code) annotate.LineFunc {
 	return func(addr uint64) (string, int, []string) {
 		loc := im.Locate(addr - c.Start + c.Vaddr)
 		if len(loc.Frames) == 0 || loc.Frames[0].Line == 0 {
@@ -247,8 +251,7 @@ func readImageCode(path string, c store.Code) (b []byte, err error) {
 	}
 	defer f.Close()
 	if c.BuildID != "" {
-		im, err := elfsym.FromFile(f, path)
-		if err == nil && len(im.BuildID) > 0 && fmt.Sprintf("%x", im.BuildID) != c.BuildID {
+		if id, err := debugfile.ReadBuildID(path); err == nil && fmt.Sprintf("%x", id) != c.BuildID {
 			return nil, fmt.Errorf("read code: %s has changed since the recording (build-id differs)", path)
 		}
 	}
@@ -267,11 +270,7 @@ func readImageCode(path string, c store.Code) (b []byte, err error) {
 
 // symbolizer names call targets: other functions of the same image, or other JIT code of
 // the run.
-func symbolizer(run *store.Run, c store.Code) annotate.SymbolFunc {
-	var im *elfsym.Image
-	if c.Path != "" {
-		im, _ = elfsym.Open(c.Path)
-	}
+func symbolizer(run *store.Run, c store.Code, im *symbol.Image) annotate.SymbolFunc {
 	return func(addr uint64) (string, bool) {
 		for _, o := range run.Code {
 			if addr >= o.Start && addr < o.Start+o.Size && len(o.Bytes) > 0 {
@@ -279,8 +278,8 @@ func symbolizer(run *store.Run, c store.Code) annotate.SymbolFunc {
 			}
 		}
 		if im != nil && addr >= c.Start-c.Vaddr {
-			if s, ok := im.Lookup(addr - c.Start + c.Vaddr); ok {
-				return demangle.Demangle(s.Name), true
+			if s, ok := im.Symbol(addr - c.Start + c.Vaddr); ok {
+				return s.Name, true
 			}
 		}
 		return "", false

@@ -20,7 +20,6 @@ import (
 	"github.com/stax-profiler/stax/internal/record"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/symbol"
-	"github.com/stax-profiler/stax/internal/symbol/kallsyms"
 )
 
 // Image names for frames that have no file.
@@ -38,13 +37,11 @@ type Resolver struct {
 
 	syms *symbol.Cache
 
-	mu      sync.Mutex
-	images  map[string]*imageEntry // by build-id, else path
-	cache   map[frameKey][]agg.Frame
-	jits    sync.Map // pid -> *jit.Table; read per sample, so without a lock
-	kernel  *kallsyms.Table
-	kerr    error
-	kloaded bool
+	mu          sync.Mutex
+	images      map[string]*imageEntry // by build-id, else path
+	cache       map[frameKey][]agg.Frame
+	jits        sync.Map    // pid -> *jit.Table; read per sample, so without a lock
+	kernelAsked atomic.Bool // a kernel frame was resolved, so kernel symbols were loaded
 
 	version atomic.Uint64
 	// Errors counts images that could not be loaded, by message, for status.
@@ -156,14 +153,8 @@ func (r *Resolver) Resolve(pid uint32, t uint64, chain []uint64, out []agg.Frame
 }
 
 func (r *Resolver) kernelFrame(addr uint64) (agg.Frame, bool) {
-	r.mu.Lock()
-	if !r.kloaded {
-		r.kloaded = true
-		r.kernel, r.kerr = kallsyms.Load("/proc/kallsyms")
-	}
-	k := r.kernel
-	r.mu.Unlock()
-	if k != nil {
+	r.kernelAsked.Store(true)
+	if k, _ := r.syms.Kernel(); k != nil {
 		if s, ok := k.Lookup(addr); ok {
 			img := ImageKernel
 			if s.Module != "" {
@@ -179,11 +170,13 @@ func (r *Resolver) kernelFrame(addr uint64) (agg.Frame, bool) {
 // run on the same binaries starts fast.
 func (r *Resolver) Persist() error { return r.syms.Persist() }
 
-// KernelError says why kernel symbols are missing, if they are.
+// KernelError says why kernel symbols are missing, if any kernel frame needed them.
 func (r *Resolver) KernelError() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.kerr
+	if !r.kernelAsked.Load() {
+		return nil
+	}
+	_, err := r.syms.Kernel()
+	return err
 }
 
 func (r *Resolver) userFrames(pid uint32, t, addr, lookup uint64, out []agg.Frame) ([]agg.Frame, bool) {
