@@ -14,7 +14,7 @@ build:
 # Record the bundled toy JIT (two loops generated at run time, 1:2 work) and show its
 # functions by name.
 demo: build
-	$(BIN)/stax record -q -- $(BIN)/toyjit -n1 1000000000 -n2 2000000000
+	$(BIN)/stax record -q -- $(BIN)/toyjit -cpu 3s
 	$(BIN)/stax top -n 10
 	$(BIN)/stax flame -d 8
 

@@ -1,7 +1,8 @@
 /*
  * ittjit.c - a tiny JIT for testing stax's JIT Profiling API collector.
  *
- * Usage: ittjit [ITERATIONS [fork]]
+ * Usage: ittjit [ITERATIONS|MSms [fork]] (MSms: alpha runs for MS milliseconds of CPU time
+ * and every other function for as many calls)
  *
  * It writes x86-64 code into anonymous memory (written while writable,
  * executed read+exec only), reports it through the JIT Profiling API and
@@ -34,6 +35,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ittstub.h"
@@ -141,11 +143,37 @@ static void load_v1(uint32_t id, char *name, void *addr, size_t size,
 	print_load(name ? name : "", id, addr, size);
 }
 
+/* In CPU-time mode (an argument like "300ms"), alpha runs until the thread has used that
+ * much CPU time and every other function runs as many times as alpha did, so their shares
+ * keep the ratio of their work whatever the machine's speed. */
+static double cpu_budget_ms;
+static unsigned long calls = 1;
+
+static double thread_cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 static void run(const char *name, void *fn)
 {
 	printf("run %s\n", name);
 	fflush(stdout);
-	((void (*)(void))fn)();
+	if (cpu_budget_ms > 0) {
+		double end = thread_cpu_ms() + cpu_budget_ms;
+
+		cpu_budget_ms = 0;
+		calls = 0;
+		do {
+			((void (*)(void))fn)();
+			calls++;
+		} while (thread_cpu_ms() < end);
+		return;
+	}
+	for (unsigned long i = 0; i < calls; i++)
+		((void (*)(void))fn)();
 }
 
 int main(int argc, char **argv)
@@ -154,8 +182,15 @@ int main(int argc, char **argv)
 	struct emit e;
 	int do_fork = argc > 2 && strcmp(argv[2], "fork") == 0;
 
-	if (argc > 1)
-		iterations = strtoull(argv[1], NULL, 0);
+	if (argc > 1) {
+		char *end;
+
+		iterations = strtoull(argv[1], &end, 0);
+		if (strcmp(end, "ms") == 0) {
+			cpu_budget_ms = (double)iterations;
+			iterations = 1 << 20;
+		}
+	}
 	pagesz = (size_t)sysconf(_SC_PAGESIZE);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("initialize %u\n", stub_load());

@@ -12,6 +12,11 @@
 //
 //	go run ./examples/toyjit -n1 100000000 -n2 200000000
 //
+// With -cpu DURATION the loops run in rounds (jitted_func1 counts to 2^22,
+// then jitted_func2 to 2^23) until the thread has used DURATION of CPU
+// time: the same 1:2 split, with a length that does not depend on the
+// machine's speed.
+//
 // Profile it with stax while it runs; the samples in the loops resolve to
 // jitted_func1 and jitted_func2 and to lines of loops.toy.
 package main
@@ -24,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
 	"unsafe"
 
 	"github.com/stax-profiler/stax/pkg/jitdump"
@@ -108,14 +114,27 @@ func main() {
 	perfMap := flag.Bool("perfmap", false, "also write perf-<pid>.map in -dir")
 	mark := flag.Bool("mmap", false, "map the dump executable, for perf inject --jit")
 	wait := flag.Bool("wait", false, "after running, print \"ready\" and wait for a line on stdin before exiting")
+	cpu := flag.Duration("cpu", 0, "run both loops in 1:2 rounds until the thread used this much CPU time (overrides -n1, -n2)")
 	flag.Parse()
-	if err := run(*n1, *n2, *dir, *perfMap, *mark, *wait); err != nil {
+	if *cpu > 0 {
+		*n1, *n2 = roundCount, 2*roundCount
+	}
+	if err := run(*n1, *n2, *cpu, *dir, *perfMap, *mark, *wait); err != nil {
 		fmt.Fprintln(os.Stderr, "toyjit:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n1, n2 uint64, dir string, perfMap, mark, wait bool) error {
+// roundCount is jitted_func1's count in one round of -cpu mode: a few milliseconds.
+const roundCount = 1 << 22
+
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+	return time.Duration(ts.Nano())
+}
+
+func run(n1, n2 uint64, cpu time.Duration, dir string, perfMap, mark, wait bool) error {
 	w, err := jitdump.Create(dir)
 	if err != nil {
 		return err
@@ -170,10 +189,21 @@ func run(n1, n2 uint64, dir string, perfMap, mark, wait bool) error {
 		}
 	}
 	fmt.Printf("dump %s\n", w.Path())
-	for _, f := range funcs {
-		addr := base + uint64(f.off)
-		r := callJIT(uintptr(addr))
-		fmt.Printf("%s at %#x returned %d\n", f.name, addr, r)
+	if cpu > 0 {
+		runtime.LockOSThread()
+		var rounds uint64
+		for end := threadCPU() + cpu; threadCPU() < end; rounds++ {
+			for _, f := range funcs {
+				callJIT(uintptr(base + uint64(f.off)))
+			}
+		}
+		fmt.Printf("%d rounds of jitted_func1 and jitted_func2\n", rounds)
+	} else {
+		for _, f := range funcs {
+			addr := base + uint64(f.off)
+			r := callJIT(uintptr(addr))
+			fmt.Printf("%s at %#x returned %d\n", f.name, addr, r)
+		}
 	}
 	if err := w.WriteClose(); err != nil {
 		return err

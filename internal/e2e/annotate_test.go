@@ -43,11 +43,7 @@ func TestAnnotateToyJITLiveAndAfterDumpRemoved(t *testing.T) {
 	e := newEnv(t)
 	toy := filepath.Join(t.TempDir(), "toyjit")
 	testutil.Run(t, testutil.RepoRoot(t), "go", "build", "-o", toy, "./examples/toyjit")
-	rec := e.cmd("record", "-q", "--", toy, "-n1", "500000000", "-n2", "3000000000")
-	if err := rec.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Process.Kill()
+	rec := e.startUntilReady(t.TempDir(), toy, "-cpu", "1s", "-wait")
 	if out, errOut, code := e.run("wait", "--until-symbol", "jitted_func2", "--for-samples", "700", "--timeout-ms", "60000"); code != 0 {
 		t.Fatalf("wait: exit %d\n%s%s", code, out, errOut)
 	}
@@ -68,9 +64,7 @@ func TestAnnotateToyJITLiveAndAfterDumpRemoved(t *testing.T) {
 		}
 	}
 	check("live")
-	if err := rec.Wait(); err != nil {
-		t.Fatal(err)
-	}
+	rec.finish(t)
 	var st api.Status
 	e.mustJSON(&st, "status")
 	dump := "/tmp/jit-" + strconv.Itoa(st.Meta.Pid) + ".dump"
@@ -84,7 +78,7 @@ func TestAnnotateNativeAndErrors(t *testing.T) {
 	testutil.RequirePerf(t)
 	e := newEnv(t)
 	prog := buildRatio(t)
-	if out, errOut, code := e.run("record", "-q", "--", prog, "200000000"); code != 0 {
+	if out, errOut, code := e.run("record", "-q", "--", prog, "300"); code != 0 {
 		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
 	}
 	var res query.AnnotateResult

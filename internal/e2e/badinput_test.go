@@ -145,7 +145,7 @@ func TestUnreadableBinary(t *testing.T) {
 	if err := os.WriteFile(exe, data, 0o711); err != nil {
 		t.Fatal(err)
 	}
-	_, stderr, code := e.runAs(setpriv, "record", "-q", "--", exe, "50000000")
+	_, stderr, code := e.runAs(setpriv, "record", "-q", "--", exe, "50")
 	if code != 1 {
 		t.Errorf("exit %d, want 1 (stderr %q)", code, stderr)
 	}

@@ -2,13 +2,18 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,6 +35,85 @@ type staxEnv struct {
 func newEnv(t *testing.T) *staxEnv {
 	t.Helper()
 	return &staxEnv{t: t, bin: testutil.Stax(t), home: t.TempDir()}
+}
+
+// syncBuffer collects a process's output; safe to read while the process writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// shareTolerance is the half-width, in percentage points, allowed around an expected share
+// p (0..1) measured over n samples: five standard errors of a binomial share, at least one
+// point.
+func shareTolerance(p float64, n uint64) float64 {
+	if n == 0 {
+		return 100
+	}
+	return math.Max(1, 500*math.Sqrt(p*(1-p)/float64(n)))
+}
+
+// liveRecording is a `stax record` of a program that does its work, prints "ready" and
+// then waits for a line on its standard input: while it waits, the run is live and holds
+// all of the program's samples.
+type liveRecording struct {
+	cmd   *exec.Cmd
+	out   syncBuffer
+	stdin io.WriteCloser
+}
+
+// startUntilReady starts `stax record -q -- args...` and returns once the program has
+// printed "ready".
+func (e *staxEnv) startUntilReady(dir string, args ...string) *liveRecording {
+	e.t.Helper()
+	l := &liveRecording{cmd: e.cmd(append([]string{"record", "-q", "--"}, args...)...)}
+	l.cmd.Dir = dir
+	var err error
+	if l.stdin, err = l.cmd.StdinPipe(); err != nil {
+		e.t.Fatal(err)
+	}
+	stdout, err := l.cmd.StdoutPipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	l.cmd.Stderr = &l.out
+	if err := l.cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { l.cmd.Process.Kill() })
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		fmt.Fprintln(&l.out, sc.Text())
+		if sc.Text() == "ready" {
+			go io.Copy(&l.out, stdout)
+			return l
+		}
+	}
+	l.cmd.Wait()
+	e.t.Fatalf("%v never printed ready:\n%s", args, l.out.String())
+	return nil
+}
+
+// finish lets the program exit and waits for the recording to end.
+func (l *liveRecording) finish(t *testing.T) {
+	t.Helper()
+	l.stdin.Write([]byte("\n"))
+	l.stdin.Close()
+	if err := l.cmd.Wait(); err != nil {
+		t.Fatalf("record: %v\n%s", err, l.out.String())
+	}
 }
 
 func (e *staxEnv) cmd(args ...string) *exec.Cmd {
@@ -84,7 +168,8 @@ func TestRatioTopAndFlame(t *testing.T) {
 	testutil.RequirePerf(t)
 	e := newEnv(t)
 	prog := buildRatio(t)
-	out, errOut, code := e.run("record", "-q", "--", prog, "400000000")
+	// work_a runs for 1 s of CPU time, work_b for 2 s: about 3,000 samples at 999 Hz.
+	out, errOut, code := e.run("record", "-q", "--", prog, "1000")
 	if code != 0 {
 		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
 	}
@@ -98,15 +183,17 @@ func TestRatioTopAndFlame(t *testing.T) {
 	if !okA || !okB {
 		t.Fatalf("work_a or work_b missing from top: %+v", top.Rows)
 	}
-	// 1:2 work: work_b holds two thirds of their samples. With n samples the standard error
-	// of that share is below 1 point for n > 2,000; 5 points is the promise.
+	// 1:2 CPU time: work_b holds two thirds of their samples. The workload is sized in CPU
+	// time, so the sample count does not depend on the machine's speed or load; fewer than
+	// half the expected 3,000 means samples were lost.
 	share := float64(b) * 100 / float64(a+b)
-	t.Logf("work_a %d, work_b %d samples: work_b share %.1f%% (want 66.7 ± 5)", a, b, share)
+	tol := shareTolerance(2.0/3, a+b)
+	t.Logf("work_a %d, work_b %d samples: work_b share %.1f%% (want 66.7 ± %.1f)", a, b, share, tol)
 	if a+b < 1500 {
-		t.Fatalf("too few samples to judge: %d", a+b)
+		t.Fatalf("too few samples to judge: %d (about 3,000 expected from 3 s of CPU time)", a+b)
 	}
-	if share < 61.7 || share > 71.7 {
-		t.Errorf("work_b share %.1f%%, want 66.7 ± 5", share)
+	if math.Abs(share-200.0/3) > tol {
+		t.Errorf("work_b share %.1f%%, want 66.7 ± %.1f", share, tol)
 	}
 
 	var fl api.Flame
@@ -158,8 +245,9 @@ func TestLiveQueriesThenStored(t *testing.T) {
 	testutil.RequirePerf(t)
 	e := newEnv(t)
 	prog := buildRatio(t)
-	rec := e.cmd("record", "-q", "--", prog, "1500000000")
-	var recOut bytes.Buffer
+	// 2 s + 4 s of CPU time: about 6,000 samples, so the run is still going after 2,000.
+	rec := e.cmd("record", "-q", "--", prog, "2000")
+	var recOut syncBuffer
 	rec.Stdout, rec.Stderr = &recOut, &recOut
 	if err := rec.Start(); err != nil {
 		t.Fatal(err)
@@ -209,7 +297,11 @@ func TestAttachStopAndThreads(t *testing.T) {
 	testutil.RequirePerf(t)
 	e := newEnv(t)
 	prog := buildRatio(t)
-	target := exec.Command(prog, "100000000", "forever")
+	target := exec.Command(prog, "100", "forever")
+	stdout, err := target.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := target.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -217,9 +309,11 @@ func TestAttachStopAndThreads(t *testing.T) {
 		target.Process.Kill()
 		target.Wait()
 	}()
-	time.Sleep(300 * time.Millisecond) // let it name its threads
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "threads named\n" {
+		t.Fatalf("the target did not name its threads: %q, %v", line, err)
+	}
 	rec := e.cmd("record", "-q", "-p", itoa(target.Process.Pid))
-	var recOut bytes.Buffer
+	var recOut syncBuffer
 	rec.Stdout, rec.Stderr = &recOut, &recOut
 	if err := rec.Start(); err != nil {
 		t.Fatal(err)
@@ -262,7 +356,8 @@ func TestForkAndExecAreFollowed(t *testing.T) {
 	e := newEnv(t)
 	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/fork.c")
 	prog := testutil.CC(t, t.TempDir(), "fork", "gcc", append(cflags, src)...)
-	if out, errOut, code := e.run("record", "-q", "--", prog, "300000000"); code != 0 {
+	// 300 ms of CPU time in each of the three functions: about 300 samples each.
+	if out, errOut, code := e.run("record", "-q", "--", prog, "300"); code != 0 {
 		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
 	}
 	var top api.Top
@@ -279,12 +374,12 @@ func TestCxxNamesAreDemangled(t *testing.T) {
 	e := newEnv(t)
 	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/mangled.cc")
 	prog := testutil.CC(t, t.TempDir(), "mangled", "g++", append(cflags, src)...)
-	if out, errOut, code := e.run("record", "-q", "--", prog, "300000000"); code != 0 {
+	if out, errOut, code := e.run("record", "-q", "--", prog, "300"); code != 0 {
 		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
 	}
 	var top api.Top
 	e.mustJSON(&top, "top", "-n", "50", "--sort", "total")
-	for _, fn := range []string{"geometry::Shape::area(unsigned long)", "geometry::Accumulator<unsigned long>::add(unsigned long)"} {
+	for _, fn := range []string{"geometry::Shape::area(double)", "geometry::Accumulator<unsigned long>::add(unsigned long)"} {
 		if _, total, ok := row(top, fn); !ok || total < 50 {
 			t.Errorf("%s missing (or %d samples) in %+v", fn, total, top.Rows)
 		}
@@ -297,7 +392,7 @@ func TestGoProgramIsNamed(t *testing.T) {
 	dir := t.TempDir()
 	prog := filepath.Join(dir, "goprog")
 	testutil.Run(t, filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/goprog"), "go", "build", "-o", prog, ".")
-	if out, errOut, code := e.run("record", "-q", "--", prog, "600000000"); code != 0 {
+	if out, errOut, code := e.run("record", "-q", "--", prog, "300ms"); code != 0 {
 		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
 	}
 	var top api.Top

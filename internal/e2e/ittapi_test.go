@@ -21,7 +21,7 @@ func TestJITProfilingAPINamesWithNoChange(t *testing.T) {
 	testutil.RequirePerf(t)
 	e := newEnv(t)
 	prog := buildITTJIT(t)
-	if out, errOut, code := e.run("record", "-q", "--", prog, "300000000"); code != 0 {
+	if out, errOut, code := e.run("record", "-q", "--", prog, "150ms"); code != 0 {
 		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
 	}
 	defer removeJITFiles(t, e)

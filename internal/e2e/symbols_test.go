@@ -204,7 +204,7 @@ func TestLibcInternalsNamed(t *testing.T) {
 	e := newEnv(t)
 	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/qsort.c")
 	prog := testutil.CC(t, t.TempDir(), "qsort", "gcc", "-O1", "-fno-omit-frame-pointer", src)
-	if out, errOut, code := e.run("record", "-q", "--", prog, "60"); code != 0 {
+	if out, errOut, code := e.run("record", "-q", "--", prog, "300"); code != 0 {
 		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
 	}
 	var top api.Top
@@ -231,7 +231,7 @@ func TestInlineFramesMatchAddr2line(t *testing.T) {
 	e := newEnv(t)
 	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/inline.cc")
 	prog := testutil.CC(t, t.TempDir(), "inline", "g++", "-O2", "-g", "-fno-omit-frame-pointer", src)
-	if out, errOut, code := e.run("record", "-q", "--", prog, "400000000"); code != 0 {
+	if out, errOut, code := e.run("record", "-q", "--", prog, "400"); code != 0 {
 		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
 	}
 	run, err := store.Load(latestRun(t, e))
@@ -364,7 +364,7 @@ func TestStrippedGoBinaryNamed(t *testing.T) {
 	e := newEnv(t)
 	prog := filepath.Join(t.TempDir(), "goprog")
 	testutil.Run(t, filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/goprog"), "go", "build", "-ldflags=-s -w", "-o", prog, ".")
-	if out, errOut, code := e.run("record", "-q", "--", prog, "600000000"); code != 0 {
+	if out, errOut, code := e.run("record", "-q", "--", prog, "300ms"); code != 0 {
 		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
 	}
 	var top api.Top
@@ -398,6 +398,11 @@ func TestAnnotateFetchesMissingSourceFromDebuginfod(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(src, text, 0o644)
+	header, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/cpubudget.h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "cpubudget.h"), header, 0o644)
 	prog := testutil.CC(t, dir, "split", "gcc", "-g", "-O1", "-fno-omit-frame-pointer", "-fno-inline", src)
 	id, err := debugfile.ReadBuildID(prog)
 	if err != nil {
@@ -407,9 +412,9 @@ func TestAnnotateFetchesMissingSourceFromDebuginfod(t *testing.T) {
 		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
 	}
 	os.Remove(src)
-	var asked []string
+	var asked syncBuffer
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		asked = append(asked, r.URL.Path)
+		fmt.Fprintln(&asked, r.URL.Path)
 		if r.URL.Path == fmt.Sprintf("/buildid/%x/source%s", id, src) {
 			w.Write(text)
 			return
@@ -429,6 +434,6 @@ func TestAnnotateFetchesMissingSourceFromDebuginfod(t *testing.T) {
 		t.Fatalf("annotate: exit %d: %s", code, errOut)
 	}
 	if !strings.Contains(out, "sink += i * 7;") {
-		t.Errorf("source text not fetched (server was asked %v):\n%s", asked, out)
+		t.Errorf("source text not fetched (server was asked %v):\n%s", asked.String(), out)
 	}
 }

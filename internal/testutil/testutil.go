@@ -88,7 +88,8 @@ var (
 )
 
 // Stax builds the stax binary (and the collector library beside it) once per test process
-// and returns its path.
+// and returns its path. Under -race the binary is built with -race, and a data race it
+// finds makes it exit with status 66 and a report on stderr.
 func Stax(t testing.TB) string {
 	t.Helper()
 	staxOnce.Do(func() {
@@ -97,7 +98,11 @@ func Stax(t testing.TB) string {
 			return
 		}
 		staxPath = filepath.Join(staxDir, "stax")
-		cmd := exec.Command("go", "build", "-o", staxPath, "./cmd/stax")
+		args := []string{"build", "-o", staxPath}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		cmd := exec.Command("go", append(args, "./cmd/stax")...)
 		cmd.Dir = RepoRoot(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			staxErr = err

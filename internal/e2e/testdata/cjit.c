@@ -1,9 +1,10 @@
 // A tiny JIT in C for the JIT-naming tests. Modes:
-//   reuse N     writes /tmp/jit-<pid>.dump (never mmapped: found by its path alone), loads
-//               reuse_alpha at address X and runs it N iterations, then frees X, loads
-//               reuse_beta at the same address X and runs it 2N iterations.
-//   mapexit N   runs mapped_gamma (N iterations) with no announcement at all, then writes
-//               /tmp/perf-<pid>.map at exit, as the JVM's DumpPerfMapAtExit does.
+//   reuse MS    writes /tmp/jit-<pid>.dump (never mmapped: found by its path alone), loads
+//               reuse_alpha at address X and runs it for MS milliseconds of CPU time, then
+//               frees X, loads reuse_beta at the same address X and runs it for 2*MS.
+//   mapexit MS  runs mapped_gamma for MS milliseconds of CPU time with no announcement at
+//               all, then writes /tmp/perf-<pid>.map at exit, as the JVM's
+//               DumpPerfMapAtExit does.
 // Built by the tests with: gcc -O1 -fno-omit-frame-pointer
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#include "cpubudget.h"
 
 static uint64_t now_ns(void) {
 	struct timespec ts;
@@ -71,12 +73,21 @@ static size_t emit(unsigned char *c, uint64_t n, unsigned char step) {
 
 typedef uint64_t (*fn)(void);
 
+// run calls the generated loop (CPU_CHUNK iterations a call) until ms of CPU time are spent.
+static uint64_t run(unsigned char *code, double ms) {
+	uint64_t sum = 0;
+	double end = thread_cpu_ms() + ms;
+	do sum += ((fn)code)(); while (thread_cpu_ms() < end);
+	return sum;
+}
+
 int main(int argc, char **argv) {
 	if (argc < 3) {
 		fprintf(stderr, "usage: cjit reuse|mapexit N\n");
 		return 2;
 	}
-	uint64_t n = strtoull(argv[2], 0, 10);
+	double ms = arg_ms(argc, argv, 2, 300);
+	uint64_t n = CPU_CHUNK;
 	unsigned char *mem = mmap(0, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED) {
 		perror("mmap");
@@ -86,17 +97,17 @@ int main(int argc, char **argv) {
 		dump_open();
 		size_t len = emit(mem, n, 1);
 		dump_load("reuse_alpha", mem, len);
-		printf("alpha %llu\n", (unsigned long long)((fn)mem)());
+		printf("alpha %llu\n", (unsigned long long)run(mem, ms));
 		// Free the code and put another function at the same address.
 		memset(mem, 0xcc, 64);
-		len = emit(mem, 2 * n, 1);
+		len = emit(mem, n, 1);
 		dump_load("reuse_beta", mem, len);
-		printf("beta %llu\n", (unsigned long long)((fn)mem)());
+		printf("beta %llu\n", (unsigned long long)run(mem, 2 * ms));
 		return 0;
 	}
 	if (strcmp(argv[1], "mapexit") == 0) {
 		size_t len = emit(mem, n, 1);
-		printf("gamma %llu\n", (unsigned long long)((fn)mem)());
+		printf("gamma %llu\n", (unsigned long long)run(mem, ms));
 		char path[64];
 		snprintf(path, sizeof path, "/tmp/perf-%d.map", getpid());
 		FILE *f = fopen(path, "w");

@@ -1,32 +1,47 @@
 // A parent that forks a child; each burns CPU in its own function. The child then execs
-// /bin/true-like work through exec of itself with an argument.
+// itself with an argument and burns CPU in a third function.
 // Built by the tests with: gcc -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls -fno-inline
+// Usage: fork MS: each of parent_work, child_work and exec_work runs for MS milliseconds of
+// CPU time.
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "cpubudget.h"
 
 volatile unsigned long sink;
-void parent_work(unsigned long n) { for (unsigned long i = 0; i < n; i++) sink += i; }
-void child_work(unsigned long n) { for (unsigned long i = 0; i < n; i++) sink += i * 3; }
-void exec_work(unsigned long n) { for (unsigned long i = 0; i < n; i++) sink += i * 5; }
+void parent_work(double ms) {
+	double end = thread_cpu_ms() + ms;
+	do
+		for (unsigned long i = 0; i < CPU_CHUNK; i++) sink += i;
+	while (thread_cpu_ms() < end);
+}
+void child_work(double ms) {
+	double end = thread_cpu_ms() + ms;
+	do
+		for (unsigned long i = 0; i < CPU_CHUNK; i++) sink += i * 3;
+	while (thread_cpu_ms() < end);
+}
+void exec_work(double ms) {
+	double end = thread_cpu_ms() + ms;
+	do
+		for (unsigned long i = 0; i < CPU_CHUNK; i++) sink += i * 5;
+	while (thread_cpu_ms() < end);
+}
 
 int main(int argc, char **argv) {
-	unsigned long n = argc > 1 ? strtoul(argv[1], 0, 10) : 100000000UL;
+	double ms = arg_ms(argc, argv, 1, 300);
 	if (argc > 2 && strcmp(argv[2], "exec") == 0) {
-		exec_work(n);
+		exec_work(ms);
 		return 0;
 	}
 	pid_t pid = fork();
 	if (pid == 0) {
-		child_work(n);
-		char num[32];
-		snprintf(num, sizeof num, "%lu", n);
-		execl("/proc/self/exe", argv[0], num, "exec", (char *)0);
+		child_work(ms);
+		execl("/proc/self/exe", argv[0], argv[1], "exec", (char *)0);
 		_exit(1);
 	}
-	parent_work(n);
+	parent_work(ms);
 	int st;
 	waitpid(pid, &st, 0);
 	printf("fork done\n");

@@ -1,7 +1,8 @@
 // C++ with namespaces, classes and templates, for demangling.
 // Built by the tests with: g++ -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls -fno-inline
+// Usage: mangled MS: Shape::area runs for MS milliseconds of CPU time.
 #include <cstdio>
-#include <cstdlib>
+#include "cpubudget.h"
 
 namespace geometry {
 volatile unsigned long sink;
@@ -16,17 +17,19 @@ template <typename T> struct Accumulator {
 };
 class Shape {
 public:
-	unsigned long area(unsigned long n) {
+	unsigned long area(double ms) {
 		Accumulator<unsigned long> acc;
-		for (unsigned long i = 0; i < n; i++) acc.add(i);
+		double end = thread_cpu_ms() + ms;
+		do
+			for (unsigned long i = 0; i < CPU_CHUNK / 8; i++) acc.add(i);
+		while (thread_cpu_ms() < end);
 		return acc.total;
 	}
 };
 } // namespace geometry
 
 int main(int argc, char **argv) {
-	unsigned long n = argc > 1 ? strtoul(argv[1], 0, 10) : 100000000UL;
 	geometry::Shape s;
-	std::printf("%lu\n", s.area(n));
+	std::printf("%lu\n", s.area(arg_ms(argc, argv, 1, 300)));
 	return 0;
 }

@@ -1,10 +1,15 @@
 // A Go program with a hot function, for Go symbol names.
+//
+// Usage: goprog DURATION: hotLoop runs until its thread has used DURATION of CPU time.
 package main
 
 import (
 	"fmt"
 	"os"
-	"strconv"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 var sink uint64
@@ -21,13 +26,26 @@ func hotLoop(n uint64) uint64 {
 	return s
 }
 
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+	return time.Duration(ts.Nano())
+}
+
 func main() {
-	n := uint64(300000000)
+	budget := 300 * time.Millisecond
 	if len(os.Args) > 1 {
-		if v, err := strconv.ParseUint(os.Args[1], 10, 64); err == nil {
-			n = v
+		d, err := time.ParseDuration(os.Args[1])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "goprog:", err)
+			os.Exit(2)
 		}
+		budget = d
 	}
-	sink = hotLoop(n)
+	runtime.LockOSThread()
+	end := threadCPU() + budget
+	for threadCPU() < end {
+		sink += hotLoop(1 << 20)
+	}
 	fmt.Println("go done", sink%10)
 }
