@@ -62,10 +62,10 @@ type Annotation struct {
 	Total   uint64 `json:"total"`
 	Outside uint64 `json:"outside,omitempty"` // samples outside the code
 	// MaxSamples is the sample count of the hottest instruction.
-	MaxSamples   uint64          `json:"maxSamples"`
+	MaxSamples   uint64          `json:"max_samples"`
 	Insts        []AnnotatedInst `json:"insts"`
-	SourceBlocks []SourceBlock   `json:"sourceBlocks,omitempty"`
-	HotLines     []LineStat      `json:"hotLines,omitempty"`
+	SourceBlocks []SourceBlock   `json:"source_blocks,omitempty"`
+	HotLines     []LineStat      `json:"hot_lines,omitempty"`
 }
 
 // AnnotatedInst is one instruction with its samples.
@@ -80,9 +80,9 @@ type AnnotatedInst struct {
 	Label string `json:"label,omitempty"`
 	// JumpFrom lists the addresses of the branches in the function that
 	// jump here.
-	JumpFrom []uint64 `json:"jumpFrom,omitempty"`
+	JumpFrom []uint64 `json:"jump_from,omitempty"`
 	// JumpLabel is the label of the target of a branch within the function.
-	JumpLabel string `json:"jumpLabel,omitempty"`
+	JumpLabel string `json:"jump_label,omitempty"`
 	// Backward is set for a branch within the function to an address at or
 	// before itself (a loop edge).
 	Backward bool `json:"backward,omitempty"`
@@ -99,7 +99,7 @@ type SourceBlock struct {
 	File        string   `json:"file"`
 	Line        int      `json:"line"`
 	Text        string   `json:"text,omitempty"` // the source line, if available
-	InlineChain []string `json:"inlineChain,omitempty"`
+	InlineChain []string `json:"inline_chain,omitempty"`
 	First       int      `json:"first"` // index of the first instruction
 	Last        int      `json:"last"`  // index of the last instruction
 	Samples     uint64   `json:"samples"`

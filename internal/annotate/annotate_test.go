@@ -129,7 +129,7 @@ func TestJSON(t *testing.T) {
 	if back.Total != a.Total || len(back.Insts) != len(a.Insts) || back.Insts[2].Label != "L1" || back.Insts[2].Addr != 0x1003 {
 		t.Errorf("round trip: %+v", back)
 	}
-	for _, key := range []string{`"func":"sum"`, `"hotLines"`, `"samples":6120`, `"text":"add    %rdi,%rax"`, `"display"`} {
+	for _, key := range []string{`"func":"sum"`, `"hot_lines"`, `"samples":6120`, `"text":"add    %rdi,%rax"`, `"display"`} {
 		if !bytes.Contains(b, []byte(key)) {
 			t.Errorf("JSON lacks %s", key)
 		}

@@ -7,13 +7,30 @@ import (
 	"github.com/stax-profiler/stax/internal/store"
 )
 
-// Schema is the version of every JSON document stax prints or serves.
-const Schema = 1
+// Schema is the version of every JSON document stax prints or serves. Version 2: every key
+// is snake_case (annotate's were camelCase) and documents about a run say its state.
+const Schema = 2
+
+// States of a run, in every document's "state".
+const (
+	StateLive    = "live"    // its recorder is running and answered
+	StateStored  = "stored"  // finished and saved
+	StateCrashed = "crashed" // its recorder ended without finishing: this is its last checkpoint
+)
+
+// StateOf is the state of a run read from the store.
+func StateOf(m store.Meta) string {
+	if m.Finished {
+		return StateStored
+	}
+	return StateCrashed
+}
 
 // Status describes a run.
 type Status struct {
 	Schema         int               `json:"schema"`
 	Live           bool              `json:"live"`
+	State          string            `json:"state"`
 	Meta           store.Meta        `json:"meta"`
 	ElapsedSec     float64           `json:"elapsed_sec"`
 	DistinctStacks int               `json:"distinct_stacks"`
@@ -38,6 +55,7 @@ type Top struct {
 	Schema  int          `json:"schema"`
 	Run     string       `json:"run"`
 	Live    bool         `json:"live"`
+	State   string       `json:"state"`
 	Samples uint64       `json:"samples"`
 	Sort    string       `json:"sort"`
 	Rows    []agg.TopRow `json:"rows"`
@@ -48,6 +66,7 @@ type Flame struct {
 	Schema  int            `json:"schema"`
 	Run     string         `json:"run"`
 	Live    bool           `json:"live"`
+	State   string         `json:"state"`
 	Samples uint64         `json:"samples"`
 	Root    *agg.FlameNode `json:"root"`
 }
@@ -57,6 +76,7 @@ type Threads struct {
 	Schema  int             `json:"schema"`
 	Run     string          `json:"run"`
 	Live    bool            `json:"live"`
+	State   string          `json:"state"`
 	Samples uint64          `json:"samples"`
 	Rows    []agg.ThreadRow `json:"rows"`
 }
@@ -81,6 +101,8 @@ type Wait struct {
 type RunInfo struct {
 	ID       string   `json:"id"`
 	Live     bool     `json:"live"`
+	State    string   `json:"state"`            // live, stored, crashed, damaged
+	Reason   string   `json:"reason,omitempty"` // why a damaged file cannot be read
 	Command  []string `json:"command,omitempty"`
 	Pid      int      `json:"pid"`
 	Samples  uint64   `json:"samples"`

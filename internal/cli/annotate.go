@@ -27,6 +27,9 @@ hottest match wins and the others are listed so you can refine. JIT'd code is an
 the bytes its JIT announced (kept in the run), so it works after the process has exited.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkTid(tid); err != nil {
+				return err
+			}
 			r, err := rf.pick()
 			if err != nil {
 				return err

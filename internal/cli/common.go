@@ -51,13 +51,6 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func liveWord(live bool) string {
-	if live {
-		return "live"
-	}
-	return "stored"
-}
-
 // commas formats n with thousands separators.
 func commas(n uint64) string {
 	s := strconv.FormatUint(n, 10)
@@ -73,8 +66,8 @@ func commas(n uint64) string {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-func header(w io.Writer, id string, live bool, samples uint64, extra string) {
-	fmt.Fprintf(w, "run %s (%s) · %s samples%s\n", id, liveWord(live), commas(samples), extra)
+func header(w io.Writer, id, state string, samples uint64, extra string) {
+	fmt.Fprintf(w, "run %s (%s) · %s samples%s\n", id, state, commas(samples), extra)
 }
 
 func trimBrackets(s string) string {
@@ -82,4 +75,28 @@ func trimBrackets(s string) string {
 		return s[1 : len(s)-1]
 	}
 	return s
+}
+
+// checkCount rejects a row count below 1.
+func checkCount(flag string, n int) error {
+	if n < 1 {
+		return usageErr("%s must be 1 or more, not %d", flag, n)
+	}
+	return nil
+}
+
+func checkTid(tid int) error {
+	if tid < 0 {
+		return usageErr("--tid must be a thread id (stax threads lists them), not %d", tid)
+	}
+	return nil
+}
+
+// tidHasSamples turns an answer for a thread with no samples into a not-found error: a
+// mistyped thread id would otherwise look like an idle thread.
+func tidHasSamples(tid int, run string, samples uint64) error {
+	if tid != 0 && samples == 0 {
+		return notFound(fmt.Errorf("thread %d has no samples in run %s (stax threads --run %s lists its threads)", tid, run, run))
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -28,8 +29,14 @@ samples spent in it and its callees, indented under its caller. Branches under
 --threshold-pct are left out; --depth bounds how deep the tree goes.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if depth < 0 || threshold < 0 {
-				return usageErr("--depth and --threshold-pct must not be negative")
+			if depth < 0 {
+				return usageErr("--depth must be 0 (all levels) or more, not %d", depth)
+			}
+			if threshold < 0 || threshold > 100 || math.IsNaN(threshold) {
+				return usageErr("--threshold-pct must be between 0 and 100, not %g", threshold)
+			}
+			if err := checkTid(tid); err != nil {
+				return err
 			}
 			r, err := rf.pick()
 			if err != nil {
@@ -42,10 +49,13 @@ samples spent in it and its callees, indented under its caller. Branches under
 			if err != nil {
 				return err
 			}
+			if err := tidHasSamples(tid, res.Run, res.Samples); err != nil {
+				return err
+			}
 			if rf.json {
 				return printJSON(g.out, res)
 			}
-			header(g.out, res.Run, res.Live, res.Samples, fmt.Sprintf(" · depth %d · threshold %.1f%%", depth, threshold))
+			header(g.out, res.Run, res.State, res.Samples, fmt.Sprintf(" · depth %d · threshold %.1f%%", depth, threshold))
 			if res.Root != nil {
 				for _, ch := range res.Root.Children {
 					printFlame(g.out, ch, 0)

@@ -24,7 +24,7 @@ func listCmd(g *globals) *cobra.Command {
 			seen := map[string]bool{}
 			for _, r := range client.LiveRuns() {
 				var st api.Status
-				info := api.RunInfo{ID: r.ID, Live: true}
+				info := api.RunInfo{ID: r.ID, Live: true, State: api.StateLive}
 				if err := r.Get(context.Background(), "/v1/status", nil, &st); err == nil {
 					info.Command, info.Pid, info.Samples = st.Meta.Command, st.Meta.Pid, st.Meta.Samples
 					info.Start = st.Meta.Start.Format(time.RFC3339)
@@ -32,19 +32,21 @@ func listCmd(g *globals) *cobra.Command {
 				out.Runs = append(out.Runs, info)
 				seen[r.ID] = true
 			}
-			ids, err := store.List()
+			stored, err := client.Stored()
 			if err != nil {
 				return err
 			}
-			for _, id := range ids {
-				if seen[id] {
+			for _, sr := range stored {
+				if seen[sr.ID] {
 					continue
 				}
-				info := api.RunInfo{ID: id}
-				if run, err := store.Load(store.Path(id)); err == nil {
-					info.Command, info.Pid, info.Samples = run.Meta.Command, run.Meta.Pid, run.Meta.Samples
-					info.Start = run.Meta.Start.Format(time.RFC3339)
-					info.Finished = run.Meta.Finished
+				info := api.RunInfo{ID: sr.ID, State: api.StateOf(sr.Meta)}
+				if sr.Err != nil {
+					info.State, info.Reason = "damaged", sr.Err.Error()
+				} else {
+					info.Command, info.Pid, info.Samples = sr.Meta.Command, sr.Meta.Pid, sr.Meta.Samples
+					info.Start = sr.Meta.Start.Format(time.RFC3339)
+					info.Finished = sr.Meta.Finished
 				}
 				out.Runs = append(out.Runs, info)
 			}
@@ -53,13 +55,11 @@ func listCmd(g *globals) *cobra.Command {
 			}
 			fmt.Fprintf(g.out, "%-24s %-10s %10s  %-20s  %s\n", "RUN", "STATE", "SAMPLES", "START", "COMMAND")
 			for _, r := range out.Runs {
-				state := "stored"
-				if r.Live {
-					state = "live"
-				} else if !r.Finished {
-					state = "partial"
+				what := strings.Join(r.Command, " ")
+				if r.State == "damaged" {
+					what = r.Reason
 				}
-				fmt.Fprintf(g.out, "%-24s %-10s %10s  %-20s  %s\n", r.ID, state, commas(r.Samples), r.Start, strings.Join(r.Command, " "))
+				fmt.Fprintf(g.out, "%-24s %-10s %10s  %-20s  %s\n", r.ID, r.State, commas(r.Samples), r.Start, what)
 			}
 			return nil
 		},
@@ -85,6 +85,13 @@ func stopCmd(g *globals) *cobra.Command {
 				r = live[0]
 			}
 			if r == nil || !r.Live {
+				if run == "" {
+					if newest, err := client.Pick(""); err == nil {
+						if m, err := store.ReadMeta(store.Path(newest.ID)); err == nil && !m.Finished {
+							return notFound(fmt.Errorf("no live run to stop: run %s crashed (its recorder ended without finishing; its last checkpoint is kept)", newest.ID))
+						}
+					}
+				}
 				return notFound(fmt.Errorf("no live run to stop (stax list shows the runs)"))
 			}
 			var res map[string]any

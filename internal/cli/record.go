@@ -91,7 +91,7 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 				notef("recording %s as run %s (%d Hz); ask with: stax top, stax flame, stax wait --for-samples N", what, rec.ID(), freq)
 			}
 			sigs := make(chan os.Signal, 2)
-			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 			defer signal.Stop(sigs)
 			go func() {
 				for sig := range sigs {
@@ -99,21 +99,28 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 						rec.Stop()
 						continue
 					}
-					// The terminal already sent Ctrl-C to the whole foreground group; only pass
-					// on what the command did not get itself.
-					time.Sleep(100 * time.Millisecond)
 					rec.ForwardSignal(sig)
 				}
 			}()
-			exit := rec.Loop()
-			<-rec.Done()
-			if srv != nil {
-				srv.Close()
-			}
-			if !quiet {
+			summarized := make(chan struct{})
+			go func() {
+				defer close(summarized)
+				<-rec.Done()
+				if srv != nil {
+					srv.Close()
+				}
 				st := rec.Snapshot()
-				notef("run %s: %s samples, %s lost, saved to %s", rec.ID(), commas(st.Meta.Samples), commas(st.Meta.Lost), rec.StorePath())
-			}
+				if rec.CommandRunsOn() {
+					notef("recording stopped: run %s saved (%s samples); %s keeps running, and stax exits with its status when it ends",
+						rec.ID(), commas(st.Meta.Samples), args[0])
+					return
+				}
+				if !quiet {
+					notef("run %s: %s samples, %s lost, saved to %s", rec.ID(), commas(st.Meta.Samples), commas(st.Meta.Lost), rec.StorePath())
+				}
+			}()
+			exit := rec.Loop()
+			<-summarized
 			if exit != 0 {
 				return &exitError{exit, errors.New("")}
 			}

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -73,11 +76,13 @@ Typical session:
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetArgs(args)
+	root.Version = version()
+	root.SetVersionTemplate("stax {{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageErr("%v (see: %s --help)", err, c.CommandPath())
+		return usageErr("%s (see: %s --help)", flagError(err), c.CommandPath())
 	})
 	root.AddCommand(recordCmd(g), waitCmd(g), statusCmd(g), listCmd(g), stopCmd(g),
-		topCmd(g), flameCmd(g), threadsCmd(g), annotateCmd(g), symbolizeCmd(g))
+		topCmd(g), flameCmd(g), threadsCmd(g), annotateCmd(g), symbolizeCmd(g), rmCmd(g), gcCmd(g))
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return ExitOK
@@ -93,6 +98,64 @@ Typical session:
 		fmt.Fprintf(stderr, "stax: %s\n", msg)
 	}
 	return code
+}
+
+// Version is stax's version; release builds set it with
+// -ldflags "-X github.com/stax-profiler/stax/internal/cli.Version=v1.2.3".
+var Version string
+
+// version is Version, else what the Go toolchain recorded: the module version, or the
+// commit a development build came from.
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown version)"
+	}
+	v := info.Main.Version
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if (v == "" || v == "(devel)") && rev != "" {
+		return "devel-" + rev[:min(12, len(rev))] + dirty
+	}
+	if v == "" {
+		v = "(devel)"
+	}
+	return v
+}
+
+var badFlagValue = regexp.MustCompile(`^invalid argument "(.*)" for "(.*)" flag: (.*)$`)
+
+// flagError rewrites the flag parser's messages for a bad value, which end in a Go parse
+// error, as one plain line.
+func flagError(err error) string {
+	m := badFlagValue.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err.Error()
+	}
+	want := "a valid value"
+	switch {
+	case strings.Contains(m[3], "ParseInt"), strings.Contains(m[3], "ParseUint"):
+		want = "a whole number"
+	case strings.Contains(m[3], "ParseFloat"):
+		want = "a number"
+	case strings.Contains(m[3], "ParseBool"):
+		want = "true or false"
+	case strings.Contains(m[3], "duration"):
+		want = "a duration such as 500ms or 2s"
+	}
+	return fmt.Sprintf("%s: %q is not %s", m[2], m[1], want)
 }
 
 func isCobraUsage(err error) bool {

@@ -43,15 +43,11 @@ func statusCmd(g *globals) *cobra.Command {
 
 func printStatus(g *globals, st api.Status) {
 	m := st.Meta
-	state := "stored"
-	switch {
-	case st.Live:
-		state = "live"
-	case !m.Finished:
-		state = "checkpoint (the recorder did not finish)"
-	}
 	w := g.out
-	fmt.Fprintf(w, "run:       %s (%s)\n", m.ID, state)
+	fmt.Fprintf(w, "run:       %s (%s)\n", m.ID, st.State)
+	if st.State == api.StateCrashed {
+		fmt.Fprintf(w, "crashed:   the recorder ended without finishing; this is its last checkpoint, at %.1fs\n", st.ElapsedSec)
+	}
 	fmt.Fprintf(w, "command:   %s\n", strings.Join(m.Command, " "))
 	mode := "launched"
 	if m.Attached {

@@ -20,6 +20,9 @@ func threadsCmd(g *globals) *cobra.Command {
 		Short: "List threads by samples, with their names",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if err := checkCount("-n", n); err != nil {
+				return err
+			}
 			r, err := rf.pick()
 			if err != nil {
 				return err
@@ -33,7 +36,7 @@ func threadsCmd(g *globals) *cobra.Command {
 			if rf.json {
 				return printJSON(g.out, res)
 			}
-			header(g.out, res.Run, res.Live, res.Samples, "")
+			header(g.out, res.Run, res.State, res.Samples, "")
 			fmt.Fprintf(g.out, "%8s %8s %10s %8s  %-16s  %s\n", "TID", "PID", "SAMPLES", "PCT", "NAME", "HOTTEST FUNCTION")
 			for _, row := range res.Rows {
 				fmt.Fprintf(g.out, "%8d %8d %10s %7.2f%%  %-16s  %s\n", row.Tid, row.Pid, commas(row.Samples), row.Pct, row.Name, row.TopFunc)

@@ -28,6 +28,12 @@ image+0xOFFSET or [unknown] 0xADDRESS.`,
 			if sort != "self" && sort != "total" {
 				return usageErr("--sort must be self or total, not %q", sort)
 			}
+			if err := checkCount("-n", n); err != nil {
+				return err
+			}
+			if err := checkTid(tid); err != nil {
+				return err
+			}
 			r, err := rf.pick()
 			if err != nil {
 				return err
@@ -39,6 +45,9 @@ image+0xOFFSET or [unknown] 0xADDRESS.`,
 			if err != nil {
 				return err
 			}
+			if err := tidHasSamples(tid, res.Run, res.Samples); err != nil {
+				return err
+			}
 			if rf.json {
 				return printJSON(g.out, res)
 			}
@@ -46,7 +55,7 @@ image+0xOFFSET or [unknown] 0xADDRESS.`,
 			if tid != 0 {
 				extra += fmt.Sprintf(" · tid %d", tid)
 			}
-			header(g.out, res.Run, res.Live, res.Samples, extra)
+			header(g.out, res.Run, res.State, res.Samples, extra)
 			fmt.Fprintf(g.out, "%8s %10s %8s %10s  %s\n", "SELF%", "SELF", "TOTAL%", "TOTAL", "FUNCTION  [IMAGE]")
 			for _, row := range res.Rows {
 				name := row.Func

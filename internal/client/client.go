@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/stax-profiler/stax/internal/api"
@@ -61,7 +62,12 @@ func LiveRuns() []*Run {
 		sock := filepath.Join(dir, n)
 		c, err := net.DialTimeout("unix", sock, time.Second)
 		if err != nil {
-			continue // a recorder that died; its stored checkpoint still answers
+			// A recorder that died (kill -9, a crash) leaves its socket behind: nothing
+			// listens on it, so it is removed; the run's last checkpoint still answers.
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				os.Remove(sock)
+			}
+			continue
 		}
 		c.Close()
 		out = append(out, newLive(strings.TrimSuffix(n, ".sock"), sock))
@@ -95,7 +101,35 @@ func Pick(id string) (*Run, error) {
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("no runs yet: %w (start one with: stax record -- CMD)", ErrNotFound)
 	}
-	return &Run{ID: ids[0]}, nil
+	// The newest run whose file is whole: a damaged file is skipped (stax list shows it).
+	for _, id := range ids {
+		if store.Check(store.Path(id)) == nil {
+			return &Run{ID: id}, nil
+		}
+	}
+	return nil, fmt.Errorf("every stored run is damaged: %w (stax list shows them; stax rm removes them)", ErrNotFound)
+}
+
+// Stored lists the stored runs, newest first, with their meta read from the file's header
+// alone; a file that cannot be read is listed with the reason in Err.
+func Stored() ([]StoredRun, error) {
+	ids, err := store.List()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]StoredRun, 0, len(ids))
+	for _, id := range ids {
+		m, err := store.ReadMeta(store.Path(id))
+		out = append(out, StoredRun{ID: id, Meta: m, Err: err})
+	}
+	return out, nil
+}
+
+// StoredRun is one file of the run store.
+type StoredRun struct {
+	ID   string
+	Meta store.Meta
+	Err  error // the file is damaged
 }
 
 // Get asks a live run and decodes the JSON answer into out.

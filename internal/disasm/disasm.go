@@ -94,17 +94,17 @@ type Inst struct {
 	// a VEX/EVEX instruction the decoder does not know is a mnemonic from
 	// a small table or "(vex)"/"(evex)" followed by its bytes.
 	Text      string `json:"text"`
-	Target    uint64 `json:"target,omitempty"`    // direct branch target, if HasTarget
-	HasTarget bool   `json:"hasTarget,omitempty"` // Target is valid
-	IsCall    bool   `json:"isCall,omitempty"`
-	IsJump    bool   `json:"isJump,omitempty"` // conditional or unconditional jump (not call/ret)
-	IsRet     bool   `json:"isRet,omitempty"`
+	Target    uint64 `json:"target,omitempty"`     // direct branch target, if HasTarget
+	HasTarget bool   `json:"has_target,omitempty"` // Target is valid
+	IsCall    bool   `json:"is_call,omitempty"`
+	IsJump    bool   `json:"is_jump,omitempty"` // conditional or unconditional jump (not call/ret)
+	IsRet     bool   `json:"is_ret,omitempty"`
 	Bad       bool   `json:"bad,omitempty"` // bytes could not be decoded ("(bad)")
 	// DataRef is the address a RIP-relative memory operand refers to,
 	// if HasDataRef. Text then ends in an objdump-style comment
 	// "# 0x404010" (with " <name>" when a symbolizer names it).
-	DataRef    uint64 `json:"dataRef,omitempty"`
-	HasDataRef bool   `json:"hasDataRef,omitempty"`
+	DataRef    uint64 `json:"data_ref,omitempty"`
+	HasDataRef bool   `json:"has_data_ref,omitempty"`
 }
 
 // Mnemonic returns the first word of the instruction text, after any

@@ -46,6 +46,16 @@ func TestBadInputGivesOneLineAndExitCode(t *testing.T) {
 		{"no runs at all", []string{"top"}, 5, "no runs yet"},
 		{"stop with nothing live", []string{"stop"}, 5, "no live run"},
 		{"missing pid", []string{"record", "-p", "999999999"}, 5, "no such process"},
+		{"pid not a number", []string{"record", "-p", "abc"}, 2, `"abc" is not a whole number`},
+		{"negative row count", []string{"top", "-n", "-1"}, 2, "-n must be 1 or more"},
+		{"zero threads", []string{"threads", "-n", "0"}, 2, "-n must be 1 or more"},
+		{"threshold over 100", []string{"flame", "--threshold-pct", "200"}, 2, "between 0 and 100"},
+		{"negative depth", []string{"flame", "-d", "-3"}, 2, "--depth"},
+		{"zero frequency", []string{"record", "-F", "0", "--", "true"}, 2, "-F must be"},
+		{"negative duration", []string{"record", "-l", "-1", "--", "true"}, 2, "must not be negative"},
+		{"negative tid", []string{"top", "--tid", "-4"}, 2, "--tid"},
+		{"rm of a run that is not there", []string{"rm", "no-such-run"}, 5, "no stored run"},
+		{"gc without --keep", []string{"gc"}, 2, "--keep"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -110,8 +110,21 @@ func (g *Gate) Abort() {
 	g.cmd.Wait()
 }
 
-// Signal forwards a signal to the command.
-func (g *Gate) Signal(sig os.Signal) { g.cmd.Process.Signal(sig) }
+// Signal passes a signal stax received on to the command, unless the command got it
+// already: a terminal sends SIGINT (Ctrl-C), SIGQUIT and SIGHUP to its whole foreground
+// process group, as `kill -SIG -PGID` does, so while the command shares stax's process
+// group those reach it without help, and a second copy would interrupt its handler (a
+// Python program's cleanup, say). SIGTERM, and anything sent once the command has left
+// stax's process group, is passed on.
+func (g *Gate) Signal(sig os.Signal) {
+	switch sig {
+	case syscall.SIGINT, syscall.SIGQUIT, syscall.SIGHUP:
+		if pg, err := syscall.Getpgid(g.cmd.Process.Pid); err == nil && pg == syscall.Getpgrp() {
+			return
+		}
+	}
+	g.cmd.Process.Signal(sig)
+}
 
 // Wait waits for the command and returns its exit status as a shell reports it (128+signal
 // when killed).

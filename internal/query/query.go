@@ -1,4 +1,5 @@
-// Package query answers stax's query commands over a run, live or stored.
+// Package query answers stax's query commands over a run, live or stored. Answers describe
+// a stored run; the live server marks its own answers live.
 package query
 
 import (
@@ -24,7 +25,7 @@ func Top(run *store.Run, o TopOptions) api.Top {
 	if rows == nil {
 		rows = []agg.TopRow{}
 	}
-	return api.Top{Schema: api.Schema, Run: run.Meta.ID, Live: !run.Meta.Finished, Samples: samples, Sort: sort, Rows: rows}
+	return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Samples: samples, Sort: sort, Rows: rows}
 }
 
 // FlameOptions are the flags of `stax flame`.
@@ -37,7 +38,7 @@ type FlameOptions struct {
 // Flame answers `stax flame`.
 func Flame(run *store.Run, o FlameOptions) api.Flame {
 	root, samples := agg.Flame(&run.Profile, agg.Filter{Tid: o.Tid}, o.Depth, o.ThresholdPct)
-	return api.Flame{Schema: api.Schema, Run: run.Meta.ID, Live: !run.Meta.Finished, Samples: samples, Root: root}
+	return api.Flame{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Samples: samples, Root: root}
 }
 
 // Threads answers `stax threads`.
@@ -46,5 +47,5 @@ func Threads(run *store.Run, n int) api.Threads {
 	if rows == nil {
 		rows = []agg.ThreadRow{}
 	}
-	return api.Threads{Schema: api.Schema, Run: run.Meta.ID, Live: !run.Meta.Finished, Samples: samples, Rows: rows}
+	return api.Threads{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Samples: samples, Rows: rows}
 }

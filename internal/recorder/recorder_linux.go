@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -61,6 +62,8 @@ type Recorder struct {
 	exitCode   *int
 	codes      []store.Code
 	cut        uint64 // samples at or after this time wait for the next step
+
+	stoppedFirst atomic.Bool // the recording ended while the launched command runs on
 
 	stopOnce sync.Once
 	stopCh   chan struct{}
@@ -145,7 +148,13 @@ func Start(opts Options) (*Recorder, error) {
 	if sess.Note != "" {
 		r.note("%s", sess.Note)
 	}
-	r.id = NewID(r.meta.Pid)
+	if r.id, err = store.Claim(NewID(r.meta.Pid)); err != nil {
+		sess.Close()
+		if r.gate != nil {
+			r.gate.Abort()
+		}
+		return nil, err
+	}
 	r.meta.ID = r.id
 	r.meta.Freq = opts.Freq
 	r.meta.Event = sess.Event
@@ -166,6 +175,7 @@ func Start(opts Options) (*Recorder, error) {
 			return nil, err
 		}
 	}
+	r.save(false) // the claimed file holds a readable run from the start
 	return r, nil
 }
 
@@ -235,6 +245,10 @@ func (r *Recorder) Done() <-chan struct{} { return r.doneCh }
 // Stop ends the recording (the target keeps running).
 func (r *Recorder) Stop() { r.stopOnce.Do(func() { close(r.stopCh) }) }
 
+// CommandRunsOn reports, once Done is closed, whether the recording ended (stax stop or
+// the time limit) while the launched command goes on running.
+func (r *Recorder) CommandRunsOn() bool { return r.stoppedFirst.Load() }
+
 // ForwardSignal passes a signal to a launched command.
 func (r *Recorder) ForwardSignal(sig os.Signal) bool {
 	if r.gate == nil {
@@ -296,6 +310,7 @@ loop:
 		if exit < 0 {
 			// Recording ended first (stop or time limit): the command runs on; its status is
 			// still ours to return.
+			r.stoppedFirst.Store(true)
 			r.save(true)
 			close(r.doneCh)
 			exit = <-r.gateDone
@@ -478,9 +493,7 @@ func (r *Recorder) snapshot(final bool) *store.Run {
 	meta.Samples = st.Samples
 	meta.Unresolved = st.UnresolvedFrames
 	meta.Finished = final
-	if final {
-		meta.End = time.Now()
-	}
+	meta.End = time.Now() // for a checkpoint, its time: a crashed run's last known moment
 	return &store.Run{Meta: meta, Profile: *r.run.Profile(r.threads()), JIT: r.jitw.Sources(), Code: codes}
 }
 
@@ -513,10 +526,10 @@ func (r *Recorder) save(final bool) {
 func (r *Recorder) Status() api.Status {
 	run := r.Snapshot()
 	st := StatusOf(run)
-	st.Live = true
+	st.Live, st.State = true, api.StateLive
 	select {
 	case <-r.doneCh:
-		st.Live = false
+		st.Live, st.State = false, api.StateStored
 	default:
 	}
 	st.ElapsedSec = time.Since(r.start).Seconds()
@@ -528,8 +541,8 @@ func (r *Recorder) Status() api.Status {
 
 // StatusOf summarizes a saved or live run.
 func StatusOf(run *store.Run) api.Status {
-	st := api.Status{Schema: api.Schema, Meta: run.Meta, JIT: run.JIT, Threads: len(run.Profile.Threads),
-		DistinctStacks: len(run.Profile.Stacks)}
+	st := api.Status{Schema: api.Schema, State: api.StateOf(run.Meta), Meta: run.Meta, JIT: run.JIT,
+		Threads: len(run.Profile.Threads), DistinctStacks: len(run.Profile.Stacks)}
 	if st.JIT == nil {
 		st.JIT = []store.JITSource{}
 	}

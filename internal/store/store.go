@@ -26,7 +26,7 @@ import (
 )
 
 // FormatVersion is the saved-run format version written by this stax.
-const FormatVersion = 1
+const FormatVersion = 2
 
 const (
 	magic       = "STAXRUN\x00"
@@ -98,11 +98,32 @@ type Run struct {
 	Code    []Code      `json:"code,omitempty"`
 }
 
-// Encode writes r in the saved-run format.
+// body is what a file holds after its meta section.
+type body struct {
+	Profile agg.Profile `json:"profile"`
+	JIT     []JITSource `json:"jit,omitempty"`
+	Code    []Code      `json:"code,omitempty"`
+}
+
+// maxMeta bounds the meta section (the command line and notes live there).
+const maxMeta = 4 << 20
+
+// Encode writes a run: the header, then the payload (checksummed): the meta section (a
+// length and uncompressed JSON, so listing runs reads a few hundred bytes per file) and
+// the gzip'd rest.
 func Encode(w io.Writer, r *Run) error {
+	meta, err := json.Marshal(r.Meta)
+	if err != nil {
+		return fmt.Errorf("encode run: %w", err)
+	}
+	if len(meta) > maxMeta {
+		return fmt.Errorf("encode run: meta of %d bytes is over the %d-byte limit", len(meta), maxMeta)
+	}
 	var payload bytes.Buffer
+	payload.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(meta))))
+	payload.Write(meta)
 	zw, _ := gzip.NewWriterLevel(&payload, gzip.BestSpeed)
-	if err := json.NewEncoder(zw).Encode(r); err != nil {
+	if err := json.NewEncoder(zw).Encode(body{Profile: r.Profile, JIT: r.JIT, Code: r.Code}); err != nil {
 		return fmt.Errorf("encode run: %w", err)
 	}
 	if err := zw.Close(); err != nil {
@@ -111,50 +132,74 @@ func Encode(w io.Writer, r *Run) error {
 	var hdr [headerSize]byte
 	copy(hdr[:], magic)
 	binary.LittleEndian.PutUint32(hdr[8:], FormatVersion)
-	binary.LittleEndian.PutUint32(hdr[12:], crc32.Checksum(payload.Bytes(), crc32.MakeTable(crc32.Castagnoli)))
+	binary.LittleEndian.PutUint32(hdr[12:], crc32.Checksum(payload.Bytes(), castagnoli))
 	binary.LittleEndian.PutUint64(hdr[16:], uint64(payload.Len()))
 	if _, err := w.Write(hdr[:]); err != nil {
 		return err
 	}
-	_, err := w.Write(payload.Bytes())
+	_, err = w.Write(payload.Bytes())
 	return err
 }
 
-// Decode reads a saved run and checks it.
-func Decode(rd io.Reader) (*Run, error) {
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// header is a file's fixed header, checked.
+type header struct {
+	version uint32
+	sum     uint32
+	size    uint64 // payload bytes
+}
+
+func readHeader(rd io.Reader) (header, error) {
 	var hdr [headerSize]byte
 	if _, err := io.ReadFull(rd, hdr[:]); err != nil {
-		return nil, fmt.Errorf("read run header: %w", err)
+		return header{}, fmt.Errorf("read run header: %w", err)
 	}
 	if string(hdr[:8]) != magic {
-		return nil, errors.New("read run: not a stax run file (bad magic)")
+		return header{}, errors.New("read run: not a stax run file (bad magic)")
 	}
-	if v := binary.LittleEndian.Uint32(hdr[8:]); v != FormatVersion {
-		return nil, fmt.Errorf("read run: format version %d is not supported (this stax reads %d)", v, FormatVersion)
+	h := header{binary.LittleEndian.Uint32(hdr[8:]), binary.LittleEndian.Uint32(hdr[12:]), binary.LittleEndian.Uint64(hdr[16:])}
+	if h.version < 1 || h.version > FormatVersion {
+		return header{}, fmt.Errorf("read run: format version %d is not supported (this stax reads 1 to %d; a newer stax wrote it)", h.version, FormatVersion)
 	}
-	sum := binary.LittleEndian.Uint32(hdr[12:])
-	n := binary.LittleEndian.Uint64(hdr[16:])
-	if n > maxPayload {
-		return nil, fmt.Errorf("read run: payload of %d bytes is over the %d-byte limit", n, maxPayload)
+	if h.size > maxPayload {
+		return header{}, fmt.Errorf("read run: payload of %d bytes is over the %d-byte limit", h.size, maxPayload)
 	}
-	payload := make([]byte, 0, min(n, 1<<20))
+	return h, nil
+}
+
+// Decode reads a run written by Encode (this format version or an older one), checking
+// its checksum and every index.
+func Decode(rd io.Reader) (*Run, error) {
+	h, err := readHeader(rd)
+	if err != nil {
+		return nil, err
+	}
+	payload := make([]byte, 0, min(h.size, 1<<20))
 	buf := bytes.NewBuffer(payload)
-	if got, err := io.CopyN(buf, rd, int64(n)); err != nil {
-		return nil, fmt.Errorf("read run: payload truncated at %d of %d bytes", got, n)
+	if got, err := io.CopyN(buf, rd, int64(h.size)); err != nil {
+		return nil, fmt.Errorf("read run: payload truncated at %d of %d bytes", got, h.size)
 	}
-	if crc32.Checksum(buf.Bytes(), crc32.MakeTable(crc32.Castagnoli)) != sum {
+	if crc32.Checksum(buf.Bytes(), castagnoli) != h.sum {
 		return nil, errors.New("read run: checksum mismatch (the file is damaged)")
+	}
+	var r Run
+	var into any = &r
+	if h.version >= 2 {
+		meta, err := metaSection(buf)
+		if err != nil {
+			return nil, err
+		}
+		r.Meta = meta
+		into = &bodyOf{&r}
 	}
 	zr, err := gzip.NewReader(buf)
 	if err != nil {
 		return nil, fmt.Errorf("read run: %w", err)
 	}
-	var r Run
-	// Bound what the JSON may expand to, so a small hostile file cannot make the decoder
-	// allocate gigabytes.
-	limit := min(int64(maxExpanded), int64(n)*maxRatio+1<<20)
+	limit := min(int64(maxExpanded), int64(h.size)*maxRatio+1<<20)
 	dec := json.NewDecoder(&capReader{r: zr, left: limit})
-	if err := dec.Decode(&r); err != nil {
+	if err := dec.Decode(into); err != nil {
 		return nil, fmt.Errorf("read run: %w", err)
 	}
 	if err := validate(&r); err != nil {
@@ -163,7 +208,91 @@ func Decode(rd io.Reader) (*Run, error) {
 	return &r, nil
 }
 
-// capReader fails once more than left bytes have been read.
+// bodyOf decodes a version 2 body into a Run.
+type bodyOf struct{ r *Run }
+
+func (b *bodyOf) UnmarshalJSON(data []byte) error {
+	var v body
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	b.r.Profile, b.r.JIT, b.r.Code = v.Profile, v.JIT, v.Code
+	return nil
+}
+
+func metaSection(rd io.Reader) (Meta, error) {
+	var n [4]byte
+	if _, err := io.ReadFull(rd, n[:]); err != nil {
+		return Meta{}, fmt.Errorf("read run meta: %w", err)
+	}
+	size := binary.LittleEndian.Uint32(n[:])
+	if size > maxMeta {
+		return Meta{}, fmt.Errorf("read run meta: %d bytes is over the %d-byte limit", size, maxMeta)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(rd, b); err != nil {
+		return Meta{}, fmt.Errorf("read run meta: %w", err)
+	}
+	var m Meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Meta{}, fmt.Errorf("read run meta: %w", err)
+	}
+	return m, nil
+}
+
+// ReadMeta reads only a run file's meta: the header, the file's size and, for files of
+// format 2 and later, the meta section, without the checksum or the compressed rest (older
+// files are decoded whole). A file that is cut short or not a run file is an error.
+func ReadMeta(path string) (Meta, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Meta{}, fmt.Errorf("open run: %w", err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return Meta{}, fmt.Errorf("open run: %w", err)
+	}
+	h, err := readHeader(f)
+	if err != nil {
+		return Meta{}, err
+	}
+	if uint64(info.Size()) != headerSize+h.size {
+		return Meta{}, fmt.Errorf("read run: the file has %d bytes, its header says %d (it is truncated or damaged)", info.Size(), headerSize+h.size)
+	}
+	if h.version < 2 {
+		f.Seek(0, io.SeekStart)
+		r, err := Decode(f)
+		if err != nil {
+			return Meta{}, err
+		}
+		return r.Meta, nil
+	}
+	return metaSection(io.LimitReader(f, int64(h.size)))
+}
+
+// Check reads a run file's header and checksum without decoding it: it says whether the
+// file is whole.
+func Check(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open run: %w", err)
+	}
+	defer f.Close()
+	h, err := readHeader(f)
+	if err != nil {
+		return err
+	}
+	sum := crc32.New(castagnoli)
+	if got, err := io.CopyN(sum, f, int64(h.size)); err != nil {
+		return fmt.Errorf("read run: payload truncated at %d of %d bytes", got, h.size)
+	}
+	if sum.Sum32() != h.sum {
+		return errors.New("read run: checksum mismatch (the file is damaged)")
+	}
+	return nil
+}
+
 type capReader struct {
 	r    io.Reader
 	left int64
@@ -263,6 +392,32 @@ func Dir() string {
 
 // Path is where the run with id is stored.
 func Path(id string) string { return filepath.Join(Dir(), id+".stax") }
+
+// Claim reserves a run id that no other recorder holds: base itself, else base-2, base-3,
+// ... It creates the run's file (empty until the first Save replaces it), so two
+// recorders started in the same second for the same pid never share an id, a file or a
+// socket.
+func Claim(base string) (string, error) {
+	if err := os.MkdirAll(Dir(), 0o700); err != nil {
+		return "", fmt.Errorf("claim run id: %w", err)
+	}
+	for n := 1; n <= 1000; n++ {
+		id := base
+		if n > 1 {
+			id = fmt.Sprintf("%s-%d", base, n)
+		}
+		f, err := os.OpenFile(Path(id), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("claim run id: %w", err)
+		}
+		f.Close()
+		return id, nil
+	}
+	return "", fmt.Errorf("claim run id: 1000 runs named %s already exist (remove some with stax rm or stax gc)", base)
+}
 
 // ValidID reports whether id is a safe run id (no path separators).
 func ValidID(id string) bool {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"hash/crc32"
 	"io"
@@ -69,6 +70,73 @@ func frame(version uint32, payload []byte) []byte {
 	return append(hdr, payload...)
 }
 
+// withMeta builds a format 2 payload: the meta section, then body.
+func withMeta(meta string, body []byte) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, uint32(len(meta)))
+	return append(append(b, meta...), body...)
+}
+
+// TestReadsFormat1 reads a file of the first format: the whole run gzip'd as one document.
+func TestReadsFormat1(t *testing.T) {
+	want := sampleRun()
+	js, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "old.stax")
+	os.WriteFile(path, frame(1, gz(string(js))), 0o600)
+	got, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("format 1 read as %+v", got)
+	}
+	meta, err := ReadMeta(path)
+	if err != nil || meta.ID != want.Meta.ID {
+		t.Errorf("ReadMeta of a format 1 file: %+v, %v", meta, err)
+	}
+}
+
+// TestReadMetaAndCheck: listing reads the meta alone, and a damaged file is told apart
+// without decoding it.
+func TestReadMetaAndCheck(t *testing.T) {
+	dir := t.TempDir()
+	good := encode(t, sampleRun())
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := write("good.stax", good)
+	meta, err := ReadMeta(p)
+	if err != nil || !reflect.DeepEqual(meta, sampleRun().Meta) {
+		t.Fatalf("ReadMeta: %+v, %v", meta, err)
+	}
+	if err := Check(p); err != nil {
+		t.Errorf("Check of a good file: %v", err)
+	}
+	flipped := append([]byte(nil), good...)
+	flipped[len(flipped)-3] ^= 0x10
+	p = write("flipped.stax", flipped)
+	if _, err := ReadMeta(p); err != nil {
+		t.Errorf("ReadMeta reads the meta of a file damaged past it: %v", err)
+	}
+	if err := Check(p); err == nil || !strings.Contains(err.Error(), "checksum") {
+		t.Errorf("Check of a bit-flipped file: %v", err)
+	}
+	p = write("short.stax", good[:len(good)-10])
+	if _, err := ReadMeta(p); err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Errorf("ReadMeta of a truncated file: %v", err)
+	}
+	p = write("foreign.stax", []byte("#!/bin/sh\necho not a run\n"))
+	if _, err := ReadMeta(p); err == nil || !strings.Contains(err.Error(), "not a stax run file") {
+		t.Errorf("ReadMeta of a foreign file: %v", err)
+	}
+}
+
 func gz(s string) []byte {
 	var b bytes.Buffer
 	w := gzip.NewWriter(&b)
@@ -126,7 +194,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"empty", nil, "header"},
 		{"short header", good[:10], "header"},
 		{"bad magic", mod(func(b []byte) []byte { b[0] = 'X'; return b }), "bad magic"},
-		{"wrong version", mod(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], FormatVersion+1); return b }), "format version 2"},
+		{"wrong version", mod(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], FormatVersion+1); return b }), "format version 3"},
 		{"version zero", mod(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], 0); return b }), "format version 0"},
 		{"checksum mismatch", mod(func(b []byte) []byte { b[12] ^= 1; return b }), "checksum"},
 		{"payload bit flip", mod(func(b []byte) []byte { b[len(b)/2] ^= 0x40; return b }), "checksum"},
@@ -134,9 +202,14 @@ func TestDecodeErrors(t *testing.T) {
 		{"header only", good[:headerSize], "truncated"},
 		{"payload over the limit", mod(func(b []byte) []byte { binary.LittleEndian.PutUint64(b[16:], maxPayload+1); return b }), "limit"},
 		{"payload length all ones", mod(func(b []byte) []byte { binary.LittleEndian.PutUint64(b[16:], ^uint64(0)); return b }), "limit"},
-		{"not gzip", frame(FormatVersion, []byte("plain text, not gzip")), "gzip"},
-		{"not json", frame(FormatVersion, gz("not json")), "invalid character"},
-		{"json of the wrong shape", frame(FormatVersion, gz(`{"profile":{"frames":7}}`)), "cannot unmarshal"},
+		{"v1 not gzip", frame(1, []byte("plain text, not gzip")), "gzip"},
+		{"v1 not json", frame(1, gz("not json")), "invalid character"},
+		{"v1 json of the wrong shape", frame(1, gz(`{"profile":{"frames":7}}`)), "cannot unmarshal"},
+		{"meta over the limit", frame(2, []byte{0xff, 0xff, 0xff, 0xff}), "limit"},
+		{"meta cut short", frame(2, []byte{10, 0, 0, 0, '{'}), "read run meta"},
+		{"meta not json", frame(2, withMeta("nope", nil)), "read run meta"},
+		{"body not gzip", frame(2, withMeta(`{"id":"x"}`, []byte("plain text, not gzip"))), "gzip"},
+		{"body of the wrong shape", frame(2, withMeta(`{"id":"x"}`, gz(`{"profile":{"frames":7}}`))), "cannot unmarshal"},
 		{"stack names a missing frame", withProfile(func(r *Run) { r.Profile.Stacks[1] = []uint32{2, 3} }), "stack 1 names frame 3 of 3"},
 		{"entry names a missing stack", withProfile(func(r *Run) { r.Profile.Entries[2].Stack = 3 }), "entry 2 names stack 3 of 3"},
 		{"leaf_func past the frames", withProfile(func(r *Run) { r.Profile.Entries[0].LeafFunc = 3 }), "entry 0 names frame 3 of 3"},
@@ -365,7 +438,7 @@ func FuzzDecodePayload(f *testing.F) {
 	f.Add(`{"profile":{"frames":[{}],"entries":[{"stack":0,"leaf_func":0}]},"code":[{"frame":1}]}`)
 	f.Add(`{"meta":{"id":"x","start":"2026-01-01T00:00:00Z"}}`)
 	f.Fuzz(func(t *testing.T, payload string) {
-		r, err := Decode(bytes.NewReader(frame(FormatVersion, gz(payload))))
+		r, err := Decode(bytes.NewReader(frame(2, withMeta(`{"id":"x"}`, gz(payload)))))
 		if err != nil {
 			return
 		}

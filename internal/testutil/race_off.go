@@ -2,4 +2,5 @@
 
 package testutil
 
-const raceEnabled = false
+// Race is true when the tests are built with -race.
+const Race = false

@@ -99,7 +99,7 @@ func Stax(t testing.TB) string {
 		}
 		staxPath = filepath.Join(staxDir, "stax")
 		args := []string{"build", "-o", staxPath}
-		if raceEnabled {
+		if Race {
 			args = append(args, "-race")
 		}
 		cmd := exec.Command("go", append(args, "./cmd/stax")...)

@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stax-profiler/stax/internal/client"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+func rmCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm ID...",
+		Short: "Remove stored runs",
+		Long: `Remove stored runs by id (stax list shows them). A live run cannot be removed: stop it
+first with stax stop.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, ids []string) error {
+			live := liveIDs()
+			var missing []string
+			for _, id := range ids {
+				if !store.ValidID(id) {
+					return usageErr("%q is not a run id (stax list shows the runs)", id)
+				}
+				if live[id] {
+					return usageErr("run %s is live: stop it first (stax stop --run %s)", id, id)
+				}
+			}
+			for _, id := range ids {
+				err := os.Remove(store.Path(id))
+				switch {
+				case errors.Is(err, os.ErrNotExist):
+					missing = append(missing, id)
+				case err != nil:
+					return fmt.Errorf("remove run %s: %w", id, err)
+				default:
+					fmt.Fprintf(g.out, "removed %s\n", id)
+				}
+			}
+			if len(missing) > 0 {
+				return notFound(fmt.Errorf("no stored run %v (stax list shows the runs)", missing))
+			}
+			return nil
+		},
+	}
+}
+
+func gcCmd(g *globals) *cobra.Command {
+	var keep int
+	var damaged bool
+	c := &cobra.Command{
+		Use:   "gc --keep N",
+		Short: "Remove all but the newest N stored runs",
+		Long: `Remove stored runs, oldest first, so that the newest N remain. Live runs are never
+removed and do not count. With --damaged, files that cannot be read go too.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if keep < 0 {
+				return usageErr("--keep must be 0 or more, not %d", keep)
+			}
+			if !c.Flags().Changed("keep") && !damaged {
+				return usageErr("say how many runs to keep (--keep N), or --damaged")
+			}
+			live := liveIDs()
+			stored, err := client.Stored()
+			if err != nil {
+				return err
+			}
+			kept := 0
+			for _, sr := range stored {
+				if live[sr.ID] {
+					continue
+				}
+				if sr.Err != nil {
+					if !damaged {
+						continue // only --damaged removes what cannot be read
+					}
+				} else if !c.Flags().Changed("keep") || kept < keep {
+					kept++
+					continue
+				}
+				if err := os.Remove(store.Path(sr.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("remove run %s: %w", sr.ID, err)
+				}
+				fmt.Fprintf(g.out, "removed %s\n", sr.ID)
+			}
+			return nil
+		},
+	}
+	c.Flags().IntVar(&keep, "keep", 0, "how many of the newest stored runs to keep")
+	c.Flags().BoolVar(&damaged, "damaged", false, "also remove run files that cannot be read")
+	return c
+}
+
+func liveIDs() map[string]bool {
+	m := map[string]bool{}
+	for _, r := range client.LiveRuns() {
+		m[r.ID] = true
+	}
+	return m
+}
