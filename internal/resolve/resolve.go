@@ -272,6 +272,9 @@ func (r *Resolver) image(pid uint32, m *proc.Mapping) *imageEntry {
 	}
 	ie = &imageEntry{}
 	ie.im, ie.err = r.openImage(pid, m)
+	if symbol.Transient(ie.err) {
+		return ie // out of file descriptors or memory for now: the next stack tries again
+	}
 	r.mu.Lock()
 	if prev := r.images[key]; prev != nil {
 		ie = prev

@@ -5,7 +5,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -21,6 +20,7 @@ import (
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/recorder"
+	"github.com/stax-profiler/stax/internal/store"
 )
 
 // SocketDir is where live runs listen: $STAX_HOME/live, else $XDG_RUNTIME_DIR/stax, else
@@ -52,16 +52,28 @@ func SocketDir() (string, error) {
 // SocketPath is the socket of live run id.
 func SocketPath(dir, id string) string { return filepath.Join(dir, id+".sock") }
 
+// Recording is what the server asks of a live recording; *recorder.Recorder is one.
+type Recording interface {
+	ID() string
+	Status() api.Status
+	Snapshot() *store.Run
+	Wait(ctx context.Context, cond recorder.WaitCondition) api.Wait
+	Stop()
+	Done() <-chan struct{}
+}
+
 // Server serves one recorder.
 type Server struct {
-	rec  *recorder.Recorder
-	ln   net.Listener
-	srv  *http.Server
-	path string
+	rec       Recording
+	ln        net.Listener
+	srv       *http.Server
+	path      string
+	limit     *connLimiter
+	snapshots chan struct{} // a token per query building a snapshot of the run
 }
 
 // Listen creates the run's socket.
-func Listen(rec *recorder.Recorder) (*Server, error) {
+func Listen(rec Recording) (*Server, error) {
 	dir, err := SocketDir()
 	if err != nil {
 		return nil, err
@@ -75,16 +87,23 @@ func Listen(rec *recorder.Recorder) (*Server, error) {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
 	os.Chmod(path, 0o600)
-	s := &Server{rec: rec, ln: &peerCheckListener{ln.(*net.UnixListener)}, path: path}
+	s := &Server{rec: rec, path: path, limit: newConnLimiter(maxConns()), snapshots: make(chan struct{}, maxSnapshots)}
+	s.ln = &peerCheckListener{UnixListener: ln.(*net.UnixListener), limit: s.limit}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/status", s.status)
-	mux.HandleFunc("GET /v1/run", s.run)
-	mux.HandleFunc("GET /v1/top", s.top)
-	mux.HandleFunc("GET /v1/flame", s.flame)
-	mux.HandleFunc("GET /v1/threads", s.threads)
+	mux.HandleFunc("GET /v1/status", s.snapshotting(s.status))
+	mux.HandleFunc("GET /v1/run", s.snapshotting(s.run))
+	mux.HandleFunc("GET /v1/top", s.snapshotting(s.top))
+	mux.HandleFunc("GET /v1/flame", s.snapshotting(s.flame))
+	mux.HandleFunc("GET /v1/threads", s.snapshotting(s.threads))
 	mux.HandleFunc("GET /v1/wait", s.wait)
 	mux.HandleFunc("POST /v1/stop", s.stop)
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	s.srv = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: headerTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    16 << 10,
+		ConnState:         s.limit.track,
+	}
 	return s, nil
 }
 
@@ -105,7 +124,25 @@ func (s *Server) Close() {
 	os.Remove(s.path)
 }
 
-type peerCheckListener struct{ *net.UnixListener }
+// snapshotting lets at most maxSnapshots queries build a snapshot of the run at once; the
+// others wait their turn, or give up when their client does.
+func (s *Server) snapshotting(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case s.snapshots <- struct{}{}:
+			defer func() { <-s.snapshots }()
+			h(w, r)
+		case <-r.Context().Done():
+		}
+	}
+}
+
+// peerCheckListener accepts connections from this user (or root) only, within the
+// connection cap.
+type peerCheckListener struct {
+	*net.UnixListener
+	limit *connLimiter
+}
 
 func (l *peerCheckListener) Accept() (net.Conn, error) {
 	for {
@@ -127,14 +164,12 @@ func (l *peerCheckListener) Accept() (net.Conn, error) {
 			c.Close()
 			continue
 		}
+		if !l.limit.admit(c) {
+			refuse(c)
+			continue
+		}
 		return c, nil
 	}
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(v)
 }
 
 func badRequest(w http.ResponseWriter, format string, args ...any) {
@@ -180,7 +215,9 @@ func (s *Server) top(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "%v", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, query.Top(s.rec.Snapshot(), query.TopOptions{N: n, ByTotal: r.URL.Query().Get("sort") == "total", Tid: uint32(tid)}))
+	res := query.Top(s.rec.Snapshot(), query.TopOptions{N: n, ByTotal: r.URL.Query().Get("sort") == "total", Tid: uint32(tid)})
+	res.Live, res.State = true, api.StateLive
+	writeJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
@@ -191,7 +228,9 @@ func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "%v", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, query.Flame(s.rec.Snapshot(), query.FlameOptions{Depth: d, ThresholdPct: th, Tid: uint32(tid)}))
+	res := query.Flame(s.rec.Snapshot(), query.FlameOptions{Depth: d, ThresholdPct: th, Tid: uint32(tid)})
+	res.Live, res.State = true, api.StateLive
+	writeJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) threads(w http.ResponseWriter, r *http.Request) {
@@ -200,7 +239,9 @@ func (s *Server) threads(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "%v", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, query.Threads(s.rec.Snapshot(), n))
+	res := query.Threads(s.rec.Snapshot(), n)
+	res.Live, res.State = true, api.StateLive
+	writeJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) wait(w http.ResponseWriter, r *http.Request) {

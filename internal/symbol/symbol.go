@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/stax-profiler/stax/internal/symbol/debugfile"
 	"github.com/stax-profiler/stax/internal/symbol/demangle"
@@ -307,8 +308,16 @@ func (c *Cache) Len() int {
 	return len(c.byKey)
 }
 
+// Transient reports whether err is a shortage of the moment (no file
+// descriptor or memory free, an interrupted call) rather than a fact about
+// the file: such a failure is not remembered, and the next use tries again.
+func Transient(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ENOMEM) || errors.Is(err, syscall.EINTR) || errors.Is(err, syscall.EAGAIN)
+}
+
 // Open returns the image at path, loading it on first use. A failed load
-// is remembered and its error returned again.
+// is remembered and its error returned again, unless it is Transient.
 func (c *Cache) Open(path string) (*Image, error) {
 	fk, statErr := statKey(path)
 	if statErr != nil {
@@ -328,6 +337,9 @@ func (c *Cache) Open(path string) (*Image, error) {
 		key = fmt.Sprintf("build-id:%x", id)
 	}
 	im, err := c.get(key, func() (*Image, error) { return c.load(path) })
+	if Transient(err) {
+		return im, err
+	}
 	c.mu.Lock()
 	if c.byFile[fk] == nil {
 		c.byFile[fk] = c.byKey[key]
@@ -390,6 +402,11 @@ func (c *Cache) get(key string, load func() (*Image, error)) (*Image, error) {
 			}()
 			e.im, e.err = load()
 		}()
+		if Transient(e.err) {
+			c.mu.Lock()
+			delete(c.byKey, key)
+			c.mu.Unlock()
+		}
 		return e.im, e.err
 	}
 	c.mu.Unlock()

@@ -1,0 +1,279 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/recorder"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+// fakeRecording stands in for a recorder: a fixed run, a wait that blocks until its
+// context ends or the run is stopped.
+type fakeRecording struct {
+	run      *store.Run
+	stopOnce sync.Once
+	done     chan struct{}
+}
+
+func newFake(frames int) *fakeRecording {
+	p := agg.Profile{}
+	for i := range frames {
+		p.Frames = append(p.Frames, agg.Frame{Func: fmt.Sprintf("func_%d", i), Image: "/bin/app", Kind: agg.KindUser})
+		p.Stacks = append(p.Stacks, []uint32{uint32(i)})
+		p.Entries = append(p.Entries, agg.Entry{Tid: 1, Pid: 1, Stack: uint32(i), Count: uint64(i + 1), LeafFunc: int32(i)})
+	}
+	p.Threads = []agg.ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}}
+	return &fakeRecording{
+		run:  &store.Run{Meta: store.Meta{ID: "run-1", Pid: 1, Freq: 999, Samples: uint64(frames * (frames + 1) / 2)}, Profile: p},
+		done: make(chan struct{}),
+	}
+}
+
+func (f *fakeRecording) ID() string           { return f.run.Meta.ID }
+func (f *fakeRecording) Snapshot() *store.Run { return f.run }
+func (f *fakeRecording) Status() api.Status {
+	st := recorder.StatusOf(f.run)
+	st.Live, st.State = true, api.StateLive
+	return st
+}
+func (f *fakeRecording) Wait(ctx context.Context, cond recorder.WaitCondition) api.Wait {
+	select {
+	case <-ctx.Done():
+		return api.Wait{Schema: api.Schema, Run: f.ID(), Outcome: api.WaitTimeout}
+	case <-f.done:
+		return api.Wait{Schema: api.Schema, Run: f.ID(), Outcome: api.WaitEnded}
+	}
+}
+func (f *fakeRecording) Stop()                 { f.stopOnce.Do(func() { close(f.done) }) }
+func (f *fakeRecording) Done() <-chan struct{} { return f.done }
+
+// serve starts a server for rec in a private STAX_HOME, with a connection cap when
+// maxConns > 0, and returns a client for it.
+func serve(t *testing.T, rec Recording, maxConns int) (*Server, *http.Client) {
+	t.Helper()
+	t.Setenv("STAX_HOME", t.TempDir())
+	s, err := Listen(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if maxConns > 0 {
+		s.limit.max = maxConns
+	}
+	go s.Serve()
+	t.Cleanup(s.Close)
+	return s, &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", s.path)
+	}}}
+}
+
+func get(t *testing.T, hc *http.Client, path string, out any) int {
+	t.Helper()
+	resp, err := hc.Get("http://stax" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+func TestQueriesAreAnsweredLive(t *testing.T) {
+	s, hc := serve(t, newFake(10), 0)
+	fi, err := os.Stat(s.path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("socket %s: mode %v, %v; want 0600", s.path, fi.Mode(), err)
+	}
+	var top api.Top
+	if code := get(t, hc, "/v1/top?n=3&sort=self", &top); code != 200 {
+		t.Fatalf("top: %d", code)
+	}
+	if !top.Live || top.State != api.StateLive || len(top.Rows) != 3 || top.Rows[0].Func != "func_9" {
+		t.Errorf("top: %+v", top)
+	}
+	var fl api.Flame
+	get(t, hc, "/v1/flame?depth=2&threshold_pct=0", &fl)
+	if !fl.Live || fl.Root == nil || len(fl.Root.Children) == 0 {
+		t.Errorf("flame: %+v", fl)
+	}
+	var th api.Threads
+	get(t, hc, "/v1/threads?n=5", &th)
+	if len(th.Rows) != 1 || th.Rows[0].Name != "main" || th.State != api.StateLive {
+		t.Errorf("threads: %+v", th)
+	}
+	var st api.Status
+	get(t, hc, "/v1/status", &st)
+	if st.State != api.StateLive || st.Meta.ID != "run-1" {
+		t.Errorf("status: %+v", st)
+	}
+	var e api.Error
+	if code := get(t, hc, "/v1/top?n=abc", &e); code != 400 || !strings.Contains(e.Error, "not a number") {
+		t.Errorf("bad parameter: %d %+v", code, e)
+	}
+	var w api.Wait
+	get(t, hc, "/v1/wait?samples=1000000&timeout_ms=10", &w)
+	if w.Outcome != api.WaitTimeout {
+		t.Errorf("wait with a timeout: %+v", w)
+	}
+}
+
+// TestIdleConnectionsMakeRoom: at the cap, a new connection replaces the oldest idle one,
+// so a flood of idle clients never locks a real query out.
+func TestIdleConnectionsMakeRoom(t *testing.T) {
+	s, hc := serve(t, newFake(3), 4)
+	var idle []net.Conn
+	for range 20 {
+		c, err := net.Dial("unix", s.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		idle = append(idle, c)
+	}
+	var top api.Top
+	if code := get(t, hc, "/v1/top", &top); code != 200 || len(top.Rows) != 3 {
+		t.Fatalf("top during a flood of idle connections: %d %+v", code, top)
+	}
+	// The server closed the oldest idle connections: reading them ends.
+	idle[0].SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := idle[0].Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the oldest idle connection is still open: %v", err)
+	}
+	if n := s.limit.open(); n > 4 {
+		t.Errorf("%d connections open, cap 4", n)
+	}
+}
+
+// TestBusyServerRefusesAtOnce: when every connection is answering, a new one gets a 503
+// and is closed, rather than waiting or costing a descriptor.
+func TestBusyServerRefusesAtOnce(t *testing.T) {
+	rec := newFake(3)
+	s, hc := serve(t, rec, 2)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var w api.Wait
+			get(t, hc, "/v1/wait?samples=100000000", &w) // blocks until Stop
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for busy(s.limit) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the two waits never became active")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c, err := net.Dial("unix", s.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.Contains(line, "503") {
+		t.Errorf("a connection past the cap got %q, %v; want 503", line, err)
+	}
+	rec.Stop()
+	wg.Wait()
+}
+
+func busy(l *connLimiter) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, s := range l.conns {
+		if s.busy {
+			n++
+		}
+	}
+	return n
+}
+
+// TestClientThatDoesNotReadIsDropped: an answer a client does not take is dropped after
+// the write timeout, and what waits for slow readers stays bounded.
+func TestClientThatDoesNotReadIsDropped(t *testing.T) {
+	old := writeTimeout.Swap(int64(200 * time.Millisecond))
+	defer writeTimeout.Store(old)
+	s, hc := serve(t, newFake(20000), 0) // a /v1/run answer of a few MB: more than a socket buffer
+	var conns []net.Conn
+	for range 20 {
+		c, err := net.Dial("unix", s.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET /v1/run HTTP/1.1\r\nHost: stax\r\n\r\n")
+		conns = append(conns, c)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for s.limit.open() > 0 || unsent.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("non-reading clients still held after 20 s: %d connections, %d unsent bytes", s.limit.open(), unsent.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var top api.Top
+	if code := get(t, hc, "/v1/top", &top); code != 200 {
+		t.Errorf("top after the slow readers: %d", code)
+	}
+}
+
+// FuzzQuery sends arbitrary query strings to every endpoint: each answer is 200 or 400
+// with a JSON body, never a panic.
+func FuzzQuery(f *testing.F) {
+	for _, q := range []string{"n=5", "n=-1&sort=total", "depth=abc", "threshold_pct=1e309", "tid=99999999999999999999", "samples=1&seconds=NaN&timeout_ms=1", "%zz", "n=5&n=6"} {
+		f.Add(q)
+	}
+	rec := newFake(5)
+	s := &Server{rec: rec, snapshots: make(chan struct{}, maxSnapshots)}
+	handlers := map[string]http.HandlerFunc{"top": s.top, "flame": s.flame, "threads": s.threads, "status": s.status}
+	f.Fuzz(func(t *testing.T, q string) {
+		for name, h := range handlers {
+			req := httptest.NewRequest("GET", "http://stax/v1/"+name, nil)
+			req.URL.RawQuery = q
+			if _, err := url.ParseQuery(q); err != nil {
+				req.URL.RawQuery = url.QueryEscape(q)
+			}
+			w := httptest.NewRecorder()
+			h(w, req)
+			if w.Code != 200 && w.Code != 400 {
+				t.Errorf("%s?%s: status %d", name, q, w.Code)
+			}
+			if !json.Valid(w.Body.Bytes()) {
+				t.Errorf("%s?%s: body is not JSON: %q", name, q, w.Body.String())
+			}
+		}
+	})
+}
+
+func TestSocketDirMustBePrivate(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("STAX_HOME", home)
+	os.MkdirAll(filepath.Join(home, "live"), 0o755)
+	os.Chmod(filepath.Join(home, "live"), 0o755)
+	if _, err := SocketDir(); err == nil || !strings.Contains(err.Error(), "not a private directory") {
+		t.Errorf("a world-readable socket directory was accepted: %v", err)
+	}
+}
