@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/stax-profiler/stax/internal/annotate"
+	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/disasm"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/symbol"
@@ -135,7 +136,7 @@ func Annotate(run *store.Run, o AnnotateOptions) (*AnnotateResult, error) {
 		in.Lines = dwarfLines(im, c)
 	}
 	in.Symbolize = symbolizer(run, c, im)
-	return &AnnotateResult{Schema: 1, Run: run.Meta.ID, Annotation: annotate.Annotate(in), Others: others}, nil
+	return &AnnotateResult{Schema: api.Schema, Run: run.Meta.ID, Annotation: annotate.Annotate(in), Others: others}, nil
 }
 
 // openImage opens the image native code came from, with its debug file, through the same

@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/binary"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+// loopCode is a function like the toy JIT's: push rbp; mov rbp,rsp; mov rax,0; mov rcx,N;
+// loop: cmp rax,rcx; je done; add rax,1; jmp loop; done: pop rbp; ret.
+func loopCode(n uint64) []byte {
+	c := []byte{0x55, 0x48, 0x89, 0xe5, 0x48, 0xc7, 0xc0, 0, 0, 0, 0, 0x48, 0xb9}
+	c = binary.LittleEndian.AppendUint64(c, n)
+	return append(c, 0x48, 0x39, 0xc8, 0x74, 0x06, 0x48, 0x83, 0xc0, 0x01, 0xeb, 0xf5, 0x5d, 0xc3)
+}
+
+// fixtureRun is a small run with every kind of frame: two JIT functions with code bytes
+// and line tables, native frames with files and lines, an inlined frame, kernel frames,
+// an unnamed frame, and two named threads. Everything in it is fixed, so the output of
+// every command over it is too.
+func fixtureRun(id string, finished bool) *store.Run {
+	const base = 0x7f0000001000
+	exit := 0
+	frames := []agg.Frame{
+		{Func: "main", Image: "/opt/app/bin/app", Kind: agg.KindUser, File: "app.c", Line: 40},
+		{Func: "run_jit", Image: "/opt/app/bin/app", Kind: agg.KindUser, File: "app.c", Line: 21},
+		{Func: "jitted_func1", Image: "[jit]", Kind: agg.KindJIT, File: "loops.toy", Line: 4},
+		{Func: "jitted_func2", Image: "[jit]", Kind: agg.KindJIT, File: "loops.toy", Line: 12},
+		{Func: "mix", Image: "/opt/app/bin/app", Kind: agg.KindUser, Inlined: true, File: "app.c", Line: 9},
+		{Func: "asm_exc_page_fault", Image: "[kernel.kallsyms]", Kind: agg.KindKernel},
+		{Func: "[unknown] 0x7f00000ff000", Image: "[unknown]", Kind: agg.KindUnknown},
+	}
+	stacks := [][]uint32{
+		{2, 1, 0},    // jitted_func1 <- run_jit <- main
+		{3, 1, 0},    // jitted_func2 <- run_jit <- main
+		{4, 1, 0},    // mix (inlined) <- run_jit <- main
+		{5, 3, 1, 0}, // a page fault in jitted_func2
+		{6, 0},
+	}
+	entries := []agg.Entry{
+		{Tid: 101, Pid: 100, Stack: 0, Count: 300, Leaf: base + 21, LeafFunc: 2, Time: 1000},
+		{Tid: 101, Pid: 100, Stack: 0, Count: 200, Leaf: base + 26, LeafFunc: 2, Time: 1001},
+		{Tid: 102, Pid: 100, Stack: 1, Count: 700, Leaf: base + 64 + 21, LeafFunc: 3, Time: 1002},
+		{Tid: 102, Pid: 100, Stack: 1, Count: 290, Leaf: base + 64 + 30, LeafFunc: 3, Time: 1003},
+		{Tid: 101, Pid: 100, Stack: 2, Count: 40, Leaf: 0x401234, LeafFunc: 1, Time: 1004},
+		{Tid: 102, Pid: 100, Stack: 3, Count: 10, Leaf: 0xffffffff81001000, LeafFunc: 3, Time: 1005},
+		{Tid: 101, Pid: 100, Stack: 4, Count: 5, Leaf: 0x7f00000ff000, LeafFunc: -1, Time: 1006},
+	}
+	lines := func(addr uint64, decl int) []store.Line {
+		return []store.Line{{Addr: addr, File: "loops.toy", Line: decl}, {Addr: addr + 21, File: "loops.toy", Line: decl + 1},
+			{Addr: addr + 26, File: "loops.toy", Line: decl + 2}, {Addr: addr + 32, File: "loops.toy", Line: decl + 3}}
+	}
+	code1, code2 := loopCode(1<<22), loopCode(1<<23)
+	return &store.Run{
+		Meta: store.Meta{
+			ID: id, Command: []string{"/opt/app/bin/app", "--jit"}, Pid: 100, Freq: 999, Event: "cpu-clock",
+			Start: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC), End: time.Date(2026, 11, 1, 12, 0, 2, 500e6, time.UTC),
+			Finished: finished, ExitCode: &exit, Samples: 1545, Lost: 3, Unresolved: 1,
+			Notes: []string{"no symbols for /opt/app/lib/libgone.so: open image: no such file or directory"},
+		},
+		Profile: agg.Profile{
+			Frames: frames, Stacks: stacks, Entries: entries,
+			Threads: []agg.ThreadInfo{{Tid: 101, Pid: 100, Name: "worker-a"}, {Tid: 102, Pid: 100, Name: "worker-b"}},
+		},
+		JIT: []store.JITSource{{Pid: 100, Path: "/tmp/jit-100.dump", Kind: "jitdump", Functions: 2, Records: 5}},
+		Code: []store.Code{
+			{Frame: 2, Pid: 100, Start: base, Size: uint64(len(code1)), Arch: 62, Bytes: code1, Lines: lines(base, 4)},
+			{Frame: 3, Pid: 100, Start: base + 64, Size: uint64(len(code2)), Arch: 62, Bytes: code2, Lines: lines(base+64, 12)},
+		},
+	}
+}
+
+// TestGolden runs every query command, text and --json, over stored fixture runs and
+// compares the output with testdata/golden (go test ./internal/cli -run TestGolden -update
+// rewrites them).
+func TestGolden(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("STAX_HOME", home)
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	for _, r := range []*store.Run{fixtureRun("20261101-120000-100", true), fixtureRun("20261101-115900-99", false)} {
+		if err := store.Save(store.Path(r.Meta.ID), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	older := time.Date(2026, 11, 1, 11, 59, 0, 0, time.UTC)
+	os.Chtimes(store.Path("20261101-115900-99"), older, older)
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"top", []string{"top"}},
+		{"top-total", []string{"top", "--sort", "total", "-n", "3"}},
+		{"top-tid", []string{"top", "--tid", "102"}},
+		{"flame", []string{"flame", "--threshold-pct", "0"}},
+		{"threads", []string{"threads"}},
+		{"status", []string{"status"}},
+		{"status-crashed", []string{"status", "--run", "20261101-115900-99"}},
+		{"annotate", []string{"annotate", "jitted_func2"}},
+		{"annotate-ambiguous", []string{"annotate", "jitted"}},
+		{"list", []string{"list"}},
+		{"wait", []string{"wait", "--for-samples", "1000"}},
+	}
+	for _, c := range cases {
+		for _, asJSON := range []bool{false, true} {
+			name, args := c.name, c.args
+			if asJSON {
+				name, args = name+".json", append(append([]string(nil), args...), "--json")
+			}
+			t.Run(name, func(t *testing.T) {
+				var out, errOut bytes.Buffer
+				if code := Main(args, &out, &errOut); code != 0 {
+					t.Fatalf("stax %v: exit %d: %s", args, code, errOut.String())
+				}
+				got := strings.ReplaceAll(out.String(), home, "$STAX_HOME")
+				path := filepath.Join("testdata", "golden", name+".golden")
+				if *update {
+					if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				want, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatalf("%v (run with -update to create it)", err)
+				}
+				if got != string(want) {
+					t.Errorf("stax %v differs from %s (-update rewrites it):\n--- got\n%s\n--- want\n%s", args, path, got, want)
+				}
+			})
+		}
+	}
+}
+
+// TestUsageErrors checks the flag validation of the query commands in process.
+func TestUsageErrors(t *testing.T) {
+	t.Setenv("STAX_HOME", t.TempDir())
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"top", "-n", "0"}, 2, "-n must be 1 or more"},
+		{[]string{"top", "-n", "ten"}, 2, `-n, --n: "ten" is not a whole number`},
+		{[]string{"flame", "--threshold-pct", "-1"}, 2, "between 0 and 100"},
+		{[]string{"flame", "--threshold-pct", "NaN"}, 2, "between 0 and 100"},
+		{[]string{"record", "-F", "1.5", "--", "true"}, 2, `"1.5" is not a whole number`},
+		{[]string{"wait", "--for-seconds", "soon"}, 2, `"soon" is not a number`},
+		{[]string{"gc", "--keep", "-1"}, 2, "--keep must be 0 or more"},
+		{[]string{"rm", "../etc"}, 2, "is not a run id"},
+		{[]string{"top"}, 5, "no runs yet"},
+	} {
+		var out, errOut bytes.Buffer
+		code := Main(c.args, &out, &errOut)
+		if code != c.code || !strings.Contains(errOut.String(), c.want) || strings.Count(errOut.String(), "\n") != 1 {
+			t.Errorf("stax %v: exit %d, stderr %q; want exit %d and one line with %q", c.args, code, errOut.String(), c.code, c.want)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"--version"}, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "stax ") {
+		t.Errorf("--version: exit %d, %q", code, out.String())
+	}
+}

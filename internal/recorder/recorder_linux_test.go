@@ -1,0 +1,119 @@
+package recorder
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/launch"
+	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/testutil"
+)
+
+// TestMain lets this test binary be the gate and the recorded program.
+func TestMain(m *testing.M) {
+	launch.RunGateIfRequested()
+	if d, err := time.ParseDuration(os.Getenv("STAX_TEST_BURN")); err == nil {
+		burnCPU(d)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+var sink uint64
+
+// burnCPU spends d of its thread's CPU time in a function the profile must name.
+//
+//go:noinline
+func burnCPU(d time.Duration) {
+	runtime.LockOSThread()
+	cpu := func() time.Duration {
+		var ts unix.Timespec
+		unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+		return time.Duration(ts.Nano())
+	}
+	for end := cpu() + d; cpu() < end; {
+		for i := 0; i < 1<<16; i++ {
+			sink += uint64(i)
+		}
+	}
+}
+
+// TestRecordLaunchedProgram records this test binary burning 300 ms of CPU time: samples
+// are counted, named, waited for and stored.
+func TestRecordLaunchedProgram(t *testing.T) {
+	testutil.RequirePerf(t)
+	t.Setenv("STAX_HOME", t.TempDir())
+	env := append(os.Environ(), "STAX_TEST_BURN=300ms")
+	r, err := Start(Options{Argv: []string{os.Args[0]}, Freq: 999, Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exit := make(chan int, 1)
+	go func() { exit <- r.Loop() }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if w := r.Wait(ctx, WaitCondition{Samples: 100, Symbol: "burnCPU"}); w.Outcome != api.WaitMet {
+		t.Fatalf("wait for 100 samples and burnCPU: %+v", w)
+	}
+	if code := <-exit; code != 0 {
+		t.Errorf("exit status %d", code)
+	}
+	<-r.Done()
+	run, err := store.Load(r.StorePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !run.Meta.Finished || run.Meta.Samples < 150 || run.Meta.ExitCode == nil || *run.Meta.ExitCode != 0 {
+		t.Errorf("stored run: %+v", run.Meta)
+	}
+	found := false
+	for _, f := range run.Profile.Frames {
+		if strings.HasSuffix(f.Func, "recorder.burnCPU") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("burnCPU is not among the %d frames", len(run.Profile.Frames))
+	}
+	if st := StatusOf(run); st.State != api.StateStored || st.Threads == 0 {
+		t.Errorf("status: %+v", st)
+	}
+}
+
+// TestStopEndsRecordingWhileCommandRunsOn stops a recording of a command that keeps
+// running: the run is saved finished, and Loop returns the command's status later.
+func TestStopEndsRecordingWhileCommandRunsOn(t *testing.T) {
+	testutil.RequirePerf(t)
+	t.Setenv("STAX_HOME", t.TempDir())
+	env := append(os.Environ(), "STAX_TEST_BURN=1s")
+	r, err := Start(Options{Argv: []string{os.Args[0]}, Freq: 999, Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exit := make(chan int, 1)
+	go func() { exit <- r.Loop() }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if w := r.Wait(ctx, WaitCondition{Samples: 50}); w.Outcome != api.WaitMet {
+		t.Fatalf("wait: %+v", w)
+	}
+	r.Stop()
+	<-r.Done()
+	if !r.CommandRunsOn() {
+		t.Error("CommandRunsOn is false while the command still burns its second of CPU")
+	}
+	meta, err := store.ReadMeta(r.StorePath())
+	if err != nil || !meta.Finished {
+		t.Errorf("after stop: %+v, %v", meta, err)
+	}
+	if code := <-exit; code != 0 {
+		t.Errorf("exit status %d", code)
+	}
+}
