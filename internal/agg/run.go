@@ -37,7 +37,14 @@ type keyState struct {
 // Run aggregates the samples of one recording. AddSample is the hot path: it interns the
 // raw stack and counts; names are resolved later, once per distinct (thread, stack, address
 // space generation), by Resolve. Safe for concurrent use.
+//
+// Lock order: resolveMu, then mu. mu guards every field below it and is held only for
+// bookkeeping, never while a Resolver runs, so AddSample never waits on symbol loading;
+// resolveMu lets one Resolve run at a time.
 type Run struct {
+	resolveMu sync.Mutex
+	scratch   []Frame // guarded by resolveMu
+
 	mu       sync.Mutex
 	raw      *StackTable
 	keyIndex map[rawKey]uint32
@@ -49,7 +56,6 @@ type Run struct {
 
 	samples         uint64
 	unresolvedFrame uint64
-	scratch         []Frame
 	ids             []uint64
 	leafSeen        map[int32]bool
 	newLeaves       []LeafRef
@@ -123,34 +129,65 @@ func (r *Run) Stats() Stats {
 
 // Resolve names every stack not yet named, and tries again those with unresolved frames if
 // the resolver learned something since. It returns the frames first seen in this call.
+// The resolver runs without the run's lock: samples keep being added meanwhile.
 func (r *Run) Resolve(res Resolver) []Frame {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.resolveMu.Lock()
+	defer r.resolveMu.Unlock()
 	version := res.Version()
-	before := len(r.frames.Frames)
+
+	// Take the keys to name, with copies of their raw stacks.
+	type job struct {
+		key      int
+		pid      uint32
+		time     uint64
+		chain    []uint64
+		frames   []Frame
+		leafFunc int
+		leaf     uint64
+		unres    int
+	}
+	var jobs []job
+	r.mu.Lock()
 	for i := range r.keys {
 		k := &r.keys[i]
 		if k.rstack >= 0 && (k.unresolved == 0 || k.version == version) {
 			continue
 		}
-		chain := r.raw.Get(k.Stack)
-		frames, leafFunc, leaf, unresolved := res.Resolve(k.Pid, k.time, chain, r.scratch[:0])
+		jobs = append(jobs, job{key: i, pid: k.Pid, time: k.time, chain: append([]uint64(nil), r.raw.Get(k.Stack)...)})
+	}
+	r.mu.Unlock()
+	if len(jobs) == 0 {
+		return nil
+	}
+
+	for i := range jobs {
+		j := &jobs[i]
+		frames, leafFunc, leaf, unresolved := res.Resolve(j.pid, j.time, j.chain, r.scratch[:0])
+		j.frames = append([]Frame(nil), frames...)
 		r.scratch = frames[:0]
+		j.leafFunc, j.leaf, j.unres = leafFunc, leaf, unresolved
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	before := len(r.frames.Frames)
+	for _, j := range jobs {
 		r.ids = r.ids[:0]
-		for _, f := range frames {
+		for _, f := range j.frames {
 			r.ids = append(r.ids, uint64(r.frames.Intern(f)))
 		}
+		k := &r.keys[j.key]
 		k.rstack = int32(r.rstacks.Intern(r.ids))
 		k.leafFunc = -1
-		if leafFunc >= 0 && leafFunc < len(r.ids) {
-			k.leafFunc = int32(r.ids[leafFunc])
+		if j.leafFunc >= 0 && j.leafFunc < len(r.ids) {
+			k.leafFunc = int32(r.ids[j.leafFunc])
 		}
-		k.leaf = leaf
-		k.unresolved = int32(unresolved)
+		k.leaf = j.leaf
+		k.unresolved = int32(j.unres)
 		k.version = version
 		if k.leafFunc >= 0 && !r.leafSeen[k.leafFunc] {
 			r.leafSeen[k.leafFunc] = true
-			r.newLeaves = append(r.newLeaves, LeafRef{Frame: uint32(k.leafFunc), Pid: k.Pid, Addr: leaf, Time: k.time})
+			r.newLeaves = append(r.newLeaves, LeafRef{Frame: uint32(k.leafFunc), Pid: k.Pid, Addr: j.leaf, Time: k.time})
 		}
 	}
 	return append([]Frame(nil), r.frames.Frames[before:]...)

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Addresses the fake resolver understands: textBase + fid*funcSize + offset names frame fid;
@@ -426,5 +427,62 @@ func TestRunToViews(t *testing.T) {
 	if len(threads) != 2 || threads[0].Name != "main" || threads[0].TopFunc != "fn0001" ||
 		threads[1].Name != "pool" || threads[1].Samples != 4 || threads[1].TopFunc != "fn0003" {
 		t.Errorf("threads = %+v", threads)
+	}
+}
+
+// blockingResolver stands in for a slow symbol load: Resolve waits until released.
+type blockingResolver struct {
+	*fakeResolver
+	entered, release chan struct{}
+}
+
+func (b *blockingResolver) Resolve(pid uint32, t uint64, chain []uint64, out []Frame) ([]Frame, int, uint64, int) {
+	select {
+	case b.entered <- struct{}{}:
+	default:
+	}
+	<-b.release
+	return b.fakeResolver.Resolve(pid, t, chain, out)
+}
+
+// TestAddSampleNeverWaitsForResolve: while a resolver is stuck (a slow debuginfod, a
+// large image), samples are still counted.
+func TestAddSampleNeverWaitsForResolve(t *testing.T) {
+	r := NewRun()
+	r.AddSample(1, 1, 10, 0, []uint64{0x10, 0x20})
+	res := &blockingResolver{newFakeResolver(8), make(chan struct{}, 1), make(chan struct{})}
+	done := make(chan []Frame)
+	go func() { done <- r.Resolve(res) }()
+	<-res.entered
+	added := make(chan struct{})
+	go func() {
+		for i := range 1000 {
+			r.AddSample(1, 1, uint64(20+i), 0, []uint64{0x10, uint64(0x30 + i%7)})
+		}
+		close(added)
+	}()
+	select {
+	case <-added:
+	case <-time.After(10 * time.Second):
+		t.Fatal("AddSample waited for a resolver that is stuck")
+	}
+	if n := r.Samples(); n != 1001 {
+		t.Errorf("%d samples counted while resolving, want 1001", n)
+	}
+	close(res.release)
+	if frames := <-done; len(frames) == 0 {
+		t.Error("the resolve named nothing")
+	}
+	r.Resolve(res)
+	if st := r.Stats(); st.Keys != 8 {
+		t.Errorf("%d keys, want 8", st.Keys)
+	}
+	p := r.Profile(nil)
+	var total uint64
+	for _, e := range p.Entries {
+		total += e.Count
+	}
+	if total != 1001 {
+		t.Errorf("profile holds %d samples, want 1001", total)
 	}
 }

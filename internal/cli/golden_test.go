@@ -65,7 +65,8 @@ func fixtureRun(id string, finished bool) *store.Run {
 		Meta: store.Meta{
 			ID: id, Command: []string{"/opt/app/bin/app", "--jit"}, Pid: 100, Freq: 999, Event: "cpu-clock",
 			Start: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC), End: time.Date(2026, 11, 1, 12, 0, 2, 500e6, time.UTC),
-			Finished: finished, ExitCode: &exit, Samples: 1545, Lost: 3, Unresolved: 1,
+			Finished: finished, ExitCode: &exit, Samples: 1545, Lost: 3, Unresolved: 1, RingPages: 256,
+			LostByCPU: map[string]uint64{"0": 1, "1": 2}, LostByThread: map[string]uint64{"102": 2}, BadRecords: 1,
 			Notes: []string{"no symbols for /opt/app/lib/libgone.so: open image: no such file or directory"},
 		},
 		Profile: agg.Profile{

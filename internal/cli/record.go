@@ -17,7 +17,7 @@ import (
 )
 
 func recordCmd(g *globals) *cobra.Command {
-	var freq, pid int
+	var freq, pid, pages int
 	var seconds float64
 	var noJITAPI, quiet bool
 	c := &cobra.Command{
@@ -49,6 +49,9 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 			if seconds < 0 || pid < 0 {
 				return usageErr("-l and -p must not be negative")
 			}
+			if pages != 0 && (pages < 1 || pages&(pages-1) != 0 || pages > 1<<20) {
+				return usageErr("-m must be a power of two number of pages (e.g. 512 or 2048), not %d", pages)
+			}
 			notef := func(format string, a ...any) {
 				fmt.Fprintf(g.errOut, "stax: "+format+"\n", a...)
 			}
@@ -57,7 +60,7 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 				env = withJITAPI(env, notef)
 			}
 			rec, err := recorder.Start(recorder.Options{
-				Argv: args, Pid: pid, Freq: freq, Duration: time.Duration(seconds * float64(time.Second)),
+				Argv: args, Pid: pid, Freq: freq, Duration: time.Duration(seconds * float64(time.Second)), RingPages: pages,
 				Env: env, Notef: notef,
 			})
 			if err != nil {
@@ -110,6 +113,10 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 					srv.Close()
 				}
 				st := rec.Snapshot()
+				if m := st.Meta; m.Lost*1000 > m.Samples+m.Lost {
+					notef("lost %s of %s samples (%.2f%%): the reader fell behind; record with a larger ring (-m %d; now %d pages per CPU) or a lower -F",
+						commas(m.Lost), commas(m.Samples+m.Lost), float64(m.Lost)*100/float64(m.Samples+m.Lost), m.RingPages*4, m.RingPages)
+				}
 				if rec.CommandRunsOn() {
 					notef("recording stopped: run %s saved (%s samples); %s keeps running, and stax exits with its status when it ends",
 						rec.ID(), commas(st.Meta.Samples), args[0])
@@ -129,6 +136,7 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 	}
 	c.Flags().SetInterspersed(false)
 	c.Flags().IntVarP(&freq, "freq", "F", 999, "samples per second per CPU")
+	c.Flags().IntVarP(&pages, "mmap-pages", "m", 0, "`PAGES` of ring buffer per CPU, a power of two (default: sized from -F to hold half a second)")
 	c.Flags().Float64VarP(&seconds, "duration", "l", 0, "stop recording after `SECS` seconds (0: when the command exits or on stax stop)")
 	c.Flags().IntVarP(&pid, "pid", "p", 0, "attach to the running process `PID` (all its threads)")
 	c.Flags().BoolVar(&noJITAPI, "no-jit-api", false, "do not set INTEL_JIT_PROFILER64 for the launched command")

@@ -64,6 +64,17 @@ func printStatus(g *globals, st api.Status) {
 	}
 	fmt.Fprintf(w, "sampling:  %s at %d Hz, %s\n", m.Event, m.Freq, scope)
 	fmt.Fprintf(w, "samples:   %s in %.1fs, %s lost\n", commas(m.Samples), st.ElapsedSec, commas(m.Lost))
+	if m.Lost > 0 {
+		ring := ""
+		if m.RingPages > 0 {
+			ring = fmt.Sprintf(" (ring: %d pages per CPU; -m raises it)", m.RingPages)
+		}
+		fmt.Fprintf(w, "lost:      %.2f%% of samples; by cpu: %s; by thread: %s%s\n",
+			float64(m.Lost)*100/float64(m.Samples+m.Lost), countsByKey(m.LostByCPU), countsByKey(m.LostByThread), ring)
+	}
+	if m.BadRecords > 0 {
+		fmt.Fprintf(w, "records:   %s could not be decoded\n", commas(m.BadRecords))
+	}
 	fmt.Fprintf(w, "stacks:    %s distinct, %s frames unresolved\n", commas(uint64(st.DistinctStacks)), commas(m.Unresolved))
 	if st.UnknownSamples > 0 {
 		fmt.Fprintf(w, "unnamed:   %s samples have no name for their leaf frame\n", commas(st.UnknownSamples))
@@ -105,4 +116,26 @@ func printStatus(g *globals, st api.Status) {
 	for _, n := range m.Notes {
 		fmt.Fprintf(w, "note:      %s\n", n)
 	}
+}
+
+// countsByKey prints a map of counts as "k n, k n", keys in numeric order.
+func countsByKey(m map[string]uint64) string {
+	if len(m) == 0 {
+		return "unknown"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if len(keys[i]) != len(keys[j]) {
+			return len(keys[i]) < len(keys[j])
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + " " + commas(m[k])
+	}
+	return strings.Join(parts, ", ")
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -34,19 +35,47 @@ type Config struct {
 	EnableOnExec bool
 	// UserOnly excludes kernel samples and callchains.
 	UserOnly bool
-	// RingPages is the data area size in pages per CPU (a power of two); 0 means 128.
+	// RingPages is the data area size in pages per CPU (a power of two); 0 sizes it from
+	// the frequency with RingPagesFor.
 	RingPages int
+}
+
+// RingPagesFor sizes a CPU's ring so that it holds about half a second of samples at freq
+// with stacks of maxStack frames: a reader that is late by a scheduling slice or a slow
+// checkpoint loses nothing. The result is a power of two from 128 (512 KiB) to 8192
+// (32 MiB) pages.
+func RingPagesFor(freq, maxStack int) int {
+	recordBytes := 64 + 8*(maxStack+2) // header, ip, tid, time, cpu, period, callchain
+	want := freq * recordBytes / 2 / os.Getpagesize()
+	pages := 128
+	for pages < want && pages < 8192 {
+		pages *= 2
+	}
+	return pages
 }
 
 // Session is a set of open events, one ring per CPU.
 type Session struct {
-	Event    string // "cycles" or "cpu-clock"
-	UserOnly bool
-	Note     string // a line to show the user, e.g. why kernel samples are off
-	MaxStack int
+	Event     string // "cycles" or "cpu-clock"
+	UserOnly  bool
+	Note      string // a line to show the user, e.g. why kernel samples are off
+	MaxStack  int
+	RingPages int // data pages per CPU ring
 
 	fds   []int
 	rings []*mappedRing
+	epfd  int // epoll over the rings, woken when one fills past its watermark
+}
+
+// RingError says a ring of that size could not be mapped: over the locked-memory limit
+// (kernel.perf_event_mlock_kb for unprivileged users) or out of memory.
+type RingError struct {
+	CPU, Pages int
+	Err        string
+}
+
+func (e *RingError) Error() string {
+	return fmt.Sprintf("map a perf ring of %d pages on cpu %d: %s (use fewer pages with -m, or raise kernel.perf_event_mlock_kb)", e.Pages, e.CPU, e.Err)
 }
 
 type mappedRing struct {
@@ -63,9 +92,6 @@ func Open(cfg Config) (*Session, error) {
 	if cfg.Freq <= 0 {
 		cfg.Freq = 999
 	}
-	if cfg.RingPages == 0 {
-		cfg.RingPages = 128
-	}
 	cpus, err := OnlineCPUs()
 	if err != nil {
 		return nil, err
@@ -76,7 +102,21 @@ func Open(cfg Config) (*Session, error) {
 			maxStack = v
 		}
 	}
-	s := &Session{MaxStack: maxStack, UserOnly: cfg.UserOnly}
+	if cfg.RingPages == 0 {
+		// Sized automatically: halve it while the locked-memory limit refuses it.
+		for pages := RingPagesFor(cfg.Freq, maxStack); ; pages /= 2 {
+			cfg.RingPages = pages
+			s, err := Open(cfg)
+			var re *RingError
+			if err == nil || !errors.As(err, &re) || pages <= 128 {
+				return s, err
+			}
+		}
+	}
+	if cfg.RingPages < 1 || cfg.RingPages&(cfg.RingPages-1) != 0 {
+		return nil, fmt.Errorf("ring of %d pages: the size must be a power of two", cfg.RingPages)
+	}
+	s := &Session{MaxStack: maxStack, UserOnly: cfg.UserOnly, RingPages: cfg.RingPages, epfd: -1}
 	events := []struct {
 		name   string
 		typ    uint32
@@ -140,10 +180,12 @@ func (s *Session) attr(cfg Config, typ uint32, config uint64, enableOnExec bool)
 		Sample_type:      SampleType,
 		Clockid:          unix.CLOCK_MONOTONIC,
 		Sample_max_stack: uint16(s.MaxStack),
+		// Wake the reader when a ring is a quarter full, rather than relying on its tick.
+		Wakeup: uint32(s.RingPages * os.Getpagesize() / 4),
 	}
 	a.Bits = unix.PerfBitDisabled | unix.PerfBitInherit | unix.PerfBitMmap | unix.PerfBitComm |
 		unix.PerfBitFreq | unix.PerfBitTask | unix.PerfBitSampleIDAll | unix.PerfBitMmap2 |
-		unix.PerfBitCommExec | unix.PerfBitUseClockID | unix.PerfBitExcludeHv | bitBuildID
+		unix.PerfBitCommExec | unix.PerfBitUseClockID | unix.PerfBitExcludeHv | bitBuildID | unix.PerfBitWatermark
 	if enableOnExec {
 		a.Bits |= unix.PerfBitEnableOnExec
 	}
@@ -194,14 +236,37 @@ func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) err
 	if len(s.rings) == 0 {
 		return fmt.Errorf("open perf events: %w", unix.ESRCH)
 	}
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("create epoll: %w", err)
+	}
+	s.epfd = epfd
+	for _, r := range s.rings {
+		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(r.fd)}
+		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, r.fd, &ev); err != nil {
+			return fmt.Errorf("watch perf ring on cpu %d: %w", r.cpu, err)
+		}
+	}
 	return nil
+}
+
+// Wait blocks until a ring passes its watermark or timeout passes.
+func (s *Session) Wait(timeout time.Duration) {
+	if s.epfd < 0 {
+		time.Sleep(timeout)
+		return
+	}
+	var evs [16]unix.EpollEvent
+	unix.EpollWait(s.epfd, evs[:], int(timeout.Milliseconds()))
 }
 
 func mapRing(fd, cpu, pages int) (*mappedRing, error) {
 	pageSize := os.Getpagesize()
 	mem, err := unix.Mmap(fd, 0, (pages+1)*pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
-		return nil, fmt.Errorf("map perf ring on cpu %d: %w", cpu, err)
+		// Not wrapped: an EPERM here is the locked-memory limit (perf_event_mlock_kb), not a
+		// refusal to sample.
+		return nil, &RingError{CPU: cpu, Pages: pages, Err: err.Error()}
 	}
 	r := &mappedRing{cpu: cpu, fd: fd, mem: mem, meta: (*unix.PerfEventMmapPage)(unsafe.Pointer(&mem[0]))}
 	r.rd.Data = mem[pageSize:]
@@ -243,6 +308,10 @@ func (s *Session) Read(fn func(cpu int, rec []byte)) error {
 }
 
 func (s *Session) closeFDs() {
+	if s.epfd >= 0 {
+		unix.Close(s.epfd)
+		s.epfd = -1
+	}
 	for _, r := range s.rings {
 		unix.Munmap(r.mem)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,7 @@ type Options struct {
 	Duration   time.Duration // 0: until the target exits or stop
 	Env        []string      // the launched command's environment
 	Checkpoint time.Duration // how often the run is saved while recording
+	RingPages  int           // pages per CPU ring (a power of two); 0 sizes them from Freq
 	Notef      func(format string, args ...any)
 }
 
@@ -53,8 +55,13 @@ type Recorder struct {
 	run     *agg.Run
 	dec     record.Decoder
 
+	// mu guards the fields below it. Lock order: agg.Run's locks are never taken while mu
+	// is held; mu is held only for bookkeeping.
 	mu         sync.Mutex
-	lost       uint64
+	lost       uint64            // samples the kernel dropped (PERF_RECORD_LOST, LOST_SAMPLES)
+	lostByCPU  map[int]uint64    // of those, per CPU ring
+	lostByTid  map[uint32]uint64 // of those, per thread where the record says
+	bad        uint64            // records that could not be decoded
 	notes      []string
 	pending    []heldSample
 	tick       chan struct{} // closed and replaced after each resolve
@@ -95,20 +102,22 @@ func Start(opts Options) (*Recorder, error) {
 		opts.Notef = func(string, ...any) {}
 	}
 	r := &Recorder{
-		opts:     opts,
-		tracker:  proc.NewTracker(),
-		run:      agg.NewRun(),
-		tick:     make(chan struct{}),
-		stopCh:   make(chan struct{}),
-		doneCh:   make(chan struct{}),
-		gateDone: make(chan int, 1),
-		start:    time.Now(),
+		opts:      opts,
+		tracker:   proc.NewTracker(),
+		run:       agg.NewRun(),
+		tick:      make(chan struct{}),
+		lostByCPU: map[int]uint64{},
+		lostByTid: map[uint32]uint64{},
+		stopCh:    make(chan struct{}),
+		doneCh:    make(chan struct{}),
+		gateDone:  make(chan int, 1),
+		start:     time.Now(),
 	}
 	r.res = resolve.New(r.tracker, symconf.Options(r.note))
 	r.jitw = resolve.NewJITWatcher(r.res)
 	r.dec = record.Decoder{SampleType: perfevent.SampleType, SampleIDAll: true}
 
-	cfg := perfevent.Config{Freq: opts.Freq}
+	cfg := perfevent.Config{Freq: opts.Freq, RingPages: opts.RingPages}
 	if len(opts.Argv) > 0 {
 		gate, err := launch.Start(opts.Argv, opts.Env)
 		if err != nil {
@@ -158,6 +167,7 @@ func Start(opts Options) (*Recorder, error) {
 	r.meta.ID = r.id
 	r.meta.Freq = opts.Freq
 	r.meta.Event = sess.Event
+	r.meta.RingPages = sess.RingPages
 	r.meta.UserOnly = sess.UserOnly
 	r.meta.Start = r.start
 	r.jitw.Track(r.meta.Pid)
@@ -261,43 +271,38 @@ func (r *Recorder) ForwardSignal(sig os.Signal) bool {
 // Loop records until the target exits, Stop is called or the duration passes; then it saves
 // the final run. It returns the launched command's exit status (0 when attached).
 func (r *Recorder) Loop() int {
-	const tickEvery = 50 * time.Millisecond
-	const resolveEvery = 200 * time.Millisecond
-	ticker := time.NewTicker(tickEvery)
-	defer ticker.Stop()
-	lastResolve := time.Now()
-	lastCheckpoint := time.Now()
-	var deadline <-chan time.Time
+	// The rings wake this loop when a quarter full; at low rates it still steps every
+	// maxWait, for the JIT sources and the samples held back by the last step.
+	const maxWait = 50 * time.Millisecond
+	var deadline time.Time
 	if r.opts.Duration > 0 {
-		deadline = time.After(r.opts.Duration)
+		deadline = time.Now().Add(r.opts.Duration)
 	}
+	namerStop, namerDone := make(chan struct{}), make(chan struct{})
+	go r.nameLoop(namerStop, namerDone)
 	exit := -1
 loop:
 	for {
 		select {
 		case <-r.stopCh:
 			break loop
-		case <-deadline:
-			r.note("recording stopped after %v", r.opts.Duration)
-			break loop
 		case code := <-r.gateDone:
 			exit = code
 			break loop
-		case <-ticker.C:
+		default:
 		}
+		if !deadline.IsZero() && !time.Now().Before(deadline) {
+			r.note("recording stopped after %v", r.opts.Duration)
+			break loop
+		}
+		r.sess.Wait(maxWait)
 		r.step(false)
-		if time.Since(lastResolve) >= resolveEvery {
-			r.resolveAndNotify()
-			lastResolve = time.Now()
-		}
-		if time.Since(lastCheckpoint) >= r.opts.Checkpoint {
-			r.save(false)
-			lastCheckpoint = time.Now()
-		}
 		if r.gate == nil && syscall.Kill(r.meta.Pid, 0) == syscall.ESRCH {
 			break loop
 		}
 	}
+	close(namerStop)
+	<-namerDone
 	r.sess.Disable()
 	r.step(true)
 	r.sess.Close()
@@ -326,6 +331,29 @@ loop:
 		exit = 0
 	}
 	return exit
+}
+
+// nameLoop names new stacks every 200 ms and writes a checkpoint every opts.Checkpoint, on
+// its own goroutine: a slow symbol load (a large image, a debuginfod that takes its time)
+// or a slow disk never delays reading the rings.
+func (r *Recorder) nameLoop(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	const resolveEvery = 200 * time.Millisecond
+	ticker := time.NewTicker(resolveEvery)
+	defer ticker.Stop()
+	lastCheckpoint := time.Now()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ticker.C:
+		}
+		r.resolveAndNotify()
+		if time.Since(lastCheckpoint) >= r.opts.Checkpoint {
+			r.save(false)
+			lastCheckpoint = time.Now()
+		}
+	}
 }
 
 // step reads the JIT sources, then the rings. Samples taken after the JIT sources were read
@@ -426,17 +454,23 @@ func (r *Recorder) handle(cpu int, rec []byte) {
 		r.tracker.Exit(int(t.Pid), int(t.Tid), t.Time)
 	case record.TypeLost, record.TypeLostSamples:
 		l, err := r.dec.Lost(rec)
-		if err == nil {
-			r.mu.Lock()
-			r.lost += l.Lost
-			r.mu.Unlock()
+		if err != nil {
+			r.countBad()
+			return
 		}
+		r.mu.Lock()
+		r.lost += l.Lost
+		r.lostByCPU[cpu] += l.Lost
+		if l.SampleID.Tid != 0 {
+			r.lostByTid[l.SampleID.Tid] += l.Lost
+		}
+		r.mu.Unlock()
 	}
 }
 
 func (r *Recorder) countBad() {
 	r.mu.Lock()
-	r.lost++
+	r.bad++
 	r.mu.Unlock()
 }
 
@@ -485,6 +519,15 @@ func (r *Recorder) snapshot(final bool) *store.Run {
 	r.mu.Lock()
 	meta := r.meta
 	meta.Lost = r.lost
+	meta.BadRecords = r.bad
+	meta.LostByCPU = make(map[string]uint64, len(r.lostByCPU))
+	for cpu, n := range r.lostByCPU {
+		meta.LostByCPU[strconv.Itoa(cpu)] = n
+	}
+	meta.LostByThread = make(map[string]uint64, len(r.lostByTid))
+	for tid, n := range r.lostByTid {
+		meta.LostByThread[strconv.Itoa(int(tid))] = n
+	}
 	meta.Notes = append([]string(nil), r.notes...)
 	meta.ExitCode = r.exitCode
 	codes := append([]store.Code(nil), r.codes...)

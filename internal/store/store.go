@@ -38,21 +38,25 @@ const (
 
 // Meta describes a run.
 type Meta struct {
-	ID         string    `json:"id"`
-	Command    []string  `json:"command,omitempty"`
-	Pid        int       `json:"pid"`
-	Attached   bool      `json:"attached,omitempty"`
-	Freq       int       `json:"freq"`
-	Event      string    `json:"event"`
-	UserOnly   bool      `json:"user_only,omitempty"`
-	Start      time.Time `json:"start"`
-	End        time.Time `json:"end,omitzero"`
-	Finished   bool      `json:"finished"` // false: a checkpoint of a run still recording (or one that crashed)
-	ExitCode   *int      `json:"exit_code,omitempty"`
-	Notes      []string  `json:"notes,omitempty"`
-	Lost       uint64    `json:"lost"`
-	Samples    uint64    `json:"samples"`
-	Unresolved uint64    `json:"unresolved_frames"`
+	ID           string            `json:"id"`
+	Command      []string          `json:"command,omitempty"`
+	Pid          int               `json:"pid"`
+	Attached     bool              `json:"attached,omitempty"`
+	Freq         int               `json:"freq"`
+	Event        string            `json:"event"`
+	RingPages    int               `json:"ring_pages,omitempty"` // data pages per CPU ring
+	UserOnly     bool              `json:"user_only,omitempty"`
+	Start        time.Time         `json:"start"`
+	End          time.Time         `json:"end,omitzero"`
+	Finished     bool              `json:"finished"` // false: a checkpoint of a run still recording (or one that crashed)
+	ExitCode     *int              `json:"exit_code,omitempty"`
+	Notes        []string          `json:"notes,omitempty"`
+	Lost         uint64            `json:"lost"`                     // samples the kernel dropped: the reader fell behind
+	LostByCPU    map[string]uint64 `json:"lost_by_cpu,omitempty"`    // of those, per CPU
+	LostByThread map[string]uint64 `json:"lost_by_thread,omitempty"` // of those, per thread where known
+	BadRecords   uint64            `json:"bad_records,omitempty"`    // records that could not be decoded
+	Samples      uint64            `json:"samples"`
+	Unresolved   uint64            `json:"unresolved_frames"`
 }
 
 // JITSource is the state of one JIT symbol source (a jitdump file or perf map).
