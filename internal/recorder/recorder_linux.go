@@ -24,6 +24,7 @@ import (
 	"github.com/stax-profiler/stax/internal/perfevent"
 	"github.com/stax-profiler/stax/internal/proc"
 	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/replay"
 	"github.com/stax-profiler/stax/internal/resolve"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/symconf"
@@ -41,13 +42,32 @@ type Options struct {
 	Notef      func(format string, args ...any)
 }
 
+// Source is where the recorder's perf records come from: the kernel's rings
+// (*perfevent.Session) or a replay of a capture (*replay.Source).
+type Source interface {
+	// Read calls fn for each record available now, with the CPU of its ring.
+	Read(fn func(cpu int, rec []byte)) error
+	// Wait blocks until records are likely available, or timeout passes.
+	Wait(timeout time.Duration)
+	Enable() error
+	Disable()
+	Close()
+}
+
+// finiteSource is a Source that ends by itself (a replay).
+type finiteSource interface {
+	Source
+	Done() <-chan struct{}
+}
+
 // Recorder is one live recording.
 type Recorder struct {
 	opts    Options
 	id      string
 	meta    store.Meta
 	start   time.Time
-	sess    *perfevent.Session
+	src     Source
+	capture *replay.Writer // STAX_CAPTURE: every record read is also written here
 	gate    *launch.Gate
 	tracker *proc.Tracker
 	res     *resolve.Resolver
@@ -92,31 +112,8 @@ func NewID(pid int) string {
 // Start opens the events and starts the target (or attaches to it). Recording begins at
 // once; call Loop to process it.
 func Start(opts Options) (*Recorder, error) {
-	if opts.Freq <= 0 {
-		opts.Freq = 999
-	}
-	if opts.Checkpoint <= 0 {
-		opts.Checkpoint = 2 * time.Second
-	}
-	if opts.Notef == nil {
-		opts.Notef = func(string, ...any) {}
-	}
-	r := &Recorder{
-		opts:      opts,
-		tracker:   proc.NewTracker(),
-		run:       agg.NewRun(),
-		tick:      make(chan struct{}),
-		lostByCPU: map[int]uint64{},
-		lostByTid: map[uint32]uint64{},
-		stopCh:    make(chan struct{}),
-		doneCh:    make(chan struct{}),
-		gateDone:  make(chan int, 1),
-		start:     time.Now(),
-	}
-	r.res = resolve.New(r.tracker, symconf.Options(r.note))
-	r.jitw = resolve.NewJITWatcher(r.res)
-	r.dec = record.Decoder{SampleType: perfevent.SampleType, SampleIDAll: true}
-
+	r := newRecorder(opts)
+	opts = r.opts
 	cfg := perfevent.Config{Freq: opts.Freq, RingPages: opts.RingPages}
 	if len(opts.Argv) > 0 {
 		gate, err := launch.Start(opts.Argv, opts.Env)
@@ -153,23 +150,20 @@ func Start(opts Options) (*Recorder, error) {
 		}
 		return nil, fmt.Errorf("record %s: %w", opts.Argv[0], err)
 	}
-	r.sess = sess
+	r.src = sess
 	if sess.Note != "" {
 		r.note("%s", sess.Note)
 	}
-	if r.id, err = store.Claim(NewID(r.meta.Pid)); err != nil {
+	r.meta.Event = sess.Event
+	r.meta.RingPages = sess.RingPages
+	r.meta.UserOnly = sess.UserOnly
+	if err := r.begin(); err != nil {
 		sess.Close()
 		if r.gate != nil {
 			r.gate.Abort()
 		}
 		return nil, err
 	}
-	r.meta.ID = r.id
-	r.meta.Freq = opts.Freq
-	r.meta.Event = sess.Event
-	r.meta.RingPages = sess.RingPages
-	r.meta.UserOnly = sess.UserOnly
-	r.meta.Start = r.start
 	r.jitw.Track(r.meta.Pid)
 
 	if r.gate != nil {
@@ -187,6 +181,67 @@ func Start(opts Options) (*Recorder, error) {
 	}
 	r.save(false) // the claimed file holds a readable run from the start
 	return r, nil
+}
+
+func newRecorder(opts Options) *Recorder {
+	if opts.Freq <= 0 {
+		opts.Freq = 999
+	}
+	if opts.Checkpoint <= 0 {
+		opts.Checkpoint = 2 * time.Second
+	}
+	if opts.Notef == nil {
+		opts.Notef = func(string, ...any) {}
+	}
+	r := &Recorder{
+		opts:      opts,
+		tracker:   proc.NewTracker(),
+		run:       agg.NewRun(),
+		tick:      make(chan struct{}),
+		lostByCPU: map[int]uint64{},
+		lostByTid: map[uint32]uint64{},
+		stopCh:    make(chan struct{}),
+		doneCh:    make(chan struct{}),
+		gateDone:  make(chan int, 1),
+		start:     time.Now(),
+	}
+	r.res = resolve.New(r.tracker, symconf.Options(r.note))
+	r.jitw = resolve.NewJITWatcher(r.res)
+	r.dec = record.Decoder{SampleType: perfevent.SampleType, SampleIDAll: true}
+	return r
+}
+
+// Replay runs a recording from a capture instead of the kernel (tests, and reproducing a
+// user's run): Loop ends when every record has been read. meta gives what the capture
+// does not hold (the target's pid and command, the event).
+func Replay(src finiteSource, meta store.Meta, opts Options) (*Recorder, error) {
+	r := newRecorder(opts)
+	r.src = src
+	r.meta.Pid, r.meta.Command, r.meta.Attached = meta.Pid, meta.Command, meta.Attached
+	r.meta.Event, r.meta.UserOnly, r.meta.RingPages = meta.Event, meta.UserOnly, meta.RingPages
+	if err := r.begin(); err != nil {
+		return nil, err
+	}
+	r.jitw.Track(r.meta.Pid)
+	r.save(false)
+	return r, nil
+}
+
+// begin claims the run's id and fills in the run's settings.
+func (r *Recorder) begin() error {
+	var err error
+	if r.id, err = store.Claim(NewID(r.meta.Pid)); err != nil {
+		return err
+	}
+	r.meta.ID = r.id
+	r.meta.Freq = r.opts.Freq
+	r.meta.Start = r.start
+	if path := os.Getenv("STAX_CAPTURE"); path != "" {
+		if r.capture, err = replay.Create(path); err != nil {
+			r.note("%v", err)
+		}
+	}
+	return nil
 }
 
 func without(s []int, v int) []int {
@@ -295,17 +350,28 @@ loop:
 			r.note("recording stopped after %v", r.opts.Duration)
 			break loop
 		}
-		r.sess.Wait(maxWait)
+		r.src.Wait(maxWait)
 		r.step(false)
-		if r.gate == nil && syscall.Kill(r.meta.Pid, 0) == syscall.ESRCH {
+		if fs, ok := r.src.(finiteSource); ok {
+			select {
+			case <-fs.Done():
+				break loop
+			default:
+			}
+		} else if r.gate == nil && syscall.Kill(r.meta.Pid, 0) == syscall.ESRCH {
 			break loop
 		}
 	}
 	close(namerStop)
 	<-namerDone
-	r.sess.Disable()
+	r.src.Disable()
 	r.step(true)
-	r.sess.Close()
+	r.src.Close()
+	if r.capture != nil {
+		if err := r.capture.Close(); err != nil {
+			r.note("%v", err)
+		}
+	}
 	r.jitw.Close()
 	r.resolveAndNotify()
 	if err := r.res.Persist(); err != nil {
@@ -362,7 +428,7 @@ func (r *Recorder) nameLoop(stop <-chan struct{}, done chan<- struct{}) {
 func (r *Recorder) step(final bool) {
 	cut := perfevent.MonotonicNow()
 	r.jitw.Poll(final)
-	if err := r.sess.Read(r.handle); err != nil {
+	if err := r.src.Read(r.read); err != nil {
 		r.note("read samples: %v", err)
 	}
 	r.mu.Lock()
@@ -387,9 +453,18 @@ func (r *Recorder) add(pid, tid uint32, t uint64, chain []uint64) {
 	r.run.AddSample(pid, tid, t, r.res.Generation(pid, t), chain)
 }
 
+// read takes one record from the source (and copies it to the capture, if one is made).
+func (r *Recorder) read(cpu int, rec []byte) {
+	if r.capture != nil {
+		r.capture.Add(cpu, rec)
+	}
+	r.handle(cpu, rec)
+}
+
 func (r *Recorder) handle(cpu int, rec []byte) {
 	h, err := record.ParseHeader(rec)
 	if err != nil {
+		r.countBad()
 		return
 	}
 	switch h.Type {

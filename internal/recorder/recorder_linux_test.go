@@ -3,6 +3,7 @@ package recorder
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -21,6 +22,13 @@ func TestMain(m *testing.M) {
 	launch.RunGateIfRequested()
 	if d, err := time.ParseDuration(os.Getenv("STAX_TEST_BURN")); err == nil {
 		burnCPU(d)
+		// STAX_TEST_HOLD: then wait until that file exists, so a test decides when the
+		// recorded program ends.
+		for hold := os.Getenv("STAX_TEST_HOLD"); hold != ""; time.Sleep(5 * time.Millisecond) {
+			if _, err := os.Stat(hold); err == nil {
+				break
+			}
+		}
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -92,7 +100,8 @@ func TestRecordLaunchedProgram(t *testing.T) {
 func TestStopEndsRecordingWhileCommandRunsOn(t *testing.T) {
 	testutil.RequirePerf(t)
 	t.Setenv("STAX_HOME", t.TempDir())
-	env := append(os.Environ(), "STAX_TEST_BURN=1s")
+	hold := filepath.Join(t.TempDir(), "hold")
+	env := append(os.Environ(), "STAX_TEST_BURN=200ms", "STAX_TEST_HOLD="+hold)
 	r, err := Start(Options{Argv: []string{os.Args[0]}, Freq: 999, Env: env})
 	if err != nil {
 		t.Fatal(err)
@@ -107,12 +116,18 @@ func TestStopEndsRecordingWhileCommandRunsOn(t *testing.T) {
 	r.Stop()
 	<-r.Done()
 	if !r.CommandRunsOn() {
-		t.Error("CommandRunsOn is false while the command still burns its second of CPU")
+		t.Error("CommandRunsOn is false while the command still runs")
 	}
 	meta, err := store.ReadMeta(r.StorePath())
 	if err != nil || !meta.Finished {
 		t.Errorf("after stop: %+v, %v", meta, err)
 	}
+	select {
+	case code := <-exit:
+		t.Fatalf("Loop returned %d before the command ended", code)
+	default:
+	}
+	os.WriteFile(hold, nil, 0o600) // now the command may end
 	if code := <-exit; code != 0 {
 		t.Errorf("exit status %d", code)
 	}
