@@ -1,0 +1,111 @@
+package recorder
+
+import (
+	"encoding/binary"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+// sampleRecord encodes a PERF_RECORD_SAMPLE in perfevent.SampleType's layout: ip, pid/tid,
+// time, cpu, period, callchain.
+func sampleRecord(buf []byte, pid, tid uint32, t uint64, cpu uint32, chain []uint64) []byte {
+	b := append(buf[:0], make([]byte, 8)...)
+	binary.LittleEndian.PutUint32(b, record.TypeSample)
+	binary.LittleEndian.PutUint16(b[4:], 2) // PERF_RECORD_MISC_USER
+	b = binary.LittleEndian.AppendUint64(b, chain[1])
+	b = binary.LittleEndian.AppendUint32(b, pid)
+	b = binary.LittleEndian.AppendUint32(b, tid)
+	b = binary.LittleEndian.AppendUint64(b, t)
+	b = binary.LittleEndian.AppendUint32(b, cpu)
+	b = binary.LittleEndian.AppendUint32(b, 0)
+	b = binary.LittleEndian.AppendUint64(b, 1001001)
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(chain)))
+	for _, a := range chain {
+		b = binary.LittleEndian.AppendUint64(b, a)
+	}
+	binary.LittleEndian.PutUint16(b[6:], uint16(len(b)))
+	return b
+}
+
+// syntheticSource delivers n samples over a fixed set of stacks and threads, a batch per
+// Read, and measures the heap once a tenth of them are in and again at the end.
+type syntheticSource struct {
+	n, next  int
+	stacks   [][]uint64
+	buf      []byte
+	done     chan struct{}
+	once     sync.Once
+	early    uint64 // heap in use after the first tenth
+	late     uint64 // heap in use at the end
+	measured bool
+}
+
+func newSynthetic(n, nstacks int) *syntheticSource {
+	s := &syntheticSource{n: n, done: make(chan struct{})}
+	for i := range nstacks {
+		chain := []uint64{record.ContextUser}
+		for d := range 30 {
+			chain = append(chain, 0x400000+uint64(i*4096+d*64))
+		}
+		s.stacks = append(s.stacks, chain)
+	}
+	return s
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+func (s *syntheticSource) Read(fn func(cpu int, rec []byte)) error {
+	end := min(s.next+4096, s.n)
+	for ; s.next < end; s.next++ {
+		i := s.next
+		tid := uint32(1000 + i%16)
+		s.buf = sampleRecord(s.buf, 1000, tid, uint64(i)*1e6/2, uint32(i%2), s.stacks[i%len(s.stacks)])
+		fn(i%2, s.buf)
+	}
+	if !s.measured && s.next >= s.n/10 {
+		s.early, s.measured = heapInUse(), true
+	}
+	if s.next == s.n {
+		s.once.Do(func() { s.late = heapInUse(); close(s.done) })
+	}
+	return nil
+}
+
+func (s *syntheticSource) Wait(time.Duration)    {}
+func (s *syntheticSource) Enable() error         { return nil }
+func (s *syntheticSource) Disable()              {}
+func (s *syntheticSource) Close()                {}
+func (s *syntheticSource) Done() <-chan struct{} { return s.done }
+
+// BenchmarkReplayHour feeds the recorder an hour at 999 Hz on two CPUs (7.2M samples) over
+// 2,000 distinct stacks of 30 frames: its heap once the stacks are known must stay flat
+// (heap-growth-% is the growth from the first tenth to the end; the target is under 10).
+// Run: go test ./internal/recorder -run '^$' -bench ReplayHour -benchtime 1x
+func BenchmarkReplayHour(b *testing.B) {
+	b.Setenv("STAX_HOME", b.TempDir())
+	const samples = 3600 * 999 * 2
+	for b.Loop() {
+		src := newSynthetic(samples, 2000)
+		r, err := Replay(src, store.Meta{Pid: 1000, Command: []string{"synthetic"}}, Options{Freq: 999, Checkpoint: time.Hour})
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		r.Loop()
+		el := time.Since(start)
+		b.ReportMetric(float64(samples)/el.Seconds(), "samples/s")
+		b.ReportMetric(float64(src.early)/(1<<20), "heap-MB-early")
+		b.ReportMetric(float64(src.late)/(1<<20), "heap-MB-end")
+		b.ReportMetric((float64(src.late)-float64(src.early))*100/float64(src.early), "heap-growth-%")
+	}
+}
