@@ -126,3 +126,8 @@ func names(proc *Maps, prog string, sym *symbolizer, pcs []uint64) []string {
 	}
 	return out
 }
+
+func (p *Maps) name(pc uint64) string {
+	m, _ := p.Mapping(pc)
+	return m.Path
+}
