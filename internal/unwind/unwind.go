@@ -72,6 +72,8 @@ type Unwinder struct {
 
 	cache [rowCacheSize]rowEntry
 	jit   map[jitKey]*Table
+	high  uint64 // bytes of the last stack copy the last walk needed (for captures)
+	mem   memory
 }
 
 type jitKey struct {
@@ -138,6 +140,7 @@ const maxCanonical = 0x00007fffffffffff
 func (u *Unwinder) Unwind(proc ProcessView, s *Sample, out []uint64) ([]uint64, EndReason) {
 	pcs, end := u.unwind(proc, s, out)
 	u.Counts[end].Add(1)
+	u.high = u.mem.high
 	return pcs, end
 }
 
@@ -149,7 +152,8 @@ func (u *Unwinder) unwind(proc ProcessView, s *Sample, out []uint64) ([]uint64, 
 	}
 	f := frameRegs{pc: s.Regs.IP, sp: s.Regs.SP, bp: s.Regs.BP, bpValid: true}
 	stackStart := s.Regs.SP
-	mem := memory{b: s.Stack, start: stackStart}
+	u.mem = memory{b: s.Stack, start: stackStart}
+	mem := &u.mem
 	if !usable(proc, f.pc) {
 		return out, EndGarbage
 	}
@@ -168,16 +172,16 @@ func (u *Unwinder) unwind(proc ProcessView, s *Sample, out []uint64) ([]uint64, 
 		var next frameRegs
 		var end EndReason
 		if ok {
-			next, end, ok = step(&rw, &f, &mem)
+			next, end, ok = step(&rw, &f, mem)
 			signal = rw.signal
 		} else {
 			end = EndNoCFI
 			signal = false
 			if i == 0 && isAnon(m.Path) {
-				next, ok = frameless(&f, &mem, proc)
+				next, ok = frameless(&f, mem, proc)
 			}
 			if !ok && f.bpValid {
-				next, ok = fpStep(&f, &mem)
+				next, ok = fpStep(&f, mem)
 			}
 			if !ok {
 				return u.continueFP(proc, s, out, EndNoCFI)
@@ -305,6 +309,7 @@ func (t *Table) bias(m Mapping) (uint64, bool) {
 type memory struct {
 	b     []byte
 	start uint64
+	high  uint64
 }
 
 // read returns the 8 bytes at addr and EndComplete, or why they could not be read.
@@ -313,6 +318,9 @@ func (m *memory) read(addr uint64) (uint64, EndReason) {
 		return 0, EndBadMemory
 	}
 	off := addr - m.start
+	if off+8 > m.high && off < 1<<20 {
+		m.high = off + 8
+	}
 	if off > uint64(len(m.b)) || uint64(len(m.b))-off < 8 {
 		return 0, EndTruncated
 	}
