@@ -37,11 +37,11 @@ func FramelessEHFrame(addr, size uint64) (ehFrame, ehFrameHdr []byte) {
 	cie := []byte{
 		0, 0, 0, 0, // CIE id
 		1, 'z', 'R', 0, // version, augmentation
-		1,    // code alignment
-		0x78, // data alignment -8
-		16,   // return address register (rip)
-		1,    // augmentation data length
-		0x00, // FDE pointers: DW_EH_PE_absptr
+		1,          // code alignment
+		0x78,       // data alignment -8
+		16,         // return address register (rip)
+		1,          // augmentation data length
+		0x00,       // FDE pointers: DW_EH_PE_absptr
 		0x0c, 7, 8, // DW_CFA_def_cfa rsp+8
 		0x90, 1, // DW_CFA_offset rip at cfa-8
 	}
