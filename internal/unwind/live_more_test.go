@@ -2,6 +2,7 @@ package unwind
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,5 +69,34 @@ func TestLiveDeepRecursion(t *testing.T) {
 	t.Logf("complete=%d truncated=%d", u.Counts[EndComplete].Load(), u.Counts[EndTruncated].Load())
 	if u.Counts[EndTruncated].Load() == 0 {
 		t.Error("no stack of depth 500 was marked truncated with a 16 KiB copy")
+	}
+}
+
+func TestLiveSignalFrame(t *testing.T) {
+	dir := t.TempDir()
+	prog := testutil.CC(t, dir, "signal", "gcc", "-O2", "-fomit-frame-pointer", filepath.Join("testdata", "signal.c"))
+	samples, maps := capture(t, prog, 200)
+	proc := &Maps{Mappings: maps, Loader: &FileLoader{}}
+	sym := newSymbolizer(t, prog)
+	var u Unwinder
+	buf := make([]uint64, 0, 256)
+	inHandler, through := 0, 0
+	for _, s := range samples {
+		pcs, end := u.Unwind(proc, &Sample{Regs: s.Regs, Stack: s.Stack}, buf)
+		ns := names(proc, prog, sym, pcs)
+		if ns[0] != "handler" {
+			continue
+		}
+		inHandler++
+		// handler, __restore_rt (libc), then the interrupted code of the program and main.
+		if end == EndComplete && len(ns) >= 4 && strings.HasPrefix(ns[1], "lib:libc") && slices.Contains(ns, "main") && ns[len(ns)-1] == "_start" {
+			through++
+		} else {
+			t.Logf("handler stack %v (%v)", ns, end)
+		}
+	}
+	t.Logf("%d samples in the handler, %d unwound through the signal frame", inHandler, through)
+	if inHandler < len(samples)/4 || through < inHandler*9/10 {
+		t.Errorf("%d of %d handler samples unwound through the signal frame", through, inHandler)
 	}
 }
