@@ -85,6 +85,10 @@ type FileLoader struct {
 
 // Table returns the call-frame information for the image behind m, or nil.
 func (l *FileLoader) Table(m Mapping) *Table {
+	if m.Path == "[vdso]" {
+		t, _ := VDSOTable()
+		return t
+	}
 	key := m.BuildID
 	if key == "" {
 		key = "path:" + m.Path
