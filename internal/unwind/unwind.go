@@ -139,6 +139,16 @@ const maxCanonical = 0x00007fffffffffff
 // sampled IP) to out, and returns the stack and why it ended.
 func (u *Unwinder) Unwind(proc ProcessView, s *Sample, out []uint64) ([]uint64, EndReason) {
 	pcs, end := u.unwind(proc, s, out)
+	if end != EndComplete && len(s.FPChain) > len(pcs) {
+		// Never return less than the frame-pointer chain alone gives.
+		if fp, fend := FixChain(proc, s.FPChain); len(fp) > len(pcs) && len(fp) <= cap(out) {
+			pcs = append(out[:0], fp...)
+			end = fend
+			if end == EndComplete {
+				end = EndNoCFI // the chain's end is not known to be the outermost frame
+			}
+		}
+	}
 	u.Counts[end].Add(1)
 	u.high = u.mem.high
 	return pcs, end
