@@ -4,6 +4,17 @@
 //
 // An Unwinder is not safe for concurrent use: give each goroutine its own (they may share
 // Tables through a Loader that caches them).
+//
+// Use, per sample of a run recorded with perfevent.Config{CallGraph: "dwarf"}:
+//
+//	_, user := record.SplitCallchain(s.Callchain)
+//	pcs, end := u.Unwind(view, &unwind.Sample{Pid: s.Pid, Time: s.Time,
+//		Regs:  unwind.Regs{BP: s.Regs[0], SP: s.Regs[1], IP: s.Regs[2]},
+//		Stack: s.Stack, FPChain: user}, buf[:0])
+//
+// where view is the process's mappings at the sample's time (a ProcessView; Maps with a
+// FileLoader shared by the run will do) and end is counted in u.Counts. In fp mode,
+// FixChain(view, user) drops the garbage a frame-pointer walk reads above the last frame.
 package unwind
 
 import (
