@@ -38,6 +38,35 @@ type Config struct {
 	// RingPages is the data area size in pages per CPU (a power of two); 0 sizes it from
 	// the frequency with RingPagesFor.
 	RingPages int
+	// CallGraph is "fp" (the kernel's frame-pointer callchain, the default when empty) or
+	// "dwarf": samples also carry BP, SP, IP and StackSize bytes of the user stack.
+	CallGraph string
+	// StackSize is the user stack copy in bytes for "dwarf" (rounded down to 8; 0 means 16 KiB).
+	StackSize int
+}
+
+// RegsUserDwarf is sample_regs_user in "dwarf" mode: BP, SP, IP (perf x86-64 indices 6, 7, 8),
+// in that order in a sample.
+const RegsUserDwarf = 1<<6 | 1<<7 | 1<<8
+
+// DwarfSampleType is the sample layout of "dwarf" mode.
+const DwarfSampleType = SampleType | record.SampleRegsUser | record.SampleStackUser
+
+// SampleTypeFor returns the sample layout and sample_regs_user for cfg, to configure a
+// record.Decoder.
+func SampleTypeFor(cfg Config) (sampleType, regsMask uint64) {
+	if cfg.CallGraph == "dwarf" {
+		return DwarfSampleType, RegsUserDwarf
+	}
+	return SampleType, 0
+}
+
+func stackSize(cfg Config) uint32 {
+	n := cfg.StackSize &^ 7
+	if n <= 0 {
+		n = 16 << 10
+	}
+	return uint32(min(n, record.MaxStackUser))
 }
 
 // RingPagesFor sizes a CPU's ring so that it holds about half a second of samples at freq
@@ -188,6 +217,10 @@ func (s *Session) attr(cfg Config, typ uint32, config uint64, enableOnExec bool)
 		unix.PerfBitCommExec | unix.PerfBitUseClockID | unix.PerfBitExcludeHv | bitBuildID | unix.PerfBitWatermark
 	if enableOnExec {
 		a.Bits |= unix.PerfBitEnableOnExec
+	}
+	if cfg.CallGraph == "dwarf" {
+		a.Sample_type, a.Sample_regs_user = SampleTypeFor(cfg)
+		a.Sample_stack_user = stackSize(cfg)
 	}
 	if s.UserOnly {
 		a.Bits |= unix.PerfBitExcludeKernel | unix.PerfBitExcludeCallchainKernel

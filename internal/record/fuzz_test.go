@@ -20,15 +20,22 @@ func FuzzDecode(f *testing.F) {
 	f.Add(lostRec(1, 2, id), uint64(staxSampleType), true)
 	f.Add(lostSamplesRec(2, id), uint64(SampleIdentifier|SampleTID|SampleTime|SampleIDBit|SampleStreamID|SampleCPU), true)
 	f.Add([]byte{9, 0, 0, 0, 0, 0, 8, 0}, uint64(staxSampleType), true)
+	f.Add(dwarfSampleRec(sampleFields{ip: 1, chain: []uint64{ContextUser, 1}}, 2, []uint64{1, 2, 3}, []byte{1, 2, 3, 4, 5, 6, 7, 8}, 8, 8), uint64(dwarfSampleType), true)
+	f.Add(dwarfSampleRec(sampleFields{ip: 1}, 0, nil, nil, 0, 0), uint64(dwarfSampleType), true)
 	f.Fuzz(func(t *testing.T, data []byte, sampleType uint64, idAll bool) {
 		for _, d := range []*Decoder{
 			{SampleType: staxSampleType, SampleIDAll: true},
 			{SampleType: sampleType, SampleIDAll: idAll},
+			{SampleType: dwarfSampleType, SampleIDAll: true, RegsUserMask: regsMask},
+			{SampleType: sampleType, SampleIDAll: idAll, RegsUserMask: sampleType},
 		} {
 			var s Sample
 			if err := d.Sample(data, &s); err == nil {
 				if len(s.Callchain) > maxCallchainSize {
 					t.Errorf("callchain of %d entries", len(s.Callchain))
+				}
+				if len(s.Stack) > MaxStackUser || uint64(len(s.Stack)) > s.StackSize || len(s.Regs) > maxRegsUser {
+					t.Errorf("stack %d of %d bytes, %d registers", len(s.Stack), s.StackSize, len(s.Regs))
 				}
 				k, u := SplitCallchain(s.Callchain)
 				if len(k)+len(u) > len(s.Callchain) {

@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 )
 
 // Record types (include/uapi/linux/perf_event.h).
@@ -38,8 +39,16 @@ const (
 	SamplePeriod     = 1 << 8
 	SampleStreamID   = 1 << 9
 	SampleRaw        = 1 << 10
+	SampleRegsUser   = 1 << 12
+	SampleStackUser  = 1 << 13
 	SampleIdentifier = 1 << 16
 )
+
+// MaxStackUser bounds a PERF_SAMPLE_STACK_USER copy: the kernel accepts less than 64 KiB.
+const MaxStackUser = 65528
+
+// maxRegsUser bounds the number of user registers a sample may carry.
+const maxRegsUser = 64
 
 // Header misc bits.
 const (
@@ -83,6 +92,16 @@ type Sample struct {
 	Period    uint64
 	Callchain []uint64 // raw, with context markers; aliases the record bytes' copy in the decoder
 	Misc      uint16
+
+	// RegsABI is PERF_SAMPLE_REGS_ABI_* (0 none, 1 32-bit, 2 64-bit); Regs holds the registers
+	// of Decoder.RegsUserMask in ascending bit order, valid when RegsABI != 0. It aliases a
+	// buffer owned by the decoder.
+	RegsABI uint64
+	Regs    []uint64
+	// Stack is the valid part (dyn_size bytes) of the user stack copy, starting at the
+	// sampled stack pointer; StackSize is the size asked for. Stack aliases the record bytes.
+	Stack     []byte
+	StackSize uint64
 }
 
 // Mmap2 is a PERF_RECORD_MMAP2 (or a PERF_RECORD_MMAP, with no inode and build-id data).
@@ -127,7 +146,10 @@ var ErrShort = errors.New("record too short")
 type Decoder struct {
 	SampleType  uint64
 	SampleIDAll bool
-	chain       []uint64
+	// RegsUserMask is perf_event_attr.sample_regs_user (used with SampleRegsUser).
+	RegsUserMask uint64
+	chain        []uint64
+	regs         []uint64
 }
 
 // ParseHeader reads the record header at the start of b.
@@ -298,6 +320,51 @@ func (d *Decoder) Sample(rec []byte, s *Sample) error {
 			d.chain[i] = binary.LittleEndian.Uint64(raw[i*8:])
 		}
 		s.Callchain = d.chain
+	}
+	if st&SampleRaw != 0 {
+		n := r.u32()
+		r.bytes(int(n))
+		if r.err {
+			return fmt.Errorf("decode sample: raw data: %w", ErrShort)
+		}
+	}
+	if st&(1<<11) != 0 {
+		return errors.New("decode sample: PERF_SAMPLE_BRANCH_STACK is not supported")
+	}
+	if st&SampleRegsUser != 0 {
+		s.RegsABI = r.u64()
+		if s.RegsABI != 0 {
+			n := bits.OnesCount64(d.RegsUserMask)
+			if n > maxRegsUser || n*8 > len(r.b)-r.off {
+				return fmt.Errorf("decode sample: %d user registers do not fit the record", n)
+			}
+			if cap(d.regs) < n {
+				d.regs = make([]uint64, n)
+			}
+			d.regs = d.regs[:n]
+			for i := range d.regs {
+				d.regs[i] = r.u64()
+			}
+			s.Regs = d.regs
+		}
+	}
+	if st&SampleStackUser != 0 {
+		size := r.u64()
+		if r.err {
+			return fmt.Errorf("decode sample: %w", ErrShort)
+		}
+		if size > MaxStackUser || int(size) > len(r.b)-r.off {
+			return fmt.Errorf("decode sample: user stack of %d bytes does not fit the record", size)
+		}
+		s.StackSize = size
+		if size != 0 {
+			data := r.bytes(int(size))
+			dyn := r.u64()
+			if dyn > size {
+				dyn = size
+			}
+			s.Stack = data[:dyn]
+		}
 	}
 	if r.err {
 		return fmt.Errorf("decode sample: %w", ErrShort)

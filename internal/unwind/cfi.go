@@ -1,0 +1,382 @@
+package unwind
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// Bounds on foreign CFI bytes.
+const (
+	maxCFISection  = 256 << 20 // bytes of .eh_frame or .debug_frame
+	maxFDEs        = 4 << 20
+	maxCFIOps      = 4096 // instructions evaluated per row
+	maxRememberDep = 16
+	maxExprOps     = 64
+	maxExprStack   = 32
+)
+
+// DWARF register numbers on x86-64.
+const (
+	regRBP = 6
+	regRSP = 7
+	regRA  = 16
+)
+
+// Table is the call-frame information of one image (or one JIT code blob), with FDEs
+// sorted by address. Addresses are the image's link-time virtual addresses. A Table is
+// immutable after Parse and safe to share.
+type Table struct {
+	data     []byte
+	secAddr  uint64 // address of data[0], for pc-relative pointers
+	debug    bool   // .debug_frame layout
+	cies     []cie
+	fdes     []fde
+	loads    []segment
+	BuildID  string
+	Complete bool // every FDE parsed (false if parsing stopped at damage)
+}
+
+type segment struct{ off, vaddr, filesz uint64 }
+
+type cie struct {
+	codeAlign uint64
+	dataAlign int64
+	raReg     uint64
+	ins, end  uint32 // initial instructions
+	fdeEnc    byte
+	signal    bool
+	hasAug    bool
+}
+
+type fde struct {
+	start, end uint64
+	cie        int32
+	ins, insE  uint32
+}
+
+var errCFI = errors.New("malformed call frame information")
+
+type cfiReader struct {
+	b   []byte
+	off int
+	bad bool
+}
+
+func (r *cfiReader) u8() byte {
+	if r.off >= len(r.b) {
+		r.bad = true
+		return 0
+	}
+	v := r.b[r.off]
+	r.off++
+	return v
+}
+
+func (r *cfiReader) fixed(n int) uint64 {
+	if n < 0 || r.off+n > len(r.b) || r.off+n < r.off {
+		r.bad = true
+		r.off = len(r.b)
+		return 0
+	}
+	var v uint64
+	switch n {
+	case 1:
+		v = uint64(r.b[r.off])
+	case 2:
+		v = uint64(binary.LittleEndian.Uint16(r.b[r.off:]))
+	case 4:
+		v = uint64(binary.LittleEndian.Uint32(r.b[r.off:]))
+	case 8:
+		v = binary.LittleEndian.Uint64(r.b[r.off:])
+	}
+	r.off += n
+	return v
+}
+
+func (r *cfiReader) uleb() uint64 {
+	var v uint64
+	var shift uint
+	for {
+		c := r.u8()
+		if r.bad {
+			return 0
+		}
+		if shift < 64 {
+			v |= uint64(c&0x7f) << shift
+		}
+		shift += 7
+		if c&0x80 == 0 {
+			return v
+		}
+	}
+}
+
+func (r *cfiReader) sleb() int64 {
+	var v int64
+	var shift uint
+	var c byte
+	for {
+		c = r.u8()
+		if r.bad {
+			return 0
+		}
+		if shift < 64 {
+			v |= int64(c&0x7f) << shift
+		}
+		shift += 7
+		if c&0x80 == 0 {
+			break
+		}
+	}
+	if shift < 64 && c&0x40 != 0 {
+		v |= -1 << shift
+	}
+	return v
+}
+
+// Pointer encodings (DW_EH_PE_*).
+const (
+	peAbsptr  = 0x00
+	peUleb    = 0x01
+	peUdata2  = 0x02
+	peUdata4  = 0x03
+	peUdata8  = 0x04
+	peSleb    = 0x09
+	peSdata2  = 0x0a
+	peSdata4  = 0x0b
+	peSdata8  = 0x0c
+	pePcrel   = 0x10
+	peDatarel = 0x30
+	peOmit    = 0xff
+)
+
+// ptr reads an encoded pointer; secAddr is the address of r.b[0].
+func (r *cfiReader) ptr(enc byte, secAddr uint64) uint64 {
+	if enc == peOmit {
+		return 0
+	}
+	pos := secAddr + uint64(r.off)
+	var v uint64
+	switch enc & 0x0f {
+	case peAbsptr, peUdata8, peSdata8:
+		v = r.fixed(8)
+	case peUleb:
+		v = r.uleb()
+	case peSleb:
+		v = uint64(r.sleb())
+	case peUdata2:
+		v = r.fixed(2)
+	case peSdata2:
+		v = uint64(int64(int16(r.fixed(2))))
+	case peUdata4:
+		v = r.fixed(4)
+	case peSdata4:
+		v = uint64(int64(int32(r.fixed(4))))
+	default:
+		r.bad = true
+		return 0
+	}
+	switch enc & 0x70 {
+	case 0:
+	case pePcrel:
+		v += pos
+	default:
+		r.bad = true // textrel/datarel/funcrel do not occur in FDE ranges on x86-64
+	}
+	return v
+}
+
+// ParseEHFrame parses an .eh_frame section whose first byte is at address secAddr.
+func ParseEHFrame(data []byte, secAddr uint64) (*Table, error) {
+	return parse(data, secAddr, false)
+}
+
+// ParseDebugFrame parses a .debug_frame section.
+func ParseDebugFrame(data []byte) (*Table, error) {
+	return parse(data, 0, true)
+}
+
+func parse(data []byte, secAddr uint64, debug bool) (*Table, error) {
+	if len(data) > maxCFISection {
+		return nil, fmt.Errorf("parse call frame information: section of %d bytes is over the %d limit", len(data), maxCFISection)
+	}
+	t := &Table{data: data, secAddr: secAddr, debug: debug, Complete: true}
+	cieAt := map[int]int32{}
+	off := 0
+	for off+4 <= len(data) {
+		start := off
+		length := uint64(binary.LittleEndian.Uint32(data[off:]))
+		off += 4
+		if length == 0 {
+			if debug {
+				continue
+			}
+			break // .eh_frame terminator
+		}
+		if length == 0xffffffff {
+			t.Complete = false
+			break // 64-bit DWARF CFI is not produced on x86-64 Linux
+		}
+		if length > uint64(len(data)-off) {
+			t.Complete = false
+			break
+		}
+		body := off
+		end := off + int(length)
+		off = end
+		if end-body < 4 {
+			t.Complete = false
+			continue
+		}
+		id := binary.LittleEndian.Uint32(data[body:])
+		isCIE := id == 0
+		if debug {
+			isCIE = id == 0xffffffff
+		}
+		if isCIE {
+			c, ok := parseCIE(data[:end], body+4, secAddr, debug)
+			if !ok {
+				t.Complete = false
+				continue
+			}
+			cieAt[start] = int32(len(t.cies))
+			t.cies = append(t.cies, c)
+			continue
+		}
+		var ciePos int
+		if debug {
+			ciePos = int(id)
+		} else {
+			ciePos = body - int(id)
+		}
+		ci, ok := cieAt[ciePos]
+		if !ok {
+			// A CIE after its FDE is legal but rare; parse it in place.
+			c, ok2 := t.cieAtOffset(ciePos)
+			if !ok2 {
+				t.Complete = false
+				continue
+			}
+			ci = int32(len(t.cies))
+			cieAt[ciePos] = ci
+			t.cies = append(t.cies, c)
+		}
+		if len(t.fdes) >= maxFDEs {
+			t.Complete = false
+			break
+		}
+		c := &t.cies[ci]
+		r := cfiReader{b: data[:end], off: body + 4}
+		enc := c.fdeEnc
+		if debug {
+			enc = peUdata8
+		}
+		pcStart := r.ptr(enc, secAddr)
+		pcLen := r.ptr(enc&0x0f, 0)
+		if c.hasAug {
+			n := r.uleb()
+			if n > uint64(end-r.off) {
+				r.bad = true
+			} else {
+				r.off += int(n)
+			}
+		}
+		if r.bad || pcStart+pcLen < pcStart {
+			t.Complete = false
+			continue
+		}
+		t.fdes = append(t.fdes, fde{start: pcStart, end: pcStart + pcLen, cie: ci, ins: uint32(r.off), insE: uint32(end)})
+	}
+	sort.Slice(t.fdes, func(i, j int) bool { return t.fdes[i].start < t.fdes[j].start })
+	if len(t.cies) == 0 && len(data) > 0 && !t.Complete {
+		return nil, fmt.Errorf("parse call frame information: %w", errCFI)
+	}
+	return t, nil
+}
+
+func (t *Table) cieAtOffset(pos int) (cie, bool) {
+	if pos < 0 || pos+8 > len(t.data) {
+		return cie{}, false
+	}
+	length := int(binary.LittleEndian.Uint32(t.data[pos:]))
+	if length <= 4 || length > len(t.data)-pos-4 {
+		return cie{}, false
+	}
+	id := binary.LittleEndian.Uint32(t.data[pos+4:])
+	if (t.debug && id != 0xffffffff) || (!t.debug && id != 0) {
+		return cie{}, false
+	}
+	return parseCIE(t.data[:pos+4+length], pos+8, t.secAddr, t.debug)
+}
+
+func parseCIE(b []byte, off int, secAddr uint64, debug bool) (cie, bool) {
+	r := cfiReader{b: b, off: off}
+	version := r.u8()
+	augStart := r.off
+	for r.off < len(b) && b[r.off] != 0 {
+		r.off++
+	}
+	aug := string(b[augStart:min(r.off, len(b))])
+	r.off++
+	c := cie{fdeEnc: peAbsptr}
+	if version >= 4 {
+		r.u8() // address size
+		r.u8() // segment selector size
+	}
+	c.codeAlign = r.uleb()
+	c.dataAlign = r.sleb()
+	if version == 1 {
+		c.raReg = uint64(r.u8())
+	} else {
+		c.raReg = r.uleb()
+	}
+	if len(aug) > 0 && aug[0] == 'z' {
+		c.hasAug = true
+		n := r.uleb()
+		augEnd := r.off + int(n)
+		if n > uint64(len(b)) || augEnd > len(b) {
+			return cie{}, false
+		}
+		for _, ch := range aug[1:] {
+			switch ch {
+			case 'R':
+				c.fdeEnc = r.u8()
+			case 'P':
+				e := r.u8()
+				r.ptr(e&0x7f, secAddr) // personality: skip (indirect bit cleared)
+			case 'L':
+				r.u8()
+			case 'S':
+				c.signal = true
+			case 'B':
+			default:
+				r.off = augEnd // unknown letters: the length lets us skip them
+			}
+		}
+		r.off = augEnd
+	} else if aug == "eh" {
+		r.fixed(8)
+	} else if aug != "" {
+		return cie{}, false
+	}
+	if r.bad || r.off > len(b) {
+		return cie{}, false
+	}
+	c.ins, c.end = uint32(r.off), uint32(len(b))
+	_ = debug
+	return c, true
+}
+
+// find returns the FDE covering the link-time address pc.
+func (t *Table) find(pc uint64) (*fde, bool) {
+	i := sort.Search(len(t.fdes), func(i int) bool { return t.fdes[i].end > pc })
+	if i < len(t.fdes) && t.fdes[i].start <= pc && pc < t.fdes[i].end {
+		return &t.fdes[i], true
+	}
+	return nil, false
+}
+
+// NumFDEs is the number of functions the table describes.
+func (t *Table) NumFDEs() int { return len(t.fdes) }

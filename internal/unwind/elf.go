@@ -1,0 +1,165 @@
+package unwind
+
+import (
+	"bufio"
+	"debug/elf"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// LoadELF reads the call-frame information of an ELF image: .eh_frame, else .debug_frame
+// (which a separate debug file may hold; pass it as debugPath, or "").
+func LoadELF(path, debugPath string) (*Table, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open image for unwinding: %w", err)
+	}
+	defer f.Close()
+	var t *Table
+	if s := f.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS && s.Size > 0 {
+		data, err := readSection(s)
+		if err != nil {
+			return nil, fmt.Errorf("read .eh_frame of %s: %w", path, err)
+		}
+		if t, err = ParseEHFrame(data, s.Addr); err != nil {
+			return nil, fmt.Errorf("parse .eh_frame of %s: %w", path, err)
+		}
+	}
+	if t == nil || len(t.fdes) == 0 {
+		dt, err := loadDebugFrame(f)
+		if err == nil && dt != nil {
+			t = dt
+		} else if debugPath != "" {
+			if df, err := elf.Open(debugPath); err == nil {
+				dt, _ = loadDebugFrame(df)
+				df.Close()
+				if dt != nil {
+					t = dt
+				}
+			}
+		}
+	}
+	if t == nil {
+		t = &Table{Complete: true}
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD {
+			t.loads = append(t.loads, segment{off: p.Off, vaddr: p.Vaddr, filesz: p.Filesz})
+		}
+	}
+	return t, nil
+}
+
+func loadDebugFrame(f *elf.File) (*Table, error) {
+	s := f.Section(".debug_frame")
+	if s == nil || s.Type == elf.SHT_NOBITS {
+		return nil, nil
+	}
+	data, err := readSection(s)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDebugFrame(data)
+}
+
+func readSection(s *elf.Section) ([]byte, error) {
+	if s.Size > maxCFISection {
+		return nil, fmt.Errorf("section of %d bytes is over the %d limit", s.Size, maxCFISection)
+	}
+	return io.ReadAll(io.LimitReader(s.Open(), maxCFISection))
+}
+
+// FileLoader loads and caches Tables by build-id (or path when there is none). It is safe
+// for concurrent use.
+type FileLoader struct {
+	// Root stands in for "/" in mapping paths (e.g. /proc/PID/root); "" means the host.
+	Root string
+	mu   sync.Mutex
+	byID map[string]*Table // guarded by mu; nil entries remember failures
+}
+
+// Table returns the call-frame information for the image behind m, or nil.
+func (l *FileLoader) Table(m Mapping) *Table {
+	if m.Path == "[vdso]" {
+		t, _ := VDSOTable()
+		return t
+	}
+	key := m.BuildID
+	if key == "" {
+		key = "path:" + m.Path
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.byID[key]; ok {
+		return t
+	}
+	if l.byID == nil {
+		l.byID = map[string]*Table{}
+	}
+	t, err := LoadELF(l.Root+m.Path, "")
+	if err != nil {
+		t = nil
+	}
+	l.byID[key] = t
+	return t
+}
+
+// Maps is a ProcessView over a fixed list of mappings (a snapshot of /proc/PID/maps, or
+// mappings rebuilt from MMAP2 records) and a loader of Tables.
+type Maps struct {
+	Mappings []Mapping // sorted by Start, not overlapping
+	Loader   interface{ Table(Mapping) *Table }
+}
+
+// Mapping returns the mapping holding addr.
+func (p *Maps) Mapping(addr uint64) (Mapping, bool) {
+	i := sort.Search(len(p.Mappings), func(i int) bool { return p.Mappings[i].End > addr })
+	if i < len(p.Mappings) && p.Mappings[i].Start <= addr {
+		return p.Mappings[i], true
+	}
+	return Mapping{}, false
+}
+
+// Table returns the Table of m's image through the loader.
+func (p *Maps) Table(m Mapping) *Table {
+	if p.Loader == nil {
+		return nil
+	}
+	return p.Loader.Table(m)
+}
+
+// ReadMaps reads the executable mappings of a process from /proc/PID/maps.
+func ReadMaps(pid int) ([]Mapping, error) {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/maps")
+	if err != nil {
+		return nil, fmt.Errorf("read mappings: %w", err)
+	}
+	defer f.Close()
+	var ms []Mapping
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) < 5 || !strings.Contains(fs[1], "x") {
+			continue
+		}
+		lo, hi, _ := strings.Cut(fs[0], "-")
+		start, err1 := strconv.ParseUint(lo, 16, 64)
+		end, err2 := strconv.ParseUint(hi, 16, 64)
+		off, err3 := strconv.ParseUint(fs[2], 16, 64)
+		if err1 != nil || err2 != nil || err3 != nil {
+			continue
+		}
+		m := Mapping{Start: start, End: end, Offset: off, Exec: true}
+		if len(fs) >= 6 {
+			m.Path = strings.Join(fs[5:], " ")
+		}
+		ms = append(ms, m)
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Start < ms[j].Start })
+	return ms, sc.Err()
+}

@@ -1,0 +1,18 @@
+package unwind
+
+import "testing"
+
+func TestVDSOTable(t *testing.T) {
+	tab, err := VDSOTable()
+	if err != nil {
+		t.Skipf("no vdso here: %v", err)
+	}
+	if tab.NumFDEs() == 0 || len(tab.loads) == 0 {
+		t.Fatalf("vdso: %d FDEs, %d loads", tab.NumFDEs(), len(tab.loads))
+	}
+	for _, f := range tab.fdes {
+		if _, ok := tab.rowAt(f.start); !ok {
+			t.Errorf("no row at the start of the FDE at %#x", f.start)
+		}
+	}
+}
