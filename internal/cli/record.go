@@ -17,7 +17,8 @@ import (
 )
 
 func recordCmd(g *globals) *cobra.Command {
-	var freq, pid, pages int
+	var freq, pid, pages, stackSize int
+	var callGraph string
 	var seconds float64
 	var noJITAPI, quiet bool
 	c := &cobra.Command{
@@ -49,6 +50,12 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 			if seconds < 0 || pid < 0 {
 				return usageErr("-l and -p must not be negative")
 			}
+			if callGraph != "fp" && callGraph != "dwarf" {
+				return usageErr("--call-graph must be fp or dwarf, not %q", callGraph)
+			}
+			if stackSize != 0 && (stackSize < 8<<10 || stackSize > 64<<10-8 || stackSize%8 != 0) {
+				return usageErr("--stack-size must be a multiple of 8 from 8192 to 65528 bytes, not %d", stackSize)
+			}
 			if pages != 0 && (pages < 1 || pages&(pages-1) != 0 || pages > 1<<20) {
 				return usageErr("-m must be a power of two number of pages (e.g. 512 or 2048), not %d", pages)
 			}
@@ -61,6 +68,7 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 			}
 			rec, err := recorder.Start(recorder.Options{
 				Argv: args, Pid: pid, Freq: freq, Duration: time.Duration(seconds * float64(time.Second)), RingPages: pages,
+				CallGraph: callGraph, StackSize: stackSize,
 				Env: env, Notef: notef,
 			})
 			if err != nil {
@@ -136,6 +144,8 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 	}
 	c.Flags().SetInterspersed(false)
 	c.Flags().IntVarP(&freq, "freq", "F", 999, "samples per second per CPU")
+	c.Flags().StringVar(&callGraph, "call-graph", "fp", "how user stacks are walked: `fp` (frame pointers, by the kernel) or dwarf (.eh_frame from a copy of each sample's user stack: callers of code without frame pointers too)")
+	c.Flags().IntVar(&stackSize, "stack-size", 0, "`BYTES` of user stack copied per sample with --call-graph dwarf (8192 to 65528; default 16384)")
 	c.Flags().IntVarP(&pages, "mmap-pages", "m", 0, "`PAGES` of ring buffer per CPU, a power of two (default: sized from -F to hold half a second)")
 	c.Flags().Float64VarP(&seconds, "duration", "l", 0, "stop recording after `SECS` seconds (0: when the command exits or on stax stop)")
 	c.Flags().IntVarP(&pid, "pid", "p", 0, "attach to the running process `PID` (all its threads)")

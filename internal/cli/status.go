@@ -72,6 +72,9 @@ func printStatus(g *globals, st api.Status) {
 		fmt.Fprintf(w, "lost:      %.2f%% of samples; by cpu: %s; by thread: %s%s\n",
 			float64(m.Lost)*100/float64(m.Samples+m.Lost), countsByKey(m.LostByCPU), countsByKey(m.LostByThread), ring)
 	}
+	if m.CallGraph == "dwarf" {
+		fmt.Fprintf(w, "stacks by: dwarf unwinding; user stacks ended: %s\n", countsByName(m.StackEnds))
+	}
 	if m.BadRecords > 0 {
 		fmt.Fprintf(w, "records:   %s could not be decoded\n", commas(m.BadRecords))
 	}
@@ -133,6 +136,23 @@ func countsByKey(m map[string]uint64) string {
 		}
 		return keys[i] < keys[j]
 	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + " " + commas(m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// countsByName prints a map of counts as "k n, k n", keys sorted.
+func countsByName(m map[string]uint64) string {
+	if len(m) == 0 {
+		return "none yet"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = k + " " + commas(m[k])

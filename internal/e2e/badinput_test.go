@@ -56,6 +56,8 @@ func TestBadInputGivesOneLineAndExitCode(t *testing.T) {
 		{"negative tid", []string{"top", "--tid", "-4"}, 2, "--tid"},
 		{"rm of a run that is not there", []string{"rm", "no-such-run"}, 5, "no stored run"},
 		{"gc without --keep", []string{"gc"}, 2, "--keep"},
+		{"bad call graph", []string{"record", "--call-graph", "lbr", "--", "true"}, 2, "--call-graph must be fp or dwarf"},
+		{"stack size too small", []string{"record", "--call-graph", "dwarf", "--stack-size", "100", "--", "true"}, 2, "--stack-size"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

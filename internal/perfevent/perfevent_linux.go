@@ -70,11 +70,11 @@ func stackSize(cfg Config) uint32 {
 }
 
 // RingPagesFor sizes a CPU's ring so that it holds about half a second of samples at freq
-// with stacks of maxStack frames: a reader that is late by a scheduling slice or a slow
+// with stacks of maxStack frames (and stackCopy bytes of user stack, in dwarf mode): a reader that is late by a scheduling slice or a slow
 // checkpoint loses nothing. The result is a power of two from 128 (512 KiB) to 8192
 // (32 MiB) pages.
-func RingPagesFor(freq, maxStack int) int {
-	recordBytes := 64 + 8*(maxStack+2) // header, ip, tid, time, cpu, period, callchain
+func RingPagesFor(freq, maxStack, stackCopy int) int {
+	recordBytes := 64 + 8*(maxStack+2) + stackCopy // header, ip, tid, time, cpu, period, callchain, user stack
 	want := freq * recordBytes / 2 / os.Getpagesize()
 	pages := 128
 	for pages < want && pages < 8192 {
@@ -133,7 +133,11 @@ func Open(cfg Config) (*Session, error) {
 	}
 	if cfg.RingPages == 0 {
 		// Sized automatically: halve it while the locked-memory limit refuses it.
-		for pages := RingPagesFor(cfg.Freq, maxStack); ; pages /= 2 {
+		stackCopy := 0
+		if cfg.CallGraph == "dwarf" {
+			stackCopy = int(stackSize(cfg)) + 32 // the copy, its sizes and three registers
+		}
+		for pages := RingPagesFor(cfg.Freq, maxStack, stackCopy); ; pages /= 2 {
 			cfg.RingPages = pages
 			s, err := Open(cfg)
 			var re *RingError

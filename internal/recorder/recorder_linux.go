@@ -28,6 +28,7 @@ import (
 	"github.com/stax-profiler/stax/internal/resolve"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/symconf"
+	"github.com/stax-profiler/stax/internal/unwind"
 )
 
 // Options configure a recording.
@@ -39,6 +40,8 @@ type Options struct {
 	Env        []string      // the launched command's environment
 	Checkpoint time.Duration // how often the run is saved while recording
 	RingPages  int           // pages per CPU ring (a power of two); 0 sizes them from Freq
+	CallGraph  string        // "fp" (default) or "dwarf": unwind user stacks from .eh_frame
+	StackSize  int           // bytes of user stack copied per sample in dwarf mode (0: 16 KiB)
 	Notef      func(format string, args ...any)
 }
 
@@ -68,6 +71,7 @@ type Recorder struct {
 	start   time.Time
 	src     Source
 	capture *replay.Writer // STAX_CAPTURE: every record read is also written here
+	dwarf   *dwarfUnwinder // --call-graph dwarf; nil with frame pointers
 	gate    *launch.Gate
 	tracker *proc.Tracker
 	res     *resolve.Resolver
@@ -114,7 +118,16 @@ func NewID(pid int) string {
 func Start(opts Options) (*Recorder, error) {
 	r := newRecorder(opts)
 	opts = r.opts
-	cfg := perfevent.Config{Freq: opts.Freq, RingPages: opts.RingPages}
+	cfg := perfevent.Config{Freq: opts.Freq, RingPages: opts.RingPages, CallGraph: opts.CallGraph, StackSize: opts.StackSize}
+	st, regs := perfevent.SampleTypeFor(cfg)
+	r.dec = record.Decoder{SampleType: st, RegsUserMask: regs, SampleIDAll: true}
+	if opts.CallGraph == "dwarf" {
+		r.dwarf = &dwarfUnwinder{}
+	}
+	r.meta.CallGraph = "fp"
+	if r.dwarf != nil {
+		r.meta.CallGraph = "dwarf"
+	}
 	if len(opts.Argv) > 0 {
 		gate, err := launch.Start(opts.Argv, opts.Env)
 		if err != nil {
@@ -481,6 +494,9 @@ func (r *Recorder) handle(cpu int, rec []byte) {
 				chain[0] = record.ContextKernel
 			}
 		}
+		if r.dwarf != nil {
+			chain = r.dwarf.chainOf(r.tracker, &s, chain)
+		}
 		if s.Time >= r.cut && r.cut != 0 {
 			r.mu.Lock()
 			r.pending = append(r.pending, heldSample{s.Pid, s.Tid, s.Time, append([]uint64(nil), chain...)})
@@ -595,6 +611,14 @@ func (r *Recorder) snapshot(final bool) *store.Run {
 	meta := r.meta
 	meta.Lost = r.lost
 	meta.BadRecords = r.bad
+	if r.dwarf != nil {
+		meta.StackEnds = map[string]uint64{}
+		for i := range r.dwarf.u.Counts {
+			if n := r.dwarf.u.Counts[i].Load(); n > 0 {
+				meta.StackEnds[unwind.EndReason(i).String()] = n
+			}
+		}
+	}
 	meta.LostByCPU = make(map[string]uint64, len(r.lostByCPU))
 	for cpu, n := range r.lostByCPU {
 		meta.LostByCPU[strconv.Itoa(cpu)] = n

@@ -45,6 +45,8 @@ type Meta struct {
 	Freq         int               `json:"freq"`
 	Event        string            `json:"event"`
 	RingPages    int               `json:"ring_pages,omitempty"` // data pages per CPU ring
+	CallGraph    string            `json:"call_graph,omitempty"` // fp or dwarf
+	StackEnds    map[string]uint64 `json:"stack_ends,omitempty"` // dwarf: how user stacks ended (complete, truncated, no_cfi, ...)
 	UserOnly     bool              `json:"user_only,omitempty"`
 	Start        time.Time         `json:"start"`
 	End          time.Time         `json:"end,omitzero"`

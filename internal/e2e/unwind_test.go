@@ -1,0 +1,70 @@
+package e2e
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/testutil"
+)
+
+// TestDwarfUnwindingFindsCallersWithoutFramePointers records a program built
+// -O2 -fomit-frame-pointer whose time goes to a qsort comparator, through libc (no frame
+// pointers either), with --call-graph dwarf: stacks run from _start through main and qsort
+// to cmp, and stax status counts how they ended.
+func TestDwarfUnwindingFindsCallersWithoutFramePointers(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/qsortfp.c")
+	prog := testutil.CC(t, t.TempDir(), "qsortfp", "gcc", "-O2", "-fomit-frame-pointer", src)
+	if out, errOut, code := e.run("record", "-q", "--call-graph", "dwarf", "--", prog, "500"); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	var fl api.Flame
+	e.mustJSON(&fl, "flame", "-d", "60", "--threshold-pct", "0")
+	// sort_round calls qsort last, so -O2 makes that a tail call: main -> qsort_r, as
+	// perf --call-graph=dwarf shows it too.
+	if !hasPath(fl.Root, []string{"main", "qsort_r"}) {
+		t.Errorf("no main -> qsort_r path")
+	}
+	var st api.Status
+	e.mustJSON(&st, "status")
+	ends := st.Meta.StackEnds
+	var total uint64
+	for _, n := range ends {
+		total += n
+	}
+	t.Logf("%d samples, stacks ended: %v", st.Meta.Samples, ends)
+	if st.Meta.CallGraph != "dwarf" || total == 0 || ends["complete"]*100 < total*95 {
+		t.Errorf("call graph %q, stack ends %v: want dwarf with at least 95%% complete", st.Meta.CallGraph, ends)
+	}
+	if st.Meta.Lost != 0 {
+		t.Errorf("%d samples lost with 16 KiB stack copies", st.Meta.Lost)
+	}
+	// The comparator's samples reach _start through main.
+	var cmpSamples, rooted uint64
+	var walk func(n *agg.FlameNode, path []string)
+	walk = func(n *agg.FlameNode, path []string) {
+		path = append(path, n.Func)
+		if n.Func == "cmp" {
+			cmpSamples += n.Total
+			joined := strings.Join(path, ";")
+			if strings.Contains(joined, "_start") && strings.Contains(joined, ";main;") {
+				rooted += n.Total
+			}
+			return
+		}
+		for _, c := range n.Children {
+			walk(c, path)
+		}
+	}
+	for _, c := range fl.Root.Children {
+		walk(c, nil)
+	}
+	t.Logf("cmp: %d samples, %d of them under _start -> main", cmpSamples, rooted)
+	if cmpSamples == 0 || rooted*100 < cmpSamples*95 {
+		t.Errorf("cmp has %d samples, %d under _start -> main: want at least 95%%", cmpSamples, rooted)
+	}
+}

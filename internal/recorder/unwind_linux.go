@@ -1,0 +1,73 @@
+package recorder
+
+import (
+	"encoding/hex"
+
+	"github.com/stax-profiler/stax/internal/proc"
+	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/unwind"
+)
+
+// dwarfUnwinder turns a sample's registers and user-stack copy into a full user stack with
+// the images' call-frame information. It runs on the ingest goroutine (an Unwinder is not
+// safe for concurrent use); tables are loaded once per image.
+type dwarfUnwinder struct {
+	u      unwind.Unwinder
+	loader unwind.FileLoader
+	view   trackerView
+	buf    []uint64
+	chain  []uint64
+}
+
+// maxUnwoundFrames bounds a user stack unwound from its copy.
+const maxUnwoundFrames = 256
+
+// trackerView is a process's mappings at a sample's time, from the tracker.
+type trackerView struct {
+	tr     *proc.Tracker
+	pid    int
+	time   uint64
+	loader *unwind.FileLoader
+}
+
+func (v *trackerView) Mapping(addr uint64) (unwind.Mapping, bool) {
+	m := v.tr.Find(v.pid, addr, v.time)
+	if m == nil {
+		return unwind.Mapping{}, false
+	}
+	// The tracker holds executable mappings only (perf reports no data mappings here).
+	return unwind.Mapping{Start: m.Start, End: m.End, Offset: m.Pgoff, Path: m.Path,
+		BuildID: hex.EncodeToString(m.BuildID), Exec: true}, true
+}
+
+func (v *trackerView) Table(m unwind.Mapping) *unwind.Table {
+	pm := proc.Mapping{Path: m.Path}
+	if pm.Anonymous() && m.Path != "[vdso]" {
+		return nil // JIT code: no file to read call-frame information from
+	}
+	return v.loader.Table(m)
+}
+
+// chainOf returns s's callchain with the user part unwound from its registers and stack
+// copy: the kernel's part as it is, then the user frames. Without registers (a kernel
+// thread, a sample the kernel could not copy) the kernel's chain is used as it is.
+func (d *dwarfUnwinder) chainOf(tr *proc.Tracker, s *record.Sample, fallback []uint64) []uint64 {
+	if len(s.Regs) < 3 || s.RegsABI == 0 {
+		return fallback
+	}
+	kernel, user := record.SplitCallchain(s.Callchain)
+	if cap(d.buf) == 0 {
+		d.buf = make([]uint64, 0, maxUnwoundFrames) // the unwinder stops when it is full
+	}
+	d.view = trackerView{tr: tr, pid: int(s.Pid), time: s.Time, loader: &d.loader}
+	pcs, _ := d.u.Unwind(&d.view, &unwind.Sample{Pid: s.Pid, Time: s.Time,
+		Regs:  unwind.Regs{BP: s.Regs[0], SP: s.Regs[1], IP: s.Regs[2]},
+		Stack: s.Stack, FPChain: user}, d.buf[:0])
+	d.buf = pcs
+	d.chain = d.chain[:0]
+	if len(kernel) > 0 {
+		d.chain = append(append(d.chain, record.ContextKernel), kernel...)
+	}
+	d.chain = append(append(d.chain, record.ContextUser), pcs...)
+	return d.chain
+}
