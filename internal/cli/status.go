@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -73,7 +74,7 @@ func printStatus(g *globals, st api.Status) {
 			float64(m.Lost)*100/float64(m.Samples+m.Lost), countsByKey(m.LostByCPU), countsByKey(m.LostByThread), ring)
 	}
 	if m.CallGraph == "dwarf" {
-		fmt.Fprintf(w, "stacks by: dwarf unwinding; user stacks ended: %s\n", countsByName(m.StackEnds))
+		fmt.Fprintf(w, "stacks by: dwarf unwinding; user stacks ended: %s\n", countsByKey(m.StackEnds))
 	}
 	if m.BadRecords > 0 {
 		fmt.Fprintf(w, "records:   %s could not be decoded\n", commas(m.BadRecords))
@@ -121,7 +122,8 @@ func printStatus(g *globals, st api.Status) {
 	}
 }
 
-// countsByKey prints a map of counts as "k n, k n", keys in numeric order.
+// countsByKey prints a map of counts as "k n, k n": numeric keys (CPUs, threads) in
+// numeric order, others alphabetically.
 func countsByKey(m map[string]uint64) string {
 	if len(m) == 0 {
 		return "unknown"
@@ -131,28 +133,13 @@ func countsByKey(m map[string]uint64) string {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {
-		if len(keys[i]) != len(keys[j]) {
-			return len(keys[i]) < len(keys[j])
+		a, errA := strconv.Atoi(keys[i])
+		b, errB := strconv.Atoi(keys[j])
+		if errA == nil && errB == nil {
+			return a < b
 		}
 		return keys[i] < keys[j]
 	})
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + " " + commas(m[k])
-	}
-	return strings.Join(parts, ", ")
-}
-
-// countsByName prints a map of counts as "k n, k n", keys sorted.
-func countsByName(m map[string]uint64) string {
-	if len(m) == 0 {
-		return "none yet"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = k + " " + commas(m[k])
