@@ -117,7 +117,7 @@ func TestRingFixtureDecodes(t *testing.T) {
 		if len(s.Callchain) != benchDepth+1 || s.Pid != benchPid || s.IP != s.Callchain[1] {
 			t.Fatalf("bad sample %+v", s)
 		}
-		r.AddSample(s.Pid, s.Tid, s.Time, 0, s.Callchain)
+		r.AddSample(s.Pid, s.Tid, 0, s.Time, 0, s.Callchain)
 		off += int(h.Size)
 	}
 	st := r.Stats()
@@ -156,7 +156,7 @@ func BenchmarkIngest(b *testing.B) {
 		if err := d.Sample(rec, &s); err != nil {
 			b.Fatal(err)
 		}
-		r.AddSample(s.Pid, s.Tid, s.Time, 0, s.Callchain)
+		r.AddSample(s.Pid, s.Tid, 0, s.Time, 0, s.Callchain)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "samples/s")
 }
@@ -180,7 +180,7 @@ func BenchmarkRetainedPerSample(b *testing.B) {
 		runtime.ReadMemStats(&before)
 		r := NewRun()
 		for i, p := range pick {
-			r.AddSample(benchPid, benchPid+uint32(tids[i]), uint64(i)*1000, 0, stacks[p])
+			r.AddSample(benchPid, benchPid+uint32(tids[i]), 0, uint64(i)*1000, 0, stacks[p])
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
@@ -205,7 +205,7 @@ func profile1M(tb testing.TB) *Profile {
 		rng := rand.New(rand.NewPCG(8, 8))
 		r := NewRun()
 		for i, p := range pick {
-			r.AddSample(benchPid, benchPid+uint32(rng.IntN(benchThreads)), uint64(i)*1000, 0, stacks[p])
+			r.AddSample(benchPid, benchPid+uint32(rng.IntN(benchThreads)), 0, uint64(i)*1000, 0, stacks[p])
 		}
 		r.Resolve(newFakeResolver(2000))
 		bigProfile = r.Profile(nil)
@@ -274,7 +274,7 @@ func BenchmarkResolve(b *testing.B) {
 		r := NewRun()
 		for tid := uint32(0); tid < benchThreads; tid++ {
 			for i, s := range stacks {
-				r.AddSample(benchPid, benchPid+tid, uint64(i), 0, s)
+				r.AddSample(benchPid, benchPid+tid, 0, uint64(i), 0, s)
 			}
 		}
 		b.StartTimer()

@@ -1,5 +1,7 @@
 package agg
 
+import "sort"
+
 // Frame kinds.
 const (
 	KindUser    = "user"
@@ -47,6 +49,10 @@ type Profile struct {
 	Stacks  [][]uint32   `json:"stacks"` // frame ids, leaf first
 	Entries []Entry      `json:"entries"`
 	Threads []ThreadInfo `json:"threads"`
+	// Series holds every sample's time, key and CPU; KeyEntry maps a key to its entry
+	// (-1: not named yet). Runs saved by older versions have neither.
+	Series   Series  `json:"series"`
+	KeyEntry []int32 `json:"key_entry,omitempty"`
 }
 
 // TotalSamples sums every entry.
@@ -85,4 +91,88 @@ func (t *FrameTable) Intern(f Frame) uint32 {
 	t.Frames = append(t.Frames, f)
 	t.ids[k] = id
 	return id
+}
+
+// sortEntries orders entries by count, most first, keeping KeyEntry pointing at them.
+func (p *Profile) sortEntries() {
+	order := make([]int, len(p.Entries))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return p.Entries[order[i]].Count > p.Entries[order[j]].Count })
+	moved := make([]int32, len(order))
+	sorted := make([]Entry, len(order))
+	for to, from := range order {
+		sorted[to] = p.Entries[from]
+		moved[from] = int32(to)
+	}
+	p.Entries = sorted
+	for k, e := range p.KeyEntry {
+		if e >= 0 && int(e) < len(moved) {
+			p.KeyEntry[k] = moved[e]
+		}
+	}
+}
+
+// HasTimes says whether the profile keeps its samples' times (runs saved by stax before
+// the time series do not).
+func (p *Profile) HasTimes() bool { return len(p.Series.Chunks) > 0 && len(p.KeyEntry) > 0 }
+
+// Window returns the profile restricted to samples with from <= time < to (monotonic ns;
+// to 0: no end): entry counts are recounted from the series and empty entries dropped.
+// Frames, stacks and threads are shared with p.
+func (p *Profile) Window(from, to uint64) (*Profile, error) {
+	counts := make([]uint64, len(p.Entries))
+	first := make([]uint64, len(p.Entries))
+	err := p.Series.Each(from, to, func(s Sample) {
+		if int(s.Key) >= len(p.KeyEntry) {
+			return
+		}
+		e := p.KeyEntry[s.Key]
+		if e < 0 || int(e) >= len(counts) {
+			return
+		}
+		if counts[e] == 0 || s.Time < first[e] {
+			first[e] = s.Time
+		}
+		counts[e]++
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &Profile{Frames: p.Frames, Stacks: p.Stacks, Threads: p.Threads, Series: p.Series,
+		KeyEntry: make([]int32, len(p.KeyEntry))}
+	index := make([]int32, len(p.Entries))
+	for i, e := range p.Entries {
+		index[i] = -1
+		if counts[i] == 0 {
+			continue
+		}
+		e.Count, e.Time = counts[i], first[i]
+		index[i] = int32(len(out.Entries))
+		out.Entries = append(out.Entries, e)
+	}
+	for k, e := range p.KeyEntry {
+		out.KeyEntry[k] = -1
+		if e >= 0 && int(e) < len(index) {
+			out.KeyEntry[k] = index[e]
+		}
+	}
+	out.sortEntries()
+	return out, nil
+}
+
+// TimeRange is the first and last sample time in the series (0, 0 when empty).
+func (p *Profile) TimeRange() (first, last uint64) {
+	for i := range p.Series.Chunks {
+		c := &p.Series.Chunks[i]
+		if c.N == 0 {
+			continue
+		}
+		if first == 0 || c.Min < first {
+			first = c.Min
+		}
+		last = max(last, c.Max)
+	}
+	return first, last
 }

@@ -1,7 +1,6 @@
 package agg
 
 import (
-	"sort"
 	"sync"
 )
 
@@ -59,6 +58,7 @@ type Run struct {
 	ids             []uint64
 	leafSeen        map[int32]bool
 	newLeaves       []LeafRef
+	series          seriesWriter
 }
 
 // LeafRef is one sample of a function seen at the leaf for the first time: where to find
@@ -81,22 +81,25 @@ func NewRun() *Run {
 	}
 }
 
-// AddSample counts one sample. chain is copied if new.
-func (r *Run) AddSample(pid, tid uint32, t uint64, gen uint32, chain []uint64) {
+// AddSample counts one sample taken at time t on cpu. chain is copied if new.
+func (r *Run) AddSample(pid, tid, cpu uint32, t uint64, gen uint32, chain []uint64) {
 	r.mu.Lock()
-	r.addLocked(pid, tid, t, gen, chain, 1)
+	r.addLocked(pid, tid, cpu, t, gen, chain)
 	r.mu.Unlock()
 }
 
-func (r *Run) addLocked(pid, tid uint32, t uint64, gen uint32, chain []uint64, n uint64) {
+func (r *Run) addLocked(pid, tid, cpu uint32, t uint64, gen uint32, chain []uint64) {
 	k := rawKey{Tid: tid, Pid: pid, Stack: r.raw.Intern(chain), Gen: gen}
-	r.samples += n
-	if i, ok := r.keyIndex[k]; ok {
-		r.keys[i].count += n
-		return
+	r.samples++
+	i, ok := r.keyIndex[k]
+	if ok {
+		r.keys[i].count++
+	} else {
+		i = uint32(len(r.keys))
+		r.keyIndex[k] = i
+		r.keys = append(r.keys, keyState{rawKey: k, count: 1, time: t, rstack: -1, leafFunc: -1})
 	}
-	r.keyIndex[k] = uint32(len(r.keys))
-	r.keys = append(r.keys, keyState{rawKey: k, count: n, time: t, rstack: -1, leafFunc: -1})
+	r.series.add(t, i, cpu)
 }
 
 // Samples is the number of samples counted.
@@ -112,6 +115,7 @@ type Stats struct {
 	DistinctStacks   int    `json:"distinct_stacks"`
 	Keys             int    `json:"keys"`
 	UnresolvedFrames uint64 `json:"unresolved_frames"` // frames (per distinct stack) no source could name
+	SeriesBytes      int    `json:"series_bytes"`      // memory of the per-sample time series
 }
 
 // Stats returns counters.
@@ -124,7 +128,8 @@ func (r *Run) Stats() Stats {
 			unres += uint64(r.keys[i].unresolved)
 		}
 	}
-	return Stats{Samples: r.samples, DistinctStacks: r.raw.Len(), Keys: len(r.keys), UnresolvedFrames: unres}
+	return Stats{Samples: r.samples, DistinctStacks: r.raw.Len(), Keys: len(r.keys), UnresolvedFrames: unres,
+		SeriesBytes: r.series.s.Bytes()}
 }
 
 // Resolve names every stack not yet named, and tries again those with unresolved frames if
@@ -208,9 +213,11 @@ func (r *Run) Profile(threads []ThreadInfo) *Profile {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p := &Profile{
-		Frames:  append([]Frame(nil), r.frames.Frames...),
-		Stacks:  make([][]uint32, r.rstacks.Len()),
-		Threads: threads,
+		Frames:   append([]Frame(nil), r.frames.Frames...),
+		Stacks:   make([][]uint32, r.rstacks.Len()),
+		Threads:  threads,
+		Series:   r.series.snapshot(),
+		KeyEntry: make([]int32, len(r.keys)),
 	}
 	for i := range p.Stacks {
 		s := r.rstacks.Get(uint32(i))
@@ -227,11 +234,13 @@ func (r *Run) Profile(threads []ThreadInfo) *Profile {
 	merged := make(map[mergeKey]int, len(r.keys))
 	for i := range r.keys {
 		k := &r.keys[i]
+		p.KeyEntry[i] = -1
 		if k.rstack < 0 {
 			continue
 		}
 		mk := mergeKey{k.Tid, uint32(k.rstack), k.leaf}
 		if j, ok := merged[mk]; ok {
+			p.KeyEntry[i] = int32(j)
 			p.Entries[j].Count += k.count
 			if k.time < p.Entries[j].Time {
 				p.Entries[j].Time = k.time
@@ -239,9 +248,10 @@ func (r *Run) Profile(threads []ThreadInfo) *Profile {
 			continue
 		}
 		merged[mk] = len(p.Entries)
+		p.KeyEntry[i] = int32(len(p.Entries))
 		p.Entries = append(p.Entries, Entry{Tid: k.Tid, Pid: k.Pid, Stack: uint32(k.rstack), Count: k.count,
 			Leaf: k.leaf, LeafFunc: k.leafFunc, Time: k.time})
 	}
-	sort.Slice(p.Entries, func(i, j int) bool { return p.Entries[i].Count > p.Entries[j].Count })
+	p.sortEntries()
 	return p
 }

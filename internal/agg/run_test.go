@@ -208,7 +208,7 @@ func TestRunProfile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := NewRun()
 			for _, s := range tc.samples {
-				r.AddSample(s.pid, s.tid, s.t, s.gen, s.chain)
+				r.AddSample(s.pid, s.tid, 0, s.t, s.gen, s.chain)
 			}
 			res := newFakeResolver(16)
 			r.Resolve(res)
@@ -234,7 +234,7 @@ func TestRunProfile(t *testing.T) {
 func TestRunAddSampleCopiesChain(t *testing.T) {
 	r := NewRun()
 	c := chainOf(1, 0)
-	r.AddSample(1, 1, 1, 0, c)
+	r.AddSample(1, 1, 0, 1, 0, c)
 	c[1] = addr(7, 0)
 	r.Resolve(newFakeResolver(8))
 	if got := viewEntries(r.Profile(nil)); len(got) != 1 || got[0].Stack != "fn0001;fn0000" {
@@ -245,10 +245,10 @@ func TestRunAddSampleCopiesChain(t *testing.T) {
 func TestRunProfileLeavesOutUnresolvedKeys(t *testing.T) {
 	r := NewRun()
 	res := newFakeResolver(8)
-	r.AddSample(1, 1, 1, 0, chainOf(1, 0))
+	r.AddSample(1, 1, 0, 1, 0, chainOf(1, 0))
 	r.Resolve(res)
-	r.AddSample(1, 1, 2, 0, chainOf(2, 0))
-	r.AddSample(1, 1, 3, 0, chainOf(1, 0))
+	r.AddSample(1, 1, 0, 2, 0, chainOf(2, 0))
+	r.AddSample(1, 1, 0, 3, 0, chainOf(1, 0))
 	p := r.Profile([]ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}})
 	if got := viewEntries(p); len(got) != 1 || got[0].Count != 2 {
 		t.Errorf("entries = %+v, want the resolved key alone with 2 samples", got)
@@ -265,8 +265,8 @@ func TestRunReresolve(t *testing.T) {
 	r := NewRun()
 	res := newFakeResolver(8)
 	jit := uint64(lateBase + 0x100)
-	r.AddSample(1, 1, 10, 0, []uint64{ctxUser, jit, addr(1, 0), addr(0, 0)})
-	r.AddSample(1, 1, 11, 0, chainOf(2, 0))
+	r.AddSample(1, 1, 0, 10, 0, []uint64{ctxUser, jit, addr(1, 0), addr(0, 0)})
+	r.AddSample(1, 1, 0, 11, 0, chainOf(2, 0))
 
 	newFrames := r.Resolve(res)
 	if res.calls != 2 {
@@ -335,7 +335,7 @@ func TestRunConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 2000; i++ {
-				r.AddSample(1, uint32(w+1), uint64(i), 0, chainOf(i%32, (i/32)%32))
+				r.AddSample(1, uint32(w+1), 0, uint64(i), 0, chainOf(i%32, (i/32)%32))
 			}
 		}()
 	}
@@ -380,10 +380,10 @@ func TestFrameTable(t *testing.T) {
 func TestRunTakeNewLeaves(t *testing.T) {
 	r := NewRun()
 	res := newFakeResolver(8)
-	r.AddSample(7, 7, 10, 0, []uint64{ctxUser, addr(1, 8), addr(0, 0)})
-	r.AddSample(7, 7, 11, 0, []uint64{ctxUser, addr(1, 12), addr(2, 0)})
-	r.AddSample(7, 7, 12, 0, chainOf(0))
-	r.AddSample(7, 7, 13, 0, []uint64{ctxUser, lateBase})
+	r.AddSample(7, 7, 0, 10, 0, []uint64{ctxUser, addr(1, 8), addr(0, 0)})
+	r.AddSample(7, 7, 0, 11, 0, []uint64{ctxUser, addr(1, 12), addr(2, 0)})
+	r.AddSample(7, 7, 0, 12, 0, chainOf(0))
+	r.AddSample(7, 7, 0, 13, 0, []uint64{ctxUser, lateBase})
 	r.Resolve(res)
 	got := r.TakeNewLeaves()
 	want := []LeafRef{{Frame: 0, Pid: 7, Addr: addr(1, 8), Time: 10}, {Frame: 1, Pid: 7, Addr: addr(0, 0), Time: 12}}
@@ -402,10 +402,10 @@ func TestRunToViews(t *testing.T) {
 	// fn1 recurses through fn2: fn1 <- fn2 <- fn1 <- fn0 (leaf first).
 	rec := []uint64{ctxUser, addr(1, 0), addr(2, 0), addr(1, 8), addr(0, 0)}
 	for i := 0; i < 6; i++ {
-		r.AddSample(1, 1, uint64(i), 0, rec)
+		r.AddSample(1, 1, 0, uint64(i), 0, rec)
 	}
 	for i := 0; i < 4; i++ {
-		r.AddSample(1, 2, uint64(10+i), uint32(i%2), chainOf(3, 0))
+		r.AddSample(1, 2, 0, uint64(10+i), uint32(i%2), chainOf(3, 0))
 	}
 	r.Resolve(res)
 	p := r.Profile([]ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}, {Tid: 2, Pid: 1, Name: "pool"}})
@@ -449,7 +449,7 @@ func (b *blockingResolver) Resolve(pid uint32, t uint64, chain []uint64, out []F
 // large image), samples are still counted.
 func TestAddSampleNeverWaitsForResolve(t *testing.T) {
 	r := NewRun()
-	r.AddSample(1, 1, 10, 0, []uint64{0x10, 0x20})
+	r.AddSample(1, 1, 0, 10, 0, []uint64{0x10, 0x20})
 	res := &blockingResolver{newFakeResolver(8), make(chan struct{}, 1), make(chan struct{})}
 	done := make(chan []Frame)
 	go func() { done <- r.Resolve(res) }()
@@ -457,7 +457,7 @@ func TestAddSampleNeverWaitsForResolve(t *testing.T) {
 	added := make(chan struct{})
 	go func() {
 		for i := range 1000 {
-			r.AddSample(1, 1, uint64(20+i), 0, []uint64{0x10, uint64(0x30 + i%7)})
+			r.AddSample(1, 1, 0, uint64(20+i), 0, []uint64{0x10, uint64(0x30 + i%7)})
 		}
 		close(added)
 	}()

@@ -103,7 +103,7 @@ type Recorder struct {
 }
 
 type heldSample struct {
-	pid, tid uint32
+	pid, tid, cpu uint32
 	time     uint64
 	chain    []uint64
 }
@@ -451,7 +451,7 @@ func (r *Recorder) step(final bool) {
 	keep := held[:0]
 	for _, h := range held {
 		if final || h.time < cut {
-			r.add(h.pid, h.tid, h.time, h.chain)
+			r.add(h.pid, h.tid, h.cpu, h.time, h.chain)
 		} else {
 			keep = append(keep, h)
 		}
@@ -462,8 +462,8 @@ func (r *Recorder) step(final bool) {
 	r.cut = cut
 }
 
-func (r *Recorder) add(pid, tid uint32, t uint64, chain []uint64) {
-	r.run.AddSample(pid, tid, t, r.res.Generation(pid, t), chain)
+func (r *Recorder) add(pid, tid, cpu uint32, t uint64, chain []uint64) {
+	r.run.AddSample(pid, tid, cpu, t, r.res.Generation(pid, t), chain)
 }
 
 // read takes one record from the source (and copies it to the capture, if one is made).
@@ -499,11 +499,11 @@ func (r *Recorder) handle(cpu int, rec []byte) {
 		}
 		if s.Time >= r.cut && r.cut != 0 {
 			r.mu.Lock()
-			r.pending = append(r.pending, heldSample{s.Pid, s.Tid, s.Time, append([]uint64(nil), chain...)})
+			r.pending = append(r.pending, heldSample{s.Pid, s.Tid, uint32(cpu), s.Time, append([]uint64(nil), chain...)})
 			r.mu.Unlock()
 			return
 		}
-		r.add(s.Pid, s.Tid, s.Time, chain)
+		r.add(s.Pid, s.Tid, uint32(cpu), s.Time, chain)
 	case record.TypeMmap2, record.TypeMmap:
 		m, err := r.dec.Mmap2(rec)
 		if err != nil {
