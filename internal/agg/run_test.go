@@ -216,7 +216,12 @@ func TestRunProfile(t *testing.T) {
 			if got := viewEntries(p); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("entries:\n got %+v\nwant %+v", got, tc.want)
 			}
-			if got := r.Stats(); got != tc.wantStats {
+			got := r.Stats()
+			if got.SeriesBytes == 0 {
+				t.Errorf("stats: series_bytes = 0 with %d samples", got.Samples)
+			}
+			got.SeriesBytes = 0
+			if got != tc.wantStats {
 				t.Errorf("stats = %+v, want %+v", got, tc.wantStats)
 			}
 			if p.TotalSamples() != r.Samples() {

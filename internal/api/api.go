@@ -56,6 +56,7 @@ type Top struct {
 	Run     string       `json:"run"`
 	Live    bool         `json:"live"`
 	State   string       `json:"state"`
+	Window  *Window      `json:"window,omitempty"` // the time window asked for; absent: the whole run
 	Samples uint64       `json:"samples"`
 	Sort    string       `json:"sort"`
 	Rows    []agg.TopRow `json:"rows"`
@@ -67,6 +68,7 @@ type Flame struct {
 	Run     string         `json:"run"`
 	Live    bool           `json:"live"`
 	State   string         `json:"state"`
+	Window  *Window        `json:"window,omitempty"` // the time window asked for; absent: the whole run
 	Samples uint64         `json:"samples"`
 	Root    *agg.FlameNode `json:"root"`
 }
@@ -77,8 +79,15 @@ type Threads struct {
 	Run     string          `json:"run"`
 	Live    bool            `json:"live"`
 	State   string          `json:"state"`
+	Window  *Window         `json:"window,omitempty"` // the time window asked for; absent: the whole run
 	Samples uint64          `json:"samples"`
 	Rows    []agg.ThreadRow `json:"rows"`
+}
+
+// Window is the part of a run an answer covers, in seconds from the run's start.
+type Window struct {
+	FromSec float64 `json:"from_sec"`
+	ToSec   float64 `json:"to_sec"`
 }
 
 // Wait outcomes.

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -10,19 +11,50 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/client"
+	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
 // runFlags are the flags every query command takes.
 type runFlags struct {
-	run  string
-	json bool
+	run    string
+	json   bool
+	window query.Window
 }
 
 func (f *runFlags) add(c *cobra.Command) {
-	c.Flags().StringVar(&f.run, "run", "", "run `ID` to query (default: the live run, else the newest stored one; see stax list)")
+	c.Flags().StringVar(&f.run, "run", "", "run `ID` to query, or a file written by stax save (default: the live run, else the newest stored one; see stax list)")
 	c.Flags().BoolVar(&f.json, "json", false, "print JSON (schema-versioned) for scripts")
+}
+
+// addWindow adds --from and --to, which restrict a query to part of the run.
+func (f *runFlags) addWindow(c *cobra.Command) {
+	c.Flags().StringVar(&f.window.From, "from", "", "only samples from `SEC` seconds after the start (-N: N seconds before the end)")
+	c.Flags().StringVar(&f.window.To, "to", "", "only samples before `SEC` seconds after the start (-N: before the end; +N: N seconds after --from)")
+}
+
+// query returns q with the window's parameters added.
+func (f *runFlags) query(q url.Values) url.Values {
+	if q == nil {
+		q = url.Values{}
+	}
+	if f.window.From != "" {
+		q.Set("from", f.window.From)
+	}
+	if f.window.To != "" {
+		q.Set("to", f.window.To)
+	}
+	return q
+}
+
+// windowText describes an answer's window for headers.
+func windowText(w *api.Window) string {
+	if w == nil {
+		return ""
+	}
+	return fmt.Sprintf(" · %.2fs–%.2fs", w.FromSec, w.ToSec)
 }
 
 func (f *runFlags) pick() (*client.Run, error) {
@@ -31,18 +63,28 @@ func (f *runFlags) pick() (*client.Run, error) {
 }
 
 // ask answers a query from the live recorder, or computes it from the stored run.
-func ask[T any](ctx context.Context, r *client.Run, path string, q url.Values, offline func(*store.Run) T) (T, error) {
+// A query the live recorder refuses as malformed is an error; any other failure (the
+// recorder just finished) falls back to the stored copy.
+func ask[T any](ctx context.Context, r *client.Run, path string, q url.Values, offline func(*store.Run) (T, error)) (T, error) {
 	var out T
 	if r.Live {
-		if err := r.Get(ctx, path, q, &out); err == nil {
+		err := r.Get(ctx, path, q, &out)
+		if err == nil {
 			return out, nil
 		}
+		if re := (*client.RequestError)(nil); errors.As(err, &re) {
+			return out, usageErr("%s", re.Msg)
+		}
 	}
-	run, err := store.Load(store.Path(r.ID))
+	run, err := store.Load(r.StoredPath())
 	if err != nil {
 		return out, err
 	}
-	return offline(run), nil
+	out, err = offline(run)
+	if err != nil {
+		return out, usageErr("%v", err)
+	}
+	return out, nil
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -42,9 +42,9 @@ samples spent in it and its callees, indented under its caller. Branches under
 			if err != nil {
 				return err
 			}
-			q := url.Values{"depth": {itoa(depth)}, "threshold_pct": {strconv.FormatFloat(threshold, 'f', -1, 64)}, "tid": {itoa(tid)}}
-			res, err := ask(context.Background(), r, "/v1/flame", q, func(run *store.Run) api.Flame {
-				return query.Flame(run, query.FlameOptions{Depth: depth, ThresholdPct: threshold, Tid: uint32(tid)})
+			q := rf.query(url.Values{"depth": {itoa(depth)}, "threshold_pct": {strconv.FormatFloat(threshold, 'f', -1, 64)}, "tid": {itoa(tid)}})
+			res, err := ask(context.Background(), r, "/v1/flame", q, func(run *store.Run) (api.Flame, error) {
+				return query.Flame(run, query.FlameOptions{Depth: depth, ThresholdPct: threshold, Tid: uint32(tid), Window: rf.window})
 			})
 			if err != nil {
 				return err
@@ -55,7 +55,7 @@ samples spent in it and its callees, indented under its caller. Branches under
 			if rf.json {
 				return printJSON(g.out, res)
 			}
-			header(g.out, res.Run, res.State, res.Samples, fmt.Sprintf(" · depth %d · threshold %.1f%%", depth, threshold))
+			header(g.out, res.Run, res.State, res.Samples, fmt.Sprintf(" · depth %d · threshold %.1f%%", depth, threshold)+windowText(res.Window))
 			if res.Root != nil {
 				for _, ch := range res.Root.Children {
 					printFlame(g.out, ch, 0)
@@ -65,6 +65,7 @@ samples spent in it and its callees, indented under its caller. Branches under
 		},
 	}
 	rf.add(c)
+	rf.addWindow(c)
 	c.Flags().IntVarP(&depth, "depth", "d", 12, "how many levels to show (0: all)")
 	c.Flags().Float64Var(&threshold, "threshold-pct", 1.0, "hide branches with less than this percent of samples")
 	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")

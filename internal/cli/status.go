@@ -25,8 +25,8 @@ func statusCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := ask(context.Background(), r, "/v1/status", nil, func(run *store.Run) api.Status {
-				return recorder.StatusOf(run)
+			st, err := ask(context.Background(), r, "/v1/status", nil, func(run *store.Run) (api.Status, error) {
+				return recorder.StatusOf(run), nil
 			})
 			if err != nil {
 				return err

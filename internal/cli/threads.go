@@ -27,8 +27,8 @@ func threadsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := ask(context.Background(), r, "/v1/threads", url.Values{"n": {itoa(n)}}, func(run *store.Run) api.Threads {
-				return query.Threads(run, n)
+			res, err := ask(context.Background(), r, "/v1/threads", rf.query(url.Values{"n": {itoa(n)}}), func(run *store.Run) (api.Threads, error) {
+				return query.Threads(run, n, rf.window)
 			})
 			if err != nil {
 				return err
@@ -36,7 +36,7 @@ func threadsCmd(g *globals) *cobra.Command {
 			if rf.json {
 				return printJSON(g.out, res)
 			}
-			header(g.out, res.Run, res.State, res.Samples, "")
+			header(g.out, res.Run, res.State, res.Samples, windowText(res.Window))
 			fmt.Fprintf(g.out, "%8s %8s %10s %8s  %-16s  %s\n", "TID", "PID", "SAMPLES", "PCT", "NAME", "HOTTEST FUNCTION")
 			for _, row := range res.Rows {
 				fmt.Fprintf(g.out, "%8d %8d %10s %7.2f%%  %-16s  %s\n", row.Tid, row.Pid, commas(row.Samples), row.Pct, row.Name, row.TopFunc)
@@ -45,6 +45,7 @@ func threadsCmd(g *globals) *cobra.Command {
 		},
 	}
 	rf.add(c)
+	rf.addWindow(c)
 	c.Flags().IntVarP(&n, "n", "n", 20, "how many threads to show")
 	return c
 }

@@ -38,9 +38,9 @@ image+0xOFFSET or [unknown] 0xADDRESS.`,
 			if err != nil {
 				return err
 			}
-			q := url.Values{"n": {itoa(n)}, "sort": {sort}, "tid": {itoa(tid)}}
-			res, err := ask(context.Background(), r, "/v1/top", q, func(run *store.Run) api.Top {
-				return query.Top(run, query.TopOptions{N: n, ByTotal: sort == "total", Tid: uint32(tid)})
+			q := rf.query(url.Values{"n": {itoa(n)}, "sort": {sort}, "tid": {itoa(tid)}})
+			res, err := ask(context.Background(), r, "/v1/top", q, func(run *store.Run) (api.Top, error) {
+				return query.Top(run, query.TopOptions{N: n, ByTotal: sort == "total", Tid: uint32(tid), Window: rf.window})
 			})
 			if err != nil {
 				return err
@@ -55,7 +55,7 @@ image+0xOFFSET or [unknown] 0xADDRESS.`,
 			if tid != 0 {
 				extra += fmt.Sprintf(" · tid %d", tid)
 			}
-			header(g.out, res.Run, res.State, res.Samples, extra)
+			header(g.out, res.Run, res.State, res.Samples, extra+windowText(res.Window))
 			fmt.Fprintf(g.out, "%8s %10s %8s %10s  %s\n", "SELF%", "SELF", "TOTAL%", "TOTAL", "FUNCTION  [IMAGE]")
 			for _, row := range res.Rows {
 				name := row.Func
@@ -71,6 +71,7 @@ image+0xOFFSET or [unknown] 0xADDRESS.`,
 		},
 	}
 	rf.add(c)
+	rf.addWindow(c)
 	c.Flags().IntVarP(&n, "n", "n", 20, "how many functions to show")
 	c.Flags().StringVar(&sort, "sort", "self", "order by `self` or total samples")
 	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")

@@ -30,8 +30,28 @@ var ErrNotFound = errors.New("not found")
 type Run struct {
 	ID   string
 	Live bool
+	File string // a saved run's file outside the store (stax save), else empty
 	sock string
 	hc   *http.Client
+}
+
+// StoredPath is where the run's file is.
+func (r *Run) StoredPath() string {
+	if r.File != "" {
+		return r.File
+	}
+	return store.Path(r.ID)
+}
+
+// RequestError is a live run's refusal of a malformed query (bad flag values): asking the
+// stored copy would not help.
+type RequestError struct{ Msg string }
+
+func (e *RequestError) Error() string { return e.Msg }
+
+// IsFile says whether a --run value names a saved file rather than a run id.
+func IsFile(id string) bool {
+	return strings.ContainsRune(id, '/') || strings.HasSuffix(id, ".stax")
 }
 
 func newLive(id, sock string) *Run {
@@ -77,6 +97,13 @@ func LiveRuns() []*Run {
 
 // Pick chooses the run named id, else the newest live run, else the newest stored run.
 func Pick(id string) (*Run, error) {
+	if id != "" && IsFile(id) {
+		m, err := store.ReadMeta(id)
+		if err != nil {
+			return nil, err
+		}
+		return &Run{ID: m.ID, File: id}, nil
+	}
 	if id != "" {
 		if !store.ValidID(id) {
 			return nil, fmt.Errorf("run %q: %w (stax list shows the runs)", id, ErrNotFound)
@@ -166,6 +193,9 @@ func (r *Run) do(ctx context.Context, method, path string, q url.Values, out any
 	if resp.StatusCode != http.StatusOK {
 		var e api.Error
 		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+			if resp.StatusCode == http.StatusBadRequest {
+				return &RequestError{e.Error}
+			}
 			return errors.New(e.Error)
 		}
 		return fmt.Errorf("ask run %s: %s", r.ID, resp.Status)
@@ -182,5 +212,5 @@ func (r *Run) Load(ctx context.Context) (*store.Run, error) {
 		}
 		// The recorder may have just finished: its final copy is in the store.
 	}
-	return store.Load(store.Path(r.ID))
+	return store.Load(r.StoredPath())
 }

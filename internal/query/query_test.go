@@ -28,9 +28,9 @@ func TestAnswersSayTheStoredState(t *testing.T) {
 			want = api.StateCrashed
 		}
 		r := run(finished)
-		top := Top(r, TopOptions{N: 5})
-		fl := Flame(r, FlameOptions{Depth: 5})
-		th := Threads(r, 5)
+		top, _ := Top(r, TopOptions{N: 5})
+		fl, _ := Flame(r, FlameOptions{Depth: 5})
+		th, _ := Threads(r, 5, Window{})
 		for name, got := range map[string]string{"top": top.State, "flame": fl.State, "threads": th.State} {
 			if got != want {
 				t.Errorf("finished=%v: %s state %q, want %q", finished, name, got, want)
@@ -46,11 +46,11 @@ func TestAnswersSayTheStoredState(t *testing.T) {
 }
 
 func TestTopOfOneThread(t *testing.T) {
-	top := Top(run(true), TopOptions{N: 5, Tid: 2})
+	top, _ := Top(run(true), TopOptions{N: 5, Tid: 2})
 	if top.Samples != 10 || len(top.Rows) != 1 || top.Rows[0].Func != "main" {
 		t.Errorf("top --tid 2: %+v", top)
 	}
-	if none := Top(run(true), TopOptions{N: 5, Tid: 99}); none.Samples != 0 {
+	if none, _ := Top(run(true), TopOptions{N: 5, Tid: 99}); none.Samples != 0 {
 		t.Errorf("top of an unknown thread has %d samples", none.Samples)
 	}
 }

@@ -249,6 +249,7 @@ func (r *Recorder) begin() error {
 	r.meta.ID = r.id
 	r.meta.Freq = r.opts.Freq
 	r.meta.Start = r.start
+	r.meta.StartNs = perfevent.MonotonicNow() - uint64(time.Since(r.start))
 	if path := os.Getenv("STAX_CAPTURE"); path != "" {
 		if r.capture, err = replay.Create(path); err != nil {
 			r.note("%v", err)

@@ -172,6 +172,12 @@ func (l *peerCheckListener) Accept() (net.Conn, error) {
 	}
 }
 
+// window reads a query's from and to parameters (as the user wrote them; see query.Window).
+func window(r *http.Request) query.Window {
+	q := r.URL.Query()
+	return query.Window{From: q.Get("from"), To: q.Get("to")}
+}
+
 func badRequest(w http.ResponseWriter, format string, args ...any) {
 	writeJSON(w, http.StatusBadRequest, api.Error{Error: fmt.Sprintf(format, args...)})
 }
@@ -215,7 +221,11 @@ func (s *Server) top(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "%v", err)
 		return
 	}
-	res := query.Top(s.rec.Snapshot(), query.TopOptions{N: n, ByTotal: r.URL.Query().Get("sort") == "total", Tid: uint32(tid)})
+	res, err := query.Top(s.rec.Snapshot(), query.TopOptions{N: n, ByTotal: r.URL.Query().Get("sort") == "total", Tid: uint32(tid), Window: window(r)})
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
 	res.Live, res.State = true, api.StateLive
 	writeJSON(w, http.StatusOK, res)
 }
@@ -228,7 +238,11 @@ func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "%v", err)
 		return
 	}
-	res := query.Flame(s.rec.Snapshot(), query.FlameOptions{Depth: d, ThresholdPct: th, Tid: uint32(tid)})
+	res, err := query.Flame(s.rec.Snapshot(), query.FlameOptions{Depth: d, ThresholdPct: th, Tid: uint32(tid), Window: window(r)})
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
 	res.Live, res.State = true, api.StateLive
 	writeJSON(w, http.StatusOK, res)
 }
@@ -239,7 +253,11 @@ func (s *Server) threads(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "%v", err)
 		return
 	}
-	res := query.Threads(s.rec.Snapshot(), n)
+	res, err := query.Threads(s.rec.Snapshot(), n, window(r))
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
 	res.Live, res.State = true, api.StateLive
 	writeJSON(w, http.StatusOK, res)
 }

@@ -32,7 +32,7 @@ const (
 	magic       = "STAXRUN\x00"
 	headerSize  = 24
 	maxPayload  = 1 << 30   // compressed
-	maxExpanded = 256 << 20 // uncompressed JSON: runs hold unique stacks, not samples
+	maxExpanded = 2 << 30   // uncompressed JSON: unique stacks, and about 7 bytes (base64) per sample
 	maxRatio    = 64        // uncompressed bytes per compressed byte
 )
 
@@ -49,6 +49,7 @@ type Meta struct {
 	StackEnds    map[string]uint64 `json:"stack_ends,omitempty"` // dwarf: how user stacks ended (complete, truncated, no_cfi, ...)
 	UserOnly     bool              `json:"user_only,omitempty"`
 	Start        time.Time         `json:"start"`
+	StartNs      uint64            `json:"start_ns,omitempty"` // Start on CLOCK_MONOTONIC, the clock of sample times
 	End          time.Time         `json:"end,omitzero"`
 	Finished     bool              `json:"finished"` // false: a checkpoint of a run still recording (or one that crashed)
 	ExitCode     *int              `json:"exit_code,omitempty"`
@@ -333,6 +334,23 @@ func validate(r *Run) error {
 		if e.LeafFunc >= int32(nf) || e.LeafFunc < -1 {
 			return fmt.Errorf("entry %d names frame %d of %d", i, e.LeafFunc, nf)
 		}
+	}
+	for k, e := range p.KeyEntry {
+		if e < -1 || int(e) >= len(p.Entries) {
+			return fmt.Errorf("sample key %d names entry %d of %d", k, e, len(p.Entries))
+		}
+	}
+	bad := false
+	err := p.Series.Each(0, 0, func(s agg.Sample) {
+		if int(s.Key) >= len(p.KeyEntry) {
+			bad = true
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if bad {
+		return errors.New("a sample names a key the run does not have")
 	}
 	for i, c := range r.Code {
 		if c.Frame >= nf {

@@ -1,0 +1,112 @@
+package query
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+// Window selects samples by time, as the user wrote it in --from and --to:
+//
+//	N   N seconds after the run's start
+//	-N  N seconds before its end (its last sample)
+//	+N  (--to only) N seconds after --from
+//
+// Empty means the start (From) or the end (To).
+type Window struct {
+	From, To string
+}
+
+// IsAll says whether the window is the whole run.
+func (w Window) IsAll() bool { return w.From == "" && w.To == "" }
+
+// ErrNoTimes says a run keeps no sample times (saved by a stax before they were kept).
+var ErrNoTimes = errors.New("this run keeps no sample times (an older stax recorded it), so --from/--to cannot select from it")
+
+// bounds turns the window into monotonic-clock nanoseconds [from, to) for run.
+func (w Window) bounds(run *store.Run) (from, to uint64, err error) {
+	p := &run.Profile
+	if !p.HasTimes() {
+		return 0, 0, ErrNoTimes
+	}
+	first, last := p.TimeRange()
+	start := run.Meta.StartNs
+	if start == 0 || start > first {
+		start = first
+	}
+	end := last + 1
+	at := func(flag, s string, rel uint64, relOK bool) (uint64, error) {
+		v, err := strconv.ParseFloat(strings.TrimLeft(s, "+-"), 64)
+		if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+			return 0, fmt.Errorf("--%s %q: want seconds (3.2), seconds before the end (-2) or, for --to, seconds after --from (+0.5)", flag, s)
+		}
+		ns := uint64(v * 1e9)
+		switch {
+		case strings.HasPrefix(s, "-"):
+			if ns > end-start {
+				return start, nil
+			}
+			return end - ns, nil
+		case strings.HasPrefix(s, "+") && relOK:
+			return rel + ns, nil
+		default:
+			return start + ns, nil
+		}
+	}
+	from, to = start, end
+	if w.From != "" {
+		if from, err = at("from", w.From, 0, false); err != nil {
+			return 0, 0, err
+		}
+	}
+	if w.To != "" {
+		if to, err = at("to", w.To, from, true); err != nil {
+			return 0, 0, err
+		}
+	}
+	if to <= from {
+		return 0, 0, fmt.Errorf("the window is empty: --to (%.3f s) is not after --from (%.3f s)", secs(to, start), secs(from, start))
+	}
+	return from, to, nil
+}
+
+func secs(t, start uint64) float64 {
+	if t < start {
+		return 0
+	}
+	return float64(t-start) / 1e9
+}
+
+// Apply returns run restricted to the window (run itself for the whole run) and the
+// window's description for answers (nil for the whole run).
+func (w Window) Apply(run *store.Run) (*store.Run, *api.Window, error) {
+	if w.IsAll() {
+		return run, nil, nil
+	}
+	from, to, err := w.bounds(run)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := run.Profile.Window(from, to)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := *run
+	out.Profile = *p
+	start := runStart(run)
+	return &out, &api.Window{FromSec: secs(from, start), ToSec: secs(to, start)}, nil
+}
+
+// runStart is the monotonic time the run's seconds count from.
+func runStart(run *store.Run) uint64 {
+	first, _ := run.Profile.TimeRange()
+	if s := run.Meta.StartNs; s != 0 && s <= first {
+		return s
+	}
+	return first
+}
