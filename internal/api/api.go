@@ -84,6 +84,19 @@ type Threads struct {
 	Rows    []agg.ThreadRow `json:"rows"`
 }
 
+// Timeline is the answer of `stax timeline`: samples per bucket of BucketSec seconds, the
+// first starting StartSec seconds after the run's start.
+type Timeline struct {
+	Schema    int     `json:"schema"`
+	Run       string  `json:"run"`
+	Live      bool    `json:"live"`
+	State     string  `json:"state"`
+	Window    *Window `json:"window,omitempty"`
+	StartSec  float64 `json:"start_sec"`
+	BucketSec float64 `json:"bucket_sec"`
+	agg.Timeline
+}
+
 // Window is the part of a run an answer covers, in seconds from the run's start.
 type Window struct {
 	FromSec float64 `json:"from_sec"`

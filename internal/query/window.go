@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/store"
 )
@@ -109,4 +110,53 @@ func runStart(run *store.Run) uint64 {
 		return s
 	}
 	return first
+}
+
+// TimelineOptions are the flags of `stax timeline`.
+type TimelineOptions struct {
+	Tid        uint32
+	BucketMs   float64 // 0: chosen for about 60 buckets
+	MaxThreads int
+	Window     Window
+}
+
+const maxBuckets = 10_000
+
+// Timeline answers `stax timeline`.
+func Timeline(run *store.Run, o TimelineOptions) (api.Timeline, error) {
+	from, to, err := o.Window.bounds(run)
+	if err != nil {
+		return api.Timeline{}, err
+	}
+	bucket := uint64(o.BucketMs * 1e6)
+	if o.BucketMs == 0 {
+		bucket = niceBucket((to - from) / 60)
+	}
+	if bucket == 0 || (to-from)/bucket >= maxBuckets {
+		return api.Timeline{}, fmt.Errorf("--bucket %gms makes more than %d buckets of this %.1f s window: take a larger one", o.BucketMs, maxBuckets, float64(to-from)/1e9)
+	}
+	tl, err := agg.MakeTimeline(&run.Profile, agg.Filter{Tid: o.Tid}, from, to, bucket, o.MaxThreads)
+	if err != nil {
+		return api.Timeline{}, err
+	}
+	start := runStart(run)
+	var win *api.Window
+	if !o.Window.IsAll() {
+		win = &api.Window{FromSec: secs(from, start), ToSec: secs(to, start)}
+	}
+	return api.Timeline{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win,
+		StartSec: secs(from, start), BucketSec: float64(bucket) / 1e9, Timeline: tl}, nil
+}
+
+// niceBucket rounds ns up to 1, 2 or 5 times a power of ten milliseconds (1 ms at least).
+func niceBucket(ns uint64) uint64 {
+	b := uint64(1_000_000)
+	for {
+		for _, m := range []uint64{1, 2, 5} {
+			if b*m >= ns {
+				return b * m
+			}
+		}
+		b *= 10
+	}
 }

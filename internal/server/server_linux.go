@@ -95,6 +95,7 @@ func Listen(rec Recording) (*Server, error) {
 	mux.HandleFunc("GET /v1/top", s.snapshotting(s.top))
 	mux.HandleFunc("GET /v1/flame", s.snapshotting(s.flame))
 	mux.HandleFunc("GET /v1/threads", s.snapshotting(s.threads))
+	mux.HandleFunc("GET /v1/timeline", s.snapshotting(s.timeline))
 	mux.HandleFunc("GET /v1/wait", s.wait)
 	mux.HandleFunc("POST /v1/stop", s.stop)
 	s.srv = &http.Server{
@@ -254,6 +255,23 @@ func (s *Server) threads(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := query.Threads(s.rec.Snapshot(), n, window(r))
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	res.Live, res.State = true, api.StateLive
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
+	tid, err1 := intParam(r, "tid", 0)
+	threads, err2 := intParam(r, "threads", 0)
+	bucket, err3 := floatParam(r, "bucket_ms", 0)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	res, err := query.Timeline(s.rec.Snapshot(), query.TimelineOptions{Tid: uint32(tid), BucketMs: bucket, MaxThreads: threads, Window: window(r)})
 	if err != nil {
 		badRequest(w, "%v", err)
 		return

@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/query"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+func timelineCmd(g *globals) *cobra.Command {
+	var rf runFlags
+	var tid, threads int
+	var bucket float64
+	c := &cobra.Command{
+		Use:   "timeline",
+		Short: "Show activity over time, per thread, and the phases of the run",
+		Long: `Show how samples spread over time: one sparkline per thread (busiest first), each
+column one bucket of --bucket milliseconds, and below them the run's phases: stretches
+of time in which one function is the hottest (by self samples).
+
+Find the slow second here, then ask about it alone:
+  stax timeline
+  stax top --from 3.2 --to 3.9`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if bucket < 0 || math.IsNaN(bucket) || math.IsInf(bucket, 0) {
+				return usageErr("--bucket must be a positive number of milliseconds, not %g", bucket)
+			}
+			if err := checkTid(tid); err != nil {
+				return err
+			}
+			if err := checkCount("--threads", threads); err != nil {
+				return err
+			}
+			r, err := rf.pick()
+			if err != nil {
+				return err
+			}
+			q := rf.query(url.Values{"tid": {itoa(tid)}, "threads": {itoa(threads)}, "bucket_ms": {strconv.FormatFloat(bucket, 'f', -1, 64)}})
+			res, err := ask(context.Background(), r, "/v1/timeline", q, func(run *store.Run) (api.Timeline, error) {
+				return query.Timeline(run, query.TimelineOptions{Tid: uint32(tid), BucketMs: bucket, MaxThreads: threads, Window: rf.window})
+			})
+			if err != nil {
+				return err
+			}
+			var samples uint64
+			for _, n := range res.Total {
+				samples += n
+			}
+			if err := tidHasSamples(tid, res.Run, samples); err != nil {
+				return err
+			}
+			if rf.json {
+				return printJSON(g.out, res)
+			}
+			header(g.out, res.Run, res.State, samples, fmt.Sprintf(" · %d buckets of %s", res.Buckets, duration(res.BucketSec))+windowText(res.Window))
+			printTimeline(g.out, res)
+			return nil
+		},
+	}
+	rf.add(c)
+	rf.addWindow(c)
+	c.Flags().Float64Var(&bucket, "bucket", 0, "bucket width in `MS` milliseconds (default: about 60 buckets over the window)")
+	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")
+	c.Flags().IntVar(&threads, "threads", 10, "show the `N` busiest threads (0: all)")
+	return c
+}
+
+var sparks = []rune("▁▂▃▄▅▆▇█")
+
+// sparkline draws counts scaled to peak: a space for no samples, then eight heights.
+func sparkline(counts []uint64, peak uint64) string {
+	var b strings.Builder
+	for _, n := range counts {
+		if n == 0 || peak == 0 {
+			b.WriteByte(' ')
+			continue
+		}
+		i := int(float64(n) / float64(peak) * float64(len(sparks)-1))
+		b.WriteRune(sparks[min(i, len(sparks)-1)])
+	}
+	return b.String()
+}
+
+func duration(sec float64) string {
+	if sec < 1 {
+		return strconv.FormatFloat(sec*1000, 'f', -1, 64) + "ms"
+	}
+	return strconv.FormatFloat(sec, 'f', -1, 64) + "s"
+}
+
+func printTimeline(w io.Writer, res api.Timeline) {
+	var peak uint64
+	for _, th := range res.Threads {
+		for _, n := range th.Counts {
+			peak = max(peak, n)
+		}
+	}
+	end := res.StartSec + float64(res.Buckets)*res.BucketSec
+	axis := fmt.Sprintf("%.2fs", res.StartSec)
+	endLabel := fmt.Sprintf("%.2fs", end)
+	pad := max(res.Buckets-len(axis)-len(endLabel), 1)
+	fmt.Fprintf(w, "%8s %-16s %10s  |%s%s%s|\n", "TID", "NAME", "SAMPLES", axis, strings.Repeat(" ", pad), endLabel)
+	for _, th := range res.Threads {
+		name := th.Name
+		if len(name) > 16 {
+			name = name[:16]
+		}
+		fmt.Fprintf(w, "%8d %-16s %10s  |%s|\n", th.Tid, name, commas(th.Samples), sparkline(th.Counts, peak))
+	}
+	if len(res.Phases) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nPHASES (hottest function by self samples)\n")
+	for _, ph := range res.Phases {
+		from := res.StartSec + float64(ph.FirstBucket)*res.BucketSec
+		to := res.StartSec + float64(ph.LastBucket+1)*res.BucketSec
+		fmt.Fprintf(w, "  %8.2fs – %8.2fs  %6.2f%%  %s  [%s]\n", from, to, ph.Pct, ph.Func, trimBrackets(ph.Image))
+	}
+}

@@ -1,0 +1,29 @@
+// Alternates two phases: MS milliseconds of CPU in phase_a, then MS in phase_b, ROUNDS
+// times. A timeline shows the alternation; a window over one phase names only its function.
+#include <stdio.h>
+#include "cpubudget.h"
+
+static volatile unsigned long sink;
+
+__attribute__((noinline)) static void phase_a(double ms) {
+	double end = thread_cpu_ms() + ms;
+	while (thread_cpu_ms() < end)
+		for (unsigned long i = 0; i < CPU_CHUNK; i++) sink += i * 3;
+}
+
+__attribute__((noinline)) static void phase_b(double ms) {
+	double end = thread_cpu_ms() + ms;
+	while (thread_cpu_ms() < end)
+		for (unsigned long i = 0; i < CPU_CHUNK; i++) sink ^= i * 5;
+}
+
+int main(int argc, char **argv) {
+	double ms = arg_ms(argc, argv, 1, 1000);
+	int rounds = argc > 2 ? atoi(argv[2]) : 3;
+	for (int r = 0; r < rounds; r++) {
+		phase_a(ms);
+		phase_b(ms);
+	}
+	printf("phases done\n");
+	return 0;
+}
