@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/annotate"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/disasm"
@@ -48,7 +49,10 @@ type Match struct {
 	Samples uint64 `json:"samples"`
 }
 
-const maxSourceFile = 16 << 20
+const (
+	maxSourceFile  = 16 << 20
+	maxSourceLines = 1 << 20
+)
 
 // Annotate answers `stax annotate`.
 func Annotate(run *store.Run, o AnnotateOptions) (*AnnotateResult, error) {
@@ -109,17 +113,29 @@ func Annotate(run *store.Run, o AnnotateOptions) (*AnnotateResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("annotate %s: %w", f.Func, err)
 	}
-	code, err := codeBytes(c)
+	in, err := inputFor(run, c, f)
 	if err != nil {
 		return nil, fmt.Errorf("annotate %s: %w", f.Func, err)
 	}
-	in := annotate.Input{
-		Func: f.Func, Image: f.Image, Start: c.Start, Code: code,
-		Arch: disasm.ArchFromELF(uint16(c.Arch)), Samples: samples,
-		Source: sourceReader(c),
-	}
+	in.Samples = samples
 	if o.Intel {
 		in.Syntax = disasm.SyntaxIntel
+	}
+	return &AnnotateResult{Schema: api.Schema, Run: run.Meta.ID, Annotation: annotate.Annotate(in), Others: others}, nil
+}
+
+// inputFor gathers what annotating code needs besides samples: its bytes, and where they
+// exist its line table, call-target names and source text (kept in the run by stax save,
+// else read from the image, its debug file and the source files).
+func inputFor(run *store.Run, c store.Code, f agg.Frame) (annotate.Input, error) {
+	code, err := codeBytes(c)
+	if err != nil {
+		return annotate.Input{}, err
+	}
+	in := annotate.Input{
+		Func: f.Func, Image: f.Image, Start: c.Start, Code: code,
+		Arch:   disasm.ArchFromELF(uint16(c.Arch)),
+		Source: sourceReader(c),
 	}
 	if len(c.Lines) > 0 {
 		lines := c.Lines
@@ -128,7 +144,8 @@ func Annotate(run *store.Run, o AnnotateOptions) (*AnnotateResult, error) {
 			if i == 0 {
 				return "", 0, nil
 			}
-			return lines[i-1].File, lines[i-1].Line, nil
+			l := lines[i-1]
+			return l.File, l.Line, l.Inlined
 		}
 	}
 	im := openImage(c)
@@ -136,7 +153,7 @@ func Annotate(run *store.Run, o AnnotateOptions) (*AnnotateResult, error) {
 		in.Lines = dwarfLines(im, c)
 	}
 	in.Symbolize = symbolizer(run, c, im)
-	return &AnnotateResult{Schema: api.Schema, Run: run.Meta.ID, Annotation: annotate.Annotate(in), Others: others}, nil
+	return in, nil
 }
 
 // openImage opens the image native code came from, with its debug file, through the same
@@ -273,6 +290,9 @@ func readImageCode(path string, c store.Code) (b []byte, err error) {
 // the run.
 func symbolizer(run *store.Run, c store.Code, im *symbol.Image) annotate.SymbolFunc {
 	return func(addr uint64) (string, bool) {
+		if i := sort.Search(len(c.Symbols), func(i int) bool { return c.Symbols[i].Addr >= addr }); i < len(c.Symbols) && c.Symbols[i].Addr == addr {
+			return c.Symbols[i].Name, true
+		}
 		for _, o := range run.Code {
 			if addr >= o.Start && addr < o.Start+o.Size && len(o.Bytes) > 0 {
 				return run.Profile.Frames[o.Frame].Func, true
@@ -294,8 +314,23 @@ func sourceReader(c store.Code) annotate.SourceFunc {
 	var client *debuginfod.Client
 	var bid []byte
 	fmt.Sscanf(c.BuildID, "%x", &bid)
+	baked := map[string][]string{}
+	for _, l := range c.Source {
+		if l.Line <= 0 || l.Line > maxSourceLines {
+			continue
+		}
+		b := baked[l.File]
+		for len(b) < l.Line {
+			b = append(b, "")
+		}
+		b[l.Line-1] = l.Text
+		baked[l.File] = b
+	}
 	return func(file string) ([]string, error) {
 		if lines, ok := cache[file]; ok {
+			return lines, nil
+		}
+		if lines, ok := baked[file]; ok {
 			return lines, nil
 		}
 		lines, err := readSourceFile(file)

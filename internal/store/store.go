@@ -88,13 +88,31 @@ type Code struct {
 	Vaddr   uint64 `json:"vaddr,omitempty"` // the function's ELF virtual address in Path
 	Lines   []Line `json:"lines,omitempty"`
 	Error   string `json:"error,omitempty"` // why the bytes cannot be had
+	// Kept by stax save, so annotate needs neither the image nor its sources: the names of
+	// call targets (by address) and the source lines the code maps to.
+	Symbols []Symbol     `json:"symbols,omitempty"`
+	Source  []SourceLine `json:"source,omitempty"`
+}
+
+// Symbol names an address.
+type Symbol struct {
+	Addr uint64 `json:"addr"`
+	Name string `json:"name"`
+}
+
+// SourceLine is one line of a source file.
+type SourceLine struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
+	Text string `json:"text"`
 }
 
 // Line maps an address to a source line (JIT debug info).
 type Line struct {
-	Addr uint64 `json:"addr"`
-	File string `json:"file"`
-	Line int    `json:"line"`
+	Addr    uint64   `json:"addr"`
+	File    string   `json:"file"`
+	Line    int      `json:"line"`
+	Inlined []string `json:"inlined,omitempty"` // the functions the line's code is inlined into, innermost first
 }
 
 // Run is everything saved about a run.
