@@ -93,6 +93,7 @@ type FlameNode struct {
 	Self     uint64       `json:"self"`
 	Total    uint64       `json:"total"`
 	TotalPct float64      `json:"total_pct"`
+	BasePct  *float64     `json:"base_pct,omitempty"` // flame --diff: the same path's share in the base run
 	Children []*FlameNode `json:"children,omitempty"`
 }
 

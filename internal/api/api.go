@@ -97,6 +97,22 @@ type Timeline struct {
 	agg.Timeline
 }
 
+// Compare is the answer of `stax compare`.
+type Compare struct {
+	Schema          int              `json:"schema"`
+	Base            RunRef           `json:"base"`
+	Cand            RunRef           `json:"cand"`
+	SamplesDeltaPct float64          `json:"samples_delta_pct"` // how much more (or less) CPU time cand used
+	Rows            []agg.CompareRow `json:"rows"`
+	Failures        []string         `json:"failures,omitempty"` // thresholds passed (--fail-*)
+}
+
+// RunRef names a run and its size.
+type RunRef struct {
+	Run     string `json:"run"`
+	Samples uint64 `json:"samples"`
+}
+
 // Window is the part of a run an answer covers, in seconds from the run's start.
 type Window struct {
 	FromSec float64 `json:"from_sec"`

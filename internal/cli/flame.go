@@ -21,12 +21,17 @@ func flameCmd(g *globals) *cobra.Command {
 	var rf runFlags
 	var depth, tid int
 	var threshold float64
+	var diff string
 	c := &cobra.Command{
 		Use:   "flame",
 		Short: "Show the call tree, callers above callees",
 		Long: `Show the call tree as an indented tree: each line is a function with the share of
 samples spent in it and its callees, indented under its caller. Branches under
---threshold-pct are left out; --depth bounds how deep the tree goes.`,
+--threshold-pct are left out; --depth bounds how deep the tree goes.
+
+With --diff BASE (a run id or a file from stax save), each line also shows how its share
+changed from the same call path in BASE, in percentage points: ▲ grew, ▼ shrank; paths
+BASE had that this run lacks are listed as (gone).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if depth < 0 {
@@ -52,6 +57,14 @@ samples spent in it and its callees, indented under its caller. Branches under
 			if err := tidHasSamples(tid, res.Run, res.Samples); err != nil {
 				return err
 			}
+			if diff != "" && res.Root != nil {
+				base, err := loadRun(diff, rf.window)
+				if err != nil {
+					return err
+				}
+				baseRoot, _ := agg.Flame(&base.Profile, agg.Filter{Tid: uint32(tid)}, depth, 0)
+				agg.DiffFlame(res.Root, baseRoot, threshold)
+			}
 			if rf.json {
 				return printJSON(g.out, res)
 			}
@@ -69,6 +82,7 @@ samples spent in it and its callees, indented under its caller. Branches under
 	c.Flags().IntVarP(&depth, "depth", "d", 12, "how many levels to show (0: all)")
 	c.Flags().Float64Var(&threshold, "threshold-pct", 1.0, "hide branches with less than this percent of samples")
 	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")
+	c.Flags().StringVar(&diff, "diff", "", "mark what grew and shrank since run `BASE` (an id or a saved file)")
 	return c
 }
 
@@ -81,7 +95,18 @@ func printFlame(w io.Writer, n *agg.FlameNode, level int) {
 	if n.Self > 0 {
 		self = fmt.Sprintf("  self %s", commas(n.Self))
 	}
-	fmt.Fprintf(w, "%6.2f%% %10s  %s%s  [%s]%s\n", n.TotalPct, commas(n.Total), strings.Repeat("  ", level), name, trimBrackets(n.Image), self)
+	change := ""
+	if n.BasePct != nil {
+		switch d := n.TotalPct - *n.BasePct; {
+		case n.Total == 0:
+			change = fmt.Sprintf("  (gone: was %.2f%%)", *n.BasePct)
+		case d >= 0.005:
+			change = fmt.Sprintf("  ▲%+.2f", d)
+		case d <= -0.005:
+			change = fmt.Sprintf("  ▼%+.2f", d)
+		}
+	}
+	fmt.Fprintf(w, "%6.2f%% %10s  %s%s  [%s]%s%s\n", n.TotalPct, commas(n.Total), strings.Repeat("  ", level), name, trimBrackets(n.Image), self, change)
 	for _, c := range n.Children {
 		printFlame(w, c, level+1)
 	}

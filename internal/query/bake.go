@@ -10,13 +10,13 @@ import (
 // Bake makes a run self-contained for annotate: every sampled function's machine code, line
 // table, call-target names and source lines are copied into the run, so it annotates the
 // same on a machine without the binaries, their debug files, the JIT's files or the
-// sources. It returns how many functions' code could not be read (they stay as they were:
-// annotate says why).
-func Bake(run *store.Run) (failed int) {
+// sources. It returns how many functions' code was kept, and how many could have been but
+// could not be read (they stay as they were: annotate says why).
+func Bake(run *store.Run) (kept, failed int) {
 	for i := range run.Code {
 		c := &run.Code[i]
-		if int(c.Frame) >= len(run.Profile.Frames) {
-			continue
+		if int(c.Frame) >= len(run.Profile.Frames) || (len(c.Bytes) == 0 && c.Path == "") {
+			continue // code that was never readable (kernel code, JIT code gone before it was read)
 		}
 		in, err := inputFor(run, *c, run.Profile.Frames[c.Frame])
 		if err != nil {
@@ -56,6 +56,7 @@ func Bake(run *store.Run) (failed int) {
 		}
 		annotate.Annotate(in)
 
+		kept++
 		c.Bytes = in.Code
 		if len(lines) > 0 {
 			sort.SliceStable(lines, func(a, b int) bool { return lines[a].Addr < lines[b].Addr })
@@ -68,7 +69,7 @@ func Bake(run *store.Run) (failed int) {
 		sort.Slice(c.Symbols, func(a, b int) bool { return c.Symbols[a].Addr < c.Symbols[b].Addr })
 		c.Source = keepUsed(source, lines)
 	}
-	return failed
+	return kept, failed
 }
 
 // keepUsed keeps the source lines the line table names (a file's other lines are not shown).

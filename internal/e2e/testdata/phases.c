@@ -1,5 +1,5 @@
-// Alternates two phases: MS milliseconds of CPU in phase_a, then MS in phase_b, ROUNDS
-// times. A timeline shows the alternation; a window over one phase names only its function.
+// Alternates two phases: MS milliseconds of CPU in phase_a, then MS (or B_MS) in phase_b,
+// ROUNDS times: phases [MS [ROUNDS [B_MS]]]. A timeline shows the alternation; a window over one phase names only its function.
 #include <stdio.h>
 #include "cpubudget.h"
 
@@ -20,9 +20,10 @@ __attribute__((noinline)) static void phase_b(double ms) {
 int main(int argc, char **argv) {
 	double ms = arg_ms(argc, argv, 1, 1000);
 	int rounds = argc > 2 ? atoi(argv[2]) : 3;
+	double b_ms = arg_ms(argc, argv, 3, ms);
 	for (int r = 0; r < rounds; r++) {
 		phase_a(ms);
-		phase_b(ms);
+		phase_b(b_ms);
 	}
 	printf("phases done\n");
 	return 0;

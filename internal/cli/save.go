@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stax-profiler/stax/internal/query"
+	"github.com/stax-profiler/stax/internal/recorder"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+func saveCmd(g *globals) *cobra.Command {
+	var rf runFlags
+	var force bool
+	c := &cobra.Command{
+		Use:   "save PATH",
+		Short: "Write a run to one self-contained file",
+		Long: `Write a run (the live one by default: what it has so far) to PATH as one file that
+holds everything the queries need: every sample with its time, thread and CPU, the
+stacks and names, thread names, counters and settings, and the machine code, line tables
+and source lines of every sampled function (JIT'd code included).
+
+Open it anywhere, even where the binaries, debug files and JIT files are gone:
+  stax open PATH                 import it into this machine's runs
+  stax top --run PATH            or query the file directly`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			path := args[0]
+			if _, err := os.Stat(path); err == nil && !force {
+				return usageErr("%s exists: choose another path, or --force to replace it", path)
+			}
+			r, err := rf.pick()
+			if err != nil {
+				return err
+			}
+			run, err := r.Load(context.Background())
+			if err != nil {
+				return err
+			}
+			if !run.Meta.Finished {
+				run.Meta.Notes = append(run.Meta.Notes, "saved while still recording (or from a crashed recorder's last checkpoint)")
+			}
+			kept, failed := query.Bake(run)
+			if err := store.Save(path, run); err != nil {
+				return err
+			}
+			info, _ := os.Stat(path)
+			var size int64
+			if info != nil {
+				size = info.Size()
+			}
+			fmt.Fprintf(g.out, "saved run %s to %s: %s samples, code of %d functions kept, %s\n",
+				run.Meta.ID, path, commas(run.Meta.Samples), kept, bytesText(size))
+			if failed > 0 {
+				fmt.Fprintf(g.out, "note: the code of %d functions could not be read; annotate will say why\n", failed)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&rf.run, "run", "", "run `ID` to save (default: the live run, else the newest stored one)")
+	c.Flags().BoolVarP(&force, "force", "f", false, "replace PATH if it exists")
+	return c
+}
+
+func openCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "open PATH",
+		Short: "Import a file written by stax save into this machine's runs",
+		Long: `Check and import a file written by stax save, so stax list shows it and every query
+(top, flame, threads, timeline, annotate, compare) answers from it as from the run it
+was saved from. It keeps its run id unless a run here already has it. Files written by
+an older stax are read; a newer stax's format is refused with the version it needs.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			run, err := store.Load(args[0])
+			if err != nil {
+				if errors.Is(err, os.ErrNotExist) {
+					return notFound(err)
+				}
+				return err
+			}
+			base := run.Meta.ID
+			if !store.ValidID(base) || len(base) > 100 {
+				base = recorder.NewID(run.Meta.Pid)
+			}
+			id, err := store.Claim(base)
+			if err != nil {
+				return err
+			}
+			run.Meta.ID = id
+			if err := store.Save(store.Path(id), run); err != nil {
+				os.Remove(store.Path(id))
+				return err
+			}
+			st := recorder.StatusOf(run)
+			if asJSON {
+				return printJSON(g.out, st)
+			}
+			printStatus(g, st)
+			fmt.Fprintf(g.out, "\nimported as run %s: ask it with stax top --run %s\n", id, id)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the run's status as JSON")
+	return c
+}
+
+// bytesText is n in the largest unit that keeps it above 1.
+func bytesText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
