@@ -122,4 +122,3 @@ func bytesText(n int64) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
-

@@ -104,8 +104,8 @@ type Recorder struct {
 
 type heldSample struct {
 	pid, tid, cpu uint32
-	time     uint64
-	chain    []uint64
+	time          uint64
+	chain         []uint64
 }
 
 // NewID makes a run id from the time and the target's pid.

@@ -31,9 +31,9 @@ const FormatVersion = 2
 const (
 	magic       = "STAXRUN\x00"
 	headerSize  = 24
-	maxPayload  = 1 << 30   // compressed
-	maxExpanded = 2 << 30   // uncompressed JSON: unique stacks, and about 7 bytes (base64) per sample
-	maxRatio    = 64        // uncompressed bytes per compressed byte
+	maxPayload  = 1 << 30 // compressed
+	maxExpanded = 2 << 30 // uncompressed JSON: unique stacks, and about 7 bytes (base64) per sample
+	maxRatio    = 64      // uncompressed bytes per compressed byte
 )
 
 // Meta describes a run.
