@@ -104,7 +104,8 @@ func MakeTimeline(p *Profile, f Filter, from, to, bucket uint64, maxThreads int)
 			continue
 		}
 		last := len(tl.Phases) - 1
-		if last >= 0 && tl.Phases[last].LastBucket == b-1 && p.Frames[best[b]].Func == tl.Phases[last].Func {
+		// Buckets with no samples (the program slept or waited for a CPU) do not end a phase.
+		if last >= 0 && p.Frames[best[b]].Func == tl.Phases[last].Func {
 			ph := &tl.Phases[last]
 			ph.LastBucket = b
 			ph.Samples += bestN[b]
