@@ -422,6 +422,7 @@ func (r *Recorder) nameLoop(stop <-chan struct{}, done chan<- struct{}) {
 	ticker := time.NewTicker(resolveEvery)
 	defer ticker.Stop()
 	lastCheckpoint := time.Now()
+	every := r.opts.Checkpoint
 	for {
 		select {
 		case <-stop:
@@ -429,9 +430,13 @@ func (r *Recorder) nameLoop(stop <-chan struct{}, done chan<- struct{}) {
 		case <-ticker.C:
 		}
 		r.resolveAndNotify()
-		if time.Since(lastCheckpoint) >= r.opts.Checkpoint {
+		if time.Since(lastCheckpoint) >= every {
+			began := time.Now()
 			r.save(false)
 			lastCheckpoint = time.Now()
+			// A checkpoint rewrites the run, which grows with its samples: space them so
+			// that writing them takes at most 1/20 of this goroutine's time.
+			every = max(r.opts.Checkpoint, 20*lastCheckpoint.Sub(began))
 		}
 	}
 }
