@@ -116,6 +116,7 @@ type Stats struct {
 	Keys             int    `json:"keys"`
 	UnresolvedFrames uint64 `json:"unresolved_frames"` // frames (per distinct stack) no source could name
 	SeriesBytes      int    `json:"series_bytes"`      // memory of the per-sample time series
+	NamedKeys        int    `json:"named_keys"`        // keys resolved so far
 }
 
 // Stats returns counters.
@@ -123,13 +124,15 @@ func (r *Run) Stats() Stats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var unres uint64
+	named := 0
 	for i := range r.keys {
 		if r.keys[i].rstack >= 0 {
 			unres += uint64(r.keys[i].unresolved)
+			named++
 		}
 	}
 	return Stats{Samples: r.samples, DistinctStacks: r.raw.Len(), Keys: len(r.keys), UnresolvedFrames: unres,
-		SeriesBytes: r.series.s.Bytes()}
+		SeriesBytes: r.series.s.Bytes(), NamedKeys: named}
 }
 
 // Resolve names every stack not yet named, and tries again those with unresolved frames if

@@ -220,7 +220,7 @@ func TestRunProfile(t *testing.T) {
 			if got.SeriesBytes == 0 {
 				t.Errorf("stats: series_bytes = 0 with %d samples", got.Samples)
 			}
-			got.SeriesBytes = 0
+			got.SeriesBytes, got.NamedKeys = 0, 0
 			if got != tc.wantStats {
 				t.Errorf("stats = %+v, want %+v", got, tc.wantStats)
 			}

@@ -43,6 +43,9 @@ type seriesWriter struct {
 func (w *seriesWriter) add(t uint64, key, cpu uint32) {
 	n := len(w.s.Chunks)
 	if n == 0 || len(w.s.Chunks[n-1].Data)+len(w.buf) > chunkBytes {
+		if n > 0 { // seal the full chunk at its exact size
+			w.s.Chunks[n-1].Data = append([]byte(nil), w.s.Chunks[n-1].Data...)
+		}
 		w.s.Chunks = append(w.s.Chunks, SeriesChunk{Base: t, Min: t, Max: t, Data: make([]byte, 0, 256)})
 		w.last = t
 		n++
