@@ -217,7 +217,7 @@ func profile1M(tb testing.TB) *Profile {
 }
 
 // BenchmarkTopAndFlame1M times the top and flame views over a 1M-sample profile. Target:
-// each under 200 ms.
+// each under 200 ms; top over a time window (TopWindow) under 100 ms.
 func BenchmarkTopAndFlame1M(b *testing.B) {
 	p := profile1M(b)
 	b.Logf("profile: %d frames, %d stacks, %d entries", len(p.Frames), len(p.Stacks), len(p.Entries))
@@ -250,6 +250,21 @@ func BenchmarkTopAndFlame1M(b *testing.B) {
 		for b.Loop() {
 			if root, n := Flame(p, Filter{}, 10, 0.5); n != 1_000_000 || len(root.Children) == 0 {
 				b.Fatalf("%d samples", n)
+			}
+		}
+	})
+	b.Run("TopWindow", func(b *testing.B) {
+		// A window over the middle half of the run: recount from the series, then top.
+		first, last := p.TimeRange()
+		from, to := first+(last-first)/4, last-(last-first)/4
+		b.ReportAllocs()
+		for b.Loop() {
+			w, err := p.Window(from, to)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if rows, n := Top(w, Filter{}, 50, false); len(rows) == 0 || n < 400_000 || n > 600_000 {
+				b.Fatalf("%d rows, %d samples", len(rows), n)
 			}
 		}
 	})

@@ -8,6 +8,7 @@
 package store
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
@@ -25,8 +26,9 @@ import (
 	"github.com/stax-profiler/stax/internal/agg"
 )
 
-// FormatVersion is the saved-run format version written by this stax.
-const FormatVersion = 2
+// FormatVersion is the saved-run format version written by this stax. Version 3 keeps the
+// sample series as a binary section after the JSON body; 2 added the meta section.
+const FormatVersion = 3
 
 const (
 	magic       = "STAXRUN\x00"
@@ -148,7 +150,12 @@ func Encode(w io.Writer, r *Run) error {
 	payload.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(meta))))
 	payload.Write(meta)
 	zw, _ := gzip.NewWriterLevel(&payload, gzip.BestSpeed)
-	if err := json.NewEncoder(zw).Encode(body{Profile: r.Profile, JIT: r.JIT, Code: r.Code}); err != nil {
+	b := body{Profile: r.Profile, JIT: r.JIT, Code: r.Code}
+	b.Profile.Series = agg.Series{}
+	if err := json.NewEncoder(zw).Encode(b); err != nil {
+		return fmt.Errorf("encode run: %w", err)
+	}
+	if err := writeSeries(zw, &r.Profile.Series); err != nil {
 		return fmt.Errorf("encode run: %w", err)
 	}
 	if err := zw.Close(); err != nil {
@@ -209,40 +216,40 @@ func Decode(rd io.Reader) (*Run, error) {
 		return nil, errors.New("read run: checksum mismatch (the file is damaged)")
 	}
 	var r Run
-	var into any = &r
 	if h.version >= 2 {
 		meta, err := metaSection(buf)
 		if err != nil {
 			return nil, err
 		}
 		r.Meta = meta
-		into = &bodyOf{&r}
 	}
 	zr, err := gzip.NewReader(buf)
 	if err != nil {
 		return nil, fmt.Errorf("read run: %w", err)
 	}
 	limit := min(int64(maxExpanded), int64(h.size)*maxRatio+1<<20)
-	dec := json.NewDecoder(&capReader{r: zr, left: limit})
-	if err := dec.Decode(into); err != nil {
+	capped := &capReader{r: zr, left: limit}
+	dec := json.NewDecoder(capped)
+	if h.version == 1 {
+		err = dec.Decode(&r)
+	} else {
+		var v body
+		err = dec.Decode(&v)
+		r.Profile, r.JIT, r.Code = v.Profile, v.JIT, v.Code
+	}
+	if err != nil {
 		return nil, fmt.Errorf("read run: %w", err)
+	}
+	if h.version >= 3 {
+		rest := bufio.NewReader(io.MultiReader(dec.Buffered(), capped))
+		if err := readSeries(rest, &r.Profile.Series); err != nil {
+			return nil, fmt.Errorf("read run: samples: %w", err)
+		}
 	}
 	if err := validate(&r); err != nil {
 		return nil, fmt.Errorf("read run: %w", err)
 	}
 	return &r, nil
-}
-
-// bodyOf decodes a version 2 body into a Run.
-type bodyOf struct{ r *Run }
-
-func (b *bodyOf) UnmarshalJSON(data []byte) error {
-	var v body
-	if err := json.Unmarshal(data, &v); err != nil {
-		return err
-	}
-	b.r.Profile, b.r.JIT, b.r.Code = v.Profile, v.JIT, v.Code
-	return nil
 }
 
 func metaSection(rd io.Reader) (Meta, error) {
