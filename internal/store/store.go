@@ -1,10 +1,12 @@
 // Package store saves runs to disk and reads them back: the saved-run format (versioned and
 // checksummed) and the per-user run directory.
 //
-// A saved run is an 24-byte header (magic "STAXRUN\x00", format version u32, CRC-32C of the
-// payload u32, payload length u64, little-endian) followed by the payload: gzip-compressed
-// JSON of Run. Readers bound every size and check every index, so a damaged or hostile file
-// gives an error, never a crash.
+// A saved run is a 24-byte header (magic "STAXRUN\x00", format version u32, CRC-32C of the
+// payload u32, payload length u64, little-endian) followed by the payload: the meta section
+// (u32 length, JSON), then a gzip stream of the JSON body (stacks, names, threads, JIT
+// sources, code) and the binary sample series (series.go). Readers bound every size and
+// check every index, so a damaged or hostile file gives an error, never a crash; versions 1
+// (JSON only) and 2 (no binary series) are still read.
 package store
 
 import (
