@@ -38,12 +38,16 @@ func writeSeries(w io.Writer, s *agg.Series) error {
 	return bw.Flush()
 }
 
+// readSeries reads the series section; a stream that ends after the body has none.
 func readSeries(r *bufio.Reader, s *agg.Series) error {
 	// The JSON encoder ends the body with a newline.
 	for {
 		c, err := r.ReadByte()
+		if err == io.EOF {
+			return nil
+		}
 		if err != nil {
-			return fmt.Errorf("missing: %w", err)
+			return err
 		}
 		if c != '\n' && c != ' ' && c != '\r' && c != '\t' {
 			r.UnreadByte()

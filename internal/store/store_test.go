@@ -401,6 +401,7 @@ func TestValidID(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	good := encode(f, sampleRun())
 	f.Add(good)
+	f.Add(encode(f, timedRun()))
 	f.Add(good[:len(good)-1])
 	f.Add(frame(FormatVersion, gz(`{"profile":{"frames":[{}],"stacks":[[0]],"entries":[{"stack":0,"leaf_func":-1}]}}`)))
 	f.Add(frame(FormatVersion, gz(`{"profile":{"stacks":[[5]]}}`)))
@@ -427,7 +428,48 @@ func FuzzDecode(f *testing.F) {
 		agg.Top(p, agg.Filter{}, 10, false)
 		agg.Flame(p, agg.Filter{}, 0, 0)
 		agg.Threads(p, 0)
+		first, last := p.TimeRange()
+		if w, err := p.Window(first, last); err == nil {
+			agg.Top(w, agg.Filter{}, 10, false)
+		}
+		if last > first && last-first < 1<<40 {
+			agg.MakeTimeline(p, agg.Filter{}, first, last+1, max((last-first)/50, 1), 0)
+		}
 	})
+}
+
+// timedRun is a small run with a sample series: 3 threads, 6 stacks, 2,000 samples.
+func timedRun() *Run {
+	r := agg.NewRun()
+	for i := 0; i < 2000; i++ {
+		chain := []uint64{^uint64(511), uint64(i%6+1) << 8, 7 << 8}
+		r.AddSample(10, uint32(10+i%3), uint32(i%2), 1e9+uint64(i)*1e6, 0, chain)
+	}
+	r.Resolve(nameByAddress{})
+	return &Run{Meta: Meta{ID: "timed", Samples: 2000, StartNs: 1e9}, Profile: *r.Profile(nil)}
+}
+
+func TestRoundTripKeepsSampleTimes(t *testing.T) {
+	want := timedRun()
+	got, err := Decode(bytes.NewReader(encode(t, want)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Profile.Series, want.Profile.Series) || !reflect.DeepEqual(got.Profile.KeyEntry, want.Profile.KeyEntry) {
+		t.Fatal("the sample series changed in the round trip")
+	}
+	w, err := got.Profile.Window(1e9+500e6, 1e9+1000e6)
+	if err != nil || w.TotalSamples() != 500 {
+		t.Errorf("window over the read run: %v, %d samples, want 500", err, w.TotalSamples())
+	}
+	// A damaged series section is an error, not a crash.
+	data := encode(t, want)
+	for _, cut := range []int{len(data) - 8, len(data) - 40} {
+		bad := append([]byte(nil), data[:cut]...)
+		if _, err := Decode(bytes.NewReader(bad)); err == nil {
+			t.Errorf("a run cut at %d of %d bytes decoded", cut, len(data))
+		}
+	}
 }
 
 // FuzzDecodePayload frames fuzzed JSON with a valid header and checksum, so the fuzzer gets
