@@ -47,6 +47,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -63,7 +64,12 @@
 #define LINES_CAP ((size_t)1 << 20)     /* line table entries per region */
 #define STR_CAP ((size_t)64 << 10)      /* bytes per name part */
 #define DEBUG_REC_CAP ((size_t)64 << 20) /* bytes of one DEBUG_INFO record */
-#define BUF_KEEP ((size_t)1 << 20)      /* larger buffers are freed after use */
+#define BUF_KEEP ((size_t)1 << 20)      /* larger scratch is freed after use */
+#define LIMIT_DEFAULT_KB 4096u          /* STAX_JIT_BUFFER_KB when unset */
+#define LIMIT_MIN_KB 16u
+#define LIMIT_MAX_KB (1u << 20)
+#define BUF_SLACK ((size_t)256 << 10)   /* room past the limit for the last event */
+#define WRITER_STACK ((size_t)128 << 10)
 
 /* jitdump constants */
 #define JITDUMP_MAGIC 0x4A695444u
@@ -105,10 +111,14 @@ struct method {
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t data_cv = PTHREAD_COND_INITIALIZER;  /* records pending, or stop */
+static pthread_cond_t space_cv = PTHREAD_COND_INITIALIZER; /* batch taken, or writer gone */
 
 static struct {
 	int enabled;            /* STAX_JIT_COLLECT=1; fixed at first use */
 	char *dir;
+	size_t limit;           /* STAX_JIT_BUFFER_KB: callers wait while this much is pending */
+	int stats;              /* STAX_JIT_STATS=1: one line of counters on stderr */
 
 	/* all below under mu */
 	pid_t pid;              /* process the state below belongs to */
@@ -125,11 +135,26 @@ static struct {
 	size_t nmethods;
 	void *tree;             /* tsearch tree of struct region * */
 
-	unsigned char *buf;     /* record buffer */
+	unsigned char *buf;     /* pending batch: records not yet handed to the writer */
 	size_t len, cap;
-	int oom;
+	size_t ev_start;        /* len when the current event began */
+	int oom;                /* the current event ran out of memory */
 	unsigned char *scratch; /* line table copy */
 	size_t scratch_cap;
+
+	/* the writer thread of this process */
+	unsigned char *wbuf;    /* its batch (being written while writing is set) */
+	size_t wcap;
+	int writer;             /* running: it writes the pending batch */
+	int writer_stop;        /* asked to write everything pending and exit */
+	int writer_off;         /* do not start one (again): callers write themselves */
+	int writing;            /* it is writing wbuf outside mu */
+	pthread_t writer_thread;
+
+	/* counters for STAX_JIT_STATS */
+	uint64_t n_events, n_writes, n_bytes, n_waits, wait_ns;
+	size_t max_pending;
+	int stats_done;
 } st = { .fd = -1 };
 
 static int vm_read_state;       /* 0 untested, 1 works, -1 unavailable */
@@ -231,48 +256,243 @@ static unsigned char *reserve(size_t n)
 	return st.buf + st.len - n;
 }
 
-static void buf_reset(void)
+static int write_all(int fd, const unsigned char *p, size_t n)
 {
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return 0;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 1;
+}
+
+/* The dump file cannot be written: give it up with what is pending. Under mu. */
+static void file_failed(void)
+{
+	st.failed = 1;
+	if (st.fd >= 0)
+		close(st.fd);
+	st.fd = -1;
 	st.len = 0;
-	st.oom = 0;
-	if (st.cap > BUF_KEEP) {
+}
+
+/*
+ * Writes the pending batch in the calling thread.  Under mu, with no writer
+ * thread running (before it starts, after it stopped, or in place of one
+ * that could not be started).
+ */
+static int flush_sync(void)
+{
+	int ok = 1;
+
+	if (st.len && st.fd >= 0) {
+		ok = write_all(st.fd, st.buf, st.len);
+		st.n_writes++;
+		st.n_bytes += st.len;
+		if (!ok)
+			file_failed();
+	}
+	st.len = 0;
+	if (st.cap > st.limit + BUF_SLACK) {
 		free(st.buf);
 		st.buf = NULL;
 		st.cap = 0;
 	}
+	return ok;
+}
+
+/*
+ * Ends the event that began at st.ev_start: drops its records if memory ran
+ * out, else hands them to the writer thread (waking it when the batch was
+ * empty), or writes them here when none runs.  Under mu.
+ */
+static int commit(void)
+{
 	if (st.scratch_cap > BUF_KEEP) {
 		free(st.scratch);
 		st.scratch = NULL;
 		st.scratch_cap = 0;
 	}
-}
-
-/* Writes the record buffer with one write (looping only on short writes). */
-static int flush(void)
-{
-	size_t off = 0;
-	int ok = 1;
-
 	if (st.oom) {
-		buf_reset();
+		st.len = st.ev_start;
+		st.oom = 0;
 		return 0;
 	}
-	while (off < st.len && st.fd >= 0) {
-		ssize_t n = write(st.fd, st.buf + off, st.len - off);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			st.failed = 1;
-			close(st.fd);
-			st.fd = -1;
-			ok = 0;
-			break;
-		}
-		off += (size_t)n;
+	if (st.len > st.max_pending)
+		st.max_pending = st.len;
+	if (st.writer) {
+		if (st.ev_start == 0 && st.len)
+			pthread_cond_signal(&data_cv);
+		return 1;
 	}
-	buf_reset();
-	return ok;
+	return flush_sync();
+}
+
+/*
+ * The writer thread: takes the whole pending batch (swapping buffers under
+ * mu) and writes it with mu released, until asked to stop with nothing
+ * pending.
+ */
+static void *writer_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&mu);
+	for (;;) {
+		unsigned char *b;
+		size_t n, c;
+		int fd, ok;
+
+		while (st.len == 0 && !st.writer_stop)
+			pthread_cond_wait(&data_cv, &mu);
+		if (st.len == 0)
+			break;
+		b = st.buf;
+		c = st.cap;
+		n = st.len;
+		st.buf = st.wbuf;
+		st.cap = st.wcap;
+		st.wbuf = b;
+		st.wcap = c;
+		st.len = 0;
+		st.writing = 1;
+		fd = st.fd;
+		pthread_cond_broadcast(&space_cv);
+		pthread_mutex_unlock(&mu);
+
+		ok = fd >= 0 && write_all(fd, b, n);
+
+		pthread_mutex_lock(&mu);
+		st.writing = 0;
+		st.n_writes++;
+		st.n_bytes += n;
+		if (!ok && fd >= 0 && st.fd == fd)
+			file_failed();
+		if (st.wcap > st.limit + BUF_SLACK) {
+			/* one event was larger than the limit: back to the usual size */
+			free(st.wbuf);
+			st.wcap = st.limit + BUF_SLACK;
+			st.wbuf = malloc(st.wcap);
+			if (!st.wbuf)
+				st.wcap = 0;
+		}
+	}
+	st.writer = 0;
+	pthread_cond_broadcast(&space_cv);
+	pthread_mutex_unlock(&mu);
+	return NULL;
+}
+
+/* Gives a buffer at least the usual capacity, keeping its contents. */
+static void prealloc(unsigned char **b, size_t *cap)
+{
+	size_t want = st.limit + BUF_SLACK;
+	unsigned char *nb;
+
+	if (*cap >= want)
+		return;
+	nb = realloc(*b, want);
+	if (nb) {
+		*b = nb;
+		*cap = want;
+	}
+}
+
+/*
+ * Starts the writer thread of this process, at its first event once the
+ * dump file is open.  Under mu.  If no thread can be started, callers write
+ * their records themselves as each event ends.
+ */
+static void start_writer(void)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	int rc;
+
+	if (st.writer || st.writer_off)
+		return;
+	prealloc(&st.buf, &st.cap);
+	prealloc(&st.wbuf, &st.wcap);
+	if (pthread_attr_init(&attr) != 0) {
+		st.writer_off = 1;
+		return;
+	}
+	pthread_attr_setstacksize(&attr, WRITER_STACK);
+	/* signals are for the application's threads, not for this one */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&st.writer_thread, &attr, writer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		st.writer_off = 1;
+		return;
+	}
+	pthread_setname_np(st.writer_thread, "stax-jitwriter");
+	st.writer = 1;
+	st.writer_stop = 0;
+}
+
+/*
+ * Stops the writer thread once it has written everything pending; from
+ * then on callers write their own records.  Under mu, which is released
+ * while waiting.
+ */
+static void stop_writer(void)
+{
+	st.writer_off = 1;
+	if (!st.writer)
+		return;
+	if (!st.writer_stop) {
+		pthread_t t = st.writer_thread;
+
+		st.writer_stop = 1;
+		pthread_cond_signal(&data_cv);
+		pthread_mutex_unlock(&mu);
+		pthread_join(t, NULL);
+		pthread_mutex_lock(&mu);
+	}
+	while (st.writer)       /* another thread is joining it */
+		pthread_cond_wait(&space_cv, &mu);
+}
+
+/* Waits while the pending batch is full.  Under mu, released while waiting. */
+static void wait_space(void)
+{
+	uint64_t t0;
+
+	if (!st.writer || st.len < st.limit)
+		return;
+	st.n_waits++;
+	t0 = now_ns();
+	while (st.writer && st.len >= st.limit)
+		pthread_cond_wait(&space_cv, &mu);
+	st.wait_ns += now_ns() - t0;
+}
+
+static void print_stats(void)
+{
+	char msg[512];
+	int n;
+
+	if (!st.stats || st.stats_done)
+		return;
+	st.stats_done = 1;
+	n = snprintf(msg, sizeof(msg),
+		     "stax: JIT collector pid %d: %llu events, %llu bytes in %llu writes, "
+		     "max %zu bytes pending, %llu waits for buffer space (%llu us)\n",
+		     (int)getpid(), (unsigned long long)st.n_events,
+		     (unsigned long long)st.n_bytes, (unsigned long long)st.n_writes,
+		     st.max_pending, (unsigned long long)st.n_waits,
+		     (unsigned long long)(st.wait_ns / 1000));
+	if (n > 0 && write(2, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1) < 0) {
+		/* nothing more to do */
+	}
 }
 
 /* ---- method table and region tree ---- */
@@ -583,12 +803,16 @@ static void add_code_load(uint32_t id, const char *name, uint64_t start,
 static void close_file(int write_close)
 {
 	if (st.fd >= 0 && write_close) {
-		unsigned char *p = reserve(PREFIX_SIZE);
+		unsigned char *p;
 
-		if (p) {
+		st.ev_start = st.len;
+		p = reserve(PREFIX_SIZE);
+		if (p)
 			put_prefix(p, REC_CODE_CLOSE, PREFIX_SIZE, now_ns());
-			flush();
-		}
+		else
+			st.len = st.ev_start;
+		st.oom = 0;
+		flush_sync();
 	}
 	if (st.marker) {
 		munmap(st.marker, st.marker_len);
@@ -618,15 +842,20 @@ static void reannounce(void)
 
 				if (!name)
 					name = fb = compose_name(m->id, NULL, NULL, NULL, 0);
+				st.ev_start = st.len;
 				if (name)
 					add_code_load(m->id, name, r->start, r->size, tid, now_ns());
 				free(fb);
+				if (st.oom) {
+					st.len = st.ev_start;
+					st.oom = 0;
+				}
 				if (st.len >= BUF_KEEP)
-					flush();
+					flush_sync();
 			}
 		}
 	}
-	flush();
+	flush_sync();
 }
 
 static int open_file(void)
@@ -687,7 +916,24 @@ fail:
 	return 0;
 }
 
-/* Forgets the parent's file after fork.  Under mu. */
+/*
+ * In a forked child: the parent's writer thread does not exist here, and
+ * the records pending in the parent are the parent's to write.
+ */
+static void forget_writer(void)
+{
+	st.len = 0;
+	st.oom = 0;
+	st.writer = 0;
+	st.writer_stop = 0;
+	st.writer_off = 0;
+	st.writing = 0;
+	st.n_events = st.n_writes = st.n_bytes = st.n_waits = st.wait_ns = 0;
+	st.max_pending = 0;
+	st.stats_done = 0;
+}
+
+/* Forgets the parent's file and writer after fork.  Under mu. */
 static void check_pid(void)
 {
 	pid_t pid = getpid();
@@ -702,6 +948,7 @@ static void check_pid(void)
 			if (st.fd >= 0)
 				close(st.fd);
 			st.inherited = st.tree != NULL;
+			forget_writer();
 		}
 		st.fd = -1;
 		st.failed = 0;
@@ -709,14 +956,19 @@ static void check_pid(void)
 	}
 }
 
-/* Makes sure the dump file of the current process is open.  Under mu. */
+/*
+ * Makes sure the dump file of the current process is open (writing its
+ * header, and in a forked child the inherited regions, right away) and its
+ * writer thread started.  Under mu.
+ */
 static int ready(void)
 {
 	check_pid();
 	if (st.shut || st.failed)
 		return 0;
-	if (st.fd < 0)
-		return open_file();
+	if (st.fd < 0 && !open_file())
+		return 0;
+	start_writer();
 	return 1;
 }
 
@@ -830,12 +1082,10 @@ static int do_load(const struct load *a)
 		add_debug_info(start, a->addr, lines, nlines, src ? src : "", ts);
 	add_code_load(a->id, name, start, csize, tid, ts);
 	free(tmpname);
-	if (st.oom) {
-		buf_reset();
-		return 0;
-	}
+	if (st.oom)
+		return commit();        /* drops the event's records */
 	region_add(m, start, csize);
-	return flush();
+	return commit();
 }
 
 static int do_inline(const struct stax_jit_inline_load *d)
@@ -865,7 +1115,7 @@ static int do_inline(const struct stax_jit_inline_load *d)
 		putstr(p, d->source_file, sl);
 	}
 	free(name);
-	return flush();
+	return commit();
 }
 
 static int do_unload(uint32_t id)
@@ -880,7 +1130,7 @@ static int do_unload(uint32_t id)
 		region_drop(m->regions[0]);
 	}
 	method_free(m);
-	return flush();
+	return commit();
 }
 
 static int do_update_v2(const struct stax_jit_method_update *d)
@@ -901,15 +1151,21 @@ static int do_update_v2(const struct stax_jit_method_update *d)
 	return do_load(&a);
 }
 
+/* Under mu, with the writer thread stopped. */
 static void do_shutdown(void)
 {
 	close_file(1);
 	st.shut = 1;
+	print_stats();
 	table_free();
-	buf_reset();
+	st.len = 0;
+	st.oom = 0;
 	free(st.buf);
 	st.buf = NULL;
 	st.cap = 0;
+	free(st.wbuf);
+	st.wbuf = NULL;
+	st.wcap = 0;
 	free(st.scratch);
 	st.scratch = NULL;
 	st.scratch_cap = 0;
@@ -929,7 +1185,31 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
-	/* the child's first event notices the new pid and starts its file */
+	/*
+	 * The child's first event notices the new pid, starts its file and
+	 * its own writer thread.  The condition variables may record waiters
+	 * (the parent's writer) that do not exist here.
+	 */
+	forget_writer();
+	pthread_cond_init(&data_cv, NULL);
+	pthread_cond_init(&space_cv, NULL);
+	pthread_mutex_unlock(&mu);
+}
+
+/*
+ * At exit (and dlclose): the writer thread writes everything pending and
+ * stops; events sent after this (by other threads, or by later exit
+ * handlers) are written by their callers.
+ */
+__attribute__((destructor)) static void fini(void)
+{
+	if (!st.enabled)
+		return;
+	pthread_mutex_lock(&mu);
+	check_pid();
+	stop_writer();
+	flush_sync();
+	print_stats();
 	pthread_mutex_unlock(&mu);
 }
 
@@ -937,9 +1217,21 @@ static void init(void)
 {
 	const char *on = getenv("STAX_JIT_COLLECT");
 	const char *dir = getenv("STAX_JIT_DIR");
+	const char *kb = getenv("STAX_JIT_BUFFER_KB");
+	const char *stats = getenv("STAX_JIT_STATS");
+	unsigned long limit = LIMIT_DEFAULT_KB;
 
 	if (!on || strcmp(on, "1") != 0)
 		return;
+	if (kb && *kb) {
+		char *end;
+		unsigned long v = strtoul(kb, &end, 10);
+
+		if (*end == 0 && *kb != '-')
+			limit = v < LIMIT_MIN_KB ? LIMIT_MIN_KB : v > LIMIT_MAX_KB ? LIMIT_MAX_KB : v;
+	}
+	st.limit = (size_t)limit << 10;
+	st.stats = stats && strcmp(stats, "1") == 0;
 	st.dir = strdup(dir && *dir ? dir : "/tmp");
 	if (!st.dir)
 		return;
@@ -983,8 +1275,11 @@ STAX_EXPORT int NotifyEvent(int event_type, void *data)
 	if (event_type == STAX_JIT_EV_SHUTDOWN) {
 		check_pid();    /* forget a parent's file; do not create one */
 		if (!st.shut) {
-			do_shutdown();
-			ret = 1;
+			stop_writer();  /* everything pending is written first */
+			if (!st.shut) {
+				do_shutdown();
+				ret = 1;
+			}
 		}
 		pthread_mutex_unlock(&mu);
 		return ret;
@@ -993,6 +1288,15 @@ STAX_EXPORT int NotifyEvent(int event_type, void *data)
 		pthread_mutex_unlock(&mu);
 		return 0;
 	}
+	if (st.writer && st.len >= st.limit) {
+		wait_space();
+		if (!ready()) {
+			pthread_mutex_unlock(&mu);
+			return 0;
+		}
+	}
+	st.ev_start = st.len;
+	st.n_events++;
 	switch (event_type) {
 	case STAX_JIT_EV_METHOD_LOAD_FINISHED:
 	case STAX_JIT_EV_METHOD_UPDATE: {
