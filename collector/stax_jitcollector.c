@@ -70,6 +70,8 @@
 #define LIMIT_MAX_KB (1u << 20)
 #define BUF_SLACK ((size_t)256 << 10)   /* room past the limit for the last event */
 #define WRITER_STACK ((size_t)128 << 10)
+#define WAKE_BYTES ((size_t)64 << 10)   /* a batch this large wakes the writer */
+#define GATHER_NS 1000000u              /* else it gathers records this long */
 
 /* jitdump constants */
 #define JITDUMP_MAGIC 0x4A695444u
@@ -111,8 +113,9 @@ struct method {
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t data_cv = PTHREAD_COND_INITIALIZER;  /* records pending, or stop */
-static pthread_cond_t space_cv = PTHREAD_COND_INITIALIZER; /* batch taken, or writer gone */
+/* both set up by cv_init */
+static pthread_cond_t data_cv;  /* records pending, or stop */
+static pthread_cond_t space_cv; /* batch taken, or writer gone */
 
 static struct {
 	int enabled;            /* STAX_JIT_COLLECT=1; fixed at first use */
@@ -149,6 +152,7 @@ static struct {
 	int writer_stop;        /* asked to write everything pending and exit */
 	int writer_off;         /* do not start one (again): callers write themselves */
 	int writing;            /* it is writing wbuf outside mu */
+	int wake;               /* an event made the batch non-empty: signal data_cv */
 	pthread_t writer_thread;
 
 	/* counters for STAX_JIT_STATS */
@@ -157,7 +161,10 @@ static struct {
 	int stats_done;
 } st = { .fd = -1 };
 
-static int vm_read_state;       /* 0 untested, 1 works, -1 unavailable */
+static int vm_read_state;       /* 0 untested, 1 works, -1 unavailable; atomic */
+static unsigned fork_gen;       /* counts forks into this process; atomic */
+static __thread uint32_t tls_tid;       /* this thread's id, valid when ... */
+static __thread unsigned tls_tid_gen;   /* ... this is fork_gen + 1 */
 
 /* ---- encoding and buffers ---- */
 
@@ -205,27 +212,42 @@ static size_t slen(const char *s)
  * Copies n bytes at address src of this process into dst without faulting
  * on unmapped memory.  Returns the number of bytes copied.
  */
-static size_t safe_copy(void *dst, uint64_t src, size_t n)
+static size_t safe_copy(pid_t pid, void *dst, uint64_t src, size_t n)
 {
+	int state = __atomic_load_n(&vm_read_state, __ATOMIC_RELAXED);
+
 	if (n == 0)
 		return 0;
-	if (vm_read_state >= 0) {
+	if (state >= 0) {
 		struct iovec local = { dst, n };
 		struct iovec remote = { (void *)(uintptr_t)src, n };
-		ssize_t got = process_vm_readv(st.pid, &local, 1, &remote, 1, 0);
+		ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 
 		if (got >= 0) {
-			vm_read_state = 1;
+			if (state == 0)
+				__atomic_store_n(&vm_read_state, 1, __ATOMIC_RELAXED);
 			return (size_t)got;
 		}
 		if (errno == EFAULT)
 			return 0;
-		if (vm_read_state == 1 || (errno != ENOSYS && errno != EPERM))
+		if (state == 1 || (errno != ENOSYS && errno != EPERM))
 			return 0;
-		vm_read_state = -1;
+		__atomic_store_n(&vm_read_state, -1, __ATOMIC_RELAXED);
 	}
 	memcpy(dst, (const void *)(uintptr_t)src, n);
 	return n;
+}
+
+/* The calling thread's id, asking the kernel once per thread and fork. */
+static uint32_t tid_now(void)
+{
+	unsigned gen = __atomic_load_n(&fork_gen, __ATOMIC_RELAXED) + 1;
+
+	if (tls_tid_gen != gen) {
+		tls_tid = (uint32_t)syscall(SYS_gettid);
+		tls_tid_gen = gen;
+	}
+	return tls_tid;
 }
 
 /* Reserves n more bytes at the end of the record buffer. */
@@ -327,8 +349,14 @@ static int commit(void)
 	if (st.len > st.max_pending)
 		st.max_pending = st.len;
 	if (st.writer) {
-		if (st.ev_start == 0 && st.len)
-			pthread_cond_signal(&data_cv);
+		/*
+		 * The writer waits for the first record of a batch, then
+		 * gathers records for GATHER_NS or until WAKE_BYTES are
+		 * pending.  It is woken once the caller has released mu.
+		 */
+		if ((st.ev_start == 0 && st.len) ||
+		    (st.ev_start < WAKE_BYTES && st.len >= WAKE_BYTES))
+			st.wake = 1;
 		return 1;
 	}
 	return flush_sync();
@@ -350,8 +378,26 @@ static void *writer_main(void *arg)
 
 		while (st.len == 0 && !st.writer_stop)
 			pthread_cond_wait(&data_cv, &mu);
-		if (st.len == 0)
-			break;
+		if (st.len < WAKE_BYTES && !st.writer_stop) {
+			/*
+			 * Gather more records before writing, so that a
+			 * steady trickle of events is written in batches and
+			 * callers need not wake this thread for each one.
+			 */
+			struct timespec ts;
+			uint64_t until = now_ns() + GATHER_NS;
+
+			ts.tv_sec = (time_t)(until / 1000000000u);
+			ts.tv_nsec = (long)(until % 1000000000u);
+			while (st.len < WAKE_BYTES && !st.writer_stop &&
+			       pthread_cond_timedwait(&data_cv, &mu, &ts) == 0) {
+			}
+		}
+		if (st.len == 0) {
+			if (st.writer_stop)
+				break;
+			continue;
+		}
 		b = st.buf;
 		c = st.cap;
 		n = st.len;
@@ -764,8 +810,9 @@ static void add_debug_info(uint64_t code_addr, uint64_t base,
 	}
 }
 
+/* pre: the code bytes, copied before mu was taken, or NULL to copy them here */
 static void add_code_load(uint32_t id, const char *name, uint64_t start,
-			  uint64_t size, uint32_t tid, uint64_t ts)
+			  uint64_t size, const unsigned char *pre, uint32_t tid, uint64_t ts)
 {
 	size_t nl = strlen(name);
 	size_t total = LOAD_FIXED + nl + 1 + size;
@@ -786,9 +833,13 @@ static void add_code_load(uint32_t id, const char *name, uint64_t start,
 	p = put64(p, st.code_index++);
 	p = putstr(p, name, nl);
 	code = p;
-	got = safe_copy(code, start, size);
-	if (got < size)
-		memset(code + got, 0, size - got);
+	if (pre) {
+		memcpy(code, pre, size);
+	} else {
+		got = safe_copy(st.pid, code, start, size);
+		if (got < size)
+			memset(code + got, 0, size - got);
+	}
 	p += size;
 
 	p = put_prefix(p, REC_METHOD_ID, METHOD_ID_SIZE, ts);
@@ -827,7 +878,7 @@ static void close_file(int write_close)
 static void reannounce(void)
 {
 	size_t i;
-	uint32_t tid = (uint32_t)syscall(SYS_gettid);
+	uint32_t tid = tid_now();
 
 	for (i = 0; i < st.nbuckets && st.fd >= 0; i++) {
 		struct method *m;
@@ -844,7 +895,8 @@ static void reannounce(void)
 					name = fb = compose_name(m->id, NULL, NULL, NULL, 0);
 				st.ev_start = st.len;
 				if (name)
-					add_code_load(m->id, name, r->start, r->size, tid, now_ns());
+					add_code_load(m->id, name, r->start, r->size, NULL, tid,
+						      now_ns());
 				free(fb);
 				if (st.oom) {
 					st.len = st.ev_start;
@@ -934,10 +986,8 @@ static void forget_writer(void)
 }
 
 /* Forgets the parent's file and writer after fork.  Under mu. */
-static void check_pid(void)
+static void check_pid(pid_t pid)
 {
-	pid_t pid = getpid();
-
 	if (pid != st.pid) {
 		if (st.pid != 0) {
 			/* forked: the open file belongs to the parent */
@@ -961,9 +1011,9 @@ static void check_pid(void)
  * header, and in a forked child the inherited regions, right away) and its
  * writer thread started.  Under mu.
  */
-static int ready(void)
+static int ready(pid_t pid)
 {
-	check_pid();
+	check_pid(pid);
 	if (st.shut || st.failed)
 		return 0;
 	if (st.fd < 0 && !open_file())
@@ -983,7 +1033,57 @@ struct load {
 	const struct stax_jit_line *lines;
 	int arch32;
 	int update;             /* re-announce instead of adding a region */
+
+	/* copied before taking mu (see precopy), when pre is set */
+	unsigned char *pre;     /* code bytes, then the line table */
+	size_t pre_code;        /* bytes of code: min(size, CODE_CAP) */
+	const struct stax_jit_line *pre_lines;
+	size_t pre_nlines;
 };
+
+/*
+ * Copies a load's code bytes and line table before mu is taken, so that the
+ * mutex is held only to update the tables and append records.  Loads that
+ * are not copied here (updates, whose range is only known under mu, or when
+ * memory is short) are copied under mu as before.
+ */
+static void precopy(struct load *a, pid_t pid)
+{
+	size_t csize, nl = 0, lbytes, total;
+
+	if (a->update || a->id == 0 || a->addr == 0 || a->size == 0)
+		return;
+	csize = a->size < CODE_CAP ? (size_t)a->size : CODE_CAP;
+	if (a->addr + csize < a->addr)
+		return;
+	if (a->nlines && a->lines)
+		nl = a->nlines < LINES_CAP ? a->nlines : LINES_CAP;
+	lbytes = nl * sizeof(struct stax_jit_line);
+	total = csize + lbytes;
+	a->pre = malloc(total ? total : 1);
+	if (!a->pre)
+		return;
+	{
+		size_t got = safe_copy(pid, a->pre, a->addr, csize);
+
+		if (got < csize)
+			memset(a->pre + got, 0, csize - got);
+	}
+	a->pre_code = csize;
+	if (nl) {
+		/* keep the lines aligned: csize may be odd */
+		struct stax_jit_line *l = (struct stax_jit_line *)(void *)(a->pre + csize);
+
+		if (((uintptr_t)l & (_Alignof(struct stax_jit_line) - 1)) == 0) {
+			a->pre_nlines = safe_copy(pid, l, (uint64_t)(uintptr_t)a->lines, lbytes) /
+					sizeof(struct stax_jit_line);
+			a->pre_lines = l;
+		} else {
+			free(a->pre);
+			a->pre = NULL;
+		}
+	}
+}
 
 static int do_load(const struct load *a)
 {
@@ -1019,7 +1119,10 @@ static int do_load(const struct load *a)
 	src = slen(a->src) ? a->src : m->source;
 
 	/* line table */
-	if (a->nlines && a->lines) {
+	if (a->pre) {
+		lines = a->pre_lines;
+		nlines = a->pre_nlines;
+	} else if (a->nlines && a->lines) {
 		size_t want = a->nlines < LINES_CAP ? a->nlines : LINES_CAP;
 		size_t bytes = want * sizeof(struct stax_jit_line);
 
@@ -1032,14 +1135,14 @@ static int do_load(const struct load *a)
 			}
 		}
 		if (bytes <= st.scratch_cap) {
-			nlines = safe_copy(st.scratch, (uint64_t)(uintptr_t)a->lines, bytes) /
+			nlines = safe_copy(st.pid, st.scratch, (uint64_t)(uintptr_t)a->lines, bytes) /
 				 sizeof(struct stax_jit_line);
 			lines = (const struct stax_jit_line *)st.scratch;
 		}
 	}
 
 	ts = now_ns();
-	tid = (uint32_t)syscall(SYS_gettid);
+	tid = tid_now();
 	start = a->addr;
 
 	if (a->update) {
@@ -1080,7 +1183,8 @@ static int do_load(const struct load *a)
 
 	if (nlines)
 		add_debug_info(start, a->addr, lines, nlines, src ? src : "", ts);
-	add_code_load(a->id, name, start, csize, tid, ts);
+	add_code_load(a->id, name, start, csize,
+		      a->pre && start == a->addr && csize == a->pre_code ? a->pre : NULL, tid, ts);
 	free(tmpname);
 	if (st.oom)
 		return commit();        /* drops the event's records */
@@ -1173,6 +1277,21 @@ static void do_shutdown(void)
 
 /* ---- fork and initialization ---- */
 
+/* data_cv's timed waits use CLOCK_MONOTONIC, like now_ns. */
+static void cv_init(void)
+{
+	pthread_condattr_t ca;
+
+	pthread_cond_init(&space_cv, NULL);
+	if (pthread_condattr_init(&ca) == 0) {
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&data_cv, &ca);
+		pthread_condattr_destroy(&ca);
+	} else {
+		pthread_cond_init(&data_cv, NULL);
+	}
+}
+
 static void atfork_prepare(void)
 {
 	pthread_mutex_lock(&mu);
@@ -1191,8 +1310,8 @@ static void atfork_child(void)
 	 * (the parent's writer) that do not exist here.
 	 */
 	forget_writer();
-	pthread_cond_init(&data_cv, NULL);
-	pthread_cond_init(&space_cv, NULL);
+	__atomic_add_fetch(&fork_gen, 1, __ATOMIC_RELAXED);
+	cv_init();
 	pthread_mutex_unlock(&mu);
 }
 
@@ -1206,7 +1325,7 @@ __attribute__((destructor)) static void fini(void)
 	if (!st.enabled)
 		return;
 	pthread_mutex_lock(&mu);
-	check_pid();
+	check_pid(getpid());
 	stop_writer();
 	flush_sync();
 	print_stats();
@@ -1232,6 +1351,7 @@ static void init(void)
 	}
 	st.limit = (size_t)limit << 10;
 	st.stats = stats && strcmp(stats, "1") == 0;
+	cv_init();
 	st.dir = strdup(dir && *dir ? dir : "/tmp");
 	if (!st.dir)
 		return;
@@ -1250,30 +1370,78 @@ STAX_EXPORT unsigned int Initialize(void)
 
 STAX_EXPORT int NotifyEvent(int event_type, void *data)
 {
-	int ret = 0;
+	struct load a;
+	pid_t pid;
+	int ret = 0, wake;
 
 	pthread_once(&init_once, init);
 	if (!st.enabled)
 		return 0;
 	if (!data && event_type != STAX_JIT_EV_SHUTDOWN)
 		return 0;
+	memset(&a, 0, sizeof(a));
 	switch (event_type) {
 	case STAX_JIT_EV_SHUTDOWN:
-	case STAX_JIT_EV_METHOD_LOAD_FINISHED:
-	case STAX_JIT_EV_METHOD_LOAD_FINISHED_V2:
-	case STAX_JIT_EV_METHOD_LOAD_FINISHED_V3:
 	case STAX_JIT_EV_METHOD_INLINE_LOAD_FINISHED:
 	case STAX_JIT_EV_METHOD_UNLOAD_START:
-	case STAX_JIT_EV_METHOD_UPDATE:
 	case STAX_JIT_EV_METHOD_UPDATE_V2:
 		break;
+	case STAX_JIT_EV_METHOD_LOAD_FINISHED:
+	case STAX_JIT_EV_METHOD_UPDATE: {
+		const struct stax_jit_method_load *d = data;
+
+		a.id = d->method_id;
+		a.name = d->method_name;
+		a.cls = d->class_name;
+		a.src = d->source_file;
+		a.addr = (uint64_t)(uintptr_t)d->load_address;
+		a.size = d->size;
+		a.nlines = d->line_count;
+		a.lines = d->lines;
+		a.update = event_type == STAX_JIT_EV_METHOD_UPDATE;
+		break;
+	}
+	case STAX_JIT_EV_METHOD_LOAD_FINISHED_V2: {
+		const struct stax_jit_method_load_v2 *d = data;
+
+		a.id = d->method_id;
+		a.name = d->method_name;
+		a.cls = d->class_name;
+		a.src = d->source_file;
+		a.module = d->module_name;
+		a.addr = (uint64_t)(uintptr_t)d->load_address;
+		a.size = d->size;
+		a.nlines = d->line_count;
+		a.lines = d->lines;
+		break;
+	}
+	case STAX_JIT_EV_METHOD_LOAD_FINISHED_V3: {
+		const struct stax_jit_method_load_v3 *d = data;
+
+		a.id = d->method_id;
+		a.name = d->method_name;
+		a.cls = d->class_name;
+		a.src = d->source_file;
+		a.module = d->module_name;
+		a.addr = (uint64_t)(uintptr_t)d->load_address;
+		a.size = d->size;
+		a.nlines = d->line_count;
+		a.lines = d->lines;
+		a.arch32 = d->arch == STAX_JIT_ARCH_32;
+		break;
+	}
 	default:
 		return 0;
 	}
 
+	pid = getpid();
+	if (event_type != STAX_JIT_EV_SHUTDOWN && st.shut)
+		return 0;       /* unlocked read: a hint, checked again below */
+	precopy(&a, pid);
+
 	pthread_mutex_lock(&mu);
 	if (event_type == STAX_JIT_EV_SHUTDOWN) {
-		check_pid();    /* forget a parent's file; do not create one */
+		check_pid(pid); /* forget a parent's file; do not create one */
 		if (!st.shut) {
 			stop_writer();  /* everything pending is written first */
 			if (!st.shut) {
@@ -1284,58 +1452,22 @@ STAX_EXPORT int NotifyEvent(int event_type, void *data)
 		pthread_mutex_unlock(&mu);
 		return ret;
 	}
-	if (!ready()) {
-		pthread_mutex_unlock(&mu);
-		return 0;
-	}
+	if (!ready(pid))
+		goto out;
 	if (st.writer && st.len >= st.limit) {
 		wait_space();
-		if (!ready()) {
-			pthread_mutex_unlock(&mu);
-			return 0;
-		}
+		if (!ready(pid))
+			goto out;
 	}
 	st.ev_start = st.len;
 	st.n_events++;
 	switch (event_type) {
 	case STAX_JIT_EV_METHOD_LOAD_FINISHED:
-	case STAX_JIT_EV_METHOD_UPDATE: {
-		const struct stax_jit_method_load *d = data;
-		struct load a = {
-			.id = d->method_id, .name = d->method_name,
-			.cls = d->class_name, .src = d->source_file,
-			.addr = (uint64_t)(uintptr_t)d->load_address, .size = d->size,
-			.nlines = d->line_count, .lines = d->lines,
-			.update = event_type == STAX_JIT_EV_METHOD_UPDATE,
-		};
+	case STAX_JIT_EV_METHOD_UPDATE:
+	case STAX_JIT_EV_METHOD_LOAD_FINISHED_V2:
+	case STAX_JIT_EV_METHOD_LOAD_FINISHED_V3:
 		ret = do_load(&a);
 		break;
-	}
-	case STAX_JIT_EV_METHOD_LOAD_FINISHED_V2: {
-		const struct stax_jit_method_load_v2 *d = data;
-		struct load a = {
-			.id = d->method_id, .name = d->method_name,
-			.cls = d->class_name, .src = d->source_file,
-			.module = d->module_name,
-			.addr = (uint64_t)(uintptr_t)d->load_address, .size = d->size,
-			.nlines = d->line_count, .lines = d->lines,
-		};
-		ret = do_load(&a);
-		break;
-	}
-	case STAX_JIT_EV_METHOD_LOAD_FINISHED_V3: {
-		const struct stax_jit_method_load_v3 *d = data;
-		struct load a = {
-			.id = d->method_id, .name = d->method_name,
-			.cls = d->class_name, .src = d->source_file,
-			.module = d->module_name,
-			.addr = (uint64_t)(uintptr_t)d->load_address, .size = d->size,
-			.nlines = d->line_count, .lines = d->lines,
-			.arch32 = d->arch == STAX_JIT_ARCH_32,
-		};
-		ret = do_load(&a);
-		break;
-	}
 	case STAX_JIT_EV_METHOD_INLINE_LOAD_FINISHED:
 		ret = do_inline(data);
 		break;
@@ -1346,6 +1478,12 @@ STAX_EXPORT int NotifyEvent(int event_type, void *data)
 		ret = do_update_v2(data);
 		break;
 	}
+out:
+	wake = st.wake;
+	st.wake = 0;
 	pthread_mutex_unlock(&mu);
+	if (wake)
+		pthread_cond_signal(&data_cv);
+	free(a.pre);
 	return ret;
 }
