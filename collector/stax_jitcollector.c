@@ -25,9 +25,15 @@
  *   Inline records (101) use [class "::"] method.  Names are copied as
  *   bytes (not necessarily UTF-8), each part cut at 64 KiB.
  *
- * Every event is written with one write(2) under a process-wide mutex:
- * a load becomes DEBUG_INFO (when it has a line table), CODE_LOAD and
- * record 100 in a single write.  Code bytes are copied at event time, at
+ * NotifyEvent does not write the file: under a process-wide mutex it
+ * updates the collector's tables and appends the event's records (a load:
+ * DEBUG_INFO when it has a line table, CODE_LOAD, record 100) to a pending
+ * batch, and a writer thread, started at the process's first event, writes
+ * whole batches.  The batch is bounded by STAX_JIT_BUFFER_KB (default 4096);
+ * when it is full callers wait, nothing is dropped.  SHUTDOWN and the
+ * library destructor (exit, dlclose) write everything pending; _exit, exec
+ * and crashes lose what the writer has not written yet (it writes within
+ * about a millisecond).  Code bytes are copied at event time, at
  * most 16 MiB per region (larger regions are cut to 16 MiB); line tables
  * are cut at 1M entries.  Code bytes and line tables are read through
  * process_vm_readv on the process itself, so a size larger than the
@@ -37,7 +43,9 @@
  *
  * After fork() the child writes its own jit-<childpid>.dump, created at its
  * first event; that file starts with the regions inherited from the parent
- * (CODE_LOAD + record 100, without line tables or inline records).
+ * (CODE_LOAD + record 100, without line tables or inline records).  The
+ * parent's pending batch stays the parent's; the child starts its own
+ * writer thread.
  */
 #define _GNU_SOURCE
 #include <errno.h>
