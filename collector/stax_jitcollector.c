@@ -25,9 +25,15 @@
  *   Inline records (101) use [class "::"] method.  Names are copied as
  *   bytes (not necessarily UTF-8), each part cut at 64 KiB.
  *
- * Every event is written with one write(2) under a process-wide mutex:
- * a load becomes DEBUG_INFO (when it has a line table), CODE_LOAD and
- * record 100 in a single write.  Code bytes are copied at event time, at
+ * NotifyEvent does not write the file: under a process-wide mutex it
+ * updates the collector's tables and appends the event's records (a load:
+ * DEBUG_INFO when it has a line table, CODE_LOAD, record 100) to a pending
+ * batch, and a writer thread, started at the process's first event, writes
+ * whole batches.  The batch is bounded by STAX_JIT_BUFFER_KB (default 4096);
+ * when it is full callers wait, nothing is dropped.  SHUTDOWN and the
+ * library destructor (exit, dlclose) write everything pending; _exit, exec
+ * and crashes lose what the writer has not written yet (it writes within
+ * about a millisecond).  Code bytes are copied at event time, at
  * most 16 MiB per region (larger regions are cut to 16 MiB); line tables
  * are cut at 1M entries.  Code bytes and line tables are read through
  * process_vm_readv on the process itself, so a size larger than the
@@ -37,7 +43,9 @@
  *
  * After fork() the child writes its own jit-<childpid>.dump, created at its
  * first event; that file starts with the regions inherited from the parent
- * (CODE_LOAD + record 100, without line tables or inline records).
+ * (CODE_LOAD + record 100, without line tables or inline records).  The
+ * parent's pending batch stays the parent's; the child starts its own
+ * writer thread.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -47,6 +55,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -63,7 +72,14 @@
 #define LINES_CAP ((size_t)1 << 20)     /* line table entries per region */
 #define STR_CAP ((size_t)64 << 10)      /* bytes per name part */
 #define DEBUG_REC_CAP ((size_t)64 << 20) /* bytes of one DEBUG_INFO record */
-#define BUF_KEEP ((size_t)1 << 20)      /* larger buffers are freed after use */
+#define BUF_KEEP ((size_t)1 << 20)      /* larger scratch is freed after use */
+#define LIMIT_DEFAULT_KB 4096u          /* STAX_JIT_BUFFER_KB when unset */
+#define LIMIT_MIN_KB 16u
+#define LIMIT_MAX_KB (1u << 20)
+#define BUF_SLACK ((size_t)256 << 10)   /* room past the limit for the last event */
+#define WRITER_STACK ((size_t)128 << 10)
+#define WAKE_BYTES ((size_t)64 << 10)   /* a batch this large wakes the writer */
+#define GATHER_NS 1000000u              /* else it gathers records this long */
 
 /* jitdump constants */
 #define JITDUMP_MAGIC 0x4A695444u
@@ -105,10 +121,15 @@ struct method {
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+/* both set up by cv_init */
+static pthread_cond_t data_cv;  /* records pending, or stop */
+static pthread_cond_t space_cv; /* batch taken, or writer gone */
 
 static struct {
 	int enabled;            /* STAX_JIT_COLLECT=1; fixed at first use */
 	char *dir;
+	size_t limit;           /* STAX_JIT_BUFFER_KB: callers wait while this much is pending */
+	int stats;              /* STAX_JIT_STATS=1: one line of counters on stderr */
 
 	/* all below under mu */
 	pid_t pid;              /* process the state below belongs to */
@@ -125,14 +146,33 @@ static struct {
 	size_t nmethods;
 	void *tree;             /* tsearch tree of struct region * */
 
-	unsigned char *buf;     /* record buffer */
+	unsigned char *buf;     /* pending batch: records not yet handed to the writer */
 	size_t len, cap;
-	int oom;
+	size_t ev_start;        /* len when the current event began */
+	int oom;                /* the current event ran out of memory */
 	unsigned char *scratch; /* line table copy */
 	size_t scratch_cap;
+
+	/* the writer thread of this process */
+	unsigned char *wbuf;    /* its batch (being written while writing is set) */
+	size_t wcap;
+	int writer;             /* running: it writes the pending batch */
+	int writer_stop;        /* asked to write everything pending and exit */
+	int writer_off;         /* do not start one (again): callers write themselves */
+	int writing;            /* it is writing wbuf outside mu */
+	int wake;               /* an event made the batch non-empty: signal data_cv */
+	pthread_t writer_thread;
+
+	/* counters for STAX_JIT_STATS */
+	uint64_t n_events, n_writes, n_bytes, n_waits, wait_ns;
+	size_t max_pending;
+	int stats_done;
 } st = { .fd = -1 };
 
-static int vm_read_state;       /* 0 untested, 1 works, -1 unavailable */
+static int vm_read_state;       /* 0 untested, 1 works, -1 unavailable; atomic */
+static unsigned fork_gen;       /* counts forks into this process; atomic */
+static __thread uint32_t tls_tid;       /* this thread's id, valid when ... */
+static __thread unsigned tls_tid_gen;   /* ... this is fork_gen + 1 */
 
 /* ---- encoding and buffers ---- */
 
@@ -180,27 +220,42 @@ static size_t slen(const char *s)
  * Copies n bytes at address src of this process into dst without faulting
  * on unmapped memory.  Returns the number of bytes copied.
  */
-static size_t safe_copy(void *dst, uint64_t src, size_t n)
+static size_t safe_copy(pid_t pid, void *dst, uint64_t src, size_t n)
 {
+	int state = __atomic_load_n(&vm_read_state, __ATOMIC_RELAXED);
+
 	if (n == 0)
 		return 0;
-	if (vm_read_state >= 0) {
+	if (state >= 0) {
 		struct iovec local = { dst, n };
 		struct iovec remote = { (void *)(uintptr_t)src, n };
-		ssize_t got = process_vm_readv(st.pid, &local, 1, &remote, 1, 0);
+		ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 
 		if (got >= 0) {
-			vm_read_state = 1;
+			if (state == 0)
+				__atomic_store_n(&vm_read_state, 1, __ATOMIC_RELAXED);
 			return (size_t)got;
 		}
 		if (errno == EFAULT)
 			return 0;
-		if (vm_read_state == 1 || (errno != ENOSYS && errno != EPERM))
+		if (state == 1 || (errno != ENOSYS && errno != EPERM))
 			return 0;
-		vm_read_state = -1;
+		__atomic_store_n(&vm_read_state, -1, __ATOMIC_RELAXED);
 	}
 	memcpy(dst, (const void *)(uintptr_t)src, n);
 	return n;
+}
+
+/* The calling thread's id, asking the kernel once per thread and fork. */
+static uint32_t tid_now(void)
+{
+	unsigned gen = __atomic_load_n(&fork_gen, __ATOMIC_RELAXED) + 1;
+
+	if (tls_tid_gen != gen) {
+		tls_tid = (uint32_t)syscall(SYS_gettid);
+		tls_tid_gen = gen;
+	}
+	return tls_tid;
 }
 
 /* Reserves n more bytes at the end of the record buffer. */
@@ -231,48 +286,267 @@ static unsigned char *reserve(size_t n)
 	return st.buf + st.len - n;
 }
 
-static void buf_reset(void)
+static int write_all(int fd, const unsigned char *p, size_t n)
 {
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return 0;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 1;
+}
+
+/* The dump file cannot be written: give it up with what is pending. Under mu. */
+static void file_failed(void)
+{
+	st.failed = 1;
+	if (st.fd >= 0)
+		close(st.fd);
+	st.fd = -1;
 	st.len = 0;
-	st.oom = 0;
-	if (st.cap > BUF_KEEP) {
+}
+
+/*
+ * Writes the pending batch in the calling thread.  Under mu, with no writer
+ * thread running (before it starts, after it stopped, or in place of one
+ * that could not be started).
+ */
+static int flush_sync(void)
+{
+	int ok = 1;
+
+	if (st.len && st.fd >= 0) {
+		ok = write_all(st.fd, st.buf, st.len);
+		st.n_writes++;
+		st.n_bytes += st.len;
+		if (!ok)
+			file_failed();
+	}
+	st.len = 0;
+	if (st.cap > st.limit + BUF_SLACK) {
 		free(st.buf);
 		st.buf = NULL;
 		st.cap = 0;
 	}
+	return ok;
+}
+
+/*
+ * Ends the event that began at st.ev_start: drops its records if memory ran
+ * out, else hands them to the writer thread (waking it when the batch was
+ * empty), or writes them here when none runs.  Under mu.
+ */
+static int commit(void)
+{
 	if (st.scratch_cap > BUF_KEEP) {
 		free(st.scratch);
 		st.scratch = NULL;
 		st.scratch_cap = 0;
 	}
-}
-
-/* Writes the record buffer with one write (looping only on short writes). */
-static int flush(void)
-{
-	size_t off = 0;
-	int ok = 1;
-
 	if (st.oom) {
-		buf_reset();
+		st.len = st.ev_start;
+		st.oom = 0;
 		return 0;
 	}
-	while (off < st.len && st.fd >= 0) {
-		ssize_t n = write(st.fd, st.buf + off, st.len - off);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			st.failed = 1;
-			close(st.fd);
-			st.fd = -1;
-			ok = 0;
-			break;
-		}
-		off += (size_t)n;
+	if (st.len > st.max_pending)
+		st.max_pending = st.len;
+	if (st.writer) {
+		/*
+		 * The writer waits for the first record of a batch, then
+		 * gathers records for GATHER_NS or until WAKE_BYTES are
+		 * pending.  It is woken once the caller has released mu.
+		 */
+		if ((st.ev_start == 0 && st.len) ||
+		    (st.ev_start < WAKE_BYTES && st.len >= WAKE_BYTES))
+			st.wake = 1;
+		return 1;
 	}
-	buf_reset();
-	return ok;
+	return flush_sync();
+}
+
+/*
+ * The writer thread: takes the whole pending batch (swapping buffers under
+ * mu) and writes it with mu released, until asked to stop with nothing
+ * pending.
+ */
+static void *writer_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&mu);
+	for (;;) {
+		unsigned char *b;
+		size_t n, c;
+		int fd, ok;
+
+		while (st.len == 0 && !st.writer_stop)
+			pthread_cond_wait(&data_cv, &mu);
+		if (st.len < WAKE_BYTES && !st.writer_stop) {
+			/*
+			 * Gather more records before writing, so that a
+			 * steady trickle of events is written in batches and
+			 * callers need not wake this thread for each one.
+			 */
+			struct timespec ts;
+			uint64_t until = now_ns() + GATHER_NS;
+
+			ts.tv_sec = (time_t)(until / 1000000000u);
+			ts.tv_nsec = (long)(until % 1000000000u);
+			while (st.len < WAKE_BYTES && !st.writer_stop &&
+			       pthread_cond_timedwait(&data_cv, &mu, &ts) == 0) {
+			}
+		}
+		if (st.len == 0) {
+			if (st.writer_stop)
+				break;
+			continue;
+		}
+		b = st.buf;
+		c = st.cap;
+		n = st.len;
+		st.buf = st.wbuf;
+		st.cap = st.wcap;
+		st.wbuf = b;
+		st.wcap = c;
+		st.len = 0;
+		st.writing = 1;
+		fd = st.fd;
+		pthread_cond_broadcast(&space_cv);
+		pthread_mutex_unlock(&mu);
+
+		ok = fd >= 0 && write_all(fd, b, n);
+
+		pthread_mutex_lock(&mu);
+		st.writing = 0;
+		st.n_writes++;
+		st.n_bytes += n;
+		if (!ok && fd >= 0 && st.fd == fd)
+			file_failed();
+		if (st.wcap > st.limit + BUF_SLACK) {
+			/* one event was larger than the limit: back to the usual size */
+			free(st.wbuf);
+			st.wcap = st.limit + BUF_SLACK;
+			st.wbuf = malloc(st.wcap);
+			if (!st.wbuf)
+				st.wcap = 0;
+		}
+	}
+	st.writer = 0;
+	pthread_cond_broadcast(&space_cv);
+	pthread_mutex_unlock(&mu);
+	return NULL;
+}
+
+/* Gives a buffer at least the usual capacity, keeping its contents. */
+static void prealloc(unsigned char **b, size_t *cap)
+{
+	size_t want = st.limit + BUF_SLACK;
+	unsigned char *nb;
+
+	if (*cap >= want)
+		return;
+	nb = realloc(*b, want);
+	if (nb) {
+		*b = nb;
+		*cap = want;
+	}
+}
+
+/*
+ * Starts the writer thread of this process, at its first event once the
+ * dump file is open.  Under mu.  If no thread can be started, callers write
+ * their records themselves as each event ends.
+ */
+static void start_writer(void)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	int rc;
+
+	if (st.writer || st.writer_off)
+		return;
+	prealloc(&st.buf, &st.cap);
+	prealloc(&st.wbuf, &st.wcap);
+	if (pthread_attr_init(&attr) != 0) {
+		st.writer_off = 1;
+		return;
+	}
+	pthread_attr_setstacksize(&attr, WRITER_STACK);
+	/* signals are for the application's threads, not for this one */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&st.writer_thread, &attr, writer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		st.writer_off = 1;
+		return;
+	}
+	pthread_setname_np(st.writer_thread, "stax-jitwriter");
+	st.writer = 1;
+	st.writer_stop = 0;
+}
+
+/*
+ * Stops the writer thread once it has written everything pending; from
+ * then on callers write their own records.  Under mu, which is released
+ * while waiting.
+ */
+static void stop_writer(void)
+{
+	st.writer_off = 1;
+	if (!st.writer)
+		return;
+	if (!st.writer_stop) {
+		pthread_t t = st.writer_thread;
+
+		st.writer_stop = 1;
+		pthread_cond_signal(&data_cv);
+		pthread_mutex_unlock(&mu);
+		pthread_join(t, NULL);
+		pthread_mutex_lock(&mu);
+	}
+	while (st.writer)       /* another thread is joining it */
+		pthread_cond_wait(&space_cv, &mu);
+}
+
+/* Waits while the pending batch is full.  Under mu, released while waiting. */
+static void wait_space(void)
+{
+	uint64_t t0;
+
+	if (!st.writer || st.len < st.limit)
+		return;
+	st.n_waits++;
+	t0 = now_ns();
+	while (st.writer && st.len >= st.limit)
+		pthread_cond_wait(&space_cv, &mu);
+	st.wait_ns += now_ns() - t0;
+}
+
+static void print_stats(void)
+{
+	char msg[512];
+	int n;
+
+	if (!st.stats || st.stats_done)
+		return;
+	st.stats_done = 1;
+	n = snprintf(msg, sizeof(msg),
+		     "stax: JIT collector pid %d: %llu events, %llu bytes in %llu writes, "
+		     "max %zu bytes pending, %llu waits for buffer space (%llu us)\n",
+		     (int)getpid(), (unsigned long long)st.n_events,
+		     (unsigned long long)st.n_bytes, (unsigned long long)st.n_writes,
+		     st.max_pending, (unsigned long long)st.n_waits,
+		     (unsigned long long)(st.wait_ns / 1000));
+	if (n > 0 && write(2, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1) < 0) {
+		/* nothing more to do */
+	}
 }
 
 /* ---- method table and region tree ---- */
@@ -544,8 +818,9 @@ static void add_debug_info(uint64_t code_addr, uint64_t base,
 	}
 }
 
+/* pre: the code bytes, copied before mu was taken, or NULL to copy them here */
 static void add_code_load(uint32_t id, const char *name, uint64_t start,
-			  uint64_t size, uint32_t tid, uint64_t ts)
+			  uint64_t size, const unsigned char *pre, uint32_t tid, uint64_t ts)
 {
 	size_t nl = strlen(name);
 	size_t total = LOAD_FIXED + nl + 1 + size;
@@ -566,9 +841,13 @@ static void add_code_load(uint32_t id, const char *name, uint64_t start,
 	p = put64(p, st.code_index++);
 	p = putstr(p, name, nl);
 	code = p;
-	got = safe_copy(code, start, size);
-	if (got < size)
-		memset(code + got, 0, size - got);
+	if (pre) {
+		memcpy(code, pre, size);
+	} else {
+		got = safe_copy(st.pid, code, start, size);
+		if (got < size)
+			memset(code + got, 0, size - got);
+	}
 	p += size;
 
 	p = put_prefix(p, REC_METHOD_ID, METHOD_ID_SIZE, ts);
@@ -583,12 +862,16 @@ static void add_code_load(uint32_t id, const char *name, uint64_t start,
 static void close_file(int write_close)
 {
 	if (st.fd >= 0 && write_close) {
-		unsigned char *p = reserve(PREFIX_SIZE);
+		unsigned char *p;
 
-		if (p) {
+		st.ev_start = st.len;
+		p = reserve(PREFIX_SIZE);
+		if (p)
 			put_prefix(p, REC_CODE_CLOSE, PREFIX_SIZE, now_ns());
-			flush();
-		}
+		else
+			st.len = st.ev_start;
+		st.oom = 0;
+		flush_sync();
 	}
 	if (st.marker) {
 		munmap(st.marker, st.marker_len);
@@ -603,7 +886,7 @@ static void close_file(int write_close)
 static void reannounce(void)
 {
 	size_t i;
-	uint32_t tid = (uint32_t)syscall(SYS_gettid);
+	uint32_t tid = tid_now();
 
 	for (i = 0; i < st.nbuckets && st.fd >= 0; i++) {
 		struct method *m;
@@ -618,15 +901,21 @@ static void reannounce(void)
 
 				if (!name)
 					name = fb = compose_name(m->id, NULL, NULL, NULL, 0);
+				st.ev_start = st.len;
 				if (name)
-					add_code_load(m->id, name, r->start, r->size, tid, now_ns());
+					add_code_load(m->id, name, r->start, r->size, NULL, tid,
+						      now_ns());
 				free(fb);
+				if (st.oom) {
+					st.len = st.ev_start;
+					st.oom = 0;
+				}
 				if (st.len >= BUF_KEEP)
-					flush();
+					flush_sync();
 			}
 		}
 	}
-	flush();
+	flush_sync();
 }
 
 static int open_file(void)
@@ -687,11 +976,26 @@ fail:
 	return 0;
 }
 
-/* Forgets the parent's file after fork.  Under mu. */
-static void check_pid(void)
+/*
+ * In a forked child: the parent's writer thread does not exist here, and
+ * the records pending in the parent are the parent's to write.
+ */
+static void forget_writer(void)
 {
-	pid_t pid = getpid();
+	st.len = 0;
+	st.oom = 0;
+	st.writer = 0;
+	st.writer_stop = 0;
+	st.writer_off = 0;
+	st.writing = 0;
+	st.n_events = st.n_writes = st.n_bytes = st.n_waits = st.wait_ns = 0;
+	st.max_pending = 0;
+	st.stats_done = 0;
+}
 
+/* Forgets the parent's file and writer after fork.  Under mu. */
+static void check_pid(pid_t pid)
+{
 	if (pid != st.pid) {
 		if (st.pid != 0) {
 			/* forked: the open file belongs to the parent */
@@ -702,6 +1006,7 @@ static void check_pid(void)
 			if (st.fd >= 0)
 				close(st.fd);
 			st.inherited = st.tree != NULL;
+			forget_writer();
 		}
 		st.fd = -1;
 		st.failed = 0;
@@ -709,14 +1014,19 @@ static void check_pid(void)
 	}
 }
 
-/* Makes sure the dump file of the current process is open.  Under mu. */
-static int ready(void)
+/*
+ * Makes sure the dump file of the current process is open (writing its
+ * header, and in a forked child the inherited regions, right away) and its
+ * writer thread started.  Under mu.
+ */
+static int ready(pid_t pid)
 {
-	check_pid();
+	check_pid(pid);
 	if (st.shut || st.failed)
 		return 0;
-	if (st.fd < 0)
-		return open_file();
+	if (st.fd < 0 && !open_file())
+		return 0;
+	start_writer();
 	return 1;
 }
 
@@ -731,7 +1041,57 @@ struct load {
 	const struct stax_jit_line *lines;
 	int arch32;
 	int update;             /* re-announce instead of adding a region */
+
+	/* copied before taking mu (see precopy), when pre is set */
+	unsigned char *pre;     /* code bytes, then the line table */
+	size_t pre_code;        /* bytes of code: min(size, CODE_CAP) */
+	const struct stax_jit_line *pre_lines;
+	size_t pre_nlines;
 };
+
+/*
+ * Copies a load's code bytes and line table before mu is taken, so that the
+ * mutex is held only to update the tables and append records.  Loads that
+ * are not copied here (updates, whose range is only known under mu, or when
+ * memory is short) are copied under mu as before.
+ */
+static void precopy(struct load *a, pid_t pid)
+{
+	size_t csize, nl = 0, lbytes, total;
+
+	if (a->update || a->id == 0 || a->addr == 0 || a->size == 0)
+		return;
+	csize = a->size < CODE_CAP ? (size_t)a->size : CODE_CAP;
+	if (a->addr + csize < a->addr)
+		return;
+	if (a->nlines && a->lines)
+		nl = a->nlines < LINES_CAP ? a->nlines : LINES_CAP;
+	lbytes = nl * sizeof(struct stax_jit_line);
+	total = csize + lbytes;
+	a->pre = malloc(total ? total : 1);
+	if (!a->pre)
+		return;
+	{
+		size_t got = safe_copy(pid, a->pre, a->addr, csize);
+
+		if (got < csize)
+			memset(a->pre + got, 0, csize - got);
+	}
+	a->pre_code = csize;
+	if (nl) {
+		/* keep the lines aligned: csize may be odd */
+		struct stax_jit_line *l = (struct stax_jit_line *)(void *)(a->pre + csize);
+
+		if (((uintptr_t)l & (_Alignof(struct stax_jit_line) - 1)) == 0) {
+			a->pre_nlines = safe_copy(pid, l, (uint64_t)(uintptr_t)a->lines, lbytes) /
+					sizeof(struct stax_jit_line);
+			a->pre_lines = l;
+		} else {
+			free(a->pre);
+			a->pre = NULL;
+		}
+	}
+}
 
 static int do_load(const struct load *a)
 {
@@ -767,7 +1127,10 @@ static int do_load(const struct load *a)
 	src = slen(a->src) ? a->src : m->source;
 
 	/* line table */
-	if (a->nlines && a->lines) {
+	if (a->pre) {
+		lines = a->pre_lines;
+		nlines = a->pre_nlines;
+	} else if (a->nlines && a->lines) {
 		size_t want = a->nlines < LINES_CAP ? a->nlines : LINES_CAP;
 		size_t bytes = want * sizeof(struct stax_jit_line);
 
@@ -780,14 +1143,14 @@ static int do_load(const struct load *a)
 			}
 		}
 		if (bytes <= st.scratch_cap) {
-			nlines = safe_copy(st.scratch, (uint64_t)(uintptr_t)a->lines, bytes) /
+			nlines = safe_copy(st.pid, st.scratch, (uint64_t)(uintptr_t)a->lines, bytes) /
 				 sizeof(struct stax_jit_line);
 			lines = (const struct stax_jit_line *)st.scratch;
 		}
 	}
 
 	ts = now_ns();
-	tid = (uint32_t)syscall(SYS_gettid);
+	tid = tid_now();
 	start = a->addr;
 
 	if (a->update) {
@@ -828,14 +1191,13 @@ static int do_load(const struct load *a)
 
 	if (nlines)
 		add_debug_info(start, a->addr, lines, nlines, src ? src : "", ts);
-	add_code_load(a->id, name, start, csize, tid, ts);
+	add_code_load(a->id, name, start, csize,
+		      a->pre && start == a->addr && csize == a->pre_code ? a->pre : NULL, tid, ts);
 	free(tmpname);
-	if (st.oom) {
-		buf_reset();
-		return 0;
-	}
+	if (st.oom)
+		return commit();        /* drops the event's records */
 	region_add(m, start, csize);
-	return flush();
+	return commit();
 }
 
 static int do_inline(const struct stax_jit_inline_load *d)
@@ -865,7 +1227,7 @@ static int do_inline(const struct stax_jit_inline_load *d)
 		putstr(p, d->source_file, sl);
 	}
 	free(name);
-	return flush();
+	return commit();
 }
 
 static int do_unload(uint32_t id)
@@ -880,7 +1242,7 @@ static int do_unload(uint32_t id)
 		region_drop(m->regions[0]);
 	}
 	method_free(m);
-	return flush();
+	return commit();
 }
 
 static int do_update_v2(const struct stax_jit_method_update *d)
@@ -901,21 +1263,42 @@ static int do_update_v2(const struct stax_jit_method_update *d)
 	return do_load(&a);
 }
 
+/* Under mu, with the writer thread stopped. */
 static void do_shutdown(void)
 {
 	close_file(1);
 	st.shut = 1;
+	print_stats();
 	table_free();
-	buf_reset();
+	st.len = 0;
+	st.oom = 0;
 	free(st.buf);
 	st.buf = NULL;
 	st.cap = 0;
+	free(st.wbuf);
+	st.wbuf = NULL;
+	st.wcap = 0;
 	free(st.scratch);
 	st.scratch = NULL;
 	st.scratch_cap = 0;
 }
 
 /* ---- fork and initialization ---- */
+
+/* data_cv's timed waits use CLOCK_MONOTONIC, like now_ns. */
+static void cv_init(void)
+{
+	pthread_condattr_t ca;
+
+	pthread_cond_init(&space_cv, NULL);
+	if (pthread_condattr_init(&ca) == 0) {
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&data_cv, &ca);
+		pthread_condattr_destroy(&ca);
+	} else {
+		pthread_cond_init(&data_cv, NULL);
+	}
+}
 
 static void atfork_prepare(void)
 {
@@ -929,7 +1312,31 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
-	/* the child's first event notices the new pid and starts its file */
+	/*
+	 * The child's first event notices the new pid, starts its file and
+	 * its own writer thread.  The condition variables may record waiters
+	 * (the parent's writer) that do not exist here.
+	 */
+	forget_writer();
+	__atomic_add_fetch(&fork_gen, 1, __ATOMIC_RELAXED);
+	cv_init();
+	pthread_mutex_unlock(&mu);
+}
+
+/*
+ * At exit (and dlclose): the writer thread writes everything pending and
+ * stops; events sent after this (by other threads, or by later exit
+ * handlers) are written by their callers.
+ */
+__attribute__((destructor)) static void fini(void)
+{
+	if (!st.enabled)
+		return;
+	pthread_mutex_lock(&mu);
+	check_pid(getpid());
+	stop_writer();
+	flush_sync();
+	print_stats();
 	pthread_mutex_unlock(&mu);
 }
 
@@ -937,9 +1344,22 @@ static void init(void)
 {
 	const char *on = getenv("STAX_JIT_COLLECT");
 	const char *dir = getenv("STAX_JIT_DIR");
+	const char *kb = getenv("STAX_JIT_BUFFER_KB");
+	const char *stats = getenv("STAX_JIT_STATS");
+	unsigned long limit = LIMIT_DEFAULT_KB;
 
 	if (!on || strcmp(on, "1") != 0)
 		return;
+	if (kb && *kb) {
+		char *end;
+		unsigned long v = strtoul(kb, &end, 10);
+
+		if (*end == 0 && *kb != '-')
+			limit = v < LIMIT_MIN_KB ? LIMIT_MIN_KB : v > LIMIT_MAX_KB ? LIMIT_MAX_KB : v;
+	}
+	st.limit = (size_t)limit << 10;
+	st.stats = stats && strcmp(stats, "1") == 0;
+	cv_init();
 	st.dir = strdup(dir && *dir ? dir : "/tmp");
 	if (!st.dir)
 		return;
@@ -958,80 +1378,104 @@ STAX_EXPORT unsigned int Initialize(void)
 
 STAX_EXPORT int NotifyEvent(int event_type, void *data)
 {
-	int ret = 0;
+	struct load a;
+	pid_t pid;
+	int ret = 0, wake;
 
 	pthread_once(&init_once, init);
 	if (!st.enabled)
 		return 0;
 	if (!data && event_type != STAX_JIT_EV_SHUTDOWN)
 		return 0;
+	memset(&a, 0, sizeof(a));
 	switch (event_type) {
 	case STAX_JIT_EV_SHUTDOWN:
-	case STAX_JIT_EV_METHOD_LOAD_FINISHED:
-	case STAX_JIT_EV_METHOD_LOAD_FINISHED_V2:
-	case STAX_JIT_EV_METHOD_LOAD_FINISHED_V3:
 	case STAX_JIT_EV_METHOD_INLINE_LOAD_FINISHED:
 	case STAX_JIT_EV_METHOD_UNLOAD_START:
-	case STAX_JIT_EV_METHOD_UPDATE:
 	case STAX_JIT_EV_METHOD_UPDATE_V2:
 		break;
-	default:
-		return 0;
-	}
-
-	pthread_mutex_lock(&mu);
-	if (event_type == STAX_JIT_EV_SHUTDOWN) {
-		check_pid();    /* forget a parent's file; do not create one */
-		if (!st.shut) {
-			do_shutdown();
-			ret = 1;
-		}
-		pthread_mutex_unlock(&mu);
-		return ret;
-	}
-	if (!ready()) {
-		pthread_mutex_unlock(&mu);
-		return 0;
-	}
-	switch (event_type) {
 	case STAX_JIT_EV_METHOD_LOAD_FINISHED:
 	case STAX_JIT_EV_METHOD_UPDATE: {
 		const struct stax_jit_method_load *d = data;
-		struct load a = {
-			.id = d->method_id, .name = d->method_name,
-			.cls = d->class_name, .src = d->source_file,
-			.addr = (uint64_t)(uintptr_t)d->load_address, .size = d->size,
-			.nlines = d->line_count, .lines = d->lines,
-			.update = event_type == STAX_JIT_EV_METHOD_UPDATE,
-		};
-		ret = do_load(&a);
+
+		a.id = d->method_id;
+		a.name = d->method_name;
+		a.cls = d->class_name;
+		a.src = d->source_file;
+		a.addr = (uint64_t)(uintptr_t)d->load_address;
+		a.size = d->size;
+		a.nlines = d->line_count;
+		a.lines = d->lines;
+		a.update = event_type == STAX_JIT_EV_METHOD_UPDATE;
 		break;
 	}
 	case STAX_JIT_EV_METHOD_LOAD_FINISHED_V2: {
 		const struct stax_jit_method_load_v2 *d = data;
-		struct load a = {
-			.id = d->method_id, .name = d->method_name,
-			.cls = d->class_name, .src = d->source_file,
-			.module = d->module_name,
-			.addr = (uint64_t)(uintptr_t)d->load_address, .size = d->size,
-			.nlines = d->line_count, .lines = d->lines,
-		};
-		ret = do_load(&a);
+
+		a.id = d->method_id;
+		a.name = d->method_name;
+		a.cls = d->class_name;
+		a.src = d->source_file;
+		a.module = d->module_name;
+		a.addr = (uint64_t)(uintptr_t)d->load_address;
+		a.size = d->size;
+		a.nlines = d->line_count;
+		a.lines = d->lines;
 		break;
 	}
 	case STAX_JIT_EV_METHOD_LOAD_FINISHED_V3: {
 		const struct stax_jit_method_load_v3 *d = data;
-		struct load a = {
-			.id = d->method_id, .name = d->method_name,
-			.cls = d->class_name, .src = d->source_file,
-			.module = d->module_name,
-			.addr = (uint64_t)(uintptr_t)d->load_address, .size = d->size,
-			.nlines = d->line_count, .lines = d->lines,
-			.arch32 = d->arch == STAX_JIT_ARCH_32,
-		};
-		ret = do_load(&a);
+
+		a.id = d->method_id;
+		a.name = d->method_name;
+		a.cls = d->class_name;
+		a.src = d->source_file;
+		a.module = d->module_name;
+		a.addr = (uint64_t)(uintptr_t)d->load_address;
+		a.size = d->size;
+		a.nlines = d->line_count;
+		a.lines = d->lines;
+		a.arch32 = d->arch == STAX_JIT_ARCH_32;
 		break;
 	}
+	default:
+		return 0;
+	}
+
+	pid = getpid();
+	if (event_type != STAX_JIT_EV_SHUTDOWN && st.shut)
+		return 0;       /* unlocked read: a hint, checked again below */
+	precopy(&a, pid);
+
+	pthread_mutex_lock(&mu);
+	if (event_type == STAX_JIT_EV_SHUTDOWN) {
+		check_pid(pid); /* forget a parent's file; do not create one */
+		if (!st.shut) {
+			stop_writer();  /* everything pending is written first */
+			if (!st.shut) {
+				do_shutdown();
+				ret = 1;
+			}
+		}
+		pthread_mutex_unlock(&mu);
+		return ret;
+	}
+	if (!ready(pid))
+		goto out;
+	if (st.writer && st.len >= st.limit) {
+		wait_space();
+		if (!ready(pid))
+			goto out;
+	}
+	st.ev_start = st.len;
+	st.n_events++;
+	switch (event_type) {
+	case STAX_JIT_EV_METHOD_LOAD_FINISHED:
+	case STAX_JIT_EV_METHOD_UPDATE:
+	case STAX_JIT_EV_METHOD_LOAD_FINISHED_V2:
+	case STAX_JIT_EV_METHOD_LOAD_FINISHED_V3:
+		ret = do_load(&a);
+		break;
 	case STAX_JIT_EV_METHOD_INLINE_LOAD_FINISHED:
 		ret = do_inline(data);
 		break;
@@ -1042,6 +1486,12 @@ STAX_EXPORT int NotifyEvent(int event_type, void *data)
 		ret = do_update_v2(data);
 		break;
 	}
+out:
+	wake = st.wake;
+	st.wake = 0;
 	pthread_mutex_unlock(&mu);
+	if (wake)
+		pthread_cond_signal(&data_cv);
+	free(a.pre);
 	return ret;
 }

@@ -237,7 +237,12 @@ static void *work(void *arg)
 			if (pid == 0) {
 				load(13, 0x30000000u + (uint32_t)i, "forkchild", NULL, NULL,
 				     hp + 512, 64, NULL, 0, NULL, 0);
-				_exit(0);
+				/*
+				 * exit, not _exit: the collector's writer thread
+				 * writes what is pending at exit; _exit would lose
+				 * the records it has not written yet.
+				 */
+				exit(0);
 			}
 			int status;
 			if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||

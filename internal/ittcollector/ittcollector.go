@@ -146,8 +146,9 @@ func BuildTestJIT(outDir string) (string, error) {
 	return buildTestProgram(outDir, "ittjit")
 }
 
-// buildTestProgram compiles collector/testdata/<name>.c into outDir/<name>.
-func buildTestProgram(outDir, name string) (string, error) {
+// buildTestProgram compiles collector/testdata/<name>.c into outDir/<name>,
+// with extra compiler flags.
+func buildTestProgram(outDir, name string, extra ...string) (string, error) {
 	src, err := SourceDir()
 	if err != nil {
 		return "", err
@@ -159,8 +160,9 @@ func buildTestProgram(outDir, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	args := []string{"-std=gnu11", "-Wall", "-Wextra", "-O2", "-fPIC", "-pthread",
-		"-o", out, filepath.Join(src, "testdata", name+".c"), "-ldl"}
+	args := []string{"-std=gnu11", "-Wall", "-Wextra", "-O2", "-fPIC", "-pthread"}
+	args = append(args, extra...)
+	args = append(args, "-o", out, filepath.Join(src, "testdata", name+".c"), "-ldl")
 	if err := runCC(args); err != nil {
 		return "", fmt.Errorf("building %s: %w", name, err)
 	}

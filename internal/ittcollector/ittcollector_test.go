@@ -25,6 +25,7 @@ var (
 	libPath    string
 	ittjitPath string
 	stressPath string
+	floodPath  string
 	buildErr   error
 )
 
@@ -55,7 +56,11 @@ func buildAll(dir string) error {
 	if ittjitPath, err = BuildTestJIT(dir); err != nil {
 		return err
 	}
-	stressPath, err = buildTestProgram(dir, "ittstress")
+	if stressPath, err = buildTestProgram(dir, "ittstress"); err != nil {
+		return err
+	}
+	// -rdynamic: ittflood's write() must take the collector's calls
+	floodPath, err = buildTestProgram(dir, "ittflood", "-rdynamic")
 	return err
 }
 
