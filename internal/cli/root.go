@@ -83,6 +83,7 @@ Typical session:
 	})
 	root.AddCommand(recordCmd(g), waitCmd(g), statusCmd(g), listCmd(g), stopCmd(g),
 		topCmd(g), flameCmd(g), threadsCmd(g), annotateCmd(g), symbolizeCmd(g), rmCmd(g), gcCmd(g))
+	root.AddCommand(exportCmd(g))
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return ExitOK
