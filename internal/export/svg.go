@@ -135,16 +135,15 @@ func WriteSVG(w io.Writer, run *store.Run) error {
 		}
 		bw.WriteString(`<g class="f"><title>`)
 		xmlText(bw, name)
+		bw.WriteString("\n")
 		if image != "" {
-			bw.WriteString(" [")
 			xmlText(bw, image)
-			bw.WriteString("]")
-		}
-		if inlined {
-			bw.WriteString(" (inlined)")
+			if inlined {
+				bw.WriteString(" (inlined)")
+			}
+			bw.WriteString("\n")
 		}
 		num = strconv.AppendUint(num[:0], n.total, 10)
-		bw.WriteString("\n")
 		bw.Write(num)
 		fmt.Fprintf(bw, " samples, %.2f%%</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\" rx=\"2\" ry=\"2\"/><text x=\"%.2f\" y=\"%d\">",
 			pct, x, y, wd, svgFrameHeight-1, svgColor(kind, inlined, name), x+3, y+svgFrameHeight-4)
@@ -299,7 +298,7 @@ function init(evt) {
 	}
 	frames.addEventListener("mouseover", function (e) {
 		var g = frameOf(e.target);
-		if (g) details.textContent = g.fullTitle.replace("\n", " \u00b7 ");
+		if (g) details.textContent = g.fullTitle.split("\n").join(" \u00b7 ");
 	});
 	frames.addEventListener("mouseout", function (e) {
 		if (frameOf(e.target)) details.textContent = " ";
@@ -321,11 +320,9 @@ function init(evt) {
 function rectOf(g) { return g.getElementsByTagName("rect")[0]; }
 function textOf(g) { return g.getElementsByTagName("text")[0]; }
 function titleOf(g) { var t = g.getElementsByTagName("title")[0]; return t ? t.textContent : ""; }
-function nameOf(title) {
-	var s = title.split("\n")[0];
-	var m = s.match(/^(.*?)( \[[^\]]*\])?( \(inlined\))?$/);
-	return m ? m[1] : s;
-}
+// A title is the function's name, its image (absent for the root), and its samples, one a
+// line; names never contain a newline.
+function nameOf(title) { return title.split("\n")[0]; }
 function frameOf(el) {
 	while (el && el !== frames) {
 		if (el.tagName === "g" && el.parentNode === frames) return el;

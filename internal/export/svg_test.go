@@ -48,7 +48,7 @@ func svgFrames(t *testing.T, b []byte) (titles []string, scripts int) {
 	return titles, scripts
 }
 
-var svgTitle = regexp.MustCompile(`^(.*)\n(\d+) samples, ([0-9.]+)%$`)
+var svgTitle = regexp.MustCompile(`^([^\n]*)\n(?:([^\n]*)\n)?(\d+) samples, ([0-9.]+)%$`)
 
 func TestSVG(t *testing.T) {
 	r := fixture()
@@ -74,8 +74,16 @@ func TestSVG(t *testing.T) {
 		if m == nil {
 			t.Fatalf("title %q", ti)
 		}
-		n, _ := strconv.ParseUint(m[2], 10, 64)
-		got[m[1]] += n
+		n, _ := strconv.ParseUint(m[3], 10, 64)
+		key := m[1]
+		if m[2] != "" {
+			img, inl := strings.CutSuffix(m[2], " (inlined)")
+			key += " [" + img + "]"
+			if inl {
+				key += " (inlined)"
+			}
+		}
+		got[key] += n
 	}
 	total := r.Profile.TotalSamples()
 	if got["all"] != total {
@@ -118,7 +126,7 @@ func TestSVG(t *testing.T) {
 		{"asm_exc_page_fault", func(r, g, b int) bool { return r >= 200 && b < 30 && g >= 110 && g < 190 }},
 		{"worker_loop", func(r, g, b int) bool { return r >= 205 && b <= 55 }},
 	} {
-		m := regexp.MustCompile(`<title>` + c.name + ` [^<]*</title><rect [^>]*fill="rgb\((\d+),(\d+),(\d+)\)"`).FindSubmatch(out)
+		m := regexp.MustCompile(`<title>` + c.name + `\n[^<]*</title><rect [^>]*fill="rgb\((\d+),(\d+),(\d+)\)"`).FindSubmatch(out)
 		if m == nil {
 			t.Fatalf("no box for %s", c.name)
 		}
