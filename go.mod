@@ -3,6 +3,7 @@ module github.com/stax-profiler/stax
 go 1.26.8
 
 require (
+	github.com/google/pprof v0.0.0-20261016150608-1facf8f91b50
 	github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724
 	github.com/klauspost/compress v1.20.3
 	github.com/spf13/cobra v1.10.2

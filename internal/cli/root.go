@@ -82,7 +82,8 @@ Typical session:
 		return usageErr("%s (see: %s --help)", flagError(err), c.CommandPath())
 	})
 	root.AddCommand(recordCmd(g), waitCmd(g), statusCmd(g), listCmd(g), stopCmd(g),
-		topCmd(g), flameCmd(g), threadsCmd(g), timelineCmd(g), annotateCmd(g), saveCmd(g), openCmd(g), compareCmd(g), symbolizeCmd(g), rmCmd(g), gcCmd(g))
+		topCmd(g), flameCmd(g), threadsCmd(g), timelineCmd(g), annotateCmd(g), saveCmd(g), openCmd(g),
+		compareCmd(g), exportCmd(g), symbolizeCmd(g), rmCmd(g), gcCmd(g))
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return ExitOK

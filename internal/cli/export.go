@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stax-profiler/stax/internal/export"
+)
+
+func exportCmd(g *globals) *cobra.Command {
+	var rf runFlags
+	var format, output string
+	c := &cobra.Command{
+		Use:   "export --format FORMAT [--run ID] [-o FILE]",
+		Short: "Write a run in a format other tools read (pprof, Firefox Profiler, speedscope, ...)",
+		Long: `Write a whole run (live or stored) to a file in another profiler's format:
+
+  pprof       gzip'd profile.proto: go tool pprof -http=: RUN.pb.gz (or pprof, or any
+              tool that reads pprof). Samples carry pid, tid and thread labels; inlined
+              functions are lines of their caller's location.
+  firefox     the Firefox Profiler's processed format: load RUN.json at
+              https://profiler.firefox.com (Load a profile from file). One track per
+              thread, samples in time order; JIT, native and kernel frames in their own
+              colours.
+  speedscope  speedscope's JSON format: drop RUN.speedscope.json on https://www.speedscope.app
+              (or run speedscope on it). One profile per thread, samples in time order.
+  folded      folded stacks, one "root;...;leaf count" line per stack: flamegraph.pl
+              RUN.folded > out.svg, or inferno-flamegraph. JIT frames end in _[j], kernel
+              frames in _[k], inlined ones in _[i].
+  svg         an interactive flame graph in one self-contained SVG file: open it in a
+              browser; hover for details, click to zoom, Ctrl-F to search.
+
+The file is <run-id> plus the format's extension (.pb.gz, .json, .speedscope.json,
+.folded, .svg) in the current directory unless -o names one; -o - writes to stdout.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if format == "" {
+				return usageErr("--format is required: one of %s", strings.Join(export.Names(), ", "))
+			}
+			f, ok := export.Lookup(format)
+			if !ok {
+				return usageErr("unknown format %q: use one of %s", format, strings.Join(export.Names(), ", "))
+			}
+			r, err := rf.pick()
+			if err != nil {
+				return err
+			}
+			run, err := r.Load(context.Background())
+			if err != nil {
+				return withCode(err)
+			}
+			if output == "-" {
+				bw := bufio.NewWriterSize(g.out, 256<<10)
+				if err := f.Write(bw, run); err != nil {
+					return err
+				}
+				return bw.Flush()
+			}
+			path := output
+			if path == "" {
+				id := run.Meta.ID
+				if id == "" {
+					id = r.ID
+				}
+				path = filepath.Base(id) + f.Ext
+			}
+			if err := writeFile(path, func(w *bufio.Writer) error { return f.Write(w, run) }); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.out, "wrote %s (%s, %s samples) to %s\n", format, run.Meta.ID, commas(run.Profile.TotalSamples()), path)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&rf.run, "run", "", "run `ID` to export, or a file written by stax save (default: the live run, else the newest stored one; see stax list)")
+	c.Flags().StringVarP(&format, "format", "f", "", "output `FORMAT`: "+strings.Join(export.Names(), ", "))
+	c.Flags().StringVarP(&output, "output", "o", "", "write to `FILE` (- for stdout; default <run-id>.<ext>)")
+	return c
+}
+
+// writeFile writes a file through a temporary one beside it, so a failed export leaves no
+// partial file behind.
+func writeFile(path string, write func(*bufio.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	bw := bufio.NewWriterSize(tmp, 256<<10)
+	if err := write(bw); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
