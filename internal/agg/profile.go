@@ -119,12 +119,14 @@ func (p *Profile) sortEntries() {
 func (p *Profile) HasTimes() bool { return len(p.Series.Chunks) > 0 && len(p.KeyEntry) > 0 }
 
 // Window returns the profile restricted to samples with from <= time < to (monotonic ns;
-// to 0: no end): entry counts are recounted from the series and empty entries dropped.
-// Frames, stacks and threads are shared with p.
+// to 0: no end): entry counts are recounted from the series, empty entries dropped, and
+// the series keeps only the window's samples. Frames, stacks and threads are shared with p.
 func (p *Profile) Window(from, to uint64) (*Profile, error) {
 	counts := make([]uint64, len(p.Entries))
 	first := make([]uint64, len(p.Entries))
+	var kept seriesWriter
 	err := p.Series.Each(from, to, func(s Sample) {
+		kept.add(s.Time, s.Key, s.CPU)
 		if int(s.Key) >= len(p.KeyEntry) {
 			return
 		}
@@ -140,7 +142,7 @@ func (p *Profile) Window(from, to uint64) (*Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Profile{Frames: p.Frames, Stacks: p.Stacks, Threads: p.Threads, Series: p.Series,
+	out := &Profile{Frames: p.Frames, Stacks: p.Stacks, Threads: p.Threads, Series: kept.s,
 		KeyEntry: make([]int32, len(p.KeyEntry))}
 	index := make([]int32, len(p.Entries))
 	for i, e := range p.Entries {

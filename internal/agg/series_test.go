@@ -101,6 +101,9 @@ func TestProfileWindow(t *testing.T) {
 	if len(w.Entries) != 1 || w.Entries[0].Tid != 1 || w.Entries[0].Count != 1000 {
 		t.Errorf("first second: entries %+v, want thread 1's 1000 samples", w.Entries)
 	}
+	if w.Series.Len() != 1000 {
+		t.Errorf("the first second's series holds %d samples, want 1000", w.Series.Len())
+	}
 	w, _ = p.Window(1_500_000_000, 0)
 	if len(w.Entries) != 1 || w.Entries[0].Tid != 2 || w.Entries[0].Count != 500 {
 		t.Errorf("last half second: entries %+v, want thread 2's 500 samples", w.Entries)

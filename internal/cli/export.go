@@ -55,6 +55,9 @@ The file is <run-id> plus the format's extension (.pb.gz, .json, .speedscope.jso
 			if err != nil {
 				return withCode(err)
 			}
+			if run, _, err = rf.window.Apply(run); err != nil {
+				return usageErr("%v", err)
+			}
 			if output == "-" {
 				bw := bufio.NewWriterSize(g.out, 256<<10)
 				if err := f.Write(bw, run); err != nil {
@@ -78,6 +81,7 @@ The file is <run-id> plus the format's extension (.pb.gz, .json, .speedscope.jso
 		},
 	}
 	c.Flags().StringVar(&rf.run, "run", "", "run `ID` to export, or a file written by stax save (default: the live run, else the newest stored one; see stax list)")
+	rf.addWindow(c)
 	c.Flags().StringVarP(&format, "format", "f", "", "output `FORMAT`: "+strings.Join(export.Names(), ", "))
 	c.Flags().StringVarP(&output, "output", "o", "", "write to `FILE` (- for stdout; default <run-id>.<ext>)")
 	return c
