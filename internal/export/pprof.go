@@ -3,6 +3,7 @@ package export
 import (
 	"encoding/binary"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/google/pprof/profile"
@@ -154,8 +155,28 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 		}
 		out.Sample = append(out.Sample, s)
 	}
+	mainFirst(out, run)
 	if err := out.CheckValid(); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// mainFirst puts the recorded program's own image first among the mappings: pprof names
+// the profile after its first mapping.
+func mainFirst(out *profile.Profile, run *store.Run) {
+	if len(run.Meta.Command) == 0 {
+		return
+	}
+	exe := filepath.Base(run.Meta.Command[0])
+	for i, m := range out.Mapping {
+		if i > 0 && filepath.Base(m.File) == exe {
+			copy(out.Mapping[1:i+1], out.Mapping[:i])
+			out.Mapping[0] = m
+			break
+		}
+	}
+	for i, m := range out.Mapping {
+		m.ID = uint64(i + 1)
+	}
 }
