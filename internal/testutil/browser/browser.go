@@ -1,0 +1,58 @@
+// Package browser starts headless Chromium for tests that check what a page shows.
+package browser
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// Require returns a browser context (a fresh headless Chromium, gone when the test ends).
+// Without Chromium the test is skipped, or fails where STAX_REQUIRE_BROWSER=1 (CI). Bound
+// each step with Within, not this context: a deadline on it would stop the browser.
+func Require(t testing.TB) context.Context {
+	t.Helper()
+	path := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		if os.Getenv("STAX_REQUIRE_BROWSER") == "1" {
+			t.Fatal("no Chromium found (apt-get install chromium) and STAX_REQUIRE_BROWSER=1")
+		}
+		t.Skip("no Chromium found (apt-get install chromium)")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox, // tests run as root in CI
+		// Software WebGL: pages that draw with it (speedscope) work without a GPU.
+		chromedp.Flag("use-angle", "swiftshader"),
+		chromedp.Flag("enable-unsafe-swiftshader", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1280, 800),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancelCtx()
+		cancelAlloc()
+	})
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	return ctx
+}
+
+// Within derives a context for browser steps that must finish within d.
+func Within(t testing.TB, ctx context.Context, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	t.Cleanup(cancel)
+	return ctx
+}
