@@ -20,10 +20,17 @@ type Mapping struct {
 	EndTime    uint64
 }
 
-// Anonymous reports whether the mapping has no file behind it (JIT code lives there).
+// Anonymous reports whether the mapping has no regular file behind it, so code there was
+// written at run time (JIT code lives there): anonymous memory, [anon:NAME] regions,
+// memfd files, shared /dev/zero mappings (PHP's opcache JIT) and System V shared memory.
 func (m *Mapping) Anonymous() bool {
-	return m.Path == "" || m.Path == "//anon" || m.Path[0] == '[' || hasPrefix(m.Path, "/memfd:") || hasPrefix(m.Path, "//")
+	return m.Path == "" || m.Path == "//anon" || m.Path[0] == '[' || hasPrefix(m.Path, "/memfd:") || hasPrefix(m.Path, "//") ||
+		hasPrefix(m.Path, "/dev/zero") || hasPrefix(m.Path, "/SYSV")
 }
+
+// Deleted reports whether the mapped file was deleted: its code may have been written at
+// run time too (a JIT writing a temporary file), so JIT records are asked first.
+func (m *Mapping) Deleted() bool { return hasSuffix(m.Path, " (deleted)") }
 
 func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 
@@ -331,3 +338,5 @@ func (tr *Tracker) Mappings(pid int) []Mapping {
 	}
 	return out
 }
+
+func hasSuffix(s, suffix string) bool { return len(s) >= len(suffix) && s[len(s)-len(suffix):] == suffix }

@@ -355,6 +355,8 @@ func TestAnonymous(t *testing.T) {
 		{"//anon", true},
 		{"[vdso]", true},
 		{"[anon:jit]", true},
+		{"/dev/zero (deleted)", true},
+		{"/SYSV00000000 (deleted)", true},
 		{"/memfd:jit-code (deleted)", true},
 		{"//weird", true},
 		{"/usr/lib/libc.so.6", false},

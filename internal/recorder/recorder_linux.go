@@ -705,9 +705,13 @@ func StatusOf(run *store.Run) api.Status {
 		}
 		f := p.Frames[s[0]]
 		switch {
+		case f.Kind == agg.KindJIT && strings.HasPrefix(f.Func, "[unknown]"):
+			st.JITSamples += e.Count
+			st.JITUnnamed += e.Count
+			st.UnknownSamples += e.Count
 		case f.Kind == agg.KindJIT:
 			st.JITSamples += e.Count
-		case f.Image == resolve.ImageAnon:
+		case f.Image == resolve.ImageAnon: // runs saved before unnamed JIT frames had the jit kind
 			st.JITSamples += e.Count
 			st.JITUnnamed += e.Count
 			st.UnknownSamples += e.Count

@@ -185,14 +185,20 @@ func (r *Resolver) userFrames(pid uint32, t, addr, lookup uint64, out []agg.Fram
 		if out, ok := r.jitFrames(pid, t, lookup, out); ok {
 			return out, true
 		}
-		img := ImageUnknown
-		if m != nil {
-			img = ImageAnon
-			if m.Path != "" && m.Path != "//anon" {
-				img = m.Path
-			}
+		if m == nil {
+			return append(out, agg.Frame{Func: fmt.Sprintf("[unknown] %#x", addr), Image: ImageUnknown, Kind: agg.KindUnknown}), false
 		}
-		return append(out, agg.Frame{Func: fmt.Sprintf("[unknown] %#x", addr), Image: img, Kind: agg.KindUnknown}), false
+		// Code no file describes was written at run time: it is JIT code with no name.
+		img := ImageAnon
+		if m.Path != "" && m.Path != "//anon" {
+			img = m.Path
+		}
+		return append(out, agg.Frame{Func: fmt.Sprintf("[unknown] %#x", addr), Image: img, Kind: agg.KindJIT}), false
+	}
+	if m.Deleted() {
+		if out, ok := r.jitFrames(pid, t, lookup, out); ok {
+			return out, true
+		}
 	}
 	ie := r.image(pid, m)
 	base := filepath.Base(strings.TrimSuffix(m.Path, " (deleted)"))
