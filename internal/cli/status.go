@@ -73,8 +73,12 @@ func printStatus(g *globals, st api.Status) {
 		fmt.Fprintf(w, "lost:      %.2f%% of samples; by cpu: %s; by thread: %s%s\n",
 			float64(m.Lost)*100/float64(m.Samples+m.Lost), countsByKey(m.LostByCPU), countsByKey(m.LostByThread), ring)
 	}
-	if m.CallGraph == "dwarf" {
-		fmt.Fprintf(w, "stacks by: dwarf unwinding; user stacks ended: %s\n", countsByKey(m.StackEnds))
+	if len(m.StackEnds) > 0 {
+		how := "frame pointers"
+		if m.CallGraph == "dwarf" {
+			how = "dwarf unwinding"
+		}
+		fmt.Fprintf(w, "stacks by: %s; user stacks ended: %s\n", how, countsByKey(m.StackEnds))
 	}
 	if m.BadRecords > 0 {
 		fmt.Fprintf(w, "records:   %s could not be decoded\n", commas(m.BadRecords))

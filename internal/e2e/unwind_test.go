@@ -68,3 +68,40 @@ func TestDwarfUnwindingFindsCallersWithoutFramePointers(t *testing.T) {
 		t.Errorf("cmp has %d samples, %d under _start -> main: want at least 95%%", cmpSamples, rooted)
 	}
 }
+
+// A recursion deeper than the kernel's callchain limit (fp) or than the stack copy (dwarf)
+// ends in a [truncated] root, counted as such, never in a wrong root.
+func TestDeepStacksAreMarkedTruncated(t *testing.T) {
+	testutil.RequirePerf(t)
+	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/deep.c")
+	prog := testutil.CC(t, t.TempDir(), "deep", "gcc", append(cflags, src)...)
+	// dwarf stops at the end of the copy or at its frame limit, whichever comes first.
+	for _, mode := range []struct{ graph string }{{"fp"}, {"dwarf"}} {
+		t.Run(mode.graph, func(t *testing.T) {
+			e := newEnv(t)
+			args := []string{"record", "-q", "--call-graph", mode.graph}
+			if mode.graph == "dwarf" {
+				args = append(args, "--stack-size", "8192")
+			}
+			if out, errOut, code := e.run(append(args, "--", prog, "1000", "400")...); code != 0 {
+				t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+			}
+			var st api.Status
+			e.mustJSON(&st, "status")
+			var fl api.Flame
+			e.mustJSON(&fl, "flame", "-d", "1", "--threshold-pct", "0")
+			var truncated uint64
+			for _, n := range fl.Root.Children {
+				if n.Func == "[truncated]" {
+					truncated = n.Total
+				}
+			}
+			if fl.Samples < 200 || float64(truncated) < 0.99*float64(fl.Samples) {
+				t.Errorf("%d of %d samples end in [truncated]; roots: %+v", truncated, fl.Samples, fl.Root.Children)
+			}
+			if n := st.Meta.StackEnds["truncated"] + st.Meta.StackEnds["max_depth"]; float64(n) < 0.99*float64(fl.Samples) {
+				t.Errorf("stack ends %v: want truncated or max_depth for nearly all %d samples", st.Meta.StackEnds, fl.Samples)
+			}
+		})
+	}
+}

@@ -115,6 +115,18 @@ type mappedRing struct {
 	rd   ring.Reader
 }
 
+// MaxStack is the deepest callchain samples carry: kernel.perf_event_max_stack, at most 127.
+// A chain this long was cut by the kernel.
+func MaxStack() int {
+	maxStack := 127
+	if b, err := os.ReadFile("/proc/sys/kernel/perf_event_max_stack"); err == nil {
+		if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && v > 0 && v < maxStack {
+			maxStack = v
+		}
+	}
+	return maxStack
+}
+
 // Open opens the events. On EACCES for kernel sampling it retries user-only and says so in
 // Session.Note.
 func Open(cfg Config) (*Session, error) {
@@ -125,12 +137,7 @@ func Open(cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	maxStack := 127
-	if b, err := os.ReadFile("/proc/sys/kernel/perf_event_max_stack"); err == nil {
-		if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && v > 0 && v < maxStack {
-			maxStack = v
-		}
-	}
+	maxStack := MaxStack()
 	if cfg.RingPages == 0 {
 		// Sized automatically: halve it while the locked-memory limit refuses it.
 		stackCopy := 0

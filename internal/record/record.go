@@ -67,6 +67,9 @@ const (
 	ContextKernel = ^uint64(128 - 1)  // -128
 	ContextUser   = ^uint64(512 - 1)  // -512
 	ContextMax    = ^uint64(4095 - 1) // -4095
+	// TruncatedMark is stax's own marker, put at the root end of a user stack that was cut
+	// short (the kernel's depth limit, the stack copy's size): it is named [truncated].
+	TruncatedMark = ^uint64(8192 - 1) // -8192: not a context, not a canonical address
 )
 
 // Header is the 8-byte prefix of every record.

@@ -72,6 +72,7 @@ type Recorder struct {
 	src     Source
 	capture *replay.Writer // STAX_CAPTURE: every record read is also written here
 	dwarf   *dwarfUnwinder // --call-graph dwarf; nil with frame pointers
+	fp      fpStacks       // checks frame-pointer stacks (fp mode)
 	gate    *launch.Gate
 	tracker *proc.Tracker
 	res     *resolve.Resolver
@@ -124,6 +125,7 @@ func Start(opts Options) (*Recorder, error) {
 	if opts.CallGraph == "dwarf" {
 		r.dwarf = &dwarfUnwinder{}
 	}
+	r.fp.maxStack = perfevent.MaxStack()
 	r.meta.CallGraph = "fp"
 	if r.dwarf != nil {
 		r.meta.CallGraph = "dwarf"
@@ -502,6 +504,8 @@ func (r *Recorder) handle(cpu int, rec []byte) {
 		}
 		if r.dwarf != nil {
 			chain = r.dwarf.chainOf(r.tracker, &s, chain)
+		} else {
+			chain = r.fp.check(r.tracker, &s, chain)
 		}
 		if s.Time >= r.cut && r.cut != 0 {
 			r.mu.Lock()
@@ -617,12 +621,14 @@ func (r *Recorder) snapshot(final bool) *store.Run {
 	meta := r.meta
 	meta.Lost = r.lost
 	meta.BadRecords = r.bad
+	ends := &r.fp.ends
 	if r.dwarf != nil {
-		meta.StackEnds = map[string]uint64{}
-		for i := range r.dwarf.u.Counts {
-			if n := r.dwarf.u.Counts[i].Load(); n > 0 {
-				meta.StackEnds[unwind.EndReason(i).String()] = n
-			}
+		ends = &r.dwarf.u.Counts
+	}
+	meta.StackEnds = map[string]uint64{}
+	for i := range ends {
+		if n := ends[i].Load(); n > 0 {
+			meta.StackEnds[unwind.EndReason(i).String()] = n
 		}
 	}
 	meta.LostByCPU = make(map[string]uint64, len(r.lostByCPU))

@@ -60,7 +60,7 @@ func (d *dwarfUnwinder) chainOf(tr *proc.Tracker, s *record.Sample, fallback []u
 		d.buf = make([]uint64, 0, maxUnwoundFrames) // the unwinder stops when it is full
 	}
 	d.view = trackerView{tr: tr, pid: int(s.Pid), time: s.Time, loader: &d.loader}
-	pcs, _ := d.u.Unwind(&d.view, &unwind.Sample{Pid: s.Pid, Time: s.Time,
+	pcs, end := d.u.Unwind(&d.view, &unwind.Sample{Pid: s.Pid, Time: s.Time,
 		Regs:  unwind.Regs{BP: s.Regs[0], SP: s.Regs[1], IP: s.Regs[2]},
 		Stack: s.Stack, FPChain: user}, d.buf[:0])
 	d.buf = pcs
@@ -69,5 +69,49 @@ func (d *dwarfUnwinder) chainOf(tr *proc.Tracker, s *record.Sample, fallback []u
 		d.chain = append(append(d.chain, record.ContextKernel), kernel...)
 	}
 	d.chain = append(append(d.chain, record.ContextUser), pcs...)
+	if end == unwind.EndTruncated || end == unwind.EndMaxDepth {
+		d.chain = append(d.chain, record.TruncatedMark)
+	}
 	return d.chain
+}
+
+// fpStacks checks frame-pointer callchains: the garbage a walk reads above the last real
+// frame (a non-canonical address, or one in no executable mapping) is dropped, a stack the
+// kernel cut at its depth limit gets a [truncated] root, and how each stack ended is counted.
+type fpStacks struct {
+	maxStack int // kernel.perf_event_max_stack: a chain this long was cut
+	view     trackerView
+	chain    []uint64
+	ends     unwind.Counts
+}
+
+// check returns chain as it should be counted; the leaf (where the sample was taken)
+// always stays.
+func (f *fpStacks) check(tr *proc.Tracker, s *record.Sample, chain []uint64) []uint64 {
+	kernel, user := record.SplitCallchain(chain)
+	if len(user) <= 1 {
+		if len(user) == 1 {
+			f.ends[unwind.EndComplete].Add(1)
+		}
+		return chain
+	}
+	f.view = trackerView{tr: tr, pid: int(s.Pid), time: s.Time}
+	kept, end := unwind.FixChain(&f.view, user[1:])
+	cut := f.maxStack > 0 && len(kernel)+len(user) >= f.maxStack
+	if end == unwind.EndComplete && cut {
+		end = unwind.EndMaxDepth
+	}
+	f.ends[end].Add(1)
+	if end == unwind.EndComplete {
+		return chain
+	}
+	f.chain = f.chain[:0]
+	if len(kernel) > 0 {
+		f.chain = append(append(f.chain, record.ContextKernel), kernel...)
+	}
+	f.chain = append(append(append(f.chain, record.ContextUser), user[0]), kept...)
+	if end == unwind.EndMaxDepth {
+		f.chain = append(f.chain, record.TruncatedMark)
+	}
+	return f.chain
 }

@@ -28,6 +28,8 @@ const (
 	ImageKernel  = "[kernel.kallsyms]"
 	ImageUnknown = "[unknown]"
 	ImageAnon    = "[anon]" // anonymous executable memory no JIT source describes
+	// FuncTruncated is the root frame of a stack cut short: deeper callers were not recorded.
+	FuncTruncated = "[truncated]"
 )
 
 // Resolver implements agg.Resolver over a process tracker, the images on disk, the kernel's
@@ -133,6 +135,10 @@ func (r *Resolver) Resolve(pid uint32, t uint64, chain []uint64, out []agg.Frame
 		out = append(out, f)
 	}
 	for i, addr := range user {
+		if addr == record.TruncatedMark {
+			out = append(out, agg.Frame{Func: FuncTruncated, Image: ImageUnknown, Kind: agg.KindUnknown})
+			continue
+		}
 		lookup := addr
 		if i > 0 && lookup > 0 {
 			lookup-- // a return address: the call is the instruction before it
