@@ -105,3 +105,52 @@ func TestDeepStacksAreMarkedTruncated(t *testing.T) {
 		})
 	}
 }
+
+// A JIT leaf with no prologue (it never saves rbp): with --call-graph dwarf its real caller
+// is found, from the .eh_frame the JIT announced or, without one, from the return address
+// at [rsp]; with frame pointers the stack skips that caller but holds no invented frame.
+func TestFramelessJITLeafHasItsCaller(t *testing.T) {
+	testutil.RequirePerf(t)
+	prog := buildCJIT(t)
+	for _, tc := range []struct{ mode, graph, path string }{
+		{"unwind", "dwarf", "_start main run_frameless run frameless_delta"},
+		{"frameless", "dwarf", "_start main run_frameless run frameless_delta"},
+		{"frameless", "fp", "main run_frameless frameless_delta"},
+	} {
+		t.Run(tc.mode+"-"+tc.graph, func(t *testing.T) {
+			e := newEnv(t)
+			if out, errOut, code := e.run("record", "-q", "--call-graph", tc.graph, "--", prog, tc.mode, "300"); code != 0 {
+				t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+			}
+			var fl api.Flame
+			e.mustJSON(&fl, "flame", "-d", "0", "--threshold-pct", "0")
+			want := strings.Fields(tc.path)
+			var on uint64
+			var walk func(n *agg.FlameNode, i int)
+			walk = func(n *agg.FlameNode, i int) {
+				if i < len(want) && n.Func == want[i] {
+					i++
+					if i == len(want) {
+						on += n.Total
+						return
+					}
+				}
+				for _, c := range n.Children {
+					walk(c, i)
+				}
+			}
+			walk(fl.Root, 0)
+			if fl.Samples < 200 || float64(on) < 0.95*float64(fl.Samples) {
+				text, _, _ := e.run("flame", "-d", "0")
+				t.Errorf("%d of %d samples under %s\n%s", on, fl.Samples, tc.path, text)
+			}
+			var top api.Top
+			e.mustJSON(&top, "top", "-n", "1000")
+			for _, r := range top.Rows {
+				if strings.HasPrefix(r.Func, "[unknown]") && r.Image != "[vdso]" { // vdso frames are named elsewhere
+					t.Errorf("an unknown frame: %+v", r)
+				}
+			}
+		})
+	}
+}

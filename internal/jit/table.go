@@ -93,7 +93,7 @@ type Func struct {
 	Size     uint64
 	Code     []byte      // may be nil (perf map entries have none)
 	Lines    []LineEntry // sorted by Addr
-	Unwind   []byte      // CODE_UNWINDING_INFO data, if any
+	Unwind   []byte      // the .eh_frame of its CODE_UNWINDING_INFO, if any
 	Source   SourceKind
 	Origin   uint32 // the caller's number for the file it came from
 	MethodID uint32 // 0 when unknown
@@ -225,7 +225,12 @@ func (t *Table) applyOne(origin uint32, kind SourceKind, r *Record) {
 		}
 		p.debug[r.Debug.CodeAddr] = r.Debug
 	case r.Unwind != nil:
-		t.pending(origin).unwind = r.Unwind.Data
+		// The data is the .eh_frame, then the .eh_frame_hdr: keep the .eh_frame.
+		eh, u := r.Unwind.Data, r.Unwind
+		if u.EHFrameHdrSize <= u.UnwindingSize && u.UnwindingSize-u.EHFrameHdrSize <= uint64(len(eh)) {
+			eh = eh[:u.UnwindingSize-u.EHFrameHdrSize]
+		}
+		t.pending(origin).unwind = eh
 	case r.MethodID != nil:
 		f := t.timed.get(r.MethodID.CodeAddr)
 		if f == nil {

@@ -124,6 +124,7 @@ func Start(opts Options) (*Recorder, error) {
 	r.dec = record.Decoder{SampleType: st, RegsUserMask: regs, SampleIDAll: true}
 	if opts.CallGraph == "dwarf" {
 		r.dwarf = &dwarfUnwinder{}
+		r.dwarf.u.JIT = jitUnwindInfo{r.res}
 	}
 	r.fp.maxStack = perfevent.MaxStack()
 	r.meta.CallGraph = "fp"

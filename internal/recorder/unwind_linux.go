@@ -5,6 +5,7 @@ import (
 
 	"github.com/stax-profiler/stax/internal/proc"
 	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/resolve"
 	"github.com/stax-profiler/stax/internal/unwind"
 )
 
@@ -17,6 +18,22 @@ type dwarfUnwinder struct {
 	view   trackerView
 	buf    []uint64
 	chain  []uint64
+}
+
+// jitUnwindInfo gives the unwinder the .eh_frame a JIT announced for its code (jitdump
+// CODE_UNWINDING_INFO), laid out as perf lays it: right after the code, 8-byte aligned.
+type jitUnwindInfo struct{ res *resolve.Resolver }
+
+func (j jitUnwindInfo) JITUnwindInfo(pid uint32, addr, t uint64) ([]byte, uint64, bool) {
+	jt := j.res.JITIfAny(pid)
+	if jt == nil {
+		return nil, 0, false
+	}
+	f, ok := jt.Lookup(addr, t)
+	if !ok || len(f.Unwind) == 0 {
+		return nil, 0, false
+	}
+	return f.Unwind, f.Start + (f.Size+7)&^7, true
 }
 
 // maxUnwoundFrames bounds a user stack unwound from its copy.

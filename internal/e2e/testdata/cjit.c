@@ -5,6 +5,9 @@
 //   mapexit MS  runs mapped_gamma for MS milliseconds of CPU time with no announcement at
 //               all, then writes /tmp/perf-<pid>.map at exit, as the JVM's
 //               DumpPerfMapAtExit does.
+//   frameless MS  runs frameless_delta, a loop with no prologue (it never touches rbp or
+//               rsp), for MS milliseconds of CPU time, called by run_frameless.
+//   unwind MS   the same, with CODE_UNWINDING_INFO (an .eh_frame saying so) before its load.
 // Built by the tests with: gcc -O1 -fno-omit-frame-pointer
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -71,6 +74,43 @@ static size_t emit(unsigned char *c, uint64_t n, unsigned char step) {
 	return sizeof code;
 }
 
+// emit_frameless writes the same loop with no prologue: movabs rcx,N; xor eax,eax;
+// 1: add rax,1; cmp rax,rcx; jne 1b; ret. Its return address stays at [rsp].
+static size_t emit_frameless(unsigned char *c, uint64_t n) {
+	unsigned char code[] = {0x48, 0xb9, 0, 0, 0, 0, 0, 0, 0, 0, 0x31, 0xc0,
+	                        0x48, 0x83, 0xc0, 1, 0x48, 0x39, 0xc8, 0x75, 0xf7, 0xc3};
+	memcpy(code + 2, &n, 8);
+	memcpy(c, code, sizeof code);
+	return sizeof code;
+}
+
+// dump_frameless_unwind writes CODE_UNWINDING_INFO for a frameless function of len bytes at
+// addr: an .eh_frame (absolute addresses) whose one rule is CFA = rsp+8, return address at
+// CFA-8, then an .eh_frame_hdr with no search table.
+static void dump_frameless_unwind(void *addr, size_t len) {
+	unsigned char eh[64] = {0}, *p = eh;
+	uint32_t cie_len = 20, fde_len = 28, zero = 0;
+	unsigned char cie[] = {0, 0, 0, 0, 1, 'z', 'R', 0, 1, 0x78, 16, 1, 0x00, 0x0c, 7, 8, 0x90, 1, 0, 0};
+	put(&p, &cie_len, 4); put(&p, cie, sizeof cie);
+	uint32_t cie_ptr = (uint32_t)(p - eh) + 4;
+	uint64_t a = (uintptr_t)addr, sz = len;
+	unsigned char aug[8] = {0};
+	put(&p, &fde_len, 4); put(&p, &cie_ptr, 4); put(&p, &a, 8); put(&p, &sz, 8); put(&p, aug, 8);
+	put(&p, &zero, 4);
+	size_t eh_len = p - eh;
+	unsigned char hdr[8] = {1, 0x1b, 0xff, 0xff};
+	int32_t back = -(int32_t)(eh_len + 4);
+	memcpy(hdr + 4, &back, 4);
+	uint64_t size = eh_len + sizeof hdr, hdr_size = sizeof hdr;
+	uint32_t id = 4, total = 16 + 24 + size;
+	uint64_t ts = now_ns();
+	unsigned char r[256], *q = r;
+	put(&q, &id, 4); put(&q, &total, 4); put(&q, &ts, 8);
+	put(&q, &size, 8); put(&q, &hdr_size, 8); put(&q, &size, 8);
+	put(&q, eh, eh_len); put(&q, hdr, sizeof hdr);
+	if (write(dump_fd, r, total) != (ssize_t)total) exit(1);
+}
+
 typedef uint64_t (*fn)(void);
 
 // run calls the generated loop (CPU_CHUNK iterations a call) until ms of CPU time are spent.
@@ -78,6 +118,14 @@ static uint64_t run(unsigned char *code, double ms) {
 	uint64_t sum = 0;
 	double end = thread_cpu_ms() + ms;
 	do sum += ((fn)code)(); while (thread_cpu_ms() < end);
+	return sum;
+}
+
+// run_frameless is the JIT code's caller: a frame-pointer walk skips it (the leaf kept
+// rbp), the .eh_frame or the return address at [rsp] find it.
+__attribute__((noinline)) static uint64_t run_frameless(unsigned char *code, double ms) {
+	uint64_t sum = run(code, ms);
+	__asm__ volatile("" ::: "memory");
 	return sum;
 }
 
@@ -103,6 +151,14 @@ int main(int argc, char **argv) {
 		len = emit(mem, n, 1);
 		dump_load("reuse_beta", mem, len);
 		printf("beta %llu\n", (unsigned long long)run(mem, 2 * ms));
+		return 0;
+	}
+	if (strcmp(argv[1], "frameless") == 0 || strcmp(argv[1], "unwind") == 0) {
+		dump_open();
+		size_t len = emit_frameless(mem, n);
+		if (strcmp(argv[1], "unwind") == 0) dump_frameless_unwind(mem, len);
+		dump_load("frameless_delta", mem, len);
+		printf("delta %llu\n", (unsigned long long)run_frameless(mem, ms));
 		return 0;
 	}
 	if (strcmp(argv[1], "mapexit") == 0) {
