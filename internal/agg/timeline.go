@@ -99,8 +99,22 @@ func MakeTimeline(p *Profile, f Filter, from, to, bucket uint64, maxThreads int)
 			best[k.bucket], bestN[k.bucket] = int64(k.frame), c
 		}
 	}
+	// Buckets with little activity (the program waited for a CPU, or was starting) say
+	// little about which function leads: under a quarter of the mean, they join the phase
+	// around them.
+	var busy, sum uint64
+	for _, t := range tl.Total {
+		if t > 0 {
+			busy++
+			sum += t
+		}
+	}
+	quiet := uint64(0)
+	if busy > 0 {
+		quiet = sum / busy / 4
+	}
 	for b := 0; b < n; b++ {
-		if best[b] < 0 {
+		if best[b] < 0 || tl.Total[b] < quiet {
 			continue
 		}
 		last := len(tl.Phases) - 1

@@ -26,8 +26,10 @@ func TestTimelineAndWindows(t *testing.T) {
 	if out, errOut, code := e.run("record", "-q", "--", prog, "1000", "3"); code != 0 {
 		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
 	}
+	// 100 ms buckets: each phase (1 s of CPU, more of wall time on a busy machine) spans
+	// ten or more.
 	var tl api.Timeline
-	e.mustJSON(&tl, "timeline")
+	e.mustJSON(&tl, "timeline", "--bucket", "100")
 	var names []string
 	for _, ph := range tl.Phases {
 		names = append(names, ph.Func)
