@@ -102,6 +102,17 @@ func TestHostileNamesEscaped(t *testing.T) {
 			t.Errorf("stax %v differs from %s (-update rewrites it):\n--- got\n%s\n--- want\n%s", c.args, path, got, want)
 		}
 	}
+	// Commands whose layout other tests pin: only that nothing raw is printed.
+	for _, args := range [][]string{{"compare", id, id, "-n", "50"}, {"list"}} {
+		var out, errOut bytes.Buffer
+		if code := Main(args, &out, &errOut); code != 0 {
+			t.Fatalf("stax %v: exit %d: %s", args, code, errOut.String())
+		}
+		checkPrintable(t, strings.Join(args, " "), out.String())
+		if args[0] != "list" && !strings.Contains(out.String(), storedEscaped) {
+			t.Errorf("stax %v does not show the escaped name:\n%s", args, out.String())
+		}
+	}
 	// JSON keeps the names exact: its own escaping makes it safe.
 	var out, errOut bytes.Buffer
 	if code := Main([]string{"top", "--json"}, &out, &errOut); code != 0 {
@@ -132,7 +143,7 @@ func TestHostileNamesEscaped(t *testing.T) {
 	}
 }
 
-// TestPrintersEscapeRawNames gives the flame and annotate printers a name that no run file
+// TestPrintersEscapeRawNames gives the flame, timeline and annotate printers a name that no run file
 // could hold (a byte that is not UTF-8): it prints as \xff.
 func TestPrintersEscapeRawNames(t *testing.T) {
 	var b strings.Builder
@@ -142,6 +153,18 @@ func TestPrintersEscapeRawNames(t *testing.T) {
 	for _, w := range []string{hostileEscaped + "  [jit]", `child\x1b[2J  [/lib/\xfelib.so]`} {
 		if !strings.Contains(b.String(), w) {
 			t.Errorf("flame: no %q in:\n%s", w, b.String())
+		}
+	}
+	b.Reset()
+	tl := api.Timeline{BucketSec: 1}
+	tl.Buckets = 2
+	tl.Threads = []agg.TimelineThread{{Tid: 7, Name: "th\x1b[2J\xff", Samples: 2, Counts: []uint64{1, 1}}}
+	tl.Phases = []agg.Phase{{FirstBucket: 0, LastBucket: 1, Func: hostile, Image: "[jit]", Samples: 2, Pct: 100}}
+	printTimeline(&b, tl)
+	checkPrintable(t, "timeline", b.String())
+	for _, w := range []string{`th\x1b[2J\xff`, hostileEscaped + "  [jit]"} {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("timeline: no %q in:\n%s", w, b.String())
 		}
 	}
 	b.Reset()
