@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/stax-profiler/stax/internal/textesc"
 )
 
 // TextOptions controls WriteText.
@@ -64,9 +66,11 @@ func (a *Annotation) WriteText(w io.Writer, opt TextOptions) error {
 		nhot = 3
 	}
 	// Summary header.
-	fmt.Fprintf(bw, " %s", orUnknown(a.Func))
+	// Names, files, source text and the disassembly's symbol names come from the program:
+	// all are escaped (textesc) so that none can drive the terminal.
+	fmt.Fprintf(bw, " %s", textesc.Escape(orUnknown(a.Func)))
 	if a.Image != "" {
-		fmt.Fprintf(bw, "  %s", a.Image)
+		fmt.Fprintf(bw, "  %s", textesc.Escape(a.Image))
 	}
 	fmt.Fprintf(bw, "  %s samples", commas(a.Total))
 	if a.Outside > 0 {
@@ -81,7 +85,7 @@ func (a *Annotation) WriteText(w io.Writer, opt TextOptions) error {
 			if i > 0 {
 				bw.WriteString(", ")
 			}
-			fmt.Fprintf(bw, "%s:%d (%.1f%%)", shortFile(h.File), h.Line, h.Percent)
+			fmt.Fprintf(bw, "%s:%d (%.1f%%)", textesc.Escape(shortFile(h.File)), h.Line, h.Percent)
 		}
 	}
 	bw.WriteString("\n")
@@ -106,16 +110,16 @@ func (a *Annotation) WriteText(w io.Writer, opt TextOptions) error {
 		in := &a.Insts[i]
 		if !opt.NoSource && in.Block >= 0 && in.Block != lastBlock {
 			b := &a.SourceBlocks[in.Block]
-			fmt.Fprintf(bw, "%s│ %s:%d", blank, b.File, b.Line)
+			fmt.Fprintf(bw, "%s│ %s:%d", blank, textesc.Escape(b.File), b.Line)
 			if len(b.InlineChain) > 0 && !equalChain(b.InlineChain, lastChain) {
-				fmt.Fprintf(bw, "  (inlined from %s)", strings.Join(b.InlineChain, " ← "))
+				fmt.Fprintf(bw, "  (inlined from %s)", textesc.Escape(strings.Join(b.InlineChain, " ← ")))
 			}
 			if b.Samples > 0 {
 				fmt.Fprintf(bw, "  [%.1f%%]", b.Percent)
 			}
 			bw.WriteString("\n")
 			if b.Text != "" {
-				fmt.Fprintf(bw, "%s│   %s\n", blank, b.Text)
+				fmt.Fprintf(bw, "%s│   %s\n", blank, textesc.Escape(b.Text))
 			}
 			lastChain = b.InlineChain
 		}
@@ -135,7 +139,7 @@ func (a *Annotation) WriteText(w io.Writer, opt TextOptions) error {
 			fmt.Fprintf(bw, "%-*s", labelW, lab)
 		}
 		addr := "0x" + strconv.FormatUint(in.Addr, 16) + ":"
-		fmt.Fprintf(bw, "%-*s  %s", addrW+1, addr, in.Display)
+		fmt.Fprintf(bw, "%-*s  %s", addrW+1, addr, textesc.Escape(in.Display))
 		if in.JumpLabel != "" {
 			if in.Backward {
 				bw.WriteString("   ↑")

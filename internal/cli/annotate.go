@@ -58,7 +58,7 @@ the bytes its JIT announced (kept in the run), so it works after the process has
 						parts = append(parts, fmt.Sprintf("and %d more", len(res.Others)-i))
 						break
 					}
-					parts = append(parts, fmt.Sprintf("%s (%s)", m.Func, commas(m.Samples)))
+					parts = append(parts, fmt.Sprintf("%s (%s)", esc(m.Func), commas(m.Samples)))
 				}
 				fmt.Fprintf(g.out, "also matching: %s\n", strings.Join(parts, ", "))
 			}

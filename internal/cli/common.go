@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"github.com/stax-profiler/stax/internal/client"
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/textesc"
 )
 
 // runFlags are the flags every query command takes.
@@ -88,9 +90,36 @@ func ask[T any](ctx context.Context, r *client.Run, path string, q url.Values, o
 }
 
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(escapeJSONControls(buf.Bytes()))
+	return err
+}
+
+// escapeJSONControls writes DEL and the C1 control characters, which encoding/json leaves
+// raw, as \u escapes: the JSON decodes to the same values, and printed to a terminal it
+// cannot drive it. In valid UTF-8, C1 characters are exactly the pairs 0xc2 0x80..0x9f.
+func escapeJSONControls(b []byte) []byte {
+	if !bytes.ContainsFunc(b, func(r rune) bool { return r == 0x7f || r >= 0x80 && r < 0xa0 }) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	for i := 0; i < len(b); i++ {
+		switch {
+		case b[i] == 0x7f:
+			out = append(out, `\u007f`...)
+		case b[i] == 0xc2 && i+1 < len(b) && b[i+1] >= 0x80 && b[i+1] < 0xa0:
+			out = fmt.Appendf(out, `\u%04x`, b[i+1])
+			i++
+		default:
+			out = append(out, b[i])
+		}
+	}
+	return out
 }
 
 // commas formats n with thousands separators.
@@ -111,6 +140,11 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func header(w io.Writer, id, state string, samples uint64, extra string) {
 	fmt.Fprintf(w, "run %s (%s) · %s samples%s\n", id, state, commas(samples), extra)
 }
+
+// esc makes a name that came from the profiled programs (function, image, file, thread,
+// command) safe to print as text: control characters and invalid UTF-8 become escapes, so
+// a hostile name cannot drive the user's terminal. JSON output needs no such care.
+func esc(s string) string { return textesc.Escape(s) }
 
 func trimBrackets(s string) string {
 	if len(s) >= 2 && s[0] == '[' && s[len(s)-1] == ']' {

@@ -114,9 +114,9 @@ func printCompare(g *globals, res api.Compare) {
 	fmt.Fprintf(g.out, "%9s %9s  %17s  %17s  %s\n", "ΔSELF", "ΔTOTAL", "SELF base→cand", "TOTAL base→cand", "FUNCTION  [IMAGE]")
 	for _, r := range res.Rows {
 		fmt.Fprintf(g.out, "%+8.2f%% %+8.2f%%  %7.2f%%→%7.2f%%  %7.2f%%→%7.2f%%  %s  [%s]\n", r.DeltaSelfPct, r.DeltaTotalPct,
-			r.BaseSelfPct, r.CandSelfPct, r.BaseTotalPct, r.CandTotalPct, r.Func, trimBrackets(r.Image))
+			r.BaseSelfPct, r.CandSelfPct, r.BaseTotalPct, r.CandTotalPct, esc(r.Func), esc(trimBrackets(r.Image)))
 	}
 	for _, f := range res.Failures {
-		fmt.Fprintf(g.out, "FAIL: %s\n", f)
+		fmt.Fprintf(g.out, "FAIL: %s\n", esc(f))
 	}
 }

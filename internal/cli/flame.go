@@ -87,7 +87,7 @@ BASE had that this run lacks are listed as (gone).`,
 }
 
 func printFlame(w io.Writer, n *agg.FlameNode, level int) {
-	name := n.Func
+	name := esc(n.Func)
 	if n.Inlined {
 		name += " (inlined)"
 	}
@@ -106,7 +106,7 @@ func printFlame(w io.Writer, n *agg.FlameNode, level int) {
 			change = fmt.Sprintf("  ▼%+.2f", d)
 		}
 	}
-	fmt.Fprintf(w, "%6.2f%% %10s  %s%s  [%s]%s%s\n", n.TotalPct, commas(n.Total), strings.Repeat("  ", level), name, trimBrackets(n.Image), self, change)
+	fmt.Fprintf(w, "%6.2f%% %10s  %s%s  [%s]%s%s\n", n.TotalPct, commas(n.Total), strings.Repeat("  ", level), name, esc(trimBrackets(n.Image)), self, change)
 	for _, c := range n.Children {
 		printFlame(w, c, level+1)
 	}

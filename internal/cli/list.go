@@ -59,7 +59,7 @@ func listCmd(g *globals) *cobra.Command {
 				if r.State == "damaged" {
 					what = r.Reason
 				}
-				fmt.Fprintf(g.out, "%-24s %-10s %10s  %-20s  %s\n", r.ID, r.State, commas(r.Samples), r.Start, what)
+				fmt.Fprintf(g.out, "%-24s %-10s %10s  %-20s  %s\n", r.ID, r.State, commas(r.Samples), r.Start, esc(what))
 			}
 			return nil
 		},

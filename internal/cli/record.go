@@ -60,7 +60,7 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 				return usageErr("-m must be a power of two number of pages (e.g. 512 or 2048), not %d", pages)
 			}
 			notef := func(format string, a ...any) {
-				fmt.Fprintf(g.errOut, "stax: "+format+"\n", a...)
+				fmt.Fprintf(g.errOut, "stax: %s\n", esc(fmt.Sprintf(format, a...)))
 			}
 			env := os.Environ()
 			if len(args) > 0 && !noJITAPI {

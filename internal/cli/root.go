@@ -96,7 +96,7 @@ Typical session:
 		code = ExitUsage
 	}
 	if msg := err.Error(); msg != "" {
-		fmt.Fprintf(stderr, "stax: %s\n", msg)
+		fmt.Fprintf(stderr, "stax: %s\n", esc(msg)) // errors may quote names from the programs
 	}
 	return code
 }

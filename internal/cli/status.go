@@ -49,7 +49,7 @@ func printStatus(g *globals, st api.Status) {
 	if st.State == api.StateCrashed {
 		fmt.Fprintf(w, "crashed:   the recorder ended without finishing; this is its last checkpoint, at %.1fs\n", st.ElapsedSec)
 	}
-	fmt.Fprintf(w, "command:   %s\n", strings.Join(m.Command, " "))
+	fmt.Fprintf(w, "command:   %s\n", esc(strings.Join(m.Command, " ")))
 	mode := "launched"
 	if m.Attached {
 		mode = "attached"
@@ -90,7 +90,7 @@ func printStatus(g *globals, st api.Status) {
 	if len(st.Processes) > 0 {
 		var ps []string
 		for _, p := range st.Processes {
-			s := fmt.Sprintf("%d %s", p.Pid, p.Comm)
+			s := fmt.Sprintf("%d %s", p.Pid, esc(p.Comm))
 			if p.Exited {
 				s += " (exited)"
 			}
@@ -115,14 +115,14 @@ func printStatus(g *globals, st api.Status) {
 		if j.Error != "" {
 			line += " (" + j.Error + ")"
 		}
-		fmt.Fprintln(w, line)
+		fmt.Fprintln(w, esc(line))
 	}
 	if st.JITSamples > 0 {
 		fmt.Fprintf(w, "jit code:  %s samples, %s unnamed (%.2f%%)\n", commas(st.JITSamples), commas(st.JITUnnamed),
 			float64(st.JITUnnamed)*100/float64(st.JITSamples))
 	}
 	for _, n := range m.Notes {
-		fmt.Fprintf(w, "note:      %s\n", n)
+		fmt.Fprintf(w, "note:      %s\n", esc(n))
 	}
 }
 

@@ -27,7 +27,7 @@ func symbolizeOne(im *symbol.Image, s string) string {
 	}
 	addr, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X"), 16, 64)
 	if err != nil {
-		return s + "\n?? bad address\n"
+		return esc(s) + "\n?? bad address\n"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%#x\n", addr)
@@ -41,7 +41,7 @@ func symbolizeOne(im *symbol.Image, s string) string {
 		if file == "" {
 			file = "??"
 		}
-		fmt.Fprintf(&b, "%s\n%s:%d\n", f.Func, file, f.Line)
+		fmt.Fprintf(&b, "%s\n%s:%d\n", esc(f.Func), esc(file), f.Line)
 	}
 	return b.String()
 }

@@ -115,7 +115,7 @@ func printTimeline(w io.Writer, res api.Timeline) {
 		if len(name) > 16 {
 			name = name[:16]
 		}
-		fmt.Fprintf(w, "%8d %-16s %10s  |%s|\n", th.Tid, name, commas(th.Samples), sparkline(th.Counts, peak))
+		fmt.Fprintf(w, "%8d %-16s %10s  |%s|\n", th.Tid, esc(name), commas(th.Samples), sparkline(th.Counts, peak))
 	}
 	if len(res.Phases) == 0 {
 		return
@@ -124,6 +124,6 @@ func printTimeline(w io.Writer, res api.Timeline) {
 	for _, ph := range res.Phases {
 		from := res.StartSec + float64(ph.FirstBucket)*res.BucketSec
 		to := res.StartSec + float64(ph.LastBucket+1)*res.BucketSec
-		fmt.Fprintf(w, "  %8.2fs – %8.2fs  %6.2f%%  %s  [%s]\n", from, to, ph.Pct, ph.Func, trimBrackets(ph.Image))
+		fmt.Fprintf(w, "  %8.2fs – %8.2fs  %6.2f%%  %s  [%s]\n", from, to, ph.Pct, esc(ph.Func), esc(trimBrackets(ph.Image)))
 	}
 }

@@ -58,14 +58,14 @@ image+0xOFFSET or [unknown] 0xADDRESS.`,
 			header(g.out, res.Run, res.State, res.Samples, extra+windowText(res.Window))
 			fmt.Fprintf(g.out, "%8s %10s %8s %10s  %s\n", "SELF%", "SELF", "TOTAL%", "TOTAL", "FUNCTION  [IMAGE]")
 			for _, row := range res.Rows {
-				name := row.Func
+				name := esc(row.Func)
 				if row.Inlined {
 					name += " (inlined)"
 				}
 				if row.File != "" && row.Line > 0 {
-					name += fmt.Sprintf(" (%s:%d)", row.File, row.Line)
+					name += fmt.Sprintf(" (%s:%d)", esc(row.File), row.Line)
 				}
-				fmt.Fprintf(g.out, "%7.2f%% %10s %7.2f%% %10s  %s  [%s]\n", row.SelfPct, commas(row.Self), row.TotalPct, commas(row.Total), name, trimBrackets(row.Image))
+				fmt.Fprintf(g.out, "%7.2f%% %10s %7.2f%% %10s  %s  [%s]\n", row.SelfPct, commas(row.Self), row.TotalPct, commas(row.Total), name, esc(trimBrackets(row.Image)))
 			}
 			return nil
 		},

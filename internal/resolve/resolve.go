@@ -20,6 +20,7 @@ import (
 	"github.com/stax-profiler/stax/internal/record"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/symbol"
+	"github.com/stax-profiler/stax/internal/vdso"
 )
 
 // Image names for frames that have no file.
@@ -53,6 +54,7 @@ type Resolver struct {
 type imageEntry struct {
 	im  *symbol.Image
 	err error
+	mem []byte // the image's bytes, for images read from memory (the vdso)
 }
 
 type frameKey struct {
@@ -187,7 +189,7 @@ func (r *Resolver) KernelError() error {
 
 func (r *Resolver) userFrames(pid uint32, t, addr, lookup uint64, out []agg.Frame) ([]agg.Frame, bool) {
 	m := r.tracker.Find(int(pid), lookup, t)
-	if m == nil || m.Anonymous() {
+	if m == nil || m.Anonymous() && m.Path != vdso.Name {
 		if out, ok := r.jitFrames(pid, t, lookup, out); ok {
 			return out, true
 		}
@@ -270,11 +272,14 @@ func (r *Resolver) jitFrames(pid uint32, t, addr uint64, out []agg.Frame) ([]agg
 	return append(out, fr), true
 }
 
-// image loads the ELF image behind m once (keyed by build-id, else path).
+// image loads the ELF image behind m once (keyed by build-id, else path; the vdso, the same
+// for every process of one kernel and ABI, by its size).
 func (r *Resolver) image(pid uint32, m *proc.Mapping) *imageEntry {
 	key := m.Path
 	if len(m.BuildID) > 0 {
 		key = fmt.Sprintf("%x", m.BuildID)
+	} else if m.Path == vdso.Name {
+		key = fmt.Sprintf("%s:%#x", vdso.Name, m.End-m.Start)
 	}
 	r.mu.Lock()
 	ie := r.images[key]
@@ -283,7 +288,14 @@ func (r *Resolver) image(pid uint32, m *proc.Mapping) *imageEntry {
 		return ie
 	}
 	ie = &imageEntry{}
-	ie.im, ie.err = r.openImage(pid, m)
+	if m.Path == vdso.Name {
+		ie.mem, ie.err = r.vdsoBytes(pid, m)
+		if ie.err == nil {
+			ie.im, ie.err = r.syms.OpenMemory(vdso.Name, ie.mem)
+		}
+	} else {
+		ie.im, ie.err = r.openImage(pid, m)
+	}
 	if symbol.Transient(ie.err) {
 		return ie // out of file descriptors or memory for now: the next stack tries again
 	}
@@ -298,6 +310,20 @@ func (r *Resolver) image(pid uint32, m *proc.Mapping) *imageEntry {
 	}
 	r.mu.Unlock()
 	return ie
+}
+
+// vdsoBytes reads the vdso image mapped at m in pid; when the process is gone, stax's own
+// vdso stands in, if its size matches (one kernel maps the same vdso into every process of
+// one ABI).
+func (r *Resolver) vdsoBytes(pid uint32, m *proc.Mapping) ([]byte, error) {
+	b, err := vdso.Read(int(pid), m.Start, m.End)
+	if err == nil {
+		return b, nil
+	}
+	if own, serr := vdso.Self(); serr == nil && uint64(len(own)) == m.End-m.Start {
+		return own, nil
+	}
+	return nil, err
 }
 
 // openImage opens the file behind a mapping: through the process's root first (so
@@ -350,7 +376,7 @@ func (r *Resolver) CodeFor(pid uint32, addr, t uint64) store.Code {
 		return store.Code{Error: "kernel code is not annotated"}
 	}
 	m := r.tracker.Find(int(pid), addr, t)
-	if m == nil || m.Anonymous() {
+	if m == nil || m.Anonymous() && m.Path != vdso.Name {
 		jt := r.JITIfAny(pid)
 		if jt == nil {
 			return store.Code{Error: "no JIT source describes this code"}
@@ -380,8 +406,21 @@ func (r *Resolver) CodeFor(pid uint32, addr, t uint64) store.Code {
 	if !ok {
 		return store.Code{Error: "no symbol covers this address"}
 	}
+	start := addr - (vaddr - s.Start)
+	if ie.mem != nil {
+		// The vdso: no file holds the code, so the run keeps its bytes.
+		c := store.Code{Pid: int(pid), Start: start, Size: s.Size, Arch: int(ie.im.ELF().Machine),
+			BuildID: fmt.Sprintf("%x", ie.im.BuildID), Vaddr: s.Start}
+		off := start - m.Start + m.Pgoff
+		if start < m.Start || off > uint64(len(ie.mem)) || s.Size == 0 || s.Size > uint64(len(ie.mem))-off {
+			c.Error = "the function lies outside the vdso's bytes"
+			return c
+		}
+		c.Bytes = append([]byte(nil), ie.mem[off:off+s.Size]...)
+		return c
+	}
 	path := strings.TrimSuffix(m.Path, " (deleted)")
-	return store.Code{Pid: int(pid), Start: addr - (vaddr - s.Start), Size: s.Size, Arch: int(ie.im.ELF().Machine),
+	return store.Code{Pid: int(pid), Start: start, Size: s.Size, Arch: int(ie.im.ELF().Machine),
 		Path: path, BuildID: fmt.Sprintf("%x", ie.im.BuildID), Vaddr: s.Start}
 }
 

@@ -17,6 +17,7 @@ package symbol
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"debug/dwarf"
 	"errors"
 	"fmt"
@@ -369,6 +370,37 @@ func (c *Cache) OpenBuildID(path string, buildID []byte) (*Image, error) {
 		return nil, fmt.Errorf("open image %s: build-id %x, want %x (file replaced?)", path, im.BuildID, buildID)
 	}
 	return im, nil
+}
+
+// OpenMemory returns the image whose bytes are data (the vdso, which no file holds), keyed
+// by its build-id, else by name and contents; name stands in for its path in messages. A
+// separate debug file is sought by build-id as for files. data must not be modified.
+func (c *Cache) OpenMemory(name string, data []byte) (*Image, error) {
+	el, err := elfsym.Load(bytes.NewReader(data), name)
+	if err != nil {
+		return nil, err
+	}
+	key := fmt.Sprintf("mem:%s:%x", name, sha256.Sum256(data))
+	if len(el.BuildID) > 0 {
+		key = fmt.Sprintf("build-id:%x", el.BuildID)
+	}
+	return c.get(key, func() (*Image, error) {
+		im := &Image{Path: name, BuildID: el.BuildID, elf: el, opts: &c.opts}
+		if !c.opts.NoDebugFiles && !el.HasDWARF && len(el.BuildID) > 0 {
+			if dbg, err := c.findDebug(el); err != nil {
+				im.DebugErr = err
+			} else if d, err := elfsym.Open(dbg); err != nil {
+				im.DebugErr = err
+			} else {
+				el.Merge(d)
+				im.DebugPath = dbg
+				if d.HasDWARF {
+					im.dwPath = dbg
+				}
+			}
+		}
+		return im, nil
+	})
 }
 
 // Resolve translates addr, sampled inside mapping m of the image at path,

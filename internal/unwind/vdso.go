@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"debug/elf"
 	"fmt"
-	"os"
 	"sync"
+
+	vdsoimg "github.com/stax-profiler/stax/internal/vdso"
 )
 
 var vdso struct {
@@ -22,27 +23,9 @@ func VDSOTable() (*Table, error) {
 }
 
 func loadVDSO() (*Table, error) {
-	maps, err := os.ReadFile("/proc/self/maps")
+	img, err := vdsoimg.Self()
 	if err != nil {
-		return nil, fmt.Errorf("find the vdso: %w", err)
-	}
-	var start, end uint64
-	for _, line := range bytes.Split(maps, []byte("\n")) {
-		if bytes.HasSuffix(line, []byte("[vdso]")) {
-			fmt.Sscanf(string(line), "%x-%x", &start, &end)
-		}
-	}
-	if start == 0 || end <= start || end-start > 1<<20 {
-		return nil, fmt.Errorf("find the vdso: no [vdso] mapping in /proc/self/maps")
-	}
-	f, err := os.Open("/proc/self/mem")
-	if err != nil {
-		return nil, fmt.Errorf("read the vdso: %w", err)
-	}
-	defer f.Close()
-	img := make([]byte, end-start)
-	if _, err := f.ReadAt(img, int64(start)); err != nil {
-		return nil, fmt.Errorf("read the vdso: %w", err)
+		return nil, err
 	}
 	ef, err := elf.NewFile(bytes.NewReader(img))
 	if err != nil {
