@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -144,7 +145,7 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 	}
 	c.Flags().SetInterspersed(false)
 	c.Flags().IntVarP(&freq, "freq", "F", 999, "samples per second per CPU")
-	c.Flags().StringVar(&callGraph, "call-graph", "fp", "how user stacks are walked: `fp` (frame pointers, by the kernel) or dwarf (.eh_frame from a copy of each sample's user stack: callers of code without frame pointers too)")
+	c.Flags().StringVar(&callGraph, "call-graph", defaultCallGraph(), "how user stacks are walked: dwarf (.eh_frame, from a copy of each sample's user stack: complete stacks through code built without frame pointers) or `fp` (frame pointers, walked by the kernel: cheaper, but skips callers of code without them)")
 	c.Flags().IntVar(&stackSize, "stack-size", 0, "`BYTES` of user stack copied per sample with --call-graph dwarf (8192 to 65528; default 16384)")
 	c.Flags().IntVarP(&pages, "mmap-pages", "m", 0, "`PAGES` of ring buffer per CPU, a power of two (default: sized from -F to hold half a second)")
 	c.Flags().Float64VarP(&seconds, "duration", "l", 0, "stop recording after `SECS` seconds (0: when the command exits or on stax stop)")
@@ -152,4 +153,12 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 	c.Flags().BoolVar(&noJITAPI, "no-jit-api", false, "do not set INTEL_JIT_PROFILER64 for the launched command")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
 	return c
+}
+
+// defaultCallGraph is dwarf where stax unwinds .eh_frame itself (x86-64), else fp.
+func defaultCallGraph() string {
+	if runtime.GOARCH == "amd64" {
+		return "dwarf"
+	}
+	return "fp"
 }
