@@ -122,7 +122,7 @@ func FuzzParsePerfMap(f *testing.F) {
 			t.Fatalf("consumed %d of %d, bad %d", n, len(b), bad)
 		}
 		tab := NewTable()
-		tab.AddPerfMap(2, es)
+		tab.AddPerfMap(2, es, 5)
 		for _, e := range es {
 			if fn, ok := tab.Lookup(e.Start, 1); ok && !fn.Contains(e.Start) {
 				t.Fatalf("lookup %#x returned %+v", e.Start, fn)

@@ -150,12 +150,13 @@ type Table struct {
 	inl      []inlineRec
 	children map[uint32][]int // parent method id -> indexes into inl; nil when stale
 
-	dirty    bool
-	removed  int
-	bounds   []uint64 // segment boundaries
-	segOff   []uint32 // len(bounds): segment i's items are segItems[segOff[i]:segOff[i+1]]
-	segItems []*Func  // per segment, timed entries by LoadTime descending
-	segPerf  []*Func  // per segment, the perf map entry covering it or nil
+	dirty        bool
+	removed      int
+	bounds       []uint64 // segment boundaries
+	segOff       []uint32 // len(bounds): segment i's items are segItems[segOff[i]:segOff[i+1]]
+	segItems     []*Func  // per segment, timed entries by LoadTime descending
+	segPerfOff   []uint32 // per segment, where its perf map entries start in segPerfItems
+	segPerfItems []*Func  // perf map entries covering each segment, newest line first
 
 	scratch []*Func
 }
@@ -441,11 +442,11 @@ func (t *Table) applyMove(ts uint64, m *CodeMove) {
 	t.insertTimed(nf)
 }
 
-// AddPerfMap adds perf map entries from the file numbered origin. They
-// are valid at all times but yield to a jitdump entry live at the looked-up
-// time. An entry overlapping an earlier perf map entry replaces it; an
-// exact repeat of an entry is ignored.
-func (t *Table) AddPerfMap(origin uint32, entries []PerfMapEntry) {
+// AddPerfMap adds perf map entries from the file numbered origin, read at time ts (on the
+// samples' clock). A perf map says nothing of time, so each line counts from when it was
+// read: a later line that overlaps an earlier one ends it then (code reused at the same
+// address), rather than erasing it for the samples taken before.
+func (t *Table) AddPerfMap(origin uint32, entries []PerfMapEntry, ts uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, e := range entries {
@@ -458,11 +459,13 @@ func (t *Table) AddPerfMap(origin uint32, entries []PerfMapEntry) {
 		hit := t.perf.overlapping(e.Start, e.Start+e.Size, t.scratch[:0])
 		for _, g := range hit {
 			t.perf.remove(g.Start)
-			t.markRemoved(g)
-			t.addEvent(0)
+			g.EndTime = max(ts, g.LoadTime)
+			g.endReason = endOverlap
+			t.dirty = true
+			t.addEvent(ts)
 		}
 		t.scratch = hit[:0]
-		f := &Func{Name: e.Name, Start: e.Start, Size: e.Size, Source: SourcePerfMap, Origin: origin, EndTime: Forever}
+		f := &Func{Name: e.Name, Start: e.Start, Size: e.Size, Source: SourcePerfMap, Origin: origin, LoadTime: ts, EndTime: Forever}
 		if t.newFunc(f) {
 			t.perf.insert(f)
 		}
@@ -567,21 +570,18 @@ func (t *Table) rebuild() {
 	nseg := max(len(bounds)-1, 0)
 
 	timed := make([]*Func, 0, len(t.funcs))
-	perf := slices.Grow(t.segPerf[:0], nseg)[:nseg]
-	clear(perf)
+	var perfFuncs []*Func
 	for _, f := range t.funcs {
 		if f.Size == 0 {
 			continue
 		}
 		if f.Source == SourcePerfMap {
-			lo, hi := segRange(bounds, f)
-			for s := lo; s < hi; s++ {
-				perf[s] = f
-			}
+			perfFuncs = append(perfFuncs, f)
 			continue
 		}
 		timed = append(timed, f)
 	}
+	t.segPerfOff, t.segPerfItems = perfIndex(bounds, nseg, perfFuncs, t.segPerfOff, t.segPerfItems)
 	slices.SortStableFunc(timed, func(a, b *Func) int {
 		if c := cmp.Compare(b.LoadTime, a.LoadTime); c != 0 {
 			return c
@@ -629,8 +629,63 @@ func (t *Table) rebuild() {
 			}
 		}
 	}
-	t.bounds, t.segOff, t.segItems, t.segPerf = bounds, off, items, perf
+	t.bounds, t.segOff, t.segItems = bounds, off, items
 	t.dirty = false
+}
+
+// perfIndex lists, per segment, the perf map entries covering it, newest line first.
+func perfIndex(bounds []uint64, nseg int, funcs []*Func, off []uint32, items []*Func) ([]uint32, []*Func) {
+	slices.SortStableFunc(funcs, func(a, b *Func) int {
+		if c := cmp.Compare(b.LoadTime, a.LoadTime); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
+	count := make([]uint32, nseg+1)
+	for _, f := range funcs {
+		lo, hi := segRange(bounds, f)
+		for s := lo; s < hi; s++ {
+			count[s]++
+		}
+	}
+	off = slices.Grow(off[:0], nseg+1)[:nseg+1]
+	var total uint32
+	for s := 0; s < nseg; s++ {
+		off[s] = total
+		total += count[s]
+	}
+	off[nseg] = total
+	items = slices.Grow(items[:0], int(total))[:total]
+	fill := make([]uint32, nseg)
+	for _, f := range funcs {
+		lo, hi := segRange(bounds, f)
+		for s := lo; s < hi; s++ {
+			items[off[s]+fill[s]] = f
+			fill[s]++
+		}
+	}
+	return off, items
+}
+
+// perfAt is the perf map entry for segment s at time ts: the newest line read at or before
+// ts unless a later line ended it, else (a sample taken before any line for it was read)
+// the first line.
+func (t *Table) perfAt(s int, ts uint64) *Func {
+	if s+1 >= len(t.segPerfOff) {
+		return nil
+	}
+	items := t.segPerfItems[t.segPerfOff[s]:t.segPerfOff[s+1]]
+	if len(items) == 0 {
+		return nil
+	}
+	j := sort.Search(len(items), func(i int) bool { return items[i].LoadTime <= ts })
+	if j < len(items) {
+		if items[j].EndTime > ts {
+			return items[j]
+		}
+		return nil
+	}
+	return items[len(items)-1]
 }
 
 // segRange returns the segments [lo, hi) that f covers.
@@ -671,7 +726,7 @@ func (t *Table) Lookup(addr, ts uint64) (*Func, bool) {
 	if j < len(items) && items[j].EndTime > ts {
 		return items[j], true
 	}
-	if p := t.segPerf[s]; p != nil {
+	if p := t.perfAt(s, ts); p != nil {
 		return p, true
 	}
 	if j > 0 {

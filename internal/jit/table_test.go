@@ -99,7 +99,7 @@ func TestTablePerfMap(t *testing.T) {
 		{0x4000, 0x100, "x"},
 		{0x4000, 0x100, "x"}, // exact repeat: ignored
 		{0x4080, 0x100, "y"}, // overlaps x: replaces it
-	})
+	}, 0)
 	tests := []struct {
 		addr, ts uint64
 		want     string
@@ -462,7 +462,7 @@ func TestTableAgainstBruteForce(t *testing.T) {
 			}
 		}
 		tab := tableFrom(t, d)
-		tab.AddPerfMap(2, []PerfMapEntry{{0x200, 0x40, "m1"}, {0x800, 0x100, "m2"}})
+		tab.AddPerfMap(2, []PerfMapEntry{{0x200, 0x40, "m1"}, {0x800, 0x100, "m2"}}, 0)
 		fs := tab.Funcs()
 		for range 2000 {
 			addr, ts := next(0x1100), next(3100)
@@ -487,6 +487,35 @@ func TestTableAgainstBruteForce(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// Perf map lines count from when they were read: a later line over the same addresses ends
+// the earlier one then, so samples taken before keep the earlier name.
+func TestTablePerfMapReuseOverTime(t *testing.T) {
+	tab := NewTable()
+	tab.AddPerfMap(1, []PerfMapEntry{{0x1000, 0x100, "old"}, {0x3000, 0x100, "stays"}}, 100)
+	tab.AddPerfMap(1, []PerfMapEntry{{0x1080, 0x100, "new"}}, 200) // reuses half of old's range
+	tab.AddPerfMap(1, []PerfMapEntry{{0x1000, 0x100, "old"}}, 300) // old comes back
+	tests := []struct {
+		addr, ts uint64
+		want     string
+	}{
+		{0x1000, 50, "old"},  // before any line was read: the first line
+		{0x1000, 150, "old"}, // old's time
+		{0x1090, 150, "old"}, // old's time, in the part new reuses
+		{0x1090, 250, "new"}, // new's time
+		{0x1000, 250, "-"},   // old ended; new does not cover it
+		{0x1150, 250, "new"}, // new's own part
+		{0x1000, 350, "old"}, // old again
+		{0x1090, 350, "old"}, // old again over new
+		{0x1150, 350, "-"},   // new ended
+		{0x3000, 1000, "stays"},
+	}
+	for _, tt := range tests {
+		if got := name(tab.Lookup(tt.addr, tt.ts)); got != tt.want {
+			t.Errorf("Lookup(%#x, %d) = %s, want %s", tt.addr, tt.ts, got, tt.want)
 		}
 	}
 }

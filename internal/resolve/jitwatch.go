@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"sort"
@@ -169,7 +170,7 @@ func (w *JITWatcher) pollSource(p *watchedProc, inner string, s *watchedSource, 
 			w.res.Learned()
 		}
 		if len(entries) > 0 {
-			table.AddPerfMap(s.origin, entries)
+			table.AddPerfMap(s.origin, entries, monotonicNow())
 			w.res.Learned()
 		}
 		if err != nil {
@@ -228,4 +229,13 @@ func (w *JITWatcher) Close() {
 			}
 		}
 	}
+}
+
+// monotonicNow is CLOCK_MONOTONIC in nanoseconds, the clock of sample times.
+func monotonicNow() uint64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
 }
