@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -649,7 +650,74 @@ func (r *Recorder) snapshot(final bool) *store.Run {
 	meta.Unresolved = st.UnresolvedFrames
 	meta.Finished = final
 	meta.End = time.Now() // for a checkpoint, its time: a crashed run's last known moment
-	return &store.Run{Meta: meta, Profile: *r.run.Profile(r.threads()), JIT: r.jitw.Sources(), Code: codes}
+	run := &store.Run{Meta: meta, Profile: *r.run.Profile(r.threads()), JIT: r.jitw.Sources(), Code: codes}
+	run.Meta.Notes = append(run.Meta.Notes, unnamedJITNotes(run, r.comm)...)
+	return run
+}
+
+// comm is a process's name, for notes.
+func (r *Recorder) comm(pid int) string {
+	for _, p := range r.tracker.Processes() {
+		if p.Pid == pid {
+			return p.Comm
+		}
+	}
+	return ""
+}
+
+// unnamedJITNotes says, per process with samples in JIT code no source names yet, why that
+// may be and what to do.
+func unnamedJITNotes(run *store.Run, comm func(int) string) []string {
+	p := &run.Profile
+	unnamed := map[uint32]uint64{}
+	for _, e := range p.Entries {
+		if st := p.Stacks[e.Stack]; len(st) > 0 {
+			if f := p.Frames[st[0]]; f.Kind == agg.KindJIT && strings.HasPrefix(f.Func, "[unknown]") {
+				unnamed[e.Pid] += e.Count
+			}
+		}
+	}
+	pids := make([]uint32, 0, len(unnamed))
+	for pid := range unnamed {
+		pids = append(pids, pid)
+	}
+	slices.Sort(pids)
+	var notes []string
+	for _, pid := range pids {
+		var dump, emptyMap, anyMap string
+		for _, s := range run.JIT {
+			if s.Pid != int(pid) {
+				continue
+			}
+			switch {
+			case s.Kind == "jitdump":
+				dump = s.Path
+			case s.Functions == 0:
+				emptyMap = s.Path
+			default:
+				anyMap = s.Path
+			}
+		}
+		who := fmt.Sprintf("pid %d", pid)
+		if c := comm(int(pid)); c != "" {
+			who += " (" + c + ")"
+		}
+		why := "no jitdump or perf map names it yet: runtimes that write their perf map at exit (JVM " +
+			"DumpPerfMapAtExit, Mono --jitmap) are named then; others need their option (node --perf-prof " +
+			"or --perf-basic-prof, PHP opcache.jit_debug=0x10)"
+		switch {
+		case emptyMap != "" && dump == "" && anyMap == "":
+			why = "its perf map " + emptyMap + " is empty: some runtimes write it only at exit " +
+				"(Mono --jitmap, JVM DumpPerfMapAtExit), and the names will appear then"
+		case dump != "":
+			why = "its jitdump " + dump + " has not announced this code yet: runtimes buffer what they " +
+				"write (V8 in 2 MiB blocks), and the names appear when they write it or exit"
+		case anyMap != "":
+			why = "its perf map " + anyMap + " has no line for this code yet"
+		}
+		notes = append(notes, fmt.Sprintf("%s: %d samples in JIT code with no name; %s", who, unnamed[pid], why))
+	}
+	return notes
 }
 
 // symbolNotes says which symbol sources failed, so unnamed frames have a reason.

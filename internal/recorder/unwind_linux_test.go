@@ -2,7 +2,11 @@ package recorder
 
 import (
 	"bytes"
+	"strings"
 	"testing"
+
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/store"
 
 	"github.com/stax-profiler/stax/internal/jit"
 	"github.com/stax-profiler/stax/internal/proc"
@@ -39,5 +43,28 @@ func TestJITUnwindInfoFromJitdump(t *testing.T) {
 	}
 	if _, _, ok := info.JITUnwindInfo(7, addr, 100); ok {
 		t.Error("another process has unwinding info")
+	}
+}
+
+func TestUnnamedJITNotes(t *testing.T) {
+	run := &store.Run{
+		Profile: agg.Profile{
+			Frames: []agg.Frame{{Func: "[unknown] 0x7f00", Image: "[anon]", Kind: agg.KindJIT}, {Func: "named", Image: "[jit]", Kind: agg.KindJIT}},
+			Stacks: [][]uint32{{0}, {1}},
+			Entries: []agg.Entry{{Pid: 1, Tid: 1, Stack: 0, Count: 5}, {Pid: 2, Tid: 2, Stack: 0, Count: 7},
+				{Pid: 3, Tid: 3, Stack: 0, Count: 9}, {Pid: 4, Tid: 4, Stack: 1, Count: 100}},
+		},
+		JIT: []store.JITSource{{Pid: 1, Path: "/tmp/perf-1.map", Kind: "perfmap"}, {Pid: 2, Path: "/tmp/jit-2.dump", Kind: "jitdump", Functions: 10}},
+	}
+	notes := unnamedJITNotes(run, func(pid int) string { return map[int]string{1: "mono"}[pid] })
+	want := []string{"pid 1 (mono): 5 samples", "perf map /tmp/perf-1.map is empty", "pid 2: 7 samples", "jitdump /tmp/jit-2.dump has not announced", "pid 3: 9 samples", "no jitdump or perf map names it yet"}
+	all := strings.Join(notes, "\n")
+	for _, w := range want {
+		if !strings.Contains(all, w) {
+			t.Errorf("notes lack %q:\n%s", w, all)
+		}
+	}
+	if len(notes) != 3 || strings.Contains(all, "pid 4") {
+		t.Errorf("want three notes, none for the named process:\n%s", all)
 	}
 }
