@@ -32,6 +32,7 @@ type tailFile struct {
 	off      int64
 	buf      []byte
 	head     []byte // the file's first bytes, to notice a rewrite that outgrew off
+	mtime    int64  // the file's modification time at the last check (CLOCK_REALTIME ns)
 }
 
 // headLen is how many leading bytes are remembered to notice a file that
@@ -90,6 +91,7 @@ func (f *tailFile) check() (size int64, restart bool, err error) {
 	if err := unix.Fstat(f.fd, &st); err != nil {
 		return 0, false, fmt.Errorf("stat jit file %s: %w", f.path, err)
 	}
+	f.mtime = st.Mtim.Nano()
 	if st.Nlink == 0 {
 		// Unlinked: if something new is at the path, switch to it.
 		fd, nst, err := openChecked(f.path, f.uid)
@@ -338,6 +340,23 @@ func (t *PerfMapTailer) Status() Source {
 
 // Close closes the file.
 func (t *PerfMapTailer) Close() error { return t.f.close() }
+
+// WrittenAt is when the file was last written, as of the last Poll, on CLOCK_MONOTONIC (the
+// clock of samples): the lines a Poll returns were written at or before it.
+func (t *PerfMapTailer) WrittenAt() uint64 {
+	var real, mono unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_REALTIME, &real) != nil || unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono) != nil {
+		return 0
+	}
+	age := real.Nano() - t.f.mtime
+	if age < 0 {
+		age = 0
+	}
+	if age > mono.Nano() {
+		return 0
+	}
+	return uint64(mono.Nano() - age)
+}
 
 // Poll returns the entries of the whole lines appended since the last
 // poll; a partial last line is read again next time. reset reports that

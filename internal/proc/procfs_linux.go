@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"strconv"
@@ -92,4 +93,19 @@ func ThreadName(pid, tid int) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// Gone reports whether process pid has exited: it no longer exists, or it is a zombie
+// whose parent has not reaped it yet (it will run no more code).
+func Gone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	// The state follows the command name, which is in parentheses and may hold any byte.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	return b[i+2] == 'Z' || b[i+2] == 'X'
 }

@@ -2,8 +2,10 @@ package proc
 
 import (
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseMapsLine(t *testing.T) {
@@ -153,4 +155,26 @@ func FuzzParseMapsLine(f *testing.F) {
 			t.Errorf("path %q not in line", m.Path)
 		}
 	})
+}
+
+func TestGone(t *testing.T) {
+	if Gone(os.Getpid()) {
+		t.Error("this process is gone")
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Until it is reaped, the child is a zombie: gone all the same.
+	deadline := time.Now().Add(10 * time.Second)
+	for !Gone(cmd.Process.Pid) {
+		if time.Now().After(deadline) {
+			t.Fatal("an exited, unreaped child is not gone")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Wait()
+	if !Gone(cmd.Process.Pid) {
+		t.Error("a reaped child is not gone")
+	}
 }

@@ -376,7 +376,7 @@ loop:
 				break loop
 			default:
 			}
-		} else if r.gate == nil && syscall.Kill(r.meta.Pid, 0) == syscall.ESRCH {
+		} else if r.gate == nil && proc.Gone(r.meta.Pid) {
 			break loop
 		}
 	}

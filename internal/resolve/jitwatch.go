@@ -170,7 +170,13 @@ func (w *JITWatcher) pollSource(p *watchedProc, inner string, s *watchedSource, 
 			w.res.Learned()
 		}
 		if len(entries) > 0 {
-			table.AddPerfMap(s.origin, entries, monotonicNow())
+			// A line counts from when it was written: the file's modification time bounds
+			// it (it is exact when one poll reads one write), the time of reading else.
+			at := monotonicNow()
+			if w := s.pmap.WrittenAt(); w > 0 && w < at {
+				at = w
+			}
+			table.AddPerfMap(s.origin, entries, at)
 			w.res.Learned()
 		}
 		if err != nil {

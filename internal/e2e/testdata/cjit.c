@@ -8,6 +8,11 @@
 //   frameless MS  runs frameless_delta, a loop with no prologue (it never touches rbp or
 //               rsp), for MS milliseconds of CPU time, called by run_frameless.
 //   unwind MS   the same, with CODE_UNWINDING_INFO (an .eh_frame saying so) before its load.
+//   devzero MS  runs zero_epsilon for MS milliseconds of CPU time from a shared mapping of
+//               /dev/zero (as PHP's opcache JIT keeps its buffer), announced in a perf map.
+//   mapreuse MS announces map_alpha at address X in a perf map and runs it for MS, then
+//               puts map_beta at X, appends its line and runs it for 2*MS; 20 ms of CPU in
+//               guard() around the switch keep the two apart by more than a clock tick.
 // Built by the tests with: gcc -O1 -fno-omit-frame-pointer
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -129,6 +134,25 @@ __attribute__((noinline)) static uint64_t run_frameless(unsigned char *code, dou
 	return sum;
 }
 
+static FILE *perf_map(void) {
+	char path[64];
+	snprintf(path, sizeof path, "/tmp/perf-%d.map", getpid());
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		perror("perf map");
+		exit(1);
+	}
+	return f;
+}
+
+// guard spends ms of CPU time outside JIT code.
+__attribute__((noinline)) static void guard(double ms) {
+	volatile unsigned long s = 0;
+	double end = thread_cpu_ms() + ms;
+	while (thread_cpu_ms() < end)
+		for (unsigned long i = 0; i < 1000; i++) s += i;
+}
+
 int main(int argc, char **argv) {
 	if (argc < 3) {
 		fprintf(stderr, "usage: cjit reuse|mapexit N\n");
@@ -159,6 +183,36 @@ int main(int argc, char **argv) {
 		if (strcmp(argv[1], "unwind") == 0) dump_frameless_unwind(mem, len);
 		dump_load("frameless_delta", mem, len);
 		printf("delta %llu\n", (unsigned long long)run_frameless(mem, ms));
+		return 0;
+	}
+	if (strcmp(argv[1], "devzero") == 0) {
+		int fd = open("/dev/zero", O_RDWR);
+		unsigned char *z = fd < 0 ? MAP_FAILED : mmap(0, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_SHARED, fd, 0);
+		if (z == MAP_FAILED) {
+			perror("mmap /dev/zero");
+			return 1;
+		}
+		size_t len = emit(z, n, 1);
+		FILE *f = perf_map();
+		fprintf(f, "%lx %zx zero_epsilon\n", (unsigned long)(uintptr_t)z, len);
+		fclose(f);
+		printf("epsilon %llu\n", (unsigned long long)run(z, ms));
+		return 0;
+	}
+	if (strcmp(argv[1], "mapreuse") == 0) {
+		FILE *f = perf_map();
+		size_t len = emit(mem, n, 1);
+		fprintf(f, "%lx %zx map_alpha\n", (unsigned long)(uintptr_t)mem, len);
+		fflush(f);
+		printf("alpha %llu\n", (unsigned long long)run(mem, ms));
+		guard(20);
+		memset(mem, 0xcc, 64);
+		len = emit(mem, n, 1);
+		fprintf(f, "%lx %zx map_beta\n", (unsigned long)(uintptr_t)mem, len);
+		fflush(f);
+		guard(20);
+		printf("beta %llu\n", (unsigned long long)run(mem, 2 * ms));
+		fclose(f);
 		return 0;
 	}
 	if (strcmp(argv[1], "mapexit") == 0) {

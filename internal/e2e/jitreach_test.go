@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/testutil"
+)
+
+// A JIT whose code lives in a shared mapping of /dev/zero (PHP's opcache does this) is
+// named from its perf map, and its samples count as JIT samples.
+func TestJITInSharedDevZero(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	prog := buildCJIT(t)
+	if out, errOut, code := e.run("record", "-q", "--", prog, "devzero", "300"); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	var st api.Status
+	e.mustJSON(&st, "status")
+	defer os.Remove("/tmp/perf-" + strconv.Itoa(st.Meta.Pid) + ".map")
+	var top api.Top
+	e.mustJSON(&top, "top", "-n", "5")
+	self, _, _ := row(top, "zero_epsilon")
+	if float64(self) < 0.9*float64(top.Samples) || st.JITSamples < self || st.JITUnnamed != 0 {
+		t.Errorf("zero_epsilon %d of %d samples; status: %d JIT samples, %d unnamed\n%+v", self, top.Samples, st.JITSamples, st.JITUnnamed, top.Rows)
+	}
+}
+
+// A perf map that puts a second function at the first one's address: the samples of each
+// keep their own name (the later line ends the earlier one when it was written).
+func TestPerfMapReuseKeepsNames(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	prog := buildCJIT(t)
+	if out, errOut, code := e.run("record", "-q", "--", prog, "mapreuse", "300"); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	var st api.Status
+	e.mustJSON(&st, "status")
+	defer os.Remove("/tmp/perf-" + strconv.Itoa(st.Meta.Pid) + ".map")
+	var top api.Top
+	e.mustJSON(&top, "top", "-n", "20")
+	alpha, _, _ := row(top, "map_alpha")
+	beta, _, _ := row(top, "map_beta")
+	if st.JITUnnamed != 0 || alpha+beta != st.JITSamples {
+		t.Errorf("JIT samples %d, unnamed %d, alpha %d + beta %d", st.JITSamples, st.JITUnnamed, alpha, beta)
+	}
+	share := float64(beta) / float64(alpha+beta)
+	if tol := shareTolerance(2.0/3, alpha+beta) / 100; share < 2.0/3-tol || share > 2.0/3+tol {
+		t.Errorf("map_beta has %.3f of the two's samples, want 0.667 ± %.3f", share, tol)
+	}
+	// In time, every alpha sample comes before every beta sample.
+	var tl api.Timeline
+	e.mustJSON(&tl, "timeline", "--bucket", "10")
+	var order []string
+	for _, ph := range tl.Phases {
+		if strings.HasPrefix(ph.Func, "map_") && (len(order) == 0 || order[len(order)-1] != ph.Func) {
+			order = append(order, ph.Func)
+		}
+	}
+	if strings.Join(order, " ") != "map_alpha map_beta" {
+		t.Errorf("phases in time: %v, want map_alpha then map_beta", order)
+	}
+}
+
+// Attached to node --perf-prof a second after it started, until it exits: the JIT
+// functions that existed before the attach and those compiled after are named.
+func TestAttachToNodeNamesJIT(t *testing.T) {
+	testutil.RequirePerf(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	e := newEnv(t)
+	work := t.TempDir()
+	src, _ := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/bench.js"))
+	os.WriteFile(filepath.Join(work, "bench.js"), src, 0o644)
+	cmd := exec.Command(node, "--perf-prof", "--interpreted-frames-native-stack", "bench.js", "3000")
+	cmd.Dir = work
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	// Attach once node has opened its jitdump (it has compiled code by then).
+	dump := filepath.Join(work, "jit-"+strconv.Itoa(cmd.Process.Pid)+".dump")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if fi, err := os.Stat(dump); err == nil && fi.Size() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node wrote no jitdump at %s", dump)
+		}
+		time.Sleep(20 * time.Millisecond) // polling for a file node creates; not a timing assumption
+	}
+	if out, errOut, code := e.run("record", "-q", "-p", strconv.Itoa(cmd.Process.Pid)); code != 0 {
+		t.Fatalf("record -p: exit %d\n%s%s", code, out, errOut)
+	}
+	var st api.Status
+	e.mustJSON(&st, "status")
+	if st.JITSamples < 500 || float64(st.JITUnnamed) > 0.02*float64(st.JITSamples) {
+		t.Errorf("attached: %d JIT samples, %d unnamed (want under 2%%); sources %+v", st.JITSamples, st.JITUnnamed, st.JIT)
+	}
+	var top api.Top
+	e.mustJSON(&top, "top", "-n", "5")
+	if len(top.Rows) == 0 || !strings.Contains(top.Rows[0].Func, "fib") || top.Rows[0].Image != "[jit]" {
+		t.Errorf("the hottest function is not the JIT'd fib: %+v", top.Rows)
+	}
+}
