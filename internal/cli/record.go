@@ -67,6 +67,11 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 			if len(args) > 0 && !noJITAPI {
 				env = withJITAPI(env, notef)
 			}
+			// Catch signals before the command starts: a Ctrl-C the moment it runs must not
+			// kill stax (the signals wait in the channel until the recorder is up).
+			sigs := make(chan os.Signal, 4)
+			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+			defer signal.Stop(sigs)
 			rec, err := recorder.Start(recorder.Options{
 				Argv: args, Pid: pid, Freq: freq, Duration: time.Duration(seconds * float64(time.Second)), RingPages: pages,
 				CallGraph: callGraph, StackSize: stackSize,
@@ -102,9 +107,6 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 				}
 				notef("recording %s as run %s (%d Hz); ask with: stax top, stax flame, stax wait --for-samples N", what, rec.ID(), freq)
 			}
-			sigs := make(chan os.Signal, 2)
-			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-			defer signal.Stop(sigs)
 			go func() {
 				for sig := range sigs {
 					if pid != 0 {
