@@ -114,3 +114,32 @@ func TestAttachToNodeNamesJIT(t *testing.T) {
 		t.Errorf("the hottest function is not the JIT'd fib: %+v", top.Rows)
 	}
 }
+
+// A JIT in its own pid namespace (a container) names its jitdump after its pid there: it
+// is found and read, its header's pid checked against that pid.
+func TestJITInPidNamespace(t *testing.T) {
+	testutil.RequirePerf(t)
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("unshare is not installed (util-linux)")
+	}
+	if out, err := exec.Command(unshare, "--pid", "--fork", "true").CombinedOutput(); err != nil {
+		t.Skipf("cannot make a pid namespace here: %v %s", err, out)
+	}
+	e := newEnv(t)
+	prog := buildCJIT(t)
+	os.Remove("/tmp/jit-1.dump")
+	defer os.Remove("/tmp/jit-1.dump") // pid 1 of the namespace
+	if out, errOut, code := e.run("record", "-q", "--", unshare, "--pid", "--fork", prog, "reuse", "300"); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	var st api.Status
+	e.mustJSON(&st, "status")
+	var top api.Top
+	e.mustJSON(&top, "top", "-n", "5")
+	alpha, _, _ := row(top, "reuse_alpha")
+	beta, _, _ := row(top, "reuse_beta")
+	if st.JITSamples < 500 || st.JITUnnamed != 0 || alpha+beta != st.JITSamples {
+		t.Errorf("JIT samples %d, unnamed %d, alpha %d, beta %d; sources %+v", st.JITSamples, st.JITUnnamed, alpha, beta, st.JIT)
+	}
+}

@@ -109,3 +109,23 @@ func Gone(pid int) bool {
 	}
 	return b[i+2] == 'Z' || b[i+2] == 'X'
 }
+
+// NSPid is pid as the process itself sees it: the last NSpid of /proc/PID/status (its pid
+// in the innermost pid namespace, a container's), or pid when there is none.
+func NSPid(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return pid
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				if n, err := strconv.Atoi(f[len(f)-1]); err == nil && n > 0 {
+					return n
+				}
+			}
+		}
+	}
+	return pid
+}

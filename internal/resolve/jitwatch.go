@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stax-profiler/stax/internal/jit"
+	"github.com/stax-profiler/stax/internal/proc"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
@@ -28,6 +29,7 @@ type JITWatcher struct {
 
 type watchedProc struct {
 	pid     int
+	nsPid   int // pid in its own pid namespace: what its JIT files are named after
 	uid     uint32
 	sources map[string]*watchedSource // by the path as the process sees it
 }
@@ -57,7 +59,7 @@ func (w *JITWatcher) Track(pid int) {
 func (w *JITWatcher) track(pid int) *watchedProc {
 	p := w.pids[pid]
 	if p == nil {
-		p = &watchedProc{pid: pid, uid: w.defaultID, sources: map[string]*watchedSource{}}
+		p = &watchedProc{pid: pid, nsPid: proc.NSPid(pid), uid: w.defaultID, sources: map[string]*watchedSource{}}
 		if fi, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 				p.uid = st.Uid
@@ -93,7 +95,7 @@ func (w *JITWatcher) Poll(final bool) {
 	if final || time.Since(w.lastScan) >= scanEvery {
 		w.lastScan = time.Now()
 		for _, p := range w.pids {
-			cands, err := jit.Discover(p.pid, p.pid)
+			cands, err := jit.Discover(p.pid, p.nsPid)
 			if err != nil {
 				// The process is gone: look for its files in our own /tmp (a JVM writes
 				// its perf map as it exits).
@@ -139,7 +141,7 @@ func (w *JITWatcher) pollSource(p *watchedProc, inner string, s *watchedSource, 
 		case jit.SourcePerfMap:
 			s.pmap, err = jit.OpenPerfMapTailer(path, p.uid)
 		default:
-			s.dump, err = jit.OpenTailer(path, p.pid, p.uid)
+			s.dump, err = jit.OpenTailer(path, p.nsPid, p.uid)
 		}
 		if err != nil {
 			s.openErr = err.Error()
