@@ -115,11 +115,16 @@ func main() {
 	mark := flag.Bool("mmap", false, "map the dump executable, for perf inject --jit")
 	wait := flag.Bool("wait", false, "after running, print \"ready\" and wait for a line on stdin before exiting")
 	cpu := flag.Duration("cpu", 0, "run both loops in 1:2 rounds until the thread used this much CPU time (overrides -n1, -n2)")
+	source := flag.String("source", "", "source file named in the debug info (default: loops.toy beside this program's source)")
 	flag.Parse()
 	if *cpu > 0 {
 		*n1, *n2 = roundCount, 2*roundCount
 	}
-	if err := run(*n1, *n2, *cpu, *dir, *perfMap, *mark, *wait); err != nil {
+	src := sourceFile()
+	if *source != "" {
+		src = *source
+	}
+	if err := run(*n1, *n2, *cpu, *dir, src, *perfMap, *mark, *wait); err != nil {
 		fmt.Fprintln(os.Stderr, "toyjit:", err)
 		os.Exit(1)
 	}
@@ -134,7 +139,7 @@ func threadCPU() time.Duration {
 	return time.Duration(ts.Nano())
 }
 
-func run(n1, n2 uint64, cpu time.Duration, dir string, perfMap, mark, wait bool) error {
+func run(n1, n2 uint64, cpu time.Duration, dir, src string, perfMap, mark, wait bool) error {
 	w, err := jitdump.Create(dir)
 	if err != nil {
 		return err
@@ -173,7 +178,6 @@ func run(n1, n2 uint64, cpu time.Duration, dir string, perfMap, mark, wait bool)
 		return fmt.Errorf("protect code memory: %w", err)
 	}
 	base := uint64(uintptr(unsafe.Pointer(&mem[0])))
-	src := sourceFile()
 	for _, f := range funcs {
 		addr := base + uint64(f.off)
 		if err := w.WriteDebugInfo(addr, lines(addr, src, f.decl)); err != nil {

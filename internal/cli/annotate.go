@@ -51,6 +51,9 @@ the bytes its JIT announced (kept in the run), so it works after the process has
 			if err := res.Annotation.WriteText(g.out, annotate.TextOptions{NoSource: noSource}); err != nil {
 				return err
 			}
+			for _, n := range res.Notes {
+				fmt.Fprintf(g.out, "note: %s\n", esc(n))
+			}
 			if len(res.Others) > 0 {
 				var parts []string
 				for i, m := range res.Others {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -141,5 +142,56 @@ func TestJITInPidNamespace(t *testing.T) {
 	beta, _, _ := row(top, "reuse_beta")
 	if st.JITSamples < 500 || st.JITUnnamed != 0 || alpha+beta != st.JITSamples {
 		t.Errorf("JIT samples %d, unnamed %d, alpha %d, beta %d; sources %+v", st.JITSamples, st.JITUnnamed, alpha, beta, st.JIT)
+	}
+}
+
+// A JIT run by an unprivileged user whose debug info names a file that user cannot read
+// (/etc/shadow) or a FIFO: annotate, run as root, shows neither, says nothing it must not,
+// and never blocks.
+func TestAnnotateHostileDebugInfo(t *testing.T) {
+	testutil.RequirePerf(t)
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil || os.Geteuid() != 0 {
+		t.Skip("needs root and setpriv (util-linux) to run the JIT as another user")
+	}
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o755)
+	os.Chmod(dir, 0o755)
+	toy := filepath.Join(dir, "toyjit")
+	testutil.Run(t, testutil.RepoRoot(t), "go", "build", "-o", toy, "./examples/toyjit")
+	fifo := filepath.Join(dir, "loops.fifo")
+	if err := syscall.Mkfifo(fifo, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	for _, source := range []string{"/etc/shadow", fifo} {
+		t.Run(filepath.Base(source), func(t *testing.T) {
+			e := newEnv(t)
+			if out, errOut, code := e.run("record", "-q", "--", setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+				toy, "-cpu", "300ms", "-source", source); code != 0 {
+				t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+			}
+			var st api.Status
+			e.mustJSON(&st, "status")
+			defer os.Remove("/tmp/jit-" + strconv.Itoa(st.Meta.Pid) + ".dump")
+			done := make(chan string, 1)
+			go func() {
+				out, errOut, _ := e.run("annotate", "jitted_func2")
+				done <- out + errOut
+			}()
+			select {
+			case out := <-done:
+				if !strings.Contains(out, source) || strings.Contains(out, "root:") {
+					t.Errorf("annotate shows the source file's name or lines it must not:\n%s", out)
+				}
+				if !strings.Contains(out, "note: source not shown") {
+					t.Errorf("annotate does not say why the source is not shown:\n%s", out)
+				}
+				if !strings.Contains(out, "add") {
+					t.Errorf("annotate shows no code:\n%s", out)
+				}
+			case <-time.After(60 * time.Second):
+				t.Fatal("annotate blocked on the named file")
+			}
+		})
 	}
 }

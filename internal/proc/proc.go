@@ -342,3 +342,9 @@ func (tr *Tracker) Mappings(pid int) []Mapping {
 func hasSuffix(s, suffix string) bool {
 	return len(s) >= len(suffix) && s[len(s)-len(suffix):] == suffix
 }
+
+// Creds are the identity a process opens files with.
+type Creds struct {
+	UID  uint32   // file-system uid
+	GIDs []uint32 // file-system gid, then supplementary groups
+}

@@ -129,3 +129,44 @@ func NSPid(pid int) int {
 	}
 	return pid
 }
+
+// ReadCreds reads process pid's credentials from /proc/PID/status.
+func ReadCreds(pid int) (Creds, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return Creds{}, fmt.Errorf("read credentials of pid %d: %w", pid, err)
+	}
+	var c Creds
+	var haveUID bool
+	for _, line := range strings.Split(string(b), "\n") {
+		key, rest, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		switch key {
+		case "Uid":
+			if len(f) == 4 { // real, effective, saved, file-system
+				if v, err := strconv.ParseUint(f[3], 10, 32); err == nil {
+					c.UID, haveUID = uint32(v), true
+				}
+			}
+		case "Gid":
+			if len(f) == 4 {
+				if v, err := strconv.ParseUint(f[3], 10, 32); err == nil {
+					c.GIDs = append([]uint32{uint32(v)}, c.GIDs...)
+				}
+			}
+		case "Groups":
+			for _, g := range f {
+				if v, err := strconv.ParseUint(g, 10, 32); err == nil {
+					c.GIDs = append(c.GIDs, uint32(v))
+				}
+			}
+		}
+	}
+	if !haveUID {
+		return Creds{}, fmt.Errorf("read credentials of pid %d: no Uid line", pid)
+	}
+	return c, nil
+}

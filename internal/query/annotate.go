@@ -17,6 +17,7 @@ import (
 	"github.com/stax-profiler/stax/internal/annotate"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/disasm"
+	"github.com/stax-profiler/stax/internal/proc"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/symbol"
 	"github.com/stax-profiler/stax/internal/symbol/debugfile"
@@ -40,6 +41,7 @@ type AnnotateResult struct {
 	Run        string               `json:"run"`
 	Annotation *annotate.Annotation `json:"annotation"`
 	Others     []Match              `json:"other_matches,omitempty"`
+	Notes      []string             `json:"notes,omitempty"` // why source lines are missing
 }
 
 // Match is a function matching the target.
@@ -121,7 +123,19 @@ func Annotate(run *store.Run, o AnnotateOptions) (*AnnotateResult, error) {
 	if o.Intel {
 		in.Syntax = disasm.SyntaxIntel
 	}
-	return &AnnotateResult{Schema: api.Schema, Run: run.Meta.ID, Annotation: annotate.Annotate(in), Others: others}, nil
+	// Say why a source file named by the debug info is not shown, unless it is simply gone.
+	var notes []string
+	if read := in.Source; read != nil {
+		in.Source = func(file string) ([]string, error) {
+			lines, err := read(file)
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				notes = append(notes, "source not shown: "+err.Error())
+			}
+			return lines, err
+		}
+	}
+	a := annotate.Annotate(in)
+	return &AnnotateResult{Schema: api.Schema, Run: run.Meta.ID, Annotation: a, Others: others, Notes: notes}, nil
 }
 
 // inputFor gathers what annotating code needs besides samples: its bytes, and where they
@@ -135,7 +149,7 @@ func inputFor(run *store.Run, c store.Code, f agg.Frame) (annotate.Input, error)
 	in := annotate.Input{
 		Func: f.Func, Image: f.Image, Start: c.Start, Code: code,
 		Arch:   disasm.ArchFromELF(uint16(c.Arch)),
-		Source: sourceReader(c),
+		Source: sourceReader(c, targetCreds(run.Meta)),
 	}
 	if len(c.Lines) > 0 {
 		lines := c.Lines
@@ -309,7 +323,7 @@ func symbolizer(run *store.Run, c store.Code, im *symbol.Image) annotate.SymbolF
 
 // sourceReader reads source files from disk, or, when one is missing and debuginfod is
 // configured, from its /source endpoint for the image's build-id.
-func sourceReader(c store.Code) annotate.SourceFunc {
+func sourceReader(c store.Code, who *proc.Creds) annotate.SourceFunc {
 	cache := map[string][]string{}
 	var client *debuginfod.Client
 	var bid []byte
@@ -333,14 +347,14 @@ func sourceReader(c store.Code) annotate.SourceFunc {
 		if lines, ok := baked[file]; ok {
 			return lines, nil
 		}
-		lines, err := readSourceFile(file)
+		lines, err := readSourceFile(file, who)
 		if errors.Is(err, os.ErrNotExist) && len(bid) > 0 {
 			if client == nil {
 				client = symconf.Debuginfod(func(string, ...any) {})
 			}
 			if client != nil {
 				if p, ferr := client.FetchSource(context.Background(), bid, file); ferr == nil {
-					lines, err = readSourceFile(p)
+					lines, err = readSourceFile(p, nil)
 				}
 			}
 		}
@@ -352,13 +366,23 @@ func sourceReader(c store.Code) annotate.SourceFunc {
 	}
 }
 
-func readSourceFile(file string) ([]string, error) {
-	f, err := os.Open(file)
+// targetCreds is the recorded process's identity, if the run kept it.
+func targetCreds(m store.Meta) *proc.Creds {
+	if m.TargetUID == nil {
+		return nil
+	}
+	return &proc.Creds{UID: *m.TargetUID, GIDs: m.TargetGIDs}
+}
+
+// readSourceFile reads a source file a recorded process's debug info names, as that
+// process could have (see openNamedFile).
+func readSourceFile(file string, who *proc.Creds) ([]string, error) {
+	f, err := openNamedFile(file, who, maxSourceFile)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxSourceFile))
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return nil, err
 	}

@@ -182,6 +182,9 @@ func Start(opts Options) (*Recorder, error) {
 		return nil, err
 	}
 	r.jitw.Track(r.meta.Pid)
+	if c, err := proc.ReadCreds(r.meta.Pid); err == nil {
+		r.meta.TargetUID, r.meta.TargetGIDs = &c.UID, c.GIDs
+	}
 
 	if r.gate != nil {
 		if err := r.gate.Release(); err != nil {
@@ -646,6 +649,7 @@ func (r *Recorder) snapshot(final bool) *store.Run {
 	codes := append([]store.Code(nil), r.codes...)
 	r.mu.Unlock()
 	meta.Notes = append(meta.Notes, r.symbolNotes()...)
+	r.targetIdentity(&meta)
 	meta.Samples = st.Samples
 	meta.Unresolved = st.UnresolvedFrames
 	meta.Finished = final
@@ -653,6 +657,21 @@ func (r *Recorder) snapshot(final bool) *store.Run {
 	run := &store.Run{Meta: meta, Profile: *r.run.Profile(r.threads()), JIT: r.jitw.Sources(), Code: codes}
 	run.Meta.Notes = append(run.Meta.Notes, unnamedJITNotes(run, r.comm)...)
 	return run
+}
+
+// targetIdentity records who the target is for the files it names: its credentials now
+// (a launched command may have changed user since it started), and the owner of its JIT
+// files when that differs (they were written as that user).
+func (r *Recorder) targetIdentity(meta *store.Meta) {
+	if c, err := proc.ReadCreds(r.meta.Pid); err == nil {
+		r.mu.Lock()
+		r.meta.TargetUID, r.meta.TargetGIDs = &c.UID, c.GIDs
+		r.mu.Unlock()
+		meta.TargetUID, meta.TargetGIDs = &c.UID, c.GIDs
+	}
+	if uid, ok := r.jitw.Owner(r.meta.Pid); ok && (meta.TargetUID == nil || *meta.TargetUID != uid) {
+		meta.TargetUID, meta.TargetGIDs = &uid, nil
+	}
 }
 
 // comm is a process's name, for notes.
@@ -684,12 +703,14 @@ func unnamedJITNotes(run *store.Run, comm func(int) string) []string {
 	slices.Sort(pids)
 	var notes []string
 	for _, pid := range pids {
-		var dump, emptyMap, anyMap string
+		var dump, emptyMap, anyMap, failed string
 		for _, s := range run.JIT {
 			if s.Pid != int(pid) {
 				continue
 			}
 			switch {
+			case s.Error != "" && s.Functions == 0:
+				failed = s.Error
 			case s.Kind == "jitdump":
 				dump = s.Path
 			case s.Functions == 0:
@@ -706,6 +727,8 @@ func unnamedJITNotes(run *store.Run, comm func(int) string) []string {
 			"DumpPerfMapAtExit, Mono --jitmap) are named then; others need their option (node --perf-prof " +
 			"or --perf-basic-prof, PHP opcache.jit_debug=0x10)"
 		switch {
+		case failed != "":
+			why = "its JIT file could not be read: " + failed
 		case emptyMap != "" && dump == "" && anyMap == "":
 			why = "its perf map " + emptyMap + " is empty: some runtimes write it only at exit " +
 				"(Mono --jitmap, JVM DumpPerfMapAtExit), and the names will appear then"

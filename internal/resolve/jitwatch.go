@@ -34,6 +34,16 @@ type watchedProc struct {
 	sources map[string]*watchedSource // by the path as the process sees it
 }
 
+// refreshUID takes the process's current owner: a launched command may change user after
+// stax starts following it (setpriv, su, a setuid program), before it writes JIT files.
+func (p *watchedProc) refreshUID() {
+	if fi, err := os.Stat("/proc/" + strconv.Itoa(p.pid)); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			p.uid = st.Uid
+		}
+	}
+}
+
 type watchedSource struct {
 	origin  uint32
 	kind    jit.SourceKind
@@ -60,11 +70,7 @@ func (w *JITWatcher) track(pid int) *watchedProc {
 	p := w.pids[pid]
 	if p == nil {
 		p = &watchedProc{pid: pid, nsPid: proc.NSPid(pid), uid: w.defaultID, sources: map[string]*watchedSource{}}
-		if fi, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				p.uid = st.Uid
-			}
-		}
+		p.refreshUID()
 		w.pids[pid] = p
 	}
 	return p
@@ -137,6 +143,7 @@ func (w *JITWatcher) pollSource(p *watchedProc, inner string, s *watchedSource, 
 		if _, statErr := os.Lstat(path); statErr != nil && path != inner {
 			path = inner // the process is gone; its root link with it
 		}
+		p.refreshUID()
 		switch s.kind {
 		case jit.SourcePerfMap:
 			s.pmap, err = jit.OpenPerfMapTailer(path, p.uid)
@@ -246,4 +253,21 @@ func monotonicNow() uint64 {
 		return 0
 	}
 	return uint64(ts.Nano())
+}
+
+// Owner is the user that owns pid's JIT files, once one was opened: the identity that
+// wrote them, which files they name are checked against.
+func (w *JITWatcher) Owner(pid int) (uint32, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.pids[pid]
+	if p == nil {
+		return 0, false
+	}
+	for _, s := range p.sources {
+		if s.dump != nil || s.pmap != nil {
+			return p.uid, true
+		}
+	}
+	return 0, false
 }

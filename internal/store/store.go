@@ -42,10 +42,14 @@ const (
 
 // Meta describes a run.
 type Meta struct {
-	ID           string            `json:"id"`
-	Command      []string          `json:"command,omitempty"`
-	Pid          int               `json:"pid"`
-	Attached     bool              `json:"attached,omitempty"`
+	ID       string   `json:"id"`
+	Command  []string `json:"command,omitempty"`
+	Pid      int      `json:"pid"`
+	Attached bool     `json:"attached,omitempty"`
+	// TargetUID and TargetGIDs are the target's file-system identity: files it names (JIT
+	// debug info, source paths) are shown only if it could read them itself.
+	TargetUID    *uint32           `json:"target_uid,omitempty"`
+	TargetGIDs   []uint32          `json:"target_gids,omitempty"`
 	Freq         int               `json:"freq"`
 	Event        string            `json:"event"`
 	RingPages    int               `json:"ring_pages,omitempty"` // data pages per CPU ring
