@@ -482,7 +482,11 @@ func (r *Recorder) step(final bool) {
 }
 
 func (r *Recorder) add(pid, tid, cpu uint32, t uint64, chain []uint64) {
-	r.run.AddSample(pid, tid, cpu, t, r.res.Generation(pid, t), chain)
+	gen := r.res.Generation(pid, t)
+	r.run.AddSample(pid, tid, cpu, t, gen, chain)
+	if len(chain) >= 2 && chain[0] == record.ContextUser {
+		r.res.NoteLeaf(pid, t, gen, chain[1]) // keeps unnamed JIT code's bytes for annotate
+	}
 }
 
 // read takes one record from the source (and copies it to the capture, if one is made).

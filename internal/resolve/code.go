@@ -250,12 +250,63 @@ type snapshots struct {
 	mu    sync.Mutex
 	pages map[pageKey][]pageSnap
 	bytes int
+	seen  map[seenKey]struct{} // pages NoteLeaf looked at
+}
+
+type seenKey struct {
+	pid  uint32
+	gen  uint32
+	page uint64
+}
+
+// maxSeenPages bounds NoteLeaf's memory of the pages it looked at.
+const maxSeenPages = 1 << 20
+
+// NoteLeaf is told of every sample's user leaf address as it is read, with the address
+// space's generation at its time. The first sample in a page of executable memory no
+// file backs and no JIT copy describes has the pages around it read at once, while the
+// process surely lives: naming the stack comes later (symbol loading can take seconds),
+// and a runtime that writes its perf map at exit (JVM DumpPerfMapAtExit, Mono --jitmap)
+// names its code only when its memory is gone. A map lookup per sample otherwise.
+func (r *Resolver) NoteLeaf(pid uint32, t uint64, gen uint32, addr uint64) {
+	if addr == 0 || addr >= kernelStart {
+		return
+	}
+	k := seenKey{pid, gen, addr &^ (pageSize - 1)}
+	s := &r.snaps
+	s.mu.Lock()
+	_, ok := s.seen[k]
+	if !ok && len(s.seen) < maxSeenPages {
+		if s.seen == nil {
+			s.seen = map[seenKey]struct{}{}
+		}
+		s.seen[k] = struct{}{}
+	} else {
+		ok = true
+	}
+	s.mu.Unlock()
+	if ok {
+		return
+	}
+	m := r.tracker.Find(int(pid), addr, t)
+	if m == nil || !m.Anonymous() || m.Path == vdso.Name {
+		return
+	}
+	if jt := r.JITIfAny(pid); jt != nil {
+		if f, ok := jt.Lookup(addr, t); ok && len(f.Code) > 0 {
+			return // the jitdump holds its bytes
+		}
+	}
+	r.snapshotGen(pid, addr, t, gen, m)
 }
 
 // snapshot reads the pages around addr (the one holding it and its neighbours, inside m)
 // from pid's memory, unless they were read in the same generation of its address space.
 func (r *Resolver) snapshot(pid uint32, addr, t uint64, m *proc.Mapping) {
-	gen := r.Generation(pid, t)
+	r.snapshotGen(pid, addr, t, r.Generation(pid, t), m)
+}
+
+func (r *Resolver) snapshotGen(pid uint32, addr, t uint64, gen uint32, m *proc.Mapping) {
 	first := addr&^(pageSize-1) - min(addr&^(pageSize-1), pageSize)
 	s := &r.snaps
 	for p := max(first, m.Start&^(pageSize-1)); p < addr&^(pageSize-1)+2*pageSize && p < m.End; p += pageSize {
