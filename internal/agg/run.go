@@ -56,18 +56,22 @@ type Run struct {
 	samples         uint64
 	unresolvedFrame uint64
 	ids             []uint64
-	leafSeen        map[int32]bool
 	newLeaves       []LeafRef
 	series          seriesWriter
 }
 
-// LeafRef is one sample of a function seen at the leaf for the first time: where to find
-// its code.
+// LeafRef is the first sample of a newly named stack: where the code at its leaf is. One
+// function name can stand for many pieces of code (a JIT compiles a function again, code
+// is reused at one address), so refs come per stack, not per name; the recorder keeps the
+// code once per distinct piece.
 type LeafRef struct {
-	Frame uint32
+	Frame uint32 // the leaf's outermost function, or its unnamed frame when Unresolved
 	Pid   uint32
 	Addr  uint64
 	Time  uint64
+	// Unresolved: no source named the leaf address (yet); Frame is the frame that stands
+	// for it (an image+offset or [unknown] address row).
+	Unresolved bool
 }
 
 // NewRun returns an empty run.
@@ -77,7 +81,6 @@ func NewRun() *Run {
 		keyIndex: map[rawKey]uint32{},
 		frames:   NewFrameTable(),
 		rstacks:  NewStackTable(),
-		leafSeen: map[int32]bool{},
 	}
 }
 
@@ -193,15 +196,18 @@ func (r *Run) Resolve(res Resolver) []Frame {
 		k.leaf = j.leaf
 		k.unresolved = int32(j.unres)
 		k.version = version
-		if k.leafFunc >= 0 && !r.leafSeen[k.leafFunc] {
-			r.leafSeen[k.leafFunc] = true
+		switch {
+		case k.leafFunc >= 0:
 			r.newLeaves = append(r.newLeaves, LeafRef{Frame: uint32(k.leafFunc), Pid: k.Pid, Addr: j.leaf, Time: k.time})
+		case len(r.ids) > 0 && j.leaf != 0:
+			r.newLeaves = append(r.newLeaves, LeafRef{Frame: uint32(r.ids[0]), Pid: k.Pid, Addr: j.leaf, Time: k.time, Unresolved: true})
 		}
 	}
 	return append([]Frame(nil), r.frames.Frames[before:]...)
 }
 
-// TakeNewLeaves returns the functions first seen at a leaf since the last call.
+// TakeNewLeaves returns the leaves of the stacks named since the last call (a stack named
+// again, when new symbols arrived, gives its leaf again).
 func (r *Run) TakeNewLeaves() []LeafRef {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -391,12 +391,22 @@ func TestRunTakeNewLeaves(t *testing.T) {
 	r.AddSample(7, 7, 0, 13, 0, []uint64{ctxUser, lateBase})
 	r.Resolve(res)
 	got := r.TakeNewLeaves()
-	want := []LeafRef{{Frame: 0, Pid: 7, Addr: addr(1, 8), Time: 10}, {Frame: 1, Pid: 7, Addr: addr(0, 0), Time: 12}}
+	// One ref per stack, not per function: fn1 is at the leaf of two stacks (two places in
+	// its code, maybe two versions of it); the unnamed JIT address gets its own.
+	want := []LeafRef{{Frame: 0, Pid: 7, Addr: addr(1, 8), Time: 10}, {Frame: 0, Pid: 7, Addr: addr(1, 12), Time: 11},
+		{Frame: 1, Pid: 7, Addr: addr(0, 0), Time: 12}, {Frame: 3, Pid: 7, Addr: lateBase, Time: 13, Unresolved: true}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("new leaves = %+v, want %+v", got, want)
 	}
 	if got := r.TakeNewLeaves(); len(got) != 0 {
 		t.Errorf("leaves taken twice: %+v", got)
+	}
+	// Once its symbols arrive, the JIT stack is named again and its leaf comes back named.
+	res.version = lateVersion
+	r.Resolve(res)
+	got = r.TakeNewLeaves()
+	if len(got) != 1 || got[0].Unresolved || got[0].Addr != lateBase || r.Profile(nil).Frames[got[0].Frame].Func != "jit_7f0000000000" {
+		t.Errorf("leaves after the JIT was named = %+v", got)
 	}
 }
 

@@ -42,6 +42,10 @@ type Input struct {
 	// inside an instruction are attributed to that instruction; addresses
 	// outside [Start, Start+len(Code)) are counted in Annotation.Outside.
 	Samples map[uint64]uint64
+	// Focus, optional, is the part of Samples that belongs to FocusFunc, a function
+	// inlined into this one: its instructions are marked.
+	Focus     map[uint64]uint64
+	FocusFunc string
 	// Optional callbacks.
 	Lines     LineFunc
 	Source    SourceFunc
@@ -61,6 +65,9 @@ type Annotation struct {
 	End     uint64 `json:"end"` // first address after the code
 	Total   uint64 `json:"total"`
 	Outside uint64 `json:"outside,omitempty"` // samples outside the code
+	// Focus names the inlined function whose samples FocusSamples counts (Input.Focus).
+	Focus        string `json:"focus,omitempty"`
+	FocusSamples uint64 `json:"focus_samples,omitempty"`
 	// MaxSamples is the sample count of the hottest instruction.
 	MaxSamples   uint64          `json:"max_samples"`
 	Insts        []AnnotatedInst `json:"insts"`
@@ -73,6 +80,8 @@ type AnnotatedInst struct {
 	disasm.Inst
 	Samples uint64  `json:"samples"`
 	Percent float64 `json:"percent"` // of Annotation.Total
+	// Focus is the part of Samples in the focused inlined function (Annotation.Focus).
+	Focus uint64 `json:"focus,omitempty"`
 	// Heat is 0 for an instruction without samples, else 1..8 scaled to
 	// the hottest instruction of the function.
 	Heat int `json:"heat"`
@@ -140,6 +149,15 @@ func Annotate(in Input) *Annotation {
 		a.End = last.Addr + uint64(last.Len)
 	}
 	a.attributeSamples(in.Samples)
+	if len(in.Focus) > 0 {
+		a.Focus = in.FocusFunc
+		for addr, n := range in.Focus {
+			if i := a.index(addr); i >= 0 {
+				a.Insts[i].Focus += n
+				a.FocusSamples += n
+			}
+		}
+	}
 	a.labelJumps()
 	a.render(in.Symbolize)
 	a.sourceBlocks(in.Lines, in.Source)

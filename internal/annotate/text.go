@@ -131,6 +131,11 @@ func (a *Annotation) WriteText(w io.Writer, opt TextOptions) error {
 		} else {
 			fmt.Fprintf(bw, "%s│ ", blank)
 		}
+		if in.Focus > 0 {
+			bw.WriteString("▶") // the focused inlined function's samples are here
+		} else if a.Focus != "" {
+			bw.WriteString(" ")
+		}
 		if labelW > 0 {
 			lab := ""
 			if in.Label != "" {

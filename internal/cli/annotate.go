@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,7 +15,7 @@ import (
 
 func annotateCmd(g *globals) *cobra.Command {
 	var rf runFlags
-	var tid int
+	var tid, version int
 	var intel, noSource bool
 	c := &cobra.Command{
 		Use:   "annotate TARGET",
@@ -24,7 +25,15 @@ and its source lines interleaved where debug info (DWARF, or jitdump debug recor
 
 TARGET is a hex address (0x7f...) or a case-insensitive substring of a function name; the
 hottest match wins and the others are listed so you can refine. JIT'd code is annotated from
-the bytes its JIT announced (kept in the run), so it works after the process has exited.`,
+the bytes its JIT announced (kept in the run), so it works after the process has exited.
+
+Any row of stax top is a target: a function inlined into another ("step (inlined)") is
+shown in the code it was inlined into, its instructions marked ▶; an image+0xOFF or
+[unknown] 0xADDR row shows the bytes around that address (the enclosing symbol if any).
+
+A function the JIT compiled several times (or other code reusing its address) has one
+version per piece of code: the hottest is annotated, a header lists them all with their
+samples, and --version N picks another; an address picks the version holding it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := checkTid(tid); err != nil {
@@ -38,7 +47,7 @@ the bytes its JIT announced (kept in the run), so it works after the process has
 			if err != nil {
 				return err
 			}
-			res, err := query.Annotate(run, query.AnnotateOptions{Target: args[0], Tid: uint32(tid), Intel: intel})
+			res, err := query.Annotate(run, query.AnnotateOptions{Target: args[0], Tid: uint32(tid), Intel: intel, Version: version})
 			if err != nil {
 				if errors.Is(err, query.ErrNoMatch) {
 					return notFound(errors.New(strings.TrimSuffix(err.Error(), ": "+query.ErrNoMatch.Error())))
@@ -48,6 +57,7 @@ the bytes its JIT announced (kept in the run), so it works after the process has
 			if rf.json {
 				return printJSON(g.out, res)
 			}
+			writeAnnotateHeader(g.out, res)
 			if err := res.Annotation.WriteText(g.out, annotate.TextOptions{NoSource: noSource}); err != nil {
 				return err
 			}
@@ -70,7 +80,40 @@ the bytes its JIT announced (kept in the run), so it works after the process has
 	}
 	rf.add(c)
 	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")
+	c.Flags().IntVar(&version, "version", 0, "annotate code version `N` of the function (as the header lists them; default the hottest)")
 	c.Flags().BoolVar(&intel, "intel", false, "Intel assembly syntax (default AT&T, as objdump)")
 	c.Flags().BoolVar(&noSource, "no-source", false, "leave out source lines")
 	return c
+}
+
+// writeAnnotateHeader says, above the annotation, which version of the function's code it
+// is and how the samples split among all of them, and what an inlined target is marked.
+func writeAnnotateHeader(w io.Writer, res *query.AnnotateResult) {
+	a := res.Annotation
+	if in := res.Inlined; in != nil {
+		fmt.Fprintf(w, " %s is inlined into %s: its %s samples here are marked ▶\n", esc(in.Func), esc(in.Into), commas(in.Samples))
+	}
+	if res.Warning != "" {
+		fmt.Fprintf(w, " warning: %s\n", esc(res.Warning))
+	}
+	if len(res.Versions) < 2 {
+		return
+	}
+	fmt.Fprintf(w, " %s has %d code versions; annotating #%d (--version N picks another):\n", esc(a.Func), len(res.Versions), res.Version)
+	fmt.Fprintf(w, "  %5s  %-18s %8s %10s %9s %7s\n", "#", "start", "size", "loaded", "samples", "share")
+	for _, v := range res.Versions {
+		mark := " "
+		if v.Index == res.Version {
+			mark = "*"
+		}
+		loaded := "-"
+		if v.LoadSec != nil {
+			loaded = fmt.Sprintf("%+.3fs", *v.LoadSec)
+		}
+		fmt.Fprintf(w, "  %s%4d  %-18s %8d %10s %9s %6.1f%%", mark, v.Index, fmt.Sprintf("%#x", v.Start), v.Size, loaded, commas(v.Samples), v.Percent)
+		if v.Error != "" {
+			fmt.Fprintf(w, "  (%s)", esc(v.Error))
+		}
+		fmt.Fprintln(w)
+	}
 }

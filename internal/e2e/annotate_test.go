@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/query"
+	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
 
@@ -117,5 +119,87 @@ func TestAnnotateNativeAndErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, stderr, c.code, c.want)
 		}
 		checkOneLine(t, strings.Join(c.args, " "), stderr)
+	}
+}
+
+// TestAnnotateJITVersions records a JIT that compiles ver_fn three times (the third at the
+// first one's address) and runs them for 1, 2 and 3 shares of CPU time: annotate lists
+// three versions with those shares, annotates the hottest, and --version picks another.
+func TestAnnotateJITVersions(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/cjitver.c")
+	prog := testutil.CC(t, t.TempDir(), "cjitver", "gcc", "-O1", "-fno-omit-frame-pointer", src)
+	// 0.2 + 0.4 + 0.6 s of CPU time: about 1,200 samples.
+	if out, errOut, code := e.run("record", "-q", "--", prog, "200"); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	defer removeJITFiles(t, e)
+	var res query.AnnotateResult
+	e.mustJSON(&res, "annotate", "ver_fn")
+	text, _, _ := e.run("annotate", "ver_fn")
+	if len(res.Versions) != 3 {
+		t.Fatalf("want 3 versions of ver_fn, got %+v\n%s", res.Versions, text)
+	}
+	var all uint64
+	for _, v := range res.Versions {
+		all += v.Samples
+	}
+	if res.Versions[0].Start != res.Versions[2].Start || res.Versions[0].Start == res.Versions[1].Start {
+		t.Errorf("versions 1 and 3 share an address, 2 is elsewhere: %+v", res.Versions)
+	}
+	for i, v := range res.Versions {
+		want := float64(i+1) / 6
+		tol := shareTolerance(want, all)
+		got := float64(v.Samples) * 100 / float64(all)
+		t.Logf("version %d at %#x (%d bytes): %d samples, %.1f%% (want %.1f ± %.1f)", v.Index, v.Start, v.Size, v.Samples, got, want*100, tol)
+		if math.Abs(got-want*100) > tol {
+			t.Errorf("version %d has %.1f%% of %d samples, want %.1f ± %.1f\n%s", v.Index, got, all, want*100, tol, text)
+		}
+		if v.LoadSec == nil {
+			t.Errorf("version %d has no load time", v.Index)
+		}
+	}
+	a := res.Annotation
+	if all < 600 || res.Version != 3 || a.Total != res.Versions[2].Samples || a.Outside*100 > a.Total {
+		t.Errorf("annotated version %d: %d samples, %d outside; want version 3 with its %d and under 1%% outside\n%s",
+			res.Version, a.Total, a.Outside, res.Versions[2].Samples, text)
+	}
+	if !strings.Contains(text, "3 code versions") {
+		t.Errorf("the text lacks the versions header:\n%s", text)
+	}
+	var v1 query.AnnotateResult
+	e.mustJSON(&v1, "annotate", "ver_fn", "--version", "1")
+	if v1.Version != 1 || v1.Annotation.Start != res.Versions[0].Start || v1.Annotation.Total != res.Versions[0].Samples {
+		t.Errorf("--version 1 annotated version %d at %#x with %d samples", v1.Version, v1.Annotation.Start, v1.Annotation.Total)
+	}
+}
+
+// TestAnnotatePerfMapWrittenAtExit: the perf map names the code only when the process
+// exits, so its bytes must have been read while it ran.
+func TestAnnotatePerfMapWrittenAtExit(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	prog := buildCJIT(t)
+	if out, errOut, code := e.run("record", "-q", "--", prog, "mapexit", "300"); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	defer removeJITFiles(t, e)
+	text, errOut, code := e.run("annotate", "mapped_gamma")
+	if code != 0 {
+		files, _ := filepath.Glob(filepath.Join(e.home, "runs", "*.stax"))
+		for _, f := range files {
+			r, _ := store.Load(f)
+			for _, c := range r.Code {
+				t.Logf("kept code: %q start=%#x size=%d load=%d time=%d origin=%s nbytes=%d err=%q", r.Profile.Frames[c.Frame].Func, c.Start, c.Size, c.LoadTime, c.Time, c.Origin, len(c.Bytes), c.Error)
+			}
+			t.Logf("notes: %v", r.Meta.Notes)
+		}
+		t.Fatalf("annotate mapped_gamma: exit %d: %s", code, errOut)
+	}
+	var res query.AnnotateResult
+	e.mustJSON(&res, "annotate", "mapped_gamma")
+	if s := loopShare(t, res); res.Annotation.Total < 100 || s < 95 || res.Warning != "" {
+		t.Errorf("%d samples, %.1f%% on the loop body (warning %q); want nearly all\n%s", res.Annotation.Total, s, res.Warning, text)
 	}
 }

@@ -30,9 +30,12 @@ var ErrNoMatch = errors.New("no match")
 
 // AnnotateOptions are the flags of `stax annotate`.
 type AnnotateOptions struct {
-	Target string // 0xADDR or a case-insensitive substring of a function name
+	Target string // 0xADDR or a case-insensitive substring of a function name (a top row)
 	Tid    uint32
 	Intel  bool
+	// Version picks one of the function's code versions by its index (1-based, as
+	// AnnotateResult.Versions lists them); 0: the hottest, or the one holding an address.
+	Version int
 }
 
 // AnnotateResult is the answer of `stax annotate`.
@@ -42,6 +45,34 @@ type AnnotateResult struct {
 	Annotation *annotate.Annotation `json:"annotation"`
 	Others     []Match              `json:"other_matches,omitempty"`
 	Notes      []string             `json:"notes,omitempty"` // why source lines are missing
+	// Versions lists every piece of code the function had (a JIT compiles a function
+	// again; other code reuses an address), oldest first; Version is the index of the one
+	// annotated.
+	Versions []CodeVersion `json:"versions,omitempty"`
+	Version  int           `json:"version,omitempty"`
+	// Inlined is set when the target is a function inlined into the one annotated.
+	Inlined *InlinedTarget `json:"inlined,omitempty"`
+	// Warning says why the annotated bytes may not be the code that ran.
+	Warning string `json:"warning,omitempty"`
+}
+
+// CodeVersion is one piece of a function's code.
+type CodeVersion struct {
+	Index   int      `json:"index"` // 1-based
+	Start   uint64   `json:"start"`
+	Size    uint64   `json:"size"`
+	LoadSec *float64 `json:"load_sec,omitempty"` // load time, seconds from the run's start (JIT code)
+	Samples uint64   `json:"samples"`
+	Percent float64  `json:"percent"` // of the function's samples
+	Error   string   `json:"error,omitempty"`
+}
+
+// InlinedTarget describes an inlined target: its samples are marked in the code of the
+// function it was inlined into.
+type InlinedTarget struct {
+	Func    string `json:"func"`
+	Into    string `json:"into"`
+	Samples uint64 `json:"samples"` // of the target, in the annotated version
 }
 
 // Match is a function matching the target.
@@ -56,38 +87,77 @@ const (
 	maxSourceLines = 1 << 20
 )
 
-// Annotate answers `stax annotate`.
+// Annotate answers `stax annotate`. It accepts whatever top lists: a function (each of its
+// code versions counted apart), a function inlined into another (annotated in the code it
+// was inlined into), an image+0xOFF or [unknown] 0xADDR row (the bytes kept around it).
 func Annotate(run *store.Run, o AnnotateOptions) (*AnnotateResult, error) {
 	p := &run.Profile
-	self := make(map[int32]uint64)
-	for _, e := range p.Entries {
-		if e.LeafFunc >= 0 && (o.Tid == 0 || e.Tid == o.Tid) {
-			self[e.LeafFunc] += e.Count
+	// An entry's code frame holds its leaf's code: the outermost function at the leaf, or
+	// the row standing for an unnamed leaf address.
+	codeFrame := func(e *agg.Entry) int32 {
+		if e.LeafFunc >= 0 {
+			return e.LeafFunc
+		}
+		if st := p.Stacks[e.Stack]; len(st) > 0 && p.Frames[st[0]].Kind != agg.KindKernel {
+			return int32(st[0])
+		}
+		return -1
+	}
+	topFrame := func(e *agg.Entry) int32 {
+		if st := p.Stacks[e.Stack]; len(st) > 0 {
+			return int32(st[0])
+		}
+		return -1
+	}
+	score := make(map[int32]uint64)
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		if o.Tid != 0 && e.Tid != o.Tid {
+			continue
+		}
+		cf, tf := codeFrame(e), topFrame(e)
+		if cf >= 0 {
+			score[cf] += e.Count
+		}
+		if tf >= 0 && tf != cf {
+			score[tf] += e.Count
 		}
 	}
-	codes := map[uint32][]store.Code{}
-	for _, c := range run.Code {
-		codes[c.Frame] = append(codes[c.Frame], c)
-	}
 	frame := int32(-1)
+	var pinned *store.Code
 	var others []Match
 	if addr, ok := parseAddr(o.Target); ok {
-		for _, c := range run.Code {
-			if addr >= c.Start && addr < c.Start+max(c.Size, 1) {
-				frame = int32(c.Frame)
+		for i := range run.Code {
+			c := &run.Code[i]
+			if addr >= c.Start && addr < c.Start+max(c.Size, 1) && (len(c.Bytes) > 0 || c.Path != "") {
+				frame, pinned = int32(c.Frame), c
 				break
+			}
+		}
+		if frame < 0 {
+			// An unnamed address row ([unknown] 0xADDR) whose bytes were not kept.
+			for i := range p.Entries {
+				if e := &p.Entries[i]; e.Leaf == addr && codeFrame(e) >= 0 {
+					frame = codeFrame(e)
+					break
+				}
 			}
 		}
 		if frame < 0 {
 			return nil, fmt.Errorf("address %#x is outside any sampled function's code: %w", addr, ErrNoMatch)
 		}
 	} else {
-		want := strings.ToLower(o.Target)
+		target, wantInlined := strings.CutSuffix(o.Target, " (inlined)")
+		want := strings.ToLower(target)
 		var matches []Match
 		var ids []int32
 		for id, f := range p.Frames {
-			if strings.Contains(strings.ToLower(f.Func), want) && self[int32(id)] > 0 {
-				matches = append(matches, Match{Func: f.Func, Image: f.Image, Samples: self[int32(id)]})
+			if strings.Contains(strings.ToLower(f.Func), want) && score[int32(id)] > 0 && (!wantInlined || f.Inlined) {
+				name := f.Func
+				if f.Inlined {
+					name += " (inlined)"
+				}
+				matches = append(matches, Match{Func: name, Image: f.Image, Samples: score[int32(id)]})
 				ids = append(ids, int32(id))
 			}
 		}
@@ -98,28 +168,105 @@ func Annotate(run *store.Run, o AnnotateOptions) (*AnnotateResult, error) {
 		for i := range order {
 			order[i] = i
 		}
-		sort.SliceStable(order, func(a, b int) bool { return matches[order[a]].Samples > matches[order[b]].Samples })
+		sort.SliceStable(order, func(a, b int) bool {
+			// An exact name beats a longer one that contains it, then the hottest wins.
+			ea, eb := strings.EqualFold(p.Frames[ids[order[a]]].Func, target), strings.EqualFold(p.Frames[ids[order[b]]].Func, target)
+			if ea != eb {
+				return ea
+			}
+			return matches[order[a]].Samples > matches[order[b]].Samples
+		})
 		frame = ids[order[0]]
 		for _, i := range order[1:] {
 			others = append(others, matches[i])
 		}
 	}
-	f := p.Frames[frame]
-	samples := map[uint64]uint64{}
-	for _, e := range p.Entries {
-		if e.LeafFunc == frame && (o.Tid == 0 || e.Tid == o.Tid) {
-			samples[e.Leaf] += e.Count
+
+	// An inlined function is annotated in the code of the function it was inlined into
+	// (the hottest, if several).
+	focus := int32(-1)
+	codeF := frame
+	if p.Frames[frame].Inlined {
+		focus = frame
+		into := map[int32]uint64{}
+		for i := range p.Entries {
+			e := &p.Entries[i]
+			if topFrame(e) == focus && (o.Tid == 0 || e.Tid == o.Tid) {
+				if cf := codeFrame(e); cf >= 0 && cf != focus {
+					into[cf] += e.Count
+				}
+			}
+		}
+		codeF = -1
+		for cf, n := range into {
+			if codeF < 0 || n > into[codeF] || n == into[codeF] && cf < codeF {
+				codeF = cf
+			}
+		}
+		if codeF < 0 {
+			return nil, fmt.Errorf("annotate %s: no sample says which function it was inlined into", p.Frames[frame].Func)
 		}
 	}
-	c, err := pickCode(codes[uint32(frame)], samples)
-	if err != nil {
-		return nil, fmt.Errorf("annotate %s: %w", f.Func, err)
+	f := p.Frames[codeF]
+
+	vs := versionsOf(run, uint32(codeF))
+	if len(vs) == 0 {
+		return nil, fmt.Errorf("annotate %s: %s", f.Func, noCodeReason(f))
 	}
+	mine := make([]bool, len(p.Entries))
+	inFocus := make([]bool, len(p.Entries))
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		mine[i] = codeFrame(e) == codeF && (o.Tid == 0 || e.Tid == o.Tid)
+		inFocus[i] = focus >= 0 && topFrame(e) == focus
+	}
+	split := splitSamples(p, vs, mine, inFocus)
+
+	pick := -1
+	switch {
+	case o.Version != 0:
+		if o.Version < 1 || o.Version > len(vs) {
+			return nil, fmt.Errorf("annotate %s: --version %d: it has %d version(s), numbered 1 to %d", f.Func, o.Version, len(vs), len(vs))
+		}
+		pick = o.Version - 1
+		if !usable(vs[pick]) {
+			return nil, fmt.Errorf("annotate %s: version %d: its bytes cannot be read: %s", f.Func, o.Version, vs[pick].Error)
+		}
+	case pinned != nil:
+		for i, c := range vs {
+			if c.Start == pinned.Start && c.Size == pinned.Size && c.LoadTime == pinned.LoadTime {
+				pick = i
+			}
+		}
+	}
+	if pick < 0 {
+		for i, c := range vs {
+			if usable(c) && (pick < 0 || split.total[i] > split.total[pick]) {
+				pick = i
+			}
+		}
+	}
+	if pick < 0 {
+		hot := 0
+		for i := range vs {
+			if split.total[i] > split.total[hot] {
+				hot = i
+			}
+		}
+		return nil, fmt.Errorf("annotate %s: its bytes cannot be read: %s", f.Func, vs[hot].Error)
+	}
+	c := vs[pick]
 	in, err := inputFor(run, c, f)
 	if err != nil {
 		return nil, fmt.Errorf("annotate %s: %w", f.Func, err)
 	}
-	in.Samples = samples
+	in.Samples = split.samples[pick]
+	if focus >= 0 {
+		in.Focus, in.FocusFunc = split.focus[pick], p.Frames[focus].Func
+	}
+	if isWindow(f) {
+		alignWindow(&in, in.Samples)
+	}
 	if o.Intel {
 		in.Syntax = disasm.SyntaxIntel
 	}
@@ -134,8 +281,175 @@ func Annotate(run *store.Run, o AnnotateOptions) (*AnnotateResult, error) {
 			return lines, err
 		}
 	}
-	a := annotate.Annotate(in)
-	return &AnnotateResult{Schema: api.Schema, Run: run.Meta.ID, Annotation: a, Others: others, Notes: notes}, nil
+	res := &AnnotateResult{Schema: api.Schema, Run: run.Meta.ID, Annotation: annotate.Annotate(in), Others: others,
+		Version: pick + 1, Warning: c.Warning}
+	res.Notes = notes
+	res.Annotation.Outside += split.outside
+	var all uint64
+	for _, n := range split.total {
+		all += n
+	}
+	all += split.outside
+	for i, v := range vs {
+		cv := CodeVersion{Index: i + 1, Start: v.Start, Size: v.Size, Samples: split.total[i], Error: v.Error}
+		if all > 0 {
+			cv.Percent = 100 * float64(split.total[i]) / float64(all)
+		}
+		if v.LoadTime != 0 && run.Meta.StartNs != 0 {
+			sec := (float64(v.LoadTime) - float64(run.Meta.StartNs)) / 1e9
+			cv.LoadSec = &sec
+		}
+		res.Versions = append(res.Versions, cv)
+	}
+	if focus >= 0 {
+		res.Inlined = &InlinedTarget{Func: p.Frames[focus].Func, Into: f.Func, Samples: res.Annotation.FocusSamples}
+	}
+	return res, nil
+}
+
+// versionsOf returns the pieces of code kept for a frame, oldest first, each once.
+func versionsOf(run *store.Run, frame uint32) []store.Code {
+	var vs []store.Code
+	type id struct{ start, size, load uint64 }
+	seen := map[id]int{}
+	for _, c := range run.Code {
+		if c.Frame != frame {
+			continue
+		}
+		k := id{c.Start, c.Size, c.LoadTime}
+		if i, ok := seen[k]; ok {
+			if !usable(vs[i]) && usable(c) {
+				vs[i] = c
+			}
+			continue
+		}
+		seen[k] = len(vs)
+		vs = append(vs, c)
+	}
+	sort.SliceStable(vs, func(a, b int) bool {
+		if vs[a].LoadTime != vs[b].LoadTime {
+			return vs[a].LoadTime < vs[b].LoadTime
+		}
+		return vs[a].Start < vs[b].Start
+	})
+	return vs
+}
+
+func usable(c store.Code) bool { return len(c.Bytes) > 0 || c.Path != "" }
+
+// split is a function's samples divided among its code versions.
+type split struct {
+	samples []map[uint64]uint64 // per version, by address
+	focus   []map[uint64]uint64 // the part in the focused inlined function
+	total   []uint64
+	outside uint64 // in no version
+}
+
+// splitSamples gives each sample of the entries marked mine to the version whose range held
+// its address at its time: the one loaded last at or before it (else, for clocks that
+// disagree a little, the first loaded). Runs that keep every sample's time are split
+// exactly; older ones by each entry's first sample.
+func splitSamples(p *agg.Profile, vs []store.Code, mine, inFocus []bool) split {
+	sp := split{samples: make([]map[uint64]uint64, len(vs)), focus: make([]map[uint64]uint64, len(vs)), total: make([]uint64, len(vs))}
+	for i := range vs {
+		sp.samples[i], sp.focus[i] = map[uint64]uint64{}, map[uint64]uint64{}
+	}
+	holders := map[uint64][]int{}
+	holding := func(addr uint64) []int {
+		h, ok := holders[addr]
+		if !ok {
+			for i, c := range vs {
+				if addr >= c.Start && addr-c.Start < max(c.Size, 1) {
+					h = append(h, i)
+				}
+			}
+			holders[addr] = h
+		}
+		return h
+	}
+	add := func(e int, t, n uint64) {
+		addr := p.Entries[e].Leaf
+		h := holding(addr)
+		if len(h) == 0 {
+			sp.outside += n
+			return
+		}
+		v := h[0] // oldest first
+		for _, i := range h {
+			if vs[i].LoadTime <= t {
+				v = i
+			}
+		}
+		sp.samples[v][addr] += n
+		sp.total[v] += n
+		if inFocus[e] {
+			sp.focus[v][addr] += n
+		}
+	}
+	if p.HasTimes() {
+		err := p.Series.Each(0, 0, func(s agg.Sample) {
+			if int(s.Key) < len(p.KeyEntry) {
+				if e := p.KeyEntry[s.Key]; e >= 0 && int(e) < len(mine) && mine[e] {
+					add(int(e), s.Time, 1)
+				}
+			}
+		})
+		if err == nil {
+			return sp
+		}
+		sp = splitSamples(&agg.Profile{Entries: p.Entries}, vs, mine, inFocus)
+		return sp
+	}
+	for i := range p.Entries {
+		if mine[i] {
+			add(i, p.Entries[i].Time, p.Entries[i].Count)
+		}
+	}
+	return sp
+}
+
+// isWindow says whether a frame is an unnamed address row (image+0xOFF, [unknown] 0xADDR),
+// whose code is a window of bytes around the address rather than a function.
+func isWindow(f agg.Frame) bool {
+	return strings.HasPrefix(f.Func, "[unknown] ") || f.Kind == agg.KindUnknown
+}
+
+// alignWindow starts a window of code where decoding it reaches its hottest address on an
+// instruction boundary: a window begins at an arbitrary byte, which would misdecode the
+// sampled instruction.
+func alignWindow(in *annotate.Input, samples map[uint64]uint64) {
+	var hot, hotN uint64
+	for a, n := range samples {
+		if n > hotN || n == hotN && a < hot {
+			hot, hotN = a, n
+		}
+	}
+	if hotN == 0 || hot < in.Start || hot-in.Start >= uint64(len(in.Code)) {
+		return
+	}
+	back := hot - in.Start
+	for off := uint64(0); off < back; off++ {
+		for _, inst := range disasm.DecodeWith(in.Code[off:back+1], in.Start+off, disasm.Options{Arch: in.Arch}) {
+			if inst.Addr == hot {
+				in.Code, in.Start = in.Code[off:], in.Start+off
+				return
+			}
+		}
+	}
+	in.Code, in.Start = in.Code[back:], hot
+}
+
+// noCodeReason says in one line why no code was kept for a frame.
+func noCodeReason(f agg.Frame) string {
+	switch {
+	case f.Kind == agg.KindKernel || f.Image == "[kernel.kallsyms]":
+		return "kernel code is not annotated"
+	case strings.HasPrefix(f.Func, "[unknown] ") && f.Image == "[unknown]":
+		return "the address is in no mapping stax saw, so there are no bytes to show"
+	case strings.HasPrefix(f.Func, "[unknown] "):
+		return "no JIT source named this code and its bytes were not kept (the run was recorded by an older stax, or the process had exited when stax read it)"
+	}
+	return "its code was not located while recording"
 }
 
 // inputFor gathers what annotating code needs besides samples: its bytes, and where they
@@ -217,35 +531,6 @@ func parseAddr(s string) (uint64, bool) {
 	}
 	v, err := strconv.ParseUint(s[2:], 16, 64)
 	return v, err == nil
-}
-
-// pickCode chooses, among the places a function's code was seen, the one holding most of
-// its samples.
-func pickCode(cs []store.Code, samples map[uint64]uint64) (store.Code, error) {
-	if len(cs) == 0 {
-		return store.Code{}, errors.New("its code was not located while recording")
-	}
-	best, bestN := -1, uint64(0)
-	var lastErr string
-	for i, c := range cs {
-		if c.Error != "" && len(c.Bytes) == 0 && c.Path == "" {
-			lastErr = c.Error
-			continue
-		}
-		var n uint64
-		for a, s := range samples {
-			if a >= c.Start && a < c.Start+max(c.Size, 1) {
-				n += s
-			}
-		}
-		if best < 0 || n > bestN {
-			best, bestN = i, n
-		}
-	}
-	if best < 0 {
-		return store.Code{}, fmt.Errorf("its bytes cannot be read: %s", lastErr)
-	}
-	return cs[best], nil
 }
 
 // codeBytes returns the function's machine code: kept in the run (JIT code), or read from

@@ -94,7 +94,15 @@ type Recorder struct {
 	frameNames []string
 	exitCode   *int
 	codes      []store.Code
+	codeBytes  int    // bytes kept in codes
+	memCodes   []int  // codes whose bytes were read from memory
 	cut        uint64 // samples at or after this time wait for the next step
+
+	// collectCode's state, guarded by codeMu (taken before mu).
+	codeMu      sync.Mutex
+	codeSeen    map[codeID]struct{}
+	codeVersion uint64
+	codeFull    bool
 
 	stoppedFirst atomic.Bool // the recording ended while the launched command runs on
 
@@ -224,6 +232,7 @@ func newRecorder(opts Options) *Recorder {
 		doneCh:    make(chan struct{}),
 		gateDone:  make(chan int, 1),
 		start:     time.Now(),
+		codeSeen:  map[codeID]struct{}{},
 	}
 	r.res = resolve.New(r.tracker, symconf.Options(r.note))
 	r.jitw = resolve.NewJITWatcher(r.res)
@@ -476,7 +485,11 @@ func (r *Recorder) step(final bool) {
 }
 
 func (r *Recorder) add(pid, tid, cpu uint32, t uint64, chain []uint64) {
-	r.run.AddSample(pid, tid, cpu, t, r.res.Generation(pid, t), chain)
+	gen := r.res.Generation(pid, t)
+	r.run.AddSample(pid, tid, cpu, t, gen, chain)
+	if len(chain) >= 2 && chain[0] == record.ContextUser {
+		r.res.NoteLeaf(pid, t, gen, chain[1]) // keeps unnamed JIT code's bytes for annotate
+	}
 }
 
 // read takes one record from the source (and copies it to the capture, if one is made).
@@ -592,16 +605,77 @@ func (r *Recorder) resolveAndNotify() {
 	r.mu.Unlock()
 }
 
-// collectCode notes where the code of each function newly seen at a leaf lives, while the
-// process is still there to read it from.
+// Bounds on the code kept for annotate: past them, new code is noted but not kept.
+const (
+	maxCodes     = 1 << 16
+	maxCodeBytes = 256 << 20
+)
+
+type codeID struct {
+	frame uint32
+	key   resolve.CodeKey
+}
+
+// collectCode keeps the code at the leaf of each newly named stack, once per piece of
+// code (a JIT function compiled again, or new code at a reused address, is a new piece),
+// while the process is still there to read it from. Finding a leaf's piece is a lookup;
+// reading memory and copying bytes happen once per piece.
 func (r *Recorder) collectCode() {
-	for _, l := range r.run.TakeNewLeaves() {
+	r.codeMu.Lock()
+	defer r.codeMu.Unlock()
+	leaves := r.run.TakeNewLeaves()
+	if v := r.res.Version(); v != r.codeVersion {
+		r.codeVersion = v
+		r.upgradeCode()
+	}
+	for _, l := range leaves {
+		if l.Unresolved && l.Addr >= 1<<63 {
+			continue // unnamed kernel code: nothing to annotate
+		}
+		id := codeID{l.Frame, r.res.CodeKey(l.Pid, l.Addr, l.Time)}
+		if _, ok := r.codeSeen[id]; ok {
+			continue
+		}
+		r.codeSeen[id] = struct{}{}
+		r.mu.Lock()
+		full := len(r.codes) >= maxCodes || r.codeBytes >= maxCodeBytes
+		r.mu.Unlock()
+		if full {
+			if !r.codeFull {
+				r.codeFull = true
+				r.note("annotate: more code was sampled than stax keeps (%d pieces, %d MiB); later code is not kept", maxCodes, maxCodeBytes>>20)
+			}
+			continue
+		}
 		c := r.res.CodeFor(l.Pid, l.Addr, l.Time)
 		c.Frame = l.Frame
 		r.mu.Lock()
+		if c.Origin == "memory" {
+			r.memCodes = append(r.memCodes, len(r.codes))
+		}
 		r.codes = append(r.codes, c)
+		r.codeBytes += len(c.Bytes)
 		r.mu.Unlock()
 	}
+}
+
+// upgradeCode replaces bytes read from memory by the JIT's own copy where a jitdump has
+// since announced the same code (a runtime writing both a perf map and a jitdump).
+func (r *Recorder) upgradeCode() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kept := r.memCodes[:0]
+	for _, i := range r.memCodes {
+		c := &r.codes[i]
+		b, load, ok := r.res.JITCopy(uint32(c.Pid), c.Start, c.Time)
+		if !ok {
+			kept = append(kept, i)
+			continue
+		}
+		r.codeBytes += len(b) - len(c.Bytes)
+		c.Bytes, c.Size, c.LoadTime, c.Origin, c.Warning = b, uint64(len(b)), load, "jitdump", ""
+	}
+	r.memCodes = kept
 }
 
 func (r *Recorder) threads() []agg.ThreadInfo {

@@ -18,7 +18,6 @@ import (
 	"github.com/stax-profiler/stax/internal/jit"
 	"github.com/stax-profiler/stax/internal/proc"
 	"github.com/stax-profiler/stax/internal/record"
-	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/symbol"
 	"github.com/stax-profiler/stax/internal/vdso"
 )
@@ -47,6 +46,7 @@ type Resolver struct {
 	kernelAsked atomic.Bool // a kernel frame was resolved, so kernel symbols were loaded
 
 	version atomic.Uint64
+	snaps   snapshots // memory read for annotate (code.go)
 	// Errors counts images that could not be loaded, by message, for status.
 	errors map[string]string
 }
@@ -365,78 +365,3 @@ func hostMachine() elf.Machine {
 
 // kernelStart is where x86-64 kernel addresses begin.
 const kernelStart = 0xffff800000000000
-
-// maxCodeBytes bounds the machine code kept or read for one function.
-const maxCodeBytes = 16 << 20
-
-// CodeFor says where the code of the function holding addr (in pid, at time t) is, for
-// annotate. JIT code known only from a perf map is read from the live process now.
-func (r *Resolver) CodeFor(pid uint32, addr, t uint64) store.Code {
-	if addr >= kernelStart {
-		return store.Code{Error: "kernel code is not annotated"}
-	}
-	m := r.tracker.Find(int(pid), addr, t)
-	if m == nil || m.Anonymous() && m.Path != vdso.Name {
-		jt := r.JITIfAny(pid)
-		if jt == nil {
-			return store.Code{Error: "no JIT source describes this code"}
-		}
-		f, ok := jt.Lookup(addr, t)
-		if !ok {
-			return store.Code{Error: "no JIT source describes this code"}
-		}
-		c := store.Code{Pid: int(pid), Start: f.Start, Size: f.Size, Arch: int(hostMachine()), Bytes: f.Code}
-		if len(c.Bytes) == 0 {
-			c.Bytes, c.Error = readProcessMemory(int(pid), f.Start, f.Size)
-		}
-		for _, l := range f.Lines {
-			c.Lines = append(c.Lines, store.Line{Addr: l.Addr, File: l.File, Line: l.Line})
-		}
-		return c
-	}
-	ie := r.image(pid, m)
-	if ie.err != nil {
-		return store.Code{Error: ie.err.Error()}
-	}
-	vaddr, ok := ie.im.Translate(symbol.Mapping{Start: m.Start, Len: m.End - m.Start, Pgoff: m.Pgoff}, addr)
-	if !ok {
-		return store.Code{Error: "address is outside the image's loadable segments"}
-	}
-	s, ok := ie.im.Symbol(vaddr)
-	if !ok {
-		return store.Code{Error: "no symbol covers this address"}
-	}
-	start := addr - (vaddr - s.Start)
-	if ie.mem != nil {
-		// The vdso: no file holds the code, so the run keeps its bytes.
-		c := store.Code{Pid: int(pid), Start: start, Size: s.Size, Arch: int(ie.im.ELF().Machine),
-			BuildID: fmt.Sprintf("%x", ie.im.BuildID), Vaddr: s.Start}
-		off := start - m.Start + m.Pgoff
-		if start < m.Start || off > uint64(len(ie.mem)) || s.Size == 0 || s.Size > uint64(len(ie.mem))-off {
-			c.Error = "the function lies outside the vdso's bytes"
-			return c
-		}
-		c.Bytes = append([]byte(nil), ie.mem[off:off+s.Size]...)
-		return c
-	}
-	path := strings.TrimSuffix(m.Path, " (deleted)")
-	return store.Code{Pid: int(pid), Start: start, Size: s.Size, Arch: int(ie.im.ELF().Machine),
-		Path: path, BuildID: fmt.Sprintf("%x", ie.im.BuildID), Vaddr: s.Start}
-}
-
-func readProcessMemory(pid int, start, size uint64) ([]byte, string) {
-	if size == 0 || size > maxCodeBytes {
-		return nil, fmt.Sprintf("code size %d is out of bounds", size)
-	}
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/mem")
-	if err != nil {
-		return nil, "read process memory: " + err.Error()
-	}
-	defer f.Close()
-	b := make([]byte, size)
-	n, err := f.ReadAt(b, int64(start))
-	if n == 0 && err != nil {
-		return nil, "read process memory: " + err.Error()
-	}
-	return b[:n], ""
-}

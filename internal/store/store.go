@@ -81,16 +81,28 @@ type JITSource struct {
 	Error     string            `json:"error,omitempty"`
 }
 
-// Code says where a sampled function's machine code is, so annotate works after the
-// process is gone: JIT code keeps its bytes; code from an image names the file, its
-// build-id and the function's ELF address.
+// Code says where a sampled piece of machine code is, so annotate works after the process
+// is gone: JIT code keeps its bytes; code from an image names the file, its build-id and
+// the function's ELF address. There is one per code object: a function the JIT compiled
+// several times (or code reused at one address) has one Code per version, all with the
+// same Frame.
 type Code struct {
-	Frame   uint32 `json:"frame"` // the function's frame id in the profile
-	Pid     int    `json:"pid"`
-	Start   uint64 `json:"start"` // run-time address of the first byte
-	Size    uint64 `json:"size"`
-	Arch    int    `json:"arch"` // ELF machine
-	Bytes   []byte `json:"bytes,omitempty"`
+	Frame uint32 `json:"frame"` // the function's frame id in the profile
+	Pid   int    `json:"pid"`
+	Start uint64 `json:"start"` // run-time address of the first byte
+	Size  uint64 `json:"size"`
+	Arch  int    `json:"arch"` // ELF machine
+	// LoadTime is when JIT code was loaded (its JIT's announcement, or when its perf map
+	// line was read), on the samples' clock; 0 for image code.
+	LoadTime uint64 `json:"load_time,omitempty"`
+	// Time is the time of the first sample seen in this code.
+	Time  uint64 `json:"time,omitempty"`
+	Bytes []byte `json:"bytes,omitempty"`
+	// Origin says where Bytes came from: "jitdump" (the JIT's own copy), "memory" (read
+	// from the live process), "vdso"; empty when they are read from Path.
+	Origin string `json:"origin,omitempty"`
+	// Warning says why Bytes may not be the code that ran (memory read that looks wrong).
+	Warning string `json:"warning,omitempty"`
 	Path    string `json:"path,omitempty"` // image file, when the bytes are read from disk
 	BuildID string `json:"build_id,omitempty"`
 	Vaddr   uint64 `json:"vaddr,omitempty"` // the function's ELF virtual address in Path
