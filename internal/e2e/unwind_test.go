@@ -154,3 +154,38 @@ func TestFramelessJITLeafHasItsCaller(t *testing.T) {
 		})
 	}
 }
+
+// C++ with exceptions thrown and caught at the bottom of a recursion: at depth 200 the
+// stacks reach _start; at depth 500 the 16 KiB stack copy ends first, and the stacks end in
+// [truncated], counted as such. Neither has a garbage frame.
+func TestCxxExceptionsAndDeepRecursion(t *testing.T) {
+	testutil.RequirePerf(t)
+	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/exc.cc")
+	prog := testutil.CC(t, t.TempDir(), "exc", "g++", "-O2", "-g", src)
+	for _, tc := range []struct {
+		depth, root, end string
+	}{{"200", "_start", "complete"}, {"500", "[truncated]", "truncated"}} {
+		t.Run(tc.depth, func(t *testing.T) {
+			e := newEnv(t)
+			if out, errOut, code := e.run("record", "-q", "--call-graph", "dwarf", "--", prog, tc.depth, "400"); code != 0 {
+				t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+			}
+			var st api.Status
+			e.mustJSON(&st, "status")
+			var fl api.Flame
+			e.mustJSON(&fl, "flame", "-d", "1", "--threshold-pct", "0")
+			var rooted uint64
+			for _, n := range fl.Root.Children {
+				if n.Func == tc.root {
+					rooted = n.Total
+				}
+			}
+			if fl.Samples < 300 || float64(rooted) < 0.99*float64(fl.Samples) {
+				t.Errorf("%d of %d samples rooted at %s: %+v", rooted, fl.Samples, tc.root, fl.Root.Children)
+			}
+			if n := st.Meta.StackEnds[tc.end]; float64(n) < 0.99*float64(fl.Samples) || st.Meta.StackEnds["garbage"] > 0 {
+				t.Errorf("stack ends %v: want %s for nearly all %d samples and no garbage", st.Meta.StackEnds, tc.end, fl.Samples)
+			}
+		})
+	}
+}

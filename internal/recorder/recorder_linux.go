@@ -136,6 +136,9 @@ func Start(opts Options) (*Recorder, error) {
 		r.dwarf.u.JIT = jitUnwindInfo{r.res}
 	}
 	r.fp.maxStack = perfevent.MaxStack()
+	if r.dwarf != nil {
+		r.dwarf.maxStack = r.fp.maxStack
+	}
 	r.meta.CallGraph = "fp"
 	if r.dwarf != nil {
 		r.meta.CallGraph = "dwarf"

@@ -18,6 +18,8 @@ type dwarfUnwinder struct {
 	view   trackerView
 	buf    []uint64
 	chain  []uint64
+	// maxStack is kernel.perf_event_max_stack: a callchain this long was cut.
+	maxStack int
 }
 
 // jitUnwindInfo gives the unwinder the .eh_frame a JIT announced for its code (jitdump
@@ -37,7 +39,7 @@ func (j jitUnwindInfo) JITUnwindInfo(pid uint32, addr, t uint64) ([]byte, uint64
 }
 
 // maxUnwoundFrames bounds a user stack unwound from its copy.
-const maxUnwoundFrames = 256
+const maxUnwoundFrames = 1024
 
 // trackerView is a process's mappings at a sample's time, from the tracker.
 type trackerView struct {
@@ -79,7 +81,7 @@ func (d *dwarfUnwinder) chainOf(tr *proc.Tracker, s *record.Sample, fallback []u
 	d.view = trackerView{tr: tr, pid: int(s.Pid), time: s.Time, loader: &d.loader}
 	pcs, end := d.u.Unwind(&d.view, &unwind.Sample{Pid: s.Pid, Time: s.Time,
 		Regs:  unwind.Regs{BP: s.Regs[0], SP: s.Regs[1], IP: s.Regs[2]},
-		Stack: s.Stack, FPChain: user}, d.buf[:0])
+		Stack: s.Stack, FPChain: user, FPChainCut: d.maxStack > 0 && len(kernel)+len(user) >= d.maxStack}, d.buf[:0])
 	d.buf = pcs
 	d.chain = d.chain[:0]
 	if len(kernel) > 0 {

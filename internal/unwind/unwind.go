@@ -136,6 +136,9 @@ type Sample struct {
 	// FPChain is the user part of the kernel's frame-pointer callchain, leaf first, if
 	// the sample has one: the walk continues along it where CFI runs out.
 	FPChain []uint64
+	// FPChainCut says the kernel cut FPChain at its depth limit: its end is not the
+	// outermost frame.
+	FPChainCut bool
 }
 
 type frameRegs struct {
@@ -155,7 +158,10 @@ func (u *Unwinder) Unwind(proc ProcessView, s *Sample, out []uint64) ([]uint64, 
 		if fp, fend := FixChain(proc, s.FPChain); len(fp) > len(pcs) && len(fp) <= cap(out) {
 			pcs = append(out[:0], fp...)
 			end = fend
-			if end == EndComplete {
+			switch {
+			case end == EndComplete && s.FPChainCut:
+				end = EndMaxDepth
+			case end == EndComplete:
 				end = EndNoCFI // the chain's end is not known to be the outermost frame
 			}
 		}
@@ -176,6 +182,10 @@ func (u *Unwinder) unwind(proc ProcessView, s *Sample, out []uint64) ([]uint64, 
 	u.mem = memory{b: s.Stack, start: stackStart}
 	mem := &u.mem
 	if !usable(proc, f.pc) {
+		// The sample was taken there: keep it, whatever the mappings say.
+		if f.pc != 0 {
+			out = append(out, f.pc)
+		}
 		return out, EndGarbage
 	}
 	out = append(out, f.pc)
@@ -235,13 +245,22 @@ func (u *Unwinder) continueFP(proc ProcessView, s *Sample, out []uint64, end End
 	if len(s.FPChain) == 0 {
 		return out, end
 	}
+	// The chain may skip frames (leaves without a frame pointer) but never adds any, so
+	// out[i]'s place in it is at most i; the deepest such place keeps a recursion, whose
+	// return addresses repeat, from being walked twice.
 	for i := len(out) - 1; i >= 1; i-- {
-		for j := 1; j < len(s.FPChain); j++ {
+		for j := min(i, len(s.FPChain)-1); j >= 1; j-- {
 			if s.FPChain[j] != out[i] {
 				continue
 			}
 			rest, fend := FixChain(proc, s.FPChain[j+1:])
+			if fend == EndComplete && s.FPChainCut {
+				fend = EndMaxDepth
+			}
 			if len(rest) == 0 {
+				if s.FPChainCut && j == len(s.FPChain)-1 && end == EndComplete {
+					return out, EndMaxDepth
+				}
 				return out, end
 			}
 			for _, pc := range rest {
