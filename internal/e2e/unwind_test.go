@@ -189,3 +189,48 @@ func TestCxxExceptionsAndDeepRecursion(t *testing.T) {
 		})
 	}
 }
+
+// A static and a dynamic build of the same -O2 program without frame pointers: with the
+// default (dwarf) unwinding nearly every stack ends at _start, none in garbage, and no
+// frame is unknown.
+func TestStaticAndDynamicStacksEndAtStart(t *testing.T) {
+	testutil.RequirePerf(t)
+	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/phases.c")
+	inc := "-I" + filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata")
+	for _, link := range []string{"static", "dynamic"} {
+		t.Run(link, func(t *testing.T) {
+			args := []string{"-O2", "-g", "-fomit-frame-pointer", inc, src}
+			if link == "static" {
+				args = append([]string{"-static"}, args...)
+			}
+			prog := testutil.CC(t, t.TempDir(), "phases", "gcc", args...)
+			e := newEnv(t)
+			if out, errOut, code := e.run("record", "-q", "--", prog, "200", "1"); code != 0 {
+				t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+			}
+			var st api.Status
+			e.mustJSON(&st, "status")
+			var fl api.Flame
+			e.mustJSON(&fl, "flame", "-d", "1", "--threshold-pct", "0")
+			var atStart uint64
+			for _, n := range fl.Root.Children {
+				if n.Func == "_start" {
+					atStart = n.Total
+				}
+			}
+			if fl.Samples < 300 || float64(atStart) < 0.99*float64(fl.Samples) {
+				t.Errorf("%d of %d stacks end at _start: %+v", atStart, fl.Samples, fl.Root.Children)
+			}
+			if st.Meta.StackEnds["garbage"] > 0 {
+				t.Errorf("stack ends %v: some in garbage", st.Meta.StackEnds)
+			}
+			var top api.Top
+			e.mustJSON(&top, "top", "-n", "1000")
+			for _, r := range top.Rows {
+				if strings.HasPrefix(r.Func, "[unknown]") {
+					t.Errorf("an unknown frame: %+v", r)
+				}
+			}
+		})
+	}
+}
