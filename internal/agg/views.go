@@ -7,10 +7,87 @@ import (
 
 // Filter restricts a view to some samples.
 type Filter struct {
-	Tid uint32 // 0: every thread
+	Tid  uint32          // 0: every thread
+	Pids map[uint32]bool // nil: every process
 }
 
-func (f Filter) keep(e *Entry) bool { return f.Tid == 0 || e.Tid == f.Tid }
+func (f Filter) keep(e *Entry) bool {
+	return (f.Tid == 0 || e.Tid == f.Tid) && (f.Pids == nil || f.Pids[e.Pid])
+}
+
+// ProcessRow is one process in top --by process.
+type ProcessRow struct {
+	Pid     uint32  `json:"pid"`
+	Comm    string  `json:"comm"`
+	Threads int     `json:"threads"`
+	Samples uint64  `json:"samples"`
+	Pct     float64 `json:"pct"`
+	TopFunc string  `json:"top_func,omitempty"` // its hottest function (self)
+}
+
+// Processes lists processes by samples: what a system-wide run spent its time on.
+func Processes(p *Profile, f Filter, n int) ([]ProcessRow, uint64) {
+	rows := map[uint32]*ProcessRow{}
+	threads := map[uint32]map[uint32]bool{}
+	self := map[uint32]map[uint32]uint64{}
+	var total uint64
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		if !f.keep(e) {
+			continue
+		}
+		total += e.Count
+		r := rows[e.Pid]
+		if r == nil {
+			r = &ProcessRow{Pid: e.Pid}
+			rows[e.Pid] = r
+			threads[e.Pid] = map[uint32]bool{}
+			self[e.Pid] = map[uint32]uint64{}
+		}
+		r.Samples += e.Count
+		threads[e.Pid][e.Tid] = true
+		if st := p.Stacks[e.Stack]; len(st) > 0 {
+			self[e.Pid][st[0]] += e.Count
+		}
+	}
+	names := ProcessNames(p)
+	out := make([]ProcessRow, 0, len(rows))
+	for pid, r := range rows {
+		r.Comm, r.Threads, r.Pct = names[pid], len(threads[pid]), pct(r.Samples, total)
+		var best uint32
+		var bestN uint64
+		for id, c := range self[pid] {
+			if c > bestN || (c == bestN && id < best) {
+				best, bestN = id, c
+			}
+		}
+		if bestN > 0 {
+			r.TopFunc = p.Frames[best].Func
+		}
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Samples != out[j].Samples {
+			return out[i].Samples > out[j].Samples
+		}
+		return out[i].Pid < out[j].Pid
+	})
+	if n > 0 && len(out) > n {
+		out = out[:n]
+	}
+	return out, total
+}
+
+// ProcessNames names each process after its main thread (the thread whose id is the pid).
+func ProcessNames(p *Profile) map[uint32]string {
+	names := map[uint32]string{}
+	for _, t := range p.Threads {
+		if t.Tid == t.Pid || names[t.Pid] == "" {
+			names[t.Pid] = t.Name
+		}
+	}
+	return names
+}
 
 // TopRow is one function in the top view.
 type TopRow struct {

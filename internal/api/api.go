@@ -59,7 +59,10 @@ type Top struct {
 	Window  *Window      `json:"window,omitempty"` // the time window asked for; absent: the whole run
 	Samples uint64       `json:"samples"`
 	Sort    string       `json:"sort"`
+	By      string       `json:"by"` // function, or process (top --by process: Processes is set)
 	Rows    []agg.TopRow `json:"rows"`
+	// Processes lists processes by samples for top --by process.
+	Processes []agg.ProcessRow `json:"processes,omitempty"`
 }
 
 // Flame is the answer of `stax flame`.

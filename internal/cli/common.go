@@ -21,9 +21,11 @@ import (
 
 // runFlags are the flags every query command takes.
 type runFlags struct {
-	run    string
-	json   bool
-	window query.Window
+	run       string
+	json      bool
+	window    query.Window
+	processes query.Processes
+	pid       int
 }
 
 func (f *runFlags) add(c *cobra.Command) {
@@ -37,10 +39,32 @@ func (f *runFlags) addWindow(c *cobra.Command) {
 	c.Flags().StringVar(&f.window.To, "to", "", "only samples before `SEC` seconds after the start (-N: before the end; +N: N seconds after --from)")
 }
 
-// query returns q with the window's parameters added.
+// addProcesses adds --pid and --comm, which restrict a query to some processes (a
+// system-wide run holds them all).
+func (f *runFlags) addProcesses(c *cobra.Command) {
+	c.Flags().IntVar(&f.pid, "pid", 0, "only samples of process `PID`")
+	c.Flags().StringVar(&f.processes.Comm, "comm", "", "only samples of processes named `NAME` (their main thread's name)")
+}
+
+// checkProcesses validates --pid and fills the query's process filter.
+func (f *runFlags) checkProcesses() error {
+	if f.pid < 0 || f.pid > 1<<22 {
+		return usageErr("--pid must be a process id, not %d", f.pid)
+	}
+	f.processes.Pid = uint32(f.pid)
+	return nil
+}
+
+// query returns q with the window's and process filter's parameters added.
 func (f *runFlags) query(q url.Values) url.Values {
 	if q == nil {
 		q = url.Values{}
+	}
+	if f.processes.Pid != 0 {
+		q.Set("pid", strconv.FormatUint(uint64(f.processes.Pid), 10))
+	}
+	if f.processes.Comm != "" {
+		q.Set("comm", f.processes.Comm)
 	}
 	if f.window.From != "" {
 		q.Set("from", f.window.From)

@@ -43,13 +43,16 @@ BASE had that this run lacks are listed as (gone).`,
 			if err := checkTid(tid); err != nil {
 				return err
 			}
+			if err := rf.checkProcesses(); err != nil {
+				return err
+			}
 			r, err := rf.pick()
 			if err != nil {
 				return err
 			}
 			q := rf.query(url.Values{"depth": {itoa(depth)}, "threshold_pct": {strconv.FormatFloat(threshold, 'f', -1, 64)}, "tid": {itoa(tid)}})
 			res, err := ask(context.Background(), r, "/v1/flame", q, func(run *store.Run) (api.Flame, error) {
-				return query.Flame(run, query.FlameOptions{Depth: depth, ThresholdPct: threshold, Tid: uint32(tid), Window: rf.window})
+				return query.Flame(run, query.FlameOptions{Depth: depth, ThresholdPct: threshold, Tid: uint32(tid), Processes: rf.processes, Window: rf.window})
 			})
 			if err != nil {
 				return err
@@ -79,6 +82,7 @@ BASE had that this run lacks are listed as (gone).`,
 	}
 	rf.add(c)
 	rf.addWindow(c)
+	rf.addProcesses(c)
 	c.Flags().IntVarP(&depth, "depth", "d", 12, "how many levels to show (0: all)")
 	c.Flags().Float64Var(&threshold, "threshold-pct", 1.0, "hide branches with less than this percent of samples")
 	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")

@@ -19,11 +19,12 @@ import (
 
 func recordCmd(g *globals) *cobra.Command {
 	var freq, pid, pages, stackSize int
+	var all bool
 	var callGraph string
 	var seconds float64
 	var noJITAPI, quiet bool
 	c := &cobra.Command{
-		Use:   "record [-F HZ] [-l SECS] (-p PID | -- CMD ARGS...)",
+		Use:   "record [-F HZ] [-l SECS] (-a | -p PID | -- CMD ARGS...)",
 		Short: "Record a command, or attach to a running process, and answer queries while it runs",
 		Long: `Record a command from its first instruction (stdio passes through, Ctrl-C reaches the
 command, and stax exits with the command's exit status), or attach to a running process
@@ -39,11 +40,17 @@ the process maps, read live. Launched commands also get INTEL_JIT_PROFILER64 poi
 stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			if pid != 0 && len(args) > 0 {
-				return usageErr("give either -p PID or a command, not both")
+			targets := 0
+			for _, given := range []bool{pid != 0, len(args) > 0, all} {
+				if given {
+					targets++
+				}
 			}
-			if pid == 0 && len(args) == 0 {
-				return usageErr("give a command to record (stax record -- CMD ARGS) or -p PID")
+			if targets > 1 {
+				return usageErr("give one of -a, -p PID or a command, not several")
+			}
+			if targets == 0 {
+				return usageErr("give a command to record (stax record -- CMD ARGS), -p PID, or -a for every process")
 			}
 			if freq <= 0 || freq > 100000 {
 				return usageErr("-F must be between 1 and 100000 Hz")
@@ -73,7 +80,7 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 			defer signal.Stop(sigs)
 			rec, err := recorder.Start(recorder.Options{
-				Argv: args, Pid: pid, Freq: freq, Duration: time.Duration(seconds * float64(time.Second)), RingPages: pages,
+				Argv: args, Pid: pid, SystemWide: all, Freq: freq, Duration: time.Duration(seconds * float64(time.Second)), RingPages: pages,
 				CallGraph: callGraph, StackSize: stackSize,
 				Env: env, Notef: notef,
 			})
@@ -105,11 +112,14 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 				if pid != 0 {
 					what = fmt.Sprintf("pid %d", pid)
 				}
+				if all {
+					what = "every process (system-wide)"
+				}
 				notef("recording %s as run %s (%d Hz); ask with: stax top, stax flame, stax wait --for-samples N", what, rec.ID(), freq)
 			}
 			go func() {
 				for sig := range sigs {
-					if pid != 0 {
+					if pid != 0 || all {
 						rec.Stop()
 						continue
 					}
@@ -152,6 +162,7 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 	c.Flags().IntVarP(&pages, "mmap-pages", "m", 0, "`PAGES` of ring buffer per CPU, a power of two (default: sized from -F to hold half a second)")
 	c.Flags().Float64VarP(&seconds, "duration", "l", 0, "stop recording after `SECS` seconds (0: when the command exits or on stax stop)")
 	c.Flags().IntVarP(&pid, "pid", "p", 0, "attach to the running process `PID` (all its threads)")
+	c.Flags().BoolVarP(&all, "all-cpus", "a", false, "record every process on every CPU (root or CAP_PERFMON); stop with -l, Ctrl-C or stax stop")
 	c.Flags().BoolVar(&noJITAPI, "no-jit-api", false, "do not set INTEL_JIT_PROFILER64 for the launched command")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
 	return c

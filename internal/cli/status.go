@@ -54,7 +54,11 @@ func printStatus(g *globals, st api.Status) {
 	if m.Attached {
 		mode = "attached"
 	}
-	fmt.Fprintf(w, "target:    pid %d (%s)", m.Pid, mode)
+	if m.SystemWide {
+		fmt.Fprintf(w, "target:    every process on every CPU (system-wide; stax top --by process lists them)")
+	} else {
+		fmt.Fprintf(w, "target:    pid %d (%s)", m.Pid, mode)
+	}
 	if m.ExitCode != nil {
 		fmt.Fprintf(w, ", exit status %d", *m.ExitCode)
 	}
@@ -87,7 +91,7 @@ func printStatus(g *globals, st api.Status) {
 	if st.UnknownSamples > 0 {
 		fmt.Fprintf(w, "unnamed:   %s samples have no name for their leaf frame\n", commas(st.UnknownSamples))
 	}
-	if len(st.Processes) > 0 {
+	if len(st.Processes) > 0 && !m.SystemWide {
 		var ps []string
 		for _, p := range st.Processes {
 			s := fmt.Sprintf("%d %s", p.Pid, esc(p.Comm))

@@ -38,6 +38,9 @@ Find the slow second here, then ask about it alone:
 			if err := checkTid(tid); err != nil {
 				return err
 			}
+			if err := rf.checkProcesses(); err != nil {
+				return err
+			}
 			if err := checkCount("--threads", threads); err != nil {
 				return err
 			}
@@ -47,7 +50,7 @@ Find the slow second here, then ask about it alone:
 			}
 			q := rf.query(url.Values{"tid": {itoa(tid)}, "threads": {itoa(threads)}, "bucket_ms": {strconv.FormatFloat(bucket, 'f', -1, 64)}})
 			res, err := ask(context.Background(), r, "/v1/timeline", q, func(run *store.Run) (api.Timeline, error) {
-				return query.Timeline(run, query.TimelineOptions{Tid: uint32(tid), BucketMs: bucket, MaxThreads: threads, Window: rf.window})
+				return query.Timeline(run, query.TimelineOptions{Tid: uint32(tid), Processes: rf.processes, BucketMs: bucket, MaxThreads: threads, Window: rf.window})
 			})
 			if err != nil {
 				return err
@@ -69,6 +72,7 @@ Find the slow second here, then ask about it alone:
 	}
 	rf.add(c)
 	rf.addWindow(c)
+	rf.addProcesses(c)
 	c.Flags().Float64Var(&bucket, "bucket", 0, "bucket width in `MS` milliseconds (default: about 60 buckets over the window)")
 	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")
 	c.Flags().IntVar(&threads, "threads", 10, "show the `N` busiest threads (0: all)")

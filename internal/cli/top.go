@@ -15,18 +15,24 @@ import (
 func topCmd(g *globals) *cobra.Command {
 	var rf runFlags
 	var n, tid int
-	var sort string
+	var sort, by string
 	c := &cobra.Command{
 		Use:   "top",
 		Short: "List the functions with the most samples",
 		Long: `List the functions with the most samples. SELF counts samples in the function itself;
 TOTAL counts samples with the function anywhere on the stack (its callees included).
 JIT'd functions show [jit] as their image; frames nothing could name show as
-image+0xOFFSET or [unknown] 0xADDRESS.`,
+image+0xOFFSET or [unknown] 0xADDRESS.
+
+--by process lists processes instead (what a system-wide run, stax record -a, spent
+its time on), each with its share and hottest function; --pid and --comm keep some.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if sort != "self" && sort != "total" {
 				return usageErr("--sort must be self or total, not %q", sort)
+			}
+			if by != "function" && by != "process" {
+				return usageErr("--by must be function or process, not %q", by)
 			}
 			if err := checkCount("-n", n); err != nil {
 				return err
@@ -34,13 +40,17 @@ image+0xOFFSET or [unknown] 0xADDRESS.`,
 			if err := checkTid(tid); err != nil {
 				return err
 			}
+			if err := rf.checkProcesses(); err != nil {
+				return err
+			}
 			r, err := rf.pick()
 			if err != nil {
 				return err
 			}
-			q := rf.query(url.Values{"n": {itoa(n)}, "sort": {sort}, "tid": {itoa(tid)}})
+			q := rf.query(url.Values{"n": {itoa(n)}, "sort": {sort}, "tid": {itoa(tid)}, "by": {by}})
 			res, err := ask(context.Background(), r, "/v1/top", q, func(run *store.Run) (api.Top, error) {
-				return query.Top(run, query.TopOptions{N: n, ByTotal: sort == "total", Tid: uint32(tid), Window: rf.window})
+				return query.Top(run, query.TopOptions{N: n, ByTotal: sort == "total", ByProcess: by == "process",
+					Tid: uint32(tid), Processes: rf.processes, Window: rf.window})
 			})
 			if err != nil {
 				return err
@@ -54,6 +64,20 @@ image+0xOFFSET or [unknown] 0xADDRESS.`,
 			extra := " · sort: " + res.Sort
 			if tid != 0 {
 				extra += fmt.Sprintf(" · tid %d", tid)
+			}
+			if rf.processes.Pid != 0 {
+				extra += fmt.Sprintf(" · pid %d", rf.processes.Pid)
+			}
+			if rf.processes.Comm != "" {
+				extra += " · comm " + esc(rf.processes.Comm)
+			}
+			if by == "process" {
+				header(g.out, res.Run, res.State, res.Samples, " · by process"+extra[len(" · sort: "+res.Sort):]+windowText(res.Window))
+				fmt.Fprintf(g.out, "%8s %10s %8s %8s  %-16s  %s\n", "PID", "SAMPLES", "PCT", "THREADS", "COMMAND", "HOTTEST FUNCTION")
+				for _, p := range res.Processes {
+					fmt.Fprintf(g.out, "%8d %10s %7.2f%% %8d  %-16s  %s\n", p.Pid, commas(p.Samples), p.Pct, p.Threads, esc(p.Comm), esc(p.TopFunc))
+				}
+				return nil
 			}
 			header(g.out, res.Run, res.State, res.Samples, extra+windowText(res.Window))
 			fmt.Fprintf(g.out, "%8s %10s %8s %10s  %s\n", "SELF%", "SELF", "TOTAL%", "TOTAL", "FUNCTION  [IMAGE]")
@@ -72,6 +96,8 @@ image+0xOFFSET or [unknown] 0xADDRESS.`,
 	}
 	rf.add(c)
 	rf.addWindow(c)
+	rf.addProcesses(c)
+	c.Flags().StringVar(&by, "by", "function", "list each `function`, or each process")
 	c.Flags().IntVarP(&n, "n", "n", 20, "how many functions to show")
 	c.Flags().StringVar(&sort, "sort", "self", "order by `self` or total samples")
 	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")

@@ -195,3 +195,62 @@ func TestAnnotateHostileDebugInfo(t *testing.T) {
 		})
 	}
 }
+
+// stax record -a while three programs run, one of them the toy JIT: top --by process lists
+// all three, and the JIT's functions are named.
+func TestSystemWideRecording(t *testing.T) {
+	testutil.RequirePerf(t)
+	if os.Geteuid() != 0 {
+		t.Skip("system-wide recording needs root or CAP_PERFMON")
+	}
+	e := newEnv(t)
+	dir := t.TempDir()
+	toy := filepath.Join(dir, "toyjit")
+	testutil.Run(t, testutil.RepoRoot(t), "go", "build", "-o", toy, "./examples/toyjit")
+	phases := buildPhases(t)
+	spin := testutil.CC(t, dir, "spin", "gcc", "-O1", "-pthread", filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/spin.c"))
+	var procs []*exec.Cmd
+	for _, argv := range [][]string{{toy, "-cpu", "60s"}, {phases, "30000", "1"}, {spin, "1", "60000"}} {
+		c := exec.Command(argv[0], argv[1:]...)
+		c.Dir = dir
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, c)
+	}
+	t.Cleanup(func() {
+		for _, c := range procs {
+			c.Process.Kill()
+			c.Wait()
+		}
+	})
+	if out, errOut, code := e.run("record", "-q", "-a", "-l", "4"); code != 0 {
+		t.Fatalf("record -a: exit %d\n%s%s", code, out, errOut)
+	}
+	var st api.Status
+	e.mustJSON(&st, "status")
+	if !st.Meta.SystemWide {
+		t.Errorf("the run is not marked system-wide: %+v", st.Meta)
+	}
+	var top api.Top
+	e.mustJSON(&top, "top", "--by", "process", "-n", "50")
+	for _, c := range procs {
+		var found *float64
+		for _, p := range top.Processes {
+			if int(p.Pid) == c.Process.Pid {
+				found = &p.Pct
+			}
+		}
+		if found == nil || *found < 5 {
+			t.Errorf("%s (pid %d) is not listed with a share of at least 5%%: %+v", filepath.Base(c.Path), c.Process.Pid, top.Processes)
+		}
+	}
+	var jit api.Top
+	e.mustJSON(&jit, "top", "--comm", "toyjit", "-n", "5")
+	one, _, _ := row(jit, "jitted_func1")
+	two, _, _ := row(jit, "jitted_func2")
+	if one+two < jit.Samples*8/10 {
+		t.Errorf("the toy JIT's functions hold %d+%d of its %d samples: %+v", one, two, jit.Samples, jit.Rows)
+	}
+	os.Remove("/tmp/jit-" + strconv.Itoa(procs[0].Process.Pid) + ".dump")
+}

@@ -29,6 +29,8 @@ const bitBuildID = 1 << 34 // perf_event_attr.build_id: MMAP2 records carry the 
 type Config struct {
 	// Pids are the threads to attach to; for a launched command, the gate's pid alone.
 	Pids []int
+	// SystemWide samples every process on every CPU (Pids is ignored): root or CAP_PERFMON.
+	SystemWide bool
 	// Freq is the sampling frequency in Hz.
 	Freq int
 	// EnableOnExec starts the events at the target's next exec (launch mode).
@@ -229,6 +231,9 @@ func (s *Session) attr(cfg Config, typ uint32, config uint64, enableOnExec bool)
 	if enableOnExec {
 		a.Bits |= unix.PerfBitEnableOnExec
 	}
+	if cfg.SystemWide {
+		a.Bits &^= unix.PerfBitInherit // a CPU-wide event sees every task already
+	}
 	if cfg.CallGraph == "dwarf" {
 		a.Sample_type, a.Sample_regs_user = SampleTypeFor(cfg)
 		a.Sample_stack_user = stackSize(cfg)
@@ -240,7 +245,11 @@ func (s *Session) attr(cfg Config, typ uint32, config uint64, enableOnExec bool)
 }
 
 func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) error {
-	for i, pid := range cfg.Pids {
+	pids := cfg.Pids
+	if cfg.SystemWide {
+		pids = []int{-1}
+	}
+	for i, pid := range pids {
 		for _, cpu := range cpus {
 			// Only the first thread's events carry mmap/comm/task side-band records, so
 			// they are not duplicated per thread.

@@ -8,12 +8,46 @@ import (
 	"github.com/stax-profiler/stax/internal/store"
 )
 
+// Processes restricts a query to some processes: one pid, or every process whose main
+// thread has the name Comm. Zero values: every process.
+type Processes struct {
+	Pid  uint32
+	Comm string
+}
+
+// filter is the agg filter for these processes and thread tid.
+func (ps Processes) filter(p *agg.Profile, tid uint32) agg.Filter {
+	f := agg.Filter{Tid: tid}
+	if ps.Pid != 0 {
+		f.Pids = map[uint32]bool{ps.Pid: true}
+	}
+	if ps.Comm != "" {
+		if f.Pids == nil {
+			f.Pids = map[uint32]bool{}
+			for pid, name := range agg.ProcessNames(p) {
+				if name == ps.Comm {
+					f.Pids[pid] = true
+				}
+			}
+		} else {
+			for pid := range f.Pids {
+				if agg.ProcessNames(p)[pid] != ps.Comm {
+					delete(f.Pids, pid)
+				}
+			}
+		}
+	}
+	return f
+}
+
 // TopOptions are the flags of `stax top`.
 type TopOptions struct {
-	N       int
-	ByTotal bool
-	Tid     uint32
-	Window  Window
+	N         int
+	ByTotal   bool
+	ByProcess bool // list processes, not functions
+	Tid       uint32
+	Processes Processes
+	Window    Window
 }
 
 // Top answers `stax top`.
@@ -22,7 +56,13 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 	if err != nil {
 		return api.Top{}, err
 	}
-	rows, samples := agg.Top(&run.Profile, agg.Filter{Tid: o.Tid}, o.N, o.ByTotal)
+	f := o.Processes.filter(&run.Profile, o.Tid)
+	if o.ByProcess {
+		procs, samples := agg.Processes(&run.Profile, f, o.N)
+		return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Samples: samples,
+			Sort: "samples", By: "process", Rows: []agg.TopRow{}, Processes: procs}, nil
+	}
+	rows, samples := agg.Top(&run.Profile, f, o.N, o.ByTotal)
 	sort := "self"
 	if o.ByTotal {
 		sort = "total"
@@ -30,7 +70,7 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 	if rows == nil {
 		rows = []agg.TopRow{}
 	}
-	return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Samples: samples, Sort: sort, Rows: rows}, nil
+	return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Samples: samples, Sort: sort, By: "function", Rows: rows}, nil
 }
 
 // FlameOptions are the flags of `stax flame`.
@@ -38,6 +78,7 @@ type FlameOptions struct {
 	Depth        int
 	ThresholdPct float64
 	Tid          uint32
+	Processes    Processes
 	Window       Window
 }
 
@@ -47,7 +88,7 @@ func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
 	if err != nil {
 		return api.Flame{}, err
 	}
-	root, samples := agg.Flame(&run.Profile, agg.Filter{Tid: o.Tid}, o.Depth, o.ThresholdPct)
+	root, samples := agg.Flame(&run.Profile, o.Processes.filter(&run.Profile, o.Tid), o.Depth, o.ThresholdPct)
 	return api.Flame{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Samples: samples, Root: root}, nil
 }
 

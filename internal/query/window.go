@@ -115,6 +115,7 @@ func runStart(run *store.Run) uint64 {
 // TimelineOptions are the flags of `stax timeline`.
 type TimelineOptions struct {
 	Tid        uint32
+	Processes  Processes
 	BucketMs   float64 // 0: chosen for about 60 buckets
 	MaxThreads int
 	Window     Window
@@ -135,7 +136,7 @@ func Timeline(run *store.Run, o TimelineOptions) (api.Timeline, error) {
 	if bucket == 0 || (to-from)/bucket >= maxBuckets {
 		return api.Timeline{}, fmt.Errorf("--bucket %gms makes more than %d buckets of this %.1f s window: take a larger one", o.BucketMs, maxBuckets, float64(to-from)/1e9)
 	}
-	tl, err := agg.MakeTimeline(&run.Profile, agg.Filter{Tid: o.Tid}, from, to, bucket, o.MaxThreads)
+	tl, err := agg.MakeTimeline(&run.Profile, o.Processes.filter(&run.Profile, o.Tid), from, to, bucket, o.MaxThreads)
 	if err != nil {
 		return api.Timeline{}, err
 	}

@@ -35,7 +35,8 @@ import (
 // Options configure a recording.
 type Options struct {
 	Argv       []string      // command to launch, or
-	Pid        int           // process to attach to
+	Pid        int           // process to attach to, or
+	SystemWide bool          // every process on every CPU
 	Freq       int           // Hz
 	Duration   time.Duration // 0: until the target exits or stop
 	Env        []string      // the launched command's environment
@@ -73,13 +74,16 @@ type Recorder struct {
 	src     Source
 	capture *replay.Writer // STAX_CAPTURE: every record read is also written here
 	dwarf   *dwarfUnwinder // --call-graph dwarf; nil with frame pointers
-	fp      fpStacks       // checks frame-pointer stacks (fp mode)
-	gate    *launch.Gate
-	tracker *proc.Tracker
-	res     *resolve.Resolver
-	jitw    *resolve.JITWatcher
-	run     *agg.Run
-	dec     record.Decoder
+	// sampledPids are the processes seen in samples (system-wide: JIT sources are looked
+	// for only in those). Ingest goroutine only.
+	sampledPids map[uint32]bool
+	fp          fpStacks // checks frame-pointer stacks (fp mode)
+	gate        *launch.Gate
+	tracker     *proc.Tracker
+	res         *resolve.Resolver
+	jitw        *resolve.JITWatcher
+	run         *agg.Run
+	dec         record.Decoder
 
 	// mu guards the fields below it. Lock order: agg.Run's locks are never taken while mu
 	// is held; mu is held only for bookkeeping.
@@ -153,6 +157,10 @@ func Start(opts Options) (*Recorder, error) {
 		cfg.EnableOnExec = true
 		r.meta.Pid = gate.Pid()
 		r.meta.Command = opts.Argv
+	} else if opts.SystemWide {
+		cfg.SystemWide = true
+		r.meta.SystemWide = true
+		r.meta.Command = []string{"(system-wide)"}
 	} else {
 		if err := checkPid(opts.Pid); err != nil {
 			return nil, err
@@ -192,9 +200,11 @@ func Start(opts Options) (*Recorder, error) {
 		}
 		return nil, err
 	}
-	r.jitw.Track(r.meta.Pid)
-	if c, err := proc.ReadCreds(r.meta.Pid); err == nil {
-		r.meta.TargetUID, r.meta.TargetGIDs = &c.UID, c.GIDs
+	if r.meta.Pid > 0 {
+		r.jitw.Track(r.meta.Pid)
+		if c, err := proc.ReadCreds(r.meta.Pid); err == nil {
+			r.meta.TargetUID, r.meta.TargetGIDs = &c.UID, c.GIDs
+		}
 	}
 
 	if r.gate != nil {
@@ -204,7 +214,11 @@ func Start(opts Options) (*Recorder, error) {
 		}
 		go func() { r.gateDone <- r.gate.Wait() }()
 	} else {
-		r.synthesize(opts.Pid)
+		if opts.SystemWide {
+			r.synthesizeAll()
+		} else {
+			r.synthesize(opts.Pid)
+		}
 		if err := sess.Enable(); err != nil {
 			sess.Close()
 			return nil, err
@@ -225,17 +239,18 @@ func newRecorder(opts Options) *Recorder {
 		opts.Notef = func(string, ...any) {}
 	}
 	r := &Recorder{
-		opts:      opts,
-		tracker:   proc.NewTracker(),
-		run:       agg.NewRun(),
-		tick:      make(chan struct{}),
-		lostByCPU: map[int]uint64{},
-		lostByTid: map[uint32]uint64{},
-		stopCh:    make(chan struct{}),
-		doneCh:    make(chan struct{}),
-		gateDone:  make(chan int, 1),
-		start:     time.Now(),
-		codeSeen:  map[codeID]struct{}{},
+		opts:        opts,
+		tracker:     proc.NewTracker(),
+		run:         agg.NewRun(),
+		tick:        make(chan struct{}),
+		lostByCPU:   map[int]uint64{},
+		lostByTid:   map[uint32]uint64{},
+		sampledPids: map[uint32]bool{},
+		stopCh:      make(chan struct{}),
+		doneCh:      make(chan struct{}),
+		gateDone:    make(chan int, 1),
+		start:       time.Now(),
+		codeSeen:    map[codeID]struct{}{},
 	}
 	r.res = resolve.New(r.tracker, symconf.Options(r.note))
 	r.jitw = resolve.NewJITWatcher(r.res)
@@ -262,7 +277,11 @@ func Replay(src finiteSource, meta store.Meta, opts Options) (*Recorder, error) 
 // begin claims the run's id and fills in the run's settings.
 func (r *Recorder) begin() error {
 	var err error
-	if r.id, err = store.Claim(NewID(r.meta.Pid)); err != nil {
+	base := NewID(r.meta.Pid)
+	if r.meta.SystemWide {
+		base = time.Now().Format("20060102-150405") + "-all"
+	}
+	if r.id, err = store.Claim(base); err != nil {
 		return err
 	}
 	r.meta.ID = r.id
@@ -307,7 +326,7 @@ func checkPid(pid int) error {
 // its threads' names.
 func (r *Recorder) synthesize(pid int) {
 	maps, err := proc.ReadMaps(pid, 0)
-	if err != nil {
+	if err != nil && !r.meta.SystemWide { // system-wide, processes come and go (and kernel threads have none)
 		r.note("%v", err)
 	}
 	for _, m := range maps {
@@ -319,6 +338,20 @@ func (r *Recorder) synthesize(pid int) {
 	if tids, err := proc.ThreadIDs(pid); err == nil {
 		for _, tid := range tids {
 			r.tracker.Comm(pid, tid, proc.ThreadName(pid, tid))
+		}
+	}
+}
+
+// synthesizeAll records the state of every running process (system-wide recording).
+func (r *Recorder) synthesizeAll() {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		r.note("list processes: %v", err)
+		return
+	}
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid > 0 {
+			r.synthesize(pid)
 		}
 	}
 }
@@ -391,7 +424,7 @@ loop:
 				break loop
 			default:
 			}
-		} else if r.gate == nil && proc.Gone(r.meta.Pid) {
+		} else if r.gate == nil && !r.meta.SystemWide && proc.Gone(r.meta.Pid) {
 			break loop
 		}
 	}
@@ -528,6 +561,10 @@ func (r *Recorder) handle(cpu int, rec []byte) {
 		} else {
 			chain = r.fp.check(r.tracker, &s, chain)
 		}
+		if r.meta.SystemWide && s.Pid > 0 && !r.sampledPids[s.Pid] {
+			r.sampledPids[s.Pid] = true // its JIT files are looked for once it runs code
+			r.jitw.Track(int(s.Pid))
+		}
 		if s.Time >= r.cut && r.cut != 0 {
 			r.mu.Lock()
 			r.pending = append(r.pending, heldSample{s.Pid, s.Tid, uint32(cpu), s.Time, append([]uint64(nil), chain...)})
@@ -564,7 +601,7 @@ func (r *Recorder) handle(cpu int, rec []byte) {
 			return
 		}
 		r.tracker.Fork(int(t.Pid), int(t.PPid), int(t.Tid), int(t.PTid), t.Time)
-		if t.Pid != t.PPid {
+		if t.Pid != t.PPid && !r.meta.SystemWide { // system-wide: tracked once sampled
 			r.jitw.Track(int(t.Pid))
 		}
 	case record.TypeExit:

@@ -173,6 +173,20 @@ func (l *peerCheckListener) Accept() (net.Conn, error) {
 	}
 }
 
+// processes reads a query's pid and comm parameters.
+func processes(r *http.Request) (query.Processes, error) {
+	q := r.URL.Query()
+	ps := query.Processes{Comm: q.Get("comm")}
+	if v := q.Get("pid"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return ps, fmt.Errorf("parameter pid: %q is not a process id", v)
+		}
+		ps.Pid = uint32(n)
+	}
+	return ps, nil
+}
+
 // window reads a query's from and to parameters (as the user wrote them; see query.Window).
 func window(r *http.Request) query.Window {
 	q := r.URL.Query()
@@ -222,7 +236,13 @@ func (s *Server) top(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "%v", err)
 		return
 	}
-	res, err := query.Top(s.rec.Snapshot(), query.TopOptions{N: n, ByTotal: r.URL.Query().Get("sort") == "total", Tid: uint32(tid), Window: window(r)})
+	ps, err := processes(r)
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	res, err := query.Top(s.rec.Snapshot(), query.TopOptions{N: n, ByTotal: r.URL.Query().Get("sort") == "total",
+		ByProcess: r.URL.Query().Get("by") == "process", Tid: uint32(tid), Processes: ps, Window: window(r)})
 	if err != nil {
 		badRequest(w, "%v", err)
 		return
@@ -239,7 +259,12 @@ func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "%v", err)
 		return
 	}
-	res, err := query.Flame(s.rec.Snapshot(), query.FlameOptions{Depth: d, ThresholdPct: th, Tid: uint32(tid), Window: window(r)})
+	ps, err := processes(r)
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	res, err := query.Flame(s.rec.Snapshot(), query.FlameOptions{Depth: d, ThresholdPct: th, Tid: uint32(tid), Processes: ps, Window: window(r)})
 	if err != nil {
 		badRequest(w, "%v", err)
 		return
@@ -271,7 +296,12 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "%v", err)
 		return
 	}
-	res, err := query.Timeline(s.rec.Snapshot(), query.TimelineOptions{Tid: uint32(tid), BucketMs: bucket, MaxThreads: threads, Window: window(r)})
+	ps, err := processes(r)
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	res, err := query.Timeline(s.rec.Snapshot(), query.TimelineOptions{Tid: uint32(tid), Processes: ps, BucketMs: bucket, MaxThreads: threads, Window: window(r)})
 	if err != nil {
 		badRequest(w, "%v", err)
 		return

@@ -46,6 +46,8 @@ type Meta struct {
 	Command  []string `json:"command,omitempty"`
 	Pid      int      `json:"pid"`
 	Attached bool     `json:"attached,omitempty"`
+	// SystemWide: every process on every CPU was recorded (stax record -a).
+	SystemWide bool `json:"system_wide,omitempty"`
 	// TargetUID and TargetGIDs are the target's file-system identity: files it names (JIT
 	// debug info, source paths) are shown only if it could read them itself.
 	TargetUID    *uint32           `json:"target_uid,omitempty"`
