@@ -40,7 +40,7 @@ for f in $freqs; do
 	[ "$f" -gt "$max" ] && f=$max
 	"$tmp/spin" "$threads" "$ms" >/dev/null &
 	pid=$!
-	run_timed "$tmp/t.stax" "$tmp/stax" record -q -F "$f" -p "$pid"
+	run_timed "$tmp/t.stax" "$tmp/stax" record -q --call-graph fp -F "$f" -p "$pid"
 	wait "$pid" || true
 	read -r skept slost < <("$tmp/stax" status --json | python3 -c 'import json,sys; m=json.load(sys.stdin)["meta"]; print(m["samples"], m["lost"])')
 

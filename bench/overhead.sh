@@ -87,7 +87,7 @@ mkdir -p "$tmp/home"
 # Each configuration is a command line run by a shell (`bash -c` here, hyperfine's shell
 # there), so all three pay the same shell start-up.
 cmd_base="exec '$tmp/burn' $iters >/dev/null"
-cmd_stax="STAX_HOME='$tmp/home' exec '$tmp/stax' record -F $freq -q -- '$tmp/burn' $iters >/dev/null"
+cmd_stax="STAX_HOME='$tmp/home' exec '$tmp/stax' record --call-graph fp -F $freq -q -- '$tmp/burn' $iters >/dev/null"
 cmd_perf="exec perf record -q -F $freq -g -o '$tmp/perf.data' -- '$tmp/burn' $iters >/dev/null 2>&1"
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }

@@ -54,7 +54,7 @@ func TestNoLossAt10kHz(t *testing.T) {
 	prog := testutil.CC(t, t.TempDir(), "spin", "gcc", append(cflags, "-pthread", src)...)
 	n := strconv.Itoa(runtime.NumCPU())
 	// 500 ms of CPU time per thread: 5,000 samples each at 10 kHz.
-	if out, errOut, code := e.run("record", "-q", "-F", strconv.Itoa(freq), "--", prog, n, "500"); code != 0 {
+	if out, errOut, code := e.run("record", "-q", "--call-graph", "fp", "-F", strconv.Itoa(freq), "--", prog, n, "500"); code != 0 { // fp, as perf -g
 		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
 	}
 	var st api.Status
@@ -93,7 +93,7 @@ func TestSlowDebuginfodLosesNoSamples(t *testing.T) {
 	e := newEnv(t)
 	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/spin.c")
 	prog := testutil.CC(t, t.TempDir(), "spin", "gcc", "-O1", "-s", "-pthread", src) // stripped: names come from debuginfod
-	rec := e.cmd("record", "-q", "-F", "10000", "--", prog, "2", "1000")
+	rec := e.cmd("record", "-q", "--call-graph", "fp", "-F", "10000", "--", prog, "2", "1000")
 	rec.Env = append(rec.Env, "DEBUGINFOD_URLS=http://"+l.Addr().String(), "DEBUGINFOD_CACHE_PATH="+t.TempDir(), "DEBUGINFOD_TIMEOUT=30")
 	if out, err := rec.CombinedOutput(); err != nil {
 		t.Fatalf("record: %v\n%s", err, out)
