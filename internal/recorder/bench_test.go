@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stax-profiler/stax/internal/proc"
 	"github.com/stax-profiler/stax/internal/record"
 	"github.com/stax-profiler/stax/internal/store"
 )
@@ -110,6 +111,8 @@ func BenchmarkReplayHour(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		// The synthetic stacks' code: an executable mapping, so their return addresses count.
+		r.tracker.AddMapping(1000, proc.Mapping{Start: 0x400000, End: 0x10000000, Path: "/synthetic"})
 		src.seriesBytes = func() int { return r.run.Stats().SeriesBytes }
 		src.named = func() bool { st := r.run.Stats(); return st.NamedKeys == st.Keys }
 		start := time.Now()

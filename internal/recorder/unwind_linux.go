@@ -102,7 +102,44 @@ type fpStacks struct {
 	view     trackerView
 	chain    []uint64
 	ends     unwind.Counts
+	// usable remembers pages found in an executable mapping, per process and address
+	// space generation (a page stays usable until a mapping is replaced or removed, which
+	// changes the generation): most return addresses are checked without the tracker.
+	usable [4096]usablePage
 }
+
+type usablePage struct {
+	pid, gen uint32
+	page     uint64 // page number + 1; 0: empty
+}
+
+// garbageAt is the index of the first address of chain that is non-canonical or in no
+// executable mapping of the sample's process, or len(chain).
+func (f *fpStacks) garbageAt(tr *proc.Tracker, s *record.Sample, chain []uint64) int {
+	gen := uint32(0)
+	genKnown := false
+	for i, pc := range chain {
+		if pc == 0 || pc > maxUserAddress {
+			return i
+		}
+		page := pc>>12 + 1
+		slot := &f.usable[(page^uint64(s.Pid)*0x9e3779b1)&uint64(len(f.usable)-1)]
+		if !genKnown {
+			gen, genKnown = tr.Generation(int(s.Pid), s.Time), true
+		}
+		if slot.page == page && slot.pid == s.Pid && slot.gen == gen {
+			continue
+		}
+		if _, ok := f.view.Mapping(pc); !ok {
+			return i
+		}
+		*slot = usablePage{pid: s.Pid, gen: gen, page: page}
+	}
+	return len(chain)
+}
+
+// maxUserAddress is the highest user-space address on x86-64 (47-bit address space).
+const maxUserAddress = 0x00007fffffffffff
 
 // check returns chain as it should be counted; the leaf (where the sample was taken)
 // always stays.
@@ -115,7 +152,10 @@ func (f *fpStacks) check(tr *proc.Tracker, s *record.Sample, chain []uint64) []u
 		return chain
 	}
 	f.view = trackerView{tr: tr, pid: int(s.Pid), time: s.Time}
-	kept, end := unwind.FixChain(&f.view, user[1:])
+	kept, end := user[1:], unwind.EndComplete
+	if n := f.garbageAt(tr, s, kept); n < len(kept) {
+		kept, end = kept[:n], unwind.EndGarbage
+	}
 	cut := f.maxStack > 0 && len(kernel)+len(user) >= f.maxStack
 	if end == unwind.EndComplete && cut {
 		end = unwind.EndMaxDepth
