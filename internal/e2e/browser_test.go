@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -57,6 +58,10 @@ func TestExportsOpenInBrowser(t *testing.T) {
 			t.Fatalf("export %s: exit %d\n%s%s", f, code, out, errOut)
 		}
 	}
+	if data, err := os.ReadFile(filepath.Join(files, "run.speedscope")); err != nil || !strings.Contains(string(data), "jitted_func2") {
+		top, _, _ := e.run("top", "-n", "15")
+		t.Fatalf("the speedscope export does not name jitted_func2 (err %v); top says:\n%s", err, top)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/app/", http.StripPrefix("/app/", http.FileServer(http.Dir(app))))
 	mux.Handle("/files/", http.StripPrefix("/files/", http.FileServer(http.Dir(files))))
@@ -65,17 +70,18 @@ func TestExportsOpenInBrowser(t *testing.T) {
 
 	ctx := browser.Within(t, bctx, 2*time.Minute)
 	page := srv.URL + "/app/index.html#profileURL=" + url.QueryEscape(srv.URL+"/files/run.speedscope")
-	err := chromedp.Do(ctx,
+	if err := chromedp.Do(ctx,
 		chromedp.Navigate(page),
 		// The sandwich view lists every function in a table (the flame chart is a canvas).
 		chromedp.WaitVisible(`//*[text()="Sandwich"]`),
 		chromedp.Click(`//*[text()="Sandwich"]`),
-		chromedp.WaitVisible(`//*[contains(text(),"jitted_func2")]`),
-	)
-	if err != nil {
-		t.Fatalf("speedscope did not show jitted_func2: %v", err)
+	); err != nil {
+		t.Fatalf("speedscope never offered its sandwich view: %v\n%.2000s", err, pageText(ctx))
 	}
-	text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+	text := waitForText(ctx, "jitted_func2")
+	if !strings.Contains(text, "jitted_func2") {
+		t.Fatalf("speedscope's sandwich view never showed jitted_func2:\n%.2000s", text)
+	}
 	if strings.Contains(text, "Something went wrong") {
 		t.Errorf("speedscope failed to load the profile:\n%.2000s", text)
 	}
@@ -98,5 +104,28 @@ func TestExportsOpenInBrowser(t *testing.T) {
 		})()`))
 	if err != nil || width < 10 {
 		t.Errorf("the SVG shows no box for jitted_func2 (widest %.1f px): %v", width, err)
+	}
+}
+
+// pageText returns the text the page shows, or why it could not be read.
+func pageText(ctx context.Context) string {
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+	if err != nil {
+		return "(page text unreadable: " + err.Error() + ")"
+	}
+	return text
+}
+
+// waitForText polls the page until it shows want or ctx ends, and returns the last text seen.
+func waitForText(ctx context.Context, want string) string {
+	for {
+		text := pageText(ctx)
+		if strings.Contains(text, want) || ctx.Err() != nil {
+			return text
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
