@@ -15,6 +15,7 @@ import (
 	"github.com/stax-profiler/stax/internal/launch"
 	"github.com/stax-profiler/stax/internal/recorder"
 	"github.com/stax-profiler/stax/internal/server"
+	"github.com/stax-profiler/stax/internal/web"
 )
 
 func recordCmd(g *globals) *cobra.Command {
@@ -22,7 +23,8 @@ func recordCmd(g *globals) *cobra.Command {
 	var all bool
 	var callGraph string
 	var seconds float64
-	var noJITAPI, quiet bool
+	var noJITAPI, quiet, webOn bool
+	var webAddr string
 	c := &cobra.Command{
 		Use:   "record [-F HZ] [-l SECS] (-a | -p PID | -- CMD ARGS...)",
 		Short: "Record a command, or attach to a running process, and answer queries while it runs",
@@ -107,6 +109,19 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 					srv.Close()
 				}()
 			}
+			if webOn {
+				if srv == nil {
+					notef("--web is off: live queries are off")
+				} else if wsrv, err := startWeb(g, g.errOut, web.HandlerSource{Handler: server.Handler(rec, true)}, webAddr, false, rec.ID()); err != nil {
+					notef("--web is off: %v", err)
+				} else {
+					go wsrv.Serve()
+					go func() {
+						<-rec.Done()
+						wsrv.Close()
+					}()
+				}
+			}
 			if !quiet {
 				what := strings.Join(args, " ")
 				if pid != 0 {
@@ -165,6 +180,8 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 	c.Flags().BoolVarP(&all, "all-cpus", "a", false, "record every process on every CPU (root or CAP_PERFMON); stop with -l, Ctrl-C or stax stop")
 	c.Flags().BoolVar(&noJITAPI, "no-jit-api", false, "do not set INTEL_JIT_PROFILER64 for the launched command")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
+	c.Flags().BoolVar(&webOn, "web", false, "serve the recording to a browser too (stax web; its URL is printed on stderr), until the recording ends")
+	c.Flags().StringVar(&webAddr, "web-addr", "127.0.0.1:0", "`HOST:PORT` for --web")
 	return c
 }
 

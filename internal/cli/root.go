@@ -83,7 +83,7 @@ Typical session:
 	})
 	root.AddCommand(recordCmd(g), waitCmd(g), statusCmd(g), listCmd(g), stopCmd(g),
 		topCmd(g), flameCmd(g), threadsCmd(g), timelineCmd(g), annotateCmd(g), saveCmd(g), openCmd(g),
-		compareCmd(g), exportCmd(g), symbolizeCmd(g), rmCmd(g), gcCmd(g))
+		compareCmd(g), exportCmd(g), webCmd(g), symbolizeCmd(g), rmCmd(g), gcCmd(g))
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return ExitOK

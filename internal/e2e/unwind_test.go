@@ -100,6 +100,11 @@ func TestDeepStacksAreMarkedTruncated(t *testing.T) {
 			if n := st.Meta.StackEnds["truncated"] + st.Meta.StackEnds["max_depth"]; float64(n) < 0.99*float64(deep) {
 				t.Errorf("stack ends %v: want truncated or max_depth for nearly all %d samples in the recursion", st.Meta.StackEnds, deep)
 			}
+			if t.Failed() {
+				leaves, _, _ := e.run("top", "-n", "12")
+				roots, _, _ := e.run("flame", "-d", "2", "--threshold-pct", "0.1")
+				t.Logf("leaves:\n%s\nroots:\n%s", leaves, roots)
+			}
 		})
 	}
 }

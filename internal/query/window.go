@@ -116,7 +116,8 @@ func runStart(run *store.Run) uint64 {
 type TimelineOptions struct {
 	Tid        uint32
 	Processes  Processes
-	BucketMs   float64 // 0: chosen for about 60 buckets
+	BucketMs   float64 // 0: chosen for about Buckets buckets
+	Buckets    int     // 0: 60
 	MaxThreads int
 	Window     Window
 }
@@ -131,7 +132,11 @@ func Timeline(run *store.Run, o TimelineOptions) (api.Timeline, error) {
 	}
 	bucket := uint64(o.BucketMs * 1e6)
 	if o.BucketMs == 0 {
-		bucket = niceBucket((to - from) / 60)
+		n := uint64(60)
+		if o.Buckets > 0 {
+			n = uint64(min(o.Buckets, maxBuckets/2))
+		}
+		bucket = niceBucket((to - from) / n)
 	}
 	if bucket == 0 || (to-from)/bucket >= maxBuckets {
 		return api.Timeline{}, fmt.Errorf("--bucket %gms makes more than %d buckets of this %.1f s window: take a larger one", o.BucketMs, maxBuckets, float64(to-from)/1e9)

@@ -70,6 +70,14 @@ type Server struct {
 	path      string
 	limit     *connLimiter
 	snapshots chan struct{} // a token per query building a snapshot of the run
+	live      bool          // answers say the run is live (else each says the run's stored state)
+}
+
+// mark sets an answer's liveness when the recording is live.
+func (s *Server) mark(live *bool, state *string) {
+	if s.live {
+		*live, *state = true, api.StateLive
+	}
 }
 
 // Listen creates the run's socket.
@@ -87,17 +95,10 @@ func Listen(rec Recording) (*Server, error) {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
 	os.Chmod(path, 0o600)
-	s := &Server{rec: rec, path: path, limit: newConnLimiter(maxConns()), snapshots: make(chan struct{}, maxSnapshots)}
+	s := newServer(rec, true)
+	s.path = path
 	s.ln = &peerCheckListener{UnixListener: ln.(*net.UnixListener), limit: s.limit}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/status", s.snapshotting(s.status))
-	mux.HandleFunc("GET /v1/run", s.snapshotting(s.run))
-	mux.HandleFunc("GET /v1/top", s.snapshotting(s.top))
-	mux.HandleFunc("GET /v1/flame", s.snapshotting(s.flame))
-	mux.HandleFunc("GET /v1/threads", s.snapshotting(s.threads))
-	mux.HandleFunc("GET /v1/timeline", s.snapshotting(s.timeline))
-	mux.HandleFunc("GET /v1/wait", s.wait)
-	mux.HandleFunc("POST /v1/stop", s.stop)
+	mux := s.routes()
 	s.srv = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: headerTimeout,
@@ -106,6 +107,30 @@ func Listen(rec Recording) (*Server, error) {
 		ConnState:         s.limit.track,
 	}
 	return s, nil
+}
+
+func newServer(rec Recording, live bool) *Server {
+	return &Server{rec: rec, live: live, limit: newConnLimiter(maxConns()), snapshots: make(chan struct{}, maxSnapshots)}
+}
+
+func (s *Server) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/status", s.snapshotting(s.status))
+	mux.HandleFunc("GET /v1/run", s.snapshotting(s.run))
+	mux.HandleFunc("GET /v1/top", s.snapshotting(s.top))
+	mux.HandleFunc("GET /v1/flame", s.snapshotting(s.flame))
+	mux.HandleFunc("GET /v1/threads", s.snapshotting(s.threads))
+	mux.HandleFunc("GET /v1/timeline", s.snapshotting(s.timeline))
+	mux.HandleFunc("GET /v1/annotate", s.snapshotting(s.annotate))
+	mux.HandleFunc("GET /v1/wait", s.wait)
+	mux.HandleFunc("POST /v1/stop", s.stop)
+	return mux
+}
+
+// Handler answers the socket's queries in-process: about a live recording (live), or
+// about a finished run (see Stored). stax web serves the browser from it.
+func Handler(rec Recording, live bool) http.Handler {
+	return newServer(rec, live).routes()
 }
 
 // Serve answers until Close.
@@ -247,7 +272,7 @@ func (s *Server) top(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "%v", err)
 		return
 	}
-	res.Live, res.State = true, api.StateLive
+	s.mark(&res.Live, &res.State)
 	writeJSON(w, http.StatusOK, res)
 }
 
@@ -269,7 +294,7 @@ func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "%v", err)
 		return
 	}
-	res.Live, res.State = true, api.StateLive
+	s.mark(&res.Live, &res.State)
 	writeJSON(w, http.StatusOK, res)
 }
 
@@ -284,7 +309,7 @@ func (s *Server) threads(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "%v", err)
 		return
 	}
-	res.Live, res.State = true, api.StateLive
+	s.mark(&res.Live, &res.State)
 	writeJSON(w, http.StatusOK, res)
 }
 
@@ -292,7 +317,8 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
 	tid, err1 := intParam(r, "tid", 0)
 	threads, err2 := intParam(r, "threads", 0)
 	bucket, err3 := floatParam(r, "bucket_ms", 0)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	buckets, err4 := intParam(r, "buckets", 0)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		badRequest(w, "%v", err)
 		return
 	}
@@ -301,12 +327,42 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "%v", err)
 		return
 	}
-	res, err := query.Timeline(s.rec.Snapshot(), query.TimelineOptions{Tid: uint32(tid), Processes: ps, BucketMs: bucket, MaxThreads: threads, Window: window(r)})
+	res, err := query.Timeline(s.rec.Snapshot(), query.TimelineOptions{Tid: uint32(tid), Processes: ps, BucketMs: bucket, Buckets: buckets, MaxThreads: threads, Window: window(r)})
 	if err != nil {
 		badRequest(w, "%v", err)
 		return
 	}
-	res.Live, res.State = true, api.StateLive
+	s.mark(&res.Live, &res.State)
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) annotate(w http.ResponseWriter, r *http.Request) {
+	tid, err1 := intParam(r, "tid", 0)
+	version, err2 := intParam(r, "version", 0)
+	if err := errors.Join(err1, err2); err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	target := r.URL.Query().Get("target")
+	if target == "" {
+		badRequest(w, "parameter target: give a function name or an address")
+		return
+	}
+	run, _, err := window(r).Apply(s.rec.Snapshot())
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	res, err := query.Annotate(run, query.AnnotateOptions{Target: target, Tid: uint32(tid), Version: version,
+		Intel: r.URL.Query().Get("syntax") == "intel"})
+	if errors.Is(err, query.ErrNoMatch) {
+		writeJSON(w, http.StatusNotFound, api.Error{Error: err.Error()})
+		return
+	}
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
 	writeJSON(w, http.StatusOK, res)
 }
 

@@ -1,0 +1,452 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/stax-profiler/stax/internal/testutil"
+	"github.com/stax-profiler/stax/internal/testutil/browser"
+)
+
+// startWeb runs `stax web args...` and returns the URL it printed; it stops with the test.
+func (e *staxEnv) startWeb(args ...string) string {
+	e.t.Helper()
+	cmd := e.cmd(append([]string{"web"}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	})
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() {
+		cmd.Wait()
+		e.t.Fatalf("stax web printed no URL:\n%s", stderr.String())
+	}
+	return sc.Text()
+}
+
+// frameWidths returns the widest rendered flame graph frame of each function, in pixels.
+func frameWidths(ctx context.Context, t *testing.T) map[string]float64 {
+	t.Helper()
+	w, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](`(() => {
+		const w = {}, frames = window.staxFrames();
+		for (const el of document.querySelectorAll("#flame .frame")) {
+			const item = frames[el.dataset.i];
+			w[item.func] = Math.max(w[item.func] || 0, el.getBoundingClientRect().width);
+		}
+		return w;
+	})()`))
+	if err != nil {
+		t.Fatalf("read the flame graph: %v", err)
+	}
+	return w
+}
+
+// shot saves a screenshot of the page to $STAX_SCREENSHOTS/name.png when that is set
+// (make screenshots uses it to refresh the ones in docs/).
+func shot(ctx context.Context, t *testing.T, name string) {
+	dir := os.Getenv("STAX_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Errorf("screenshot %s: %v", name, err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Error(err)
+	}
+}
+
+// The page over a recording of the toy JIT: the flame graph draws jitted_func2 wider than
+// jitted_func1 in proportion to their samples, a click zooms, search highlights matches,
+// and the code view shows the loop's instructions with their samples.
+func TestWebShowsToyJIT(t *testing.T) {
+	testutil.RequirePerf(t)
+	bctx := browser.Require(t)
+	e := newEnv(t)
+	toy := filepath.Join(t.TempDir(), "toyjit")
+	testutil.Run(t, testutil.RepoRoot(t), "go", "build", "-o", toy, "./examples/toyjit")
+	if out, errOut, code := e.run("record", "-q", "--", toy, "-cpu", "1s"); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	var top struct {
+		Samples uint64
+		Rows    []struct {
+			Func  string
+			Total uint64
+		}
+	}
+	e.mustJSON(&top, "top", "--json", "-n", "50")
+	samples := map[string]uint64{}
+	for _, r := range top.Rows {
+		samples[r.Func] = r.Total
+	}
+	f1, f2 := samples["jitted_func1"], samples["jitted_func2"]
+	if f1 < 50 || f2 < 50 {
+		t.Fatalf("too few JIT samples to compare (func1 %d, func2 %d of %d)", f1, f2, top.Samples)
+	}
+	url := e.startWeb()
+	ctx := browser.Within(t, bctx, 2*time.Minute)
+	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(`#flame .frame.k-jit`)); err != nil {
+		t.Fatalf("the page drew no JIT frame: %v\n%.2000s", err, pageText(ctx))
+	}
+	shot(ctx, t, "web-overview")
+
+	// Widths are in proportion to samples: measured ratio against the ratio of counts.
+	w := frameWidths(ctx, t)
+	if w["jitted_func1"] == 0 || w["jitted_func2"] == 0 {
+		t.Fatalf("frames of the JIT'd functions missing: %v", w)
+	}
+	want := float64(f2) / float64(f1)
+	got := w["jitted_func2"] / w["jitted_func1"]
+	t.Logf("jitted_func2:jitted_func1 drawn %.3f, samples %d:%d = %.3f", got, f2, f1, want)
+	if math.Abs(got-want)/want > 0.03 {
+		t.Errorf("drawn width ratio %.3f, samples say %.3f", got, want)
+	}
+	if want < 1.4 || want > 3 {
+		t.Errorf("samples ratio %.2f is not about 2:1 (the toy JIT's func2 loops twice as long)", want)
+	}
+
+	// A click on jitted_func1 zooms: it then spans the graph.
+	full, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`document.querySelector("#flame").getBoundingClientRect().width`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`//div[contains(@class,"frame")][text()="jitted_func1"]`)); err != nil {
+		t.Fatal(err)
+	}
+	if w := frameWidths(ctx, t); w["jitted_func1"] < 0.98*full || w["jitted_func2"] != 0 {
+		t.Errorf("after clicking jitted_func1 it spans %.0f of %.0f px and jitted_func2 %.0f px: no zoom", w["jitted_func1"], full, w["jitted_func2"])
+	}
+	shot(ctx, t, "web-zoomed")
+	if err := chromedp.Do(ctx, chromedp.Click(`#reset-zoom`)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Search highlights the frames that match, and only those.
+	if err := chromedp.Do(ctx, chromedp.SendKeys(`#search`, "func2")); err != nil {
+		t.Fatal(err)
+	}
+	matched, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => { const f = window.staxFrames(); return Array.from(document.querySelectorAll("#flame .frame.match"), el => f[el.dataset.i].func); })()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(matched) == 0 {
+		t.Errorf("searching func2 highlighted nothing")
+	}
+	for _, m := range matched {
+		if !strings.Contains(m, "func2") {
+			t.Errorf("searching func2 highlighted %q", m)
+		}
+	}
+	shot(ctx, t, "web-search")
+
+	// The code view: the loop's instructions with their samples, as stax annotate prints them.
+	if err := chromedp.Do(ctx, chromedp.Click(`//tbody/tr/td[text()="jitted_func2"]`)); err != nil {
+		t.Fatal(err)
+	}
+	code := waitForSelectorText(ctx, "#annotate .hot", "0x")
+	annotated, _, _ := e.run("annotate", "jitted_func2")
+	hottest := ""
+	for _, line := range strings.Split(annotated, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 3 && strings.Contains(line, "0x") && hottest == "" {
+			if _, err := strconv.ParseFloat(f[0], 64); err == nil {
+				hottest = line
+			}
+		}
+	}
+	if hottest == "" {
+		t.Fatalf("stax annotate shows no instruction with samples:\n%s", annotated)
+	}
+	pre := pageSelectorText(ctx, "#annotate")
+	if !strings.Contains(pre, strings.TrimSpace(hottest)) {
+		t.Errorf("the code view lacks the hottest instruction %q; it shows:\n%s\n(hot rows: %s)", hottest, pre, code)
+	}
+	if !strings.Contains(pre, "loops.toy") {
+		t.Errorf("the code view shows no source lines:\n%s", pre)
+	}
+	shot(ctx, t, "web-code")
+}
+
+// pageSelectorText returns the text of the first element matching sel.
+func pageSelectorText(ctx context.Context, sel string) string {
+	text, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, sel)))
+	if err != nil {
+		return "(unreadable: " + err.Error() + ")"
+	}
+	return text
+}
+
+// waitForSelectorText polls until the elements matching sel show want, or ctx ends.
+func waitForSelectorText(ctx context.Context, sel, want string) string {
+	for {
+		text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`Array.from(document.querySelectorAll(%q), e => e.textContent).join("\n")`, sel)))
+		if strings.Contains(text, want) || ctx.Err() != nil {
+			return text
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// While a run records, the page's sample count grows without a reload, and a zoom the
+// user chose survives the updates.
+func TestWebFollowsALiveRun(t *testing.T) {
+	testutil.RequirePerf(t)
+	bctx := browser.Require(t)
+	e := newEnv(t)
+	toy := filepath.Join(t.TempDir(), "toyjit")
+	testutil.Run(t, testutil.RepoRoot(t), "go", "build", "-o", toy, "./examples/toyjit")
+	cmd := e.cmd("record", "--web", "--", toy, "-cpu", "10m")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		e.run("stop")
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	url := ""
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "http://127.0.0.1:") {
+			url = sc.Text()
+			break
+		}
+	}
+	if url == "" {
+		t.Fatal("stax record --web printed no URL")
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	if _, errOut, code := e.run("wait", "--for-samples", "200", "--timeout-ms", "60000"); code != 0 {
+		t.Fatalf("wait: exit %d: %s", code, errOut)
+	}
+	ctx := browser.Within(t, bctx, 2*time.Minute)
+	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(`#flame .frame.k-jit`)); err != nil {
+		t.Fatalf("the page drew no JIT frame: %v\n%.2000s", err, pageText(ctx))
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.loadedOnce = true`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`//div[contains(@class,"frame")][text()="jitted_func2"]`)); err != nil {
+		t.Fatal(err)
+	}
+	first := readCount(ctx, t)
+	deadline := time.Now().Add(90 * time.Second)
+	var now uint64
+	for now = readCount(ctx, t); now <= first+100 && time.Now().Before(deadline); now = readCount(ctx, t) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if now <= first+100 {
+		t.Fatalf("the sample count stayed at %d (from %d)", now, first)
+	}
+	// Wait for the views to follow the count (an update after the one that raised it).
+	updates, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`window.staxPerf.updates`))
+	for time.Now().Before(deadline) {
+		if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`window.staxPerf.updates`)); n > updates {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	still, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.loadedOnce === true`))
+	if err != nil || !still {
+		t.Errorf("the page reloaded (err %v)", err)
+	}
+	full, _ := chromedp.Run(ctx, chromedp.Evaluate[float64](`document.querySelector("#flame").getBoundingClientRect().width`))
+	if w := frameWidths(ctx, t); w["jitted_func2"] < 0.98*full || w["jitted_func1"] != 0 {
+		t.Errorf("the zoom on jitted_func2 was lost by the update: %v (graph %.0f px)", w, full)
+	}
+	bytes, _ := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`window.staxPerf.updateBytes`))
+	t.Logf("samples on the page %d → %d; bytes per live update: %v", first, now, bytes)
+}
+
+// readCount reads the sample count the page's status strip shows.
+func readCount(ctx context.Context, t *testing.T) uint64 {
+	t.Helper()
+	text := strings.ReplaceAll(pageSelectorText(ctx, "#samples"), ",", "")
+	var n uint64
+	fmt.Sscan(text, &n)
+	return n
+}
+
+// Dragging over the timeline of the two-phase program makes the flame graph and top show
+// only the function of the phase selected.
+func TestWebTimelineSelectsAPhase(t *testing.T) {
+	testutil.RequirePerf(t)
+	bctx := browser.Require(t)
+	e := newEnv(t)
+	prog := buildPhases(t)
+	if out, errOut, code := e.run("record", "-q", "-F", "499", "--", prog, "1000", "1"); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	var tl struct {
+		StartSec  float64 `json:"start_sec"`
+		BucketSec float64 `json:"bucket_sec"`
+		Phases    []struct {
+			Func  string
+			First int `json:"first_bucket"`
+			Last  int `json:"last_bucket"`
+		}
+	}
+	e.mustJSON(&tl, "timeline", "--json")
+	var a, b [2]float64
+	for _, p := range tl.Phases {
+		span := [2]float64{tl.StartSec + float64(p.First)*tl.BucketSec, tl.StartSec + float64(p.Last+1)*tl.BucketSec}
+		switch p.Func {
+		case "phase_a":
+			a = span
+		case "phase_b":
+			b = span
+		}
+	}
+	if a[1] <= a[0] || b[1] <= b[0] {
+		t.Fatalf("the timeline has no phase_a and phase_b phases: %+v", tl.Phases)
+	}
+	url := e.startWeb()
+	ctx := browser.Within(t, bctx, 2*time.Minute)
+	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(`#timeline svg`), chromedp.WaitVisible(`#flame .frame`)); err != nil {
+		t.Fatalf("the page drew no timeline: %v\n%.2000s", err, pageText(ctx))
+	}
+	for _, c := range []struct {
+		want, not string
+		span      [2]float64
+	}{{"phase_a", "phase_b", a}, {"phase_b", "phase_a", b}} {
+		// Drag across the middle of the phase, in the timeline's own pixel scale.
+		from := c.span[0] + 0.2*(c.span[1]-c.span[0])
+		to := c.span[0] + 0.8*(c.span[1]-c.span[0])
+		drag(ctx, t, from, to)
+		ok := false
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			w := frameWidths(ctx, t)
+			topText := pageSelectorText(ctx, "#top tbody")
+			if w[c.want] > 0 && w[c.not] == 0 && strings.Contains(topText, c.want) && !strings.Contains(topText, c.not) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			t.Errorf("after selecting %.2fs–%.2fs (%s) the flame graph shows %v and top %q", from, to, c.want, frameWidths(ctx, t), pageSelectorText(ctx, "#top tbody"))
+		}
+		if c.want == "phase_a" {
+			shot(ctx, t, "web-window")
+		}
+	}
+}
+
+// drag presses the mouse at second from of the timeline and releases it at second to.
+func drag(ctx context.Context, t *testing.T, from, to float64) {
+	t.Helper()
+	pos, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](fmt.Sprintf(`(() => {
+		const g = window.staxTimeline, r = document.querySelector("#timeline").getBoundingClientRect();
+		const x = (s) => r.left + g.x0 + (s - g.start) / g.span * g.w;
+		return [x(%g), x(%g), r.top + 20];
+	})()`, from, to)))
+	if err != nil || len(pos) != 3 {
+		t.Fatalf("timeline geometry: %v", err)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.MouseEvent(chromedp.MousePressed, pos[0], pos[2], chromedp.ButtonLeft),
+		chromedp.MouseEvent(chromedp.MouseMoved, (pos[0]+pos[1])/2, pos[2], chromedp.ButtonLeft),
+		chromedp.MouseEvent(chromedp.MouseMoved, pos[1], pos[2], chromedp.ButtonLeft),
+		chromedp.MouseEvent(chromedp.MouseReleased, pos[1], pos[2], chromedp.ButtonLeft),
+	); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Without the token, with a wrong one, or under a foreign Host name, the server answers
+// 403; it takes no writes; and another user of the machine, who cannot see the token, is
+// refused like anyone else.
+func TestWebRefusesWithoutToken(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	if out, errOut, code := e.run("record", "-q", "--", "sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	url := e.startWeb()
+	base, token, ok := strings.Cut(url, "/?token=")
+	if !ok {
+		t.Fatalf("URL %q carries no token", url)
+	}
+	get := func(method, u, host string) int {
+		req, err := http.NewRequest(method, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	port := base[strings.LastIndex(base, ":")+1:]
+	for _, c := range []struct {
+		name, method, url, host string
+		want                    int
+	}{
+		{"the page with its token", "GET", url, "", 200},
+		{"the API with its token", "GET", base + "/api/top?token=" + token, "", 200},
+		{"localhost with the token", "GET", base + "/api/status?token=" + token, "localhost:" + port, 200},
+		{"no token", "GET", base + "/", "", 403},
+		{"the API without a token", "GET", base + "/api/flame", "", 403},
+		{"a wrong token", "GET", base + "/api/status?token=" + strings.Repeat("0", len(token)), "", 403},
+		{"a rebinding Host", "GET", base + "/api/status?token=" + token, "attacker.example:" + port, 403},
+		{"another port in Host", "GET", base + "/api/status?token=" + token, "127.0.0.1:1", 403},
+		{"a write", "POST", base + "/api/status?token=" + token, "", 405},
+		{"a file outside the run", "GET", base + "/../../etc/passwd?token=" + token, "", 404},
+	} {
+		if got := get(c.method, c.url, c.host); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+
+	// Another user reaches the port but not the run: the token is only on our terminal.
+	for _, tool := range []string{"setpriv", "curl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not found: cannot fetch as another user", tool)
+		}
+	}
+	for _, u := range []string{base + "/", base + "/api/status", base + "/api/top"} {
+		out, err := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+			"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", u).CombinedOutput()
+		if got := strings.TrimSpace(string(out)); got != "403" {
+			t.Errorf("user nobody fetching %s: %q (%v), want 403", u, got, err)
+		}
+	}
+}

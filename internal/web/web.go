@@ -1,0 +1,447 @@
+// Package web serves a run to a browser: a page (embedded in the binary) with a timeline,
+// a flame graph, a top table and annotated code, kept current while the run records.
+//
+// The page draws with its own small DOM and SVG code rather than a charting library: it
+// needs no build step or network, every frame is an element a test can measure, and live
+// updates can keep the user's zoom and selection because the page owns its state.
+//
+// Every request must carry the token printed in the URL (other local users can reach a
+// loopback port) and a Host header naming this machine (DNS rebinding). Every endpoint
+// only reads the one run it serves.
+package web
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stax-profiler/stax/internal/annotate"
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/client"
+	"github.com/stax-profiler/stax/internal/query"
+	"github.com/stax-profiler/stax/internal/server"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Source answers the run socket's queries (server.Handler's paths, /v1/...).
+type Source interface {
+	Get(ctx context.Context, path string, q url.Values) (body []byte, code int)
+}
+
+// HandlerSource answers in-process: a stored run (server.Stored) or the recorder's own.
+type HandlerSource struct{ http.Handler }
+
+// Get runs the request through the handler.
+func (h HandlerSource) Get(ctx context.Context, path string, q url.Values) ([]byte, int) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, path+"?"+q.Encode(), nil)
+	if err != nil {
+		return errorBody(err.Error()), http.StatusBadRequest
+	}
+	w := &bufferWriter{header: http.Header{}, code: http.StatusOK}
+	h.ServeHTTP(w, req)
+	return w.buf.Bytes(), w.code
+}
+
+type bufferWriter struct {
+	header http.Header
+	buf    bytes.Buffer
+	code   int
+}
+
+func (w *bufferWriter) Header() http.Header         { return w.header }
+func (w *bufferWriter) Write(b []byte) (int, error) { return w.buf.Write(b) }
+func (w *bufferWriter) WriteHeader(code int)        { w.code = code }
+
+// LiveSource asks a recorder over its socket, and once the recording has finished,
+// answers from the stored run.
+type LiveSource struct {
+	run    *client.Run
+	mu     sync.Mutex
+	stored Source // set once the run is no longer live
+}
+
+// NewLiveSource asks run while it is live.
+func NewLiveSource(run *client.Run) *LiveSource { return &LiveSource{run: run} }
+
+// Get asks the recorder, or the stored run once the recorder has finished.
+func (l *LiveSource) Get(ctx context.Context, path string, q url.Values) ([]byte, int) {
+	l.mu.Lock()
+	stored := l.stored
+	l.mu.Unlock()
+	if stored != nil {
+		return stored.Get(ctx, path, q)
+	}
+	var raw json.RawMessage
+	err := l.run.Get(ctx, path, q, &raw)
+	if err == nil {
+		return raw, http.StatusOK
+	}
+	if re := (*client.RequestError)(nil); errors.As(err, &re) {
+		return errorBody(re.Msg), http.StatusBadRequest
+	}
+	if ctx.Err() != nil {
+		return errorBody(err.Error()), http.StatusServiceUnavailable
+	}
+	// The recorder answered with an error of its own (no such function), or is gone.
+	var st json.RawMessage
+	if l.run.Get(ctx, "/v1/status", nil, &st) == nil {
+		return errorBody(err.Error()), http.StatusNotFound
+	}
+	run, lerr := store.Load(l.run.StoredPath())
+	if lerr != nil {
+		return errorBody(fmt.Sprintf("%v; the stored copy: %v", err, lerr)), http.StatusServiceUnavailable
+	}
+	l.mu.Lock()
+	l.stored = HandlerSource{server.Handler(server.Stored(run), false)}
+	l.mu.Unlock()
+	return l.Get(ctx, path, q)
+}
+
+func errorBody(msg string) []byte {
+	b, _ := json.Marshal(api.Error{Error: msg})
+	return b
+}
+
+// Options configure a web server.
+type Options struct {
+	Addr string // host:port to listen on; empty: 127.0.0.1 on a free port
+}
+
+// Server serves one run.
+type Server struct {
+	src      Source
+	token    string
+	ln       net.Listener
+	srv      *http.Server
+	url      string
+	loopback bool
+	hostname string
+	port     string
+	// Polled by the page's event stream; answers are cached for a moment so many open
+	// pages cost one query.
+	statusMu  sync.Mutex
+	statusAt  time.Time
+	statusVal []byte
+}
+
+// Listen opens the server's port; Serve answers on it.
+func Listen(src Source, o Options) (*Server, error) {
+	addr := o.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--addr %q: %v (write it as HOST:PORT, like 127.0.0.1:8080)", addr, err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	tok := make([]byte, 16)
+	if _, err := rand.Read(tok); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s := &Server{src: src, token: hex.EncodeToString(tok), ln: ln, loopback: isLoopback(host)}
+	s.hostname, _ = os.Hostname()
+	_, s.port, _ = net.SplitHostPort(ln.Addr().String())
+	shown := host
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		shown = "127.0.0.1"
+	}
+	s.url = "http://" + net.JoinHostPort(shown, s.port) + "/?token=" + s.token
+	s.srv = &http.Server{Handler: s.guard(s.routes()), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10}
+	return s, nil
+}
+
+// URL is the page's address, token included.
+func (s *Server) URL() string { return s.url }
+
+// Loopback says whether the server listens on a loopback address only.
+func (s *Server) Loopback() bool { return s.loopback }
+
+// Serve answers until Close.
+func (s *Server) Serve() error {
+	err := s.srv.Serve(s.ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Close stops the server; open event streams end.
+func (s *Server) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if s.srv.Shutdown(ctx) != nil {
+		s.srv.Close()
+	}
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// guard refuses requests without the token, or with a Host that is not this machine.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Cache-Control", "no-store")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'")
+		if !s.hostAllowed(r.Host) {
+			http.Error(w, "forbidden: this server answers only to its own address", http.StatusForbidden)
+			return
+		}
+		tok := r.URL.Query().Get("token")
+		if tok == "" {
+			tok = r.Header.Get("X-Stax-Token")
+		}
+		if subtle.ConstantTimeCompare([]byte(tok), []byte(s.token)) != 1 {
+			http.Error(w, "forbidden: open the URL stax web printed (it carries the token)", http.StatusForbidden)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			http.Error(w, "only GET", http.StatusMethodNotAllowed)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hostAllowed accepts a Host naming this server as an IP address, localhost or the
+// machine's name: a name that resolves here by DNS rebinding is none of these.
+func (s *Server) hostAllowed(hostport string) bool {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, port = hostport, "80"
+	}
+	if port != s.port {
+		return false
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "localhost" {
+		return true
+	}
+	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil {
+		return !s.loopback || ip.IsLoopback()
+	}
+	return !s.loopback && s.hostname != "" && host == strings.ToLower(s.hostname)
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", s.page)
+	mux.HandleFunc("GET /app.js", s.asset("assets/app.js", "text/javascript; charset=utf-8"))
+	mux.HandleFunc("GET /app.css", s.asset("assets/app.css", "text/css; charset=utf-8"))
+	mux.HandleFunc("GET /api/status", s.status)
+	mux.HandleFunc("GET /api/events", s.events)
+	mux.HandleFunc("GET /api/timeline", s.proxy("/v1/timeline", map[string]string{"threads": "16", "buckets": "200"}))
+	mux.HandleFunc("GET /api/flame", s.proxy("/v1/flame", map[string]string{"depth": "0", "threshold_pct": "0.1"}))
+	mux.HandleFunc("GET /api/top", s.proxy("/v1/top", map[string]string{"n": "100"}))
+	mux.HandleFunc("GET /api/annotate", s.annotate)
+	return mux
+}
+
+func (s *Server) page(w http.ResponseWriter, r *http.Request) {
+	b, err := assets.ReadFile("assets/index.html")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	b = bytes.ReplaceAll(b, []byte("{{TOKEN}}"), []byte(s.token))
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write(b)
+}
+
+func (s *Server) asset(name, ctype string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		b, err := assets.ReadFile(name)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", ctype)
+		w.Write(b)
+	}
+}
+
+// passed are the query parameters the page may set; anything else is dropped.
+var passed = []string{"from", "to", "tid", "pid", "comm", "sort", "n", "threshold_pct", "depth", "bucket_ms", "buckets", "threads", "target", "version", "syntax"}
+
+func params(r *http.Request, defaults map[string]string) url.Values {
+	in := r.URL.Query()
+	q := url.Values{}
+	for _, k := range passed {
+		if v := in.Get(k); v != "" {
+			q.Set(k, v)
+		} else if d, ok := defaults[k]; ok {
+			q.Set(k, d)
+		}
+	}
+	return q
+}
+
+func (s *Server) proxy(path string, defaults map[string]string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, code := s.src.Get(r.Context(), path, params(r, defaults))
+		writeRaw(w, code, body)
+	}
+}
+
+func writeRaw(w http.ResponseWriter, code int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(body)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code, b = http.StatusInternalServerError, errorBody(err.Error())
+	}
+	writeRaw(w, code, b)
+}
+
+// Summary is what the page's status strip shows and the event stream sends.
+type Summary struct {
+	Run            string   `json:"run"`
+	State          string   `json:"state"`
+	Live           bool     `json:"live"`
+	Command        []string `json:"command"`
+	Samples        uint64   `json:"samples"`
+	Lost           uint64   `json:"lost"`
+	ElapsedSec     float64  `json:"elapsed_sec"`
+	Threads        int      `json:"threads"`
+	DistinctStacks int      `json:"distinct_stacks"`
+	JITSources     int      `json:"jit_sources"`   // jitdump files and perf maps found
+	JITFunctions   int      `json:"jit_functions"` // functions they named
+	JITSamples     uint64   `json:"jit_samples"`
+	JITUnnamed     uint64   `json:"jit_unnamed"`
+	UnknownSamples uint64   `json:"unknown_samples"`
+	Unresolved     uint64   `json:"unresolved_frames"`
+}
+
+func (s *Server) summary(ctx context.Context) ([]byte, int) {
+	s.statusMu.Lock()
+	defer s.statusMu.Unlock()
+	if s.statusVal != nil && time.Since(s.statusAt) < 200*time.Millisecond {
+		return s.statusVal, http.StatusOK
+	}
+	body, code := s.src.Get(ctx, "/v1/status", nil)
+	if code != http.StatusOK {
+		return body, code
+	}
+	var st api.Status
+	if err := json.Unmarshal(body, &st); err != nil {
+		return errorBody(err.Error()), http.StatusBadGateway
+	}
+	jitFuncs := 0
+	for _, j := range st.JIT {
+		jitFuncs += j.Functions
+	}
+	b, _ := json.Marshal(Summary{Run: st.Meta.ID, State: st.State, Live: st.Live, Command: st.Meta.Command,
+		Samples: st.Meta.Samples, Lost: st.Meta.Lost, ElapsedSec: st.ElapsedSec, Threads: st.Threads,
+		DistinctStacks: st.DistinctStacks, JITSources: len(st.JIT), JITFunctions: jitFuncs, JITSamples: st.JITSamples, JITUnnamed: st.JITUnnamed,
+		UnknownSamples: st.UnknownSamples, Unresolved: st.Meta.Unresolved})
+	s.statusVal, s.statusAt = b, time.Now()
+	return b, http.StatusOK
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	body, code := s.summary(r.Context())
+	writeRaw(w, code, body)
+}
+
+// events streams the run's summary (server-sent events) whenever it changes, at most
+// once a second, until the run is no longer live or the page goes.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var last []byte
+	quiet := 0
+	for {
+		body, code := s.summary(r.Context())
+		switch {
+		case code == http.StatusOK && !bytes.Equal(body, last):
+			fmt.Fprintf(w, "event: status\ndata: %s\n\n", body)
+			last, quiet = body, 0
+		case quiet >= 15:
+			io.WriteString(w, ": still here\n\n")
+			quiet = 0
+		default:
+			quiet++
+		}
+		fl.Flush()
+		var st Summary
+		if json.Unmarshal(last, &st) == nil && !st.Live && st.State != "" {
+			return // the run is finished: nothing more will change
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// annotate answers with the annotation and its text, as stax annotate prints it.
+func (s *Server) annotate(w http.ResponseWriter, r *http.Request) {
+	body, code := s.src.Get(r.Context(), "/v1/annotate", params(r, nil))
+	if code != http.StatusOK {
+		writeRaw(w, code, body)
+		return
+	}
+	var res query.AnnotateResult
+	if err := json.Unmarshal(body, &res); err != nil || res.Annotation == nil {
+		writeJSON(w, http.StatusBadGateway, api.Error{Error: fmt.Sprintf("annotation unreadable: %v", err)})
+		return
+	}
+	var text bytes.Buffer
+	if err := res.Annotation.WriteText(&text, annotate.TextOptions{}); err != nil {
+		writeJSON(w, http.StatusInternalServerError, api.Error{Error: err.Error()})
+		return
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(&text, "note: %s\n", n)
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Func     string              `json:"func"`
+		Image    string              `json:"image"`
+		Total    uint64              `json:"total"`
+		Versions []query.CodeVersion `json:"versions,omitempty"`
+		Version  int                 `json:"version,omitempty"`
+		Others   []query.Match       `json:"other_matches,omitempty"`
+		Text     string              `json:"text"`
+	}{res.Annotation.Func, res.Annotation.Image, res.Annotation.Total, res.Versions, res.Version, res.Others, text.String()})
+}
