@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin
 
-.PHONY: all build demo test bench clean
+.PHONY: all build demo test bench screenshots clean
 
 all: build
 
@@ -23,6 +23,10 @@ test:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Refresh the web UI's screenshots in docs/ from the browser tests.
+screenshots:
+	STAX_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run 'TestWebShowsToyJIT|TestWebTimelineSelectsAPhase' ./internal/e2e
 
 clean:
 	rm -rf $(BIN)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/testutil/synthrun"
 )
 
 func sampleRun() *Run {
@@ -445,7 +446,7 @@ func timedRun() *Run {
 		chain := []uint64{^uint64(511), uint64(i%6+1) << 8, 7 << 8}
 		r.AddSample(10, uint32(10+i%3), uint32(i%2), 1e9+uint64(i)*1e6, 0, chain)
 	}
-	r.Resolve(nameByAddress{})
+	r.Resolve(synthrun.Names{})
 	return &Run{Meta: Meta{ID: "timed", Samples: 2000, StartNs: 1e9}, Profile: *r.Profile(nil)}
 }
 

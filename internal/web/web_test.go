@@ -1,0 +1,175 @@
+package web
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/stax-profiler/stax/internal/server"
+	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/testutil/browser"
+	"github.com/stax-profiler/stax/internal/testutil/synthrun"
+)
+
+func serve(t testing.TB, run *store.Run, addr string) *Server {
+	t.Helper()
+	s, err := Listen(HandlerSource{server.Handler(server.Stored(run), false)}, Options{Addr: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve()
+	t.Cleanup(s.Close)
+	return s
+}
+
+func smallRun() *store.Run {
+	return &store.Run{Meta: store.Meta{ID: "small", Samples: 2000, Finished: true, StartNs: 1e9}, Profile: *synthrun.Profile(2000, 50)}
+}
+
+func TestGuard(t *testing.T) {
+	s := serve(t, smallRun(), "")
+	base, token, _ := strings.Cut(s.URL(), "/?token=")
+	do := func(method, path, host string, header bool) (int, http.Header) {
+		req, _ := http.NewRequest(method, base+path, nil)
+		if host != "" {
+			req.Host = host
+		}
+		if header {
+			req.Header.Set("X-Stax-Token", token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header
+	}
+	port := base[strings.LastIndex(base, ":")+1:]
+	for _, c := range []struct {
+		name, method, path, host string
+		header                   bool
+		want                     int
+	}{
+		{"page", "GET", "/?token=" + token, "", false, 200},
+		{"token in a header", "GET", "/api/flame", "", true, 200},
+		{"asset", "GET", "/app.js?token=" + token, "", false, 200},
+		{"no token", "GET", "/api/flame", "", false, 403},
+		{"asset without token", "GET", "/app.js", "", false, 403},
+		{"short token", "GET", "/api/flame?token=" + token[:8], "", false, 403},
+		{"foreign host", "GET", "/api/flame", "evil.example:" + port, true, 403},
+		{"localhost", "GET", "/api/flame", "localhost:" + port, true, 200},
+		{"ipv6 loopback", "GET", "/api/flame", "[::1]:" + port, true, 200},
+		{"wrong port", "GET", "/api/flame", "127.0.0.1:1", true, 403},
+		{"post", "POST", "/api/status", "", true, 405},
+		{"no such view", "GET", "/api/run", "", true, 404},
+		{"annotate without a match", "GET", "/api/annotate?target=no_such_function", "", true, 404},
+		{"annotate without a target", "GET", "/api/annotate", "", true, 400},
+		{"a window past the run", "GET", "/api/flame?from=99999", "", true, 400},
+	} {
+		code, h := do(c.method, c.path, c.host, c.header)
+		if code != c.want {
+			t.Errorf("%s: %d, want %d", c.name, code, c.want)
+		}
+		if h.Get("Content-Security-Policy") == "" || h.Get("Referrer-Policy") != "no-referrer" {
+			t.Errorf("%s: missing security headers: %v", c.name, h)
+		}
+	}
+}
+
+func TestNonLoopbackAllowsOnlyAddressesAndHostname(t *testing.T) {
+	s := &Server{port: "8080", loopback: false, hostname: "build-box"}
+	for host, want := range map[string]bool{
+		"10.1.2.3:8080": true, "build-box:8080": true, "localhost:8080": true,
+		"evil.example:8080": false, "10.1.2.3:9090": false, "build-box.evil.example:8080": false,
+	} {
+		if got := s.hostAllowed(host); got != want {
+			t.Errorf("hostAllowed(%q) = %v, want %v", host, got, want)
+		}
+	}
+	s.loopback = true
+	if s.hostAllowed("10.1.2.3:8080") || s.hostAllowed("build-box:8080") {
+		t.Error("a loopback server accepted a non-loopback Host")
+	}
+}
+
+// big is the 1,000,000-sample run over 50,000 distinct stacks the page is measured on.
+func big(tb testing.TB) *store.Run {
+	return &store.Run{Meta: store.Meta{ID: "big", Samples: 1_000_000, Finished: true, StartNs: 1e9}, Profile: *synthrun.Profile(1_000_000, 50_000)}
+}
+
+// The page on a 1,000,000-sample run with 50,000 distinct stacks: time to first paint, to
+// the first flame graph, each flame graph render, and the bytes of each view. Reported,
+// not asserted: a loaded test machine says nothing about a user's.
+func TestLargeRunInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	bctx := browser.Require(t)
+	s := serve(t, big(t), "")
+	ctx := browser.Within(t, bctx, 3*time.Minute)
+	if err := chromedp.Do(ctx, chromedp.Navigate(s.URL()), chromedp.WaitVisible(`#flame .frame`)); err != nil {
+		t.Fatalf("the page drew no flame graph: %v", err)
+	}
+	// Zoom into the widest frame below the root and back out: two more renders.
+	if err := chromedp.Do(ctx, chromedp.Click(`#flame .frame:nth-child(2)`), chromedp.Click(`#reset-zoom`)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`window.staxPerf.flameRenderMs.length`)); n >= 3 {
+			break
+		}
+	}
+	type figures struct {
+		FCP      float64            `json:"fcp"`
+		First    float64            `json:"first"`
+		Renders  []float64          `json:"renders"`
+		Frames   int                `json:"frames"`
+		Bytes    map[string]float64 `json:"bytes"`
+		Navigate float64            `json:"navigate"`
+	}
+	f, err := chromedp.Run(ctx, chromedp.Evaluate[figures](`(() => {
+		const p = performance.getEntriesByName("first-contentful-paint")[0];
+		return {fcp: p ? p.startTime : -1, first: window.staxPerf.firstFlameMs, renders: window.staxPerf.flameRenderMs,
+			frames: document.querySelectorAll("#flame .frame").length, bytes: window.staxPerf.lastBytes,
+			navigate: performance.getEntriesByType("navigation")[0].duration};
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("1,000,000 samples, 50,000 stacks: first contentful paint %.0f ms; flame graph on screen at %.0f ms; renders %v ms (%d frames); bytes per view %v",
+		f.FCP, f.First, f.Renders, f.Frames, f.Bytes)
+	if len(f.Renders) < 3 || f.Frames == 0 {
+		t.Errorf("expected three renders of a non-empty graph: %+v", f)
+	}
+}
+
+// BenchmarkFlameView1M is the server's side of the page's flame graph on the 1M run: the
+// query, pruned at the page's threshold, and its JSON (bytes/op reported as answer-bytes).
+func BenchmarkFlameView1M(b *testing.B) {
+	s := serve(b, big(b), "")
+	src := s.src
+	var n int
+	for b.Loop() {
+		body, code := src.Get(context.Background(), "/v1/flame", params(&http.Request{URL: mustURL("/?")}, map[string]string{"depth": "0", "threshold_pct": "0.1"}))
+		if code != 200 {
+			b.Fatalf("%d %s", code, body)
+		}
+		n = len(body)
+	}
+	b.ReportMetric(float64(n), "answer-bytes")
+}
+
+func mustURL(s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}
