@@ -277,7 +277,7 @@ function applySearch() {
     }
   }
   const root = state.flame && state.flame.root;
-  $("#search-result").textContent = q && root ? `${frames} frames match · ${((100 * samples) / Math.max(root.total, 1)).toFixed(1)}% of samples` : "";
+  $("#search-result").textContent = q && root ? `${frames} ${frames === 1 ? "frame matches" : "frames match"} · ${((100 * samples) / Math.max(root.total, 1)).toFixed(1)}% of samples` : "";
 }
 
 function frameAt(e) {
