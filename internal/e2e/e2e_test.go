@@ -367,6 +367,16 @@ func TestForkAndExecAreFollowed(t *testing.T) {
 			t.Errorf("%s: %d samples, want a named row with samples", fn, self)
 		}
 	}
+	if t.Failed() {
+		t.Log(e.diagnosis())
+	}
+}
+
+// diagnosis is what a failing test shows about the newest run: its status and top rows.
+func (e *staxEnv) diagnosis() string {
+	status, errOut, _ := e.run("status")
+	top, errTop, _ := e.run("top", "-n", "15")
+	return "stax status:\n" + status + errOut + "\nstax top:\n" + top + errTop
 }
 
 func TestCxxNamesAreDemangled(t *testing.T) {

@@ -101,9 +101,8 @@ func TestDeepStacksAreMarkedTruncated(t *testing.T) {
 				t.Errorf("stack ends %v: want truncated or max_depth for nearly all %d samples in the recursion", st.Meta.StackEnds, deep)
 			}
 			if t.Failed() {
-				leaves, _, _ := e.run("top", "-n", "12")
 				roots, _, _ := e.run("flame", "-d", "2", "--threshold-pct", "0.1")
-				t.Logf("leaves:\n%s\nroots:\n%s", leaves, roots)
+				t.Logf("%s\nroots:\n%s", e.diagnosis(), roots)
 			}
 		})
 	}
