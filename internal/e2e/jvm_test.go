@@ -1,0 +1,80 @@
+package e2e
+
+import (
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/query"
+	"github.com/stax-profiler/stax/internal/testutil"
+)
+
+// A real JVM that writes its perf map only at exit (-XX:+DumpPerfMapAtExit): its compiled
+// methods are named at their 1:2 work, and after the JVM is gone stax annotate shows the
+// method's code versions, every sample of the method accounted for in them.
+func TestJVMPerfMapAtExit(t *testing.T) {
+	testutil.RequirePerf(t)
+	for _, tool := range []string{"java", "javac"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("STAX_REQUIRE_PERF") == "1" {
+				t.Fatalf("%s not found (apt-get install openjdk-17-jdk-headless)", tool)
+			}
+			t.Skipf("%s not found", tool)
+		}
+	}
+	dir := t.TempDir()
+	testutil.Run(t, "", "javac", "-d", dir, filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/jvm/Hot.java"))
+	e := newEnv(t)
+	if out, errOut, code := e.run("record", "-q", "--", "java", "-XX:+UnlockDiagnosticVMOptions", "-XX:+DumpPerfMapAtExit",
+		"-XX:+PreserveFramePointer", "-cp", dir, "Hot", "1500"); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	var top api.Top
+	e.mustJSON(&top, "top", "-n", "40")
+	alpha, _, okA := row(top, "long Hot.alpha(long)")
+	beta, _, okB := row(top, "long Hot.beta(long)")
+	if !okA || !okB || alpha < 100 {
+		t.Fatalf("Hot.alpha %d and Hot.beta %d samples: not named\n%s", alpha, beta, e.diagnosis())
+	}
+	share := float64(beta) / float64(alpha+beta)
+	if tol := shareTolerance(2.0/3, alpha+beta) / 100; math.Abs(share-2.0/3) > tol+0.05 {
+		t.Errorf("beta's share of the two is %.3f, want 2/3 ± %.3f (alpha %d, beta %d)", share, tol+0.05, alpha, beta)
+	}
+	var st api.Status
+	e.mustJSON(&st, "status")
+	if st.JITSamples == 0 || st.JITUnnamed*50 > st.JITSamples {
+		t.Errorf("%d of %d JIT samples unnamed: want under 2%%", st.JITUnnamed, st.JITSamples)
+	}
+
+	var res query.AnnotateResult
+	e.mustJSON(&res, "annotate", "--json", "Hot.beta")
+	if res.Annotation == nil || len(res.Versions) == 0 {
+		t.Fatalf("annotate Hot.beta after the JVM exited: no code\n%+v", res)
+	}
+	var sum, hottest uint64
+	for _, v := range res.Versions {
+		if v.Error != "" {
+			t.Errorf("version %d: %s", v.Index, v.Error)
+		}
+		sum += v.Samples
+		hottest = max(hottest, v.Samples)
+	}
+	if sum != beta {
+		t.Errorf("versions hold %d samples, top says %d", sum, beta)
+	}
+	if res.Annotation.Total < hottest || res.Annotation.Total*10 < beta*9 {
+		t.Errorf("the annotated version holds %d of %d samples: want the hottest, with most of them", res.Annotation.Total, beta)
+	}
+	hot := 0
+	for _, in := range res.Annotation.Insts {
+		if in.Samples > 0 {
+			hot++
+		}
+	}
+	if hot == 0 || len(res.Annotation.Insts) < 10 {
+		t.Errorf("%d instructions, %d with samples: the bytes were not kept", len(res.Annotation.Insts), hot)
+	}
+}
