@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stax-profiler/stax/internal/api"
@@ -77,4 +78,48 @@ func TestJVMPerfMapAtExit(t *testing.T) {
 	if hot == 0 || len(res.Annotation.Insts) < 10 {
 		t.Errorf("%d instructions, %d with samples: the bytes were not kept", len(res.Annotation.Insts), hot)
 	}
+}
+
+// A V8 function compiled again and again (its argument's shape keeps changing): after node
+// exits, stax annotate lists every code version, their samples add up to the function's,
+// and the version annotated is the hottest.
+func TestNodeFunctionVersionsAfterExit(t *testing.T) {
+	testutil.RequirePerf(t)
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed")
+	}
+	e := newEnv(t)
+	work := t.TempDir() // node writes its jitdump in its working directory
+	src, _ := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/versions.js"))
+	os.WriteFile(filepath.Join(work, "versions.js"), src, 0o644)
+	cmd := e.cmd("record", "-q", "--", "node", "--perf-prof", "--interpreted-frames-native-stack", "versions.js")
+	cmd.Dir = work
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("record: %v\n%s", err, out)
+	}
+	var top api.Top
+	e.mustJSON(&top, "top", "-n", "40")
+	self := uint64(0)
+	for _, r := range top.Rows {
+		if r.Kind == "jit" && strings.Contains(r.Func, "hot ") {
+			self += r.Self
+		}
+	}
+	var res query.AnnotateResult
+	e.mustJSON(&res, "annotate", "--json", "JS:*hot")
+	if res.Annotation == nil || len(res.Versions) < 2 {
+		t.Fatalf("annotate hot: want several code versions, got %d\n%s", len(res.Versions), e.diagnosis())
+	}
+	var sum, hottest uint64
+	for _, v := range res.Versions {
+		sum += v.Samples
+		hottest = max(hottest, v.Samples)
+	}
+	if sum == 0 || sum > self {
+		t.Errorf("the versions hold %d samples; top has %d in optimised hot", sum, self)
+	}
+	if res.Annotation.Total != hottest {
+		t.Errorf("annotated a version with %d samples, the hottest has %d", res.Annotation.Total, hottest)
+	}
+	t.Logf("%d versions, %d samples, the hottest %d", len(res.Versions), sum, hottest)
 }
