@@ -96,6 +96,7 @@ type Session struct {
 	fds   []int
 	rings []*mappedRing
 	epfd  int // epoll over the rings, woken when one fills past its watermark
+	spans []ring.Span
 }
 
 // RingError says a ring of that size could not be mapped: over the locked-memory limit
@@ -358,6 +359,25 @@ func (s *Session) Read(fn func(cpu int, rec []byte)) error {
 		}
 	}
 	return firstErr
+}
+
+// ReadOrdered calls fn for the records of every ring in time order (timeOf gives a record's
+// time), up to until: records timed at or after it stay in their ring for the next read.
+// Reading CPU by CPU would hand over a sample before the mapping it ran in when the process
+// moved between CPUs after the mmap.
+func (s *Session) ReadOrdered(until uint64, timeOf func(rec []byte) uint64, fn func(cpu int, rec []byte)) error {
+	if cap(s.spans) < len(s.rings) {
+		s.spans = make([]ring.Span, len(s.rings))
+	}
+	spans := s.spans[:len(s.rings)]
+	for i, r := range s.rings {
+		spans[i] = ring.Span{R: &r.rd, Head: atomic.LoadUint64(&r.meta.Data_head), Tail: atomic.LoadUint64(&r.meta.Data_tail)}
+	}
+	err := ring.Merge(spans, timeOf, until, func(i int, rec []byte) { fn(s.rings[i].cpu, rec) })
+	for i, r := range s.rings {
+		atomic.StoreUint64(&r.meta.Data_tail, spans[i].Tail)
+	}
+	return err
 }
 
 func (s *Session) closeFDs() {

@@ -29,6 +29,7 @@ func FuzzDecode(f *testing.F) {
 			{SampleType: dwarfSampleType, SampleIDAll: true, RegsUserMask: regsMask},
 			{SampleType: sampleType, SampleIDAll: idAll, RegsUserMask: sampleType},
 		} {
+			d.Time(data)
 			var s Sample
 			if err := d.Sample(data, &s); err == nil {
 				if len(s.Callchain) > maxCallchainSize {

@@ -261,6 +261,29 @@ func (d *Decoder) sampleID(body []byte) SampleID {
 	return id
 }
 
+// Time is the time of any record: a sample's own, or the sample_id trailer's of the
+// others. A record too short to hold one, or without times, is at 0.
+func (d *Decoder) Time(rec []byte) uint64 {
+	h, err := ParseHeader(rec)
+	if err != nil || int(h.Size) > len(rec) || h.Size < headerSize || d.SampleType&SampleTime == 0 {
+		return 0
+	}
+	body := rec[headerSize:h.Size]
+	if h.Type != TypeSample {
+		return d.sampleID(body).Time
+	}
+	off := 0
+	for _, bit := range []uint64{SampleIdentifier, SampleIP, SampleTID} {
+		if d.SampleType&bit != 0 {
+			off += 8
+		}
+	}
+	if len(body) < off+8 {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(body[off:])
+}
+
 // Sample decodes a PERF_RECORD_SAMPLE. rec is the whole record, header included. The
 // returned callchain aliases a buffer owned by the decoder, valid until the next call.
 func (d *Decoder) Sample(rec []byte, s *Sample) error {

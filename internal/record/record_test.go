@@ -664,3 +664,22 @@ func BenchmarkSample(b *testing.B) {
 		}
 	}
 }
+
+func TestTimeOfEveryRecord(t *testing.T) {
+	d := newDecoder()
+	id := SampleID{Pid: 7, Tid: 8, Time: 555, CPU: 1}
+	for name, c := range map[string]struct {
+		rec  []byte
+		want uint64
+	}{
+		"sample":    {sampleRec(sampleFields{ip: 1, pid: 7, tid: 8, time: 444, chain: []uint64{1}}, MiscUser), 444},
+		"comm":      {commRec(7, 8, "x", true, id), 555},
+		"lost":      {lostRec(1, 3, id), 555},
+		"too short": {[]byte{9, 0, 0, 0, 0, 0, 12, 0, 1, 2, 3, 4}, 0},
+		"empty":     {nil, 0},
+	} {
+		if got := d.Time(c.rec); got != c.want {
+			t.Errorf("%s: time %d, want %d", name, got, c.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,6 +58,12 @@ type Source interface {
 	Enable() error
 	Disable()
 	Close()
+}
+
+// orderedSource is a Source that can hand over the records of all its rings in time order,
+// holding back those timed at or after until (*perfevent.Session).
+type orderedSource interface {
+	ReadOrdered(until uint64, timeOf func(rec []byte) uint64, fn func(cpu int, rec []byte)) error
 }
 
 // finiteSource is a Source that ends by itself (a replay).
@@ -499,7 +506,19 @@ func (r *Recorder) nameLoop(stop <-chan struct{}, done chan<- struct{}) {
 func (r *Recorder) step(final bool) {
 	cut := perfevent.MonotonicNow()
 	r.jitw.Poll(final)
-	if err := r.src.Read(r.read); err != nil {
+	var err error
+	if ordered, ok := r.src.(orderedSource); ok {
+		// Records after the cut wait in their rings: the JIT sources were read before them,
+		// and so are the mappings they may need on another CPU.
+		until := cut
+		if final {
+			until = math.MaxUint64
+		}
+		err = ordered.ReadOrdered(until, r.dec.Time, r.read)
+	} else {
+		err = r.src.Read(r.read)
+	}
+	if err != nil {
 		r.note("read samples: %v", err)
 	}
 	r.mu.Lock()

@@ -20,39 +20,104 @@ type Reader struct {
 // being written, and the caller resumes from the returned tail. The slice passed to fn is
 // valid only during the call.
 func (r *Reader) Drain(tail, head uint64, fn func(rec []byte)) (uint64, error) {
-	size := uint64(len(r.Data))
-	if size == 0 || size&(size-1) != 0 {
+	if size := uint64(len(r.Data)); size == 0 || size&(size-1) != 0 {
 		return tail, fmt.Errorf("drain ring: data size %d is not a power of two", size)
 	}
-	if head-tail > size {
-		return head, fmt.Errorf("drain ring: head %d is %d bytes past tail %d, more than the ring holds", head, head-tail, tail)
-	}
-	mask := size - 1
-	for tail+8 <= head {
-		off := tail & mask
-		var hdr [8]byte
-		r.copyOut(hdr[:], off)
-		recSize := uint64(binary.LittleEndian.Uint16(hdr[6:]))
-		if recSize < 8 {
-			return head, fmt.Errorf("drain ring: record at %d has size %d", tail, recSize)
+	for {
+		rec, err := r.Next(tail, head)
+		if err != nil {
+			return head, err
 		}
-		if tail+recSize > head {
-			break
-		}
-		var rec []byte
-		if off+recSize <= size {
-			rec = r.Data[off : off+recSize]
-		} else {
-			if cap(r.scratch) < int(recSize) {
-				r.scratch = make([]byte, recSize, 1<<16)
-			}
-			rec = r.scratch[:recSize]
-			r.copyOut(rec, off)
+		if rec == nil {
+			return tail, nil
 		}
 		fn(rec)
-		tail += recSize
+		tail += uint64(len(rec))
 	}
-	return tail, nil
+}
+
+// Next returns the whole record at tail, or nil if none lies wholly before head. The slice
+// is valid until the next call.
+func (r *Reader) Next(tail, head uint64) ([]byte, error) {
+	size := uint64(len(r.Data))
+	if size == 0 || size&(size-1) != 0 {
+		return nil, fmt.Errorf("drain ring: data size %d is not a power of two", size)
+	}
+	if head-tail > size {
+		return nil, fmt.Errorf("drain ring: head %d is %d bytes past tail %d, more than the ring holds", head, head-tail, tail)
+	}
+	if tail+8 > head {
+		return nil, nil
+	}
+	mask := size - 1
+	off := tail & mask
+	var hdr [8]byte
+	r.copyOut(hdr[:], off)
+	recSize := uint64(binary.LittleEndian.Uint16(hdr[6:]))
+	if recSize < 8 {
+		return nil, fmt.Errorf("drain ring: record at %d has size %d", tail, recSize)
+	}
+	if tail+recSize > head {
+		return nil, nil
+	}
+	if off+recSize <= size {
+		return r.Data[off : off+recSize], nil
+	}
+	if cap(r.scratch) < int(recSize) {
+		r.scratch = make([]byte, recSize, 1<<16)
+	}
+	rec := r.scratch[:recSize]
+	r.copyOut(rec, off)
+	return rec, nil
+}
+
+// Span is the unread part of one ring: [Tail, Head) of R's data area.
+type Span struct {
+	R          *Reader
+	Tail, Head uint64
+}
+
+// Merge calls fn for the records of several rings in the order timeOf gives them, each
+// ring's own records being in that order already (a CPU writes its ring in time order), so
+// that a process's mappings are known before the samples taken in them on other CPUs. It
+// stops each ring at its first record timed at or after until: that record and the ones
+// after it stay unread. Each span's Tail is advanced past what was read. A corrupt ring is
+// skipped to its head and its error returned.
+func Merge(spans []Span, timeOf func(rec []byte) uint64, until uint64, fn func(i int, rec []byte)) error {
+	var firstErr error
+	next := make([][]byte, len(spans))
+	times := make([]uint64, len(spans))
+	peek := func(i int) {
+		sp := &spans[i]
+		rec, err := sp.R.Next(sp.Tail, sp.Head)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("ring %d: %w", i, err)
+			}
+			sp.Tail, rec = sp.Head, nil
+		}
+		next[i] = rec
+		if rec != nil {
+			times[i] = timeOf(rec)
+		}
+	}
+	for i := range spans {
+		peek(i)
+	}
+	for {
+		best := -1
+		for i, rec := range next {
+			if rec != nil && times[i] < until && (best < 0 || times[i] < times[best]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return firstErr
+		}
+		fn(best, next[best])
+		spans[best].Tail += uint64(len(next[best]))
+		peek(best)
+	}
 }
 
 func (r *Reader) copyOut(dst []byte, off uint64) {

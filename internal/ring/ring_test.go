@@ -3,6 +3,7 @@ package ring
 import (
 	"encoding/binary"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -220,4 +221,51 @@ func BenchmarkDrain(b *testing.B) {
 		}
 	}
 	b.SetBytes(int64(head - (size - 1000)))
+}
+
+// timedRing is a ring of 16-byte records, each carrying its time after the header.
+func timedRing(size int, times ...uint64) *Span {
+	r := &Reader{Data: make([]byte, size)}
+	var head uint64
+	for _, t := range times {
+		rec := make([]byte, 16)
+		binary.LittleEndian.PutUint16(rec[6:], 16)
+		binary.LittleEndian.PutUint64(rec[8:], t)
+		for i, b := range rec {
+			r.Data[(head+uint64(i))%uint64(size)] = b
+		}
+		head += 16
+	}
+	return &Span{R: r, Head: head}
+}
+
+func TestMergeOrdersByTimeAndStopsAtUntil(t *testing.T) {
+	a := timedRing(64, 1, 4, 9)
+	b := timedRing(64, 2, 3, 5, 10)
+	spans := []Span{*a, *b}
+	var got []uint64
+	err := Merge(spans, func(rec []byte) uint64 { return binary.LittleEndian.Uint64(rec[8:]) }, 9, func(i int, rec []byte) {
+		got = append(got, binary.LittleEndian.Uint64(rec[8:]))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []uint64{1, 2, 3, 4, 5}; !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+	// What is at or past until stays: one record in a, one in b.
+	if spans[0].Head-spans[0].Tail != 16 || spans[1].Head-spans[1].Tail != 16 {
+		t.Errorf("left %d and %d bytes, want 16 each", spans[0].Head-spans[0].Tail, spans[1].Head-spans[1].Tail)
+	}
+}
+
+func TestMergeSkipsACorruptRing(t *testing.T) {
+	good := timedRing(64, 1, 2)
+	bad := &Span{R: &Reader{Data: make([]byte, 64)}, Head: 32} // zero-sized record
+	spans := []Span{*bad, *good}
+	n := 0
+	err := Merge(spans, func(rec []byte) uint64 { return binary.LittleEndian.Uint64(rec[8:]) }, ^uint64(0), func(int, []byte) { n++ })
+	if err == nil || n != 2 || spans[0].Tail != spans[0].Head {
+		t.Errorf("err %v, %d records, bad ring tail %d of %d", err, n, spans[0].Tail, spans[0].Head)
+	}
 }
