@@ -11,10 +11,22 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
 )
 
 const gateArg = "__stax_gate__"
+
+// The events are opened on the gate's main thread, and only the thread that calls exec
+// survives it: if the Go scheduler ran the gate's goroutine on another thread (one created
+// before the events were opened, so without them), the command would run unprofiled.
+// Locking the main goroutine to the main thread from init keeps exec on the thread that
+// carries the events.
+func init() {
+	if len(os.Args) >= 3 && os.Args[1] == gateArg {
+		runtime.LockOSThread()
+	}
+}
 
 // Gate is a started, not yet released, command.
 type Gate struct {
@@ -160,6 +172,10 @@ func RunGateIfRequested() {
 		os.Exit(127) // the recorder gave up before releasing us
 	}
 	f.Close()
+	if syscall.Gettid() != os.Getpid() {
+		fmt.Fprintf(os.Stderr, "stax: the gate left its main thread; the command would run unprofiled\n")
+		os.Exit(127)
+	}
 	err := syscall.Exec(path, argv, os.Environ())
 	fmt.Fprintf(os.Stderr, "stax: exec %s: %v\n", path, err)
 	os.Exit(127)
