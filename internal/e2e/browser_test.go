@@ -107,21 +107,31 @@ func TestExportsOpenInBrowser(t *testing.T) {
 	}
 }
 
-// pageText returns the text the page shows, or why it could not be read.
+// pageText returns the text the page shows, or why it could not be read. It evaluates
+// innerText rather than querying a node: a DOM query issued while a page re-renders can wait
+// on node events that never come. Each read is bounded so one stuck call cannot spend the
+// caller's whole budget.
 func pageText(ctx context.Context) string {
-	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	text, err := chromedp.Run(rctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
 	if err != nil {
 		return "(page text unreadable: " + err.Error() + ")"
 	}
 	return text
 }
 
-// waitForText polls the page until it shows want or ctx ends, and returns the last text seen.
+// waitForText polls the page until it shows want or ctx ends, and returns the last text
+// read (or why none could be).
 func waitForText(ctx context.Context, want string) string {
+	last := ""
 	for {
 		text := pageText(ctx)
+		if !strings.HasPrefix(text, "(page text unreadable") || last == "" {
+			last = text
+		}
 		if strings.Contains(text, want) || ctx.Err() != nil {
-			return text
+			return last
 		}
 		select {
 		case <-ctx.Done():

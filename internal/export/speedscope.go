@@ -26,6 +26,7 @@ type ssFrame struct {
 // whose samples are frame-index arrays, root first, in time order, consecutive samples
 // with the same stack merged into one weighted by their CPU time (count times the period,
 // in nanoseconds; unit "none" and weights in samples when the frequency is unknown).
+// The file opens on the thread with the most samples.
 func WriteSpeedscope(w io.Writer, run *store.Run) error {
 	if err := check(run); err != nil {
 		return err
@@ -47,19 +48,6 @@ func WriteSpeedscope(w io.Writer, run *store.Run) error {
 		f := &p.Frames[i]
 		frames[i] = ssFrame{Name: displayName(f), File: cleanText(f.File), Line: f.Line}
 	}
-	head := map[string]any{
-		"$schema":            SpeedscopeSchema,
-		"name":               productName(&run.Meta) + " (stax run " + run.Meta.ID + ")",
-		"exporter":           "stax",
-		"activeProfileIndex": 0,
-		"shared":             map[string]any{"frames": frames},
-	}
-	hb, err := json.Marshal(head)
-	if err != nil {
-		return err
-	}
-	bw.Write(hb[:len(hb)-1]) // reopen the object to add the profiles
-	bw.WriteString(`,"profiles":[`)
 
 	// A stack's JSON, root first, made once.
 	stackJSON := make([][]byte, len(p.Stacks))
@@ -103,6 +91,30 @@ func WriteSpeedscope(w io.Writer, run *store.Run) error {
 		}
 		per[ti] = append(rs, run1{e.Stack, uint64(s.weight)})
 	}
+	// speedscope shows one thread at a time: open on the one with the most samples.
+	busiest, most := 0, uint64(0)
+	for ti, rs := range per {
+		var n uint64
+		for _, r := range rs {
+			n += r.weight
+		}
+		if n > most {
+			busiest, most = ti, n
+		}
+	}
+	head := map[string]any{
+		"$schema":            SpeedscopeSchema,
+		"name":               productName(&run.Meta) + " (stax run " + run.Meta.ID + ")",
+		"exporter":           "stax",
+		"activeProfileIndex": busiest,
+		"shared":             map[string]any{"frames": frames},
+	}
+	hb, err := json.Marshal(head)
+	if err != nil {
+		return err
+	}
+	bw.Write(hb[:len(hb)-1]) // reopen the object to add the profiles
+	bw.WriteString(`,"profiles":[`)
 	var num []byte
 	for ti, t := range threads {
 		if ti > 0 {

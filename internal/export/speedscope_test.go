@@ -68,9 +68,10 @@ func TestSpeedscope(t *testing.T) {
 				t.Errorf("frames %+v", f.Shared.Frames)
 			}
 			names := map[string]bool{}
-			var total uint64
+			var total, most uint64
+			busiest := -1
 			self := map[int]uint64{}
-			for _, p := range f.Profiles {
+			for pi, p := range f.Profiles {
 				names[p.Name] = true
 				if p.Type != "sampled" || p.Unit != "nanoseconds" || len(p.Samples) != len(p.Weights) {
 					t.Fatalf("profile %s: type %s unit %s, %d samples, %d weights", p.Name, p.Type, p.Unit, len(p.Samples), len(p.Weights))
@@ -94,6 +95,12 @@ func TestSpeedscope(t *testing.T) {
 					t.Errorf("%s: weights sum to %d, range %v-%v", p.Name, sum, p.StartValue, p.EndValue)
 				}
 				total += sum
+				if sum > most {
+					busiest, most = pi, sum
+				}
+			}
+			if f.ActiveProfileIndex == nil || *f.ActiveProfileIndex != busiest {
+				t.Errorf("the file opens on profile %v, want the busiest, %d", f.ActiveProfileIndex, busiest)
 			}
 			period := uint64(1e9 / r.Meta.Freq)
 			if total != r.Profile.TotalSamples()*period {
