@@ -33,28 +33,28 @@ type Sample struct {
 
 const chunkBytes = 64 << 10
 
-// seriesWriter appends to a Series; the last chunk stays open until full.
+// seriesWriter appends to a Series; the last chunk stays open until full. A chunk is made
+// at its full size, so appending never copies it, and it is sealed as it is (less than one
+// sample's bytes unused).
 type seriesWriter struct {
 	s    Series
 	last uint64
-	buf  [3 * binary.MaxVarintLen64]byte
 }
+
+// maxSampleBytes bounds one sample's varints.
+const maxSampleBytes = 3 * binary.MaxVarintLen64
 
 func (w *seriesWriter) add(t uint64, key, cpu uint32) {
 	n := len(w.s.Chunks)
-	if n == 0 || len(w.s.Chunks[n-1].Data)+len(w.buf) > chunkBytes {
-		if n > 0 { // seal the full chunk at its exact size
-			w.s.Chunks[n-1].Data = append([]byte(nil), w.s.Chunks[n-1].Data...)
-		}
-		w.s.Chunks = append(w.s.Chunks, SeriesChunk{Base: t, Min: t, Max: t, Data: make([]byte, 0, 256)})
+	if n == 0 || len(w.s.Chunks[n-1].Data)+maxSampleBytes > chunkBytes {
+		w.s.Chunks = append(w.s.Chunks, SeriesChunk{Base: t, Min: t, Max: t, Data: make([]byte, 0, chunkBytes)})
 		w.last = t
 		n++
 	}
 	c := &w.s.Chunks[n-1]
-	b := binary.AppendVarint(w.buf[:0], int64(t-w.last))
-	b = binary.AppendUvarint(b, uint64(key))
-	b = binary.AppendUvarint(b, uint64(cpu))
-	c.Data = append(c.Data, b...)
+	c.Data = binary.AppendVarint(c.Data, int64(t-w.last))
+	c.Data = binary.AppendUvarint(c.Data, uint64(key))
+	c.Data = binary.AppendUvarint(c.Data, uint64(cpu))
 	c.N++
 	c.Min, c.Max = min(c.Min, t), max(c.Max, t)
 	w.last = t
