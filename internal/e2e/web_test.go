@@ -46,21 +46,38 @@ func (e *staxEnv) startWeb(args ...string) string {
 	return sc.Text()
 }
 
-// frameWidths returns the widest rendered flame graph frame of each function, in pixels.
+// frameWidths returns the widest drawn flame graph frame of each function, in pixels
+// measured on the canvas.
 func frameWidths(ctx context.Context, t *testing.T) map[string]float64 {
 	t.Helper()
-	w, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](`(() => {
-		const w = {}, frames = window.staxFrames();
-		for (const el of document.querySelectorAll("#flame .frame")) {
-			const item = frames[el.dataset.i];
-			w[item.func] = Math.max(w[item.func] || 0, el.getBoundingClientRect().width);
-		}
-		return w;
-	})()`))
+	frames, err := browser.Frames(ctx)
 	if err != nil {
 		t.Fatalf("read the flame graph: %v", err)
 	}
+	w := map[string]float64{}
+	for _, f := range frames {
+		w[f.Func] = max(w[f.Func], f.Drawn)
+	}
 	return w
+}
+
+// isJIT accepts a JIT frame.
+func isJIT(f browser.Frame) bool { return f.Kind == "jit" }
+
+// named accepts frames of the function fn.
+func named(fn string) func(browser.Frame) bool {
+	return func(f browser.Frame) bool { return f.Func == fn && !f.Ancestor }
+}
+
+// waitJIT waits until the flame graph has drawn a JIT frame.
+func waitJIT(ctx context.Context, t *testing.T, navigate string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(navigate)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := browser.WaitFrames(ctx, isJIT); err != nil {
+		t.Fatalf("the page drew no JIT frame: %v\n%.2000s", err, pageText(ctx))
+	}
 }
 
 // shot saves a screenshot of the page to $STAX_SCREENSHOTS/name.png when that is set
@@ -110,9 +127,7 @@ func TestWebShowsToyJIT(t *testing.T) {
 	}
 	url := e.startWeb()
 	ctx := browser.Within(t, bctx, 2*time.Minute)
-	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(`#flame .frame.k-jit`)); err != nil {
-		t.Fatalf("the page drew no JIT frame: %v\n%.2000s", err, pageText(ctx))
-	}
+	waitJIT(ctx, t, url)
 	shot(ctx, t, "web-overview")
 
 	// Widths are in proportion to samples: measured ratio against the ratio of counts.
@@ -135,7 +150,7 @@ func TestWebShowsToyJIT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`//div[contains(@class,"frame")][text()="jitted_func1"]`)); err != nil {
+	if err := browser.ClickFrame(ctx, named("jitted_func1")); err != nil {
 		t.Fatal(err)
 	}
 	if w := frameWidths(ctx, t); w["jitted_func1"] < 0.98*full || w["jitted_func2"] != 0 {
@@ -150,9 +165,18 @@ func TestWebShowsToyJIT(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.SendKeys(`#search`, "func2")); err != nil {
 		t.Fatal(err)
 	}
-	matched, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => { const f = window.staxFrames(); return Array.from(document.querySelectorAll("#flame .frame.match"), el => f[el.dataset.i].func); })()`))
+	frames, err := browser.Frames(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var matched []string
+	for _, f := range frames {
+		if f.Match {
+			matched = append(matched, f.Func)
+			if !highlighted(ctx, t, f) {
+				t.Errorf("the match %s is not drawn in the highlight colour", f.Func)
+			}
+		}
 	}
 	if len(matched) == 0 {
 		t.Errorf("searching func2 highlighted nothing")
@@ -190,6 +214,21 @@ func TestWebShowsToyJIT(t *testing.T) {
 		t.Errorf("the code view shows no source lines:\n%s", pre)
 	}
 	shot(ctx, t, "web-code")
+}
+
+// highlighted reports whether the frame's pixels (one below its top) have the search
+// highlight's colour.
+func highlighted(ctx context.Context, t *testing.T, f browser.Frame) bool {
+	t.Helper()
+	rgb, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](fmt.Sprintf(`(() => {
+		const c = document.querySelector("#flame canvas"), b = c.getBoundingClientRect(), dpr = c.width / b.width;
+		return Array.from(c.getContext("2d").getImageData(Math.round((%f - b.left) * dpr), Math.round((%f - b.top + 1) * dpr), 1, 1).data);
+	})()`, f.X+f.W/2, f.Y)))
+	if err != nil || len(rgb) < 4 {
+		t.Fatalf("read the canvas: %v", err)
+	}
+	near := func(a, b int) bool { return a-b <= 3 && b-a <= 3 }
+	return near(rgb[0], 0xd4) && near(rgb[1], 0x00) && near(rgb[2], 0x9a)
 }
 
 // pageSelectorText returns the text of the first element matching sel.
@@ -262,13 +301,11 @@ func TestWebFollowsALiveRun(t *testing.T) {
 		t.Fatalf("wait: exit %d: %s", code, errOut)
 	}
 	ctx := browser.Within(t, bctx, 2*time.Minute)
-	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(`#flame .frame.k-jit`)); err != nil {
-		t.Fatalf("the page drew no JIT frame: %v\n%.2000s", err, pageText(ctx))
-	}
+	waitJIT(ctx, t, url)
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.loadedOnce = true`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`//div[contains(@class,"frame")][text()="jitted_func2"]`)); err != nil {
+	if err := browser.ClickFrame(ctx, named("jitted_func2")); err != nil {
 		t.Fatal(err)
 	}
 	first := readCount(ctx, t)
@@ -344,8 +381,11 @@ func TestWebTimelineSelectsAPhase(t *testing.T) {
 	}
 	url := e.startWeb()
 	ctx := browser.Within(t, bctx, 2*time.Minute)
-	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(`#timeline svg`), chromedp.WaitVisible(`#flame .frame`)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(`#timeline svg`)); err != nil {
 		t.Fatalf("the page drew no timeline: %v\n%.2000s", err, pageText(ctx))
+	}
+	if _, err := browser.WaitFrames(ctx, func(browser.Frame) bool { return true }); err != nil {
+		t.Fatalf("the page drew no flame graph: %v\n%.2000s", err, pageText(ctx))
 	}
 	for _, c := range []struct {
 		want, not string

@@ -29,8 +29,15 @@ const perf = (window.staxPerf = {
   updates: 0,
 });
 
-// The flame graph's frames by element index (data-i), for tests.
-window.staxFrames = () => (state.flameEls || []).map((x) => ({ func: x.n.func, image: x.n.image, total: x.n.total }));
+// The flame graph's frames as drawn, for tests and the console: x, y, w, h are CSS pixels
+// in the viewport.
+window.staxFrames = () => {
+  const box = state.flameCanvas ? state.flameCanvas.getBoundingClientRect() : { left: 0, top: 0 };
+  return (state.flameEls || []).map((f) => ({
+    func: f.n.func, image: f.n.image, kind: f.n.kind, total: f.n.total, match: f.match, ancestor: f.ancestor,
+    x: box.left + f.x, y: box.top + f.depth * ROW, w: f.w, h: ROW - 1,
+  }));
+};
 
 const fmtSec = (s) => (Math.round(s * 1000) / 1000).toString();
 const commas = (n) => Number(n).toLocaleString("en-US");
@@ -198,14 +205,22 @@ function zoomNode() {
   return chain;
 }
 
+// The flame graph is drawn on a canvas: a large run's graph has thousands of frames, and
+// as elements their style, layout and paint took 150-250 ms a render in software-rendered
+// Chromium; drawn, they take a few milliseconds. Frames keep their geometry (CSS pixels
+// within the canvas) for hit testing, the tooltip and tests.
+const KIND_COLOR = { user: "#f2a65a", jit: "#6cc070", kernel: "#7aa7e0", unknown: "#bbb", root: "#bbb" };
+const MATCH_COLOR = "#d4009a";
+const LABEL_MIN_PX = 28;
+
 function drawFlame() {
   const t0 = performance.now();
   const el = $("#flame");
   const root = state.flame && state.flame.root;
   if (!root || !root.total) {
     el.innerHTML = '<p class="placeholder">no samples in this window</p>';
-    el.style.height = "";
     state.flameEls = [];
+    state.flameCanvas = null;
     return;
   }
   const chain = zoomNode();
@@ -213,28 +228,15 @@ function drawFlame() {
   const W = Math.max(el.clientWidth, 300);
   const minFrac = 0.5 / W; // narrower than half a pixel: not drawn
   const nodes = [];
-  const frag = document.createDocumentFragment();
-  // Elements are built, not parsed from markup: the page's CSP allows no inline styles.
-  const add = (n, path, depth, x, w, cls) => {
-    const i = nodes.length;
-    nodes.push({ n, path });
-    const div = document.createElement("div");
-    div.className = `frame k-${n.kind}${cls}`;
-    div.dataset.i = i;
-    div.style.left = `${(x * 100).toFixed(4)}%`;
-    div.style.width = `${(w * 100).toFixed(4)}%`;
-    div.style.top = `${depth * ROW}px`;
-    if (w * W > 28) div.textContent = n.func + (n.inlined ? " (inlined)" : "");
-    frag.appendChild(div);
-  };
+  const add = (n, path, depth, x, w, ancestor) => nodes.push({ n, path, depth, x: x * W, w: w * W, ancestor, match: false });
   const ancestorPath = [];
   chain.forEach((n, d) => {
     if (d > 0) ancestorPath.push(keyOf(n));
-    if (d < chain.length - 1) add(n, ancestorPath.slice(), d, 0, 1, " ancestor");
+    if (d < chain.length - 1) add(n, ancestorPath.slice(), d, 0, 1, true);
   });
   let maxDepth = chain.length - 1;
   const walk = (n, path, depth, x, w) => {
-    add(n, path, depth, x, w, "");
+    add(n, path, depth, x, w, false);
     maxDepth = Math.max(maxDepth, depth);
     let cx = x;
     for (const c of n.children || []) {
@@ -244,12 +246,23 @@ function drawFlame() {
     }
   };
   walk(zoom, ancestorPath.slice(), chain.length - 1, 0, 1);
-  el.replaceChildren(frag);
-  el.style.height = `${(maxDepth + 1) * ROW + 2}px`;
+  let canvas = state.flameCanvas;
+  if (!canvas || canvas.parentNode !== el) {
+    canvas = document.createElement("canvas");
+    el.replaceChildren(canvas);
+    state.flameCanvas = canvas;
+  }
+  const H = (maxDepth + 1) * ROW + 2;
+  const dpr = window.devicePixelRatio || 1;
+  canvas.width = Math.round(W * dpr);
+  canvas.height = Math.round(H * dpr);
+  canvas.style.width = `${W}px`;
+  canvas.style.height = `${H}px`;
   state.flameEls = nodes;
+  state.flameWidth = W;
   $("#reset-zoom").hidden = state.zoomPath.length === 0;
-  applySearch();
-  // Timed to the frame after the next paint: style, layout and paint included.
+  applySearch(); // marks matches and paints
+  // Timed to the frame after the next paint: layout and paint included.
   requestAnimationFrame(() =>
     setTimeout(() => {
       perf.flameRenderMs.push(performance.now() - t0);
@@ -258,15 +271,54 @@ function drawFlame() {
   );
 }
 
+function paintFlame() {
+  const canvas = state.flameCanvas;
+  if (!canvas) return;
+  const dpr = window.devicePixelRatio || 1;
+  // A CPU-backed canvas: in software-rendered browsers a GPU-emulated one took several
+  // times longer to reach the screen.
+  const g = canvas.getContext("2d", { willReadFrequently: true });
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.clearRect(0, 0, canvas.width, canvas.height);
+  g.font = '11px system-ui, -apple-system, "Segoe UI", sans-serif';
+  g.textBaseline = "middle";
+  for (const f of state.flameEls) {
+    const y = f.depth * ROW;
+    g.globalAlpha = f.ancestor ? 0.55 : 1;
+    g.fillStyle = f.match ? MATCH_COLOR : KIND_COLOR[f.n.kind] || KIND_COLOR.unknown;
+    // Edges on whole device pixels, a one-pixel gap right and below: frames stay apart.
+    const x0 = Math.round(f.x * dpr), x1 = Math.round((f.x + f.w) * dpr);
+    g.fillRect(x0 / dpr, y, Math.max(x1 - x0 - 1, 1) / dpr, ROW - 1);
+    if (f.w > LABEL_MIN_PX) {
+      g.fillStyle = f.match ? "#fff" : "#222";
+      g.fillText(fitLabel(g, frameLabel(f.n), f.w - 6), f.x + 3, y + ROW / 2);
+    }
+  }
+  g.globalAlpha = 1;
+}
+
+const frameLabel = (n) => n.func + (n.inlined ? " (inlined)" : "");
+
+// fitLabel cuts text to fit px, with an ellipsis.
+function fitLabel(g, text, px) {
+  if (g.measureText(text).width <= px) return text;
+  let lo = 0, hi = text.length;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (g.measureText(text.slice(0, mid) + "…").width <= px) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo > 0 ? text.slice(0, lo) + "…" : "";
+}
+
 function applySearch() {
   const q = state.search.toLowerCase();
   let frames = 0;
   let samples = 0;
   const counted = [];
-  for (const el of $("#flame").querySelectorAll(".frame")) {
-    const item = state.flameEls[el.dataset.i];
+  for (const item of state.flameEls || []) {
     const hit = q !== "" && item.n.func.toLowerCase().includes(q);
-    el.classList.toggle("match", hit);
+    item.match = hit;
     if (hit) {
       frames++;
       // Count samples once: skip matches below another match.
@@ -276,13 +328,22 @@ function applySearch() {
       }
     }
   }
+  paintFlame();
   const root = state.flame && state.flame.root;
   $("#search-result").textContent = q && root ? `${frames} ${frames === 1 ? "frame matches" : "frames match"} · ${((100 * samples) / Math.max(root.total, 1)).toFixed(1)}% of samples` : "";
 }
 
 function frameAt(e) {
-  const el = e.target.closest(".frame");
-  return el ? state.flameEls[el.dataset.i] : null;
+  const canvas = state.flameCanvas;
+  if (!canvas || e.target !== canvas) return null;
+  const box = canvas.getBoundingClientRect();
+  const x = e.clientX - box.left, y = e.clientY - box.top;
+  const depth = Math.floor(y / ROW);
+  if (y - depth * ROW >= ROW - 1) return null; // the gap between rows
+  for (const f of state.flameEls) {
+    if (f.depth === depth && x >= f.x && x < f.x + f.w) return f;
+  }
+  return null;
 }
 
 function setupFlame() {
@@ -298,6 +359,7 @@ function setupFlame() {
   const tip = $("#tooltip");
   el.addEventListener("mousemove", (e) => {
     const item = frameAt(e);
+    el.classList.toggle("over-frame", !!item);
     if (!item) {
       tip.hidden = true;
       return;
@@ -311,6 +373,10 @@ function setupFlame() {
     tip.style.top = `${e.clientY + 14}px`;
   });
   el.addEventListener("mouseleave", () => (tip.hidden = true));
+  // The canvas is drawn at a width: draw again when the panel's width changes.
+  new ResizeObserver(() => {
+    if (state.flameCanvas && Math.max(el.clientWidth, 300) !== state.flameWidth) drawFlame();
+  }).observe(el);
   $("#search").addEventListener("input", (e) => {
     state.search = e.target.value;
     applySearch();
