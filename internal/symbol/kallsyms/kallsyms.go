@@ -4,14 +4,12 @@
 package kallsyms
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
-	"strconv"
+	"strings"
 )
 
 // Default path of the kernel symbol table.
@@ -19,8 +17,9 @@ const DefaultPath = "/proc/kallsyms"
 
 // Limits applied while parsing.
 const (
-	MaxLineLen = 4096    // longest accepted line, in bytes
-	MaxLines   = 8 << 20 // most lines read
+	MaxLineLen = 4096      // longest accepted line, in bytes
+	MaxLines   = 8 << 20   // most lines read
+	MaxBytes   = 256 << 20 // most bytes read
 	// LastSymbolSpan bounds how far the highest symbol (and the last
 	// symbol of each module) extends when nothing follows it.
 	LastSymbolSpan = 64 << 10
@@ -72,62 +71,124 @@ func Load(path string) (*Table, error) {
 	return t, nil
 }
 
-// Parse parses kallsyms text ("addr type name [module]" per line).
+// Parse parses kallsyms text ("addr type name [module]" per line). A kernel lists about
+// 100,000-200,000 symbols and stax loads them on every run, so the text is read whole, the
+// symbols are allocated once for its line count, lines are split in place and every name is
+// a slice of one string.
 func Parse(r io.Reader) (*Table, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 512), MaxLineLen)
-	var syms []Symbol
-	lines, nonzero, total := 0, false, 0
+	data, err := io.ReadAll(io.LimitReader(r, MaxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("parse kallsyms: %w", err)
+	}
+	if len(data) > MaxBytes {
+		return nil, fmt.Errorf("parse kallsyms: more than %d bytes", MaxBytes)
+	}
+	text := string(data)
+	nl := strings.Count(text, "\n") + 1
+	if nl > MaxLines {
+		return nil, fmt.Errorf("parse kallsyms: more than %d lines", MaxLines)
+	}
+	syms := make([]Symbol, 0, nl)
+	var fields [4]string // a line's first four fields
+	nonzero, total := false, 0
 	names := map[string]string{} // interns module names
-	for sc.Scan() {
-		lines++
-		if lines > MaxLines {
-			return nil, fmt.Errorf("parse kallsyms: more than %d lines", MaxLines)
+	for lines := 1; len(text) > 0; lines++ {
+		line := text
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			line, text = text[:i], text[i+1:]
+		} else {
+			text = ""
 		}
-		line := sc.Bytes()
-		if len(bytes.TrimSpace(line)) == 0 {
+		if len(line) > MaxLineLen {
+			return nil, fmt.Errorf("parse kallsyms: line %d: line too long (over %d bytes)", lines, MaxLineLen)
+		}
+		n := splitFields(line, &fields)
+		if n == 0 {
 			continue
 		}
-		f := bytes.Fields(line)
-		if len(f) < 3 || len(f[1]) != 1 {
+		if n < 3 || len(fields[1]) != 1 {
 			return nil, fmt.Errorf("parse kallsyms: line %d: malformed entry %.80q", lines, line)
 		}
-		addr, err := strconv.ParseUint(string(f[0]), 16, 64)
-		if err != nil {
-			return nil, fmt.Errorf("parse kallsyms: line %d: bad address: %w", lines, err)
+		addr, ok := parseHex(fields[0])
+		if !ok {
+			return nil, fmt.Errorf("parse kallsyms: line %d: bad address %.40q", lines, fields[0])
 		}
 		total++
 		if addr != 0 {
 			nonzero = true
 		}
-		typ := f[1][0]
+		typ := fields[1][0]
 		switch typ {
 		case 't', 'T', 'w', 'W':
 		default:
 			continue
 		}
 		var mod string
-		if len(f) >= 4 {
-			m := f[3]
+		if n >= 4 {
+			m := fields[3]
 			if len(m) < 2 || m[0] != '[' || m[len(m)-1] != ']' {
 				return nil, fmt.Errorf("parse kallsyms: line %d: bad module field %.80q", lines, m)
 			}
 			m = m[1 : len(m)-1]
 			var ok bool
-			if mod, ok = names[string(m)]; !ok {
-				mod = string(m)
+			if mod, ok = names[m]; !ok {
+				mod = strings.Clone(m)
 				names[mod] = mod
 			}
 		}
-		syms = append(syms, Symbol{Addr: addr, Name: string(f[2]), Module: mod, Type: typ})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("parse kallsyms: line %d: %w", lines+1, err)
+		syms = append(syms, Symbol{Addr: addr, Name: fields[2], Module: mod, Type: typ})
 	}
 	if total > 0 && !nonzero {
 		return nil, ErrRestricted
 	}
 	return newTable(syms), nil
+}
+
+// splitFields puts up to four whitespace-separated fields of line in f and returns how
+// many it found (more than four count as four).
+func splitFields(line string, f *[4]string) int {
+	n := 0
+	for i := 0; i < len(line) && n < len(f); {
+		for i < len(line) && isSpace(line[i]) {
+			i++
+		}
+		if i == len(line) {
+			break
+		}
+		j := i
+		for j < len(line) && !isSpace(line[j]) {
+			j++
+		}
+		f[n] = line[i:j]
+		n++
+		i = j
+	}
+	return n
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' }
+
+// parseHex parses a hexadecimal address of 1 to 16 digits.
+func parseHex(b string) (uint64, bool) {
+	if len(b) == 0 || len(b) > 16 {
+		return 0, false
+	}
+	var v uint64
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | uint64(c)
+	}
+	return v, true
 }
 
 func newTable(syms []Symbol) *Table {

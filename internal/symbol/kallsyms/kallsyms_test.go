@@ -1,6 +1,7 @@
 package kallsyms
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"strings"
@@ -141,5 +142,23 @@ func BenchmarkLookup(b *testing.B) {
 	for b.Loop() {
 		tab.Lookup(syms[i%len(syms)].Addr + 1)
 		i += 7919
+	}
+}
+
+// BenchmarkParseProc parses this machine's /proc/kallsyms (read once, parsed from memory):
+// stax loads it on every run that meets a kernel frame.
+func BenchmarkParseProc(b *testing.B) {
+	data, err := os.ReadFile(DefaultPath)
+	if err != nil {
+		b.Skip(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		tab, err := Parse(bytes.NewReader(data))
+		if err != nil {
+			b.Skip(err)
+		}
+		b.ReportMetric(float64(tab.Len()), "symbols")
 	}
 }
