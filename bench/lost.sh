@@ -9,11 +9,19 @@
 # Environment:
 #   FREQS="1000 10000 20000 40000"  frequencies (each capped by kernel.perf_event_max_sample_rate)
 #   THREADS=$(nproc)                threads of the program
+#   CALL_GRAPH=fp                   fp: stax --call-graph fp against perf -g; dwarf: both
+#                                   copy 8 KiB of user stack per sample and unwind it
 set -euo pipefail
 
 ms=${1:-3000}
 freqs=${FREQS:-1000 10000 20000 40000}
 threads=${THREADS:-$(nproc)}
+callgraph=${CALL_GRAPH:-fp}
+case $callgraph in
+fp) stax_cg=(--call-graph fp) perf_cg=(-g) ;;
+dwarf) stax_cg=(--call-graph dwarf --stack-size 8192) perf_cg=(--call-graph dwarf,8192) ;;
+*) echo "lost.sh: CALL_GRAPH must be fp or dwarf, got '$callgraph'" >&2; exit 2 ;;
+esac
 case $ms in '' | *[!0-9]*) echo "lost.sh: MS must be a number, got '$ms'" >&2; exit 2 ;; esac
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -35,18 +43,19 @@ run_timed() {
 	/usr/bin/time -f '%U %S' -o "$out" "$@"
 }
 
+echo "call graph: $callgraph" >&2
 printf '%8s %8s | %10s %8s %12s | %10s %8s %12s | %s\n' HZ THREADS "STAX KEPT" LOST "CPU/SAMPLE" "PERF KEPT" LOST "CPU/SAMPLE" "CPU RATIO"
 for f in $freqs; do
 	[ "$f" -gt "$max" ] && f=$max
 	"$tmp/spin" "$threads" "$ms" >/dev/null &
 	pid=$!
-	run_timed "$tmp/t.stax" "$tmp/stax" record -q --call-graph fp -F "$f" -p "$pid"
+	run_timed "$tmp/t.stax" "$tmp/stax" record -q "${stax_cg[@]}" -F "$f" -p "$pid"
 	wait "$pid" || true
 	read -r skept slost < <("$tmp/stax" status --json | python3 -c 'import json,sys; m=json.load(sys.stdin)["meta"]; print(m["samples"], m["lost"])')
 
 	"$tmp/spin" "$threads" "$ms" >/dev/null &
 	pid=$!
-	run_timed "$tmp/t.perf" perf record -q -g -F "$f" -o "$tmp/perf.data" -p "$pid" 2>/dev/null
+	run_timed "$tmp/t.perf" perf record -q "${perf_cg[@]}" -F "$f" -o "$tmp/perf.data" -p "$pid" 2>/dev/null
 	wait "$pid" || true
 	stats=$(perf report -i "$tmp/perf.data" --stats 2>/dev/null)
 	pkept=$(sed -n 's/^ *SAMPLE events: *\([0-9]*\).*/\1/p' <<<"$stats" | head -1)

@@ -364,8 +364,9 @@ func (s *Session) Read(fn func(cpu int, rec []byte)) error {
 // ReadOrdered calls fn for the records of every ring in time order (timeOf gives a record's
 // time), up to until: records timed at or after it stay in their ring for the next read.
 // Reading CPU by CPU would hand over a sample before the mapping it ran in when the process
-// moved between CPUs after the mmap.
-func (s *Session) ReadOrdered(until uint64, timeOf func(rec []byte) uint64, fn func(cpu int, rec []byte)) error {
+// moved between CPUs after the mmap. The records passed to fn stay valid until release
+// returns (release may be nil): their space goes back to the kernel after it.
+func (s *Session) ReadOrdered(until uint64, timeOf func(rec []byte) uint64, fn func(cpu int, rec []byte), release func()) error {
 	if cap(s.spans) < len(s.rings) {
 		s.spans = make([]ring.Span, len(s.rings))
 	}
@@ -374,6 +375,9 @@ func (s *Session) ReadOrdered(until uint64, timeOf func(rec []byte) uint64, fn f
 		spans[i] = ring.Span{R: &r.rd, Head: atomic.LoadUint64(&r.meta.Data_head), Tail: atomic.LoadUint64(&r.meta.Data_tail)}
 	}
 	err := ring.Merge(spans, timeOf, until, func(i int, rec []byte) { fn(s.rings[i].cpu, rec) })
+	if release != nil {
+		release()
+	}
 	for i, r := range s.rings {
 		atomic.StoreUint64(&r.meta.Data_tail, spans[i].Tail)
 	}

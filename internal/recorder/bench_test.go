@@ -12,12 +12,13 @@ import (
 	"github.com/stax-profiler/stax/internal/store"
 )
 
-// sampleRecord encodes a PERF_RECORD_SAMPLE in perfevent.SampleType's layout: ip, pid/tid,
-// time, cpu, period, callchain.
-func sampleRecord(buf []byte, pid, tid uint32, t uint64, cpu uint32, chain []uint64) []byte {
-	b := append(buf[:0], make([]byte, 8)...)
-	binary.LittleEndian.PutUint32(b, record.TypeSample)
-	binary.LittleEndian.PutUint16(b[4:], 2) // PERF_RECORD_MISC_USER
+// appendSample appends a PERF_RECORD_SAMPLE in perfevent.SampleType's layout (ip, pid/tid,
+// time, cpu, period, callchain) to buf.
+func appendSample(buf []byte, pid, tid uint32, t uint64, cpu uint32, chain []uint64) []byte {
+	start := len(buf)
+	b := append(buf, make([]byte, 8)...)
+	binary.LittleEndian.PutUint32(b[start:], record.TypeSample)
+	binary.LittleEndian.PutUint16(b[start+4:], 2) // PERF_RECORD_MISC_USER
 	b = binary.LittleEndian.AppendUint64(b, chain[1])
 	b = binary.LittleEndian.AppendUint32(b, pid)
 	b = binary.LittleEndian.AppendUint32(b, tid)
@@ -29,7 +30,7 @@ func sampleRecord(buf []byte, pid, tid uint32, t uint64, cpu uint32, chain []uin
 	for _, a := range chain {
 		b = binary.LittleEndian.AppendUint64(b, a)
 	}
-	binary.LittleEndian.PutUint16(b[6:], uint16(len(b)))
+	binary.LittleEndian.PutUint16(b[start+6:], uint16(len(b)-start))
 	return b
 }
 
@@ -72,11 +73,13 @@ func heapInUse() uint64 {
 
 func (s *syntheticSource) Read(fn func(cpu int, rec []byte)) error {
 	end := min(s.next+4096, s.n)
+	s.buf = s.buf[:0] // the last Read's records are done with
 	for ; s.next < end; s.next++ {
 		i := s.next
 		tid := uint32(1000 + i%16)
-		s.buf = sampleRecord(s.buf, 1000, tid, uint64(i)*1e6/2, uint32(i%2), s.stacks[i%len(s.stacks)])
-		fn(i%2, s.buf)
+		at := len(s.buf)
+		s.buf = appendSample(s.buf, 1000, tid, uint64(i)*1e6/2, uint32(i%2), s.stacks[i%len(s.stacks)])
+		fn(i%2, s.buf[at:len(s.buf):len(s.buf)])
 	}
 	if !s.measured && s.next >= s.n/60 && s.named() {
 		s.early, s.measured = heapInUse()-uint64(s.seriesBytes()), true

@@ -45,13 +45,15 @@ type Options struct {
 	RingPages  int           // pages per CPU ring (a power of two); 0 sizes them from Freq
 	CallGraph  string        // "fp" (default) or "dwarf": unwind user stacks from .eh_frame
 	StackSize  int           // bytes of user stack copied per sample in dwarf mode (0: 16 KiB)
+	Workers    int           // goroutines that decode and unwind samples (0: GOMAXPROCS)
 	Notef      func(format string, args ...any)
 }
 
 // Source is where the recorder's perf records come from: the kernel's rings
 // (*perfevent.Session) or a replay of a capture (*replay.Source).
 type Source interface {
-	// Read calls fn for each record available now, with the CPU of its ring.
+	// Read calls fn for each record available now, with the CPU of its ring. The records
+	// stay valid until the next Read.
 	Read(fn func(cpu int, rec []byte)) error
 	// Wait blocks until records are likely available, or timeout passes.
 	Wait(timeout time.Duration)
@@ -61,9 +63,10 @@ type Source interface {
 }
 
 // orderedSource is a Source that can hand over the records of all its rings in time order,
-// holding back those timed at or after until (*perfevent.Session).
+// holding back those timed at or after until (*perfevent.Session). The records stay valid
+// until release returns.
 type orderedSource interface {
-	ReadOrdered(until uint64, timeOf func(rec []byte) uint64, fn func(cpu int, rec []byte)) error
+	ReadOrdered(until uint64, timeOf func(rec []byte) uint64, fn func(cpu int, rec []byte), release func()) error
 }
 
 // finiteSource is a Source that ends by itself (a replay).
@@ -80,11 +83,18 @@ type Recorder struct {
 	start   time.Time
 	src     Source
 	capture *replay.Writer // STAX_CAPTURE: every record read is also written here
-	dwarf   *dwarfUnwinder // --call-graph dwarf; nil with frame pointers
+	// The ingest goroutine's own state: the samples read and not yet added, the workers
+	// that decode and unwind them, the step's cut.
+	batch          sampleBatch
+	workers        []*stackWorker
+	load           ingestLoad
+	minParallel    int
+	alwaysParallel bool // tests: spread every batch that minParallel allows
+	stepCut        uint64
+	stepFinal      bool
 	// sampledPids are the processes seen in samples (system-wide: JIT sources are looked
 	// for only in those). Ingest goroutine only.
 	sampledPids map[uint32]bool
-	fp          fpStacks // checks frame-pointer stacks (fp mode)
 	gate        *launch.Gate
 	tracker     *proc.Tracker
 	res         *resolve.Resolver
@@ -105,9 +115,8 @@ type Recorder struct {
 	frameNames []string
 	exitCode   *int
 	codes      []store.Code
-	codeBytes  int    // bytes kept in codes
-	memCodes   []int  // codes whose bytes were read from memory
-	cut        uint64 // samples at or after this time wait for the next step
+	codeBytes  int   // bytes kept in codes
+	memCodes   []int // codes whose bytes were read from memory
 
 	// collectCode's state, guarded by codeMu (taken before mu).
 	codeMu      sync.Mutex
@@ -140,20 +149,6 @@ func Start(opts Options) (*Recorder, error) {
 	r := newRecorder(opts)
 	opts = r.opts
 	cfg := perfevent.Config{Freq: opts.Freq, RingPages: opts.RingPages, CallGraph: opts.CallGraph, StackSize: opts.StackSize}
-	st, regs := perfevent.SampleTypeFor(cfg)
-	r.dec = record.Decoder{SampleType: st, RegsUserMask: regs, SampleIDAll: true}
-	if opts.CallGraph == "dwarf" {
-		r.dwarf = &dwarfUnwinder{}
-		r.dwarf.u.JIT = jitUnwindInfo{r.res}
-	}
-	r.fp.maxStack = perfevent.MaxStack()
-	if r.dwarf != nil {
-		r.dwarf.maxStack = r.fp.maxStack
-	}
-	r.meta.CallGraph = "fp"
-	if r.dwarf != nil {
-		r.meta.CallGraph = "dwarf"
-	}
 	if len(opts.Argv) > 0 {
 		gate, err := launch.Start(opts.Argv, opts.Env)
 		if err != nil {
@@ -261,7 +256,15 @@ func newRecorder(opts Options) *Recorder {
 	}
 	r.res = resolve.New(r.tracker, symconf.Options(r.note))
 	r.jitw = resolve.NewJITWatcher(r.res)
-	r.dec = record.Decoder{SampleType: perfevent.SampleType, SampleIDAll: true}
+	st, regs := perfevent.SampleTypeFor(perfevent.Config{CallGraph: opts.CallGraph})
+	r.dec = record.Decoder{SampleType: st, RegsUserMask: regs, SampleIDAll: true}
+	dwarf := opts.CallGraph == "dwarf"
+	r.workers = newStackWorkers(opts.Workers, r.dec, dwarf, perfevent.MaxStack(), r.res)
+	r.minParallel = minParallel
+	r.meta.CallGraph = "fp"
+	if dwarf {
+		r.meta.CallGraph = "dwarf"
+	}
 	return r
 }
 
@@ -506,6 +509,7 @@ func (r *Recorder) nameLoop(stop <-chan struct{}, done chan<- struct{}) {
 func (r *Recorder) step(final bool) {
 	cut := perfevent.MonotonicNow()
 	r.jitw.Poll(final)
+	r.stepCut, r.stepFinal = cut, final
 	var err error
 	if ordered, ok := r.src.(orderedSource); ok {
 		// Records after the cut wait in their rings: the JIT sources were read before them,
@@ -514,9 +518,10 @@ func (r *Recorder) step(final bool) {
 		if final {
 			until = math.MaxUint64
 		}
-		err = ordered.ReadOrdered(until, r.dec.Time, r.read)
+		err = ordered.ReadOrdered(until, r.dec.Time, r.read, r.flushBatch)
 	} else {
 		err = r.src.Read(r.read)
+		r.flushBatch()
 	}
 	if err != nil {
 		r.note("read samples: %v", err)
@@ -536,7 +541,22 @@ func (r *Recorder) step(final bool) {
 	r.mu.Lock()
 	r.pending = append(keep, r.pending...)
 	r.mu.Unlock()
-	r.cut = cut
+}
+
+// commit adds a sample, once its stack is made, to the run; one taken after this step's cut
+// (a source that does not hold such records back) waits for the next step.
+func (r *Recorder) commit(pid, tid, cpu uint32, t uint64, chain []uint64) {
+	if r.meta.SystemWide && pid > 0 && !r.sampledPids[pid] {
+		r.sampledPids[pid] = true // its JIT files are looked for once it runs code
+		r.jitw.Track(int(pid))
+	}
+	if !r.stepFinal && t >= r.stepCut {
+		r.mu.Lock()
+		r.pending = append(r.pending, heldSample{pid, tid, cpu, t, append([]uint64(nil), chain...)})
+		r.mu.Unlock()
+		return
+	}
+	r.add(pid, tid, cpu, t, chain)
 }
 
 func (r *Recorder) add(pid, tid, cpu uint32, t uint64, chain []uint64) {
@@ -548,49 +568,27 @@ func (r *Recorder) add(pid, tid, cpu uint32, t uint64, chain []uint64) {
 }
 
 // read takes one record from the source (and copies it to the capture, if one is made).
+// Samples are batched; the records that change the process tree apply at once, and since
+// the tracker keeps its history by time, the batch's samples still see the tree as it was
+// when each was taken.
 func (r *Recorder) read(cpu int, rec []byte) {
 	if r.capture != nil {
 		r.capture.Add(cpu, rec)
 	}
-	r.handle(cpu, rec)
-}
-
-func (r *Recorder) handle(cpu int, rec []byte) {
 	h, err := record.ParseHeader(rec)
 	if err != nil {
 		r.countBad()
 		return
 	}
+	if h.Type == record.TypeSample {
+		r.addToBatch(cpu, rec)
+		return
+	}
+	r.handle(cpu, h, rec)
+}
+
+func (r *Recorder) handle(cpu int, h record.Header, rec []byte) {
 	switch h.Type {
-	case record.TypeSample:
-		var s record.Sample
-		if err := r.dec.Sample(rec, &s); err != nil {
-			r.countBad()
-			return
-		}
-		chain := s.Callchain
-		if len(chain) == 0 {
-			chain = []uint64{record.ContextUser, s.IP}
-			if s.Misc&record.MiscCPUModeMask == record.MiscKernel {
-				chain[0] = record.ContextKernel
-			}
-		}
-		if r.dwarf != nil {
-			chain = r.dwarf.chainOf(r.tracker, &s, chain)
-		} else {
-			chain = r.fp.check(r.tracker, &s, chain)
-		}
-		if r.meta.SystemWide && s.Pid > 0 && !r.sampledPids[s.Pid] {
-			r.sampledPids[s.Pid] = true // its JIT files are looked for once it runs code
-			r.jitw.Track(int(s.Pid))
-		}
-		if s.Time >= r.cut && r.cut != 0 {
-			r.mu.Lock()
-			r.pending = append(r.pending, heldSample{s.Pid, s.Tid, uint32(cpu), s.Time, append([]uint64(nil), chain...)})
-			r.mu.Unlock()
-			return
-		}
-		r.add(s.Pid, s.Tid, uint32(cpu), s.Time, chain)
 	case record.TypeMmap2, record.TypeMmap:
 		m, err := r.dec.Mmap2(rec)
 		if err != nil {
@@ -759,13 +757,9 @@ func (r *Recorder) snapshot(final bool) *store.Run {
 	meta := r.meta
 	meta.Lost = r.lost
 	meta.BadRecords = r.bad
-	ends := &r.fp.ends
-	if r.dwarf != nil {
-		ends = &r.dwarf.u.Counts
-	}
 	meta.StackEnds = map[string]uint64{}
-	for i := range ends {
-		if n := ends[i].Load(); n > 0 {
+	for i, n := range stackEnds(r.workers) {
+		if n > 0 {
 			meta.StackEnds[unwind.EndReason(i).String()] = n
 		}
 	}

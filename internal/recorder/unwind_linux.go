@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"bytes"
 	"encoding/hex"
 
 	"github.com/stax-profiler/stax/internal/proc"
@@ -10,12 +11,13 @@ import (
 )
 
 // dwarfUnwinder turns a sample's registers and user-stack copy into a full user stack with
-// the images' call-frame information. It runs on the ingest goroutine (an Unwinder is not
-// safe for concurrent use); tables are loaded once per image.
+// the images' call-frame information. Each stackWorker has its own (an Unwinder is not safe
+// for concurrent use); they share the loader, so tables are loaded once per image.
 type dwarfUnwinder struct {
 	u      unwind.Unwinder
-	loader unwind.FileLoader
+	loader *unwind.FileLoader
 	view   trackerView
+	cache  viewCache
 	buf    []uint64
 	chain  []uint64
 	// maxStack is kernel.perf_event_max_stack: a callchain this long was cut.
@@ -47,16 +49,30 @@ type trackerView struct {
 	pid    int
 	time   uint64
 	loader *unwind.FileLoader
+	c      *viewCache // nil: no caching
 }
 
 func (v *trackerView) Mapping(addr uint64) (unwind.Mapping, bool) {
+	if v.c != nil {
+		if m, ok := v.c.mapping(v.pid, addr, v.time); ok {
+			return m, true
+		}
+	}
 	m := v.tr.Find(v.pid, addr, v.time)
 	if m == nil {
 		return unwind.Mapping{}, false
 	}
 	// The tracker holds executable mappings only (perf reports no data mappings here).
-	return unwind.Mapping{Start: m.Start, End: m.End, Offset: m.Pgoff, Path: m.Path,
-		BuildID: hex.EncodeToString(m.BuildID), Exec: true}, true
+	um := unwind.Mapping{Start: m.Start, End: m.End, Offset: m.Pgoff, Path: m.Path, Exec: true}
+	if v.c != nil {
+		um.BuildID = v.c.hex(m.BuildID)
+		if m.Time <= v.time && (m.EndTime == 0 || v.time < m.EndTime) {
+			v.c.addMapping(v.pid, m.Time, m.EndTime, um)
+		}
+	} else {
+		um.BuildID = hex.EncodeToString(m.BuildID)
+	}
+	return um, true
 }
 
 func (v *trackerView) Table(m unwind.Mapping) *unwind.Table {
@@ -64,7 +80,90 @@ func (v *trackerView) Table(m unwind.Mapping) *unwind.Table {
 	if pm.Anonymous() && m.Path != "[vdso]" {
 		return nil // JIT code: no file to read call-frame information from
 	}
-	return v.loader.Table(m)
+	if v.c == nil {
+		return v.loader.Table(m)
+	}
+	return v.c.table(v.loader, m)
+}
+
+// viewCache is one stack worker's memory of the mappings, images and build-ids its last
+// frames used: a stack's frames come from a handful of images, and each frame asks for its
+// mapping and its image's table. Asking the tracker and the loader every time would also
+// make the workers contend for their locks.
+type viewCache struct {
+	maps    [8]cachedMapping
+	nextMap int
+	tables  [4]cachedTable
+	nextTab int
+	rawIDs  [4][]byte
+	hexIDs  [4]string
+	nextID  int
+}
+
+// cachedMapping is a mapping of pid over its life [from, until) (until 0: still mapped).
+type cachedMapping struct {
+	pid         int
+	from, until uint64
+	m           unwind.Mapping
+}
+
+type cachedTable struct {
+	buildID, path string
+	t             *unwind.Table
+	ok            bool
+}
+
+// reset forgets the mappings. The tracker does not change while a batch is unwound (the
+// goroutine that applies its records waits for the workers), but it does between batches: a
+// mapping can be cut or ended by a later record.
+func (c *viewCache) reset() {
+	c.maps = [8]cachedMapping{}
+}
+
+// mapping returns the mapping that holds addr at time t, if one seen in this batch did. At
+// most one mapping of a process holds an address at a time: the tracker cuts what a new
+// mapping overlaps.
+func (c *viewCache) mapping(pid int, addr, t uint64) (unwind.Mapping, bool) {
+	for i := range c.maps {
+		e := &c.maps[i]
+		if e.pid == pid && e.m.End != 0 && addr >= e.m.Start && addr < e.m.End && e.from <= t && (e.until == 0 || t < e.until) {
+			return e.m, true
+		}
+	}
+	return unwind.Mapping{}, false
+}
+
+func (c *viewCache) addMapping(pid int, from, until uint64, m unwind.Mapping) {
+	c.maps[c.nextMap] = cachedMapping{pid: pid, from: from, until: until, m: m}
+	c.nextMap = (c.nextMap + 1) % len(c.maps)
+}
+
+// table returns the loader's table for m's image; tables never change once loaded.
+func (c *viewCache) table(l *unwind.FileLoader, m unwind.Mapping) *unwind.Table {
+	for i := range c.tables {
+		e := &c.tables[i]
+		if e.ok && e.buildID == m.BuildID && (m.BuildID != "" || e.path == m.Path) {
+			return e.t
+		}
+	}
+	t := l.Table(m)
+	c.tables[c.nextTab] = cachedTable{buildID: m.BuildID, path: m.Path, t: t, ok: true}
+	c.nextTab = (c.nextTab + 1) % len(c.tables)
+	return t
+}
+
+// hex returns a build-id's hex form, made once per image.
+func (c *viewCache) hex(id []byte) string {
+	for i := range c.rawIDs {
+		if c.rawIDs[i] != nil && bytes.Equal(c.rawIDs[i], id) {
+			return c.hexIDs[i]
+		}
+	}
+	i := c.nextID
+	c.nextID = (c.nextID + 1) % len(c.rawIDs)
+	c.rawIDs[i] = append(c.rawIDs[i][:0], id...)
+	c.hexIDs[i] = hex.EncodeToString(id)
+	return c.hexIDs[i]
 }
 
 // chainOf returns s's callchain with the user part unwound from its registers and stack
@@ -78,7 +177,7 @@ func (d *dwarfUnwinder) chainOf(tr *proc.Tracker, s *record.Sample, fallback []u
 	if cap(d.buf) == 0 {
 		d.buf = make([]uint64, 0, maxUnwoundFrames) // the unwinder stops when it is full
 	}
-	d.view = trackerView{tr: tr, pid: int(s.Pid), time: s.Time, loader: &d.loader}
+	d.view = trackerView{tr: tr, pid: int(s.Pid), time: s.Time, loader: d.loader, c: &d.cache}
 	pcs, end := d.u.Unwind(&d.view, &unwind.Sample{Pid: s.Pid, Time: s.Time,
 		Regs:  unwind.Regs{BP: s.Regs[0], SP: s.Regs[1], IP: s.Regs[2]},
 		Stack: s.Stack, FPChain: user, FPChainCut: d.maxStack > 0 && len(kernel)+len(user) >= d.maxStack}, d.buf[:0])
@@ -100,6 +199,7 @@ func (d *dwarfUnwinder) chainOf(tr *proc.Tracker, s *record.Sample, fallback []u
 type fpStacks struct {
 	maxStack int // kernel.perf_event_max_stack: a chain this long was cut
 	view     trackerView
+	cache    viewCache
 	chain    []uint64
 	ends     unwind.Counts
 	// usable remembers pages found in an executable mapping, per process and address
@@ -151,7 +251,7 @@ func (f *fpStacks) check(tr *proc.Tracker, s *record.Sample, chain []uint64) []u
 		}
 		return chain
 	}
-	f.view = trackerView{tr: tr, pid: int(s.Pid), time: s.Time}
+	f.view = trackerView{tr: tr, pid: int(s.Pid), time: s.Time, c: &f.cache}
 	kept, end := user[1:], unwind.EndComplete
 	if n := f.garbageAt(tr, s, kept); n < len(kept) {
 		kept, end = kept[:n], unwind.EndGarbage

@@ -8,17 +8,16 @@ import (
 	"fmt"
 )
 
-// Reader walks the records between tail and head of a power-of-two sized data area. Records
-// that wrap around the end of the area are copied into a scratch buffer owned by the Reader.
+// Reader walks the records between tail and head of a power-of-two sized data area. A record
+// that wraps around the end of the area is copied out into a slice of its own.
 type Reader struct {
-	Data    []byte
-	scratch []byte
+	Data []byte
 }
 
 // Drain calls fn for every whole record in [tail, head) and returns the new tail. A record
 // whose declared size is zero or runs past head ends the walk: the ring is corrupt or still
-// being written, and the caller resumes from the returned tail. The slice passed to fn is
-// valid only during the call.
+// being written, and the caller resumes from the returned tail. The slices passed to fn stay
+// valid until the caller gives their space back to the writer (stores a tail past them).
 func (r *Reader) Drain(tail, head uint64, fn func(rec []byte)) (uint64, error) {
 	if size := uint64(len(r.Data)); size == 0 || size&(size-1) != 0 {
 		return tail, fmt.Errorf("drain ring: data size %d is not a power of two", size)
@@ -37,7 +36,8 @@ func (r *Reader) Drain(tail, head uint64, fn func(rec []byte)) (uint64, error) {
 }
 
 // Next returns the whole record at tail, or nil if none lies wholly before head. The slice
-// is valid until the next call.
+// stays valid until the caller gives its space back to the writer: records can be batched
+// and decoded after the walk (a wrapped record, once per lap, is copied).
 func (r *Reader) Next(tail, head uint64) ([]byte, error) {
 	size := uint64(len(r.Data))
 	if size == 0 || size&(size-1) != 0 {
@@ -63,10 +63,7 @@ func (r *Reader) Next(tail, head uint64) ([]byte, error) {
 	if off+recSize <= size {
 		return r.Data[off : off+recSize], nil
 	}
-	if cap(r.scratch) < int(recSize) {
-		r.scratch = make([]byte, recSize, 1<<16)
-	}
-	rec := r.scratch[:recSize]
+	rec := make([]byte, recSize)
 	r.copyOut(rec, off)
 	return rec, nil
 }

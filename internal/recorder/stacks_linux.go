@@ -1,0 +1,208 @@
+package recorder
+
+import (
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/stax-profiler/stax/internal/proc"
+	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/resolve"
+	"github.com/stax-profiler/stax/internal/unwind"
+)
+
+// The rings are read by one goroutine, in time order across CPUs: a sample must meet the
+// mappings its process made on another CPU before it. Merging costs tens of nanoseconds a
+// record; what costs is a sample's own work (decoding it, checking or unwinding its stack:
+// microseconds with DWARF). So the reader applies the side-band records (mappings, forks,
+// names) at once and gathers samples into a batch; stackWorkers decode and unwind the batch
+// on several cores, against the tracker's history at each sample's time; then the reader
+// adds the results to the run in their order. The ring space of a batch goes back to the
+// kernel only once the batch is done. Workers cost wakeups and take cores from the profiled
+// program, so batches are spread only while one core would be kept busy (ingestLoad).
+
+// maxBatch bounds the samples decoded at once (and the frames kept for them).
+const maxBatch = 8192
+
+// minParallel is the smallest batch spread over several workers.
+const minParallel = 256
+
+// stackWorker decodes samples and makes their stacks countable: frame-pointer chains are
+// checked, DWARF stacks unwound. Each worker has its own decoder and unwinder; the tracker
+// and the call-frame tables are shared.
+type stackWorker struct {
+	dec   record.Decoder
+	dwarf *dwarfUnwinder // nil with frame pointers
+	fp    fpStacks
+	leaf  [2]uint64 // the chain of a sample that has none: its ip
+	// frames holds the batch's stacks, back to back.
+	frames []uint64
+}
+
+// batchedSample is a sample of the batch once its worker is done with it.
+type batchedSample struct {
+	pid, tid, cpu uint32
+	bad           bool // the record could not be decoded
+	time          uint64
+	worker        uint32
+	lo, hi        uint32 // its chain is workers[worker].frames[lo:hi]
+}
+
+type sampleBatch struct {
+	cpus []uint32
+	recs [][]byte
+	out  []batchedSample
+}
+
+// ingestLoad estimates how busy decoding and unwinding would keep one core: the work a
+// sample costs times the rate samples come in.
+type ingestLoad struct {
+	nsPerSample   float64 // of one core, smoothed over batches
+	windowStart   time.Time
+	windowSamples int
+	parallel      bool
+}
+
+// Spread batches once one core would be busy more than half the time with them; go back to
+// one below 30%.
+const (
+	parallelAbove = 0.5
+	serialBelow   = 0.3
+	loadWindow    = 250 * time.Millisecond
+)
+
+// observe takes a batch of n samples that kept parts cores busy for d.
+func (l *ingestLoad) observe(n, parts int, d time.Duration, now time.Time) {
+	ns := float64(d.Nanoseconds()) * float64(parts) / float64(n)
+	if l.nsPerSample == 0 {
+		l.nsPerSample = ns
+	} else {
+		l.nsPerSample += (ns - l.nsPerSample) / 8
+	}
+	if l.windowStart.IsZero() {
+		l.windowStart = now
+	}
+	l.windowSamples += n
+	if el := now.Sub(l.windowStart); el >= loadWindow {
+		busy := float64(l.windowSamples) / el.Seconds() * l.nsPerSample / 1e9
+		l.parallel = busy > parallelAbove || (l.parallel && busy > serialBelow)
+		l.windowStart, l.windowSamples = now, 0
+	}
+}
+
+func newStackWorkers(n int, dec record.Decoder, dwarf bool, maxStack int, res *resolve.Resolver) []*stackWorker {
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	loader := &unwind.FileLoader{}
+	ws := make([]*stackWorker, n)
+	for i := range ws {
+		w := &stackWorker{dec: record.Decoder{SampleType: dec.SampleType, RegsUserMask: dec.RegsUserMask, SampleIDAll: dec.SampleIDAll}}
+		w.fp.maxStack = maxStack
+		if dwarf {
+			w.dwarf = &dwarfUnwinder{loader: loader, maxStack: maxStack}
+			w.dwarf.u.JIT = jitUnwindInfo{res}
+		}
+		ws[i] = w
+	}
+	return ws
+}
+
+// work decodes recs and makes their stacks, into out (one per record).
+func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [][]byte, out []batchedSample) {
+	w.frames = w.frames[:0]
+	w.fp.cache.reset()
+	if w.dwarf != nil {
+		w.dwarf.cache.reset()
+	}
+	for k, rec := range recs {
+		var s record.Sample
+		if err := w.dec.Sample(rec, &s); err != nil {
+			out[k] = batchedSample{bad: true}
+			continue
+		}
+		chain := s.Callchain
+		if len(chain) == 0 {
+			w.leaf = [2]uint64{record.ContextUser, s.IP}
+			if s.Misc&record.MiscCPUModeMask == record.MiscKernel {
+				w.leaf[0] = record.ContextKernel
+			}
+			chain = w.leaf[:]
+		}
+		if w.dwarf != nil {
+			chain = w.dwarf.chainOf(tr, &s, chain)
+		} else {
+			chain = w.fp.check(tr, &s, chain)
+		}
+		lo := len(w.frames)
+		w.frames = append(w.frames, chain...)
+		out[k] = batchedSample{pid: s.Pid, tid: s.Tid, cpu: cpus[k], time: s.Time, worker: index, lo: uint32(lo), hi: uint32(len(w.frames))}
+	}
+}
+
+// stackEnds sums how the workers' stacks ended.
+func stackEnds(ws []*stackWorker) (sum [unwind.NumEndReasons]uint64) {
+	for _, w := range ws {
+		ends := &w.fp.ends
+		if w.dwarf != nil {
+			ends = &w.dwarf.u.Counts
+		}
+		for i := range sum {
+			sum[i] += ends[i].Load()
+		}
+	}
+	return sum
+}
+
+// addToBatch queues a sample record; a full batch is processed at once (its records stay
+// valid until the source gets their space back, after the step).
+func (r *Recorder) addToBatch(cpu int, rec []byte) {
+	b := &r.batch
+	b.cpus = append(b.cpus, uint32(cpu))
+	b.recs = append(b.recs, rec)
+	if len(b.recs) >= maxBatch {
+		r.flushBatch()
+	}
+}
+
+// flushBatch decodes and unwinds the queued samples, spread over the workers when there are
+// enough of them, then adds them to the run in their order.
+func (r *Recorder) flushBatch() {
+	b := &r.batch
+	n := len(b.recs)
+	if n == 0 {
+		return
+	}
+	if cap(b.out) < n {
+		b.out = make([]batchedSample, n, max(n, maxBatch))
+	}
+	out := b.out[:n]
+	ws := r.workers
+	parts := 1
+	if n >= r.minParallel && (r.load.parallel || r.alwaysParallel) {
+		parts = max(1, min(len(ws), n/(r.minParallel/2)))
+	}
+	began := time.Now()
+	if parts <= 1 {
+		ws[0].work(r.tracker, 0, b.cpus, b.recs, out)
+	} else {
+		var wg sync.WaitGroup
+		for i := 1; i < parts; i++ {
+			lo, hi := i*n/parts, (i+1)*n/parts
+			wg.Go(func() { ws[i].work(r.tracker, uint32(i), b.cpus[lo:hi], b.recs[lo:hi], out[lo:hi]) })
+		}
+		ws[0].work(r.tracker, 0, b.cpus[:n/parts], b.recs[:n/parts], out[:n/parts])
+		wg.Wait()
+	}
+	r.load.observe(n, parts, time.Since(began), time.Now())
+	for i := range out {
+		s := &out[i]
+		if s.bad {
+			r.countBad()
+			continue
+		}
+		r.commit(s.pid, s.tid, s.cpu, s.time, ws[s.worker].frames[s.lo:s.hi])
+	}
+	clear(b.recs) // the ring's bytes are not kept past the step
+	b.cpus, b.recs = b.cpus[:0], b.recs[:0]
+}
