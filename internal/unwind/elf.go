@@ -75,12 +75,19 @@ func readSection(s *elf.Section) ([]byte, error) {
 }
 
 // FileLoader loads and caches Tables by build-id (or path when there is none). It is safe
-// for concurrent use.
+// for concurrent use: an image is loaded once, and while it loads (tens of milliseconds for
+// a large one) lookups of other images go on.
 type FileLoader struct {
 	// Root stands in for "/" in mapping paths (e.g. /proc/PID/root); "" means the host.
 	Root string
 	mu   sync.Mutex
-	byID map[string]*Table // guarded by mu; nil entries remember failures
+	byID map[string]*loadedTable // guarded by mu
+}
+
+// loadedTable is an image's table once ready is closed; a nil t remembers a failure.
+type loadedTable struct {
+	ready chan struct{}
+	t     *Table
 }
 
 // Table returns the call-frame information for the image behind m, or nil.
@@ -94,19 +101,22 @@ func (l *FileLoader) Table(m Mapping) *Table {
 		key = "path:" + m.Path
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if t, ok := l.byID[key]; ok {
-		return t
+	if e, ok := l.byID[key]; ok {
+		l.mu.Unlock()
+		<-e.ready
+		return e.t
 	}
 	if l.byID == nil {
-		l.byID = map[string]*Table{}
+		l.byID = map[string]*loadedTable{}
 	}
-	t, err := LoadELF(l.Root+m.Path, "")
-	if err != nil {
-		t = nil
+	e := &loadedTable{ready: make(chan struct{})}
+	l.byID[key] = e
+	l.mu.Unlock()
+	if t, err := LoadELF(l.Root+m.Path, ""); err == nil {
+		e.t = t
 	}
-	l.byID[key] = t
-	return t
+	close(e.ready)
+	return e.t
 }
 
 // Maps is a ProcessView over a fixed list of mappings (a snapshot of /proc/PID/maps, or
