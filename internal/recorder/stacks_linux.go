@@ -24,6 +24,12 @@ import (
 // maxBatch bounds the samples decoded at once (and the frames kept for them).
 const maxBatch = 8192
 
+// maxWorkers bounds the stack workers by default. Adding the results in order stays on one
+// goroutine and costs about a seventh of what decoding and unwinding a DWARF sample does
+// (BenchmarkDwarfIngest's profile), so more workers than this add little; and each keeps an
+// unwinder's caches (about half a MiB).
+const maxWorkers = 8
+
 // minParallel is the smallest batch spread over several workers.
 const minParallel = 256
 
@@ -92,7 +98,7 @@ func (l *ingestLoad) observe(n, parts int, d time.Duration, now time.Time) {
 
 func newStackWorkers(n int, dec record.Decoder, dwarf bool, maxStack int, res *resolve.Resolver) []*stackWorker {
 	if n <= 0 {
-		n = runtime.GOMAXPROCS(0)
+		n = min(runtime.GOMAXPROCS(0), maxWorkers)
 	}
 	loader := &unwind.FileLoader{}
 	ws := make([]*stackWorker, n)
