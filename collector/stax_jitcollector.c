@@ -58,6 +58,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -918,11 +919,53 @@ static void reannounce(void)
 	flush_sync();
 }
 
+/*
+ * Creates path exclusively, without following a link, mode 0600.  An
+ * existing regular file of this process's effective uid (left by an earlier
+ * process with the same pid) is removed first.  A link, a file of another
+ * kind or of another user is refused, so that another user of a shared
+ * directory cannot make this process overwrite or remove a file: -1 with
+ * *why saying so.
+ */
+static int create_new(const char *path, const char **why)
+{
+	int retried;
+
+	for (retried = 0;; retried = 1) {
+		struct stat sb;
+		int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+		if (fd >= 0 || errno != EEXIST || retried)
+			return fd;
+		if (lstat(path, &sb) != 0) {
+			if (errno == ENOENT)
+				continue;
+			return -1;
+		}
+		if (S_ISLNK(sb.st_mode)) {
+			*why = "it is a symbolic link, which is not followed; remove it";
+			return -1;
+		}
+		if (!S_ISREG(sb.st_mode)) {
+			*why = "it exists and is not a regular file; remove it";
+			return -1;
+		}
+		if (sb.st_uid != geteuid()) {
+			*why = "it exists and belongs to another user; remove it";
+			return -1;
+		}
+		/* unlink never follows a link; the file is then created exclusively */
+		if (unlink(path) != 0 && errno != ENOENT)
+			return -1;
+	}
+}
+
 static int open_file(void)
 {
 	char path[4096];
 	unsigned char hdr[JITDUMP_HEADER_SIZE], *p = hdr;
 	long pg = sysconf(_SC_PAGESIZE);
+	const char *why = NULL;
 	int fd;
 
 	if (snprintf(path, sizeof(path), "%s/jit-%d.dump", st.dir, (int)st.pid) >=
@@ -930,9 +973,7 @@ static int open_file(void)
 		errno = ENAMETOOLONG;
 		goto fail;
 	}
-	if (unlink(path) != 0 && errno != ENOENT)
-		goto fail;
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = create_new(path, &why);
 	if (fd < 0)
 		goto fail;
 	p = put32(p, JITDUMP_MAGIC);
@@ -966,7 +1007,7 @@ fail:
 		char msg[4300];
 		int n = snprintf(msg, sizeof(msg),
 				 "stax: JIT collector cannot write %s: %s\n", path,
-				 strerror(errno));
+				 why ? why : strerror(errno));
 
 		if (n > 0 && write(2, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1) < 0) {
 			/* nothing more to do */

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -64,17 +65,22 @@ type Writer struct {
 	buf       []byte
 }
 
-// Create creates (truncating) dir/jit-<pid>.dump for the calling process
-// and writes its header.
+// Create creates dir/jit-<pid>.dump for the calling process and writes its
+// header. See Open for what happens to an existing file of that name.
 func Create(dir string) (*Writer, error) {
 	return Open(filepath.Join(dir, "jit-"+strconv.Itoa(os.Getpid())+".dump"))
 }
 
-// Open creates (truncating) the jitdump file at path and writes its
-// header. Profilers find the file by its name, so it should be
-// jit-<pid>.dump; Create builds that name.
+// Open creates the jitdump file at path, mode 0600, and writes its header.
+// Profilers find the file by its name, so it should be jit-<pid>.dump;
+// Create builds that name. The file is created exclusively and a symbolic
+// link is never followed: an existing regular file owned by the caller's
+// effective uid (left by an earlier process with the same pid) is replaced,
+// and anything else at path (a link, a file of another user or another
+// kind) is refused, so that another user of a shared directory such as /tmp
+// cannot make the caller overwrite a file of its choosing.
 func Open(path string) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := createNew(path, os.O_RDWR)
 	if err != nil {
 		return nil, fmt.Errorf("create jitdump: %w", err)
 	}
@@ -92,6 +98,38 @@ func Open(path string) (*Writer, error) {
 		return nil, fmt.Errorf("write jitdump header: %w", err)
 	}
 	return w, nil
+}
+
+// createNew creates path exclusively, without following a link, mode 0600,
+// open with flag. An existing regular file owned by the effective uid is
+// removed first; anything else at path is refused.
+func createNew(path string, flag int) (*os.File, error) {
+	for retried := false; ; retried = true {
+		f, err := os.OpenFile(path, flag|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err == nil || !errors.Is(err, fs.ErrExist) || retried {
+			return f, err
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(path, &st); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return nil, &fs.PathError{Op: "lstat", Path: path, Err: err}
+		}
+		switch {
+		case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+			return nil, fmt.Errorf("%s is a symbolic link, which is not followed; remove it", path)
+		case st.Mode&unix.S_IFMT != unix.S_IFREG:
+			return nil, fmt.Errorf("%s exists and is not a regular file; remove it", path)
+		case st.Uid != uint32(os.Geteuid()):
+			return nil, fmt.Errorf("%s exists and belongs to uid %d, not to uid %d; remove it", path, st.Uid, os.Geteuid())
+		}
+		// A stale file of an earlier process of this user with the same pid. Unlinking
+		// never follows a link, and the file is then created exclusively again.
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
 }
 
 // Now returns the CLOCK_MONOTONIC time in nanoseconds, the clock of jitdump
@@ -246,15 +284,16 @@ type PerfMap struct {
 	f  *os.File
 }
 
-// CreatePerfMap creates (truncating) dir/perf-<pid>.map for the calling
-// process. Profilers look for it in /tmp.
+// CreatePerfMap creates dir/perf-<pid>.map for the calling process.
+// Profilers look for it in /tmp.
 func CreatePerfMap(dir string) (*PerfMap, error) {
 	return OpenPerfMap(filepath.Join(dir, "perf-"+strconv.Itoa(os.Getpid())+".map"))
 }
 
-// OpenPerfMap creates (truncating) a perf map at path.
+// OpenPerfMap creates a perf map at path, mode 0600, exclusively and
+// without following a link, as Open creates a jitdump file.
 func OpenPerfMap(path string) (*PerfMap, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+	f, err := createNew(path, os.O_WRONLY|os.O_APPEND)
 	if err != nil {
 		return nil, fmt.Errorf("create perf map: %w", err)
 	}
