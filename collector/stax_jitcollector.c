@@ -126,8 +126,12 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t data_cv;  /* records pending, or stop */
 static pthread_cond_t space_cv; /* batch taken, or writer gone */
 
+/*
+ * Flags read by threads that do not hold mu are accessed only through the
+ * __atomic builtins, as are vm_read_state and fork_gen below.
+ */
 static struct {
-	int enabled;            /* STAX_JIT_COLLECT=1; fixed at first use */
+	int enabled;            /* STAX_JIT_COLLECT=1; set once by init, atomic */
 	char *dir;
 	size_t limit;           /* STAX_JIT_BUFFER_KB: callers wait while this much is pending */
 	int stats;              /* STAX_JIT_STATS=1: one line of counters on stderr */
@@ -136,7 +140,7 @@ static struct {
 	pid_t pid;              /* process the state below belongs to */
 	int fd;                 /* open dump file, or -1 */
 	int failed;             /* file could not be created/written for pid */
-	int shut;               /* SHUTDOWN seen */
+	int shut;               /* SHUTDOWN seen; written under mu, atomic */
 	int inherited;          /* regions came from a parent process */
 	void *marker;
 	size_t marker_len;
@@ -1063,7 +1067,7 @@ static void check_pid(pid_t pid)
 static int ready(pid_t pid)
 {
 	check_pid(pid);
-	if (st.shut || st.failed)
+	if (__atomic_load_n(&st.shut, __ATOMIC_RELAXED) || st.failed)
 		return 0;
 	if (st.fd < 0 && !open_file())
 		return 0;
@@ -1308,7 +1312,7 @@ static int do_update_v2(const struct stax_jit_method_update *d)
 static void do_shutdown(void)
 {
 	close_file(1);
-	st.shut = 1;
+	__atomic_store_n(&st.shut, 1, __ATOMIC_RELAXED);
 	print_stats();
 	table_free();
 	st.len = 0;
@@ -1371,7 +1375,7 @@ static void atfork_child(void)
  */
 __attribute__((destructor)) static void fini(void)
 {
-	if (!st.enabled)
+	if (!__atomic_load_n(&st.enabled, __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&mu);
 	check_pid(getpid());
@@ -1406,7 +1410,7 @@ static void init(void)
 		return;
 	if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) != 0)
 		return;
-	st.enabled = 1;
+	__atomic_store_n(&st.enabled, 1, __ATOMIC_RELEASE);
 }
 
 /* ---- exported API ---- */
@@ -1414,7 +1418,8 @@ static void init(void)
 STAX_EXPORT unsigned int Initialize(void)
 {
 	pthread_once(&init_once, init);
-	return st.enabled ? STAX_JIT_SAMPLING_ON : STAX_JIT_NOTHING_RUNNING;
+	return __atomic_load_n(&st.enabled, __ATOMIC_ACQUIRE) ? STAX_JIT_SAMPLING_ON :
+							       STAX_JIT_NOTHING_RUNNING;
 }
 
 STAX_EXPORT int NotifyEvent(int event_type, void *data)
@@ -1424,7 +1429,7 @@ STAX_EXPORT int NotifyEvent(int event_type, void *data)
 	int ret = 0, wake;
 
 	pthread_once(&init_once, init);
-	if (!st.enabled)
+	if (!__atomic_load_n(&st.enabled, __ATOMIC_ACQUIRE))
 		return 0;
 	if (!data && event_type != STAX_JIT_EV_SHUTDOWN)
 		return 0;
@@ -1484,16 +1489,16 @@ STAX_EXPORT int NotifyEvent(int event_type, void *data)
 	}
 
 	pid = getpid();
-	if (event_type != STAX_JIT_EV_SHUTDOWN && st.shut)
-		return 0;       /* unlocked read: a hint, checked again below */
+	if (event_type != STAX_JIT_EV_SHUTDOWN && __atomic_load_n(&st.shut, __ATOMIC_RELAXED))
+		return 0;       /* read without mu: a hint, checked again under it */
 	precopy(&a, pid);
 
 	pthread_mutex_lock(&mu);
 	if (event_type == STAX_JIT_EV_SHUTDOWN) {
 		check_pid(pid); /* forget a parent's file; do not create one */
-		if (!st.shut) {
+		if (!__atomic_load_n(&st.shut, __ATOMIC_RELAXED)) {
 			stop_writer();  /* everything pending is written first */
-			if (!st.shut) {
+			if (!__atomic_load_n(&st.shut, __ATOMIC_RELAXED)) {
 				do_shutdown();
 				ret = 1;
 			}
