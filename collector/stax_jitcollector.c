@@ -65,6 +65,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stax_jitdump.h"
 #include "stax_jitprofiling.h"
 
 #define STAX_EXPORT __attribute__((visibility("default")))
@@ -82,23 +83,14 @@
 #define WAKE_BYTES ((size_t)64 << 10)   /* a batch this large wakes the writer */
 #define GATHER_NS 1000000u              /* else it gathers records this long */
 
-/* jitdump constants */
-#define JITDUMP_MAGIC 0x4A695444u
-#define JITDUMP_VERSION 1u
-#define JITDUMP_HEADER_SIZE 40u
-#define JITDUMP_EM_X86_64 62u
-#define REC_CODE_LOAD 0u
-#define REC_DEBUG_INFO 2u
-#define REC_CODE_CLOSE 3u
-#define REC_METHOD_ID 100u
-#define REC_INLINE 101u
-#define REC_UNLOAD 102u
-#define PREFIX_SIZE 16u
-#define LOAD_FIXED (PREFIX_SIZE + 40u)
-#define METHOD_ID_SIZE (PREFIX_SIZE + 24u)
-#define UNLOAD_SIZE (PREFIX_SIZE + 16u)
-#define INLINE_FIXED (PREFIX_SIZE + 24u)
-#define DEBUG_FIXED (PREFIX_SIZE + 16u)
+/* record sizes, from the layouts of stax_jitdump.h */
+#define PREFIX_SIZE sizeof(struct stax_jitdump_record_prefix)
+#define LOAD_FIXED (PREFIX_SIZE + sizeof(struct stax_jitdump_code_load))
+#define METHOD_ID_SIZE (PREFIX_SIZE + sizeof(struct stax_jitdump_stax_method_id))
+#define UNLOAD_SIZE (PREFIX_SIZE + sizeof(struct stax_jitdump_stax_code_unload))
+#define INLINE_FIXED (PREFIX_SIZE + sizeof(struct stax_jitdump_stax_inline))
+#define DEBUG_FIXED (PREFIX_SIZE + sizeof(struct stax_jitdump_debug_info))
+#define DEBUG_ENTRY_FIXED sizeof(struct stax_jitdump_debug_entry)
 
 struct method;
 
@@ -189,17 +181,9 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static unsigned char *put32(unsigned char *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-	return p + 4;
-}
-
-static unsigned char *put64(unsigned char *p, uint64_t v)
-{
-	memcpy(p, &v, 8);
-	return p + 8;
-}
+/* Writes one of the layouts of stax_jitdump.h at p (which need not be aligned). */
+#define PUT(p, layout, ...)                                                     \
+	(memcpy((p), &(layout){ __VA_ARGS__ }, sizeof(layout)), (p) + sizeof(layout))
 
 static unsigned char *putstr(unsigned char *p, const char *s, size_t n)
 {
@@ -211,9 +195,8 @@ static unsigned char *putstr(unsigned char *p, const char *s, size_t n)
 
 static unsigned char *put_prefix(unsigned char *p, uint32_t id, size_t size, uint64_t ts)
 {
-	p = put32(p, id);
-	p = put32(p, (uint32_t)size);
-	return put64(p, ts);
+	return PUT(p, struct stax_jitdump_record_prefix,
+		   .id = id, .total_size = (uint32_t)size, .timestamp = ts);
 }
 
 static size_t slen(const char *s)
@@ -788,9 +771,8 @@ static void add_unload(const struct region *r, uint64_t ts)
 
 	if (!p)
 		return;
-	p = put_prefix(p, REC_UNLOAD, UNLOAD_SIZE, ts);
-	p = put64(p, r->start);
-	put64(p, r->size);
+	p = put_prefix(p, STAX_JITDUMP_STAX_CODE_UNLOAD, UNLOAD_SIZE, ts);
+	(void)PUT(p, struct stax_jitdump_stax_code_unload, .code_addr = r->start, .code_size = r->size);
 }
 
 /*
@@ -801,7 +783,7 @@ static void add_debug_info(uint64_t code_addr, uint64_t base,
 			   const struct stax_jit_line *lines, size_t n,
 			   const char *src, uint64_t ts)
 {
-	size_t sl = slen(src), per = 16 + sl + 1, total, i;
+	size_t sl = slen(src), per = DEBUG_ENTRY_FIXED + sl + 1, total, i;
 	unsigned char *p;
 
 	if (n > (DEBUG_REC_CAP - DEBUG_FIXED) / per)
@@ -812,13 +794,11 @@ static void add_debug_info(uint64_t code_addr, uint64_t base,
 	p = reserve(total);
 	if (!p)
 		return;
-	p = put_prefix(p, REC_DEBUG_INFO, total, ts);
-	p = put64(p, code_addr);
-	p = put64(p, n);
+	p = put_prefix(p, STAX_JITDUMP_CODE_DEBUG_INFO, total, ts);
+	p = PUT(p, struct stax_jitdump_debug_info, .code_addr = code_addr, .nr_entry = n);
 	for (i = 0; i < n; i++) {
-		p = put64(p, base + lines[i].offset);
-		p = put32(p, lines[i].line);
-		p = put32(p, 0);
+		p = PUT(p, struct stax_jitdump_debug_entry,
+			.addr = base + lines[i].offset, .line = lines[i].line);
 		p = putstr(p, src, sl);
 	}
 }
@@ -837,13 +817,9 @@ static void add_code_load(uint32_t id, const char *name, uint64_t start,
 	p = reserve(total + METHOD_ID_SIZE);
 	if (!p)
 		return;
-	p = put_prefix(p, REC_CODE_LOAD, total, ts);
-	p = put32(p, (uint32_t)st.pid);
-	p = put32(p, tid);
-	p = put64(p, start);            /* vma */
-	p = put64(p, start);            /* code_addr */
-	p = put64(p, size);
-	p = put64(p, st.code_index++);
+	p = put_prefix(p, STAX_JITDUMP_CODE_LOAD, total, ts);
+	p = PUT(p, struct stax_jitdump_code_load, .pid = (uint32_t)st.pid, .tid = tid,
+		.vma = start, .code_addr = start, .code_size = size, .code_index = st.code_index++);
 	p = putstr(p, name, nl);
 	code = p;
 	if (pre) {
@@ -855,11 +831,9 @@ static void add_code_load(uint32_t id, const char *name, uint64_t start,
 	}
 	p += size;
 
-	p = put_prefix(p, REC_METHOD_ID, METHOD_ID_SIZE, ts);
-	p = put64(p, start);
-	p = put64(p, size);
-	p = put32(p, id);
-	put32(p, 0);
+	p = put_prefix(p, STAX_JITDUMP_STAX_METHOD_ID, METHOD_ID_SIZE, ts);
+	(void)PUT(p, struct stax_jitdump_stax_method_id, .code_addr = start, .code_size = size,
+		  .method_id = id);
 }
 
 /* ---- dump file ---- */
@@ -872,7 +846,7 @@ static void close_file(int write_close)
 		st.ev_start = st.len;
 		p = reserve(PREFIX_SIZE);
 		if (p)
-			put_prefix(p, REC_CODE_CLOSE, PREFIX_SIZE, now_ns());
+			put_prefix(p, STAX_JITDUMP_CODE_CLOSE, PREFIX_SIZE, now_ns());
 		else
 			st.len = st.ev_start;
 		st.oom = 0;
@@ -967,7 +941,7 @@ static int create_new(const char *path, const char **why)
 static int open_file(void)
 {
 	char path[4096];
-	unsigned char hdr[JITDUMP_HEADER_SIZE], *p = hdr;
+	struct stax_jitdump_header hdr;
 	long pg = sysconf(_SC_PAGESIZE);
 	const char *why = NULL;
 	int fd;
@@ -980,15 +954,15 @@ static int open_file(void)
 	fd = create_new(path, &why);
 	if (fd < 0)
 		goto fail;
-	p = put32(p, JITDUMP_MAGIC);
-	p = put32(p, JITDUMP_VERSION);
-	p = put32(p, JITDUMP_HEADER_SIZE);
-	p = put32(p, JITDUMP_EM_X86_64);
-	p = put32(p, 0);
-	p = put32(p, (uint32_t)st.pid);
-	p = put64(p, now_ns());
-	put64(p, 0);
-	if (write(fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr)) {
+	hdr = (struct stax_jitdump_header){
+		.magic = STAX_JITDUMP_MAGIC,
+		.version = STAX_JITDUMP_VERSION,
+		.total_size = sizeof(hdr),
+		.elf_mach = STAX_JITDUMP_ELF_MACH,
+		.pid = (uint32_t)st.pid,
+		.timestamp = now_ns(),
+	};
+	if (write(fd, &hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr)) {
 		close(fd);
 		goto fail;
 	}
@@ -1263,11 +1237,10 @@ static int do_inline(const struct stax_jit_inline_load *d)
 	total = INLINE_FIXED + nl + 1 + sl + 1;
 	p = reserve(total);
 	if (p) {
-		p = put_prefix(p, REC_INLINE, total, now_ns());
-		p = put32(p, d->method_id);
-		p = put32(p, d->parent_method_id);
-		p = put64(p, (uint64_t)(uintptr_t)d->load_address);
-		p = put64(p, d->size);
+		p = put_prefix(p, STAX_JITDUMP_STAX_INLINE, total, now_ns());
+		p = PUT(p, struct stax_jitdump_stax_inline, .method_id = d->method_id,
+			.parent_method_id = d->parent_method_id,
+			.start = (uint64_t)(uintptr_t)d->load_address, .size = d->size);
 		p = putstr(p, name, nl);
 		putstr(p, d->source_file, sl);
 	}

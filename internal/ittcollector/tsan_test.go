@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stax-profiler/stax/internal/jit/jitformat"
 )
 
 // requireTSan skips the test when ThreadSanitizer programs cannot be built or run here,
@@ -111,10 +113,10 @@ func TestCollectorThreadSanitizer(t *testing.T) {
 			if rerr != nil {
 				t.Fatal(rerr)
 			}
-			if mode == "exit" && len(data) >= 48 {
+			if hs := jitformat.HeaderSize; mode == "exit" && len(data) >= hs+jitformat.RecordPrefixSize {
 				// a thread killed by the exit in the middle of its write leaves a
 				// partial record: only the header and the first record are checked
-				if n := 40 + int(le.Uint32(data[44:])); n <= len(data) {
+				if n := hs + int(le.Uint32(data[hs+4:])); n <= len(data) {
 					data = data[:n]
 				}
 			}

@@ -4,6 +4,7 @@ package jitdump
 
 import (
 	"bytes"
+	"debug/elf"
 	"encoding/binary"
 	"os"
 	"path/filepath"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/stax-profiler/stax/internal/jit"
+	"github.com/stax-profiler/stax/internal/jit/jitformat"
 )
 
 // creators are the two files the package creates in a shared directory.
@@ -129,7 +133,7 @@ func TestCreateReplacesOwnStaleFile(t *testing.T) {
 			if bytes.Contains(b, []byte("stale")) {
 				t.Errorf("the stale file's bytes are still there: %q", b)
 			}
-			if c.name == "jitdump" && (len(b) < 4 || binary.NativeEndian.Uint32(b) != 0x4A695444) {
+			if c.name == "jitdump" && (len(b) < 4 || binary.NativeEndian.Uint32(b) != jitformat.Magic) {
 				t.Errorf("no jitdump header: %q", b)
 			}
 			fi, err := os.Lstat(p)
@@ -137,5 +141,30 @@ func TestCreateReplacesOwnStaleFile(t *testing.T) {
 				t.Errorf("mode %v, want 0600 (%v)", fi.Mode(), err)
 			}
 		})
+	}
+}
+
+// The header names the host's machine, as the ELF header of the running program does.
+func TestHeaderMachineIsHost(t *testing.T) {
+	exe, err := elf.Open("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe.Close()
+	w, err := Create(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	b, err := os.ReadFile(w.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := jit.ParseHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.ElfMach != uint32(exe.Machine) || h.ElfMach == 0 {
+		t.Errorf("header e_machine %d, the running program's %d (%v)", h.ElfMach, uint32(exe.Machine), exe.Machine)
 	}
 }
