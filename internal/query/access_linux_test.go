@@ -308,3 +308,32 @@ func threadIdentities(t *testing.T) string {
 	}
 	return strings.Join(ids, " | ")
 }
+
+// On kernels without openat2 a file reached through a magic link is recognised as one stax
+// has open.
+func TestOwnFile(t *testing.T) {
+	dir := accessDir(t)
+	p := writeFile(t, filepath.Join(dir, "f.toy"), "x\n", 0o644)
+	held, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	viaLink, err := unix.Open("/proc/self/fd/"+strconv.Itoa(int(held.Fd())), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(viaLink)
+	if !ownFile(viaLink) {
+		t.Errorf("a file stax has open is not recognised")
+	}
+	q := writeFile(t, filepath.Join(dir, "g.toy"), "y\n", 0o644)
+	other, err := unix.Open(q, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(other)
+	if ownFile(other) {
+		t.Errorf("a file stax did not have open is taken for one it has")
+	}
+}
