@@ -58,12 +58,14 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "stax_jitdump.h"
 #include "stax_jitprofiling.h"
 
 #define STAX_EXPORT __attribute__((visibility("default")))
@@ -81,23 +83,14 @@
 #define WAKE_BYTES ((size_t)64 << 10)   /* a batch this large wakes the writer */
 #define GATHER_NS 1000000u              /* else it gathers records this long */
 
-/* jitdump constants */
-#define JITDUMP_MAGIC 0x4A695444u
-#define JITDUMP_VERSION 1u
-#define JITDUMP_HEADER_SIZE 40u
-#define JITDUMP_EM_X86_64 62u
-#define REC_CODE_LOAD 0u
-#define REC_DEBUG_INFO 2u
-#define REC_CODE_CLOSE 3u
-#define REC_METHOD_ID 100u
-#define REC_INLINE 101u
-#define REC_UNLOAD 102u
-#define PREFIX_SIZE 16u
-#define LOAD_FIXED (PREFIX_SIZE + 40u)
-#define METHOD_ID_SIZE (PREFIX_SIZE + 24u)
-#define UNLOAD_SIZE (PREFIX_SIZE + 16u)
-#define INLINE_FIXED (PREFIX_SIZE + 24u)
-#define DEBUG_FIXED (PREFIX_SIZE + 16u)
+/* record sizes, from the layouts of stax_jitdump.h */
+#define PREFIX_SIZE sizeof(struct stax_jitdump_record_prefix)
+#define LOAD_FIXED (PREFIX_SIZE + sizeof(struct stax_jitdump_code_load))
+#define METHOD_ID_SIZE (PREFIX_SIZE + sizeof(struct stax_jitdump_stax_method_id))
+#define UNLOAD_SIZE (PREFIX_SIZE + sizeof(struct stax_jitdump_stax_code_unload))
+#define INLINE_FIXED (PREFIX_SIZE + sizeof(struct stax_jitdump_stax_inline))
+#define DEBUG_FIXED (PREFIX_SIZE + sizeof(struct stax_jitdump_debug_info))
+#define DEBUG_ENTRY_FIXED sizeof(struct stax_jitdump_debug_entry)
 
 struct method;
 
@@ -125,8 +118,12 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t data_cv;  /* records pending, or stop */
 static pthread_cond_t space_cv; /* batch taken, or writer gone */
 
+/*
+ * Flags read by threads that do not hold mu are accessed only through the
+ * __atomic builtins, as are vm_read_state and fork_gen below.
+ */
 static struct {
-	int enabled;            /* STAX_JIT_COLLECT=1; fixed at first use */
+	int enabled;            /* STAX_JIT_COLLECT=1; set once by init, atomic */
 	char *dir;
 	size_t limit;           /* STAX_JIT_BUFFER_KB: callers wait while this much is pending */
 	int stats;              /* STAX_JIT_STATS=1: one line of counters on stderr */
@@ -135,7 +132,7 @@ static struct {
 	pid_t pid;              /* process the state below belongs to */
 	int fd;                 /* open dump file, or -1 */
 	int failed;             /* file could not be created/written for pid */
-	int shut;               /* SHUTDOWN seen */
+	int shut;               /* SHUTDOWN seen; written under mu, atomic */
 	int inherited;          /* regions came from a parent process */
 	void *marker;
 	size_t marker_len;
@@ -184,17 +181,9 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static unsigned char *put32(unsigned char *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-	return p + 4;
-}
-
-static unsigned char *put64(unsigned char *p, uint64_t v)
-{
-	memcpy(p, &v, 8);
-	return p + 8;
-}
+/* Writes one of the layouts of stax_jitdump.h at p (which need not be aligned). */
+#define PUT(p, layout, ...)                                                     \
+	(memcpy((p), &(layout){ __VA_ARGS__ }, sizeof(layout)), (p) + sizeof(layout))
 
 static unsigned char *putstr(unsigned char *p, const char *s, size_t n)
 {
@@ -206,9 +195,8 @@ static unsigned char *putstr(unsigned char *p, const char *s, size_t n)
 
 static unsigned char *put_prefix(unsigned char *p, uint32_t id, size_t size, uint64_t ts)
 {
-	p = put32(p, id);
-	p = put32(p, (uint32_t)size);
-	return put64(p, ts);
+	return PUT(p, struct stax_jitdump_record_prefix,
+		   .id = id, .total_size = (uint32_t)size, .timestamp = ts);
 }
 
 static size_t slen(const char *s)
@@ -783,9 +771,8 @@ static void add_unload(const struct region *r, uint64_t ts)
 
 	if (!p)
 		return;
-	p = put_prefix(p, REC_UNLOAD, UNLOAD_SIZE, ts);
-	p = put64(p, r->start);
-	put64(p, r->size);
+	p = put_prefix(p, STAX_JITDUMP_STAX_CODE_UNLOAD, UNLOAD_SIZE, ts);
+	(void)PUT(p, struct stax_jitdump_stax_code_unload, .code_addr = r->start, .code_size = r->size);
 }
 
 /*
@@ -796,7 +783,7 @@ static void add_debug_info(uint64_t code_addr, uint64_t base,
 			   const struct stax_jit_line *lines, size_t n,
 			   const char *src, uint64_t ts)
 {
-	size_t sl = slen(src), per = 16 + sl + 1, total, i;
+	size_t sl = slen(src), per = DEBUG_ENTRY_FIXED + sl + 1, total, i;
 	unsigned char *p;
 
 	if (n > (DEBUG_REC_CAP - DEBUG_FIXED) / per)
@@ -807,13 +794,11 @@ static void add_debug_info(uint64_t code_addr, uint64_t base,
 	p = reserve(total);
 	if (!p)
 		return;
-	p = put_prefix(p, REC_DEBUG_INFO, total, ts);
-	p = put64(p, code_addr);
-	p = put64(p, n);
+	p = put_prefix(p, STAX_JITDUMP_CODE_DEBUG_INFO, total, ts);
+	p = PUT(p, struct stax_jitdump_debug_info, .code_addr = code_addr, .nr_entry = n);
 	for (i = 0; i < n; i++) {
-		p = put64(p, base + lines[i].offset);
-		p = put32(p, lines[i].line);
-		p = put32(p, 0);
+		p = PUT(p, struct stax_jitdump_debug_entry,
+			.addr = base + lines[i].offset, .line = lines[i].line);
 		p = putstr(p, src, sl);
 	}
 }
@@ -832,13 +817,9 @@ static void add_code_load(uint32_t id, const char *name, uint64_t start,
 	p = reserve(total + METHOD_ID_SIZE);
 	if (!p)
 		return;
-	p = put_prefix(p, REC_CODE_LOAD, total, ts);
-	p = put32(p, (uint32_t)st.pid);
-	p = put32(p, tid);
-	p = put64(p, start);            /* vma */
-	p = put64(p, start);            /* code_addr */
-	p = put64(p, size);
-	p = put64(p, st.code_index++);
+	p = put_prefix(p, STAX_JITDUMP_CODE_LOAD, total, ts);
+	p = PUT(p, struct stax_jitdump_code_load, .pid = (uint32_t)st.pid, .tid = tid,
+		.vma = start, .code_addr = start, .code_size = size, .code_index = st.code_index++);
 	p = putstr(p, name, nl);
 	code = p;
 	if (pre) {
@@ -850,11 +831,9 @@ static void add_code_load(uint32_t id, const char *name, uint64_t start,
 	}
 	p += size;
 
-	p = put_prefix(p, REC_METHOD_ID, METHOD_ID_SIZE, ts);
-	p = put64(p, start);
-	p = put64(p, size);
-	p = put32(p, id);
-	put32(p, 0);
+	p = put_prefix(p, STAX_JITDUMP_STAX_METHOD_ID, METHOD_ID_SIZE, ts);
+	(void)PUT(p, struct stax_jitdump_stax_method_id, .code_addr = start, .code_size = size,
+		  .method_id = id);
 }
 
 /* ---- dump file ---- */
@@ -867,7 +846,7 @@ static void close_file(int write_close)
 		st.ev_start = st.len;
 		p = reserve(PREFIX_SIZE);
 		if (p)
-			put_prefix(p, REC_CODE_CLOSE, PREFIX_SIZE, now_ns());
+			put_prefix(p, STAX_JITDUMP_CODE_CLOSE, PREFIX_SIZE, now_ns());
 		else
 			st.len = st.ev_start;
 		st.oom = 0;
@@ -918,11 +897,53 @@ static void reannounce(void)
 	flush_sync();
 }
 
+/*
+ * Creates path exclusively, without following a link, mode 0600.  An
+ * existing regular file of this process's effective uid (left by an earlier
+ * process with the same pid) is removed first.  A link, a file of another
+ * kind or of another user is refused, so that another user of a shared
+ * directory cannot make this process overwrite or remove a file: -1 with
+ * *why saying so.
+ */
+static int create_new(const char *path, const char **why)
+{
+	int retried;
+
+	for (retried = 0;; retried = 1) {
+		struct stat sb;
+		int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+		if (fd >= 0 || errno != EEXIST || retried)
+			return fd;
+		if (lstat(path, &sb) != 0) {
+			if (errno == ENOENT)
+				continue;
+			return -1;
+		}
+		if (S_ISLNK(sb.st_mode)) {
+			*why = "it is a symbolic link, which is not followed; remove it";
+			return -1;
+		}
+		if (!S_ISREG(sb.st_mode)) {
+			*why = "it exists and is not a regular file; remove it";
+			return -1;
+		}
+		if (sb.st_uid != geteuid()) {
+			*why = "it exists and belongs to another user; remove it";
+			return -1;
+		}
+		/* unlink never follows a link; the file is then created exclusively */
+		if (unlink(path) != 0 && errno != ENOENT)
+			return -1;
+	}
+}
+
 static int open_file(void)
 {
 	char path[4096];
-	unsigned char hdr[JITDUMP_HEADER_SIZE], *p = hdr;
+	struct stax_jitdump_header hdr;
 	long pg = sysconf(_SC_PAGESIZE);
+	const char *why = NULL;
 	int fd;
 
 	if (snprintf(path, sizeof(path), "%s/jit-%d.dump", st.dir, (int)st.pid) >=
@@ -930,20 +951,18 @@ static int open_file(void)
 		errno = ENAMETOOLONG;
 		goto fail;
 	}
-	if (unlink(path) != 0 && errno != ENOENT)
-		goto fail;
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = create_new(path, &why);
 	if (fd < 0)
 		goto fail;
-	p = put32(p, JITDUMP_MAGIC);
-	p = put32(p, JITDUMP_VERSION);
-	p = put32(p, JITDUMP_HEADER_SIZE);
-	p = put32(p, JITDUMP_EM_X86_64);
-	p = put32(p, 0);
-	p = put32(p, (uint32_t)st.pid);
-	p = put64(p, now_ns());
-	put64(p, 0);
-	if (write(fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr)) {
+	hdr = (struct stax_jitdump_header){
+		.magic = STAX_JITDUMP_MAGIC,
+		.version = STAX_JITDUMP_VERSION,
+		.total_size = sizeof(hdr),
+		.elf_mach = STAX_JITDUMP_ELF_MACH,
+		.pid = (uint32_t)st.pid,
+		.timestamp = now_ns(),
+	};
+	if (write(fd, &hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr)) {
 		close(fd);
 		goto fail;
 	}
@@ -966,7 +985,7 @@ fail:
 		char msg[4300];
 		int n = snprintf(msg, sizeof(msg),
 				 "stax: JIT collector cannot write %s: %s\n", path,
-				 strerror(errno));
+				 why ? why : strerror(errno));
 
 		if (n > 0 && write(2, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1) < 0) {
 			/* nothing more to do */
@@ -1022,7 +1041,7 @@ static void check_pid(pid_t pid)
 static int ready(pid_t pid)
 {
 	check_pid(pid);
-	if (st.shut || st.failed)
+	if (__atomic_load_n(&st.shut, __ATOMIC_RELAXED) || st.failed)
 		return 0;
 	if (st.fd < 0 && !open_file())
 		return 0;
@@ -1218,11 +1237,10 @@ static int do_inline(const struct stax_jit_inline_load *d)
 	total = INLINE_FIXED + nl + 1 + sl + 1;
 	p = reserve(total);
 	if (p) {
-		p = put_prefix(p, REC_INLINE, total, now_ns());
-		p = put32(p, d->method_id);
-		p = put32(p, d->parent_method_id);
-		p = put64(p, (uint64_t)(uintptr_t)d->load_address);
-		p = put64(p, d->size);
+		p = put_prefix(p, STAX_JITDUMP_STAX_INLINE, total, now_ns());
+		p = PUT(p, struct stax_jitdump_stax_inline, .method_id = d->method_id,
+			.parent_method_id = d->parent_method_id,
+			.start = (uint64_t)(uintptr_t)d->load_address, .size = d->size);
 		p = putstr(p, name, nl);
 		putstr(p, d->source_file, sl);
 	}
@@ -1267,7 +1285,7 @@ static int do_update_v2(const struct stax_jit_method_update *d)
 static void do_shutdown(void)
 {
 	close_file(1);
-	st.shut = 1;
+	__atomic_store_n(&st.shut, 1, __ATOMIC_RELAXED);
 	print_stats();
 	table_free();
 	st.len = 0;
@@ -1330,7 +1348,7 @@ static void atfork_child(void)
  */
 __attribute__((destructor)) static void fini(void)
 {
-	if (!st.enabled)
+	if (!__atomic_load_n(&st.enabled, __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&mu);
 	check_pid(getpid());
@@ -1365,7 +1383,7 @@ static void init(void)
 		return;
 	if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) != 0)
 		return;
-	st.enabled = 1;
+	__atomic_store_n(&st.enabled, 1, __ATOMIC_RELEASE);
 }
 
 /* ---- exported API ---- */
@@ -1373,7 +1391,8 @@ static void init(void)
 STAX_EXPORT unsigned int Initialize(void)
 {
 	pthread_once(&init_once, init);
-	return st.enabled ? STAX_JIT_SAMPLING_ON : STAX_JIT_NOTHING_RUNNING;
+	return __atomic_load_n(&st.enabled, __ATOMIC_ACQUIRE) ? STAX_JIT_SAMPLING_ON :
+							       STAX_JIT_NOTHING_RUNNING;
 }
 
 STAX_EXPORT int NotifyEvent(int event_type, void *data)
@@ -1383,7 +1402,7 @@ STAX_EXPORT int NotifyEvent(int event_type, void *data)
 	int ret = 0, wake;
 
 	pthread_once(&init_once, init);
-	if (!st.enabled)
+	if (!__atomic_load_n(&st.enabled, __ATOMIC_ACQUIRE))
 		return 0;
 	if (!data && event_type != STAX_JIT_EV_SHUTDOWN)
 		return 0;
@@ -1443,16 +1462,16 @@ STAX_EXPORT int NotifyEvent(int event_type, void *data)
 	}
 
 	pid = getpid();
-	if (event_type != STAX_JIT_EV_SHUTDOWN && st.shut)
-		return 0;       /* unlocked read: a hint, checked again below */
+	if (event_type != STAX_JIT_EV_SHUTDOWN && __atomic_load_n(&st.shut, __ATOMIC_RELAXED))
+		return 0;       /* read without mu: a hint, checked again under it */
 	precopy(&a, pid);
 
 	pthread_mutex_lock(&mu);
 	if (event_type == STAX_JIT_EV_SHUTDOWN) {
 		check_pid(pid); /* forget a parent's file; do not create one */
-		if (!st.shut) {
+		if (!__atomic_load_n(&st.shut, __ATOMIC_RELAXED)) {
 			stop_writer();  /* everything pending is written first */
-			if (!st.shut) {
+			if (!__atomic_load_n(&st.shut, __ATOMIC_RELAXED)) {
 				do_shutdown();
 				ret = 1;
 			}

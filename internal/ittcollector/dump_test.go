@@ -5,18 +5,20 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+
+	"github.com/stax-profiler/stax/internal/jit/jitformat"
 )
 
 // A deliberately small, strict jitdump reader used only to check what the
 // collector writes: every size must be exact.
 
 const (
-	recCodeLoad  = 0
-	recDebugInfo = 2
-	recClose     = 3
-	recMethodID  = 100
-	recInline    = 101
-	recUnload    = 102
+	recCodeLoad  = jitformat.RecCodeLoad
+	recDebugInfo = jitformat.RecCodeDebugInfo
+	recClose     = jitformat.RecCodeClose
+	recMethodID  = jitformat.RecStaxMethodID
+	recInline    = jitformat.RecStaxInline
+	recUnload    = jitformat.RecStaxCodeUnload
 )
 
 type dumpHeader struct {

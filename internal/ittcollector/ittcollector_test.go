@@ -18,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stax-profiler/stax/internal/jit/jitformat"
 )
 
 // Built once for all tests.
@@ -168,7 +170,8 @@ func findKind(lines []outLine, kind string) []outLine {
 
 func checkHeader(t testing.TB, h dumpHeader, pid int) {
 	t.Helper()
-	if h.Magic != 0x4A695444 || h.Version != 1 || h.TotalSize != 40 || h.ElfMach != 62 || h.Pad != 0 || h.Flags != 0 {
+	if h.Magic != jitformat.Magic || h.Version != jitformat.Version || h.TotalSize != jitformat.HeaderSize ||
+		h.ElfMach != hostMachine(t) || h.Pad != 0 || h.Flags != 0 {
 		t.Errorf("header %+v", h)
 	}
 	if int(h.Pid) != pid {

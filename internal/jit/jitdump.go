@@ -6,27 +6,29 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/stax-profiler/stax/internal/jit/jitformat"
 )
 
 // Magic is the jitdump magic number, "JiTD" as a big-endian u32.
-const Magic = 0x4A695444
+const Magic = jitformat.Magic
 
 // HeaderSize is the size of a version 1 jitdump header.
-const HeaderSize = 40
+const HeaderSize = jitformat.HeaderSize
 
 // RecordPrefixSize is the size of the prefix every record starts with.
-const RecordPrefixSize = 16
+const RecordPrefixSize = jitformat.RecordPrefixSize
 
 // FlagArchTimestamp is JITDUMP_FLAGS_ARCH_TIMESTAMP: the file's timestamps
 // come from the CPU's time-stamp counter rather than CLOCK_MONOTONIC.
-const FlagArchTimestamp = 1
+const FlagArchTimestamp = jitformat.FlagArchTimestamp
 
 // Bounds applied to sizes read from jitdump files.
 const (
 	// MaxHeaderSize bounds the header's total_size.
 	MaxHeaderSize = 1 << 20
 	// MaxRecordSize bounds a record's total_size.
-	MaxRecordSize = 256 << 20
+	MaxRecordSize = jitformat.MaxRecordSize
 	// MaxUnwindSize bounds the unwinding data kept for one function.
 	MaxUnwindSize = 1 << 20
 	// MaxNameSize bounds a function, file or inline name.
@@ -38,14 +40,14 @@ type RecordID uint32
 
 // Record ids: perf's standard ones and stax's extensions.
 const (
-	RecCodeLoad          RecordID = 0
-	RecCodeMove          RecordID = 1
-	RecCodeDebugInfo     RecordID = 2
-	RecCodeClose         RecordID = 3
-	RecCodeUnwindingInfo RecordID = 4
-	RecStaxMethodID      RecordID = 100
-	RecStaxInline        RecordID = 101
-	RecStaxCodeUnload    RecordID = 102
+	RecCodeLoad          RecordID = jitformat.RecCodeLoad
+	RecCodeMove          RecordID = jitformat.RecCodeMove
+	RecCodeDebugInfo     RecordID = jitformat.RecCodeDebugInfo
+	RecCodeClose         RecordID = jitformat.RecCodeClose
+	RecCodeUnwindingInfo RecordID = jitformat.RecCodeUnwindingInfo
+	RecStaxMethodID      RecordID = jitformat.RecStaxMethodID
+	RecStaxInline        RecordID = jitformat.RecStaxInline
+	RecStaxCodeUnload    RecordID = jitformat.RecStaxCodeUnload
 )
 
 // String returns the record id's name as the specification spells it.
@@ -112,13 +114,9 @@ func ParseHeader(b []byte) (Header, error) {
 	default:
 		return h, fmt.Errorf("parse jitdump header: %w %#x", ErrBadMagic, binary.LittleEndian.Uint32(b))
 	}
-	o := h.Order
-	h.Version = o.Uint32(b[4:])
-	h.TotalSize = o.Uint32(b[8:])
-	h.ElfMach = o.Uint32(b[12:])
-	h.Pid = o.Uint32(b[20:])
-	h.Timestamp = o.Uint64(b[24:])
-	h.Flags = o.Uint64(b[32:])
+	var f jitformat.Header
+	jitformat.Decode(h.Order, b, &f)
+	h.Version, h.TotalSize, h.ElfMach, h.Pid, h.Timestamp, h.Flags = f.Version, f.TotalSize, f.ElfMach, f.Pid, f.Timestamp, f.Flags
 	if h.TotalSize < HeaderSize || h.TotalSize > MaxHeaderSize {
 		return h, fmt.Errorf("parse jitdump header: %w: header size %d", ErrBadRecord, h.TotalSize)
 	}
@@ -230,15 +228,16 @@ func ParseRecords(order binary.ByteOrder, b []byte, out []Record) (recs []Record
 			}
 			return recs, consumed, need, nil
 		}
-		id := RecordID(order.Uint32(rest))
-		size := order.Uint32(rest[4:])
+		var p jitformat.RecordPrefix
+		jitformat.Decode(order, rest, &p)
+		id, size := RecordID(p.ID), p.TotalSize
 		if size < RecordPrefixSize || size > MaxRecordSize {
 			return recs, consumed, 0, fmt.Errorf("parse jitdump record %v at offset %d: %w: total_size %d", id, consumed, ErrBadRecord, size)
 		}
 		if uint64(len(rest)) < uint64(size) {
 			return recs, consumed, int(size), nil
 		}
-		r := Record{ID: id, Size: size, Timestamp: order.Uint64(rest[8:])}
+		r := Record{ID: id, Size: size, Timestamp: p.Timestamp}
 		if err := decodeBody(order, &r, rest[RecordPrefixSize:size]); err != nil {
 			return recs, consumed, 0, fmt.Errorf("parse jitdump record %v at offset %d: %w", id, consumed, err)
 		}
@@ -254,24 +253,17 @@ type reader struct {
 	err error
 }
 
-func (r *reader) u32() uint32 {
-	if r.err != nil || len(r.b) < 4 {
-		r.fail()
-		return 0
+// fixed decodes the fixed part of a record body, or of a debug entry, into v.
+func fixed[T jitformat.Layout](r *reader, v *T) {
+	if r.err != nil {
+		return
 	}
-	v := r.o.Uint32(r.b)
-	r.b = r.b[4:]
-	return v
-}
-
-func (r *reader) u64() uint64 {
-	if r.err != nil || len(r.b) < 8 {
+	rest, ok := jitformat.Decode(r.o, r.b, v)
+	if !ok {
 		r.fail()
-		return 0
+		return
 	}
-	v := r.o.Uint64(r.b)
-	r.b = r.b[8:]
-	return v
+	r.b = rest
 }
 
 // entryName reads a debug entry's file name. V8 has been seen writing a freed buffer there,
@@ -293,7 +285,7 @@ func (r *reader) entryName(codeAddr uint64, last bool) []byte {
 		case last:
 			ok = len(bytes.TrimRight(rest, "\x00")) == 0
 		case len(rest) >= 8:
-			next := r.o.Uint64(rest)
+			next := r.o.Uint64(rest) // the next entry's Addr
 			ok = next >= codeAddr && next-codeAddr < 1<<24
 		}
 		if ok {
@@ -348,7 +340,9 @@ func decodeBody(o binary.ByteOrder, rec *Record, body []byte) error {
 	r := &reader{o: o, b: body}
 	switch rec.ID {
 	case RecCodeLoad:
-		l := &CodeLoad{Pid: r.u32(), Tid: r.u32(), VMA: r.u64(), CodeAddr: r.u64(), CodeSize: r.u64(), CodeIndex: r.u64()}
+		var f jitformat.CodeLoad
+		fixed(r, &f)
+		l := &CodeLoad{Pid: f.Pid, Tid: f.Tid, VMA: f.VMA, CodeAddr: f.CodeAddr, CodeSize: f.CodeSize, CodeIndex: f.CodeIndex}
 		name := r.cstr()
 		if r.err != nil {
 			return r.err
@@ -363,7 +357,9 @@ func decodeBody(o binary.ByteOrder, rec *Record, body []byte) error {
 		l.Code = bytes.Clone(r.b[:l.CodeSize])
 		rec.Load = l
 	case RecCodeMove:
-		m := &CodeMove{Pid: r.u32(), Tid: r.u32(), VMA: r.u64(), OldCodeAddr: r.u64(), NewCodeAddr: r.u64(), CodeSize: r.u64(), CodeIndex: r.u64()}
+		var f jitformat.CodeMove
+		fixed(r, &f)
+		m := &CodeMove{Pid: f.Pid, Tid: f.Tid, VMA: f.VMA, OldCodeAddr: f.OldCodeAddr, NewCodeAddr: f.NewCodeAddr, CodeSize: f.CodeSize, CodeIndex: f.CodeIndex}
 		if r.err != nil {
 			return r.err
 		}
@@ -372,19 +368,23 @@ func decodeBody(o binary.ByteOrder, rec *Record, body []byte) error {
 		}
 		rec.Move = m
 	case RecCodeDebugInfo:
-		d := &DebugInfo{CodeAddr: r.u64()}
-		n := r.u64()
+		var f jitformat.DebugInfo
+		fixed(r, &f)
+		d := &DebugInfo{CodeAddr: f.CodeAddr}
+		n := f.NrEntry
 		if r.err != nil {
 			return r.err
 		}
-		// Each entry takes at least 8+4+4+1 bytes.
-		if n > uint64(len(r.b))/17 {
+		// Each entry takes at least its fixed part and a NUL.
+		if n > uint64(len(r.b))/(jitformat.DebugEntrySize+1) {
 			return fmt.Errorf("%w: nr_entry %d does not fit in %d bytes", ErrBadRecord, n, len(r.b))
 		}
 		d.Entries = make([]DebugEntry, 0, n)
 		prev := ""
 		for i := range n {
-			e := DebugEntry{Addr: r.u64(), Line: r.u32(), Discrim: r.u32()}
+			var fe jitformat.DebugEntry
+			fixed(r, &fe)
+			e := DebugEntry{Addr: fe.Addr, Line: fe.Line, Discrim: fe.Discrim}
 			name := r.entryName(d.CodeAddr, i == n-1)
 			if r.err != nil {
 				return r.err
@@ -405,7 +405,9 @@ func decodeBody(o binary.ByteOrder, rec *Record, body []byte) error {
 		rec.Debug = d
 	case RecCodeClose:
 	case RecCodeUnwindingInfo:
-		u := &UnwindingInfo{UnwindingSize: r.u64(), EHFrameHdrSize: r.u64(), MappedSize: r.u64()}
+		var f jitformat.UnwindingInfo
+		fixed(r, &f)
+		u := &UnwindingInfo{UnwindingSize: f.UnwindingSize, EHFrameHdrSize: f.EHFrameHdrSize, MappedSize: f.MappedSize}
 		if r.err != nil {
 			return r.err
 		}
@@ -423,14 +425,17 @@ func decodeBody(o binary.ByteOrder, rec *Record, body []byte) error {
 		u.Data = bytes.Clone(r.b[:n])
 		rec.Unwind = u
 	case RecStaxMethodID:
-		m := &MethodIDRecord{CodeAddr: r.u64(), CodeSize: r.u64(), MethodID: r.u32()}
-		r.u32()
+		var f jitformat.StaxMethodID
+		fixed(r, &f)
+		m := &MethodIDRecord{CodeAddr: f.CodeAddr, CodeSize: f.CodeSize, MethodID: f.MethodID}
 		if r.err != nil {
 			return r.err
 		}
 		rec.MethodID = m
 	case RecStaxInline:
-		in := &InlineRecord{MethodID: r.u32(), ParentMethodID: r.u32(), Start: r.u64(), Size: r.u64()}
+		var f jitformat.StaxInline
+		fixed(r, &f)
+		in := &InlineRecord{MethodID: f.MethodID, ParentMethodID: f.ParentMethodID, Start: f.Start, Size: f.Size}
 		name := r.cstr()
 		file := r.cstr()
 		if r.err != nil {
@@ -439,7 +444,9 @@ func decodeBody(o binary.ByteOrder, rec *Record, body []byte) error {
 		in.Name, in.SourceFile = string(name), string(file)
 		rec.Inline = in
 	case RecStaxCodeUnload:
-		u := &CodeUnload{CodeAddr: r.u64(), CodeSize: r.u64()}
+		var f jitformat.StaxCodeUnload
+		fixed(r, &f)
+		u := &CodeUnload{CodeAddr: f.CodeAddr, CodeSize: f.CodeSize}
 		if r.err != nil {
 			return r.err
 		}

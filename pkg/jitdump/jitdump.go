@@ -3,45 +3,18 @@
 package jitdump
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
-)
 
-// Record ids written by this package.
-const (
-	recCodeLoad      = 0
-	recCodeDebugInfo = 2
-	recCodeClose     = 3
+	"github.com/stax-profiler/stax/internal/jit/jitformat"
 )
-
-const (
-	magic      = 0x4A695444
-	version    = 1
-	headerSize = 40
-	prefixSize = 16
-	maxRecord  = 256 << 20
-)
-
-// ELF machine numbers for the header's elf_mach field.
-var elfMach = map[string]uint32{
-	"386":     3,
-	"amd64":   62,
-	"arm":     40,
-	"arm64":   183,
-	"ppc64":   21,
-	"ppc64le": 21,
-	"s390x":   22,
-	"riscv64": 243,
-	"loong64": 258,
-}
 
 // ErrClosed is returned by writes after Close.
 var ErrClosed = errors.New("jitdump writer closed")
@@ -62,36 +35,74 @@ type Writer struct {
 	codeIndex uint64
 	mapped    []byte
 	buf       []byte
+	prefix    jitformat.RecordPrefix // of the record in buf
 }
 
-// Create creates (truncating) dir/jit-<pid>.dump for the calling process
-// and writes its header.
+// Create creates dir/jit-<pid>.dump for the calling process and writes its
+// header. See Open for what happens to an existing file of that name.
 func Create(dir string) (*Writer, error) {
 	return Open(filepath.Join(dir, "jit-"+strconv.Itoa(os.Getpid())+".dump"))
 }
 
-// Open creates (truncating) the jitdump file at path and writes its
-// header. Profilers find the file by its name, so it should be
-// jit-<pid>.dump; Create builds that name.
+// Open creates the jitdump file at path, mode 0600, and writes its header.
+// Profilers find the file by its name, so it should be jit-<pid>.dump;
+// Create builds that name. The file is created exclusively and a symbolic
+// link is never followed: an existing regular file owned by the caller's
+// effective uid (left by an earlier process with the same pid) is replaced,
+// and anything else at path (a link, a file of another user or another
+// kind) is refused, so that another user of a shared directory such as /tmp
+// cannot make the caller overwrite a file of its choosing.
 func Open(path string) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := createNew(path, os.O_RDWR)
 	if err != nil {
 		return nil, fmt.Errorf("create jitdump: %w", err)
 	}
 	w := &Writer{f: f, pid: os.Getpid()}
-	h := make([]byte, headerSize)
-	o := binary.NativeEndian
-	o.PutUint32(h[0:], magic)
-	o.PutUint32(h[4:], version)
-	o.PutUint32(h[8:], headerSize)
-	o.PutUint32(h[12:], elfMach[runtime.GOARCH])
-	o.PutUint32(h[20:], uint32(w.pid))
-	o.PutUint64(h[24:], Now())
+	h := jitformat.Append(nil, &jitformat.Header{
+		Magic:     jitformat.Magic,
+		Version:   jitformat.Version,
+		TotalSize: jitformat.HeaderSize,
+		ElfMach:   jitformat.HostMachine(),
+		Pid:       uint32(w.pid),
+		Timestamp: Now(),
+	})
 	if _, err := f.Write(h); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("write jitdump header: %w", err)
 	}
 	return w, nil
+}
+
+// createNew creates path exclusively, without following a link, mode 0600,
+// open with flag. An existing regular file owned by the effective uid is
+// removed first; anything else at path is refused.
+func createNew(path string, flag int) (*os.File, error) {
+	for retried := false; ; retried = true {
+		f, err := os.OpenFile(path, flag|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err == nil || !errors.Is(err, fs.ErrExist) || retried {
+			return f, err
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(path, &st); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return nil, &fs.PathError{Op: "lstat", Path: path, Err: err}
+		}
+		switch {
+		case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+			return nil, fmt.Errorf("%s is a symbolic link, which is not followed; remove it", path)
+		case st.Mode&unix.S_IFMT != unix.S_IFREG:
+			return nil, fmt.Errorf("%s exists and is not a regular file; remove it", path)
+		case st.Uid != uint32(os.Geteuid()):
+			return nil, fmt.Errorf("%s exists and belongs to uid %d, not to uid %d; remove it", path, st.Uid, os.Geteuid())
+		}
+		// A stale file of an earlier process of this user with the same pid. Unlinking
+		// never follows a link, and the file is then created exclusively again.
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
 }
 
 // Now returns the CLOCK_MONOTONIC time in nanoseconds, the clock of jitdump
@@ -131,18 +142,16 @@ func (w *Writer) MarkMmap() error {
 // record starts a record of the given id in w.buf; the caller appends the
 // body and calls flush. w.mu must be held.
 func (w *Writer) record(id uint32) {
-	o := binary.NativeEndian
-	w.buf = w.buf[:0]
-	w.buf = o.AppendUint32(w.buf, id)
-	w.buf = o.AppendUint32(w.buf, 0) // total_size, set by flush
-	w.buf = o.AppendUint64(w.buf, Now())
+	w.prefix = jitformat.RecordPrefix{ID: id, Timestamp: Now()}
+	w.buf = jitformat.Append(w.buf[:0], &w.prefix) // TotalSize set by flush
 }
 
 func (w *Writer) flush() error {
-	if len(w.buf) > maxRecord {
-		return fmt.Errorf("write jitdump record: %d bytes exceeds the %d-byte limit", len(w.buf), maxRecord)
+	if len(w.buf) > jitformat.MaxRecordSize {
+		return fmt.Errorf("write jitdump record: %d bytes exceeds the %d-byte limit", len(w.buf), jitformat.MaxRecordSize)
 	}
-	binary.NativeEndian.PutUint32(w.buf[4:], uint32(len(w.buf)))
+	w.prefix.TotalSize = uint32(len(w.buf))
+	jitformat.Put(w.buf, &w.prefix)
 	if _, err := w.f.Write(w.buf); err != nil {
 		return fmt.Errorf("write jitdump record: %w", err)
 	}
@@ -168,14 +177,15 @@ func (w *Writer) WriteCodeLoad(name string, addr uint64, code []byte) error {
 	if w.f == nil {
 		return ErrClosed
 	}
-	o := binary.NativeEndian
-	w.record(recCodeLoad)
-	w.buf = o.AppendUint32(w.buf, uint32(w.pid))
-	w.buf = o.AppendUint32(w.buf, uint32(unix.Gettid()))
-	w.buf = o.AppendUint64(w.buf, addr) // vma
-	w.buf = o.AppendUint64(w.buf, addr)
-	w.buf = o.AppendUint64(w.buf, uint64(len(code)))
-	w.buf = o.AppendUint64(w.buf, w.codeIndex)
+	w.record(jitformat.RecCodeLoad)
+	w.buf = jitformat.Append(w.buf, &jitformat.CodeLoad{
+		Pid:       uint32(w.pid),
+		Tid:       uint32(unix.Gettid()),
+		VMA:       addr,
+		CodeAddr:  addr,
+		CodeSize:  uint64(len(code)),
+		CodeIndex: w.codeIndex,
+	})
 	w.buf = appendCString(w.buf, name)
 	w.buf = append(w.buf, code...)
 	if err := w.flush(); err != nil {
@@ -193,14 +203,10 @@ func (w *Writer) WriteDebugInfo(addr uint64, entries []DebugEntry) error {
 	if w.f == nil {
 		return ErrClosed
 	}
-	o := binary.NativeEndian
-	w.record(recCodeDebugInfo)
-	w.buf = o.AppendUint64(w.buf, addr)
-	w.buf = o.AppendUint64(w.buf, uint64(len(entries)))
+	w.record(jitformat.RecCodeDebugInfo)
+	w.buf = jitformat.Append(w.buf, &jitformat.DebugInfo{CodeAddr: addr, NrEntry: uint64(len(entries))})
 	for _, e := range entries {
-		w.buf = o.AppendUint64(w.buf, e.Addr)
-		w.buf = o.AppendUint32(w.buf, e.Line)
-		w.buf = o.AppendUint32(w.buf, e.Discrim)
+		w.buf = jitformat.Append(w.buf, &jitformat.DebugEntry{Addr: e.Addr, Line: e.Line, Discrim: e.Discrim})
 		// The file name is written in full every time: the specification's
 		// "\xff" same-file shorthand is not understood by perf inject.
 		w.buf = appendCString(w.buf, e.File)
@@ -216,7 +222,7 @@ func (w *Writer) WriteClose() error {
 	if w.f == nil {
 		return ErrClosed
 	}
-	w.record(recCodeClose)
+	w.record(jitformat.RecCodeClose)
 	return w.flush()
 }
 
@@ -246,15 +252,16 @@ type PerfMap struct {
 	f  *os.File
 }
 
-// CreatePerfMap creates (truncating) dir/perf-<pid>.map for the calling
-// process. Profilers look for it in /tmp.
+// CreatePerfMap creates dir/perf-<pid>.map for the calling process.
+// Profilers look for it in /tmp.
 func CreatePerfMap(dir string) (*PerfMap, error) {
 	return OpenPerfMap(filepath.Join(dir, "perf-"+strconv.Itoa(os.Getpid())+".map"))
 }
 
-// OpenPerfMap creates (truncating) a perf map at path.
+// OpenPerfMap creates a perf map at path, mode 0600, exclusively and
+// without following a link, as Open creates a jitdump file.
 func OpenPerfMap(path string) (*PerfMap, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+	f, err := createNew(path, os.O_WRONLY|os.O_APPEND)
 	if err != nil {
 		return nil, fmt.Errorf("create perf map: %w", err)
 	}

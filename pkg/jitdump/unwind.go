@@ -2,9 +2,9 @@ package jitdump
 
 import (
 	"encoding/binary"
-)
 
-const recCodeUnwindingInfo = 4
+	"github.com/stax-profiler/stax/internal/jit/jitformat"
+)
 
 // WriteUnwindingInfo writes CODE_UNWINDING_INFO for the function announced by the next
 // WriteCodeLoad: its .eh_frame and .eh_frame_hdr bytes (the data holds the .eh_frame
@@ -15,12 +15,9 @@ func (w *Writer) WriteUnwindingInfo(ehFrame, ehFrameHdr []byte) error {
 	if w.f == nil {
 		return ErrClosed
 	}
-	o := binary.NativeEndian
 	size := uint64(len(ehFrame) + len(ehFrameHdr))
-	w.record(recCodeUnwindingInfo)
-	w.buf = o.AppendUint64(w.buf, size)
-	w.buf = o.AppendUint64(w.buf, uint64(len(ehFrameHdr)))
-	w.buf = o.AppendUint64(w.buf, size) // mapped_size
+	w.record(jitformat.RecCodeUnwindingInfo)
+	w.buf = jitformat.Append(w.buf, &jitformat.UnwindingInfo{UnwindingSize: size, EHFrameHdrSize: uint64(len(ehFrameHdr)), MappedSize: size})
 	w.buf = append(w.buf, ehFrame...)
 	w.buf = append(w.buf, ehFrameHdr...)
 	for len(w.buf)%8 != 0 {

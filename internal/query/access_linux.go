@@ -1,0 +1,182 @@
+package query
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/stax-profiler/stax/internal/proc"
+)
+
+// noGroup is the file-system gid taken for a process whose groups the run did not keep:
+// the kernel's overflow gid, which owns no file a source could be in.
+const noGroup = 65534
+
+// openAs opens path read-only as who could. When stax runs as root and who is another
+// user, the open runs on a locked OS thread whose file-system uid, gid and supplementary
+// groups are switched to who's, so that the kernel itself resolves every component of the
+// path and applies permissions, ACLs and symbolic links as it would for the process:
+// there is one open and no check of the path apart from it, so nothing can be swapped in
+// between. (A walk in stax, component by component with O_PATH|O_NOFOLLOW, would have to
+// re-implement the kernel's rules, ACLs, capabilities and security modules, and would
+// still miss some.) Otherwise stax's own permissions bound what it opens.
+func openAs(path string, who *proc.Creds) (*os.File, error) {
+	if who == nil || who.UID == 0 || os.Geteuid() != 0 {
+		return openResolved(path)
+	}
+	type result struct {
+		f   *os.File
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		var r result
+		restore, err := switchIdentity(who)
+		if err == nil {
+			r.f, r.err = openResolved(path)
+		} else {
+			r.err = fmt.Errorf("open %s as uid %d: %w", path, who.UID, err)
+		}
+		if restore == nil || restore() {
+			runtime.UnlockOSThread()
+		}
+		// else the goroutine ends locked to the thread, and the runtime ends the thread
+		// with its changed identity.
+		done <- r
+	}()
+	r := <-done
+	return r.f, r.err
+}
+
+// switchIdentity gives the calling thread, which must be locked to its goroutine, who's
+// file-system identity. It returns a function that restores the thread's identity and
+// reports whether it could; restore is nil when nothing was changed.
+func switchIdentity(who *proc.Creds) (restore func() bool, err error) {
+	groups, err := unix.Getgroups() // this thread's
+	if err != nil {
+		return nil, fmt.Errorf("read groups: %w", err)
+	}
+	old := make([]uint32, len(groups))
+	for i, g := range groups {
+		old[i] = uint32(g)
+	}
+	oldUID, oldGID := fsuid(), fsgid()
+	restore = func() bool {
+		unix.SetfsuidRetUid(oldUID)
+		unix.SetfsgidRetGid(oldGID)
+		return fsuid() == oldUID && fsgid() == oldGID && setThreadGroups(old) == nil
+	}
+	gid, supp := uint32(noGroup), []uint32(nil)
+	if len(who.GIDs) > 0 {
+		gid, supp = who.GIDs[0], who.GIDs[1:]
+	}
+	if err := setThreadGroups(supp); err != nil {
+		return restore, fmt.Errorf("set groups: %w", err)
+	}
+	unix.SetfsgidRetGid(int(gid))
+	unix.SetfsuidRetUid(int(who.UID))
+	if fsuid() != int(who.UID) || fsgid() != int(gid) {
+		return restore, errors.New("the kernel refused that file-system identity")
+	}
+	return restore, nil
+}
+
+// fsuid and fsgid return the thread's file-system ids: an invalid id changes nothing and
+// returns the current one.
+func fsuid() int { id, _ := unix.SetfsuidRetUid(-1); return id }
+func fsgid() int { id, _ := unix.SetfsgidRetGid(-1); return id }
+
+// setThreadGroups sets the supplementary groups of the calling thread alone, by the raw
+// system call: syscall.Setgroups changes those of every thread of the process.
+func setThreadGroups(gids []uint32) error {
+	if runtime.GOARCH == "386" || runtime.GOARCH == "arm" {
+		return errors.New("setgroups of 32-bit ids is not wired on " + runtime.GOARCH)
+	}
+	var p unsafe.Pointer
+	if len(gids) > 0 {
+		p = unsafe.Pointer(&gids[0])
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(gids)), uintptr(p), 0); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// openResolved opens path read-only without blocking on a FIFO or taking a terminal, and
+// without following /proc's magic links (/proc/self/fd/N would reach stax's own open
+// files, which the kernel lets any identity of stax's threads open).
+func openResolved(path string) (*os.File, error) {
+	flags := unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_NO_MAGICLINKS})
+	if errors.Is(err, unix.ENOSYS) { // before Linux 5.6
+		fd, err = unix.Open(path, flags, 0)
+		if err == nil && ownFile(fd) {
+			unix.Close(fd)
+			err = unix.ELOOP
+		}
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// ownFile reports whether fd is a file stax had open already, reached through a magic link.
+func ownFile(fd int) bool {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return true
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return true
+	}
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		var o unix.Stat_t
+		if err != nil || n == fd || unix.Fstat(n, &o) != nil {
+			continue
+		}
+		if o.Dev == st.Dev && o.Ino == st.Ino {
+			return true
+		}
+	}
+	return false
+}
+
+// checkOpened checks what an opened named file is: a regular file of at most max bytes,
+// not in /proc (whose files of stax itself every identity of its threads may read).
+func checkOpened(f *os.File, max int64) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return errors.New("is not a regular file")
+	}
+	if fi.Size() > max {
+		return fmt.Errorf("is over %d bytes", max)
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var fs unix.Statfs_t
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.Fstatfs(int(fd), &fs) }); err != nil {
+		return err
+	}
+	if serr != nil {
+		return serr
+	}
+	if fs.Type == unix.PROC_SUPER_MAGIC {
+		return errors.New("is in /proc, not a source file")
+	}
+	return nil
+}
