@@ -10,8 +10,12 @@ import (
 // per sample the zigzag time delta from the previous sample of the chunk (from Base for the
 // first), the key and the CPU, about 5 bytes a sample. Chunks are sealed when full and never
 // change after, so a snapshot shares them instead of copying.
+//
+// A sealed chunk may live on disk rather than in memory (the run store's samples file): its
+// Data is then nil, Ref says where it is, and Reader fetches it when a view reads it.
 type Series struct {
 	Chunks []SeriesChunk `json:"chunks"`
+	Reader ChunkReader   `json:"-"`
 }
 
 // SeriesChunk is a run of samples. Min and Max bound its times so a window skips chunks
@@ -22,6 +26,27 @@ type SeriesChunk struct {
 	Max  uint64 `json:"max"`
 	N    uint32 `json:"n"`
 	Data []byte `json:"data"`
+	// Ref locates the chunk where it was written out; 0: it was not.
+	Ref int64 `json:"ref,omitempty"`
+}
+
+// ChunkReader fetches the data of chunks written out of memory.
+type ChunkReader interface {
+	ReadChunk(c *SeriesChunk) ([]byte, error)
+}
+
+// ErrSamplesUnavailable says a chunk's samples are neither in memory nor readable.
+var ErrSamplesUnavailable = errors.New("the run's samples file is missing")
+
+// data returns the chunk's samples, reading them if they were written out.
+func (s *Series) data(c *SeriesChunk) ([]byte, error) {
+	if c.Data != nil || c.N == 0 {
+		return c.Data, nil
+	}
+	if c.Ref == 0 || s.Reader == nil {
+		return nil, ErrSamplesUnavailable
+	}
+	return s.Reader.ReadChunk(c)
 }
 
 // Sample is one decoded sample. Key indexes Profile.KeyEntry.
@@ -37,8 +62,9 @@ const chunkBytes = 64 << 10
 // at its full size, so appending never copies it, and it is sealed as it is (less than one
 // sample's bytes unused).
 type seriesWriter struct {
-	s    Series
-	last uint64
+	s       Series
+	last    uint64
+	spilled int // chunks [0, spilled) were written out (SpillSeries)
 }
 
 // maxSampleBytes bounds one sample's varints.
@@ -63,7 +89,7 @@ func (w *seriesWriter) add(t uint64, key, cpu uint32) {
 // snapshot returns the series as it stands: sealed chunks shared, the open one copied.
 func (w *seriesWriter) snapshot() Series {
 	n := len(w.s.Chunks)
-	out := Series{Chunks: make([]SeriesChunk, n)}
+	out := Series{Chunks: make([]SeriesChunk, n), Reader: w.s.Reader}
 	copy(out.Chunks, w.s.Chunks)
 	if n > 0 {
 		c := &out.Chunks[n-1]
@@ -72,7 +98,8 @@ func (w *seriesWriter) snapshot() Series {
 	return out
 }
 
-// Bytes is the memory the series' samples take.
+// Bytes is the memory the series' samples take (chunks written out and dropped from memory
+// take none).
 func (s *Series) Bytes() int {
 	n := 0
 	for i := range s.Chunks {
@@ -100,7 +127,11 @@ func (s *Series) Each(from, to uint64, fn func(Sample)) error {
 		if c.Max < from || (to != 0 && c.Min >= to) {
 			continue
 		}
-		t, d := c.Base, c.Data
+		d, err := s.data(c)
+		if err != nil {
+			return err
+		}
+		t := c.Base
 		for k := uint32(0); k < c.N; k++ {
 			dt, n1 := binary.Varint(d)
 			if n1 <= 0 {
@@ -127,4 +158,46 @@ func (s *Series) Each(from, to uint64, fn func(Sample)) error {
 		}
 	}
 	return nil
+}
+
+// SpillSeries writes the sealed chunks not yet written out with write, which returns where
+// each went (its Ref, never 0); then every written chunk but the newest keep is dropped
+// from memory, to be read back through reader when a view needs it. write runs without the
+// run's lock: samples keep being counted meanwhile.
+func (r *Run) SpillSeries(write func(c *SeriesChunk) (int64, error), reader ChunkReader, keep int) error {
+	type todo struct {
+		i int
+		c SeriesChunk
+	}
+	var work []todo
+	r.mu.Lock()
+	r.series.s.Reader = reader
+	sealed := len(r.series.s.Chunks) - 1 // the last chunk is still being filled
+	for i := r.series.spilled; i < sealed; i++ {
+		work = append(work, todo{i, r.series.s.Chunks[i]})
+	}
+	r.mu.Unlock()
+
+	var err error
+	done := 0
+	refs := make([]int64, len(work))
+	for k := range work {
+		if refs[k], err = write(&work[k].c); err != nil {
+			break
+		}
+		done++
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range work[:done] {
+		r.series.s.Chunks[work[k].i].Ref = refs[k]
+	}
+	if done > 0 {
+		r.series.spilled = work[done-1].i + 1
+	}
+	for i := 0; i < r.series.spilled-keep; i++ {
+		r.series.s.Chunks[i].Data = nil
+	}
+	return err
 }

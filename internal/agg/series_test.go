@@ -154,3 +154,78 @@ func TestTimelinePhases(t *testing.T) {
 		t.Errorf("phases %v, want a 0-9, b 10-19, a 20-29", got)
 	}
 }
+
+// memChunks stands for a samples file: chunks written out, by ref.
+type memChunks struct {
+	data  map[int64][]byte
+	reads int
+}
+
+func (m *memChunks) write(c *SeriesChunk) (int64, error) {
+	ref := int64(len(m.data) + 1)
+	m.data[ref] = append([]byte(nil), c.Data...)
+	return ref, nil
+}
+
+func (m *memChunks) ReadChunk(c *SeriesChunk) ([]byte, error) {
+	m.reads++
+	b, ok := m.data[c.Ref]
+	if !ok {
+		return nil, fmt.Errorf("no chunk %d", c.Ref)
+	}
+	return b, nil
+}
+
+// TestSpilledSeriesReadsBack writes a run's sealed chunks out and drops them from memory:
+// the memory the series keeps stops growing with the samples, and every view still sees
+// every sample, read back from where the chunks went.
+func TestSpilledSeriesReadsBack(t *testing.T) {
+	r := NewRun()
+	chain := []uint64{^uint64(511), 0x1000, 0x2000}
+	var want []Sample
+	for i := range 200_000 {
+		tm := 1e9 + uint64(i)*1000
+		r.AddSample(1, 2, uint32(i%4), tm, 0, chain)
+		want = append(want, Sample{Time: tm, Key: 0, CPU: uint32(i % 4)})
+	}
+	before := r.Stats().SeriesBytes
+	store := &memChunks{data: map[int64][]byte{}}
+	if err := r.SpillSeries(store.write, store, 1); err != nil {
+		t.Fatal(err)
+	}
+	after := r.Stats().SeriesBytes
+	if len(store.data) < 5 || after > 2*chunkBytes || after >= before {
+		t.Fatalf("%d chunks written; series keeps %d bytes, %d before", len(store.data), after, before)
+	}
+	// Spilling again writes only what is new.
+	n := len(store.data)
+	if err := r.SpillSeries(store.write, store, 1); err != nil || len(store.data) != n {
+		t.Fatalf("second spill wrote %d more chunks (err %v)", len(store.data)-n, err)
+	}
+	r.Resolve(newFakeResolver(8))
+	p := r.Profile(nil)
+	i := 0
+	if err := p.Series.Each(0, 0, func(s Sample) {
+		if s != want[i] {
+			t.Fatalf("sample %d = %+v, want %+v", i, s, want[i])
+		}
+		i++
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if i != len(want) || store.reads == 0 {
+		t.Fatalf("read %d samples of %d, %d chunk reads", i, len(want), store.reads)
+	}
+	// A window reads only the chunks it overlaps.
+	store.reads = 0
+	last := want[len(want)-1].Time
+	w, err := p.Window(last-10_000, 0)
+	if err != nil || w.TotalSamples() != 11 || store.reads != 0 {
+		t.Fatalf("window: %d samples, %d chunk reads, err %v", w.TotalSamples(), store.reads, err)
+	}
+	// Without its reader, a written-out chunk is an error, not a silent gap.
+	p.Series.Reader = nil
+	if err := p.Series.Each(0, 0, func(Sample) {}); err == nil {
+		t.Fatal("reading dropped chunks without a reader succeeded")
+	}
+}

@@ -263,7 +263,7 @@ func (a *Annotation) render(sym SymbolFunc) {
 			case in.JumpLabel != "":
 				txt = strings.Replace(txt, hex, in.JumpLabel, 1)
 			case sym != nil:
-				if name, ok := safeSym(sym, in.Target); ok && name != "" {
+				if name, ok := sym(in.Target); ok && name != "" {
 					txt = strings.Replace(txt, hex, hex+" <"+name+">", 1)
 				} else if in.Target >= a.Start && in.Target < a.End && a.Func != "" {
 					txt = strings.Replace(txt, hex, hex+" <"+a.Func+"+0x"+utoaHex(in.Target-a.Start)+">", 1)
@@ -271,43 +271,12 @@ func (a *Annotation) render(sym SymbolFunc) {
 			}
 		}
 		if in.HasDataRef && sym != nil {
-			if name, ok := safeSym(sym, in.DataRef); ok && name != "" {
+			if name, ok := sym(in.DataRef); ok && name != "" {
 				txt += " <" + name + ">"
 			}
 		}
 		in.Display = txt
 	}
-}
-
-func safeSym(sym SymbolFunc, addr uint64) (name string, ok bool) {
-	defer func() {
-		if recover() != nil {
-			name, ok = "", false
-		}
-	}()
-	return sym(addr)
-}
-
-func safeLines(f LineFunc, addr uint64) (file string, line int, chain []string) {
-	defer func() {
-		if recover() != nil {
-			file, line, chain = "", 0, nil
-		}
-	}()
-	return f(addr)
-}
-
-func safeSource(f SourceFunc, file string) (lines []string) {
-	defer func() {
-		if recover() != nil {
-			lines = nil
-		}
-	}()
-	l, err := f(file)
-	if err != nil {
-		return nil
-	}
-	return l
 }
 
 // maxSourceLine bounds the length of a source line kept in the model.
@@ -320,7 +289,7 @@ func (a *Annotation) sourceBlocks(lines LineFunc, source SourceFunc) {
 	files := map[string][]string{}
 	for i := range a.Insts {
 		in := &a.Insts[i]
-		file, line, chain := safeLines(lines, in.Addr)
+		file, line, chain := lines(in.Addr)
 		if file == "" || line <= 0 {
 			continue
 		}
@@ -341,7 +310,7 @@ func (a *Annotation) sourceBlocks(lines LineFunc, source SourceFunc) {
 		if source != nil {
 			src, ok := files[file]
 			if !ok {
-				src = safeSource(source, file)
+				src, _ = source(file) // a file that cannot be read leaves the line's text out
 				files[file] = src
 			}
 			if line-1 < len(src) {

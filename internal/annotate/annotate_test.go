@@ -154,17 +154,10 @@ func TestNoOptionalInputs(t *testing.T) {
 	}
 }
 
-func TestPanickingCallbacks(t *testing.T) {
+func TestUnreadableSourceLeavesTextOut(t *testing.T) {
 	in := loopInput()
-	in.Lines = func(uint64) (string, int, []string) { panic("lines") }
-	in.Symbolize = func(uint64) (string, bool) { panic("sym") }
+	in.Source = func(string) ([]string, error) { return nil, errors.New("permission denied") }
 	a := Annotate(in)
-	if len(a.SourceBlocks) != 0 {
-		t.Errorf("blocks from panicking line func")
-	}
-	in = loopInput()
-	in.Source = func(string) ([]string, error) { panic("src") }
-	a = Annotate(in)
 	if len(a.SourceBlocks) != 3 || a.SourceBlocks[0].Text != "" {
 		t.Errorf("blocks: %+v", a.SourceBlocks)
 	}

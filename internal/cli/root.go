@@ -180,5 +180,8 @@ func contains(s, sub string) bool {
 
 // Run is the entry point of the stax binary.
 func Run() {
-	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+	stop := selfProfile(os.Stderr)
+	code := Main(os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }

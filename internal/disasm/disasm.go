@@ -185,14 +185,14 @@ func DecodeWith(code []byte, addr uint64, opt Options) []Inst {
 		in.Addr = pc
 		in.Bytes = code[off : off+in.Len : off+in.Len]
 		if in.HasTarget && opt.Symbolize != nil && (in.IsCall || in.IsJump) {
-			if name, ok := safeSym(opt.Symbolize, in.Target); ok && name != "" {
+			if name, ok := opt.Symbolize(in.Target); ok && name != "" {
 				in.Text += " <" + name + ">"
 			}
 		}
 		if in.HasDataRef {
 			in.Text += "        # " + hexAddr(in.DataRef)
 			if opt.Symbolize != nil {
-				if name, ok := safeSym(opt.Symbolize, in.DataRef); ok && name != "" {
+				if name, ok := opt.Symbolize(in.DataRef); ok && name != "" {
 					in.Text += " <" + name + ">"
 				}
 			}
@@ -201,15 +201,6 @@ func DecodeWith(code []byte, addr uint64, opt Options) []Inst {
 		off += in.Len
 	}
 	return out
-}
-
-func safeSym(s Symbolizer, addr uint64) (name string, ok bool) {
-	defer func() {
-		if recover() != nil {
-			name, ok = "", false
-		}
-	}()
-	return s(addr)
 }
 
 func badInst(code []byte, pc uint64) Inst {

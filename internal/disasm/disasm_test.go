@@ -222,14 +222,6 @@ func TestUnknownArchAndEmpty(t *testing.T) {
 	}
 }
 
-func TestSymbolizerPanics(t *testing.T) {
-	code := mustHex(t, "e8 00 00 00 00")
-	got := DecodeWith(code, 0, Options{Arch: ArchX86_64, Symbolize: func(uint64) (string, bool) { panic("boom") }})
-	if len(got) != 1 || got[0].Text != "call   0x5" {
-		t.Errorf("%+v", got)
-	}
-}
-
 func TestMnemonic(t *testing.T) {
 	for in, want := range map[string]string{
 		"rep stos %rax,%es:(%rdi)": "stos",

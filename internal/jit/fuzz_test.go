@@ -3,9 +3,11 @@ package jit
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -55,7 +57,20 @@ func seedMaps() map[string][]byte {
 		"bad-lines": []byte("zz 10 x\n\n1 2\n10 ffffffffffffffff wrap\n"),
 		"partial":   []byte("1000 10 a\n2000 1"),
 		"huge-size": []byte("0 ffffffffffffffff everything\n1000 10 inside\n"),
+		// More than the fuzz budget keeps: many lines, and names far longer than usual.
+		"over-budget": overBudgetMap(),
 	}
+}
+
+// fuzzBudget is the memory the fuzzed tables may keep.
+const fuzzBudget = 16 << 10
+
+func overBudgetMap() []byte {
+	var b []byte
+	for i := range 200 {
+		b = fmt.Appendf(b, "%x 10 f%d\n", 0x1000+16*i, i)
+	}
+	return fmt.Appendf(b, "9000 10 %s\n", strings.Repeat("long", 8<<10))
 }
 
 func FuzzParseHeader(f *testing.F) {
@@ -121,12 +136,20 @@ func FuzzParsePerfMap(f *testing.F) {
 		if n < 0 || n > len(b) || bad < 0 {
 			t.Fatalf("consumed %d of %d, bad %d", n, len(b), bad)
 		}
-		tab := NewTable()
+		budget := NewBudget(fuzzBudget)
+		tab := NewTableWithin(budget)
 		tab.AddPerfMap(2, es, 5)
 		for _, e := range es {
 			if fn, ok := tab.Lookup(e.Start, 1); ok && !fn.Contains(e.Start) {
 				t.Fatalf("lookup %#x returned %+v", e.Start, fn)
 			}
+		}
+		if tab.Bytes() > fuzzBudget || budget.Used() != tab.Bytes() {
+			t.Fatalf("table keeps %d bytes, budget used %d of %d", tab.Bytes(), budget.Used(), fuzzBudget)
+		}
+		tab.Reset(2)
+		if budget.Used() != 0 {
+			t.Fatalf("budget used %d after reset", budget.Used())
 		}
 	})
 }

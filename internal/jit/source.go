@@ -13,6 +13,7 @@ const (
 	SkipBadLine    = "bad perf map line"
 	SkipTooMany    = "too many entries"
 	SkipUnwindSize = "unwinding data truncated"
+	SkipOverBudget = "over the JIT memory budget"
 )
 
 // Source is the status of one JIT announcement file, for display.

@@ -120,6 +120,7 @@ type TableStats struct {
 	Overlaps       uint64 // entries ended by an overlapping load
 	Orphans        uint64 // moves, unloads, method ids naming no live code
 	DroppedLoads   uint64 // loads refused because the table is full
+	OverBudget     uint64 // of those, refused because the tables' memory budget is spent
 	DroppedDebug   uint64 // debug-info records that never met their load
 	QuirkDebug     uint64 // debug-info records shifted by -0x40
 	DestructiveEvs int
@@ -159,11 +160,28 @@ type Table struct {
 	segPerfItems []*Func  // perf map entries covering each segment, newest line first
 
 	scratch []*Func
+
+	budget *Budget // nil: unbounded
+	bytes  int64   // taken from budget by the functions held
 }
 
 // NewTable returns an empty table.
 func NewTable() *Table {
 	return &Table{pend: make(map[uint32]*pendingState)}
+}
+
+// NewTableWithin returns an empty table whose functions draw on budget.
+func NewTableWithin(budget *Budget) *Table {
+	t := NewTable()
+	t.budget = budget
+	return t
+}
+
+// Bytes estimates the memory the table's functions keep.
+func (t *Table) Bytes() int64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.bytes
 }
 
 func (t *Table) pending(origin uint32) *pendingState {
@@ -278,6 +296,13 @@ func (t *Table) newFunc(f *Func) bool {
 		t.stats.DroppedLoads++
 		return false
 	}
+	cost := f.cost()
+	if !t.budget.take(cost) {
+		t.stats.DroppedLoads++
+		t.stats.OverBudget++
+		return false
+	}
+	t.bytes += cost
 	t.nextID++
 	f.ID = t.nextID
 	t.funcs = append(t.funcs, f)
@@ -475,6 +500,9 @@ func (t *Table) AddPerfMap(origin uint32, entries []PerfMapEntry, ts uint64) {
 func (t *Table) markRemoved(f *Func) {
 	if !f.removed {
 		f.removed = true
+		cost := f.cost()
+		t.budget.give(cost)
+		t.bytes -= cost
 		t.removed++
 		t.dirty = true
 	}

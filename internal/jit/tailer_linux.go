@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -30,6 +31,8 @@ type tailFile struct {
 	fd       int
 	dev, ino uint64
 	off      int64
+	size     int64 // the file's size at the last check
+	consumed int64 // bytes read and parsed since opening, over every reset
 	buf      []byte
 	head     []byte // the file's first bytes, to notice a rewrite that outgrew off
 	mtime    int64  // the file's modification time at the last check (CLOCK_REALTIME ns)
@@ -92,6 +95,7 @@ func (f *tailFile) check() (size int64, restart bool, err error) {
 		return 0, false, fmt.Errorf("stat jit file %s: %w", f.path, err)
 	}
 	f.mtime = st.Mtim.Nano()
+	f.size = st.Size
 	if st.Nlink == 0 {
 		// Unlinked: if something new is at the path, switch to it.
 		fd, nst, err := openChecked(f.path, f.uid)
@@ -100,6 +104,7 @@ func (f *tailFile) check() (size int64, restart bool, err error) {
 				unix.Close(f.fd)
 				f.fd, f.dev, f.ino = fd, nst.Dev, nst.Ino
 				f.restart()
+				f.size = nst.Size
 				return nst.Size, true, nil
 			}
 			unix.Close(fd)
@@ -120,6 +125,28 @@ func (f *tailFile) check() (size int64, restart bool, err error) {
 	}
 	return st.Size, false, nil
 }
+
+// advance moves the read offset past n bytes read.
+func (f *tailFile) advance(n int64) {
+	f.off += n
+	f.consumed += n
+}
+
+// Progress says how far a JIT file has been read: the offset, the file's size when last
+// looked at, and the bytes read in all (a file rewritten from its start is read again).
+type Progress struct {
+	Offset, Size, Consumed int64
+}
+
+func (f *tailFile) progress() Progress {
+	return Progress{Offset: f.off, Size: f.size, Consumed: f.consumed}
+}
+
+// Progress says how far the file has been read.
+func (t *Tailer) Progress() Progress { return t.f.progress() }
+
+// Progress says how far the file has been read.
+func (t *PerfMapTailer) Progress() Progress { return t.f.progress() }
 
 func (f *tailFile) restart() {
 	f.off = 0
@@ -205,10 +232,17 @@ func (t *Tailer) setErr(err error) {
 // resynchronized) until the file is reset. The returned slice is reused by
 // the next call.
 func (t *Tailer) Poll() (recs []Record, reset bool, err error) {
+	recs, reset, _, err = t.PollUpTo(math.MaxInt64)
+	return recs, reset, err
+}
+
+// PollUpTo is Poll reading at most about limit bytes (whole records: one record larger than
+// limit is still read whole); more says that the file holds more to read now.
+func (t *Tailer) PollUpTo(limit int64) (recs []Record, reset, more bool, err error) {
 	size, reset, err := t.f.check()
 	if err != nil {
 		t.setErr(err)
-		return nil, false, err
+		return nil, false, false, err
 	}
 	if reset {
 		t.hasHdr, t.failed = false, nil
@@ -219,19 +253,19 @@ func (t *Tailer) Poll() (recs []Record, reset bool, err error) {
 		t.mu.Unlock()
 	}
 	if t.failed != nil || size == t.f.off {
-		return nil, reset, nil
+		return nil, reset, false, nil
 	}
 	if !t.hasHdr {
 		if size < HeaderSize {
-			return nil, reset, nil
+			return nil, reset, false, nil
 		}
 		b, err := t.f.read(0, HeaderSize)
 		if err != nil {
 			t.setErr(err)
-			return nil, reset, err
+			return nil, reset, false, err
 		}
 		if len(b) < HeaderSize {
-			return nil, reset, nil
+			return nil, reset, false, nil
 		}
 		h, err := ParseHeader(b)
 		if err == nil && h.Pid != t.pid {
@@ -241,10 +275,10 @@ func (t *Tailer) Poll() (recs []Record, reset bool, err error) {
 			err = fmt.Errorf("read %s: %w", t.f.path, err)
 			t.failed = err
 			t.setErr(err)
-			return nil, reset, err
+			return nil, reset, false, err
 		}
 		if size < int64(h.TotalSize) {
-			return nil, reset, nil
+			return nil, reset, false, nil
 		}
 		t.hdr, t.hasHdr = h, true
 		t.f.off = int64(h.TotalSize)
@@ -252,7 +286,12 @@ func (t *Tailer) Poll() (recs []Record, reset bool, err error) {
 	clear(t.recs)
 	recs = t.recs[:0]
 	want := readChunk
+	began := t.f.off
 	for t.f.off < size {
+		if t.f.off-began >= limit {
+			more = true
+			break
+		}
 		n := int64(want)
 		if left := size - t.f.off; n > left {
 			n = left
@@ -261,7 +300,7 @@ func (t *Tailer) Poll() (recs []Record, reset bool, err error) {
 		if err != nil {
 			t.setErr(err)
 			t.recs = recs
-			return recs, reset, err
+			return recs, reset, false, err
 		}
 		if len(b) == 0 {
 			break
@@ -270,13 +309,13 @@ func (t *Tailer) Poll() (recs []Record, reset bool, err error) {
 		var consumed, need int
 		recs, consumed, need, err = ParseRecords(t.hdr.Order, b, recs)
 		t.count(recs[start:])
-		t.f.off += int64(consumed)
+		t.f.advance(int64(consumed))
 		if err != nil {
 			err = fmt.Errorf("read %s: %w", t.f.path, err)
 			t.failed = err
 			t.setErr(err)
 			t.recs = recs
-			return recs, reset, err
+			return recs, reset, false, err
 		}
 		if consumed == 0 {
 			if int64(need) > size-t.f.off || need <= len(b) || int64(len(b)) < n {
@@ -288,7 +327,7 @@ func (t *Tailer) Poll() (recs []Record, reset bool, err error) {
 		want = readChunk
 	}
 	t.recs = recs
-	return recs, reset, nil
+	return recs, reset, more, nil
 }
 
 func (t *Tailer) count(recs []Record) {
@@ -363,12 +402,19 @@ func (t *PerfMapTailer) WrittenAt() uint64 {
 // the file was truncated or replaced and is read again from its start.
 // The returned slice is reused by the next call.
 func (t *PerfMapTailer) Poll() (entries []PerfMapEntry, reset bool, err error) {
+	entries, reset, _, err = t.PollUpTo(math.MaxInt64)
+	return entries, reset, err
+}
+
+// PollUpTo is Poll reading at most about limit bytes; more says that the file holds more
+// to read now.
+func (t *PerfMapTailer) PollUpTo(limit int64) (entries []PerfMapEntry, reset, more bool, err error) {
 	size, reset, err := t.f.check()
 	if err != nil {
 		t.mu.Lock()
 		t.status.LastError = err.Error()
 		t.mu.Unlock()
-		return nil, false, err
+		return nil, false, false, err
 	}
 	if reset {
 		t.skipLine = false
@@ -381,7 +427,12 @@ func (t *PerfMapTailer) Poll() (entries []PerfMapEntry, reset bool, err error) {
 	clear(t.entries)
 	entries = t.entries[:0]
 	want := perfMapChunk
+	began := t.f.off
 	for t.f.off < size {
+		if t.f.off-began >= limit {
+			more = true
+			break
+		}
 		n := min(int64(want), size-t.f.off)
 		b, err := t.f.read(t.f.off, int(n))
 		if err != nil {
@@ -389,7 +440,7 @@ func (t *PerfMapTailer) Poll() (entries []PerfMapEntry, reset bool, err error) {
 			t.status.LastError = err.Error()
 			t.mu.Unlock()
 			t.entries = entries
-			return entries, reset, err
+			return entries, reset, false, err
 		}
 		if len(b) == 0 {
 			break
@@ -397,10 +448,10 @@ func (t *PerfMapTailer) Poll() (entries []PerfMapEntry, reset bool, err error) {
 		if t.skipLine {
 			i := bytes.IndexByte(b, '\n')
 			if i < 0 {
-				t.f.off += int64(len(b))
+				t.f.advance(int64(len(b)))
 				continue
 			}
-			t.f.off += int64(i + 1)
+			t.f.advance(int64(i + 1))
 			t.skipLine = false
 			continue
 		}
@@ -410,7 +461,7 @@ func (t *PerfMapTailer) Poll() (entries []PerfMapEntry, reset bool, err error) {
 		if consumed == len(b) && len(b) > 0 && b[len(b)-1] != '\n' {
 			t.skipLine = true // an over-long partial line was dropped
 		}
-		t.f.off += int64(consumed)
+		t.f.advance(int64(consumed))
 		t.mu.Lock()
 		if t.status.Skipped == nil {
 			t.status.Skipped = make(map[string]uint64)
@@ -440,5 +491,5 @@ func (t *PerfMapTailer) Poll() (entries []PerfMapEntry, reset bool, err error) {
 		want = perfMapChunk
 	}
 	t.entries = entries
-	return entries, reset, nil
+	return entries, reset, more, nil
 }

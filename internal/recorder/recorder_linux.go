@@ -411,6 +411,11 @@ func (r *Recorder) Loop() int {
 	}
 	namerStop, namerDone := make(chan struct{}), make(chan struct{})
 	go r.nameLoop(namerStop, namerDone)
+	jitStop, jitDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(jitDone)
+		r.jitw.Run(jitStop)
+	}()
 	exit := -1
 loop:
 	for {
@@ -440,7 +445,10 @@ loop:
 	}
 	close(namerStop)
 	<-namerDone
+	close(jitStop)
+	<-jitDone
 	r.src.Disable()
+	r.jitw.Finish(time.Now().Add(finalJITTime))
 	r.step(true)
 	r.src.Close()
 	if r.capture != nil {
@@ -503,12 +511,26 @@ func (r *Recorder) nameLoop(stop <-chan struct{}, done chan<- struct{}) {
 	}
 }
 
-// step reads the JIT sources, then the rings. Samples taken after the JIT sources were read
-// wait for the next step, so a JIT function announced before it ran is known when its
-// samples are counted.
+// Bounds on how the rings wait for the JIT files (read by the JIT watcher's goroutine).
+const (
+	// maxJITLag is how far behind the rings the JIT files may be read before samples are
+	// counted without waiting for them: a JIT file too large to keep up with never makes
+	// the rings overflow.
+	maxJITLag = 100 * time.Millisecond
+	// finalJITTime is what the JIT files are given to be read to their end once the
+	// recording stops.
+	finalJITTime = 500 * time.Millisecond
+)
+
+// step reads the rings up to the JIT watcher's watermark: samples taken after the JIT files
+// were last read wait for the next step, so a JIT function announced before it ran is known
+// when its samples are counted. When the watcher falls behind by more than maxJITLag,
+// samples are read without waiting for it.
 func (r *Recorder) step(final bool) {
 	cut := perfevent.MonotonicNow()
-	r.jitw.Poll(final)
+	if wm := r.jitw.Watermark(); wm < cut && cut-wm < uint64(maxJITLag) {
+		cut = wm
+	}
 	r.stepCut, r.stepFinal = cut, final
 	var err error
 	if ordered, ok := r.src.(orderedSource); ok {

@@ -1,30 +1,68 @@
 package resolve
 
 import (
-	"golang.org/x/sys/unix"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/stax-profiler/stax/internal/jit"
 	"github.com/stax-profiler/stax/internal/proc"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
+// Bounds on what the JIT files of the recorded processes may cost. Those files are written
+// by the profiled programs: whatever they hold, the recorder's memory and the time it takes
+// to finish stay bounded.
+const (
+	// MaxJITMemory bounds what the JIT tables of one run keep (names, code, line tables);
+	// functions past it are dropped and counted.
+	MaxJITMemory = 256 << 20
+	// MaxJITFileBytes bounds the bytes read from one JIT file (a file rewritten from its
+	// start counts again): reading stops there, and the status says so.
+	MaxJITFileBytes = 256 << 20
+	// pollChunk is what one source is read at a time before the others get their turn.
+	pollChunk = 4 << 20
+	// pollEvery is how often the files are looked at once every one has been read.
+	pollEvery = 20 * time.Millisecond
+	// scanEvery is how often each process is searched for new JIT files.
+	scanEvery = 500 * time.Millisecond
+)
+
 // JITWatcher finds the jitdump files and perf maps of every recorded process and tails them
-// into the resolver's JIT tables.
+// into the resolver's JIT tables, on a goroutine of its own (Run): a large or fast-growing
+// JIT file never holds up the reading of the rings. The recorder reads samples up to the
+// watcher's Watermark, so a function announced before it ran is known when its samples are
+// counted.
 type JITWatcher struct {
 	res *Resolver
 
+	// inMu guards inbox, what the ingest goroutine asks to watch; it is never held while
+	// anything else is done, so asking never waits for a file being read.
+	inMu  sync.Mutex
+	inbox []watchRequest
+
+	// mu guards the fields below and every source's state. It is held while one source
+	// reads one chunk; Sources and Owner wait at most that.
 	mu        sync.Mutex
 	pids      map[int]*watchedProc
 	lastScan  time.Time
 	nextOrig  uint32
 	defaultID uint32 // uid assumed for processes whose owner cannot be read any more
+
+	watermark atomic.Uint64 // CLOCK_MONOTONIC ns: JIT records written before it are applied
+}
+
+type watchRequest struct {
+	pid  int
+	path string // a jitdump the process mapped; empty: watch the process
 }
 
 type watchedProc struct {
@@ -52,6 +90,10 @@ type watchedSource struct {
 	pmap    *jit.PerfMapTailer
 	openErr string
 	retryAt time.Time
+	// stopped says why the file is no longer read (a bound was reached); empty while it is.
+	stopped string
+	// overBudget counts its functions dropped because the JIT tables' budget was spent.
+	overBudget uint64
 }
 
 // NewJITWatcher returns a watcher feeding res.
@@ -59,11 +101,31 @@ func NewJITWatcher(res *Resolver) *JITWatcher {
 	return &JITWatcher{res: res, pids: map[int]*watchedProc{}, defaultID: uint32(os.Getuid())}
 }
 
-// Track adds a process to watch.
-func (w *JITWatcher) Track(pid int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.track(pid)
+// Track adds a process to watch. It returns at once: the process is looked at by the
+// watcher's goroutine.
+func (w *JITWatcher) Track(pid int) { w.ask(watchRequest{pid: pid}) }
+
+// AddMmapPath is told about an mmap of a file named jit-<pid>.dump by process pid.
+func (w *JITWatcher) AddMmapPath(pid int, path string) { w.ask(watchRequest{pid: pid, path: path}) }
+
+func (w *JITWatcher) ask(req watchRequest) {
+	w.inMu.Lock()
+	w.inbox = append(w.inbox, req)
+	w.inMu.Unlock()
+}
+
+// takeRequests moves what was asked into the watched set; w.mu must be held.
+func (w *JITWatcher) takeRequests() {
+	w.inMu.Lock()
+	reqs := w.inbox
+	w.inbox = nil
+	w.inMu.Unlock()
+	for _, req := range reqs {
+		p := w.track(req.pid)
+		if req.path != "" {
+			w.add(p, req.path, "/proc/"+strconv.Itoa(req.pid)+"/root"+req.path, jit.SourceJitdump)
+		}
+	}
 }
 
 func (w *JITWatcher) track(pid int) *watchedProc {
@@ -76,14 +138,6 @@ func (w *JITWatcher) track(pid int) *watchedProc {
 	return p
 }
 
-// AddMmapPath is told about an mmap of a file named jit-<pid>.dump by process pid.
-func (w *JITWatcher) AddMmapPath(pid int, path string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	p := w.track(pid)
-	w.add(p, path, "/proc/"+strconv.Itoa(pid)+"/root"+path, jit.SourceJitdump)
-}
-
 func (w *JITWatcher) add(p *watchedProc, inner, open string, kind jit.SourceKind) {
 	if _, ok := p.sources[inner]; ok {
 		return
@@ -92,51 +146,146 @@ func (w *JITWatcher) add(p *watchedProc, inner, open string, kind jit.SourceKind
 	p.sources[inner] = &watchedSource{origin: w.nextOrig, kind: kind, path: open}
 }
 
-// Poll discovers new files (at most every scanEvery) and reads what every file appended.
-// final makes it look everywhere once more, including for processes that have exited.
-func (w *JITWatcher) Poll(final bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	const scanEvery = 500 * time.Millisecond
-	if final || time.Since(w.lastScan) >= scanEvery {
-		w.lastScan = time.Now()
-		for _, p := range w.pids {
-			cands, err := jit.Discover(p.pid, p.nsPid)
-			if err != nil {
-				// The process is gone: look for its files in our own /tmp (a JVM writes
-				// its perf map as it exits).
-				if !final {
-					continue
-				}
-				for _, c := range []struct {
-					path string
-					kind jit.SourceKind
-				}{
-					{"/tmp/jit-" + strconv.Itoa(p.pid) + ".dump", jit.SourceJitdump},
-					{"/tmp/perf-" + strconv.Itoa(p.pid) + ".map", jit.SourcePerfMap},
-				} {
-					if fi, err := os.Lstat(c.path); err == nil && fi.Mode().IsRegular() {
-						w.add(p, c.path, c.path, c.kind)
-					}
-				}
-				continue
-			}
-			for _, c := range cands {
-				w.add(p, c.Inner, c.Path, c.Kind)
-			}
+// Watermark is the CLOCK_MONOTONIC time before which every JIT record written to a watched
+// file has been applied to the tables.
+func (w *JITWatcher) Watermark() uint64 { return w.watermark.Load() }
+
+// Run tails the files until stop is closed, then returns.
+func (w *JITWatcher) Run(stop <-chan struct{}) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		caughtUp := w.round(false)
+		wait := pollEvery
+		if !caughtUp {
+			wait = 0 // a file holds more: read on, giving the others their turn
 		}
-	}
-	for _, p := range w.pids {
-		for inner, s := range p.sources {
-			w.pollSource(p, inner, s, final)
+		t.Reset(wait)
+		select {
+		case <-stop:
+			return
+		case <-t.C:
 		}
 	}
 }
 
-func (w *JITWatcher) pollSource(p *watchedProc, inner string, s *watchedSource, final bool) {
+// Finish reads what the files still hold, looking everywhere once more (processes that have
+// exited included), until every file is read or deadline passes; files it could not read to
+// their end say so in their status. Call it after Run has returned.
+func (w *JITWatcher) Finish(deadline time.Time) {
+	final := true
+	for {
+		if w.round(final) {
+			return
+		}
+		final = false // discovery is done once
+		if !time.Now().Before(deadline) {
+			break
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range w.pids {
+		for _, s := range p.sources {
+			if s.stopped != "" {
+				continue
+			}
+			var pr jit.Progress
+			switch {
+			case s.dump != nil:
+				pr = s.dump.Progress()
+			case s.pmap != nil:
+				pr = s.pmap.Progress()
+			default:
+				continue
+			}
+			if pr.Offset < pr.Size {
+				s.stopped = fmt.Sprintf("not read to its end: %s of %s read when the run ended (its last functions are unnamed)",
+					mib(pr.Offset), mib(pr.Size))
+			}
+		}
+	}
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// round discovers new files (at most every scanEvery; always when final) and reads a chunk
+// of every file. It reports whether every file has been read to its end, and then moves the
+// watermark to the round's start.
+func (w *JITWatcher) round(final bool) (caughtUp bool) {
+	began := monotonicNow()
+	type item struct {
+		p     *watchedProc
+		inner string
+		s     *watchedSource
+	}
+	var items []item
+	w.mu.Lock()
+	w.takeRequests()
+	w.discover(final)
+	for _, p := range w.pids {
+		for inner, s := range p.sources {
+			items = append(items, item{p, inner, s})
+		}
+	}
+	w.mu.Unlock()
+	caughtUp = true
+	for _, it := range items {
+		w.mu.Lock()
+		more := w.pollSource(it.p, it.inner, it.s, final)
+		w.mu.Unlock()
+		if more {
+			caughtUp = false
+		}
+	}
+	if caughtUp && began > w.watermark.Load() {
+		w.watermark.Store(began)
+	}
+	return caughtUp
+}
+
+// discover looks for new files; w.mu must be held.
+func (w *JITWatcher) discover(final bool) {
+	if !final && time.Since(w.lastScan) < scanEvery {
+		return
+	}
+	w.lastScan = time.Now()
+	for _, p := range w.pids {
+		cands, err := jit.Discover(p.pid, p.nsPid)
+		if err != nil {
+			// The process is gone: look for its files in our own /tmp (a JVM writes
+			// its perf map as it exits).
+			if !final {
+				continue
+			}
+			for _, c := range []struct {
+				path string
+				kind jit.SourceKind
+			}{
+				{"/tmp/jit-" + strconv.Itoa(p.pid) + ".dump", jit.SourceJitdump},
+				{"/tmp/perf-" + strconv.Itoa(p.pid) + ".map", jit.SourcePerfMap},
+			} {
+				if fi, err := os.Lstat(c.path); err == nil && fi.Mode().IsRegular() {
+					w.add(p, c.path, c.path, c.kind)
+				}
+			}
+			continue
+		}
+		for _, c := range cands {
+			w.add(p, c.Inner, c.Path, c.Kind)
+		}
+	}
+}
+
+// pollSource opens the file if need be and reads a chunk of it into the process's table. It
+// reports whether the file holds more to read now. w.mu must be held.
+func (w *JITWatcher) pollSource(p *watchedProc, inner string, s *watchedSource, final bool) (more bool) {
+	if s.stopped != "" {
+		return false
+	}
 	if s.dump == nil && s.pmap == nil {
 		if !final && time.Now().Before(s.retryAt) {
-			return
+			return false
 		}
 		var err error
 		path := s.path
@@ -153,14 +302,33 @@ func (w *JITWatcher) pollSource(p *watchedProc, inner string, s *watchedSource, 
 		if err != nil {
 			s.openErr = err.Error()
 			s.retryAt = time.Now().Add(2 * time.Second)
-			return
+			return false
 		}
 		s.openErr = ""
 	}
+	var pr jit.Progress
+	if s.dump != nil {
+		pr = s.dump.Progress()
+	} else {
+		pr = s.pmap.Progress()
+	}
+	switch budget := w.res.JITBudget(); {
+	case pr.Consumed >= MaxJITFileBytes:
+		s.stop(fmt.Sprintf("stopped reading after %s: stax reads at most %s of one JIT file (its later functions are unnamed)",
+			mib(pr.Consumed), mib(MaxJITFileBytes)))
+		return false
+	case budget.Full():
+		s.stop(fmt.Sprintf("stopped reading at %s: the JIT tables of this run hold the most stax keeps (%s; its later functions are unnamed)",
+			mib(pr.Offset), mib(budget.Limit())))
+		return false
+	}
 	table := w.res.JIT(uint32(p.pid))
+	dropped := table.Stats().OverBudget
+	defer func() { s.overBudget += table.Stats().OverBudget - dropped }()
 	switch {
 	case s.dump != nil:
-		recs, reset, err := s.dump.Poll()
+		recs, reset, more2, err := s.dump.PollUpTo(pollChunk)
+		more = more2
 		if reset {
 			table.Reset(s.origin)
 			w.res.Learned()
@@ -173,7 +341,8 @@ func (w *JITWatcher) pollSource(p *watchedProc, inner string, s *watchedSource, 
 			s.openErr = err.Error()
 		}
 	case s.pmap != nil:
-		entries, reset, err := s.pmap.Poll()
+		entries, reset, more2, err := s.pmap.PollUpTo(pollChunk)
+		more = more2
 		if reset {
 			table.Reset(s.origin)
 			w.res.Learned()
@@ -191,6 +360,18 @@ func (w *JITWatcher) pollSource(p *watchedProc, inner string, s *watchedSource, 
 		if err != nil {
 			s.openErr = err.Error()
 		}
+	}
+	return more
+}
+
+// stop ends the reading of a file for good.
+func (s *watchedSource) stop(why string) {
+	s.stopped = why
+	if s.dump != nil {
+		s.dump.Close()
+	}
+	if s.pmap != nil {
+		s.pmap.Close()
 	}
 }
 
@@ -211,11 +392,23 @@ func (w *JITWatcher) Sources() []store.JITSource {
 			}
 			js.Functions = int(st.Functions)
 			js.Records = st.Records
+			if s.overBudget > 0 {
+				if st.Skipped == nil {
+					st.Skipped = map[string]uint64{}
+				}
+				st.Skipped[jit.SkipOverBudget] += s.overBudget
+			}
 			if len(st.Skipped) > 0 {
 				js.Skipped = st.Skipped
 			}
 			if js.Error == "" {
 				js.Error = st.LastError
+			}
+			if s.stopped != "" {
+				if js.Error != "" {
+					js.Error += "; "
+				}
+				js.Error += s.stopped
 			}
 			js.Path = filepath.Clean(js.Path)
 			out = append(out, js)

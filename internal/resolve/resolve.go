@@ -43,6 +43,7 @@ type Resolver struct {
 	images      map[string]*imageEntry // by build-id, else path
 	cache       map[frameKey][]agg.Frame
 	jits        sync.Map    // pid -> *jit.Table; read per sample, so without a lock
+	jitBudget   *jit.Budget // shared by every JIT table
 	kernelAsked atomic.Bool // a kernel frame was resolved, so kernel symbols were loaded
 
 	version atomic.Uint64
@@ -70,8 +71,13 @@ func New(tracker *proc.Tracker, opts symbol.Options) *Resolver {
 		images:  map[string]*imageEntry{},
 		cache:   map[frameKey][]agg.Frame{},
 		errors:  map[string]string{},
+
+		jitBudget: jit.NewBudget(MaxJITMemory),
 	}
 }
+
+// JITBudget is the memory budget every JIT table of the run draws on.
+func (r *Resolver) JITBudget() *jit.Budget { return r.jitBudget }
 
 // Version implements agg.Resolver.
 func (r *Resolver) Version() uint64 { return r.version.Load() }
@@ -84,7 +90,7 @@ func (r *Resolver) JIT(pid uint32) *jit.Table {
 	if t, ok := r.jits.Load(pid); ok {
 		return t.(*jit.Table)
 	}
-	t, _ := r.jits.LoadOrStore(pid, jit.NewTable())
+	t, _ := r.jits.LoadOrStore(pid, jit.NewTableWithin(r.jitBudget))
 	return t.(*jit.Table)
 }
 

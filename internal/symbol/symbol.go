@@ -427,11 +427,6 @@ func (c *Cache) get(key string, load func() (*Image, error)) (*Image, error) {
 		c.mu.Unlock()
 		func() {
 			defer close(e.done)
-			defer func() {
-				if p := recover(); p != nil {
-					e.im, e.err = nil, fmt.Errorf("load image: %v", p)
-				}
-			}()
 			e.im, e.err = load()
 		}()
 		if Transient(e.err) {

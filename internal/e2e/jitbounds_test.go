@@ -1,0 +1,86 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/testutil"
+)
+
+// TestHugePerfMapCostsBoundedMemoryAndTime records a program that writes a perf map of three
+// million lines (far more than stax keeps) and then runs an ordinary function. The map is
+// read off the rings' path and within a memory budget: no sample is lost while it is read,
+// the recorder's memory stays bounded, the run ends soon after the program exits, and the
+// status says the map was not read whole.
+func TestHugePerfMapCostsBoundedMemoryAndTime(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/bigmap.c")
+	prog := testutil.CC(t, t.TempDir(), "bigmap", "gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline", src)
+
+	const budgetMs = 1500
+	rec := e.cmd("record", "-q", "--", prog, "3000000", fmt.Sprint(budgetMs))
+	var out, errb bytes.Buffer
+	rec.Stdout, rec.Stderr = &out, &errb
+	if err := rec.Run(); err != nil {
+		t.Fatalf("record: %v\n%s%s", err, out.String(), errb.String())
+	}
+	ended := monotonicNs()
+	defer removeJITFiles(t, e)
+
+	var exitNs int64
+	if _, err := fmt.Sscanf(strings.TrimSpace(out.String()), "exit %d", &exitNs); err != nil {
+		t.Fatalf("program output %q: %v", out.String(), err)
+	}
+	after := time.Duration(ended - exitNs)
+	maxRSS := rec.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+
+	var st api.Status
+	e.mustJSON(&st, "status")
+	var top api.Top
+	e.mustJSON(&top, "top", "-n", "5")
+	hot, _, _ := row(top, "after_map")
+	t.Logf("run ended %v after the program; recorder max RSS %d MiB; %d samples, %d lost, after_map %d; jit %+v",
+		after, maxRSS>>20, st.Meta.Samples, st.Meta.Lost, hot, st.JIT)
+
+	if st.Meta.Lost != 0 {
+		t.Errorf("%d samples lost while the perf map was read", st.Meta.Lost)
+	}
+	// One sample per millisecond of CPU time at 999 Hz; the run's own start and end cost a
+	// few.
+	if want := uint64(budgetMs * 9 / 10); hot < want {
+		t.Errorf("after_map has %d samples, want at least %d", hot, want)
+	}
+	// The JIT tables keep at most 256 MiB; the rest of the recorder is tens of MiB.
+	if maxRSS > 600<<20 {
+		t.Errorf("recorder's max RSS %d MiB, want under 600 MiB whatever the perf map holds", maxRSS>>20)
+	}
+	// The run ends within a second of the program's exit on an idle machine; allow for a busy
+	// one without allowing for reading the whole map.
+	if after > 5*time.Second {
+		t.Errorf("run ended %v after the program exited", after)
+	}
+	var note string
+	for _, s := range st.JIT {
+		if strings.HasSuffix(s.Path, ".map") {
+			note = s.Error
+		}
+	}
+	if !strings.Contains(note, "stopped reading") && !strings.Contains(note, "not read to its end") {
+		t.Errorf("status does not say the perf map was not read whole: %+v", st.JIT)
+	}
+}
+
+func monotonicNs() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}

@@ -1,0 +1,116 @@
+package resolve
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stax-profiler/stax/internal/jit"
+	"github.com/stax-profiler/stax/internal/proc"
+	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/symbol"
+)
+
+// writeOwnPerfMap writes this process's perf map, as a JIT in it would, with n lines.
+func writeOwnPerfMap(t *testing.T, n int) {
+	t.Helper()
+	path := "/tmp/perf-" + strconv.Itoa(os.Getpid()) + ".map"
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(path) })
+	w := bufio.NewWriter(f)
+	for i := range n {
+		fmt.Fprintf(w, "%x 10 jitted_%d\n", 0x100000000+16*i, i)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+func mapSource(t *testing.T, w *JITWatcher) store.JITSource {
+	t.Helper()
+	for _, s := range w.Sources() {
+		if strings.HasSuffix(s.Path, ".map") {
+			return s
+		}
+	}
+	t.Fatalf("the perf map was not found: %+v", w.Sources())
+	return store.JITSource{}
+}
+
+// TestJITWatcherKeepsToItsBudget gives the JIT tables a small budget: the watcher keeps what
+// fits, stops reading the file, and says so.
+func TestJITWatcherKeepsToItsBudget(t *testing.T) {
+	writeOwnPerfMap(t, 50000)
+	r := New(proc.NewTracker(), symbol.Options{})
+	r.jitBudget = jit.NewBudget(1 << 20)
+	w := NewJITWatcher(r)
+	w.Track(os.Getpid())
+	w.Finish(time.Now().Add(time.Minute))
+	defer w.Close()
+
+	table := r.JIT(uint32(os.Getpid()))
+	if got := table.Bytes(); got > 1<<20 || got == 0 {
+		t.Errorf("the table keeps %d bytes, want some and at most 1 MiB", got)
+	}
+	if used := r.JITBudget().Used(); used != table.Bytes() {
+		t.Errorf("budget used %d, table holds %d", used, table.Bytes())
+	}
+	if _, ok := table.Lookup(0x100000000, 1); !ok {
+		t.Errorf("the first function was not kept")
+	}
+	if _, ok := table.Lookup(0x100000000+16*49999, 1); ok {
+		t.Errorf("the last function was kept beyond the budget")
+	}
+	src := mapSource(t, w)
+	if src.Skipped[jit.SkipOverBudget] == 0 && !strings.Contains(src.Error, "stopped reading") {
+		t.Errorf("status does not say functions were dropped: %+v", src)
+	}
+}
+
+// TestJITWatcherFinishStopsAtDeadline ends the reading of a large perf map at the deadline
+// and says how much was read.
+func TestJITWatcherFinishStopsAtDeadline(t *testing.T) {
+	writeOwnPerfMap(t, 300000)
+	r := New(proc.NewTracker(), symbol.Options{})
+	w := NewJITWatcher(r)
+	w.Track(os.Getpid())
+	w.Finish(time.Now()) // one round: one chunk of the file
+	defer w.Close()
+	if src := mapSource(t, w); !strings.Contains(src.Error, "not read to its end") {
+		t.Errorf("status does not say the file was not read to its end: %+v", src)
+	}
+	if w.Watermark() != 0 {
+		t.Errorf("the watermark moved (%d) though a file was not read to its end", w.Watermark())
+	}
+}
+
+// TestJITWatcherWatermark moves the watermark once every file has been read.
+func TestJITWatcherWatermark(t *testing.T) {
+	writeOwnPerfMap(t, 10)
+	r := New(proc.NewTracker(), symbol.Options{})
+	w := NewJITWatcher(r)
+	w.Track(os.Getpid())
+	before := monotonicNow()
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Run(stop)
+	}()
+	for w.Watermark() < before {
+		time.Sleep(time.Millisecond)
+	}
+	close(stop)
+	<-done
+	defer w.Close()
+	if _, ok := r.JIT(uint32(os.Getpid())).Lookup(0x100000000+16*9, w.Watermark()); !ok {
+		t.Errorf("a function written before the watermark is not in the table")
+	}
+}

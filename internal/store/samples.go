@@ -1,0 +1,167 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/stax-profiler/stax/internal/agg"
+)
+
+// A run's samples file holds the sealed chunks of its sample series, appended while it
+// records, so that the recorder keeps only recent samples in memory and a checkpoint writes
+// only what is new. The run's file lists the chunks it counts, with their offsets here.
+//
+// Layout: the 16-byte header (magic "STAXSMP\x00", version u32, zero u32), then one record
+// per chunk: payload length u32, CRC-32C of the payload u32, and the payload: base, min and
+// max times (u64), sample count (u32), then the chunk's bytes. A chunk's Ref is its
+// record's offset. A record cut short by a crash is never listed by the run's file.
+const (
+	samplesMagic      = "STAXSMP\x00"
+	samplesVersion    = 1
+	samplesHeaderSize = 16
+	chunkHeaderSize   = 8 + 28
+)
+
+// SamplesPath is where the run with id keeps its samples.
+func SamplesPath(id string) string { return filepath.Join(Dir(), id+".samples") }
+
+// SampleLog appends chunks to a samples file.
+type SampleLog struct {
+	f   *os.File
+	off int64
+}
+
+// CreateSampleLog creates a run's samples file (it must not exist).
+func CreateSampleLog(path string) (*SampleLog, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("create samples file: %w", err)
+	}
+	var hdr [samplesHeaderSize]byte
+	copy(hdr[:], samplesMagic)
+	binary.LittleEndian.PutUint32(hdr[8:], samplesVersion)
+	if _, err := f.Write(hdr[:]); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("write samples file: %w", err)
+	}
+	return &SampleLog{f: f, off: samplesHeaderSize}, nil
+}
+
+// Append writes a sealed chunk and returns its Ref.
+func (l *SampleLog) Append(c *agg.SeriesChunk) (int64, error) {
+	if len(c.Data) > maxChunkLength {
+		return 0, fmt.Errorf("write samples: chunk of %d bytes is over the %d-byte limit", len(c.Data), maxChunkLength)
+	}
+	rec := make([]byte, chunkHeaderSize, chunkHeaderSize+len(c.Data))
+	binary.LittleEndian.PutUint32(rec[0:], uint32(28+len(c.Data)))
+	binary.LittleEndian.PutUint64(rec[8:], c.Base)
+	binary.LittleEndian.PutUint64(rec[16:], c.Min)
+	binary.LittleEndian.PutUint64(rec[24:], c.Max)
+	binary.LittleEndian.PutUint32(rec[32:], c.N)
+	rec = append(rec, c.Data...)
+	binary.LittleEndian.PutUint32(rec[4:], crc32.Checksum(rec[8:], castagnoli))
+	if _, err := l.f.Write(rec); err != nil {
+		return 0, fmt.Errorf("write samples: %w", err)
+	}
+	ref := l.off
+	l.off += int64(len(rec))
+	return ref, nil
+}
+
+// Sync makes what was appended durable.
+func (l *SampleLog) Sync() error { return l.f.Sync() }
+
+// Close closes the file.
+func (l *SampleLog) Close() error { return l.f.Close() }
+
+// SampleFile reads chunks back from a samples file; it implements agg.ChunkReader. It
+// opens the file at its first read, so a run whose views never need old samples never
+// touches it.
+type SampleFile struct {
+	path string
+
+	mu  sync.Mutex
+	f   *os.File
+	err error
+}
+
+// OpenSampleFile returns a reader of the samples file at path.
+func OpenSampleFile(path string) *SampleFile { return &SampleFile{path: path} }
+
+func (s *SampleFile) open() (*os.File, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f != nil || s.err != nil {
+		return s.f, s.err
+	}
+	f, err := os.Open(s.path)
+	if err != nil {
+		s.err = fmt.Errorf("open samples: %w", err)
+		return nil, s.err
+	}
+	var hdr [samplesHeaderSize]byte
+	if _, err := io.ReadFull(f, hdr[:]); err != nil || string(hdr[:8]) != samplesMagic {
+		f.Close()
+		s.err = fmt.Errorf("read samples %s: not a stax samples file", s.path)
+		return nil, s.err
+	}
+	if v := binary.LittleEndian.Uint32(hdr[8:]); v != samplesVersion {
+		f.Close()
+		s.err = fmt.Errorf("read samples %s: version %d is not supported", s.path, v)
+		return nil, s.err
+	}
+	s.f = f
+	return f, nil
+}
+
+var errChunkDamaged = errors.New("the run's samples file is damaged")
+
+// ReadChunk reads the chunk c describes, checking that the record is whole, undamaged and
+// the one described.
+func (s *SampleFile) ReadChunk(c *agg.SeriesChunk) ([]byte, error) {
+	f, err := s.open()
+	if err != nil {
+		return nil, err
+	}
+	if c.Ref < samplesHeaderSize {
+		return nil, errChunkDamaged
+	}
+	var hdr [chunkHeaderSize]byte
+	if _, err := f.ReadAt(hdr[:], c.Ref); err != nil {
+		return nil, fmt.Errorf("read samples at %d: %w", c.Ref, errChunkDamaged)
+	}
+	size := binary.LittleEndian.Uint32(hdr[0:])
+	if size < 28 || size-28 > maxChunkLength {
+		return nil, fmt.Errorf("read samples at %d: %w", c.Ref, errChunkDamaged)
+	}
+	rec := make([]byte, 8+int(size))
+	if _, err := f.ReadAt(rec, c.Ref); err != nil {
+		return nil, fmt.Errorf("read samples at %d: %w", c.Ref, errChunkDamaged)
+	}
+	if crc32.Checksum(rec[8:], castagnoli) != binary.LittleEndian.Uint32(rec[4:]) {
+		return nil, fmt.Errorf("read samples at %d: %w (checksum)", c.Ref, errChunkDamaged)
+	}
+	if binary.LittleEndian.Uint64(rec[8:]) != c.Base || binary.LittleEndian.Uint64(rec[16:]) != c.Min ||
+		binary.LittleEndian.Uint64(rec[24:]) != c.Max || binary.LittleEndian.Uint32(rec[32:]) != c.N {
+		return nil, fmt.Errorf("read samples at %d: %w (not the chunk the run lists)", c.Ref, errChunkDamaged)
+	}
+	return rec[chunkHeaderSize:], nil
+}
+
+// Close closes the file if it was opened.
+func (s *SampleFile) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	s.f = nil
+	return err
+}
