@@ -166,6 +166,21 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("stax %v: exit %d, stderr %q; want exit %d and one line with %q", c.args, code, errOut.String(), c.code, c.want)
 		}
 	}
+	// A mistyped command gets one readable line: the parser's suggestion layout is not
+	// escaped as if it came from a profiled program.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"flme"}, `stax: unknown command "flme" for "stax"; did you mean stax flame? (stax --help lists the commands)` + "\n"},
+		{[]string{"stauts"}, `stax: unknown command "stauts" for "stax"; did you mean stax status? (stax --help lists the commands)` + "\n"},
+		{[]string{"frobnicate"}, `stax: unknown command "frobnicate" for "stax" (stax --help lists the commands)` + "\n"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := Main(c.args, &out, &errOut); code != ExitUsage || errOut.String() != c.want {
+			t.Errorf("stax %v: exit %d, stderr %q; want exit %d and %q", c.args, code, errOut.String(), ExitUsage, c.want)
+		}
+	}
 	var out, errOut bytes.Buffer
 	if code := Main([]string{"--version"}, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "stax ") {
 		t.Errorf("--version: exit %d, %q", code, out.String())
