@@ -186,3 +186,19 @@ func TestUsageErrors(t *testing.T) {
 		t.Errorf("--version: exit %d, %q", code, out.String())
 	}
 }
+
+// TestSymbolizeNotELF: an image that is not an ELF file is named as such, with its first
+// bytes, not with the ELF parser's "bad magic number" and a list of byte values.
+func TestSymbolizeNotELF(t *testing.T) {
+	t.Setenv("STAX_HOME", t.TempDir())
+	path := filepath.Join(t.TempDir(), "passwd")
+	if err := os.WriteFile(path, []byte("root:x:0:0:root:/root:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	code := Main([]string{"symbolize", "-e", path, "0x10"}, &out, &errOut)
+	want := "stax: load image " + path + ": not an ELF file (it starts with \"root\")\n"
+	if code != ExitError || errOut.String() != want {
+		t.Errorf("exit %d, stderr %q; want exit 1 and %q", code, errOut.String(), want)
+	}
+}
