@@ -38,7 +38,7 @@ func exportCmd(g *globals) *cobra.Command {
 
 The file is <run-id> plus the format's extension (.pb.gz, .json, .speedscope.json,
 .folded, .svg) in the current directory unless -o names one; -o - writes to stdout.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if format == "" {
 				return usageErr("--format is required: one of %s", strings.Join(export.Names(), ", "))

@@ -32,7 +32,7 @@ samples spent in it and its callees, indented under its caller. Branches under
 With --diff BASE (a run id or a file from stax save), each line also shows how its share
 changed from the same call path in BASE, in percentage points: ▲ grew, ▼ shrank; paths
 BASE had that this run lacks are listed as (gone).`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if depth < 0 {
 				return usageErr("--depth must be 0 (all levels) or more, not %d", depth)

@@ -159,6 +159,14 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"gc", "--keep", "-1"}, 2, "--keep must be 0 or more"},
 		{[]string{"rm", "../etc"}, 2, "is not a run id"},
 		{[]string{"top"}, 5, "no runs yet"},
+		{[]string{"annotate"}, 2, "annotate needs one TARGET: a function name (a substring; quote it if it has spaces) or 0xADDRESS; stax top lists the names"},
+		{[]string{"annotate", "jitted", "func"}, 2, `annotate takes one TARGET, got 2 arguments ("jitted" "func")`},
+		{[]string{"compare", "20261101-120000-100"}, 2, "compare needs two runs, BASE and CAND: run ids (stax list shows them) or files written by stax save"},
+		{[]string{"save"}, 2, "save needs one PATH"},
+		{[]string{"open"}, 2, "open needs one PATH: a file written by stax save"},
+		{[]string{"rm"}, 2, "rm needs at least one run ID"},
+		{[]string{"top", "20261101-120000-100"}, 2, `top takes no arguments, got "20261101-120000-100": name a run with --run ID`},
+		{[]string{"list", "all"}, 2, `list takes no arguments, got "all" (stax list --help lists its options)`},
 	} {
 		var out, errOut bytes.Buffer
 		code := Main(c.args, &out, &errOut)

@@ -18,7 +18,7 @@ func listCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "List live and stored runs, newest first",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			out := api.List{Schema: api.Schema, Runs: []api.RunInfo{}}
 			seen := map[string]bool{}
@@ -73,7 +73,7 @@ func stopCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "stop",
 		Short: "End a live run cleanly (an attached process keeps running)",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			var r *client.Run
 			if run != "" {

@@ -27,7 +27,7 @@ and source lines of every sampled function (JIT'd code included).
 Open it anywhere, even where the binaries, debug files and JIT files are gone:
   stax open PATH                 import it into this machine's runs
   stax top --run PATH            or query the file directly`,
-		Args: cobra.ExactArgs(1),
+		Args: argsBetween(1, 1, "one PATH", "the file to write the run to (e.g. app.stax)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			path := args[0]
 			if _, err := os.Stat(path); err == nil && !force {
@@ -75,7 +75,7 @@ func openCmd(g *globals) *cobra.Command {
 (top, flame, threads, timeline, annotate, compare) answers from it as from the run it
 was saved from. It keeps its run id unless a run here already has it. Files written by
 an older stax are read; a newer stax's format is refused with the version it needs.`,
-		Args: cobra.ExactArgs(1),
+		Args: argsBetween(1, 1, "one PATH", "a file written by stax save"),
 		RunE: func(c *cobra.Command, args []string) error {
 			run, err := store.Load(args[0])
 			if err != nil {

@@ -19,7 +19,7 @@ func statusCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Describe a run: samples, losses, processes, JIT sources, what stayed unnamed",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			r, err := rf.pick()
 			if err != nil {

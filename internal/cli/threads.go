@@ -18,7 +18,7 @@ func threadsCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "threads",
 		Short: "List threads by samples, with their names",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := checkCount("-n", n); err != nil {
 				return err

@@ -30,7 +30,7 @@ of time in which one function is the hottest (by self samples).
 Find the slow second here, then ask about it alone:
   stax timeline
   stax top --from 3.2 --to 3.9`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if bucket < 0 || math.IsNaN(bucket) || math.IsInf(bucket, 0) {
 				return usageErr("--bucket must be a positive number of milliseconds, not %g", bucket)

@@ -26,7 +26,7 @@ image+0xOFFSET or [unknown] 0xADDRESS.
 
 --by process lists processes instead (what a system-wide run, stax record -a, spent
 its time on), each with its share and hottest function; --pid and --comm keep some.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if sort != "self" && sort != "total" {
 				return usageErr("--sort must be self or total, not %q", sort)

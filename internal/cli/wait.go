@@ -30,7 +30,7 @@ func waitCmd(g *globals) *cobra.Command {
 Exit codes: 0 the condition holds; 3 the run ended first; 4 --timeout-ms passed first;
 5 there is no such run. When no run is live yet, wait gives a run being started a
 moment to appear before it answers from the newest stored run.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if samples <= 0 && seconds <= 0 && symbol == "" {
 				return usageErr("wait needs --for-samples, --for-seconds or --until-symbol")

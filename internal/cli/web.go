@@ -35,7 +35,7 @@ The server listens on 127.0.0.1 (a free port unless --addr says otherwise) and a
 only requests that carry the random token in the printed URL: other users of this
 machine can reach a loopback port, but not the run. It only reads the run; nothing is
 written. Stop it with Ctrl-C.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			r, err := (&runFlags{run: runID}).pick()
 			if err != nil {
