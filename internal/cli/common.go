@@ -89,8 +89,9 @@ func (f *runFlags) pick() (*client.Run, error) {
 }
 
 // ask answers a query from the live recorder, or computes it from the stored run.
-// A query the live recorder refuses as malformed is an error; any other failure (the
-// recorder just finished) falls back to the stored copy.
+// A query the live recorder refuses as malformed is an error, and so is a recorder that
+// does not answer (stopped, or overloaded: its checkpoint would pass for a crashed run);
+// any other failure (the recorder just finished) falls back to the stored copy.
 func ask[T any](ctx context.Context, r *client.Run, path string, q url.Values, offline func(*store.Run) (T, error)) (T, error) {
 	var out T
 	if r.Live {
@@ -100,6 +101,9 @@ func ask[T any](ctx context.Context, r *client.Run, path string, q url.Values, o
 		}
 		if re := (*client.RequestError)(nil); errors.As(err, &re) {
 			return out, usageErr("%s", re.Msg)
+		}
+		if na := (*client.NoAnswerError)(nil); errors.As(err, &na) {
+			return out, err
 		}
 	}
 	run, err := store.Load(r.StoredPath())

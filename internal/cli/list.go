@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -11,6 +12,12 @@ import (
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/client"
 	"github.com/stax-profiler/stax/internal/store"
+)
+
+// States of a live run whose recorder does not answer, in stax list.
+const (
+	stateStopped  = "stopped"   // stopped by a signal or a debugger
+	stateNoAnswer = "no-answer" // running, but it did not answer in time
 )
 
 func listCmd(g *globals) *cobra.Command {
@@ -25,7 +32,22 @@ func listCmd(g *globals) *cobra.Command {
 			for _, r := range client.LiveRuns() {
 				var st api.Status
 				info := api.RunInfo{ID: r.ID, Live: true, State: api.StateLive}
-				if err := r.Get(context.Background(), "/v1/status", nil, &st); err == nil {
+				// A stopped recorder is not asked (it cannot answer): its last checkpoint
+				// describes the run.
+				na, stopped := r.Stopped()
+				err := error(na)
+				if !stopped {
+					err = r.Get(context.Background(), "/v1/status", nil, &st)
+					errors.As(err, &na)
+				}
+				if na != nil {
+					info.State, info.Reason = stateStopped, na.Error()
+					if na.State == 0 {
+						info.State = stateNoAnswer
+					}
+					st.Meta, err = store.ReadMeta(r.StoredPath())
+				}
+				if err == nil {
 					info.Command, info.Pid, info.Samples = st.Meta.Command, st.Meta.Pid, st.Meta.Samples
 					info.Start = st.Meta.Start.Format(time.RFC3339)
 				}
@@ -56,8 +78,11 @@ func listCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(g.out, "%-24s %-10s %10s  %-20s  %s\n", "RUN", "STATE", "SAMPLES", "START", "COMMAND")
 			for _, r := range out.Runs {
 				what := strings.Join(r.Command, " ")
-				if r.State == "damaged" {
+				switch r.State {
+				case "damaged":
 					what = r.Reason
+				case stateStopped, stateNoAnswer:
+					what += " (" + r.Reason + ")"
 				}
 				fmt.Fprintf(g.out, "%-24s %-10s %10s  %-20s  %s\n", r.ID, r.State, commas(r.Samples), r.Start, esc(what))
 			}

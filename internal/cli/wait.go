@@ -52,11 +52,21 @@ moment to appear before it answers from the newest stored run.`,
 			var res api.Wait
 			if r.Live {
 				q := url.Values{"samples": {itoa(samples)}, "seconds": {strconv.FormatFloat(seconds, 'f', -1, 64)}, "symbol": {symbol}}
+				// The recorder answers when the time is up; the client gives it a grace
+				// period more before it calls the recorder unresponsive. With no timeout,
+				// only a stopped recorder ends the wait early.
+				pollCtx := context.Background()
 				if timeoutMS > 0 {
 					left := time.Duration(timeoutMS)*time.Millisecond - time.Since(start)
 					q.Set("timeout_ms", strconv.FormatInt(max(left.Milliseconds(), 1), 10))
+					var cancel context.CancelFunc
+					pollCtx, cancel = context.WithTimeout(pollCtx, max(left, 0)+client.WaitGrace)
+					defer cancel()
 				}
-				err = r.Get(context.Background(), "/v1/wait", q, &res)
+				err = r.LongPoll(pollCtx, "/v1/wait", q, &res)
+				if na := (*client.NoAnswerError)(nil); errors.As(err, &na) {
+					return err
+				}
 			}
 			if !r.Live || err != nil {
 				res, err = waitStored(r.ID, uint64(samples), seconds, symbol)

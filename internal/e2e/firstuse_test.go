@@ -1,10 +1,18 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/store"
@@ -47,4 +55,107 @@ func TestRunIDFile(t *testing.T) {
 		t.Errorf("unwritable --run-id-file: exit %d, %q", code, errOut)
 	}
 	checkOneLine(t, "unwritable --run-id-file", errOut)
+}
+
+// runBounded runs stax and kills it if it has not ended within limit: for commands that
+// must not hang.
+func (e *staxEnv) runBounded(limit time.Duration, args ...string) (stdout, stderr string, code int, took time.Duration) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	c := exec.CommandContext(ctx, e.bin, args...)
+	c.Env = append(os.Environ(), "STAX_HOME="+e.home)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	began := time.Now()
+	err := c.Run()
+	took = time.Since(began)
+	if ctx.Err() != nil {
+		e.t.Errorf("stax %v did not end within %v (it hangs)", args, limit)
+		return out.String(), errb.String(), -1, took
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatalf("run stax %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code, took
+}
+
+// TestStoppedRecorder stops a live run's recorder with SIGSTOP: status, top, wait, stop
+// and list end promptly, saying which pid is stopped and how to resume it, instead of
+// waiting forever on a socket the kernel still accepts connections on. After SIGCONT
+// they answer again.
+func TestStoppedRecorder(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	prog := buildRatio(t)
+	target := exec.Command(prog, "100", "forever")
+	stdout, err := target.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		target.Process.Kill()
+		target.Wait()
+	}()
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "threads named\n" {
+		t.Fatalf("the target did not name its threads: %q, %v", line, err)
+	}
+	rec := e.cmd("record", "-q", "-p", strconv.Itoa(target.Process.Pid))
+	var recOut syncBuffer
+	rec.Stdout, rec.Stderr = &recOut, &recOut
+	if err := rec.Start(); err != nil {
+		t.Fatal(err)
+	}
+	recorder := rec.Process.Pid
+	defer func() {
+		syscall.Kill(recorder, syscall.SIGCONT)
+		rec.Process.Kill()
+		rec.Wait()
+	}()
+	// A checkpoint with samples: stax list describes a stopped recorder's run from it.
+	waitForCheckpoint(t, e)
+	if err := syscall.Kill(recorder, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// Well under the 30 s a running recorder is given to answer: the stop is noticed.
+	const limit = 20 * time.Second
+	pid := strconv.Itoa(recorder)
+	for _, args := range [][]string{{"status"}, {"top"}, {"wait", "--for-samples", "100000000"}, {"stop"}} {
+		_, errOut, code, took := e.runBounded(limit, args...)
+		t.Logf("stax %v: exit %d after %v: %s", args, code, took.Round(time.Millisecond), errOut)
+		if code != 1 {
+			t.Errorf("stax %v on a stopped recorder: exit %d, want 1", args, code)
+		}
+		checkOneLine(t, strings.Join(args, " "), errOut)
+		for _, want := range []string{"recorder pid " + pid, "is stopped", "kill -CONT " + pid} {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("stax %v: %q does not say %q", args, errOut, want)
+			}
+		}
+	}
+	out, errOut, code, _ := e.runBounded(limit, "list", "--json")
+	var l api.List
+	if code != 0 || json.Unmarshal([]byte(out), &l) != nil {
+		t.Fatalf("list: exit %d\n%s%s", code, out, errOut)
+	}
+	if len(l.Runs) != 1 || l.Runs[0].State != "stopped" || !l.Runs[0].Live || !strings.Contains(l.Runs[0].Reason, "kill -CONT "+pid) || l.Runs[0].Samples == 0 {
+		t.Errorf("list of a stopped recorder: %+v", l.Runs)
+	}
+	syscall.Kill(recorder, syscall.SIGCONT)
+	var st api.Status
+	e.mustJSON(&st, "status")
+	if st.State != api.StateLive {
+		t.Errorf("status after SIGCONT: state %q, want live", st.State)
+	}
+	if out, errOut, code := e.run("stop"); code != 0 {
+		t.Fatalf("stop: exit %d\n%s%s", code, out, errOut)
+	}
+	if err := rec.Wait(); err != nil {
+		t.Errorf("record -p: %v\n%s", err, recOut.String())
+	}
 }
