@@ -29,7 +29,7 @@ type runFlags struct {
 }
 
 func (f *runFlags) add(c *cobra.Command) {
-	c.Flags().StringVar(&f.run, "run", "", "run `ID` to query, or a file written by stax save (default: the live run, else the newest stored one; see stax list)")
+	c.Flags().StringVar(&f.run, "run", "", "run `ID` to query, or a file written by stax save (default: the live run, else the newest stored one with samples, from this terminal first; see stax list)")
 	c.Flags().BoolVar(&f.json, "json", false, "print JSON (schema-versioned) for scripts")
 }
 
@@ -164,6 +164,15 @@ func commas(n uint64) string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// runState is a run's state for headers, followed by why it was chosen when no run was
+// named: "stored, newest from this terminal".
+func runState(state string, r *client.Run) string {
+	if r.Why == "" {
+		return state
+	}
+	return state + ", " + r.Why
+}
 
 func header(w io.Writer, id, state string, samples uint64, extra string) {
 	fmt.Fprintf(w, "run %s (%s) · %s samples%s\n", id, state, commas(samples), extra)

@@ -80,7 +80,7 @@ The file is <run-id> plus the format's extension (.pb.gz, .json, .speedscope.jso
 			return nil
 		},
 	}
-	c.Flags().StringVar(&rf.run, "run", "", "run `ID` to export, or a file written by stax save (default: the live run, else the newest stored one; see stax list)")
+	c.Flags().StringVar(&rf.run, "run", "", "run `ID` to export, or a file written by stax save (default: the live run, else the newest stored one with samples, from this terminal first; see stax list)")
 	rf.addWindow(c)
 	c.Flags().StringVarP(&format, "format", "f", "", "output `FORMAT`: "+strings.Join(export.Names(), ", "))
 	c.Flags().StringVarP(&output, "output", "o", "", "write to `FILE` (- for stdout; default <run-id>.<ext>)")

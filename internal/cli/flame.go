@@ -71,7 +71,7 @@ BASE had that this run lacks are listed as (gone).`,
 			if rf.json {
 				return printJSON(g.out, res)
 			}
-			header(g.out, res.Run, res.State, res.Samples, fmt.Sprintf(" · depth %d · threshold %.1f%%", depth, threshold)+windowText(res.Window))
+			header(g.out, res.Run, runState(res.State, r), res.Samples, fmt.Sprintf(" · depth %d · threshold %.1f%%", depth, threshold)+windowText(res.Window))
 			if res.Root != nil {
 				for _, ch := range res.Root.Children {
 					printFlame(g.out, ch, 0)

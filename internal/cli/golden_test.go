@@ -109,7 +109,7 @@ func TestGolden(t *testing.T) {
 		{"annotate", []string{"annotate", "jitted_func2"}},
 		{"annotate-ambiguous", []string{"annotate", "jitted"}},
 		{"list", []string{"list"}},
-		{"wait", []string{"wait", "--for-samples", "1000"}},
+		{"wait", []string{"wait", "--run", "20261101-120000-100", "--for-samples", "1000"}},
 	}
 	for _, c := range cases {
 		for _, asJSON := range []bool{false, true} {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stax-profiler/stax/internal/client"
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/recorder"
 	"github.com/stax-profiler/stax/internal/store"
@@ -61,7 +62,7 @@ Open it anywhere, even where the binaries, debug files and JIT files are gone:
 			return nil
 		},
 	}
-	c.Flags().StringVar(&rf.run, "run", "", "run `ID` to save (default: the live run, else the newest stored one)")
+	c.Flags().StringVar(&rf.run, "run", "", "run `ID` to save (default: the live run, else the newest stored one with samples, from this terminal first)")
 	c.Flags().BoolVarP(&force, "force", "f", false, "replace PATH if it exists")
 	return c
 }
@@ -101,7 +102,7 @@ an older stax are read; a newer stax's format is refused with the version it nee
 			if asJSON {
 				return printJSON(g.out, st)
 			}
-			printStatus(g, st)
+			printStatus(g, st, &client.Run{ID: id})
 			fmt.Fprintf(g.out, "\nimported as run %s: ask it with stax top --run %s\n", id, id)
 			return nil
 		},

@@ -65,7 +65,7 @@ Find the slow second here, then ask about it alone:
 			if rf.json {
 				return printJSON(g.out, res)
 			}
-			header(g.out, res.Run, res.State, samples, fmt.Sprintf(" · %d buckets of %s", res.Buckets, duration(res.BucketSec))+windowText(res.Window))
+			header(g.out, res.Run, runState(res.State, r), samples, fmt.Sprintf(" · %d buckets of %s", res.Buckets, duration(res.BucketSec))+windowText(res.Window))
 			printTimeline(g.out, res)
 			return nil
 		},

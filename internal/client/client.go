@@ -32,6 +32,7 @@ type Run struct {
 	ID   string
 	Live bool
 	File string // a saved run's file outside the store (stax save), else empty
+	Why  string // why Pick chose it when no run was named ("newest from this terminal"), else empty
 	sock string
 	hc   *http.Client
 	pid  atomic.Int32 // a live run's recorder, from its socket (see Pid)
@@ -108,7 +109,8 @@ func LiveRuns() []*Run {
 	return out
 }
 
-// Pick chooses the run named id, else the newest live run, else the newest stored run.
+// Pick chooses the run named id, else the default run (see pickDefault): live first, then
+// the newest stored run with samples, from this terminal first.
 func Pick(id string) (*Run, error) {
 	if id != "" && IsFile(id) {
 		m, err := store.ReadMeta(id)
@@ -131,23 +133,7 @@ func Pick(id string) (*Run, error) {
 		}
 		return &Run{ID: id}, nil
 	}
-	if live := LiveRuns(); len(live) > 0 {
-		return live[0], nil
-	}
-	ids, err := store.List()
-	if err != nil {
-		return nil, err
-	}
-	if len(ids) == 0 {
-		return nil, fmt.Errorf("no runs yet: %w (start one with: stax record -- CMD)", ErrNotFound)
-	}
-	// The newest run whose file is whole: a damaged file is skipped (stax list shows it).
-	for _, id := range ids {
-		if store.Check(store.Path(id)) == nil {
-			return &Run{ID: id}, nil
-		}
-	}
-	return nil, fmt.Errorf("every stored run is damaged: %w (stax list shows them; stax rm removes them)", ErrNotFound)
+	return pickDefault()
 }
 
 // Stored lists the stored runs, newest first, with their meta read from the file's header

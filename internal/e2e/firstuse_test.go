@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/store"
@@ -157,5 +160,128 @@ func TestStoppedRecorder(t *testing.T) {
 	}
 	if err := rec.Wait(); err != nil {
 		t.Errorf("record -p: %v\n%s", err, recOut.String())
+	}
+}
+
+// openTerminal opens a pseudo-terminal and returns its terminal side.
+func openTerminal(t *testing.T) *os.File {
+	t.Helper()
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	t.Cleanup(func() { ptmx.Close() })
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatalf("unlock the pseudo-terminal: %v", err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatalf("number of the pseudo-terminal: %v", err)
+	}
+	tty, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("open the pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { tty.Close() })
+	return tty
+}
+
+// runOn runs stax in a session of its own whose controlling terminal is tty (nil: none),
+// as from a shell in that terminal.
+func (e *staxEnv) runOn(tty *os.File, args ...string) (string, string, int) {
+	e.t.Helper()
+	c := e.cmd(args...)
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if tty != nil {
+		c.Stdin = tty
+		c.SysProcAttr.Setctty, c.SysProcAttr.Ctty = true, 0
+	}
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatalf("run stax %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// TestDefaultRun: with no run named, a command answers from the newest run with samples,
+// started from its own terminal first, and its header says which run and why; a newer
+// run with no samples is passed over and named, never answered from as if it were the
+// run meant. stax wait with no live run says so instead of answering from a stored one.
+func TestDefaultRun(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	prog := buildRatio(t)
+	term := openTerminal(t)
+	// here: from the terminal; elsewhere: newer, from no terminal; empty: newest, attached
+	// to a sleeping process, so it has no samples at all.
+	ids := map[string]string{}
+	record := func(name string, tty *os.File, args ...string) {
+		idFile := filepath.Join(t.TempDir(), "run.id")
+		args = append([]string{"record", "-q", "--run-id-file", idFile}, args...)
+		if out, errOut, code := e.runOn(tty, args...); code != 0 {
+			t.Fatalf("record %s: exit %d\n%s%s", name, code, out, errOut)
+		}
+		b, err := os.ReadFile(idFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = strings.TrimSpace(string(b))
+	}
+	record("here", term, "--", prog, "100")
+	record("elsewhere", nil, "--", prog, "100")
+	sleeper := exec.Command("sleep", "600")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	record("empty", nil, "-p", strconv.Itoa(sleeper.Process.Pid), "-l", "0.3")
+	for name, id := range ids {
+		m, err := store.ReadMeta(e.runPath(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (m.Samples == 0) != (name == "empty") || (m.Terminal != 0) != (name == "here") {
+			t.Fatalf("run %s (%s): %d samples, terminal %d", name, id, m.Samples, m.Terminal)
+		}
+	}
+
+	// From no terminal: the newest run with samples.
+	out, errOut, code := e.runOn(nil, "top", "-n", "3")
+	want := fmt.Sprintf("run %s (stored, newest with samples; newer run %s has none) · ", ids["elsewhere"], ids["empty"])
+	if code != 0 || !strings.HasPrefix(out, want) {
+		t.Errorf("top from no terminal: exit %d, want a header starting %q:\n%s%s", code, want, out, errOut)
+	}
+	out, errOut, code = e.runOn(nil, "timeline")
+	if code != 0 || !strings.HasPrefix(out, "run "+ids["elsewhere"]+" ") {
+		t.Errorf("timeline from no terminal: exit %d, want run %s:\n%s%s", code, ids["elsewhere"], out, errOut)
+	}
+	// From the terminal that recorded one: that one, though another is newer.
+	out, errOut, code = e.runOn(term, "status")
+	want = fmt.Sprintf("run:       %s (stored, newest from this terminal)\n", ids["here"])
+	if code != 0 || !strings.HasPrefix(out, want) {
+		t.Errorf("status from the terminal: exit %d, want %q first:\n%s%s", code, want, out, errOut)
+	}
+	// The empty run answers when named, and says it has no samples.
+	_, errOut, code = e.runOn(nil, "timeline", "--run", ids["empty"])
+	if code == 0 || !strings.Contains(errOut, "run "+ids["empty"]+" has no samples") || strings.Contains(errOut, "older stax") {
+		t.Errorf("timeline of the empty run: exit %d, %q", code, errOut)
+	}
+	checkOneLine(t, "timeline of the empty run", errOut)
+	// wait with nothing live does not answer from a stored run; with --run it does.
+	_, errOut, code = e.runOn(nil, "wait", "--for-samples", "1")
+	if code != 5 || !strings.Contains(errOut, "no live run to wait on") || !strings.Contains(errOut, "stax wait --run "+ids["elsewhere"]) {
+		t.Errorf("wait with no live run: exit %d, %q; want 5 naming run %s", code, errOut, ids["elsewhere"])
+	}
+	checkOneLine(t, "wait with no live run", errOut)
+	if _, errOut, code := e.runOn(nil, "wait", "--run", ids["elsewhere"], "--for-samples", "1"); code != 0 {
+		t.Errorf("wait --run on a stored run that met the condition: exit %d, %q", code, errOut)
+	}
+	if _, errOut, code := e.runOn(nil, "wait", "--run", ids["empty"], "--for-samples", "1"); code != 3 {
+		t.Errorf("wait --run on the empty stored run: exit %d, %q; want 3 (it ended)", code, errOut)
 	}
 }

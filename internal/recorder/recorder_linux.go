@@ -205,6 +205,7 @@ func Start(opts Options) (*Recorder, error) {
 		}
 		return nil, err
 	}
+	r.meta.Terminal = proc.Terminal()
 	if r.meta.Pid > 0 {
 		r.jitw.Track(r.meta.Pid)
 		if c, err := proc.ReadCreds(r.meta.Pid); err == nil {
