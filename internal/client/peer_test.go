@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stax-profiler/stax/internal/server"
 )
 
 // TestMain lets the test binary stand in for a recorder that listens and never answers
@@ -39,7 +41,11 @@ func TestMain(m *testing.M) {
 // silentListener starts a process that listens on a unix socket and never answers.
 func silentListener(t *testing.T) (*exec.Cmd, string) {
 	t.Helper()
-	sock := filepath.Join(t.TempDir(), "run.sock")
+	return silentListenerAt(t, filepath.Join(t.TempDir(), "run.sock"))
+}
+
+func silentListenerAt(t *testing.T, sock string) (*exec.Cmd, string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "STAX_TEST_SILENT_LISTENER="+sock)
 	out, err := cmd.StdoutPipe()
@@ -124,5 +130,46 @@ func TestSilentRecorderTimesOut(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "did not answer within") {
 		t.Errorf("%q does not say it did not answer", err)
+	}
+}
+
+// TestPickLiveFromThisTerminal: of several live runs, the default is the one started from
+// this terminal, else the newest; with one, no reason is given beyond its being live.
+func TestPickLiveFromThisTerminal(t *testing.T) {
+	t.Setenv("STAX_HOME", t.TempDir())
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	defer func(old func() int) { thisTerminal = old }(thisTerminal)
+	dir, err := server.SocketDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	saveRunFrom(t, "20261101-120000-1", 34817, 0, now.Add(-time.Minute))
+	saveRunFrom(t, "20261101-120100-2", 0, 0, now)
+	saveRunFrom(t, "20261101-120200-3", 0, 900, now) // stored, not live
+	older, _ := silentListenerAt(t, server.SocketPath(dir, "20261101-120000-1"))
+	silentListenerAt(t, server.SocketPath(dir, "20261101-120100-2"))
+	for _, c := range []struct {
+		term    int
+		id, why string
+	}{
+		{34817, "20261101-120000-1", "started from this terminal, of 2 live runs"},
+		{34818, "20261101-120100-2", "newest of 2 live runs"},
+		{0, "20261101-120100-2", "newest of 2 live runs"},
+	} {
+		thisTerminal = func() int { return c.term }
+		r, err := Pick("")
+		if err != nil || r.ID != c.id || r.Why != c.why || !r.Live {
+			t.Errorf("terminal %d: Pick = %+v, %v; want live %s because %q", c.term, r, err, c.id, c.why)
+		}
+	}
+	if r, err := Pick(""); err == nil && r.Pid() <= 0 {
+		t.Errorf("the live run's recorder pid is unknown")
+	}
+	older.Process.Kill()
+	older.Wait()
+	thisTerminal = func() int { return 34817 }
+	if r, err := Pick(""); err != nil || r.ID != "20261101-120100-2" || r.Why != "" {
+		t.Errorf("one live run: Pick = %+v, %v", r, err)
 	}
 }
