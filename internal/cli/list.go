@@ -106,8 +106,11 @@ func stopCmd(g *globals) *cobra.Command {
 				if r, err = client.Pick(run); err != nil {
 					return withCode(err)
 				}
-			} else if live := client.LiveRuns(); len(live) > 0 {
-				r = live[0]
+			} else if len(client.LiveRuns()) > 0 {
+				// The live run a query would ask: of several, the one from this terminal.
+				if p, err := client.Pick(""); err == nil && p.Live {
+					r = p
+				}
 			}
 			if r == nil || !r.Live {
 				if run == "" {
@@ -123,10 +126,14 @@ func stopCmd(g *globals) *cobra.Command {
 			if err := r.Post(context.Background(), "/v1/stop", &res); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.out, "run %s stopped\n", r.ID)
+			if r.Why != "" {
+				fmt.Fprintf(g.out, "run %s stopped (%s)\n", r.ID, r.Why)
+			} else {
+				fmt.Fprintf(g.out, "run %s stopped\n", r.ID)
+			}
 			return nil
 		},
 	}
-	c.Flags().StringVar(&run, "run", "", "run `ID` to stop (default: the newest live run)")
+	c.Flags().StringVar(&run, "run", "", "run `ID` to stop (default: the live run; of several, the one started from this terminal, else the newest)")
 	return c
 }
