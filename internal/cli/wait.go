@@ -28,8 +28,9 @@ func waitCmd(g *globals) *cobra.Command {
 		Long: `Block until the live run meets every condition given, then exit 0.
 
 Without --run, wait waits on a live run only: it gives a run being started two seconds
-to appear, and if none does it exits 5, naming the stored run it could mean. With --run
-naming a stored run, it answers at once from what that run recorded.
+to appear (with --timeout-ms, that long), and if none does it exits 5, naming the stored
+run it could mean. With --run naming a stored run, it answers at once from what that run
+recorded.
 
 A live run's recorder that is stopped (SIGSTOP, Ctrl-Z) ends the wait with an error
 naming its pid; one that does not answer is given --timeout-ms and 10 s more.
@@ -107,14 +108,18 @@ Exit codes: 0 the condition holds; 3 the run ended first; 4 --timeout-ms passed 
 }
 
 // pickForWait picks the run to wait on: the one named, else a live one, giving a run that
-// is being started up to two seconds to appear. A stored run is waited on only when named:
-// without --run, no live run is an error that names the stored run it could mean.
+// is being started two seconds to appear, or the whole --timeout-ms when one is given. A
+// stored run is waited on only when named: without --run, no live run is an error that
+// names the stored run it could mean.
 func pickForWait(ctx context.Context, id string) (*client.Run, error) {
 	if id != "" {
 		r, err := client.Pick(id)
 		return r, withCode(err)
 	}
 	deadline := time.Now().Add(2 * time.Second)
+	if d, ok := ctx.Deadline(); ok && d.After(deadline) {
+		deadline = d
+	}
 	for {
 		if len(client.LiveRuns()) > 0 {
 			if r, err := client.Pick(""); err == nil && r.Live {

@@ -284,4 +284,22 @@ func TestDefaultRun(t *testing.T) {
 	if _, errOut, code := e.runOn(nil, "wait", "--run", ids["empty"], "--for-samples", "1"); code != 3 {
 		t.Errorf("wait --run on the empty stored run: exit %d, %q; want 3 (it ended)", code, errOut)
 	}
+	// With --timeout-ms, wait gives a run that long to appear, not just two seconds.
+	w := e.cmd("wait", "--for-samples", "1", "--timeout-ms", "300000")
+	var wOut syncBuffer
+	w.Stdout, w.Stderr = &wOut, &wOut
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- w.Wait() }()
+	select {
+	case err := <-waited:
+		t.Fatalf("wait --timeout-ms with nothing live ended at once: %v\n%s", err, wOut.String())
+	case <-time.After(3 * time.Second):
+	}
+	record("late", nil, "--", prog, "500") // live for 1.6 s of CPU time: long enough to be seen
+	if err := <-waited; err != nil {
+		t.Errorf("wait for a run started later: %v\n%s", err, wOut.String())
+	}
 }
