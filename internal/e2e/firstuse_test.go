@@ -285,7 +285,7 @@ func TestDefaultRun(t *testing.T) {
 		t.Errorf("wait --run on the empty stored run: exit %d, %q; want 3 (it ended)", code, errOut)
 	}
 	// With --timeout-ms, wait gives a run that long to appear, not just two seconds.
-	w := e.cmd("wait", "--for-samples", "1", "--timeout-ms", "300000")
+	w := e.cmd("wait", "--for-samples", "1", "--timeout-ms", "120000")
 	var wOut syncBuffer
 	w.Stdout, w.Stderr = &wOut, &wOut
 	if err := w.Start(); err != nil {
