@@ -34,7 +34,7 @@ shown in the code it was inlined into, its instructions marked ▶; an image+0xO
 A function the JIT compiled several times (or other code reusing its address) has one
 version per piece of code: the hottest is annotated, a header lists them all with their
 samples, and --version N picks another; an address picks the version holding it.`,
-		Args: cobra.ExactArgs(1),
+		Args: argsBetween(1, 1, "one TARGET", "a function name (a substring; quote it if it has spaces) or 0xADDRESS; stax top lists the names"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := checkTid(tid); err != nil {
 				return err

@@ -29,7 +29,7 @@ type runFlags struct {
 }
 
 func (f *runFlags) add(c *cobra.Command) {
-	c.Flags().StringVar(&f.run, "run", "", "run `ID` to query, or a file written by stax save (default: the live run, else the newest stored one; see stax list)")
+	c.Flags().StringVar(&f.run, "run", "", "run `ID` to query, or a file written by stax save (default: the live run, else the newest stored one with samples, from this terminal first; see stax list)")
 	c.Flags().BoolVar(&f.json, "json", false, "print JSON (schema-versioned) for scripts")
 }
 
@@ -89,8 +89,9 @@ func (f *runFlags) pick() (*client.Run, error) {
 }
 
 // ask answers a query from the live recorder, or computes it from the stored run.
-// A query the live recorder refuses as malformed is an error; any other failure (the
-// recorder just finished) falls back to the stored copy.
+// A query the live recorder refuses as malformed is an error, and so is a recorder that
+// does not answer (stopped, or overloaded: its checkpoint would pass for a crashed run);
+// any other failure (the recorder just finished) falls back to the stored copy.
 func ask[T any](ctx context.Context, r *client.Run, path string, q url.Values, offline func(*store.Run) (T, error)) (T, error) {
 	var out T
 	if r.Live {
@@ -100,6 +101,9 @@ func ask[T any](ctx context.Context, r *client.Run, path string, q url.Values, o
 		}
 		if re := (*client.RequestError)(nil); errors.As(err, &re) {
 			return out, usageErr("%s", re.Msg)
+		}
+		if na := (*client.NoAnswerError)(nil); errors.As(err, &na) {
+			return out, err
 		}
 	}
 	run, err := store.Load(r.StoredPath())
@@ -160,6 +164,15 @@ func commas(n uint64) string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// runState is a run's state for headers, followed by why it was chosen when no run was
+// named: "stored, newest from this terminal".
+func runState(state string, r *client.Run) string {
+	if r.Why == "" {
+		return state
+	}
+	return state + ", " + r.Why
+}
 
 func header(w io.Writer, id, state string, samples uint64, extra string) {
 	fmt.Fprintf(w, "run %s (%s) · %s samples%s\n", id, state, commas(samples), extra)

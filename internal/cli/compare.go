@@ -32,7 +32,7 @@ largest change first. Shares, not counts, so runs of different lengths compare.
 As a CI gate, exit with status 6 when:
   --fail-total-pct P      CAND took more than P percent more samples (CPU time) than BASE
   --fail-function-pct P   a function's self share grew by more than P points`,
-		Args: cobra.ExactArgs(2),
+		Args: argsBetween(2, 2, "two runs, BASE and CAND", "run ids (stax list shows them) or files written by stax save"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if n < 0 {
 				return usageErr("-n must be 0 (all) or more, not %d", n)

@@ -38,7 +38,7 @@ func exportCmd(g *globals) *cobra.Command {
 
 The file is <run-id> plus the format's extension (.pb.gz, .json, .speedscope.json,
 .folded, .svg) in the current directory unless -o names one; -o - writes to stdout.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if format == "" {
 				return usageErr("--format is required: one of %s", strings.Join(export.Names(), ", "))
@@ -80,7 +80,7 @@ The file is <run-id> plus the format's extension (.pb.gz, .json, .speedscope.jso
 			return nil
 		},
 	}
-	c.Flags().StringVar(&rf.run, "run", "", "run `ID` to export, or a file written by stax save (default: the live run, else the newest stored one; see stax list)")
+	c.Flags().StringVar(&rf.run, "run", "", "run `ID` to export, or a file written by stax save (default: the live run, else the newest stored one with samples, from this terminal first; see stax list)")
 	rf.addWindow(c)
 	c.Flags().StringVarP(&format, "format", "f", "", "output `FORMAT`: "+strings.Join(export.Names(), ", "))
 	c.Flags().StringVarP(&output, "output", "o", "", "write to `FILE` (- for stdout; default <run-id>.<ext>)")

@@ -32,7 +32,7 @@ samples spent in it and its callees, indented under its caller. Branches under
 With --diff BASE (a run id or a file from stax save), each line also shows how its share
 changed from the same call path in BASE, in percentage points: ▲ grew, ▼ shrank; paths
 BASE had that this run lacks are listed as (gone).`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if depth < 0 {
 				return usageErr("--depth must be 0 (all levels) or more, not %d", depth)
@@ -71,7 +71,7 @@ BASE had that this run lacks are listed as (gone).`,
 			if rf.json {
 				return printJSON(g.out, res)
 			}
-			header(g.out, res.Run, res.State, res.Samples, fmt.Sprintf(" · depth %d · threshold %.1f%%", depth, threshold)+windowText(res.Window))
+			header(g.out, res.Run, runState(res.State, r), res.Samples, fmt.Sprintf(" · depth %d · threshold %.1f%%", depth, threshold)+windowText(res.Window))
 			if res.Root != nil {
 				for _, ch := range res.Root.Children {
 					printFlame(g.out, ch, 0)

@@ -109,7 +109,7 @@ func TestGolden(t *testing.T) {
 		{"annotate", []string{"annotate", "jitted_func2"}},
 		{"annotate-ambiguous", []string{"annotate", "jitted"}},
 		{"list", []string{"list"}},
-		{"wait", []string{"wait", "--for-samples", "1000"}},
+		{"wait", []string{"wait", "--run", "20261101-120000-100", "--for-samples", "1000"}},
 	}
 	for _, c := range cases {
 		for _, asJSON := range []bool{false, true} {
@@ -159,6 +159,14 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"gc", "--keep", "-1"}, 2, "--keep must be 0 or more"},
 		{[]string{"rm", "../etc"}, 2, "is not a run id"},
 		{[]string{"top"}, 5, "no runs yet"},
+		{[]string{"annotate"}, 2, "annotate needs one TARGET: a function name (a substring; quote it if it has spaces) or 0xADDRESS; stax top lists the names"},
+		{[]string{"annotate", "jitted", "func"}, 2, `annotate takes one TARGET, got 2 arguments ("jitted" "func")`},
+		{[]string{"compare", "20261101-120000-100"}, 2, "compare needs two runs, BASE and CAND: run ids (stax list shows them) or files written by stax save"},
+		{[]string{"save"}, 2, "save needs one PATH"},
+		{[]string{"open"}, 2, "open needs one PATH: a file written by stax save"},
+		{[]string{"rm"}, 2, "rm needs at least one run ID"},
+		{[]string{"top", "20261101-120000-100"}, 2, `top takes no arguments, got "20261101-120000-100": name a run with --run ID`},
+		{[]string{"list", "all"}, 2, `list takes no arguments, got "all" (stax list --help lists its options)`},
 	} {
 		var out, errOut bytes.Buffer
 		code := Main(c.args, &out, &errOut)
@@ -166,8 +174,39 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("stax %v: exit %d, stderr %q; want exit %d and one line with %q", c.args, code, errOut.String(), c.code, c.want)
 		}
 	}
+	// A mistyped command gets one readable line: the parser's suggestion layout is not
+	// escaped as if it came from a profiled program.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"flme"}, `stax: unknown command "flme" for "stax"; did you mean stax flame? (stax --help lists the commands)` + "\n"},
+		{[]string{"stauts"}, `stax: unknown command "stauts" for "stax"; did you mean stax status? (stax --help lists the commands)` + "\n"},
+		{[]string{"frobnicate"}, `stax: unknown command "frobnicate" for "stax" (stax --help lists the commands)` + "\n"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := Main(c.args, &out, &errOut); code != ExitUsage || errOut.String() != c.want {
+			t.Errorf("stax %v: exit %d, stderr %q; want exit %d and %q", c.args, code, errOut.String(), ExitUsage, c.want)
+		}
+	}
 	var out, errOut bytes.Buffer
 	if code := Main([]string{"--version"}, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "stax ") {
 		t.Errorf("--version: exit %d, %q", code, out.String())
+	}
+}
+
+// TestSymbolizeNotELF: an image that is not an ELF file is named as such, with its first
+// bytes, not with the ELF parser's "bad magic number" and a list of byte values.
+func TestSymbolizeNotELF(t *testing.T) {
+	t.Setenv("STAX_HOME", t.TempDir())
+	path := filepath.Join(t.TempDir(), "passwd")
+	if err := os.WriteFile(path, []byte("root:x:0:0:root:/root:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	code := Main([]string{"symbolize", "-e", path, "0x10"}, &out, &errOut)
+	want := "stax: load image " + path + ": not an ELF file (it starts with \"root\")\n"
+	if code != ExitError || errOut.String() != want {
+		t.Errorf("exit %d, stderr %q; want exit 1 and %q", code, errOut.String(), want)
 	}
 }

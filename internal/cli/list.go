@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -13,19 +14,40 @@ import (
 	"github.com/stax-profiler/stax/internal/store"
 )
 
+// States of a live run whose recorder does not answer, in stax list.
+const (
+	stateStopped  = "stopped"   // stopped by a signal or a debugger
+	stateNoAnswer = "no-answer" // running, but it did not answer in time
+)
+
 func listCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "List live and stored runs, newest first",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			out := api.List{Schema: api.Schema, Runs: []api.RunInfo{}}
 			seen := map[string]bool{}
 			for _, r := range client.LiveRuns() {
 				var st api.Status
 				info := api.RunInfo{ID: r.ID, Live: true, State: api.StateLive}
-				if err := r.Get(context.Background(), "/v1/status", nil, &st); err == nil {
+				// A stopped recorder is not asked (it cannot answer): its last checkpoint
+				// describes the run.
+				na, stopped := r.Stopped()
+				err := error(na)
+				if !stopped {
+					err = r.Get(context.Background(), "/v1/status", nil, &st)
+					errors.As(err, &na)
+				}
+				if na != nil {
+					info.State, info.Reason = stateStopped, na.Error()
+					if na.State == 0 {
+						info.State = stateNoAnswer
+					}
+					st.Meta, err = store.ReadMeta(r.StoredPath())
+				}
+				if err == nil {
 					info.Command, info.Pid, info.Samples = st.Meta.Command, st.Meta.Pid, st.Meta.Samples
 					info.Start = st.Meta.Start.Format(time.RFC3339)
 				}
@@ -56,8 +78,11 @@ func listCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(g.out, "%-24s %-10s %10s  %-20s  %s\n", "RUN", "STATE", "SAMPLES", "START", "COMMAND")
 			for _, r := range out.Runs {
 				what := strings.Join(r.Command, " ")
-				if r.State == "damaged" {
+				switch r.State {
+				case "damaged":
 					what = r.Reason
+				case stateStopped, stateNoAnswer:
+					what += " (" + r.Reason + ")"
 				}
 				fmt.Fprintf(g.out, "%-24s %-10s %10s  %-20s  %s\n", r.ID, r.State, commas(r.Samples), r.Start, esc(what))
 			}
@@ -73,7 +98,7 @@ func stopCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "stop",
 		Short: "End a live run cleanly (an attached process keeps running)",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			var r *client.Run
 			if run != "" {
@@ -81,8 +106,11 @@ func stopCmd(g *globals) *cobra.Command {
 				if r, err = client.Pick(run); err != nil {
 					return withCode(err)
 				}
-			} else if live := client.LiveRuns(); len(live) > 0 {
-				r = live[0]
+			} else if len(client.LiveRuns()) > 0 {
+				// The live run a query would ask: of several, the one from this terminal.
+				if p, err := client.Pick(""); err == nil && p.Live {
+					r = p
+				}
 			}
 			if r == nil || !r.Live {
 				if run == "" {
@@ -98,10 +126,14 @@ func stopCmd(g *globals) *cobra.Command {
 			if err := r.Post(context.Background(), "/v1/stop", &res); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.out, "run %s stopped\n", r.ID)
+			if r.Why != "" {
+				fmt.Fprintf(g.out, "run %s stopped (%s)\n", r.ID, r.Why)
+			} else {
+				fmt.Fprintf(g.out, "run %s stopped\n", r.ID)
+			}
 			return nil
 		},
 	}
-	c.Flags().StringVar(&run, "run", "", "run `ID` to stop (default: the newest live run)")
+	c.Flags().StringVar(&run, "run", "", "run `ID` to stop (default: the live run; of several, the one started from this terminal, else the newest)")
 	return c
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -24,7 +25,7 @@ func recordCmd(g *globals) *cobra.Command {
 	var callGraph string
 	var seconds float64
 	var noJITAPI, quiet, webOn bool
-	var webAddr string
+	var webAddr, runIDFile string
 	c := &cobra.Command{
 		Use:   "record [-F HZ] [-l SECS] (-a | -p PID | -- CMD ARGS...)",
 		Short: "Record a command, or attach to a running process, and answer queries while it runs",
@@ -36,6 +37,11 @@ exec are followed.
 While recording, other shells can ask: stax wait, top, flame, threads, status. The run
 is saved as it goes (and at the end) in the run store, so the same commands answer
 after the recording ends.
+
+Scripts: -q keeps stderr for the command's own output; --run-id-file FILE writes the
+run's id (one line) to FILE once recording has begun, for --run:
+  stax record -q --run-id-file run.id -- ./app &
+  stax wait --run "$(cat run.id)" --for-samples 1000
 
 JIT'd code is named from /tmp/jit-PID.dump and /tmp/perf-PID.map files and jitdump files
 the process maps, read live. Launched commands also get INTEL_JIT_PROFILER64 pointing at
@@ -78,6 +84,20 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 			}
 			// Catch signals before the command starts: a Ctrl-C the moment it runs must not
 			// kill stax (the signals wait in the channel until the recorder is up).
+			// The id file is created before the recording starts, so a path it cannot be
+			// written to fails before the command runs.
+			var idFile *os.File
+			if runIDFile != "" {
+				f, err := os.CreateTemp(filepath.Dir(runIDFile), "."+filepath.Base(runIDFile)+".*")
+				if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+					err = pe.Err // the temporary file's name would only confuse
+				}
+				if err != nil {
+					return fmt.Errorf("write --run-id-file %s: %w (choose a path in a directory you can write)", runIDFile, err)
+				}
+				idFile = f
+				defer os.Remove(f.Name()) // left only if the recording did not start
+			}
 			sigs := make(chan os.Signal, 4)
 			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 			defer signal.Stop(sigs)
@@ -98,6 +118,11 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 					return notFound(err)
 				}
 				return err
+			}
+			if idFile != nil {
+				if err := writeRunID(idFile, runIDFile, rec.ID()); err != nil {
+					notef("--run-id-file: %v", err)
+				}
 			}
 			srv, err := server.Listen(rec)
 			if err != nil {
@@ -179,10 +204,24 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 	c.Flags().IntVarP(&pid, "pid", "p", 0, "attach to the running process `PID` (all its threads)")
 	c.Flags().BoolVarP(&all, "all-cpus", "a", false, "record every process on every CPU (root or CAP_PERFMON); stop with -l, Ctrl-C or stax stop")
 	c.Flags().BoolVar(&noJITAPI, "no-jit-api", false, "do not set INTEL_JIT_PROFILER64 for the launched command")
-	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
+	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors (--run-id-file tells scripts the run's id)")
+	c.Flags().StringVar(&runIDFile, "run-id-file", "", "write the run's id to `FILE` once recording has begun (for --run in scripts)")
 	c.Flags().BoolVar(&webOn, "web", false, "serve the recording to a browser too (stax web; its URL is printed on stderr), until the recording ends")
 	c.Flags().StringVar(&webAddr, "web-addr", "127.0.0.1:0", "`HOST:PORT` for --web")
 	return c
+}
+
+// writeRunID writes id as one line into f, a temporary file beside path, and renames it
+// to path: a reader sees the whole id or no file.
+func writeRunID(f *os.File, path, id string) error {
+	_, err := f.WriteString(id + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	return err
 }
 
 // defaultCallGraph is dwarf where stax unwinds .eh_frame itself (x86-64), else fp.

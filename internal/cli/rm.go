@@ -17,7 +17,7 @@ func rmCmd(g *globals) *cobra.Command {
 		Short: "Remove stored runs",
 		Long: `Remove stored runs by id (stax list shows them). A live run cannot be removed: stop it
 first with stax stop.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: argsBetween(1, -1, "at least one run ID", "stax list shows the runs; stax gc --keep N removes all but the newest N"),
 		RunE: func(c *cobra.Command, ids []string) error {
 			live := liveIDs()
 			var missing []string
@@ -56,7 +56,7 @@ func gcCmd(g *globals) *cobra.Command {
 		Short: "Remove all but the newest N stored runs",
 		Long: `Remove stored runs, oldest first, so that the newest N remain. Live runs are never
 removed and do not count. With --damaged, files that cannot be read go too.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if keep < 0 {
 				return usageErr("--keep must be 0 or more, not %d", keep)

@@ -95,8 +95,10 @@ Typical session:
 	} else if cmd == root || isCobraUsage(err) {
 		code = ExitUsage
 	}
-	if msg := err.Error(); msg != "" {
-		fmt.Fprintf(stderr, "stax: %s\n", esc(msg)) // errors may quote names from the programs
+	if msg := unknownCommand(err.Error()); msg != "" {
+		// stax's own messages are one line of plain text; what esc changes in them came from
+		// outside: names from the programs, their paths.
+		fmt.Fprintf(stderr, "stax: %s\n", esc(msg))
 	}
 	return code
 }
@@ -157,6 +159,33 @@ func flagError(err error) string {
 		want = "a duration such as 500ms or 2s"
 	}
 	return fmt.Sprintf("%s: %q is not %s", m[2], m[1], want)
+}
+
+// unknownCommand rewrites the command parser's "unknown command" message, which lays its
+// suggestions out over several lines, as one line:
+//
+//	unknown command "flme" for "stax"; did you mean stax flame? (stax --help lists the commands)
+func unknownCommand(msg string) string {
+	if !strings.HasPrefix(msg, "unknown command ") {
+		return msg
+	}
+	head, sugg, _ := strings.Cut(msg, "\n\nDid you mean this?\n")
+	head = strings.TrimSpace(head)
+	root := "stax"
+	if i := strings.LastIndex(head, ` for "`); i >= 0 {
+		root = strings.TrimSuffix(head[i+len(` for "`):], `"`)
+	}
+	var names []string
+	for _, s := range strings.Fields(sugg) {
+		names = append(names, root+" "+s)
+	}
+	switch n := len(names); {
+	case n == 1:
+		head += "; did you mean " + names[0] + "?"
+	case n > 1:
+		head += "; did you mean " + strings.Join(names[:n-1], ", ") + " or " + names[n-1] + "?"
+	}
+	return head + " (" + root + " --help lists the commands)"
 }
 
 func isCobraUsage(err error) bool {

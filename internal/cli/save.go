@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stax-profiler/stax/internal/client"
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/recorder"
 	"github.com/stax-profiler/stax/internal/store"
@@ -27,7 +28,7 @@ and source lines of every sampled function (JIT'd code included).
 Open it anywhere, even where the binaries, debug files and JIT files are gone:
   stax open PATH                 import it into this machine's runs
   stax top --run PATH            or query the file directly`,
-		Args: cobra.ExactArgs(1),
+		Args: argsBetween(1, 1, "one PATH", "the file to write the run to (e.g. app.stax)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			path := args[0]
 			if _, err := os.Stat(path); err == nil && !force {
@@ -61,7 +62,7 @@ Open it anywhere, even where the binaries, debug files and JIT files are gone:
 			return nil
 		},
 	}
-	c.Flags().StringVar(&rf.run, "run", "", "run `ID` to save (default: the live run, else the newest stored one)")
+	c.Flags().StringVar(&rf.run, "run", "", "run `ID` to save (default: the live run, else the newest stored one with samples, from this terminal first)")
 	c.Flags().BoolVarP(&force, "force", "f", false, "replace PATH if it exists")
 	return c
 }
@@ -75,7 +76,7 @@ func openCmd(g *globals) *cobra.Command {
 (top, flame, threads, timeline, annotate, compare) answers from it as from the run it
 was saved from. It keeps its run id unless a run here already has it. Files written by
 an older stax are read; a newer stax's format is refused with the version it needs.`,
-		Args: cobra.ExactArgs(1),
+		Args: argsBetween(1, 1, "one PATH", "a file written by stax save"),
 		RunE: func(c *cobra.Command, args []string) error {
 			run, err := store.Load(args[0])
 			if err != nil {
@@ -101,7 +102,7 @@ an older stax are read; a newer stax's format is refused with the version it nee
 			if asJSON {
 				return printJSON(g.out, st)
 			}
-			printStatus(g, st)
+			printStatus(g, st, &client.Run{ID: id})
 			fmt.Fprintf(g.out, "\nimported as run %s: ask it with stax top --run %s\n", id, id)
 			return nil
 		},

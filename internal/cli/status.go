@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/client"
 	"github.com/stax-profiler/stax/internal/recorder"
 	"github.com/stax-profiler/stax/internal/store"
 )
@@ -19,7 +20,7 @@ func statusCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Describe a run: samples, losses, processes, JIT sources, what stayed unnamed",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			r, err := rf.pick()
 			if err != nil {
@@ -34,7 +35,7 @@ func statusCmd(g *globals) *cobra.Command {
 			if rf.json {
 				return printJSON(g.out, st)
 			}
-			printStatus(g, st)
+			printStatus(g, st, r)
 			return nil
 		},
 	}
@@ -42,10 +43,10 @@ func statusCmd(g *globals) *cobra.Command {
 	return c
 }
 
-func printStatus(g *globals, st api.Status) {
+func printStatus(g *globals, st api.Status, r *client.Run) {
 	m := st.Meta
 	w := g.out
-	fmt.Fprintf(w, "run:       %s (%s)\n", m.ID, st.State)
+	fmt.Fprintf(w, "run:       %s (%s)\n", m.ID, runState(st.State, r))
 	if st.State == api.StateCrashed {
 		fmt.Fprintf(w, "crashed:   the recorder ended without finishing; this is its last checkpoint, at %.1fs\n", st.ElapsedSec)
 	}

@@ -18,7 +18,7 @@ func threadsCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "threads",
 		Short: "List threads by samples, with their names",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := checkCount("-n", n); err != nil {
 				return err
@@ -36,7 +36,7 @@ func threadsCmd(g *globals) *cobra.Command {
 			if rf.json {
 				return printJSON(g.out, res)
 			}
-			header(g.out, res.Run, res.State, res.Samples, windowText(res.Window))
+			header(g.out, res.Run, runState(res.State, r), res.Samples, windowText(res.Window))
 			fmt.Fprintf(g.out, "%8s %8s %10s %8s  %-16s  %s\n", "TID", "PID", "SAMPLES", "PCT", "NAME", "HOTTEST FUNCTION")
 			for _, row := range res.Rows {
 				fmt.Fprintf(g.out, "%8d %8d %10s %7.2f%%  %-16s  %s\n", row.Tid, row.Pid, commas(row.Samples), row.Pct, esc(row.Name), esc(row.TopFunc))

@@ -30,7 +30,7 @@ of time in which one function is the hottest (by self samples).
 Find the slow second here, then ask about it alone:
   stax timeline
   stax top --from 3.2 --to 3.9`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if bucket < 0 || math.IsNaN(bucket) || math.IsInf(bucket, 0) {
 				return usageErr("--bucket must be a positive number of milliseconds, not %g", bucket)
@@ -65,7 +65,7 @@ Find the slow second here, then ask about it alone:
 			if rf.json {
 				return printJSON(g.out, res)
 			}
-			header(g.out, res.Run, res.State, samples, fmt.Sprintf(" · %d buckets of %s", res.Buckets, duration(res.BucketSec))+windowText(res.Window))
+			header(g.out, res.Run, runState(res.State, r), samples, fmt.Sprintf(" · %d buckets of %s", res.Buckets, duration(res.BucketSec))+windowText(res.Window))
 			printTimeline(g.out, res)
 			return nil
 		},

@@ -26,7 +26,7 @@ image+0xOFFSET or [unknown] 0xADDRESS.
 
 --by process lists processes instead (what a system-wide run, stax record -a, spent
 its time on), each with its share and hottest function; --pid and --comm keep some.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if sort != "self" && sort != "total" {
 				return usageErr("--sort must be self or total, not %q", sort)
@@ -72,14 +72,14 @@ its time on), each with its share and hottest function; --pid and --comm keep so
 				extra += " · comm " + esc(rf.processes.Comm)
 			}
 			if by == "process" {
-				header(g.out, res.Run, res.State, res.Samples, " · by process"+extra[len(" · sort: "+res.Sort):]+windowText(res.Window))
+				header(g.out, res.Run, runState(res.State, r), res.Samples, " · by process"+extra[len(" · sort: "+res.Sort):]+windowText(res.Window))
 				fmt.Fprintf(g.out, "%8s %10s %8s %8s  %-16s  %s\n", "PID", "SAMPLES", "PCT", "THREADS", "COMMAND", "HOTTEST FUNCTION")
 				for _, p := range res.Processes {
 					fmt.Fprintf(g.out, "%8d %10s %7.2f%% %8d  %-16s  %s\n", p.Pid, commas(p.Samples), p.Pct, p.Threads, esc(p.Comm), esc(p.TopFunc))
 				}
 				return nil
 			}
-			header(g.out, res.Run, res.State, res.Samples, extra+windowText(res.Window))
+			header(g.out, res.Run, runState(res.State, r), res.Samples, extra+windowText(res.Window))
 			fmt.Fprintf(g.out, "%8s %10s %8s %10s  %s\n", "SELF%", "SELF", "TOTAL%", "TOTAL", "FUNCTION  [IMAGE]")
 			for _, row := range res.Rows {
 				name := esc(row.Func)

@@ -27,10 +27,17 @@ func waitCmd(g *globals) *cobra.Command {
 		Short: "Block until a live run has enough samples, time, or a symbol",
 		Long: `Block until the live run meets every condition given, then exit 0.
 
+Without --run, wait waits on a live run only: it gives a run being started two seconds
+to appear (with --timeout-ms, that long), and if none does it exits 5, naming the stored
+run it could mean. With --run naming a stored run, it answers at once from what that run
+recorded.
+
+A live run's recorder that is stopped (SIGSTOP, Ctrl-Z) ends the wait with an error
+naming its pid; one that does not answer is given --timeout-ms and 10 s more.
+
 Exit codes: 0 the condition holds; 3 the run ended first; 4 --timeout-ms passed first;
-5 there is no such run. When no run is live yet, wait gives a run being started a
-moment to appear before it answers from the newest stored run.`,
-		Args: cobra.NoArgs,
+5 there is no such run (without --run: no live run).`,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if samples <= 0 && seconds <= 0 && symbol == "" {
 				return usageErr("wait needs --for-samples, --for-seconds or --until-symbol")
@@ -52,14 +59,24 @@ moment to appear before it answers from the newest stored run.`,
 			var res api.Wait
 			if r.Live {
 				q := url.Values{"samples": {itoa(samples)}, "seconds": {strconv.FormatFloat(seconds, 'f', -1, 64)}, "symbol": {symbol}}
+				// The recorder answers when the time is up; the client gives it a grace
+				// period more before it calls the recorder unresponsive. With no timeout,
+				// only a stopped recorder ends the wait early.
+				pollCtx := context.Background()
 				if timeoutMS > 0 {
 					left := time.Duration(timeoutMS)*time.Millisecond - time.Since(start)
 					q.Set("timeout_ms", strconv.FormatInt(max(left.Milliseconds(), 1), 10))
+					var cancel context.CancelFunc
+					pollCtx, cancel = context.WithTimeout(pollCtx, max(left, 0)+client.WaitGrace)
+					defer cancel()
 				}
-				err = r.Get(context.Background(), "/v1/wait", q, &res)
+				err = r.LongPoll(pollCtx, "/v1/wait", q, &res)
+				if na := (*client.NoAnswerError)(nil); errors.As(err, &na) {
+					return err
+				}
 			}
 			if !r.Live || err != nil {
-				res, err = waitStored(r.ID, uint64(samples), seconds, symbol)
+				res, err = waitStored(r, uint64(samples), seconds, symbol)
 				if err != nil {
 					return err
 				}
@@ -90,34 +107,48 @@ moment to appear before it answers from the newest stored run.`,
 	return c
 }
 
-// pickForWait picks the run to wait on; with no run named and none live, it gives a run
-// that is being started up to two seconds to appear.
+// pickForWait picks the run to wait on: the one named, else a live one, giving a run that
+// is being started two seconds to appear, or the whole --timeout-ms when one is given. A
+// stored run is waited on only when named: without --run, no live run is an error that
+// names the stored run it could mean.
 func pickForWait(ctx context.Context, id string) (*client.Run, error) {
 	if id != "" {
-		return client.Pick(id)
+		r, err := client.Pick(id)
+		return r, withCode(err)
 	}
 	deadline := time.Now().Add(2 * time.Second)
+	if d, ok := ctx.Deadline(); ok && d.After(deadline) {
+		deadline = d
+	}
 	for {
-		if live := client.LiveRuns(); len(live) > 0 {
-			return live[0], nil
+		if len(client.LiveRuns()) > 0 {
+			if r, err := client.Pick(""); err == nil && r.Live {
+				return r, nil
+			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			r, err := client.Pick("")
-			return r, withCode(err)
+			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	r, err := client.Pick("")
+	if err != nil {
+		return nil, notFound(fmt.Errorf("no live run to wait on, and no stored run either (start one with: stax record -- CMD)"))
+	}
+	m, err := store.ReadMeta(r.StoredPath())
+	if err != nil {
+		return nil, notFound(fmt.Errorf("no live run to wait on (stax list shows the runs)"))
+	}
+	return nil, notFound(fmt.Errorf("no live run to wait on; stax wait --run %s checks what %s run %s recorded (%s samples; %s)",
+		r.ID, api.StateOf(m), r.ID, commas(m.Samples), r.Why))
 }
 
-func waitStored(id string, samples uint64, seconds float64, symbol string) (api.Wait, error) {
-	run, err := store.Load(store.Path(id))
+func waitStored(r *client.Run, samples uint64, seconds float64, symbol string) (api.Wait, error) {
+	run, err := store.Load(r.StoredPath())
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return api.Wait{}, err
-		}
 		return api.Wait{}, err
 	}
-	res := api.Wait{Schema: api.Schema, Run: id, Samples: run.Meta.Samples}
+	res := api.Wait{Schema: api.Schema, Run: r.ID, Samples: run.Meta.Samples}
 	if !run.Meta.End.IsZero() {
 		res.ElapsedSec = run.Meta.End.Sub(run.Meta.Start).Seconds()
 	}

@@ -28,14 +28,14 @@ window), a flame graph (click a frame to zoom, search to highlight), the top fun
 status of the run above. While the run records, the page updates every second without
 losing its zoom or selection.
 
-The run is the live one by default, else the newest stored one; --run picks a run id or
-a file from stax save. stax record --web serves the recording itself.
+The run is the live one by default, else the newest stored one with samples (from this
+terminal first); --run picks a run id or a file from stax save. stax record --web serves the recording itself.
 
 The server listens on 127.0.0.1 (a free port unless --addr says otherwise) and answers
 only requests that carry the random token in the printed URL: other users of this
 machine can reach a loopback port, but not the run. It only reads the run; nothing is
 written. Stop it with Ctrl-C.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			r, err := (&runFlags{run: runID}).pick()
 			if err != nil {
@@ -65,7 +65,7 @@ written. Stop it with Ctrl-C.`,
 			return srv.Serve()
 		},
 	}
-	c.Flags().StringVar(&runID, "run", "", "run `ID` to show, or a file written by stax save (default: the live run, else the newest stored one)")
+	c.Flags().StringVar(&runID, "run", "", "run `ID` to show, or a file written by stax save (default: the live run, else the newest stored one with samples, from this terminal first)")
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "`HOST:PORT` to listen on (anything but loopback lets other machines reach the page, token still required)")
 	c.Flags().BoolVar(&open, "open", false, "open the page in the desktop's browser (xdg-open)")
 	return c

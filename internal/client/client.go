@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,8 +32,10 @@ type Run struct {
 	ID   string
 	Live bool
 	File string // a saved run's file outside the store (stax save), else empty
+	Why  string // why Pick chose it when no run was named ("newest from this terminal"), else empty
 	sock string
 	hc   *http.Client
+	pid  atomic.Int32 // a live run's recorder, from its socket (see Pid)
 }
 
 // StoredPath is where the run's file is.
@@ -54,16 +57,26 @@ func IsFile(id string) bool {
 	return strings.ContainsRune(id, '/') || strings.HasSuffix(id, ".stax")
 }
 
-func newLive(id, sock string) *Run {
-	return &Run{ID: id, Live: true, sock: sock, hc: &http.Client{Transport: &http.Transport{
+func newLive(id, sock string, pid int) *Run {
+	r := &Run{ID: id, Live: true, sock: sock}
+	r.pid.Store(int32(pid))
+	r.hc = &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
+			c, err := d.DialContext(ctx, "unix", sock)
+			if err == nil {
+				if p := peerPid(c); p > 0 {
+					r.pid.Store(int32(p))
+				}
+			}
+			return c, err
 		},
-	}}}
+	}}
+	return r
 }
 
-// LiveRuns lists the runs whose recorder answers, newest first.
+// LiveRuns lists the runs whose recorder listens, newest first. It does not ask them
+// anything: a stopped recorder's socket still accepts (see Run.Stopped).
 func LiveRuns() []*Run {
 	dir, err := server.SocketDir()
 	if err != nil {
@@ -89,13 +102,15 @@ func LiveRuns() []*Run {
 			}
 			continue
 		}
+		pid := peerPid(c)
 		c.Close()
-		out = append(out, newLive(strings.TrimSuffix(n, ".sock"), sock))
+		out = append(out, newLive(strings.TrimSuffix(n, ".sock"), sock, pid))
 	}
 	return out
 }
 
-// Pick chooses the run named id, else the newest live run, else the newest stored run.
+// Pick chooses the run named id, else the default run (see pickDefault): live first, then
+// the newest stored run with samples, from this terminal first.
 func Pick(id string) (*Run, error) {
 	if id != "" && IsFile(id) {
 		m, err := store.ReadMeta(id)
@@ -118,23 +133,7 @@ func Pick(id string) (*Run, error) {
 		}
 		return &Run{ID: id}, nil
 	}
-	if live := LiveRuns(); len(live) > 0 {
-		return live[0], nil
-	}
-	ids, err := store.List()
-	if err != nil {
-		return nil, err
-	}
-	if len(ids) == 0 {
-		return nil, fmt.Errorf("no runs yet: %w (start one with: stax record -- CMD)", ErrNotFound)
-	}
-	// The newest run whose file is whole: a damaged file is skipped (stax list shows it).
-	for _, id := range ids {
-		if store.Check(store.Path(id)) == nil {
-			return &Run{ID: id}, nil
-		}
-	}
-	return nil, fmt.Errorf("every stored run is damaged: %w (stax list shows them; stax rm removes them)", ErrNotFound)
+	return pickDefault()
 }
 
 // Stored lists the stored runs, newest first, with their meta read from the file's header
@@ -159,20 +158,45 @@ type StoredRun struct {
 	Err  error // the file is damaged
 }
 
-// Get asks a live run and decodes the JSON answer into out.
+// Get asks a live run and decodes the JSON answer into out. A recorder that does not
+// answer within 30 s, or is stopped, gives a *NoAnswerError.
 func (r *Run) Get(ctx context.Context, path string, q url.Values, out any) error {
-	return r.do(ctx, http.MethodGet, path, q, out)
+	return r.do(ctx, http.MethodGet, path, q, out, queryTimeout)
+}
+
+// LongPoll is Get for a query that waits on the run (stax wait): it is bounded by ctx
+// alone, and by the recorder being stopped.
+func (r *Run) LongPoll(ctx context.Context, path string, q url.Values, out any) error {
+	return r.do(ctx, http.MethodGet, path, q, out, 0)
 }
 
 // Post sends a command to a live run.
 func (r *Run) Post(ctx context.Context, path string, out any) error {
-	return r.do(ctx, http.MethodPost, path, nil, out)
+	return r.do(ctx, http.MethodPost, path, nil, out, stopTimeout)
 }
 
-func (r *Run) do(ctx context.Context, method, path string, q url.Values, out any) error {
+// do sends a request, bounded by timeout (0: by ctx alone) and by the recorder being
+// stopped.
+func (r *Run) do(ctx context.Context, method, path string, q url.Values, out any, timeout time.Duration) error {
 	if !r.Live {
 		return fmt.Errorf("run %s is not live", r.ID)
 	}
+	if method != http.MethodGet {
+		// A command queued in a stopped recorder's socket would take effect whenever it
+		// resumes, long after this client gave up on it: it is not sent.
+		if na, stopped := r.Stopped(); stopped {
+			return na
+		}
+	}
+	began := time.Now()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if timeout > 0 {
+		var cancelTimeout context.CancelFunc
+		ctx, cancelTimeout = context.WithTimeout(ctx, timeout)
+		defer cancelTimeout()
+	}
+	defer r.watch(ctx, cancel)()
 	u := "http://stax" + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -183,11 +207,17 @@ func (r *Run) do(ctx context.Context, method, path string, q url.Values, out any
 	}
 	resp, err := r.hc.Do(req)
 	if err != nil {
+		if na := r.noAnswer(ctx, began); na != nil {
+			return na
+		}
 		return fmt.Errorf("ask run %s: %w", r.ID, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
 	if err != nil {
+		if na := r.noAnswer(ctx, began); na != nil {
+			return na
+		}
 		return fmt.Errorf("ask run %s: %w", r.ID, err)
 	}
 	if resp.StatusCode != http.StatusOK {

@@ -80,3 +80,68 @@ func TestPickSkipsDamagedRuns(t *testing.T) {
 		t.Errorf("Pick removed a damaged file: %v", err)
 	}
 }
+
+// saveRunFrom stores a finished run with samples recorded from terminal term.
+func saveRunFrom(t *testing.T, id string, term int, samples uint64, mod time.Time) {
+	t.Helper()
+	r := &store.Run{Meta: store.Meta{ID: id, Pid: 1, Finished: true, Start: mod, Terminal: term, Samples: samples}}
+	if err := store.Save(store.Path(id), r); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(store.Path(id), mod, mod)
+}
+
+// TestPickPrefersThisTerminalAndSamples: with no run named and none live, the default is
+// the newest run with samples started from this terminal, else the newest with samples;
+// a newer empty run is passed over and named in the reason; when every run is empty, the
+// newest is chosen and the reason says it has none.
+func TestPickPrefersThisTerminalAndSamples(t *testing.T) {
+	t.Setenv("STAX_HOME", t.TempDir())
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	defer func(old func() int) { thisTerminal = old }(thisTerminal)
+	now := time.Now()
+	saveRunFrom(t, "here-old", 34817, 500, now.Add(-4*time.Minute))
+	saveRunFrom(t, "elsewhere", 34818, 700, now.Add(-3*time.Minute))
+	saveRunFrom(t, "no-terminal", 0, 900, now.Add(-2*time.Minute))
+	saveRunFrom(t, "here-empty", 34817, 0, now.Add(-1*time.Minute))
+	for _, c := range []struct {
+		term    int
+		id, why string
+	}{
+		{34817, "here-old", "newest from this terminal with samples; newer run here-empty has none"},
+		{34818, "elsewhere", "newest from this terminal"},
+		{34819, "no-terminal", "newest with samples; newer run here-empty has none"},
+		{0, "no-terminal", "newest with samples; newer run here-empty has none"},
+	} {
+		thisTerminal = func() int { return c.term }
+		r, err := Pick("")
+		if err != nil || r.ID != c.id || r.Why != c.why || r.Live {
+			t.Errorf("terminal %d: Pick = %+v, %v; want %s because %q", c.term, r, err, c.id, c.why)
+		}
+	}
+	// A damaged file is passed over even when it would be chosen: its header and meta read
+	// well, its checksum does not.
+	b, err := os.ReadFile(store.Path("no-terminal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-1] ^= 0xff
+	os.WriteFile(store.Path("no-terminal"), b, 0o600)
+	if _, err := store.ReadMeta(store.Path("no-terminal")); err != nil {
+		t.Fatalf("the damaged stand-in's meta does not read: %v", err)
+	}
+	thisTerminal = func() int { return 0 }
+	if r, err := Pick(""); err != nil || r.ID != "elsewhere" {
+		t.Errorf("Pick past a damaged file: %+v, %v; want elsewhere", r, err)
+	}
+	// Named runs are chosen as named, with no reason.
+	if r, err := Pick("here-empty"); err != nil || r.ID != "here-empty" || r.Why != "" {
+		t.Errorf("Pick(here-empty) = %+v, %v", r, err)
+	}
+	for _, id := range []string{"here-old", "elsewhere", "no-terminal"} {
+		os.Remove(store.Path(id))
+	}
+	if r, err := Pick(""); err != nil || r.ID != "here-empty" || r.Why != "newest; it has no samples" {
+		t.Errorf("Pick among empty runs: %+v, %v", r, err)
+	}
+}

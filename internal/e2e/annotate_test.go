@@ -112,7 +112,7 @@ func TestAnnotateNativeAndErrors(t *testing.T) {
 	}{
 		{[]string{"annotate", "no_such_function_anywhere"}, 5, "no sampled function"},
 		{[]string{"annotate", "0x10"}, 5, "outside any sampled function"},
-		{[]string{"annotate"}, 2, "accepts 1 arg"},
+		{[]string{"annotate"}, 2, "annotate needs one TARGET"},
 	} {
 		_, stderr, code := e.run(c.args...)
 		if code != c.code || !strings.Contains(stderr, c.want) {

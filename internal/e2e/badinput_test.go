@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -165,5 +166,26 @@ func TestUnreadableBinary(t *testing.T) {
 	checkOneLine(t, "unreadable binary", stderr)
 	if !strings.Contains(stderr, "cannot read") {
 		t.Errorf("stderr %q does not say the program cannot be read", stderr)
+	}
+}
+
+// TestSystemWideAsNonRoot: a user the kernel does not let watch whole CPUs gets one line
+// saying what -a needs, not a crash.
+func TestSystemWideAsNonRoot(t *testing.T) {
+	testutil.RequirePerf(t)
+	e, setpriv := asNobody(t)
+	b, _ := os.ReadFile("/proc/sys/kernel/perf_event_paranoid")
+	if level, err := strconv.Atoi(strings.TrimSpace(string(b))); err != nil || level < 1 {
+		t.Skipf("kernel.perf_event_paranoid is %q: every user may record every CPU here", b)
+	}
+	_, stderr, code := e.runAs(setpriv, "record", "-a", "-l", "1")
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (stderr %q)", code, stderr)
+	}
+	checkOneLine(t, "record -a as non-root", stderr)
+	for _, want := range []string{"record -a", "root or CAP_PERFMON", "kernel.perf_event_paranoid=0"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr %q does not say %q", stderr, want)
+		}
 	}
 }

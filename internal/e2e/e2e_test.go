@@ -284,12 +284,16 @@ func TestLiveQueriesThenStored(t *testing.T) {
 	if _, _, ok := row(after, "work_b"); !ok {
 		t.Errorf("stored top lacks work_b: %+v", after.Rows)
 	}
-	// A wait on a finished run that already met its condition answers at once.
-	if _, _, code := e.run("wait", "--for-samples", "10"); code != 0 {
+	// A wait on a finished run named with --run answers at once; without --run there is
+	// no live run to wait on.
+	if _, _, code := e.run("wait", "--run", after.Run, "--for-samples", "10"); code != 0 {
 		t.Errorf("wait on a finished run that met the condition: exit %d", code)
 	}
-	if _, _, code := e.run("wait", "--for-samples", "100000000"); code != 3 {
+	if _, _, code := e.run("wait", "--run", after.Run, "--for-samples", "100000000"); code != 3 {
 		t.Errorf("wait on a finished run that cannot meet the condition: exit %d, want 3", code)
+	}
+	if _, stderr, code := e.run("wait", "--for-samples", "10"); code != 5 || !strings.Contains(stderr, "--run "+after.Run) {
+		t.Errorf("wait with no live run: exit %d, %q; want 5 naming the stored run", code, stderr)
 	}
 }
 

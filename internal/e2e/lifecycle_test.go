@@ -80,15 +80,18 @@ func TestCrashedRunIsCrashedEverywhere(t *testing.T) {
 		t.Errorf("top: state %q live %v samples %d, want crashed with the checkpoint's samples", top.State, top.Live, top.Samples)
 	}
 	text, _, _ := e.run("top")
-	if !strings.Contains(text, "(crashed)") {
+	if !strings.Contains(text, "(crashed, newest)") {
 		t.Errorf("top text does not say crashed:\n%s", text)
 	}
 	status, _, _ := e.run("status")
-	if !strings.Contains(status, "("+api.StateCrashed+")") || strings.Contains(status, "((") || strings.Contains(status, " in 0.0s") {
+	if !strings.Contains(status, "("+api.StateCrashed+", newest)") || strings.Contains(status, "((") || strings.Contains(status, " in 0.0s") {
 		t.Errorf("status of a crashed run:\n%s", status)
 	}
-	if _, _, code := e.run("wait", "--for-samples", "100000000"); code != 3 {
+	if _, _, code := e.run("wait", "--run", id, "--for-samples", "100000000"); code != 3 {
 		t.Errorf("wait on a crashed run: exit %d, want 3 (the run ended)", code)
+	}
+	if _, stderr, code := e.run("wait", "--for-samples", "100000000"); code != 5 || !strings.Contains(stderr, "crashed run "+id) {
+		t.Errorf("wait with only a crashed run: exit %d, %q; want 5 naming it", code, stderr)
 	}
 	_, stderr, code := e.run("stop")
 	if code != 5 || !strings.Contains(stderr, "crashed") {

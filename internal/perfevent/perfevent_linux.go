@@ -193,7 +193,7 @@ func Open(cfg Config) (*Session, error) {
 			break
 		}
 	}
-	return nil, explain(lastErr)
+	return nil, explain(cfg, lastErr)
 }
 
 func paranoid() string {
@@ -204,10 +204,27 @@ func paranoid() string {
 	return strings.TrimSpace(string(b))
 }
 
-func explain(err error) error {
+// PermissionError says the kernel refused to open the events to this user.
+type PermissionError struct {
+	SystemWide bool
+	Paranoid   string // kernel.perf_event_paranoid
+	Err        error
+}
+
+func (e *PermissionError) Error() string {
+	if e.SystemWide {
+		// Events on a whole CPU need CAP_PERFMON above paranoid level 0, even user-only.
+		return fmt.Sprintf("recording every process needs root or CAP_PERFMON (kernel.perf_event_paranoid=%s): run stax as root, grant it CAP_PERFMON, or lower the setting: sysctl kernel.perf_event_paranoid=0", e.Paranoid)
+	}
+	return fmt.Sprintf("%v (kernel.perf_event_paranoid=%s; run as root, grant CAP_PERFMON, or lower it: sysctl kernel.perf_event_paranoid=1)", e.Err, e.Paranoid)
+}
+
+func (e *PermissionError) Unwrap() error { return e.Err }
+
+func explain(cfg Config, err error) error {
 	switch {
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
-		return fmt.Errorf("%w (kernel.perf_event_paranoid=%s; run as root, grant CAP_PERFMON, or lower it: sysctl kernel.perf_event_paranoid=1)", err, paranoid())
+		return &PermissionError{SystemWide: cfg.SystemWide, Paranoid: paranoid(), Err: err}
 	case errors.Is(err, unix.ESRCH):
 		return fmt.Errorf("%w: the process does not exist", err)
 	}

@@ -170,3 +170,55 @@ func ReadCreds(pid int) (Creds, error) {
 	}
 	return c, nil
 }
+
+// Stat is what stax reads of a process's /proc/PID/stat.
+type Stat struct {
+	// State is R (running), S (sleeping), D (disk wait), T (stopped by a signal), t
+	// (stopped by a debugger), Z (zombie), ...
+	State byte
+	// TTY is tty_nr, the device number of the process's controlling terminal: 0 for none.
+	TTY int
+}
+
+// Stopped reports whether the process is stopped: by a signal (SIGSTOP, Ctrl-Z) or by a
+// debugger.
+func (s Stat) Stopped() bool { return s.State == 'T' || s.State == 't' }
+
+// ParseStat parses the contents of /proc/PID/stat (see proc(5)).
+func ParseStat(b []byte) (Stat, error) {
+	// The command name, second, is in parentheses and may hold any byte, ')' and spaces
+	// included: the fields that follow are counted from the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return Stat{}, fmt.Errorf("parse process stat: no command name")
+	}
+	// state ppid pgrp session tty_nr ...
+	f := strings.Fields(string(b[i+1 : min(len(b), i+1+256)]))
+	if len(f) < 5 || len(f[0]) != 1 {
+		return Stat{}, fmt.Errorf("parse process stat: %d fields after the command name, want 5 or more", len(f))
+	}
+	tty, err := strconv.ParseInt(f[4], 10, 32)
+	if err != nil {
+		return Stat{}, fmt.Errorf("parse process stat: tty_nr %q: %w", f[4], err)
+	}
+	return Stat{State: f[0][0], TTY: int(tty)}, nil
+}
+
+// ReadStat reads /proc/PID/stat of process pid.
+func ReadStat(pid int) (Stat, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return Stat{}, fmt.Errorf("read process stat: %w", err)
+	}
+	return ParseStat(b)
+}
+
+// Terminal is the device number of this process's controlling terminal, 0 when it has
+// none.
+func Terminal() int {
+	st, err := ReadStat(os.Getpid())
+	if err != nil {
+		return 0
+	}
+	return st.TTY
+}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -177,4 +178,74 @@ func TestGone(t *testing.T) {
 	if !Gone(cmd.Process.Pid) {
 		t.Error("a reaped child is not gone")
 	}
+}
+
+func TestParseStat(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want Stat
+		ok   bool
+	}{
+		{"1234 (stax) T 1000 1234 1000 34817 1234 4194560 123 0 0 0", Stat{State: 'T', TTY: 34817}, true},
+		{"77 (a) b) (c) S 1 77 77 0 -1 4194304", Stat{State: 'S', TTY: 0}, true},
+		{"9 (x\ny) t 1 9 9 -5 9", Stat{State: 't', TTY: -5}, true},
+		{"9 (x) R 1 9 9", Stat{}, false},
+		{"9 x R 1 9 9 0", Stat{}, false},
+		{"9 (x) RR 1 9 9 0", Stat{}, false},
+		{"9 (x) R 1 9 9 tty", Stat{}, false},
+		{"", Stat{}, false},
+	} {
+		got, err := ParseStat([]byte(c.in))
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("ParseStat(%q) = %+v, %v; want %+v, ok %v", c.in, got, err, c.want, c.ok)
+		}
+	}
+	st, err := ReadStat(os.Getpid())
+	if err != nil || (st.State != 'R' && st.State != 'S') {
+		t.Errorf("this process: %+v, %v; want running or sleeping", st, err)
+	}
+	if st.Stopped() {
+		t.Errorf("this process is stopped")
+	}
+}
+
+// TestReadStatStopped stops a child with SIGSTOP: its stat says so until SIGCONT.
+func TestReadStatStopped(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	syscall.Kill(cmd.Process.Pid, syscall.SIGSTOP)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := ReadStat(cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Stopped() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a child sent SIGSTOP is in state %c", st.State)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
+}
+
+// FuzzParseStat: any input either fails or gives a one-byte state found in the input.
+func FuzzParseStat(f *testing.F) {
+	f.Add("1234 (stax) T 1000 1234 1000 34817 1234 4194560 123 0 0 0")
+	f.Add("77 (a) b) (c) S 1 77 77 0 -1 4194304")
+	f.Add("9 (x) R 1 9")
+	f.Fuzz(func(t *testing.T, in string) {
+		st, err := ParseStat([]byte(in))
+		if err != nil {
+			return
+		}
+		if strings.IndexByte(in, st.State) < 0 {
+			t.Errorf("state %q not in the input", st.State)
+		}
+	})
 }

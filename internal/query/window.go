@@ -33,6 +33,9 @@ var ErrNoTimes = errors.New("this run keeps no sample times (an older stax recor
 func (w Window) bounds(run *store.Run) (from, to uint64, err error) {
 	p := &run.Profile
 	if !p.HasTimes() {
+		if run.Meta.Samples == 0 {
+			return 0, 0, fmt.Errorf("run %s has no samples, so there is nothing to place in time (stax status --run %s may say why)", run.Meta.ID, run.Meta.ID)
+		}
 		return 0, 0, ErrNoTimes
 	}
 	first, last := p.TimeRange()

@@ -183,10 +183,13 @@ func Start(opts Options) (*Recorder, error) {
 		if r.gate != nil {
 			r.gate.Abort()
 		}
-		if opts.Pid != 0 {
-			return nil, fmt.Errorf("attach to pid %d: %w", opts.Pid, err)
+		switch {
+		case opts.SystemWide:
+			return nil, fmt.Errorf("record -a: %w", err)
+		case len(opts.Argv) > 0:
+			return nil, fmt.Errorf("record %s: %w", opts.Argv[0], err)
 		}
-		return nil, fmt.Errorf("record %s: %w", opts.Argv[0], err)
+		return nil, fmt.Errorf("attach to pid %d: %w", opts.Pid, err)
 	}
 	r.src = sess
 	if sess.Note != "" {
@@ -202,6 +205,7 @@ func Start(opts Options) (*Recorder, error) {
 		}
 		return nil, err
 	}
+	r.meta.Terminal = proc.Terminal()
 	if r.meta.Pid > 0 {
 		r.jitw.Track(r.meta.Pid)
 		if c, err := proc.ReadCreds(r.meta.Pid); err == nil {

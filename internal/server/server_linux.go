@@ -86,15 +86,24 @@ func Listen(rec Recording) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The socket is bound under a temporary name and renamed into place once it listens:
+	// a client that finds the path and is refused takes it for a dead recorder's socket.
 	path := SocketPath(dir, rec.ID())
-	os.Remove(path)
+	tmp := filepath.Join(dir, "."+rec.ID()+".sock-"+strconv.Itoa(os.Getpid()))
+	os.Remove(tmp)
 	old := unix.Umask(0o177)
-	ln, err := net.Listen("unix", path)
+	ln, err := net.Listen("unix", tmp)
 	unix.Umask(old)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
-	os.Chmod(path, 0o600)
+	ln.(*net.UnixListener).SetUnlinkOnClose(false) // its name is path's now; Close removes that
+	os.Chmod(tmp, 0o600)
+	if err := os.Rename(tmp, path); err != nil {
+		ln.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
 	s := newServer(rec, true)
 	s.path = path
 	s.ln = &peerCheckListener{UnixListener: ln.(*net.UnixListener), limit: s.limit}
@@ -141,13 +150,13 @@ func (s *Server) Serve() {
 	}
 }
 
-// Close stops serving after in-flight requests finish (waiters are answered first) and
-// removes the socket.
+// Close removes the socket, so no new client finds it, then stops serving after in-flight
+// requests finish (waiters are answered first).
 func (s *Server) Close() {
+	os.Remove(s.path)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s.srv.Shutdown(ctx)
-	os.Remove(s.path)
 }
 
 // snapshotting lets at most maxSnapshots queries build a snapshot of the run at once; the

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -275,5 +277,51 @@ func TestSocketDirMustBePrivate(t *testing.T) {
 	os.Chmod(filepath.Join(home, "live"), 0o755)
 	if _, err := SocketDir(); err == nil || !strings.Contains(err.Error(), "not a private directory") {
 		t.Errorf("a world-readable socket directory was accepted: %v", err)
+	}
+}
+
+// TestSocketPathOnlyWhileListening: a client that finds a run's socket is never refused,
+// from the moment it appears to the moment it goes: a refusal is how a dead recorder's
+// socket is told apart (clients remove it), and a live run must never look dead.
+func TestSocketPathOnlyWhileListening(t *testing.T) {
+	t.Setenv("STAX_HOME", t.TempDir())
+	dir, err := SocketDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newFake(1)
+	path := SocketPath(dir, rec.ID())
+	stop := make(chan struct{})
+	var refused, dials int
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			c, err := net.Dial("unix", path)
+			if err == nil {
+				c.Close()
+			} else if errors.Is(err, syscall.ECONNREFUSED) {
+				refused++
+			}
+			dials++
+		}
+	}()
+	for range 500 {
+		s, err := Listen(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go s.Serve()
+		s.Close()
+	}
+	close(stop)
+	<-done
+	if refused > 0 {
+		t.Errorf("%d of %d connects to the socket path were refused: a live run looked dead", refused, dials)
 	}
 }

@@ -48,6 +48,9 @@ type Meta struct {
 	Attached bool     `json:"attached,omitempty"`
 	// SystemWide: every process on every CPU was recorded (stax record -a).
 	SystemWide bool `json:"system_wide,omitempty"`
+	// Terminal is the controlling terminal of stax record (its tty_nr in /proc/PID/stat),
+	// 0 for none: a query from the same terminal prefers the runs started there.
+	Terminal int `json:"terminal,omitempty"`
 	// TargetUID and TargetGIDs are the target's file-system identity: files it names (JIT
 	// debug info, source paths) are shown only if it could read them itself.
 	TargetUID    *uint32           `json:"target_uid,omitempty"`

@@ -101,12 +101,31 @@ func Load(r io.ReaderAt, path string) (im *Image, err error) {
 			im, err = nil, fmt.Errorf("load image %s: malformed ELF: %v", path, p)
 		}
 	}()
+	var ident [elf.EI_NIDENT]byte
+	n, _ := r.ReadAt(ident[:], 0)
+	if n < len(elf.ELFMAG) || string(ident[:len(elf.ELFMAG)]) != elf.ELFMAG {
+		return nil, fmt.Errorf("load image %s: %s", path, notELF(ident[:n]))
+	}
 	f, err := elf.NewFile(r)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, fmt.Errorf("load image %s: the ELF file is truncated", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load image %s: %w", path, err)
 	}
 	defer f.Close()
 	return load(f, path)
+}
+
+// notELF says why a file with these first bytes is not an ELF file.
+func notELF(head []byte) string {
+	switch {
+	case len(head) == 0:
+		return "not an ELF file (it is empty)"
+	case len(head) < len(elf.ELFMAG) && string(head) == elf.ELFMAG[:len(head)]:
+		return fmt.Sprintf("not an ELF file (it has only %d bytes)", len(head))
+	}
+	return fmt.Sprintf("not an ELF file (it starts with %q)", head[:min(len(head), 4)])
 }
 
 // FromFile extracts symbol information from an already-open ELF file.

@@ -451,20 +451,27 @@ func TestLoadErrors(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		data []byte
+		want string
 	}{
-		{"empty", nil},
-		{"not elf", []byte("#!/bin/sh\necho hi\n")},
-		{"truncated", tinyELF(nil)[:100]},
+		{"empty", nil, "load image empty: not an ELF file (it is empty)"},
+		{"not elf", []byte("#!/bin/sh\necho hi\n"), `load image not elf: not an ELF file (it starts with "#!/b")`},
+		{"text", []byte("root:x:0:0:root:/root:/bin/sh\n"), `load image text: not an ELF file (it starts with "root")`},
+		{"control bytes", []byte("\x1b[2J\x00"), `load image control bytes: not an ELF file (it starts with "\x1b[2J")`},
+		{"short", []byte("\x7fE"), "load image short: not an ELF file (it has only 2 bytes)"},
+		{"truncated", tinyELF(nil)[:40], "load image truncated: the ELF file is truncated"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Load(bytes.NewReader(tt.data), tt.name)
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if !strings.HasPrefix(err.Error(), "load image") {
-				t.Fatalf("error %q", err)
+			if err.Error() != tt.want {
+				t.Fatalf("error %q, want %q", err, tt.want)
 			}
 		})
+	}
+	if _, err := Load(bytes.NewReader(tinyELF(nil)[:100]), "cut"); err == nil || !strings.HasPrefix(err.Error(), "load image cut: ") {
+		t.Fatalf("error %v for a file cut inside its section headers", err)
 	}
 	if _, err := Open(filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Fatal("no error for missing file")
