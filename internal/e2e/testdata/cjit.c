@@ -10,6 +10,12 @@
 //   unwind MS   the same, with CODE_UNWINDING_INFO (an .eh_frame saying so) before its load.
 //   devzero MS  runs zero_epsilon for MS milliseconds of CPU time from a shared mapping of
 //               /dev/zero (as PHP's opcache JIT keeps its buffer), announced in a perf map.
+//   pageshare MS  runs share_alpha (unannounced) at the start of a page for MS, then writes
+//               share_beta, other code, into the same page and runs it for 2*MS; the perf
+//               map naming both is written at exit, as the JVM's DumpPerfMapAtExit does.
+//   mapfree MS  runs freed_delta (unannounced) for MS, then overwrites it with int3 bytes
+//               (freed memory), and only then writes its perf map line; it prints "ready"
+//               and exits when a line arrives on its standard input.
 //   mapreuse MS announces map_alpha at address X in a perf map and runs it for MS, then
 //               puts map_beta at X, appends its line and runs it for 2*MS; 20 ms of CPU in
 //               guard() around the switch keep the two apart by more than a clock tick.
@@ -213,6 +219,31 @@ int main(int argc, char **argv) {
 		guard(20);
 		printf("beta %llu\n", (unsigned long long)run(mem, 2 * ms));
 		fclose(f);
+		return 0;
+	}
+	if (strcmp(argv[1], "pageshare") == 0) {
+		size_t alen = emit(mem, n, 1);
+		printf("alpha %llu\n", (unsigned long long)run(mem, ms));
+		unsigned char *b = mem + 2048;
+		size_t blen = emit(b, n - n % 3, 3);
+		printf("beta %llu\n", (unsigned long long)run(b, 2 * ms));
+		FILE *f = perf_map();
+		fprintf(f, "%lx %zx share_alpha\n", (unsigned long)(uintptr_t)mem, alen);
+		fprintf(f, "%lx %zx share_beta\n", (unsigned long)(uintptr_t)b, blen);
+		fclose(f);
+		return 0;
+	}
+	if (strcmp(argv[1], "mapfree") == 0) {
+		size_t len = emit(mem, n, 1);
+		printf("delta %llu\n", (unsigned long long)run(mem, ms));
+		memset(mem, 0xcc, 64);
+		FILE *f = perf_map();
+		fprintf(f, "%lx %zx freed_delta\n", (unsigned long)(uintptr_t)mem, len);
+		fclose(f);
+		printf("ready\n");
+		fflush(stdout);
+		char line[8];
+		if (!fgets(line, sizeof line, stdin)) return 1;
 		return 0;
 	}
 	if (strcmp(argv[1], "mapexit") == 0) {
