@@ -3,7 +3,6 @@ package e2e
 import (
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,12 +22,7 @@ import (
 func TestJVMPerfMapAtExit(t *testing.T) {
 	testutil.RequirePerf(t)
 	for _, tool := range []string{"java", "javac"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("STAX_REQUIRE_PERF") == "1" {
-				t.Fatalf("%s not found (apt-get install openjdk-17-jdk-headless)", tool)
-			}
-			t.Skipf("%s not found", tool)
-		}
+		testutil.RequireTool(t, tool)
 	}
 	dir := t.TempDir()
 	testutil.Run(t, "", "javac", "-d", dir, filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/jvm/Hot.java"))
@@ -117,9 +111,7 @@ func zeroSampled(a *annotate.Annotation) int {
 // and the version annotated is the hottest.
 func TestNodeFunctionVersionsAfterExit(t *testing.T) {
 	testutil.RequirePerf(t)
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed")
-	}
+	testutil.RequireTool(t, "node")
 	e := newEnv(t)
 	work := t.TempDir() // node writes its jitdump in its working directory
 	src, _ := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/versions.js"))
