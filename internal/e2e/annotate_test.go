@@ -204,6 +204,14 @@ func TestAnnotatePerfMapWrittenAtExit(t *testing.T) {
 	}
 }
 
+// waitSamples waits until the live run holds n samples.
+func (e *staxEnv) waitSamples(n int) {
+	e.t.Helper()
+	if out, errOut, code := e.run("wait", "--for-samples", strconv.Itoa(n), "--timeout-ms", "60000"); code != 0 {
+		e.t.Fatalf("wait for %d samples: exit %d\n%s%s", n, code, out, errOut)
+	}
+}
+
 // TestAnnotateCodeWrittenIntoASampledPage: share_beta is written into the page that held
 // share_alpha, after share_alpha's samples had stax read that page, and both are named only
 // at exit: annotate shows each one's own instructions with its samples, never the zeros
@@ -212,9 +220,11 @@ func TestAnnotateCodeWrittenIntoASampledPage(t *testing.T) {
 	testutil.RequirePerf(t)
 	e := newEnv(t)
 	prog := buildCJIT(t)
-	if out, errOut, code := e.run("record", "-q", "--", prog, "pageshare", "300"); code != 0 {
-		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
-	}
+	// 0.3 s of CPU time in share_alpha, 0.6 s in share_beta: about 900 samples, taken in
+	// once most have arrived (the process then names its code and exits).
+	rec := e.startUntilReady(t.TempDir(), prog, "pageshare", "300")
+	e.waitSamples(600)
+	rec.finish(t)
 	defer removeJITFiles(t, e)
 	for _, c := range []struct {
 		name, add string
@@ -240,7 +250,11 @@ func TestAnnotateCodeFreedBeforeItWasNamed(t *testing.T) {
 	testutil.RequirePerf(t)
 	e := newEnv(t)
 	prog := buildCJIT(t)
+	// 0.3 s of CPU time in freed_delta: about 300 samples, most of them taken in before the
+	// code is overwritten and named.
 	rec := e.startUntilReady(t.TempDir(), prog, "mapfree", "300")
+	e.waitSamples(200)
+	rec.stdin.Write([]byte("\n"))
 	if out, errOut, code := e.run("wait", "--until-symbol", "freed_delta", "--timeout-ms", "60000"); code != 0 {
 		t.Fatalf("wait: exit %d\n%s%s", code, out, errOut)
 	}
