@@ -391,14 +391,14 @@ func (r *Resolver) NoteLeaf(pid uint32, t uint64, gen uint32, addr uint64) {
 
 // capture reads the pages [lo, hi) of pid's memory now. A page whose bytes are those of
 // its latest reading extends that reading to now; another is kept as a new reading (while
-// the memory for readings lasts). It returns the time of the reading and what was read
-// (whole pages from lo: less than asked where the memory ends).
-func (r *Resolver) capture(pid uint32, lo, hi uint64) (uint64, []byte, error) {
+// the memory for readings lasts). It returns what was read: whole pages from lo, fewer
+// than asked where the memory ends.
+func (r *Resolver) capture(pid uint32, lo, hi uint64) ([]byte, error) {
 	s := &r.snaps
 	now := s.now()
 	b, err := readProcessMemory(int(pid), lo, hi-lo)
 	if err != nil {
-		return now, nil, err
+		return nil, err
 	}
 	b = b[:len(b)&^(pageSize-1)]
 	s.mu.Lock()
@@ -420,7 +420,7 @@ func (r *Resolver) capture(pid uint32, lo, hi uint64) (uint64, []byte, error) {
 		s.pages[k] = append(snaps, pageSnap{read: now, seen: now, b: bytes.Clone(page)})
 		s.bytes += pageSize
 	}
-	return now, b, nil
+	return b, nil
 }
 
 // nearest picks the reading of a page for code first sampled at t whose bytes were there
@@ -474,7 +474,7 @@ func (r *Resolver) codeBytes(pid uint32, start, size, t, from, until uint64) ([]
 	if hi > 0 {
 		if s.now() >= until {
 			why = "the memory was freed or reused before they were read"
-		} else if _, b, err := r.capture(pid, lo, hi); err != nil {
+		} else if b, err := r.capture(pid, lo, hi); err != nil {
 			why = whyNoBytes(err)
 		} else {
 			why = "the memory was unmapped before they were read"
