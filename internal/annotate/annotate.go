@@ -50,6 +50,9 @@ type Input struct {
 	Lines     LineFunc
 	Source    SourceFunc
 	Symbolize SymbolFunc
+	// Gaps are ranges of addresses whose bytes were not captured (Code holds anything
+	// there): they are shown as such, never disassembled.
+	Gaps []Gap
 	// MaxHotLines bounds Annotation.HotLines (default 10).
 	MaxHotLines int
 	// MaxInsts bounds the number of decoded instructions (default 1<<20).
@@ -71,8 +74,20 @@ type Annotation struct {
 	// MaxSamples is the sample count of the hottest instruction.
 	MaxSamples   uint64          `json:"max_samples"`
 	Insts        []AnnotatedInst `json:"insts"`
+	Gaps         []Gap           `json:"gaps,omitempty"`
 	SourceBlocks []SourceBlock   `json:"source_blocks,omitempty"`
 	HotLines     []LineStat      `json:"hot_lines,omitempty"`
+}
+
+// Gap is a range of the function's addresses whose bytes were not captured, and why.
+type Gap struct {
+	Start uint64 `json:"start"`
+	End   uint64 `json:"end"` // first address after the gap
+	Why   string `json:"why"`
+	// Samples is the number of samples that landed in the gap (counted in Total).
+	Samples uint64 `json:"samples,omitempty"`
+	// Before is the index in Insts of the first instruction after the gap.
+	Before int `json:"before"`
 }
 
 // AnnotatedInst is one instruction with its samples.
@@ -137,9 +152,25 @@ func Annotate(in Input) *Annotation {
 		Start: in.Start,
 		End:   in.Start + uint64(len(in.Code)),
 	}
-	insts := disasm.DecodeWith(in.Code, in.Start, disasm.Options{
-		Arch: in.Arch, Syntax: in.Syntax, MaxInsts: maxInsts,
-	})
+	a.Gaps = clipGaps(in.Gaps, a.Start, a.End)
+	// Decode the captured stretches between the gaps.
+	var insts []disasm.Inst
+	from := a.Start
+	for i := 0; i <= len(a.Gaps); i++ {
+		to := a.End
+		if i < len(a.Gaps) {
+			to = a.Gaps[i].Start
+		}
+		if to > from && len(insts) < maxInsts {
+			insts = append(insts, disasm.DecodeWith(in.Code[from-a.Start:to-a.Start], from, disasm.Options{
+				Arch: in.Arch, Syntax: in.Syntax, MaxInsts: maxInsts - len(insts),
+			})...)
+		}
+		if i < len(a.Gaps) {
+			a.Gaps[i].Before = len(insts)
+			from = a.Gaps[i].End
+		}
+	}
 	a.Insts = make([]AnnotatedInst, len(insts))
 	for i := range insts {
 		a.Insts[i] = AnnotatedInst{Inst: insts[i], Block: -1}
@@ -147,6 +178,9 @@ func Annotate(in Input) *Annotation {
 	if len(insts) > 0 {
 		last := insts[len(insts)-1]
 		a.End = last.Addr + uint64(last.Len)
+		if n := len(a.Gaps); n > 0 && a.Gaps[n-1].Before == len(insts) {
+			a.End = max(a.End, a.Gaps[n-1].End)
+		}
 	}
 	a.attributeSamples(in.Samples)
 	if len(in.Focus) > 0 {
@@ -181,10 +215,47 @@ func (a *Annotation) index(addr uint64) int {
 	return i
 }
 
+// clipGaps returns gaps clipped to [start, end), sorted, without overlaps (an overlapping
+// gap is joined to the one before it), each with its reason.
+func clipGaps(gaps []Gap, start, end uint64) []Gap {
+	var out []Gap
+	for _, g := range gaps {
+		g.Start, g.End, g.Samples, g.Before = max(g.Start, start), min(g.End, end), 0, 0
+		if g.Start < g.End {
+			out = append(out, g)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Start < out[j].Start })
+	n := 0
+	for _, g := range out {
+		if n > 0 && g.Start <= out[n-1].End {
+			out[n-1].End = max(out[n-1].End, g.End)
+			continue
+		}
+		out[n] = g
+		n++
+	}
+	return out[:n]
+}
+
+// gap returns the index of the gap holding addr, or -1.
+func (a *Annotation) gap(addr uint64) int {
+	i := sort.Search(len(a.Gaps), func(i int) bool { return a.Gaps[i].End > addr })
+	if i < len(a.Gaps) && addr >= a.Gaps[i].Start {
+		return i
+	}
+	return -1
+}
+
 func (a *Annotation) attributeSamples(samples map[uint64]uint64) {
 	for addr, n := range samples {
 		i := a.index(addr)
 		if i < 0 {
+			if g := a.gap(addr); g >= 0 {
+				a.Gaps[g].Samples += n
+				a.Total += n
+				continue
+			}
 			a.Outside += n
 			continue
 		}

@@ -198,6 +198,44 @@ func TestForwardJumpAndOutOfFunctionTarget(t *testing.T) {
 	}
 }
 
+// TestGapsAreNotDisassembled: bytes that were not captured are shown as a gap with its
+// reason and samples, never decoded (zeros would read as add %al,(%rax)).
+func TestGapsAreNotDisassembled(t *testing.T) {
+	in := loopInput()
+	in.Code = append([]byte(nil), in.Code...)
+	for i := 6; i < 0xb; i++ {
+		in.Code[i] = 0 // what a page read before the code was written holds
+	}
+	in.Gaps = []Gap{{Start: 0x1008, End: 0x100b, Why: "the process had exited"}, {Start: 0x1006, End: 0x1009, Why: "the process had exited"}, {Start: 0x2000, End: 0x3000, Why: "outside"}}
+	a := Annotate(in)
+	var addrs []uint64
+	for _, i := range a.Insts {
+		addrs = append(addrs, i.Addr)
+	}
+	if fmt.Sprint(addrs) != fmt.Sprint([]uint64{0x1000, 0x1001, 0x1003, 0x100b, 0x1010, 0x1011}) {
+		t.Errorf("instructions at %x, want none in 0x1006-0x100b", addrs)
+	}
+	if len(a.Gaps) != 1 || a.Gaps[0].Start != 0x1006 || a.Gaps[0].End != 0x100b || a.Gaps[0].Samples != 3880 || a.Gaps[0].Before != 3 {
+		t.Fatalf("gaps %+v, want one 0x1006-0x100b with 3880 samples before instruction 3", a.Gaps)
+	}
+	if a.Total != 10001 || a.Outside != 7 || a.End != 0x1012 {
+		t.Errorf("total %d, outside %d, end %#x", a.Total, a.Outside, a.End)
+	}
+	text := a.String()
+	if !strings.Contains(text, "3,880") || !strings.Contains(text, "code bytes for 0x1006-0x100b were not captured: the process had exited") ||
+		strings.Contains(text, "(%rax)") || strings.Contains(text, "dec") {
+		t.Errorf("text:\n%s", text)
+	}
+	if i := strings.Index(text, "not captured"); i < strings.Index(text, "add ") || i > strings.Index(text, "call") {
+		t.Errorf("the gap is not shown between add and call:\n%s", text)
+	}
+	// A gap at the end is the end of the code shown.
+	in.Code, in.Gaps = loopCode, []Gap{{Start: 0x1010, End: 0x1100, Why: "gone"}}
+	if a := Annotate(in); a.End != 0x1012 || len(a.Insts) != 6 || a.Gaps[0].Before != 6 || a.Gaps[0].Samples != 1 {
+		t.Errorf("trailing gap: end %#x, %d instructions, gaps %+v", a.End, len(a.Insts), a.Gaps)
+	}
+}
+
 // FuzzAnnotate feeds arbitrary code and sample addresses through the
 // whole pipeline.
 func FuzzAnnotate(f *testing.F) {
@@ -215,10 +253,14 @@ func FuzzAnnotate(f *testing.F) {
 				return "x.c", int(a % 7), []string{fmt.Sprint(a % 3)}
 			},
 			Source: func(string) ([]string, error) { return []string{"a", "b"}, nil },
+			Gaps:   []Gap{{Start: 0x1000 + n%uint64(len(code)+1), End: 0x1000 + n%uint64(len(code)+1) + addr%64, Why: "x"}},
 		})
 		var sum uint64
 		for _, in := range a.Insts {
 			sum += in.Samples
+		}
+		for _, g := range a.Gaps {
+			sum += g.Samples
 		}
 		if sum != a.Total {
 			t.Fatalf("sum %d != total %d", sum, a.Total)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/stax-profiler/stax/internal/disasm"
+	"github.com/stax-profiler/stax/internal/testutil"
 )
 
 type lineRow struct {
@@ -120,9 +121,7 @@ func dwarfLines(t *testing.T, f *elf.File) LineFunc {
 // table and source, with one synthetic sample per instruction weighted by
 // position.
 func TestRealBinary(t *testing.T) {
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not found")
-	}
+	testutil.RequireTool(t, "gcc")
 	src, err := filepath.Abs(filepath.Join("testdata", "loops.c"))
 	if err != nil {
 		t.Fatal(err)

@@ -106,7 +106,20 @@ func (a *Annotation) WriteText(w io.Writer, opt TextOptions) error {
 
 	lastBlock := -1
 	var lastChain []string
+	nextGap := 0
+	gapsBefore := func(i int) {
+		for ; nextGap < len(a.Gaps) && a.Gaps[nextGap].Before <= i; nextGap++ {
+			g := &a.Gaps[nextGap]
+			if g.Samples > 0 {
+				fmt.Fprintf(bw, "  %7.2f %9s  %s │ ", percent(g.Samples, a.Total), commas(g.Samples), strings.Repeat(" ", heatWidth))
+			} else {
+				fmt.Fprintf(bw, "%s│ ", blank)
+			}
+			fmt.Fprintf(bw, "code bytes for %#x-%#x were not captured: %s\n", g.Start, g.End, textesc.Escape(g.Why))
+		}
+	}
 	for i := range a.Insts {
+		gapsBefore(i)
 		in := &a.Insts[i]
 		if !opt.NoSource && in.Block >= 0 && in.Block != lastBlock {
 			b := &a.SourceBlocks[in.Block]
@@ -154,6 +167,7 @@ func (a *Annotation) WriteText(w io.Writer, opt TextOptions) error {
 		}
 		bw.WriteString("\n")
 	}
+	gapsBefore(len(a.Insts))
 	return bw.Flush()
 }
 

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stax-profiler/stax/internal/testutil"
 )
 
 // objLine is one instruction line of "objdump -d --no-show-raw-insn".
@@ -29,9 +31,9 @@ func runObjdump(t testing.TB, path string, extra ...string) map[uint64]string {
 	t.Helper()
 	args := append([]string{"-d", "--no-show-raw-insn", "-w"}, extra...)
 	args = append(args, path)
-	out, err := exec.Command("objdump", args...).Output()
+	out, err := exec.Command(testutil.RequireTool(t, "objdump"), args...).Output()
 	if err != nil {
-		t.Skipf("objdump: %v", err)
+		t.Fatalf("objdump %v: %v", args, err)
 	}
 	m := make(map[uint64]string)
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -202,9 +204,7 @@ func logDiffs(t *testing.T, title string, m map[string]int, n int) {
 
 func buildFixture(t *testing.T, name string, flags ...string) string {
 	t.Helper()
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not found")
-	}
+	testutil.RequireTool(t, "gcc")
 	out := filepath.Join(t.TempDir(), name)
 	args := append(flags, "-o", out, filepath.Join("testdata", "golden.c"))
 	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
@@ -217,9 +217,7 @@ func buildFixture(t *testing.T, name string, flags ...string) string {
 // objdump: every instruction boundary must match; mnemonic and full-text
 // match rates are reported.
 func TestObjdumpGolden(t *testing.T) {
-	if _, err := exec.LookPath("objdump"); err != nil {
-		t.Skip("objdump not found")
-	}
+	testutil.RequireTool(t, "objdump")
 	for _, v := range []struct {
 		name  string
 		flags []string
@@ -289,7 +287,7 @@ func libcDebugFile(f *elf.File) string {
 	return filepath.Join("/usr/lib/debug/.build-id", h[:2], h[2:]+".debug")
 }
 
-const libcPath = "/lib/x86_64-linux-gnu/libc.so.6"
+const libcPath = testutil.Libc
 
 // TestLibc compares decoding of libc functions with objdump. Boundaries
 // must match for the functions that use endbr64 and AVX2; for all other
@@ -298,12 +296,10 @@ func TestLibc(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	if _, err := exec.LookPath("objdump"); err != nil {
-		t.Skip("objdump not found")
-	}
-	f, err := elf.Open(libcPath)
+	testutil.RequireTool(t, "objdump")
+	f, err := elf.Open(testutil.RequireLibc(t))
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	var funcs []funcSym
@@ -317,7 +313,7 @@ func TestLibc(t *testing.T) {
 		funcs = elfFuncs(f)
 	}
 	if len(funcs) == 0 {
-		t.Skip("no libc symbols")
+		testutil.Require(t, testutil.EnvPerf, "libc has no function symbols and its debug file is missing (apt-get install libc6-dbg)")
 	}
 	want := runObjdump(t, libcPath)
 	strict := map[string]bool{

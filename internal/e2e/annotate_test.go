@@ -203,3 +203,68 @@ func TestAnnotatePerfMapWrittenAtExit(t *testing.T) {
 		t.Errorf("%d samples, %.1f%% on the loop body (warning %q); want nearly all\n%s", res.Annotation.Total, s, res.Warning, text)
 	}
 }
+
+// waitSamples waits until the live run holds n samples.
+func (e *staxEnv) waitSamples(n int) {
+	e.t.Helper()
+	if out, errOut, code := e.run("wait", "--for-samples", strconv.Itoa(n), "--timeout-ms", "60000"); code != 0 {
+		e.t.Fatalf("wait for %d samples: exit %d\n%s%s", n, code, out, errOut)
+	}
+}
+
+// TestAnnotateCodeWrittenIntoASampledPage: share_beta is written into the page that held
+// share_alpha, after share_alpha's samples had stax read that page, and both are named only
+// at exit: annotate shows each one's own instructions with its samples, never the zeros
+// the page held before share_beta was written.
+func TestAnnotateCodeWrittenIntoASampledPage(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	prog := buildCJIT(t)
+	// 0.3 s of CPU time in share_alpha, 0.6 s in share_beta: about 900 samples, taken in
+	// once most have arrived (the process then names its code and exits).
+	rec := e.startUntilReady(t.TempDir(), prog, "pageshare", "300")
+	e.waitSamples(600)
+	rec.finish(t)
+	defer removeJITFiles(t, e)
+	for _, c := range []struct {
+		name, add string
+		min       uint64
+	}{{"share_alpha", "add    $0x1,%rax", 100}, {"share_beta", "add    $0x3,%rax", 200}} {
+		var res query.AnnotateResult
+		e.mustJSON(&res, "annotate", c.name)
+		text, _, _ := e.run("annotate", c.name)
+		a := res.Annotation
+		if n := zeroSampled(a); n > 0 || len(a.Gaps) > 0 || res.Warning != "" {
+			t.Errorf("%s: %d sampled instructions are zero bytes, gaps %+v, warning %q:\n%s", c.name, n, a.Gaps, res.Warning, text)
+		}
+		if s := loopShare(t, res); a.Total < c.min || s < 95 || !strings.Contains(text, c.add) {
+			t.Errorf("%s: %d samples, %.1f%% on the loop body (want %d, nearly all, on a loop with %q):\n%s", c.name, a.Total, s, c.min, c.add, text)
+		}
+	}
+}
+
+// TestAnnotateCodeFreedBeforeItWasNamed: freed_delta's memory is overwritten after it ran
+// and before its perf map line is written, while the process lives on: annotate shows the
+// code as it was when it was sampled, not what the memory held when the line was read.
+func TestAnnotateCodeFreedBeforeItWasNamed(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	prog := buildCJIT(t)
+	// 0.3 s of CPU time in freed_delta: about 300 samples, most of them taken in before the
+	// code is overwritten and named.
+	rec := e.startUntilReady(t.TempDir(), prog, "mapfree", "300")
+	e.waitSamples(200)
+	rec.stdin.Write([]byte("\n"))
+	if out, errOut, code := e.run("wait", "--until-symbol", "freed_delta", "--timeout-ms", "60000"); code != 0 {
+		t.Fatalf("wait: exit %d\n%s%s", code, out, errOut)
+	}
+	rec.finish(t)
+	defer removeJITFiles(t, e)
+	var res query.AnnotateResult
+	e.mustJSON(&res, "annotate", "freed_delta")
+	text, _, _ := e.run("annotate", "freed_delta")
+	a := res.Annotation
+	if s := loopShare(t, res); a.Total < 100 || s < 95 || len(a.Gaps) > 0 || strings.Contains(text, "int3") || !strings.Contains(text, "add    $0x1,%rax") {
+		t.Errorf("%d samples, %.1f%% on the loop body, gaps %+v; want the loop as it ran, not the int3 bytes written over it:\n%s", a.Total, s, a.Gaps, text)
+	}
+}

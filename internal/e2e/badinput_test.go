@@ -91,13 +91,8 @@ func TestDamagedRunFileIsOneLineError(t *testing.T) {
 // without root.
 func asNobody(t *testing.T) (*staxEnv, string) {
 	t.Helper()
-	if os.Getuid() != 0 {
-		t.Skip("needs root to switch to an unprivileged user")
-	}
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		t.Skip("setpriv is not installed")
-	}
+	testutil.RequireRoot(t) // to switch to an unprivileged user
+	setpriv := testutil.RequireTool(t, "setpriv")
 	// A world-readable copy of stax and a home the user can write.
 	dir, err := os.MkdirTemp("", "stax-nobody-")
 	if err != nil {

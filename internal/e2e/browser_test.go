@@ -25,10 +25,7 @@ const speedscopeVersion = "1.25.0"
 func speedscopeApp(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("npm"); err != nil {
-		if os.Getenv("STAX_REQUIRE_BROWSER") == "1" {
-			t.Fatal("npm not found and STAX_REQUIRE_BROWSER=1")
-		}
-		t.Skip("npm not found: cannot fetch the speedscope app")
+		testutil.Require(t, testutil.EnvBrowser, "npm not found: cannot fetch the speedscope app")
 	}
 	dir := t.TempDir()
 	cmd := exec.Command("npm", "pack", "--silent", "speedscope@"+speedscopeVersion)

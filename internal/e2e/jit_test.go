@@ -3,7 +3,6 @@ package e2e
 import (
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -147,10 +146,7 @@ func TestPerfMapWrittenAtExit(t *testing.T) {
 
 func recordNode(t *testing.T, e *staxEnv, flags ...string) api.Status {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed")
-	}
+	node := testutil.RequireTool(t, "node")
 	work := t.TempDir()
 	src, _ := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/bench.js"))
 	os.WriteFile(filepath.Join(work, "bench.js"), src, 0o644)

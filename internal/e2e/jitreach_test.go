@@ -75,10 +75,7 @@ func TestPerfMapReuseKeepsNames(t *testing.T) {
 // functions that existed before the attach and those compiled after are named.
 func TestAttachToNodeNamesJIT(t *testing.T) {
 	testutil.RequirePerf(t)
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed")
-	}
+	node := testutil.RequireTool(t, "node")
 	e := newEnv(t)
 	work := t.TempDir()
 	src, _ := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/bench.js"))
@@ -120,12 +117,9 @@ func TestAttachToNodeNamesJIT(t *testing.T) {
 // is found and read, its header's pid checked against that pid.
 func TestJITInPidNamespace(t *testing.T) {
 	testutil.RequirePerf(t)
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		t.Skip("unshare is not installed (util-linux)")
-	}
+	unshare := testutil.RequireTool(t, "unshare")
 	if out, err := exec.Command(unshare, "--pid", "--fork", "true").CombinedOutput(); err != nil {
-		t.Skipf("cannot make a pid namespace here: %v %s", err, out)
+		testutil.Require(t, testutil.EnvRoot, "cannot make a pid namespace here: %v %s", err, out)
 	}
 	e := newEnv(t)
 	prog := buildCJIT(t)
@@ -150,10 +144,8 @@ func TestJITInPidNamespace(t *testing.T) {
 // and never blocks.
 func TestAnnotateHostileDebugInfo(t *testing.T) {
 	testutil.RequirePerf(t)
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil || os.Geteuid() != 0 {
-		t.Skip("needs root and setpriv (util-linux) to run the JIT as another user")
-	}
+	testutil.RequireRoot(t) // to run the JIT as another user
+	setpriv := testutil.RequireTool(t, "setpriv")
 	dir := t.TempDir()
 	os.Chmod(filepath.Dir(dir), 0o755)
 	os.Chmod(dir, 0o755)
@@ -200,9 +192,7 @@ func TestAnnotateHostileDebugInfo(t *testing.T) {
 // all three, and the JIT's functions are named.
 func TestSystemWideRecording(t *testing.T) {
 	testutil.RequirePerf(t)
-	if os.Geteuid() != 0 {
-		t.Skip("system-wide recording needs root or CAP_PERFMON")
-	}
+	testutil.RequireRoot(t) // system-wide recording needs root or CAP_PERFMON
 	e := newEnv(t)
 	dir := t.TempDir()
 	toy := filepath.Join(dir, "toyjit")

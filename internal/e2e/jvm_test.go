@@ -3,11 +3,12 @@ package e2e
 import (
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/stax-profiler/stax/internal/annotate"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/testutil"
@@ -15,16 +16,13 @@ import (
 
 // A real JVM that writes its perf map only at exit (-XX:+DumpPerfMapAtExit): its compiled
 // methods are named at their 1:2 work, and after the JVM is gone stax annotate shows the
-// method's code versions, every sample of the method accounted for in them.
+// method's code versions, every sample of the method accounted for in them, and none of
+// its sampled instructions is made of the zeros a page held before the method was compiled
+// into it.
 func TestJVMPerfMapAtExit(t *testing.T) {
 	testutil.RequirePerf(t)
 	for _, tool := range []string{"java", "javac"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("STAX_REQUIRE_PERF") == "1" {
-				t.Fatalf("%s not found (apt-get install openjdk-17-jdk-headless)", tool)
-			}
-			t.Skipf("%s not found", tool)
-		}
+		testutil.RequireTool(t, tool)
 	}
 	dir := t.TempDir()
 	testutil.Run(t, "", "javac", "-d", dir, filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/jvm/Hot.java"))
@@ -75,9 +73,37 @@ func TestJVMPerfMapAtExit(t *testing.T) {
 			hot++
 		}
 	}
-	if hot == 0 || len(res.Annotation.Insts) < 10 {
-		t.Errorf("%d instructions, %d with samples: the bytes were not kept", len(res.Annotation.Insts), hot)
+	if hot == 0 || len(res.Annotation.Insts) < 10 || len(res.Annotation.Gaps) > 0 {
+		t.Errorf("%d instructions, %d with samples, gaps %+v: the bytes were not kept", len(res.Annotation.Insts), hot, res.Annotation.Gaps)
 	}
+	// Every version of both methods: no sampled instruction is zero bytes, the content of a
+	// page read before the method was compiled into it.
+	for _, name := range []string{"Hot.alpha", "Hot.beta"} {
+		var first query.AnnotateResult
+		e.mustJSON(&first, "annotate", "--json", name)
+		for i, v := range first.Versions {
+			if v.Error != "" {
+				continue
+			}
+			var vr query.AnnotateResult
+			e.mustJSON(&vr, "annotate", "--json", name, "--version", strconv.Itoa(i+1))
+			if n := zeroSampled(vr.Annotation); n > 0 {
+				text, _, _ := e.run("annotate", name, "--version", strconv.Itoa(i+1))
+				t.Errorf("%s version %d: %d sampled instructions are zero bytes (add %%al,(%%rax)): bytes read before the code was there\n%s", name, i+1, n, text)
+			}
+		}
+	}
+}
+
+// zeroSampled counts the sampled instructions of an annotation whose bytes are 00 00.
+func zeroSampled(a *annotate.Annotation) int {
+	n := 0
+	for _, in := range a.Insts {
+		if in.Samples > 0 && len(in.Bytes) >= 2 && in.Bytes[0] == 0 && in.Bytes[1] == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // A V8 function compiled again and again (its argument's shape keeps changing): after node
@@ -85,9 +111,7 @@ func TestJVMPerfMapAtExit(t *testing.T) {
 // and the version annotated is the hottest.
 func TestNodeFunctionVersionsAfterExit(t *testing.T) {
 	testutil.RequirePerf(t)
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed")
-	}
+	testutil.RequireTool(t, "node")
 	e := newEnv(t)
 	work := t.TempDir() // node writes its jitdump in its working directory
 	src, _ := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/versions.js"))

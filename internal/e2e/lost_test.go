@@ -21,10 +21,7 @@ import (
 // kept and the samples it reports lost.
 func perfLost(t *testing.T, freq int, args ...string) (kept, lost uint64) {
 	t.Helper()
-	perf, err := exec.LookPath("perf")
-	if err != nil {
-		t.Skip("perf is not installed")
-	}
+	perf := testutil.RequireTool(t, "perf")
 	data := filepath.Join(t.TempDir(), "perf.data")
 	rec := exec.Command(perf, append([]string{"record", "-q", "-g", "-F", strconv.Itoa(freq), "-o", data, "--"}, args...)...)
 	if out, err := rec.CombinedOutput(); err != nil {
@@ -123,10 +120,7 @@ func TestSlowDebuginfodLosesNoSamples(t *testing.T) {
 // threads in frequency mode, two executions differ by several percent.
 func TestFiveHundredBusyThreads(t *testing.T) {
 	testutil.RequirePerf(t)
-	perf, err := exec.LookPath("perf")
-	if err != nil {
-		t.Skip("perf is not installed")
-	}
+	perf := testutil.RequireTool(t, "perf")
 	const freq, threads, cpuMs = 999, 500, 10 // 5 s of CPU time: about 5,000 samples
 	e := newEnv(t)
 	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/spin.c")

@@ -20,10 +20,7 @@ import (
 // sampling itself can set them apart. It returns perf's data file.
 func recordBoth(t *testing.T, e *staxEnv, perfFlags []string, args ...string) string {
 	t.Helper()
-	perf, err := exec.LookPath("perf")
-	if err != nil {
-		t.Skip("perf is not installed")
-	}
+	perf := testutil.RequireTool(t, "perf")
 	data := filepath.Join(t.TempDir(), "perf.data")
 	cmd := append([]string{"record", "-q", "--", perf, "record", "-q", "-F", "999", "-o", data}, perfFlags...)
 	cmd = append(append(cmd, "--"), args...)
@@ -95,10 +92,7 @@ func TestSharesAgreeWithPerf(t *testing.T) {
 // lines against perf annotate's line summary, within four standard errors.
 func TestAnnotateLinesAgreeWithPerfAnnotate(t *testing.T) {
 	testutil.RequirePerf(t)
-	perf, err := exec.LookPath("perf")
-	if err != nil {
-		t.Skip("perf is not installed")
-	}
+	perf := testutil.RequireTool(t, "perf")
 	e := newEnv(t)
 	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/split.c")
 	prog := testutil.CC(t, t.TempDir(), "hot", "gcc", "-O2", "-g", "-fno-omit-frame-pointer", src)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,13 +15,7 @@ import (
 // their 1:2 shares, with no JIT sample left unnamed.
 func TestPHPOpcacheJIT(t *testing.T) {
 	testutil.RequirePerf(t)
-	php, err := exec.LookPath("php")
-	if err != nil {
-		if os.Getenv("STAX_REQUIRE_PERF") == "1" {
-			t.Fatal("php not found (apt-get install php8.2-cli php8.2-opcache)")
-		}
-		t.Skip("php not found (apt-get install php8.2-cli php8.2-opcache)")
-	}
+	php := testutil.RequireTool(t, "php")
 	script := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/hot.php")
 	for _, tc := range []struct{ jit, debug string }{
 		{"function", "0x10"}, {"tracing", "0x10"}, {"function", "0x20"},

@@ -98,10 +98,7 @@ func TestSeparateDebugFileByBuildID(t *testing.T) {
 // its URL and a function counting the debuginfo requests it has answered.
 func debuginfodServer(t *testing.T, dir string) (string, func() int) {
 	t.Helper()
-	bin, err := exec.LookPath("debuginfod")
-	if err != nil {
-		t.Skip("debuginfod is not installed (apt-get install debuginfod)")
-	}
+	bin := testutil.RequireTool(t, "debuginfod")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -202,9 +199,7 @@ func TestDebuginfodFetchesAndCaches(t *testing.T) {
 
 func TestLibcInternalsNamed(t *testing.T) {
 	testutil.RequirePerf(t)
-	if _, err := os.Stat("/usr/lib/debug/.build-id"); err != nil {
-		t.Skip("libc6-dbg is not installed")
-	}
+	testutil.RequireFile(t, "/usr/lib/debug/.build-id", "libc6-dbg")
 	e := newEnv(t)
 	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/qsort.c")
 	prog := testutil.CC(t, t.TempDir(), "qsort", "gcc", "-O1", "-fno-omit-frame-pointer", src)
@@ -228,10 +223,7 @@ func TestLibcInternalsNamed(t *testing.T) {
 // function, stax's inline chain with addr2line -i -f.
 func TestInlineFramesMatchAddr2line(t *testing.T) {
 	testutil.RequirePerf(t)
-	addr2line, err := exec.LookPath("addr2line")
-	if err != nil {
-		t.Skip("addr2line is not installed")
-	}
+	addr2line := testutil.RequireTool(t, "addr2line")
 	e := newEnv(t)
 	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/inline.cc")
 	prog := testutil.CC(t, t.TempDir(), "inline", "g++", "-O2", "-g", "-fno-omit-frame-pointer", src)

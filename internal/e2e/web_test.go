@@ -485,13 +485,9 @@ func TestWebRefusesWithoutToken(t *testing.T) {
 	}
 
 	// Another user reaches the port but not the run: the token is only on our terminal.
+	testutil.RequireRoot(t) // to fetch as another user
 	for _, tool := range []string{"setpriv", "curl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("STAX_REQUIRE_BROWSER") == "1" {
-				t.Fatalf("%s not found (apt-get install util-linux curl) and STAX_REQUIRE_BROWSER=1", tool)
-			}
-			t.Skipf("%s not found: cannot fetch as another user", tool)
-		}
+		testutil.RequireTool(t, tool)
 	}
 	for _, u := range []string{base + "/", base + "/api/status", base + "/api/top"} {
 		out, err := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",

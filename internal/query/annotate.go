@@ -465,6 +465,9 @@ func inputFor(run *store.Run, c store.Code, f agg.Frame) (annotate.Input, error)
 		Arch:   disasm.ArchFromELF(uint16(c.Arch)),
 		Source: sourceReader(c, targetCreds(run.Meta)),
 	}
+	for _, g := range c.Gaps {
+		in.Gaps = append(in.Gaps, annotate.Gap{Start: g.Start, End: g.End, Why: g.Why})
+	}
 	if len(c.Lines) > 0 {
 		lines := c.Lines
 		in.Lines = func(addr uint64) (string, int, []string) {

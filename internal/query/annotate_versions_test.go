@@ -1,6 +1,7 @@
 package query
 
 import (
+	"bytes"
 	"debug/elf"
 	"os"
 	"path/filepath"
@@ -83,6 +84,36 @@ func TestAnnotateSplitsSamplesAmongVersions(t *testing.T) {
 	}
 	if _, err := Annotate(run, AnnotateOptions{Target: "fib", Version: 4}); err == nil || !strings.Contains(err.Error(), "numbered 1 to 3") {
 		t.Errorf("--version 4: %v", err)
+	}
+}
+
+// TestAnnotateShowsGaps: bytes a run says were not captured are shown as a gap, through a
+// saved run too, never disassembled.
+func TestAnnotateShowsGaps(t *testing.T) {
+	run := versionsRun(t)
+	for i := range run.Code {
+		c := &run.Code[i]
+		c.Bytes = append([]byte(nil), loop[:4]...)
+		c.Bytes = append(c.Bytes, make([]byte, len(loop)-4)...)
+		c.Gaps = []store.Gap{{Start: c.Start + 4, End: c.Start + uint64(len(loop)), Why: "the process had exited before they were read"}}
+	}
+	var buf bytes.Buffer
+	if err := store.Encode(&buf, run); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := store.Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Annotate(saved, AnnotateOptions{Target: "fib"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := res.Annotation
+	text := a.String()
+	if len(a.Insts) != 4 || len(a.Gaps) != 1 || a.Gaps[0].Samples != 65 || strings.Contains(text, "(%rax)") ||
+		!strings.Contains(text, "code bytes for 0x7f0000001004-0x7f000000100b were not captured: the process had exited before they were read") {
+		t.Errorf("%d instructions, gaps %+v:\n%s", len(a.Insts), a.Gaps, text)
 	}
 }
 

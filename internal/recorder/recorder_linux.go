@@ -742,8 +742,9 @@ func (r *Recorder) collectCode() {
 	}
 }
 
-// upgradeCode replaces bytes read from memory by the JIT's own copy where a jitdump has
-// since announced the same code (a runtime writing both a perf map and a jitdump).
+// upgradeCode replaces bytes read from memory, and the gaps where none were captured, by
+// the JIT's own copy where a jitdump has since announced the same code (a runtime writing
+// both a perf map and a jitdump).
 func (r *Recorder) upgradeCode() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -756,7 +757,7 @@ func (r *Recorder) upgradeCode() {
 			continue
 		}
 		r.codeBytes += len(b) - len(c.Bytes)
-		c.Bytes, c.Size, c.LoadTime, c.Origin, c.Warning = b, uint64(len(b)), load, "jitdump", ""
+		c.Bytes, c.Gaps, c.Size, c.LoadTime, c.Origin, c.Warning = b, nil, uint64(len(b)), load, "jitdump", ""
 	}
 	r.memCodes = kept
 }

@@ -1,11 +1,14 @@
 package resolve
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/stax-profiler/stax/internal/jit"
 	"github.com/stax-profiler/stax/internal/proc"
@@ -24,11 +27,20 @@ const (
 	windowAfter  = 128
 )
 
-// Snapshots of anonymous executable memory, read when unnamed code is first sampled, so a
-// perf map written only at exit can still be given bytes.
+// Readings of anonymous executable memory. A JIT that names its code only in a perf map
+// (perhaps written at exit), or not at all, leaves its bytes only in the process's memory,
+// and that memory changes under it: code is written into pages that held other code or
+// nothing, then freed and reused. So the pages around a sampled address are read as the
+// sample is ingested, read again when a sample lands at an address of the page not sampled
+// before or long after the last reading, and each piece of code takes, page by page, the
+// reading nearest its samples' time among those made while the piece was surely there.
 const (
 	pageSize         = 4096
 	maxSnapshotBytes = 64 << 20
+	maxNoteBytes     = 64 << 10 // the most NoteLeaf reads for one sample (a named function)
+	recheckNs        = 200e6    // a page sampled this long after its last reading is read again
+	maxWatchedPages  = 1 << 20
+	maxWatchedAddrs  = 1 << 20
 )
 
 // Kinds of code objects.
@@ -107,7 +119,8 @@ func (r *Resolver) locate(pid uint32, addr, t uint64) codeLoc {
 func (r *Resolver) CodeKey(pid uint32, addr, t uint64) CodeKey { return r.locate(pid, addr, t).key }
 
 // CodeFor says where the code holding addr (in pid, at time t) is, for annotate: JIT code
-// keeps its JIT's copy of the bytes, else (perf map JITs) bytes read from the live process;
+// keeps its JIT's copy of the bytes, else (perf map JITs) the bytes read from the process's
+// memory nearest t;
 // image code names its file; code no symbol or JIT source bounds is a window around addr.
 func (r *Resolver) CodeFor(pid uint32, addr, t uint64) store.Code {
 	loc := r.locate(pid, addr, t)
@@ -133,32 +146,46 @@ func (r *Resolver) jitCode(pid uint32, t uint64, loc codeLoc) store.Code {
 		c.Bytes, c.Origin = f.Code, "jitdump"
 		return c
 	}
-	// A perf map gives no bytes: read them from the process while it lives, else from what
-	// was read of its memory when the code was first sampled unnamed.
+	// A perf map gives no bytes: they come from the process's memory, as read nearest the
+	// code's samples while it was there. Its load time bounds that from below only when
+	// it was announced before it ran (a perf map written at exit names it afterwards).
 	if f.Size == 0 || f.Size > maxCodeBytes {
 		c.Error = fmt.Sprintf("code size %d is out of bounds", f.Size)
 		return c
 	}
-	b, err := readProcessMemory(int(pid), f.Start, f.Size)
-	if err != nil {
-		if snap := r.fromSnapshots(pid, f.Start, f.Size, t); snap != nil {
-			b, err = snap, nil
-		}
-	}
-	if err != nil {
-		c.Error = "its bytes were not kept: " + r.whyNoBytes(pid, err)
+	_, end := loc.jt.Span(f)
+	b, gaps := r.codeBytes(pid, f.Start, f.Size, t, min(load, t), end)
+	return fromMemory(c, b, gaps)
+}
+
+// fromMemory completes a piece of code whose bytes were read from memory: with its gaps,
+// or, when nothing of it was captured, the reason.
+func fromMemory(c store.Code, b []byte, gaps []store.Gap) store.Code {
+	if len(gaps) == 1 && gaps[0].Start == c.Start && gaps[0].End == c.Start+uint64(len(b)) {
+		c.Error = notCaptured(gaps[0])
 		return c
 	}
-	c.Bytes, c.Origin, c.Warning = b, "memory", plausible(b)
+	c.Bytes, c.Gaps, c.Origin = b, gaps, "memory"
+	if len(gaps) == 0 {
+		c.Warning = plausible(b)
+	}
 	return c
 }
 
+// notCaptured says that a range of code has no bytes, and why.
+func notCaptured(g store.Gap) string {
+	return fmt.Sprintf("code bytes for %#x-%#x were not captured: %s", g.Start, g.End, g.Why)
+}
+
 // whyNoBytes explains a failed read of a process's memory.
-func (r *Resolver) whyNoBytes(pid uint32, err error) string {
-	if os.IsNotExist(err) || strings.Contains(err.Error(), "no such process") {
-		return fmt.Sprintf("process %d had exited when its JIT named this code (a perf map written at exit), and no sample of it was read from memory while it ran", pid)
+func whyNoBytes(err error) string {
+	if os.IsNotExist(err) || errors.Is(err, syscall.ESRCH) {
+		return "the process had exited before they were read"
 	}
-	return "read process memory: " + err.Error()
+	if errors.Is(err, syscall.EIO) {
+		return "the memory was unmapped before they were read"
+	}
+	return "reading the process's memory failed: " + err.Error()
 }
 
 // plausible says why bytes read from memory may not be the code that ran: code starts with
@@ -178,14 +205,8 @@ func (r *Resolver) anonCode(pid uint32, addr, t uint64, m *proc.Mapping) store.C
 	lo := max(addr-min(addr, windowBefore), m.Start)
 	hi := min(addr+windowAfter, m.End)
 	c := store.Code{Pid: int(pid), Start: lo, Size: hi - lo, Arch: int(hostMachine()), Time: t}
-	r.snapshot(pid, addr, t, m)
-	b := r.fromSnapshots(pid, lo, hi-lo, t)
-	if b == nil {
-		c.Error = fmt.Sprintf("no JIT source names this code, and its bytes could not be read from process %d (it had exited)", pid)
-		return c
-	}
-	c.Bytes, c.Origin, c.Warning = b, "memory", plausible(b)
-	return c
+	b, gaps := r.codeBytes(pid, lo, hi-lo, t, t, jit.Forever)
+	return fromMemory(c, b, gaps)
 }
 
 func (r *Resolver) imageCode(pid uint32, addr uint64, loc codeLoc) store.Code {
@@ -239,18 +260,22 @@ type pageKey struct {
 	page uint64
 }
 
+// pageSnap is one reading of a page: every reading from read to seen (times on the
+// samples' clock) found these bytes.
 type pageSnap struct {
-	gen  uint32 // the address space's generation at the sample that asked for it
-	time uint64 // that sample's time
-	b    []byte
+	read, seen uint64
+	b          []byte // never changed once kept
 }
 
-// snapshots holds pages of anonymous executable memory read from live processes.
+// snapshots holds readings of pages of anonymous executable memory of live processes.
 type snapshots struct {
+	clock func() uint64 // the samples' clock (CLOCK_MONOTONIC); tests set their own
+
 	mu    sync.Mutex
-	pages map[pageKey][]pageSnap
+	pages map[pageKey][]pageSnap // in the order they were read
 	bytes int
-	seen  map[seenKey]struct{} // pages NoteLeaf looked at
+	watch map[seenKey]pageWatch // pages NoteLeaf looked at
+	addrs int                   // sampled addresses held in watch
 }
 
 type seenKey struct {
@@ -259,127 +284,224 @@ type seenKey struct {
 	page uint64
 }
 
-// maxSeenPages bounds NoteLeaf's memory of the pages it looked at.
-const maxSeenPages = 1 << 20
+// pageWatch is what NoteLeaf knows of a page in one generation of an address space.
+type pageWatch struct {
+	skip bool                // nothing to read: a file's code, the vdso
+	last uint64              // time of the sample that last had it read
+	offs map[uint16]struct{} // offsets of the addresses sampled in it
+}
+
+func (s *snapshots) now() uint64 {
+	if s.clock != nil {
+		return s.clock()
+	}
+	return monotonicNow()
+}
+
+// due says whether a sample at time t, at offset off of the page k names, should have the
+// memory around it read: the first sample in the page (NoteLeaf then settles whether the
+// page is memory to read), the first at a new address of it, or the first after recheckNs
+// without a reading. A map lookup per sample otherwise.
+func (s *snapshots) due(k seenKey, off uint16, t uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.watch[k]
+	switch {
+	case !ok:
+		if len(s.watch) >= maxWatchedPages {
+			return false
+		}
+		if s.watch == nil {
+			s.watch = map[seenKey]pageWatch{}
+		}
+		s.watch[k] = pageWatch{last: t}
+		return true
+	case w.skip:
+		return false
+	}
+	if _, known := w.offs[off]; !known && s.addrs < maxWatchedAddrs {
+		if w.offs == nil {
+			w.offs = map[uint16]struct{}{}
+		}
+		w.offs[off] = struct{}{}
+		s.addrs++
+	} else if t < w.last+recheckNs {
+		return false // known, or no room to remember it: read at most every recheckNs
+	}
+	w.last = max(w.last, t)
+	s.watch[k] = w
+	return true
+}
+
+// settle records what the first sample in a page found: memory to read (and the sample's
+// offset in it), or not.
+func (s *snapshots) settle(k seenKey, off uint16, read bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.watch[k]
+	if !ok || w.offs != nil || w.skip {
+		return
+	}
+	if w.skip = !read; read && s.addrs < maxWatchedAddrs {
+		w.offs = map[uint16]struct{}{off: {}}
+		s.addrs++
+	}
+	s.watch[k] = w
+}
 
 // NoteLeaf is told of every sample's user leaf address as it is read, with the address
-// space's generation at its time. The first sample in a page of executable memory no
-// file backs and no JIT copy describes has the pages around it read at once, while the
-// process surely lives: naming the stack comes later (symbol loading can take seconds),
-// and a runtime that writes its perf map at exit (JVM DumpPerfMapAtExit, Mono --jitmap)
-// names its code only when its memory is gone. A map lookup per sample otherwise.
+// space's generation at its time. A sample in executable memory no file backs and no
+// JIT copy describes has the pages around it read at once, while the process surely lives
+// and the code is surely there (naming the stack comes later, symbol loading can take
+// seconds, and a runtime that writes its perf map at exit, JVM DumpPerfMapAtExit or Mono
+// --jitmap, names its code only when its memory is gone), and read again when a sample
+// lands at a new address of the page (new code may have been written there since) or long
+// after the last reading. A perf map that already names the code has all of it read.
 func (r *Resolver) NoteLeaf(pid uint32, t uint64, gen uint32, addr uint64) {
 	if addr == 0 || addr >= kernelStart {
 		return
 	}
-	k := seenKey{pid, gen, addr &^ (pageSize - 1)}
-	s := &r.snaps
-	s.mu.Lock()
-	_, ok := s.seen[k]
-	if !ok && len(s.seen) < maxSeenPages {
-		if s.seen == nil {
-			s.seen = map[seenKey]struct{}{}
-		}
-		s.seen[k] = struct{}{}
-	} else {
-		ok = true
-	}
-	s.mu.Unlock()
-	if ok {
+	page := addr &^ (pageSize - 1)
+	k := seenKey{pid, gen, page}
+	off := uint16(addr - page)
+	if !r.snaps.due(k, off, t) {
 		return
 	}
 	m := r.tracker.Find(int(pid), addr, t)
-	if m == nil || !m.Anonymous() || m.Path == vdso.Name {
+	anon := m != nil && m.Anonymous() && m.Path != vdso.Name
+	r.snaps.settle(k, off, anon)
+	if !anon {
 		return
 	}
+	lo, hi := page-min(page, pageSize), page+2*pageSize
 	if jt := r.JITIfAny(pid); jt != nil {
-		if f, ok := jt.Lookup(addr, t); ok && len(f.Code) > 0 {
-			return // the jitdump holds its bytes
+		if f, ok := jt.Lookup(addr, t); ok {
+			if len(f.Code) > 0 {
+				return // the jitdump holds its bytes
+			}
+			lo, hi = min(lo, f.Start&^(pageSize-1)), max(hi, (min(f.End(), m.End)+pageSize-1)&^(pageSize-1))
 		}
 	}
-	r.snapshotGen(pid, addr, t, gen, m)
+	lo, hi = max(lo, m.Start&^(pageSize-1), page-min(page, maxNoteBytes/2)), min(hi, m.End)
+	hi = min(hi, lo+maxNoteBytes)
+	if lo < hi {
+		r.capture(pid, lo, hi)
+	}
 }
 
-// snapshot reads the pages around addr (the one holding it and its neighbours, inside m)
-// from pid's memory, unless they were read in the same generation of its address space.
-func (r *Resolver) snapshot(pid uint32, addr, t uint64, m *proc.Mapping) {
-	r.snapshotGen(pid, addr, t, r.Generation(pid, t), m)
-}
-
-func (r *Resolver) snapshotGen(pid uint32, addr, t uint64, gen uint32, m *proc.Mapping) {
-	first := addr&^(pageSize-1) - min(addr&^(pageSize-1), pageSize)
+// capture reads the pages [lo, hi) of pid's memory now. A page whose bytes are those of
+// its latest reading extends that reading to now; another is kept as a new reading (while
+// the memory for readings lasts). It returns what was read: whole pages from lo, fewer
+// than asked where the memory ends.
+func (r *Resolver) capture(pid uint32, lo, hi uint64) ([]byte, error) {
 	s := &r.snaps
-	for p := max(first, m.Start&^(pageSize-1)); p < addr&^(pageSize-1)+2*pageSize && p < m.End; p += pageSize {
-		k := pageKey{pid, p}
-		s.mu.Lock()
-		have := false
-		for _, sn := range s.pages[k] {
-			have = have || sn.gen == gen
-		}
-		full := s.bytes+pageSize > maxSnapshotBytes
-		s.mu.Unlock()
-		if have || full {
+	now := s.now()
+	b, err := readProcessMemory(int(pid), lo, hi-lo)
+	if err != nil {
+		return nil, err
+	}
+	b = b[:len(b)&^(pageSize-1)]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for off := 0; off < len(b); off += pageSize {
+		k := pageKey{pid, lo + uint64(off)}
+		page := b[off : off+pageSize]
+		snaps := s.pages[k]
+		if n := len(snaps); n > 0 && bytes.Equal(snaps[n-1].b, page) {
+			snaps[n-1].seen = max(snaps[n-1].seen, now)
 			continue
 		}
-		b, err := readProcessMemory(int(pid), p, pageSize)
-		if err != nil || len(b) != pageSize {
+		if s.bytes+pageSize > maxSnapshotBytes {
 			continue
 		}
-		s.mu.Lock()
 		if s.pages == nil {
 			s.pages = map[pageKey][]pageSnap{}
 		}
-		s.pages[k] = append(s.pages[k], pageSnap{gen: gen, time: t, b: b})
+		s.pages[k] = append(snaps, pageSnap{read: now, seen: now, b: bytes.Clone(page)})
 		s.bytes += pageSize
-		s.mu.Unlock()
 	}
+	return b, nil
 }
 
-// fromSnapshots assembles [start, start+size) of pid's memory from its snapshots, each page
-// from the one taken in the generation of time t (else the one asked for nearest t); nil
-// if a page is missing.
-func (r *Resolver) fromSnapshots(pid uint32, start, size, t uint64) []byte {
-	if size == 0 || size > maxCodeBytes {
-		return nil
+// nearest picks the reading of a page for code first sampled at t whose bytes were there
+// from `from` until `until`: among the readings made while they were, the one nearest t
+// (one whose span holds t is at distance 0); -1 if none was made then.
+func nearest(snaps []pageSnap, t, from, until uint64) int {
+	best, bestD := -1, uint64(0)
+	for i, sn := range snaps {
+		if sn.seen < from || sn.read >= until {
+			continue // read before the code was written, or after it was replaced
+		}
+		d := uint64(0)
+		switch {
+		case sn.seen < t:
+			d = t - sn.seen
+		case sn.read > t:
+			d = sn.read - t
+		}
+		if best < 0 || d < bestD {
+			best, bestD = i, d
+		}
 	}
-	gen := r.Generation(pid, t)
+	return best
+}
+
+// codeBytes assembles [start, start+size) of pid's memory for a piece of code first sampled
+// at t whose bytes were in place from `from` until `until`: each page from the reading
+// nearest t made in that time, else read now if that time is not over. What no reading
+// holds is a gap (zeros in the bytes), never bytes read at another time.
+func (r *Resolver) codeBytes(pid uint32, start, size, t, from, until uint64) ([]byte, []store.Gap) {
+	end := start + size
+	first := start &^ (pageSize - 1)
+	got := make([][]byte, (end-first+pageSize-1)/pageSize)
+	lo, hi := uint64(0), uint64(0) // the pages that need reading now
 	s := &r.snaps
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]byte, 0, size)
-	for a := start; a < start+size; {
-		p := a &^ (pageSize - 1)
+	for i := range got {
+		p := first + uint64(i)*pageSize
 		snaps := s.pages[pageKey{pid, p}]
-		if len(snaps) == 0 {
-			return nil
+		if j := nearest(snaps, t, from, until); j >= 0 {
+			got[i] = snaps[j].b
+			continue
 		}
-		best := -1
-		for i, sn := range snaps {
-			if sn.gen == gen {
-				best = i
-				break
-			}
+		if hi == 0 {
+			lo = p
 		}
-		if best < 0 {
-			best = 0
-			for i, sn := range snaps {
-				if dist(sn.time, t) < dist(snaps[best].time, t) {
-					best = i
+		hi = p + pageSize
+	}
+	s.mu.Unlock()
+	why := ""
+	if hi > 0 {
+		if s.now() >= until {
+			why = "the memory was freed or reused before they were read"
+		} else if b, err := r.capture(pid, lo, hi); err != nil {
+			why = whyNoBytes(err)
+		} else {
+			why = "the memory was unmapped before they were read"
+			for i := range got {
+				p := first + uint64(i)*pageSize
+				if got[i] == nil && p >= lo && p-lo < uint64(len(b)) {
+					got[i] = b[p-lo : p-lo+pageSize]
 				}
 			}
 		}
-		end := min(p+pageSize, start+size)
-		out = append(out, snaps[best].b[a-p:end-p]...)
-		a = end
 	}
-	return out
-}
-
-func dist(a, b uint64) uint64 {
-	if a > b {
-		return a - b
+	out := make([]byte, size)
+	var gaps []store.Gap
+	for i, b := range got {
+		p := first + uint64(i)*pageSize
+		a, z := max(p, start), min(p+pageSize, end)
+		if b != nil {
+			copy(out[a-start:], b[a-p:z-p])
+			continue
+		}
+		if n := len(gaps); n > 0 && gaps[n-1].End == a {
+			gaps[n-1].End = z
+		} else {
+			gaps = append(gaps, store.Gap{Start: a, End: z, Why: why})
+		}
 	}
-	return b - a
+	return out, gaps
 }
 
 func readProcessMemory(pid int, start, size uint64) ([]byte, error) {

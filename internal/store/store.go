@@ -103,6 +103,9 @@ type Code struct {
 	// Time is the time of the first sample seen in this code.
 	Time  uint64 `json:"time,omitempty"`
 	Bytes []byte `json:"bytes,omitempty"`
+	// Gaps are ranges of Bytes that were not captured (they hold zeros): code read from
+	// memory where no reading was made while that part held the code.
+	Gaps []Gap `json:"gaps,omitempty"`
 	// Origin says where Bytes came from: "jitdump" (the JIT's own copy), "memory" (read
 	// from the live process), "vdso"; empty when they are read from Path.
 	Origin string `json:"origin,omitempty"`
@@ -117,6 +120,13 @@ type Code struct {
 	// call targets (by address) and the source lines the code maps to.
 	Symbols []Symbol     `json:"symbols,omitempty"`
 	Source  []SourceLine `json:"source,omitempty"`
+}
+
+// Gap is a range [Start, End) of run-time addresses whose bytes were not captured, and why.
+type Gap struct {
+	Start uint64 `json:"start"`
+	End   uint64 `json:"end"`
+	Why   string `json:"why"`
 }
 
 // Symbol names an address.

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stax-profiler/stax/internal/testutil"
 	"github.com/stax-profiler/stax/internal/vdso"
 )
 
@@ -12,7 +13,7 @@ import (
 func TestOpenMemory(t *testing.T) {
 	data, err := vdso.Self()
 	if err != nil {
-		t.Skipf("no vdso here: %v", err)
+		testutil.Require(t, testutil.EnvPerf, "no vdso here: %v", err)
 	}
 	c := NewCache(Options{NoDebugFiles: true})
 	im, err := c.OpenMemory(vdso.Name, data)

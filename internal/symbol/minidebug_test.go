@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stax-profiler/stax/internal/symbol/elfsym"
+	"github.com/stax-profiler/stax/internal/testutil"
 )
 
 // TestMiniDebugInfo builds a stripped program carrying its local function symbols in an
@@ -14,9 +15,7 @@ import (
 // function that no other table has.
 func TestMiniDebugInfo(t *testing.T) {
 	for _, tool := range []string{"gcc", "objcopy", "strip", "xz"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed", tool)
-		}
+		testutil.RequireTool(t, tool)
 	}
 	dir := t.TempDir()
 	src := filepath.Join(dir, "p.c")

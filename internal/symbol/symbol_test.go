@@ -13,16 +13,14 @@ import (
 
 	"github.com/stax-profiler/stax/internal/symbol/debugfile"
 	"github.com/stax-profiler/stax/internal/symbol/kallsyms"
+	"github.com/stax-profiler/stax/internal/testutil"
 )
 
 const libcPath = "/lib/x86_64-linux-gnu/libc.so.6"
 
 func run(t testing.TB, name string, args ...string) string {
 	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		t.Skipf("%s not installed", name)
-	}
-	out, err := exec.Command(name, args...).CombinedOutput()
+	out, err := exec.Command(testutil.RequireTool(t, name), args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
@@ -44,16 +42,13 @@ func copyFile(t testing.TB, from, to string) {
 }
 
 func TestLibcInternals(t *testing.T) {
-	if _, err := os.Stat(libcPath); err != nil {
-		t.Skip(err)
-	}
 	c := NewCache(Options{})
-	im, err := c.Open(libcPath)
+	im, err := c.Open(testutil.RequireLibc(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if im.DebugPath == "" {
-		t.Skipf("libc debug file not installed: %v", im.DebugErr)
+		testutil.Require(t, testutil.EnvPerf, "libc's debug file is not installed (apt-get install libc6-dbg): %v", im.DebugErr)
 	}
 	if !strings.HasPrefix(im.DebugPath, "/usr/lib/debug/.build-id/") {
 		t.Errorf("debug file %s not found by build-id", im.DebugPath)
@@ -303,9 +298,7 @@ func TestKernelLocation(t *testing.T) {
 }
 
 func TestConcurrentOpen(t *testing.T) {
-	if _, err := os.Stat(libcPath); err != nil {
-		t.Skip(err)
-	}
+	testutil.RequireLibc(t)
 	c := NewCache(Options{NoDWARF: true})
 	var wg sync.WaitGroup
 	ims := make([]*Image, 8)
@@ -377,8 +370,8 @@ func TestTableCachePersists(t *testing.T) {
 		t.Fatal(err)
 	}
 	prog := filepath.Join(dir, "inline")
-	if out, err := exec.Command("g++", "-O2", "-g", "-o", prog, src).CombinedOutput(); err != nil {
-		t.Skipf("g++: %v\n%s", err, out)
+	if out, err := exec.Command(testutil.RequireTool(t, "g++"), "-O2", "-g", "-o", prog, src).CombinedOutput(); err != nil {
+		t.Fatalf("g++: %v\n%s", err, out)
 	}
 	cacheDir := filepath.Join(dir, "cache")
 	first := NewCache(Options{TableCache: cacheDir})

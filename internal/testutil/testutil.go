@@ -1,8 +1,9 @@
-// Package testutil helps tests build fixture programs from source and decide whether
-// perf_event_open may be used.
+// Package testutil helps tests build fixture programs from source and decide whether what
+// they need (perf_event_open, root, a program, a file, a kernel feature) is there.
 package testutil
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,16 +15,83 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// The environment variables that turn a missing requirement from a skip into a failure.
+// CI sets all three (.ci/run), so nothing CI provides can go untested there unnoticed.
+const (
+	// EnvPerf: perf_event_open is allowed, and what .ci/run installs is there: compilers,
+	// binutils, perf, debuginfod, libc6-dbg, xz, util-linux, curl, node and npm, java, php;
+	// and so are the kernel features the tests rely on (a vdso).
+	EnvPerf = "STAX_REQUIRE_PERF"
+	// EnvRoot: the tests run as root (to switch users, read the kernel's symbols, make
+	// namespaces, record system-wide).
+	EnvRoot = "STAX_REQUIRE_ROOT"
+	// EnvBrowser: a headless Chromium is there (internal/testutil/browser).
+	EnvBrowser = "STAX_REQUIRE_BROWSER"
+)
+
+// Require skips the test for want of what the message (format and args) names, or fails it
+// where the environment variable env (EnvPerf, EnvRoot, EnvBrowser) is "1". Every test that
+// skips for want of something CI provides goes through it.
+func Require(t testing.TB, env, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv(env) == "1" {
+		t.Fatalf("%s, and %s=1 says it must be there", msg, env)
+	}
+	t.Skip(msg)
+}
+
 // RequirePerf skips the test when perf_event_open is not allowed here, and fails it instead
-// when STAX_REQUIRE_PERF=1 (CI sets it, so perf tests cannot silently skip there).
+// when STAX_REQUIRE_PERF=1.
 func RequirePerf(t testing.TB) {
 	t.Helper()
 	if err := perfAllowed(); err != nil {
-		if os.Getenv("STAX_REQUIRE_PERF") == "1" {
-			t.Fatalf("perf_event_open is not allowed here (%v) and STAX_REQUIRE_PERF=1", err)
-		}
-		t.Skipf("perf_event_open is not allowed here: %v", err)
+		Require(t, EnvPerf, "perf_event_open is not allowed here: %v", err)
 	}
+}
+
+// RequireRoot skips the test unless it runs as root, and fails it instead when
+// STAX_REQUIRE_ROOT=1.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if uid := os.Geteuid(); uid != 0 {
+		Require(t, EnvRoot, "the test needs root (it runs as uid %d)", uid)
+	}
+}
+
+// RequireTool returns the path of a program .ci/run installs; where it is missing the test
+// is skipped, or fails when STAX_REQUIRE_PERF=1.
+func RequireTool(t testing.TB, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		Require(t, EnvPerf, "%s is not installed (.ci/run installs it)", name)
+	}
+	return path
+}
+
+// RequireFile checks that a file a package .ci/run installs (pkg) is there; where it is
+// missing the test is skipped, or fails when STAX_REQUIRE_PERF=1.
+func RequireFile(t testing.TB, path, pkg string) {
+	t.Helper()
+	if _, err := os.Stat(path); err != nil {
+		Require(t, EnvPerf, "%s is missing (apt-get install %s): %v", path, pkg, err)
+	}
+}
+
+// Libc is the C library the tests that read one use: Debian's, on x86-64.
+const Libc = "/lib/x86_64-linux-gnu/libc.so.6"
+
+// RequireLibc returns Libc. Its path and what the tests expect of it are those of x86-64
+// Debian, which CI runs: on another architecture the test is skipped; on x86-64 a missing
+// libc skips it, or fails it when STAX_REQUIRE_PERF=1.
+func RequireLibc(t testing.TB) string {
+	t.Helper()
+	if runtime.GOARCH != "amd64" {
+		t.Skipf("the test reads x86-64 Debian's libc; this is %s", runtime.GOARCH)
+	}
+	RequireFile(t, Libc, "libc6")
+	return Libc
 }
 
 var (
@@ -72,9 +140,7 @@ func Run(t testing.TB, dir, name string, args ...string) string {
 // CC compiles C or C++ sources into an executable in dir and returns its path.
 func CC(t testing.TB, dir, out string, compiler string, args ...string) string {
 	t.Helper()
-	if _, err := exec.LookPath(compiler); err != nil {
-		t.Skipf("%s is not installed", compiler)
-	}
+	RequireTool(t, compiler)
 	path := filepath.Join(dir, out)
 	Run(t, "", compiler, append(args, "-o", path)...)
 	return path

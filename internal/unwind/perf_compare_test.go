@@ -2,7 +2,6 @@ package unwind
 
 import (
 	"bufio"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,10 +27,7 @@ func collapse(ns []string) string {
 // perfStacks records prog with perf --call-graph=dwarf and returns the collapsed stacks of
 // samples whose leaf is leaf.
 func perfStacks(t *testing.T, prog, leaf string) map[string]int {
-	perf, err := exec.LookPath("perf")
-	if err != nil {
-		t.Skip("perf is not installed")
-	}
+	perf := testutil.RequireTool(t, "perf")
 	dir := t.TempDir()
 	data := filepath.Join(dir, "perf.data")
 	testutil.Run(t, dir, perf, "record", "-q", "--call-graph=dwarf,16384", "-F", "999", "-o", data, "--", prog, "1")

@@ -1,11 +1,15 @@
 package unwind
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stax-profiler/stax/internal/testutil"
+)
 
 func TestVDSOTable(t *testing.T) {
 	tab, err := VDSOTable()
 	if err != nil {
-		t.Skipf("no vdso here: %v", err)
+		testutil.Require(t, testutil.EnvPerf, "no vdso here: %v", err)
 	}
 	if tab.NumFDEs() == 0 || len(tab.loads) == 0 {
 		t.Fatalf("vdso: %d FDEs, %d loads", tab.NumFDEs(), len(tab.loads))

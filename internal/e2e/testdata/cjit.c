@@ -10,6 +10,13 @@
 //   unwind MS   the same, with CODE_UNWINDING_INFO (an .eh_frame saying so) before its load.
 //   devzero MS  runs zero_epsilon for MS milliseconds of CPU time from a shared mapping of
 //               /dev/zero (as PHP's opcache JIT keeps its buffer), announced in a perf map.
+//   pageshare MS  runs share_alpha (unannounced) at the start of a page for MS, then writes
+//               share_beta, other code, into the same page and runs it for 2*MS; it prints
+//               "ready", and when a line arrives on its standard input writes the perf map
+//               naming both and exits, as the JVM's DumpPerfMapAtExit does.
+//   mapfree MS  runs freed_delta (unannounced) for MS and prints "ready"; at a line on its
+//               standard input it overwrites the code with int3 bytes (freed memory) and
+//               only then writes its perf map line; it exits at the next line.
 //   mapreuse MS announces map_alpha at address X in a perf map and runs it for MS, then
 //               puts map_beta at X, appends its line and runs it for 2*MS; 20 ms of CPU in
 //               guard() around the switch keep the two apart by more than a clock tick.
@@ -153,6 +160,14 @@ __attribute__((noinline)) static void guard(double ms) {
 		for (unsigned long i = 0; i < 1000; i++) s += i;
 }
 
+// ready_then_line prints "ready" and waits for a line on standard input: 0 at its end.
+static int ready_then_line(void) {
+	char line[8];
+	printf("ready\n");
+	fflush(stdout);
+	return fgets(line, sizeof line, stdin) != 0;
+}
+
 int main(int argc, char **argv) {
 	if (argc < 3) {
 		fprintf(stderr, "usage: cjit reuse|mapexit N\n");
@@ -214,6 +229,30 @@ int main(int argc, char **argv) {
 		printf("beta %llu\n", (unsigned long long)run(mem, 2 * ms));
 		fclose(f);
 		return 0;
+	}
+	if (strcmp(argv[1], "pageshare") == 0) {
+		size_t alen = emit(mem, n, 1);
+		printf("alpha %llu\n", (unsigned long long)run(mem, ms));
+		unsigned char *b = mem + 2048;
+		size_t blen = emit(b, n - n % 3, 3);
+		printf("beta %llu\n", (unsigned long long)run(b, 2 * ms));
+		if (!ready_then_line()) return 1;
+		FILE *f = perf_map();
+		fprintf(f, "%lx %zx share_alpha\n", (unsigned long)(uintptr_t)mem, alen);
+		fprintf(f, "%lx %zx share_beta\n", (unsigned long)(uintptr_t)b, blen);
+		fclose(f);
+		return 0;
+	}
+	if (strcmp(argv[1], "mapfree") == 0) {
+		size_t len = emit(mem, n, 1);
+		printf("delta %llu\n", (unsigned long long)run(mem, ms));
+		if (!ready_then_line()) return 1;
+		memset(mem, 0xcc, 64);
+		FILE *f = perf_map();
+		fprintf(f, "%lx %zx freed_delta\n", (unsigned long)(uintptr_t)mem, len);
+		fclose(f);
+		char line[8];
+		return fgets(line, sizeof line, stdin) ? 0 : 1;
 	}
 	if (strcmp(argv[1], "mapexit") == 0) {
 		size_t len = emit(mem, n, 1);

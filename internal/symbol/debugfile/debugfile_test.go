@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/stax-profiler/stax/internal/testutil"
 )
 
 // Fixture is a stripped image and its extracted debug file.
@@ -20,9 +22,7 @@ type Fixture struct {
 func build(t *testing.T) Fixture {
 	t.Helper()
 	for _, tool := range []string{"gcc", "objcopy"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed", tool)
-		}
+		testutil.RequireTool(t, tool)
 	}
 	dir := t.TempDir()
 	img := filepath.Join(dir, "prog")

@@ -20,15 +20,14 @@ import (
 	"time"
 
 	"github.com/stax-profiler/stax/internal/symbol/debugfile"
+	"github.com/stax-profiler/stax/internal/testutil"
 )
 
 // buildFixture compiles testdata/prog.c into dir and returns its path and
 // build-id.
 func buildFixture(t testing.TB, dir, name string) (string, []byte) {
 	t.Helper()
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not installed")
-	}
+	testutil.RequireTool(t, "gcc")
 	p := filepath.Join(dir, name)
 	src, _ := os.ReadFile("testdata/prog.c")
 	// A distinct constant per name gives each build its own build-id.
@@ -350,10 +349,7 @@ func freePort(t *testing.T) int {
 }
 
 func TestRealDebuginfod(t *testing.T) {
-	bin, err := exec.LookPath("debuginfod")
-	if err != nil {
-		t.Skip("debuginfod not installed")
-	}
+	bin := testutil.RequireTool(t, "debuginfod")
 	served := t.TempDir()
 	p, id := buildFixture(t, served, "prog")
 	_ = p
@@ -374,6 +370,7 @@ func TestRealDebuginfod(t *testing.T) {
 	c.NegativeTTL = 0 // the server may not have scanned the file yet
 	deadline := time.Now().Add(60 * time.Second)
 	var path string
+	var err error
 	for {
 		path, err = c.Fetch(context.Background(), id)
 		if err == nil {

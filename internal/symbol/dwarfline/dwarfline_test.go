@@ -11,13 +11,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stax-profiler/stax/internal/testutil"
 )
 
 func requireTool(t testing.TB, name string) {
 	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		t.Skipf("%s not installed", name)
-	}
+	testutil.RequireTool(t, name)
 }
 
 func build(t testing.TB, compiler string, args ...string) string {
@@ -205,10 +205,9 @@ func TestLazyUnits(t *testing.T) {
 
 func TestLibcDebug(t *testing.T) {
 	// The separate debug file of the system libc, when installed.
-	const libc = "/lib/x86_64-linux-gnu/libc.so.6"
-	f, err := elf.Open(libc)
+	f, err := elf.Open(testutil.RequireLibc(t))
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	var id []byte
@@ -218,12 +217,10 @@ func TestLibcDebug(t *testing.T) {
 		}
 	}
 	if len(id) < 2 {
-		t.Skip("libc has no build-id")
+		t.Fatal("libc has no build-id")
 	}
 	dbg := fmt.Sprintf("/usr/lib/debug/.build-id/%x/%x.debug", id[:1], id[1:])
-	if _, err := os.Stat(dbg); err != nil {
-		t.Skip("libc debug file not installed")
-	}
+	testutil.RequireFile(t, dbg, "libc6-dbg")
 	tab, err := Open(dbg)
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +245,7 @@ func TestLibcDebug(t *testing.T) {
 		found++
 	}
 	if found == 0 {
-		t.Skip("qsort_r not in libc")
+		t.Fatal("qsort_r is not in libc's dynamic symbols")
 	}
 }
 
@@ -350,10 +347,9 @@ func BenchmarkFrames(b *testing.B) {
 // TestConcurrentFrames looks up libc's functions from several goroutines at once, as batch
 // symbolization does, and expects what one goroutine alone finds.
 func TestConcurrentFrames(t *testing.T) {
-	const libc = "/lib/x86_64-linux-gnu/libc.so.6"
-	f, err := elf.Open(libc)
+	f, err := elf.Open(testutil.RequireLibc(t))
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	var id []byte
@@ -362,10 +358,11 @@ func TestConcurrentFrames(t *testing.T) {
 			id = b[16:]
 		}
 	}
-	dbg := fmt.Sprintf("/usr/lib/debug/.build-id/%x/%x.debug", id[:min(1, len(id))], id[min(1, len(id)):])
-	if _, err := os.Stat(dbg); len(id) < 2 || err != nil {
-		t.Skip("libc debug file not installed")
+	if len(id) < 2 {
+		t.Fatal("libc has no build-id")
 	}
+	dbg := fmt.Sprintf("/usr/lib/debug/.build-id/%x/%x.debug", id[:1], id[1:])
+	testutil.RequireFile(t, dbg, "libc6-dbg")
 	syms, err := f.DynamicSymbols()
 	if err != nil {
 		t.Fatal(err)

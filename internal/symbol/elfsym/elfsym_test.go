@@ -6,6 +6,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"github.com/stax-profiler/stax/internal/symbol/dwarfline"
+	"github.com/stax-profiler/stax/internal/testutil"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,12 +125,10 @@ func TestParseNotesMalformed(t *testing.T) {
 	}
 }
 
-// requireTool skips the test when a build tool is missing.
+// requireTool skips the test when a build tool is missing (fails it on CI).
 func requireTool(t testing.TB, name string) {
 	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		t.Skipf("%s not installed", name)
-	}
+	testutil.RequireTool(t, name)
 }
 
 func run(t testing.TB, name string, args ...string) string {
@@ -267,10 +266,7 @@ func TestGCCAgainstNM(t *testing.T) {
 
 func TestLibcAgainstNM(t *testing.T) {
 	requireTool(t, "nm")
-	const libc = "/lib/x86_64-linux-gnu/libc.so.6"
-	if _, err := os.Stat(libc); err != nil {
-		t.Skip(err)
-	}
+	libc := testutil.RequireLibc(t)
 	im, err := Open(libc)
 	if err != nil {
 		t.Fatal(err)

@@ -3,12 +3,13 @@ package browser
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/stax-profiler/stax/internal/testutil"
 )
 
 // Require returns a browser context (a fresh headless Chromium, gone when the test ends).
@@ -24,10 +25,7 @@ func Require(t testing.TB) context.Context {
 		}
 	}
 	if path == "" {
-		if os.Getenv("STAX_REQUIRE_BROWSER") == "1" {
-			t.Fatal("no Chromium found (apt-get install chromium) and STAX_REQUIRE_BROWSER=1")
-		}
-		t.Skip("no Chromium found (apt-get install chromium)")
+		testutil.Require(t, testutil.EnvBrowser, "no Chromium found (apt-get install chromium)")
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
