@@ -1,5 +1,6 @@
-// Package api holds the types that stax's query commands exchange, over the live socket and
-// as --json output. Schema is bumped on any incompatible change.
+// Package api is what the live server and its clients share: the types that stax's query
+// commands exchange, over the live socket and as --json output, where the sockets are, and
+// the summaries both sides compute from a run. Schema is bumped on any incompatible change.
 package api
 
 import (

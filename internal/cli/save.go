@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/recorder"
 	"github.com/stax-profiler/stax/internal/store"
@@ -97,7 +98,7 @@ an older stax are read; a newer stax's format is refused with the version it nee
 				os.Remove(store.Path(id))
 				return err
 			}
-			st := recorder.StatusOf(run)
+			st := api.StatusOf(run)
 			if asJSON {
 				return printJSON(g.out, st)
 			}

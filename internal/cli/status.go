@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stax-profiler/stax/internal/api"
-	"github.com/stax-profiler/stax/internal/recorder"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
@@ -26,7 +25,7 @@ func statusCmd(g *globals) *cobra.Command {
 				return err
 			}
 			st, err := ask(context.Background(), r, "/v1/status", nil, func(run *store.Run) (api.Status, error) {
-				return recorder.StatusOf(run), nil
+				return api.StatusOf(run), nil
 			})
 			if err != nil {
 				return err

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/stax-profiler/stax/internal/api"
-	"github.com/stax-profiler/stax/internal/server"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
@@ -65,7 +64,7 @@ func newLive(id, sock string) *Run {
 
 // LiveRuns lists the runs whose recorder answers, newest first.
 func LiveRuns() []*Run {
-	dir, err := server.SocketDir()
+	dir, err := api.SocketDir()
 	if err != nil {
 		return nil
 	}

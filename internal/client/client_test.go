@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stax-profiler/stax/internal/server"
+	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/testutil"
 )
 
 func saveRun(t *testing.T, id string, finished bool, mod time.Time) {
@@ -25,11 +26,11 @@ func saveRun(t *testing.T, id string, finished bool, mod time.Time) {
 // a live run, and the lookup removes it.
 func TestStaleSocketIsRemoved(t *testing.T) {
 	t.Setenv("STAX_HOME", t.TempDir())
-	dir, err := server.SocketDir()
+	dir, err := api.SocketDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := server.SocketPath(dir, "dead-run")
+	path := api.SocketPath(dir, "dead-run")
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)
@@ -78,5 +79,16 @@ func TestPickSkipsDamagedRuns(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(os.Getenv("STAX_HOME"), "runs", "broken.stax")); err != nil {
 		t.Errorf("Pick removed a damaged file: %v", err)
+	}
+}
+
+// TestDependsOnAPIAndStoreOnly: the client talks to recorders through the socket API alone,
+// never through the server's or the recorder's code.
+func TestDependsOnAPIAndStoreOnly(t *testing.T) {
+	allowed := map[string]bool{"internal/client": true, "internal/api": true, "internal/store": true, "internal/agg": true}
+	for _, p := range testutil.StaxDeps(t, "./internal/client") {
+		if !allowed[p] {
+			t.Errorf("internal/client depends on %s", p)
+		}
 	}
 }

@@ -898,7 +898,7 @@ func (r *Recorder) save(final bool) {
 // Status describes the live run.
 func (r *Recorder) Status() api.Status {
 	run := r.Snapshot()
-	st := StatusOf(run)
+	st := api.StatusOf(run)
 	st.Live, st.State = true, api.StateLive
 	select {
 	case <-r.doneCh:
@@ -912,50 +912,8 @@ func (r *Recorder) Status() api.Status {
 	return st
 }
 
-// StatusOf summarizes a saved or live run.
-func StatusOf(run *store.Run) api.Status {
-	st := api.Status{Schema: api.Schema, State: api.StateOf(run.Meta), Meta: run.Meta, JIT: run.JIT,
-		Threads: len(run.Profile.Threads), DistinctStacks: len(run.Profile.Stacks)}
-	if st.JIT == nil {
-		st.JIT = []store.JITSource{}
-	}
-	if !run.Meta.End.IsZero() {
-		st.ElapsedSec = run.Meta.End.Sub(run.Meta.Start).Seconds()
-	}
-	p := &run.Profile
-	for _, e := range p.Entries {
-		s := p.Stacks[e.Stack]
-		if len(s) == 0 {
-			continue
-		}
-		f := p.Frames[s[0]]
-		switch {
-		case f.Kind == agg.KindJIT && strings.HasPrefix(f.Func, "[unknown]"):
-			st.JITSamples += e.Count
-			st.JITUnnamed += e.Count
-			st.UnknownSamples += e.Count
-		case f.Kind == agg.KindJIT:
-			st.JITSamples += e.Count
-		case f.Image == resolve.ImageAnon: // runs saved before unnamed JIT frames had the jit kind
-			st.JITSamples += e.Count
-			st.JITUnnamed += e.Count
-			st.UnknownSamples += e.Count
-		case f.Kind == agg.KindUnknown:
-			st.UnknownSamples += e.Count
-		}
-	}
-	return st
-}
-
-// WaitCondition is what `stax wait` waits for.
-type WaitCondition struct {
-	Samples uint64
-	Seconds float64
-	Symbol  string
-}
-
 // Wait blocks until cond holds, the run ends, or ctx ends.
-func (r *Recorder) Wait(ctx context.Context, cond WaitCondition) api.Wait {
+func (r *Recorder) Wait(ctx context.Context, cond api.WaitCondition) api.Wait {
 	out := api.Wait{Schema: api.Schema, Run: r.id}
 	for {
 		r.mu.Lock()

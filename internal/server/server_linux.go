@@ -10,54 +10,22 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/query"
-	"github.com/stax-profiler/stax/internal/recorder"
 	"github.com/stax-profiler/stax/internal/store"
 )
-
-// SocketDir is where live runs listen: $STAX_HOME/live, else $XDG_RUNTIME_DIR/stax, else
-// /tmp/stax-<uid>. It is created mode 0700 and must belong to the user.
-func SocketDir() (string, error) {
-	var dir string
-	switch {
-	case os.Getenv("STAX_HOME") != "":
-		dir = filepath.Join(os.Getenv("STAX_HOME"), "live")
-	case os.Getenv("XDG_RUNTIME_DIR") != "":
-		dir = filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "stax")
-	default:
-		dir = filepath.Join(os.TempDir(), "stax-"+strconv.Itoa(os.Getuid()))
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("create socket directory: %w", err)
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return "", fmt.Errorf("check socket directory: %w", err)
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("socket directory %s is not a private directory of this user; remove it or set STAX_HOME", dir)
-	}
-	return dir, nil
-}
-
-// SocketPath is the socket of live run id.
-func SocketPath(dir, id string) string { return filepath.Join(dir, id+".sock") }
 
 // Recording is what the server asks of a live recording; *recorder.Recorder is one.
 type Recording interface {
 	ID() string
 	Status() api.Status
 	Snapshot() *store.Run
-	Wait(ctx context.Context, cond recorder.WaitCondition) api.Wait
+	Wait(ctx context.Context, cond api.WaitCondition) api.Wait
 	Stop()
 	Done() <-chan struct{}
 }
@@ -82,11 +50,11 @@ func (s *Server) mark(live *bool, state *string) {
 
 // Listen creates the run's socket.
 func Listen(rec Recording) (*Server, error) {
-	dir, err := SocketDir()
+	dir, err := api.SocketDir()
 	if err != nil {
 		return nil, err
 	}
-	path := SocketPath(dir, rec.ID())
+	path := api.SocketPath(dir, rec.ID())
 	os.Remove(path)
 	old := unix.Umask(0o177)
 	ln, err := net.Listen("unix", path)
@@ -380,7 +348,7 @@ func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(timeout)*time.Millisecond)
 		defer cancel()
 	}
-	res := s.rec.Wait(ctx, recorder.WaitCondition{Samples: uint64(max(n, 0)), Seconds: secs, Symbol: r.URL.Query().Get("symbol")})
+	res := s.rec.Wait(ctx, api.WaitCondition{Samples: uint64(max(n, 0)), Seconds: secs, Symbol: r.URL.Query().Get("symbol")})
 	writeJSON(w, http.StatusOK, res)
 }
 

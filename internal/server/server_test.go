@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,8 +18,8 @@ import (
 
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
-	"github.com/stax-profiler/stax/internal/recorder"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/testutil"
 )
 
 // fakeRecording stands in for a recorder: a fixed run, a wait that blocks until its
@@ -48,11 +47,11 @@ func newFake(frames int) *fakeRecording {
 func (f *fakeRecording) ID() string           { return f.run.Meta.ID }
 func (f *fakeRecording) Snapshot() *store.Run { return f.run }
 func (f *fakeRecording) Status() api.Status {
-	st := recorder.StatusOf(f.run)
+	st := api.StatusOf(f.run)
 	st.Live, st.State = true, api.StateLive
 	return st
 }
-func (f *fakeRecording) Wait(ctx context.Context, cond recorder.WaitCondition) api.Wait {
+func (f *fakeRecording) Wait(ctx context.Context, cond api.WaitCondition) api.Wait {
 	select {
 	case <-ctx.Done():
 		return api.Wait{Schema: api.Schema, Run: f.ID(), Outcome: api.WaitTimeout}
@@ -268,12 +267,12 @@ func FuzzQuery(f *testing.F) {
 	})
 }
 
-func TestSocketDirMustBePrivate(t *testing.T) {
-	home := t.TempDir()
-	t.Setenv("STAX_HOME", home)
-	os.MkdirAll(filepath.Join(home, "live"), 0o755)
-	os.Chmod(filepath.Join(home, "live"), 0o755)
-	if _, err := SocketDir(); err == nil || !strings.Contains(err.Error(), "not a private directory") {
-		t.Errorf("a world-readable socket directory was accepted: %v", err)
+// TestDoesNotDependOnRecorder: the server asks a recording through the Recording interface
+// and the api types only.
+func TestDoesNotDependOnRecorder(t *testing.T) {
+	for _, p := range testutil.StaxDeps(t, "./internal/server") {
+		if p == "internal/recorder" {
+			t.Errorf("internal/server depends on %s", p)
+		}
 	}
 }
