@@ -654,7 +654,8 @@ func TestCraftedFilesAreRefusedCheaply(t *testing.T) {
 			runtime.ReadMemStats(&after)
 			// The payload is read whole (its checksum is checked first); beyond it, decoding
 			// stops within the allowances (memSlack of run, textSlack of text, buffers).
-			if alloc, limit := after.TotalAlloc-before.TotalAlloc, uint64(len(tc.data))+48<<20; alloc > limit {
+			alloc := after.TotalAlloc - before.TotalAlloc
+			if limit := uint64(len(tc.data)) + 48<<20; alloc > limit {
 				t.Errorf("refusing a %d-byte file allocated %d MB, want at most %d MB", len(tc.data), alloc>>20, limit>>20)
 			}
 			// A safety net only: it takes well under a second (seconds under -race).
@@ -664,7 +665,7 @@ func TestCraftedFilesAreRefusedCheaply(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("a %d-byte crafted file: error %v, want one line that mentions %q", len(tc.data), err, tc.want)
 			}
-			t.Logf("%d-byte file refused in %v: %v", len(tc.data), took, err)
+			t.Logf("%d-byte file refused in %v, %d MB allocated: %v", len(tc.data), took, alloc>>20, err)
 		})
 	}
 }
