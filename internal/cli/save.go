@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/client"
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/recorder"
 	"github.com/stax-profiler/stax/internal/store"
@@ -38,28 +39,7 @@ Open it anywhere, even where the binaries, debug files and JIT files are gone:
 			if err != nil {
 				return err
 			}
-			run, err := r.Load(context.Background())
-			if err != nil {
-				return err
-			}
-			if !run.Meta.Finished {
-				run.Meta.Notes = append(run.Meta.Notes, "saved while still recording (or from a crashed recorder's last checkpoint)")
-			}
-			kept, failed := query.Bake(run)
-			if err := store.Save(path, run); err != nil {
-				return err
-			}
-			info, _ := os.Stat(path)
-			var size int64
-			if info != nil {
-				size = info.Size()
-			}
-			fmt.Fprintf(g.out, "saved run %s to %s: %s samples, code of %d functions kept, %s\n",
-				run.Meta.ID, path, commas(run.Meta.Samples), kept, bytesText(size))
-			if failed > 0 {
-				fmt.Fprintf(g.out, "note: the code of %d functions could not be read; annotate will say why\n", failed)
-			}
-			return nil
+			return save(context.Background(), g, r, path)
 		},
 	}
 	c.Flags().StringVar(&rf.run, "run", "", "run `ID` to save (default: the live run, else the newest stored one)")
@@ -109,6 +89,47 @@ an older stax are read; a newer stax's format is refused with the version it nee
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the run's status as JSON")
 	return c
+}
+
+// save writes run r to path. A live run is streamed from its recorder, as it is now;
+// should the recorder be gone by then (it finished, or died), its stored copy is saved,
+// and the user told which.
+func save(ctx context.Context, g *globals, r *client.Run, path string) error {
+	if r.Live {
+		saved, err := r.Save(ctx, path)
+		if err == nil {
+			printSaved(g, saved.Meta, path, saved.Size, saved.Kept, saved.Failed)
+			return nil
+		}
+		if !errors.Is(err, client.ErrGone) {
+			return err
+		}
+	}
+	run, err := r.LoadStored()
+	if err != nil {
+		return err
+	}
+	if r.Live {
+		goneNote(g, r.ID, run.Meta, "saving", "saved")
+	}
+	run, kept, failed := query.ForSave(run)
+	if err := store.Save(path, run); err != nil {
+		return err
+	}
+	var size int64
+	if info, err := os.Stat(path); err == nil {
+		size = info.Size()
+	}
+	printSaved(g, run.Meta, path, size, kept, failed)
+	return nil
+}
+
+func printSaved(g *globals, m store.Meta, path string, size int64, kept, failed int) {
+	fmt.Fprintf(g.out, "saved run %s to %s: %s samples, code of %d functions kept, %s\n",
+		m.ID, path, commas(m.Samples), kept, bytesText(size))
+	if failed > 0 {
+		fmt.Fprintf(g.out, "note: the code of %d functions could not be read; annotate will say why\n", failed)
+	}
 }
 
 // bytesText is n in the largest unit that keeps it above 1.

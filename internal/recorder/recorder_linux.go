@@ -41,7 +41,7 @@ type Options struct {
 	Freq       int           // Hz
 	Duration   time.Duration // 0: until the target exits or stop
 	Env        []string      // the launched command's environment
-	Checkpoint time.Duration // how often the run is saved while recording
+	Checkpoint time.Duration // how often the run is saved while recording (0: $STAX_CHECKPOINT_INTERVAL, else 2 s)
 	RingPages  int           // pages per CPU ring (a power of two); 0 sizes them from Freq
 	CallGraph  string        // "fp" (default) or "dwarf": unwind user stacks from .eh_frame
 	StackSize  int           // bytes of user stack copied per sample in dwarf mode (0: 16 KiB)
@@ -236,6 +236,9 @@ func newRecorder(opts Options) *Recorder {
 	}
 	if opts.Checkpoint <= 0 {
 		opts.Checkpoint = 2 * time.Second
+		if d, err := time.ParseDuration(os.Getenv("STAX_CHECKPOINT_INTERVAL")); err == nil && d > 0 {
+			opts.Checkpoint = d
+		}
 	}
 	if opts.Notef == nil {
 		opts.Notef = func(string, ...any) {}

@@ -4,13 +4,16 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -85,6 +88,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/status", s.snapshotting(s.status))
 	mux.HandleFunc("GET /v1/run", s.snapshotting(s.run))
+	mux.HandleFunc("GET "+api.RunFilePath, s.snapshotting(s.runFile))
 	mux.HandleFunc("GET /v1/top", s.snapshotting(s.top))
 	mux.HandleFunc("GET /v1/flame", s.snapshotting(s.flame))
 	mux.HandleFunc("GET /v1/threads", s.snapshotting(s.threads))
@@ -220,6 +224,44 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.rec.Snapshot())
+}
+
+// runFile streams the run as a saved-run file (see api.RunFilePath): nothing but the JSON
+// body is held whole, so a run of any size is answered, whatever maxUnsentBytes.
+func (s *Server) runFile(w http.ResponseWriter, r *http.Request) {
+	run := s.rec.Snapshot()
+	kept, failed := 0, 0
+	if r.URL.Query().Get(api.BakeParam) == "1" {
+		run, kept, failed = query.ForSave(run)
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Trailer", strings.Join([]string{api.TrailerChecksum, api.TrailerLength, api.TrailerCodeKept, api.TrailerCodeFailed}, ", "))
+	w.WriteHeader(http.StatusOK)
+	out := bufio.NewWriterSize(deadlineWriter{w: w, rc: http.NewResponseController(w)}, 64<<10)
+	sum, size, err := store.EncodeStream(out, run)
+	if err == nil {
+		err = out.Flush()
+	}
+	if err != nil {
+		// The client sees the answer end without its trailers.
+		panic(http.ErrAbortHandler)
+	}
+	w.Header().Set(api.TrailerChecksum, strconv.FormatUint(uint64(sum), 10))
+	w.Header().Set(api.TrailerLength, strconv.FormatUint(size, 10))
+	w.Header().Set(api.TrailerCodeKept, strconv.Itoa(kept))
+	w.Header().Set(api.TrailerCodeFailed, strconv.Itoa(failed))
+}
+
+// deadlineWriter gives each write to a client writeTimeout: a client that stops reading
+// a streamed answer is dropped, one that reads slowly is not.
+type deadlineWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+}
+
+func (d deadlineWriter) Write(p []byte) (int, error) {
+	d.rc.SetWriteDeadline(time.Now().Add(time.Duration(writeTimeout.Load())))
+	return d.w.Write(p)
 }
 
 func (s *Server) top(w http.ResponseWriter, r *http.Request) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -274,5 +275,43 @@ func TestDoesNotDependOnRecorder(t *testing.T) {
 		if p == "internal/recorder" {
 			t.Errorf("internal/server depends on %s", p)
 		}
+	}
+}
+
+// TestStreamedRunToAClientThatDoesNotRead: a saved-run answer is streamed, so a client
+// that stops reading it is dropped after the write timeout, as with any other answer.
+func TestStreamedRunToAClientThatDoesNotRead(t *testing.T) {
+	old := writeTimeout.Swap(int64(200 * time.Millisecond))
+	defer writeTimeout.Store(old)
+	rec := newFake(10)
+	// 8 MB of samples that do not compress: more than the socket buffers hold.
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 128 {
+		data := make([]byte, 0, 65535)
+		for len(data) < 65535 {
+			data = append(data, byte(rng.IntN(128)), 0, byte(rng.IntN(128)))
+		}
+		rec.run.Profile.Series.Chunks = append(rec.run.Profile.Series.Chunks, agg.SeriesChunk{N: 65535 / 3, Data: data})
+	}
+	rec.run.Profile.KeyEntry = []int32{0}
+	s, _ := serve(t, rec, 0)
+	c, err := net.Dial("unix", s.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: stax\r\n\r\n", api.RunFilePath)
+	deadline := time.Now().Add(20 * time.Second)
+	for busy(s.limit) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the request was never taken up")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for s.limit.open() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a client that does not read its streamed run is still held after 20 s")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
