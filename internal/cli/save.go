@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -54,16 +55,28 @@ func openCmd(g *globals) *cobra.Command {
 		Short: "Import a file written by stax save into this machine's runs",
 		Long: `Check and import a file written by stax save, so stax list shows it and every query
 (top, flame, threads, timeline, annotate, compare) answers from it as from the run it
-was saved from. It keeps its run id unless a run here already has it. Files written by
-an older stax are read; a newer stax's format is refused with the version it needs.`,
+was saved from. It keeps its run id unless a run here already has it. A file imported
+before, or a copy of a run this machine already holds (the same run, with no more
+samples), is not imported again: stax open names the run that holds it. Files written
+by an older stax are read; a newer stax's format is refused with the version it needs.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			run, err := store.Load(args[0])
+			path := args[0]
+			run, err := store.Load(path)
 			if err != nil {
 				if errors.Is(err, os.ErrNotExist) {
 					return notFound(err)
 				}
 				return err
+			}
+			sum, err := store.FileSum(path)
+			if err != nil {
+				return err
+			}
+			if id := importedAs(run.Meta, sum); id != "" {
+				if held, err := store.Load(store.Path(id)); err == nil {
+					return printOpened(g, held, asJSON, "already imported as run "+id)
+				}
 			}
 			base := run.Meta.ID
 			if !store.ValidID(base) || len(base) > 100 {
@@ -73,22 +86,45 @@ an older stax are read; a newer stax's format is refused with the version it nee
 			if err != nil {
 				return err
 			}
-			run.Meta.ID = id
+			run.Meta.ID, run.Meta.Imported = id, sum
 			if err := store.Save(store.Path(id), run); err != nil {
 				os.Remove(store.Path(id))
 				return err
 			}
-			st := api.StatusOf(run)
-			if asJSON {
-				return printJSON(g.out, st)
-			}
-			printStatus(g, st)
-			fmt.Fprintf(g.out, "\nimported as run %s: ask it with stax top --run %s\n", id, id)
-			return nil
+			return printOpened(g, run, asJSON, "imported as run "+id)
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the run's status as JSON")
 	return c
+}
+
+// importedAs is the stored run that already holds the run of a file with meta m and
+// SHA-256 sum: one imported from the same file, or the same run (id, start and process)
+// with at least as many samples. It is "" when there is none.
+func importedAs(m store.Meta, sum string) string {
+	runs, _ := client.Stored()
+	for _, r := range runs {
+		if r.Err == nil && r.Meta.Imported == sum {
+			return r.ID
+		}
+	}
+	for _, r := range runs {
+		h := r.Meta
+		if r.Err == nil && r.ID == m.ID && h.Start.Equal(m.Start) && h.Pid == m.Pid && slices.Equal(h.Command, m.Command) && h.Samples >= m.Samples {
+			return r.ID
+		}
+	}
+	return ""
+}
+
+func printOpened(g *globals, run *store.Run, asJSON bool, what string) error {
+	st := api.StatusOf(run)
+	if asJSON {
+		return printJSON(g.out, st)
+	}
+	printStatus(g, st)
+	fmt.Fprintf(g.out, "\n%s: ask it with stax top --run %s\n", what, run.Meta.ID)
+	return nil
 }
 
 // save writes run r to path. A live run is streamed from its recorder, as it is now;

@@ -15,7 +15,9 @@ package store
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,6 +76,8 @@ type Meta struct {
 	BadRecords   uint64            `json:"bad_records,omitempty"`    // records that could not be decoded
 	Samples      uint64            `json:"samples"`
 	Unresolved   uint64            `json:"unresolved_frames"`
+	// Imported is the SHA-256 (hex) of the file stax open imported the run from.
+	Imported string `json:"imported,omitempty"`
 }
 
 // JITSource is the state of one JIT symbol source (a jitdump file or perf map).
@@ -384,6 +388,20 @@ func ReadMeta(path string) (Meta, error) {
 	}
 	ms, err := readMetaSection(io.LimitReader(f, int64(h.size)))
 	return ms.Meta, err
+}
+
+// FileSum is the SHA-256 of a file, in hex: what Meta.Imported holds.
+func FileSum(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("open run: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("read run: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Check reads a run file's header and checksum without decoding it: it says whether the
