@@ -602,41 +602,58 @@ func seriesSection(chunks uint32, n, size uint32, count int) string {
 
 const smallBody = `{"profile":{"frames":[{}],"stacks":[[0]],"entries":[{"stack":0,"leaf_func":-1}]}}` + "\n"
 
+// craftedFile is a file made to cost far more to decode than its size, and what the
+// error refusing it says.
+type craftedFile struct {
+	name, want string
+	data       func() []byte // made when needed: the files are large
+}
+
 // craftedFiles are files made to cost far more to decode than their size: compression
 // bombs in each part of the body, series that claim more than they hold, layouts that
 // declare less than is there or more than the file can hold. Most repeat a compressed
 // megabyte members times: 10,000 make files of about 11 MB that expand to 10 GB.
-func craftedFiles(members int) []struct {
-	name, want string
-	data       []byte
-} {
+func craftedFiles(members int) []craftedFile {
 	const meta = `{"id":"crafted","samples":10}`
 	mb := strings.Repeat(",[]", 1<<20/3)
-	// A megabyte of digits that compresses about 100-fold, as a real run's best parts do.
+	// A megabyte of digits that compresses about 60-fold, as a real run's best parts may.
 	rng := rand.New(rand.NewPCG(1, 2))
 	var block strings.Builder
 	for block.Len() < 16<<10 {
 		fmt.Fprintf(&block, ",%d", rng.IntN(3000))
 	}
 	digits := strings.Repeat(block.String(), 64)
-	return []struct {
-		name, want string
-		data       []byte
-	}{
-		{"empty stacks bomb", "from", frame(3, withMeta(meta, bomb(`{"profile":{"stacks":[[]`, mb, members, "")))},
-		{"one endless stack", "more than 4 MB", frame(3, withMeta(meta, bomb(`{"profile":{"stacks":[[0`, strings.Repeat(",0", 1<<19), members, "")))},
-		{"endless stack of varied frames", "more than 4 MB", frame(3, withMeta(meta, bomb(`{"profile":{"stacks":[[0`, digits, members/10, "")))},
-		{"endless function name", "more than 4 MB", frame(3, withMeta(meta, bomb(`{"profile":{"frames":[{"func":"`, strings.Repeat("a", 1<<20), members, "")))},
-		{"empty entries bomb", "from", frame(3, withMeta(meta, bomb(`{"profile":{"entries":[{}`, strings.Repeat(",{}", 1<<20/3), members, "")))},
-		{"format 1 bomb", "from", frame(1, bomb(`{"profile":{"stacks":[[]`, mb, members, ""))},
-		{"series of zero-filled chunks", "from", frame(3, withMeta(meta, bomb(smallBody+seriesSection(100000, 40000, 1<<20, 0),
-			seriesSection(0, 40000, 1<<20, 1)[len(seriesMagic)+4:], members/10, "")))},
-		{"series claiming every chunk", "do not fit", frame(3, withMeta(meta, gz(smallBody+seriesSection(maxChunks, 1, 3, 1))))},
-		{"layout smaller than the body", "declares", frame(3, withMeta(`{"id":"crafted","layout":{"body_bytes":100,"stacks":1}}`,
-			bomb(`{"profile":{"stacks":[[]`, mb, members, "")))},
-		{"layout fewer entries than the body", "more than the 10 the file declares", frame(3, withMeta(`{"id":"crafted","layout":{"body_bytes":100000000,"entries":10}}`,
-			bomb(`{"profile":{"entries":[{}`, strings.Repeat(",{}", 1<<20/3), members, "")))},
-		{"layout larger than the file", "more than a run holds", frame(3, withMeta(`{"id":"crafted","layout":{"body_bytes":1000,"stacks":1000000000}}`, gz(smallBody)))},
+	return []craftedFile{
+		{"empty stacks bomb", "from", func() []byte { return frame(3, withMeta(meta, bomb(`{"profile":{"stacks":[[]`, mb, members, ""))) }},
+		{"one endless stack", "more than 4 MB", func() []byte {
+			return frame(3, withMeta(meta, bomb(`{"profile":{"stacks":[[0`, strings.Repeat(",0", 1<<19), members, "")))
+		}},
+		{"endless stack of varied frames", "more than 4 MB", func() []byte {
+			return frame(3, withMeta(meta, bomb(`{"profile":{"stacks":[[0`, digits, members/10, "")))
+		}},
+		{"endless function name", "more than 4 MB", func() []byte {
+			return frame(3, withMeta(meta, bomb(`{"profile":{"frames":[{"func":"`, strings.Repeat("a", 1<<20), members, "")))
+		}},
+		{"empty entries bomb", "from", func() []byte {
+			return frame(3, withMeta(meta, bomb(`{"profile":{"entries":[{}`, strings.Repeat(",{}", 1<<20/3), members, "")))
+		}},
+		{"format 1 bomb", "from", func() []byte { return frame(1, bomb(`{"profile":{"stacks":[[]`, mb, members, "")) }},
+		{"series of zero-filled chunks", "from", func() []byte {
+			return frame(3, withMeta(meta, bomb(smallBody+seriesSection(100000, 40000, 1<<20, 0),
+				seriesSection(0, 40000, 1<<20, 1)[len(seriesMagic)+4:], members/10, "")))
+		}},
+		{"series claiming every chunk", "do not fit", func() []byte { return frame(3, withMeta(meta, gz(smallBody+seriesSection(maxChunks, 1, 3, 1)))) }},
+		{"layout smaller than the body", "declares", func() []byte {
+			return frame(3, withMeta(`{"id":"crafted","layout":{"body_bytes":100,"stacks":1}}`,
+				bomb(`{"profile":{"stacks":[[]`, mb, members, "")))
+		}},
+		{"layout fewer entries than the body", "more than the 10 the file declares", func() []byte {
+			return frame(3, withMeta(`{"id":"crafted","layout":{"body_bytes":100000000,"entries":10}}`,
+				bomb(`{"profile":{"entries":[{}`, strings.Repeat(",{}", 1<<20/3), members, "")))
+		}},
+		{"layout larger than the file", "more than a run holds", func() []byte {
+			return frame(3, withMeta(`{"id":"crafted","layout":{"body_bytes":1000,"stacks":1000000000}}`, gz(smallBody)))
+		}},
 	}
 }
 
@@ -645,27 +662,28 @@ func craftedFiles(members int) []struct {
 func TestCraftedFilesAreRefusedCheaply(t *testing.T) {
 	for _, tc := range craftedFiles(10000) {
 		t.Run(tc.name, func(t *testing.T) {
+			data := tc.data()
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
 			start := time.Now()
-			_, err := Decode(bytes.NewReader(tc.data))
+			_, err := Decode(bytes.NewReader(data))
 			took := time.Since(start)
 			runtime.ReadMemStats(&after)
 			// The payload is read whole (its checksum is checked first); beyond it, decoding
 			// stops within the allowances (memSlack of run, textSlack of text, buffers).
 			alloc := after.TotalAlloc - before.TotalAlloc
-			if limit := uint64(len(tc.data)) + 48<<20; alloc > limit {
-				t.Errorf("refusing a %d-byte file allocated %d MB, want at most %d MB", len(tc.data), alloc>>20, limit>>20)
+			if limit := uint64(len(data)) + 48<<20; alloc > limit {
+				t.Errorf("refusing a %d-byte file allocated %d MB, want at most %d MB", len(data), alloc>>20, limit>>20)
 			}
 			// A safety net only: it takes well under a second (seconds under -race).
 			if limit := 10 * time.Second; took > limit && !testutil.Race || took > 6*limit {
-				t.Errorf("refusing a %d-byte file took %v", len(tc.data), took)
+				t.Errorf("refusing a %d-byte file took %v", len(data), took)
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
-				t.Fatalf("a %d-byte crafted file: error %v, want one line that mentions %q", len(tc.data), err, tc.want)
+				t.Fatalf("a %d-byte crafted file: error %v, want one line that mentions %q", len(data), err, tc.want)
 			}
-			t.Logf("%d-byte file refused in %v, %d MB allocated: %v", len(tc.data), took, alloc>>20, err)
+			t.Logf("%d-byte file refused in %v, %d MB allocated: %v", len(data), took, alloc>>20, err)
 		})
 	}
 }
