@@ -187,8 +187,11 @@ func (b *budget) Read(p []byte) (int, error) {
 	if b.out >= b.outLimit {
 		// One byte past the limit tells a stream that ends exactly there from a longer one.
 		var one [1]byte
-		if n, _ := b.z.Read(one[:]); n == 0 {
-			return 0, io.EOF
+		if n, err := b.z.Read(one[:]); n == 0 {
+			if err == nil || err == io.EOF {
+				return 0, io.EOF
+			}
+			return 0, err
 		}
 		if b.declared {
 			return 0, &limitError{fmt.Sprintf("the compressed data holds more than the %d bytes the file declares (the file is damaged or was not written by stax)", b.outLimit)}
