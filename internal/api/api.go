@@ -1,5 +1,6 @@
-// Package api holds the types that stax's query commands exchange, over the live socket and
-// as --json output. Schema is bumped on any incompatible change.
+// Package api is what the live server and its clients share: the types that stax's query
+// commands exchange, over the live socket and as --json output, where the sockets are, and
+// the summaries both sides compute from a run. Schema is bumped on any incompatible change.
 package api
 
 import (
@@ -161,3 +162,17 @@ type List struct {
 type Error struct {
 	Error string `json:"error"`
 }
+
+// RunFilePath answers the whole run as a saved-run file (store.EncodeStream), streamed:
+// its header's checksum and length are zero in the body and follow it as the trailers
+// TrailerChecksum and TrailerLength (decimal). With BakeParam=1 the run is written as
+// stax save keeps it (its code made self-contained), and the trailers TrailerCodeKept and
+// TrailerCodeFailed say how many functions' code was kept and could not be read.
+const (
+	RunFilePath       = "/v1/run.stax"
+	BakeParam         = "bake"
+	TrailerChecksum   = "Stax-Checksum"
+	TrailerLength     = "Stax-Length"
+	TrailerCodeKept   = "Stax-Code-Kept"
+	TrailerCodeFailed = "Stax-Code-Failed"
+)

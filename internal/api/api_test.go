@@ -2,9 +2,13 @@ package api
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
+	"github.com/stax-profiler/stax/internal/resolve"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
@@ -28,5 +32,22 @@ func TestKeysAreSnakeCase(t *testing.T) {
 		if m := camel.Find(b); m != nil {
 			t.Errorf("%T has key %s", v, m)
 		}
+	}
+}
+
+func TestSocketDirMustBePrivate(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("STAX_HOME", home)
+	os.MkdirAll(filepath.Join(home, "live"), 0o755)
+	os.Chmod(filepath.Join(home, "live"), 0o755)
+	if _, err := SocketDir(); err == nil || !strings.Contains(err.Error(), "not a private directory") {
+		t.Errorf("a world-readable socket directory was accepted: %v", err)
+	}
+}
+
+// TestAnonImage: StatusOf counts frames of resolve's anonymous image as unnamed JIT code.
+func TestAnonImage(t *testing.T) {
+	if anonImage != resolve.ImageAnon {
+		t.Errorf("anonImage is %q, resolve.ImageAnon %q", anonImage, resolve.ImageAnon)
 	}
 }

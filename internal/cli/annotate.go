@@ -43,7 +43,7 @@ samples, and --version N picks another; an address picks the version holding it.
 			if err != nil {
 				return err
 			}
-			run, err := r.Load(context.Background())
+			run, err := readRun(context.Background(), g, r)
 			if err != nil {
 				return err
 			}

@@ -88,12 +88,14 @@ func (f *runFlags) pick() (*client.Run, error) {
 	return r, withCode(err)
 }
 
-// ask answers a query from the live recorder, or computes it from the stored run.
-// A query the live recorder refuses as malformed is an error, and so is a recorder that
-// does not answer (stopped, or overloaded: its checkpoint would pass for a crashed run);
-// any other failure (the recorder just finished) falls back to the stored copy.
-func ask[T any](ctx context.Context, r *client.Run, path string, q url.Values, offline func(*store.Run) (T, error)) (T, error) {
+// ask answers a query from the live recorder, or computes it from the stored run. A
+// recorder that answers with an error, or does not answer (stopped, or overloaded: its
+// checkpoint would pass for a crashed run), fails the query; only one that is no longer
+// there (it finished or died since the run was found) is replaced by the stored copy, and
+// the user is told so.
+func ask[T any](ctx context.Context, g *globals, r *client.Run, path string, q url.Values, offline func(*store.Run) (T, error)) (T, error) {
 	var out T
+	gone := false
 	if r.Live {
 		err := r.Get(ctx, path, q, &out)
 		if err == nil {
@@ -102,19 +104,56 @@ func ask[T any](ctx context.Context, r *client.Run, path string, q url.Values, o
 		if re := (*client.RequestError)(nil); errors.As(err, &re) {
 			return out, usageErr("%s", re.Msg)
 		}
-		if na := (*client.NoAnswerError)(nil); errors.As(err, &na) {
+		if !errors.Is(err, client.ErrGone) {
 			return out, err
 		}
+		gone = true
 	}
-	run, err := store.Load(r.StoredPath())
+	run, err := r.LoadStored()
 	if err != nil {
 		return out, err
+	}
+	if gone {
+		goneNote(g, r.ID, run.Meta, "asking", "answered from")
 	}
 	out, err = offline(run)
 	if err != nil {
 		return out, usageErr("%v", err)
 	}
 	return out, nil
+}
+
+// readRun returns the whole run: from its recorder when live, else (or when the recorder
+// is no longer there, saying so) from the store.
+func readRun(ctx context.Context, g *globals, r *client.Run) (*store.Run, error) {
+	run, err := r.Load(ctx)
+	if !errors.Is(err, client.ErrGone) {
+		return run, err
+	}
+	if run, err = r.LoadStored(); err != nil {
+		return nil, err
+	}
+	goneNote(g, r.ID, run.Meta, "reading it", "read")
+	return run, nil
+}
+
+// goneNote tells the user that the recorder of run id went away while stax was doing
+// something (while), so that it used (what it did with) the stored copy whose meta is m.
+func goneNote(g *globals, id string, m store.Meta, while, did string) {
+	at := ""
+	if !m.End.IsZero() {
+		at = m.End.Local().Format("15:04:05")
+	}
+	switch {
+	case m.Finished && at != "":
+		fmt.Fprintf(g.errOut, "stax: run %s finished while %s; %s its stored copy (finished at %s)\n", id, while, did, at)
+	case m.Finished:
+		fmt.Fprintf(g.errOut, "stax: run %s finished while %s; %s its stored copy\n", id, while, did)
+	case at != "":
+		fmt.Fprintf(g.errOut, "stax: the recorder of run %s ended without finishing while %s; %s its last checkpoint (from %s)\n", id, while, did, at)
+	default:
+		fmt.Fprintf(g.errOut, "stax: the recorder of run %s ended without finishing while %s; %s its last checkpoint\n", id, while, did)
+	}
 }
 
 func printJSON(w io.Writer, v any) error {

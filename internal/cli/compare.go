@@ -42,11 +42,11 @@ As a CI gate, exit with status 6 when:
 					return usageErr("--fail-* thresholds must be 0 or more percent")
 				}
 			}
-			base, err := loadRun(args[0], win)
+			base, err := loadRun(g, args[0], win)
 			if err != nil {
 				return err
 			}
-			cand, err := loadRun(args[1], win)
+			cand, err := loadRun(g, args[1], win)
 			if err != nil {
 				return err
 			}
@@ -92,12 +92,12 @@ As a CI gate, exit with status 6 when:
 }
 
 // loadRun reads a run named by id or saved file, restricted to a window.
-func loadRun(id string, win query.Window) (*store.Run, error) {
+func loadRun(g *globals, id string, win query.Window) (*store.Run, error) {
 	r, err := client.Pick(id)
 	if err != nil {
 		return nil, withCode(err)
 	}
-	run, err := r.Load(context.Background())
+	run, err := readRun(context.Background(), g, r)
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ The file is <run-id> plus the format's extension (.pb.gz, .json, .speedscope.jso
 			if err != nil {
 				return err
 			}
-			run, err := r.Load(context.Background())
+			run, err := readRun(context.Background(), g, r)
 			if err != nil {
 				return withCode(err)
 			}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/client"
-	"github.com/stax-profiler/stax/internal/recorder"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
@@ -26,8 +25,8 @@ func statusCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := ask(context.Background(), r, "/v1/status", nil, func(run *store.Run) (api.Status, error) {
-				return recorder.StatusOf(run), nil
+			st, err := ask(context.Background(), g, r, "/v1/status", nil, func(run *store.Run) (api.Status, error) {
+				return api.StatusOf(run), nil
 			})
 			if err != nil {
 				return err

@@ -3,10 +3,13 @@
 package client
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"net/http"
@@ -14,13 +17,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/stax-profiler/stax/internal/api"
-	"github.com/stax-profiler/stax/internal/server"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
@@ -78,7 +81,7 @@ func newLive(id, sock string, pid int) *Run {
 // LiveRuns lists the runs whose recorder listens, newest first. It does not ask them
 // anything: a stopped recorder's socket still accepts (see Run.Stopped).
 func LiveRuns() []*Run {
-	dir, err := server.SocketDir()
+	dir, err := api.SocketDir()
 	if err != nil {
 		return nil
 	}
@@ -158,6 +161,19 @@ type StoredRun struct {
 	Err  error // the file is damaged
 }
 
+// ErrGone says that a live run's recorder is no longer there (it finished or died after
+// the run was found): nothing listens on its socket. Its stored copy is what is left.
+var ErrGone = errors.New("its recorder is gone")
+
+// AnswerError is a live run's answer other than a result: what the recorder said, and
+// the HTTP status it said it with.
+type AnswerError struct {
+	Code int
+	Msg  string
+}
+
+func (e *AnswerError) Error() string { return e.Msg }
+
 // Get asks a live run and decodes the JSON answer into out. A recorder that does not
 // answer within 30 s, or is stopped, gives a *NoAnswerError.
 func (r *Run) Get(ctx context.Context, path string, q url.Values, out any) error {
@@ -175,72 +191,264 @@ func (r *Run) Post(ctx context.Context, path string, out any) error {
 	return r.do(ctx, http.MethodPost, path, nil, out, stopTimeout)
 }
 
-// do sends a request, bounded by timeout (0: by ctx alone) and by the recorder being
-// stopped.
+// do sends a request and decodes its JSON answer, bounded by timeout (0: by ctx alone) and
+// by the recorder being stopped.
 func (r *Run) do(ctx context.Context, method, path string, q url.Values, out any, timeout time.Duration) error {
+	ctx, release, err := r.bound(ctx, method, timeout)
+	if err != nil {
+		return err
+	}
+	defer release()
+	began := time.Now()
+	resp, err := r.request(ctx, method, path, q)
+	if err != nil {
+		return r.explain(ctx, began, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
+	if err != nil {
+		return r.explain(ctx, began, fmt.Errorf("ask run %s: %w", r.ID, err))
+	}
+	return json.Unmarshal(body, out)
+}
+
+// bound returns ctx limited by timeout (0: none) and by a watch on the recorder, which
+// gives up once it has been stopped for a while; release ends both. A command (anything
+// but a GET) is not sent to a recorder that is stopped now: queued in its socket, it would
+// take effect whenever it resumes, long after this client gave up on it.
+func (r *Run) bound(ctx context.Context, method string, timeout time.Duration) (context.Context, func(), error) {
 	if !r.Live {
-		return fmt.Errorf("run %s is not live", r.ID)
+		return nil, nil, fmt.Errorf("run %s is not live", r.ID)
 	}
 	if method != http.MethodGet {
-		// A command queued in a stopped recorder's socket would take effect whenever it
-		// resumes, long after this client gave up on it: it is not sent.
 		if na, stopped := r.Stopped(); stopped {
-			return na
+			return nil, nil, na
 		}
 	}
-	began := time.Now()
 	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	cancelTimeout := context.CancelFunc(func() {})
 	if timeout > 0 {
-		var cancelTimeout context.CancelFunc
 		ctx, cancelTimeout = context.WithTimeout(ctx, timeout)
-		defer cancelTimeout()
 	}
-	defer r.watch(ctx, cancel)()
+	stopWatch := r.watch(ctx, cancel)
+	return ctx, func() {
+		stopWatch()
+		cancelTimeout()
+		cancel(nil)
+	}, nil
+}
+
+// explain turns a request's failure into a *NoAnswerError when the recorder was given up
+// on, else returns err.
+func (r *Run) explain(ctx context.Context, began time.Time, err error) error {
+	if na := r.noAnswer(ctx, began); na != nil {
+		return na
+	}
+	return err
+}
+
+// request sends a request to the live run; an answer other than 200 is returned as its
+// error (a RequestError for 400, else an AnswerError), a recorder that is not there as
+// ErrGone.
+func (r *Run) request(ctx context.Context, method, path string, q url.Values) (*http.Response, error) {
+	if !r.Live {
+		return nil, fmt.Errorf("run %s is not live", r.ID)
+	}
 	u := "http://stax" + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := r.hc.Do(req)
 	if err != nil {
-		if na := r.noAnswer(ctx, began); na != nil {
-			return na
+		if gone(err) {
+			return nil, fmt.Errorf("ask run %s: %w", r.ID, ErrGone)
 		}
-		return fmt.Errorf("ask run %s: %w", r.ID, err)
+		return nil, fmt.Errorf("ask run %s: %w", r.ID, err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp, nil
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
-	if err != nil {
-		if na := r.noAnswer(ctx, began); na != nil {
-			return na
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var e api.Error
+	if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		if resp.StatusCode == http.StatusBadRequest {
+			return nil, &RequestError{e.Error}
 		}
-		return fmt.Errorf("ask run %s: %w", r.ID, err)
+		return nil, &AnswerError{resp.StatusCode, e.Error}
 	}
-	if resp.StatusCode != http.StatusOK {
-		var e api.Error
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			if resp.StatusCode == http.StatusBadRequest {
-				return &RequestError{e.Error}
-			}
-			return errors.New(e.Error)
-		}
-		return fmt.Errorf("ask run %s: %s", r.ID, resp.Status)
-	}
-	return json.Unmarshal(body, out)
+	return nil, &AnswerError{resp.StatusCode, fmt.Sprintf("ask run %s: %s", r.ID, resp.Status)}
 }
 
-// Load returns the whole run: from the recorder when live, else from the store.
+// gone says whether a request failed because nothing listens on the run's socket any
+// more: it was removed (the recorder finished) or nothing accepts on it (it died).
+func gone(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial" &&
+		(errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT))
+}
+
+// Load returns the whole run: streamed from the recorder when live (an error wrapping
+// ErrGone if the recorder is no longer there; the caller decides whether the stored copy
+// will do), else read from the store.
 func (r *Run) Load(ctx context.Context) (*store.Run, error) {
-	if r.Live {
-		var run store.Run
-		if err := r.Get(ctx, "/v1/run", nil, &run); err == nil {
-			return &run, nil
-		}
-		// The recorder may have just finished: its final copy is in the store.
+	if !r.Live {
+		return store.Load(r.StoredPath())
 	}
-	return store.Load(r.StoredPath())
+	var buf bytes.Buffer
+	f, err := r.fetch(ctx, &buf, false)
+	if err != nil {
+		return nil, err
+	}
+	b := buf.Bytes()
+	if err := store.FinishStream(sliceAt(b), f.sum, f.size); err != nil {
+		return nil, err
+	}
+	run, err := store.Decode(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("ask run %s: %w", r.ID, err)
+	}
+	return run, nil
+}
+
+// LoadStored reads the run's stored copy: its last checkpoint while it records, its
+// final copy once it has finished.
+func (r *Run) LoadStored() (*store.Run, error) { return store.Load(r.StoredPath()) }
+
+// Saved is what Save wrote.
+type Saved struct {
+	Meta   store.Meta
+	Size   int64 // bytes of the file
+	Kept   int   // functions whose code the file keeps
+	Failed int   // functions whose code could not be read
+}
+
+// Save writes the live run to path as stax save keeps runs (its code made self-contained),
+// streamed from its recorder as it is encoded: into a temporary file beside path, which
+// replaces path once it is whole. A recorder that is no longer there is an error wrapping
+// ErrGone.
+func (r *Run) Save(ctx context.Context, path string) (Saved, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return Saved{}, fmt.Errorf("save run: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".stax-save-*")
+	if err != nil {
+		return Saved{}, fmt.Errorf("save run: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	f, err := r.fetch(ctx, bw, true)
+	if err != nil {
+		return Saved{}, err
+	}
+	if err := bw.Flush(); err != nil {
+		return Saved{}, fmt.Errorf("save run: %w", err)
+	}
+	if err := store.FinishStream(tmp, f.sum, f.size); err != nil {
+		return Saved{}, fmt.Errorf("save run: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return Saved{}, fmt.Errorf("save run: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return Saved{}, fmt.Errorf("save run: %w", err)
+	}
+	meta, err := store.ReadMeta(tmp.Name())
+	if err != nil {
+		return Saved{}, fmt.Errorf("ask run %s: %w", r.ID, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return Saved{}, fmt.Errorf("save run: %w", err)
+	}
+	return Saved{Meta: meta, Size: int64(f.size) + int64(f.header), Kept: f.kept, Failed: f.failed}, nil
+}
+
+// fetched is what a streamed run's trailers said, checked against the bytes received.
+type fetched struct {
+	sum          uint32
+	size         uint64 // payload bytes
+	header       int    // header bytes before them
+	kept, failed int
+}
+
+// fetch streams the live run as a saved-run file into w (see api.RunFilePath): the
+// header with its checksum and length zero, then the payload, which it checks against
+// the trailers that follow.
+func (r *Run) fetch(ctx context.Context, w io.Writer, bake bool) (fetched, error) {
+	var q url.Values
+	if bake {
+		q = url.Values{api.BakeParam: {"1"}}
+	}
+	// A large run takes a while to stream: no deadline, but a stopped recorder is given up on.
+	ctx, release, err := r.bound(ctx, http.MethodGet, 0)
+	if err != nil {
+		return fetched{}, err
+	}
+	defer release()
+	began := time.Now()
+	resp, err := r.request(ctx, http.MethodGet, api.RunFilePath, q)
+	if err != nil {
+		return fetched{}, r.explain(ctx, began, err)
+	}
+	defer resp.Body.Close()
+	const headerSize = 24
+	hdr := make([]byte, headerSize)
+	if _, err := io.ReadFull(resp.Body, hdr); err != nil {
+		return fetched{}, fmt.Errorf("ask run %s: the answer was cut short: %w", r.ID, err)
+	}
+	if _, err := w.Write(hdr); err != nil {
+		return fetched{}, fmt.Errorf("save run: %w", err)
+	}
+	sum := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	n, err := io.Copy(io.MultiWriter(taggedWriter{w}, sum), resp.Body)
+	if err != nil {
+		if werr := (*writeError)(nil); errors.As(err, &werr) {
+			return fetched{}, fmt.Errorf("save run: %w", werr.err)
+		}
+		return fetched{}, r.explain(ctx, began, fmt.Errorf("ask run %s: the answer was cut short after %d bytes: %w", r.ID, n, err))
+	}
+	f := fetched{header: headerSize}
+	wantSum, err1 := strconv.ParseUint(resp.Trailer.Get(api.TrailerChecksum), 10, 32)
+	wantSize, err2 := strconv.ParseUint(resp.Trailer.Get(api.TrailerLength), 10, 64)
+	if err1 != nil || err2 != nil {
+		return fetched{}, fmt.Errorf("ask run %s: the answer was cut short after %d bytes (the recorder failed to write the run)", r.ID, n)
+	}
+	if wantSize != uint64(n) || uint32(wantSum) != sum.Sum32() {
+		return fetched{}, fmt.Errorf("ask run %s: the answer was damaged on its way (%d bytes, checksum %08x; the recorder sent %d, %08x)", r.ID, n, sum.Sum32(), wantSize, wantSum)
+	}
+	f.sum, f.size = uint32(wantSum), wantSize
+	f.kept, _ = strconv.Atoi(resp.Trailer.Get(api.TrailerCodeKept))
+	f.failed, _ = strconv.Atoi(resp.Trailer.Get(api.TrailerCodeFailed))
+	return f, nil
+}
+
+// writeError is an error of the writer a run is fetched into, told apart from the
+// answer's.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return e.err.Error() }
+
+type taggedWriter struct{ w io.Writer }
+
+func (t taggedWriter) Write(p []byte) (int, error) {
+	n, err := t.w.Write(p)
+	if err != nil {
+		err = &writeError{err}
+	}
+	return n, err
+}
+
+// sliceAt writes into a byte slice at an offset.
+type sliceAt []byte
+
+func (s sliceAt) WriteAt(p []byte, off int64) (int, error) {
+	if off < 0 || off+int64(len(p)) > int64(len(s)) {
+		return 0, io.ErrShortWrite
+	}
+	return copy(s[off:], p), nil
 }

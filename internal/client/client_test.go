@@ -1,15 +1,24 @@
 package client
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/server"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/testutil"
+	"github.com/stax-profiler/stax/internal/testutil/synthrun"
 )
 
 func saveRun(t *testing.T, id string, finished bool, mod time.Time) {
@@ -21,15 +30,13 @@ func saveRun(t *testing.T, id string, finished bool, mod time.Time) {
 	os.Chtimes(store.Path(id), mod, mod)
 }
 
-// TestStaleSocketIsRemoved: a socket nothing listens on (its recorder was killed) is not
-// a live run, and the lookup removes it.
 func TestStaleSocketIsRemoved(t *testing.T) {
 	t.Setenv("STAX_HOME", t.TempDir())
-	dir, err := server.SocketDir()
+	dir, err := api.SocketDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := server.SocketPath(dir, "dead-run")
+	path := api.SocketPath(dir, "dead-run")
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)
@@ -47,8 +54,6 @@ func TestStaleSocketIsRemoved(t *testing.T) {
 	}
 }
 
-// TestPickSkipsDamagedRuns: the default run is the newest whole one; stored runs are
-// listed with their state from the header alone, damaged ones with the reason.
 func TestPickSkipsDamagedRuns(t *testing.T) {
 	t.Setenv("STAX_HOME", t.TempDir())
 	now := time.Now()
@@ -81,7 +86,6 @@ func TestPickSkipsDamagedRuns(t *testing.T) {
 	}
 }
 
-// saveRunFrom stores a finished run with samples recorded from terminal term.
 func saveRunFrom(t *testing.T, id string, term int, samples uint64, mod time.Time) {
 	t.Helper()
 	r := &store.Run{Meta: store.Meta{ID: id, Pid: 1, Finished: true, Start: mod, Terminal: term, Samples: samples}}
@@ -91,10 +95,6 @@ func saveRunFrom(t *testing.T, id string, term int, samples uint64, mod time.Tim
 	os.Chtimes(store.Path(id), mod, mod)
 }
 
-// TestPickPrefersThisTerminalAndSamples: with no run named and none live, the default is
-// the newest run with samples started from this terminal, else the newest with samples;
-// a newer empty run is passed over and named in the reason; when every run is empty, the
-// newest is chosen and the reason says it has none.
 func TestPickPrefersThisTerminalAndSamples(t *testing.T) {
 	t.Setenv("STAX_HOME", t.TempDir())
 	t.Setenv("XDG_RUNTIME_DIR", "")
@@ -143,5 +143,148 @@ func TestPickPrefersThisTerminalAndSamples(t *testing.T) {
 	}
 	if r, err := Pick(""); err != nil || r.ID != "here-empty" || r.Why != "newest; it has no samples" {
 		t.Errorf("Pick among empty runs: %+v, %v", r, err)
+	}
+}
+
+func TestDependsOnAPIAndStoreOnly(t *testing.T) {
+	allowed := map[string]bool{"internal/client": true, "internal/api": true, "internal/store": true, "internal/agg": true}
+	for _, p := range testutil.StaxDeps(t, "./internal/client") {
+		if !allowed[p] {
+			t.Errorf("internal/client depends on %s", p)
+		}
+	}
+}
+
+func liveRun(t *testing.T, id string, handler http.Handler) *Run {
+	t.Helper()
+	t.Setenv("STAX_HOME", t.TempDir())
+	dir, err := api.SocketDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := api.SocketPath(dir, id)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: handler}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return newLive(id, sock, 0)
+}
+
+func timedRun() *store.Run {
+	p := synthrun.Profile(5000, 50)
+	return &store.Run{Meta: store.Meta{ID: "live", Samples: 5000, Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, Profile: *p}
+}
+
+func TestLoadAndSaveStreamTheRun(t *testing.T) {
+	want := timedRun()
+	r := liveRun(t, "live", server.Handler(server.Stored(want), true))
+	got, err := r.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Load changed the run")
+	}
+	path := filepath.Join(t.TempDir(), "sub", "live.stax")
+	saved, err := r.Save(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Check(path); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := os.Stat(path)
+	back, err := store.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.Meta.Samples != 5000 || saved.Size != info.Size() || back.Profile.Series.Len() != 5000 || !reflect.DeepEqual(back.Profile.Entries, want.Profile.Entries) {
+		t.Errorf("saved %+v (file of %d bytes), read back %d samples", saved, info.Size(), back.Profile.Series.Len())
+	}
+	if n := back.Meta.Notes; len(n) != 1 || !strings.Contains(n[0], "still recording") {
+		t.Errorf("notes of a run saved while recording: %q", n)
+	}
+	if len(want.Meta.Notes) != 0 {
+		t.Errorf("saving changed the recorder's run: %q", want.Meta.Notes)
+	}
+}
+
+func TestBrokenAnswersAreErrors(t *testing.T) {
+	var good bytes.Buffer
+	sum, size, err := store.EncodeStream(&good, timedRun())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		answer func(w http.ResponseWriter)
+		want   string
+	}{
+		{"cut short", func(w http.ResponseWriter) {
+			w.Write(good.Bytes()[:good.Len()/2])
+			panic(http.ErrAbortHandler)
+		}, "cut short"},
+		{"no trailers", func(w http.ResponseWriter) { w.Write(good.Bytes()) }, "cut short"},
+		{"wrong checksum", func(w http.ResponseWriter) {
+			w.Header().Set("Trailer", api.TrailerChecksum+", "+api.TrailerLength)
+			w.Write(good.Bytes())
+			w.Header().Set(api.TrailerChecksum, strconv.FormatUint(uint64(sum^1), 10))
+			w.Header().Set(api.TrailerLength, strconv.FormatUint(size, 10))
+		}, "damaged on its way"},
+		{"an error", func(w http.ResponseWriter) {
+			w.WriteHeader(http.StatusInternalServerError)
+			w.Write([]byte(`{"error":"encode run: out of memory"}`))
+		}, "encode run: out of memory"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := liveRun(t, "broken", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { c.answer(w) }))
+			dir := t.TempDir()
+			if _, err := r.Save(context.Background(), filepath.Join(dir, "x.stax")); err == nil || !strings.Contains(err.Error(), c.want) || errors.Is(err, ErrGone) {
+				t.Errorf("Save: %v, want an error that says %q", err, c.want)
+			}
+			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+				t.Errorf("a failed save left %s", ents[0].Name())
+			}
+			if _, err := r.Load(context.Background()); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Load: %v, want an error that says %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestGoneRecorder(t *testing.T) {
+	t.Setenv("STAX_HOME", t.TempDir())
+	dir, err := api.SocketDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := api.SocketPath(dir, "dead")
+	ln, err := net.Listen("unix", stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	for _, sock := range []string{stale, api.SocketPath(dir, "removed")} {
+		r := newLive("dead", sock, 0)
+		var st api.Status
+		if err := r.Get(context.Background(), "/v1/status", nil, &st); !errors.Is(err, ErrGone) {
+			t.Errorf("Get on %s: %v, want ErrGone", sock, err)
+		}
+		if _, err := r.Load(context.Background()); !errors.Is(err, ErrGone) {
+			t.Errorf("Load on %s: %v, want ErrGone", sock, err)
+		}
+	}
+	r := liveRun(t, "busy", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(`{"error":"too busy"}`))
+	}))
+	var st api.Status
+	err = r.Get(context.Background(), "/v1/status", nil, &st)
+	if ae := (*AnswerError)(nil); !errors.As(err, &ae) || ae.Code != http.StatusServiceUnavailable || ae.Msg != "too busy" || errors.Is(err, ErrGone) {
+		t.Errorf("Get of a busy recorder: %v", err)
 	}
 }

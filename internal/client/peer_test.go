@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stax-profiler/stax/internal/server"
+	"github.com/stax-profiler/stax/internal/api"
 )
 
 // TestMain lets the test binary stand in for a recorder that listens and never answers
@@ -139,7 +139,7 @@ func TestPickLiveFromThisTerminal(t *testing.T) {
 	t.Setenv("STAX_HOME", t.TempDir())
 	t.Setenv("XDG_RUNTIME_DIR", "")
 	defer func(old func() int) { thisTerminal = old }(thisTerminal)
-	dir, err := server.SocketDir()
+	dir, err := api.SocketDir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,8 +147,8 @@ func TestPickLiveFromThisTerminal(t *testing.T) {
 	saveRunFrom(t, "20261101-120000-1", 34817, 0, now.Add(-time.Minute))
 	saveRunFrom(t, "20261101-120100-2", 0, 0, now)
 	saveRunFrom(t, "20261101-120200-3", 0, 900, now) // stored, not live
-	older, _ := silentListenerAt(t, server.SocketPath(dir, "20261101-120000-1"))
-	silentListenerAt(t, server.SocketPath(dir, "20261101-120100-2"))
+	older, _ := silentListenerAt(t, api.SocketPath(dir, "20261101-120000-1"))
+	silentListenerAt(t, api.SocketPath(dir, "20261101-120100-2"))
 	for _, c := range []struct {
 		term    int
 		id, why string

@@ -30,6 +30,7 @@ type staxEnv struct {
 	t    *testing.T
 	bin  string
 	home string
+	env  []string // added to stax's environment
 }
 
 func newEnv(t *testing.T) *staxEnv {
@@ -118,7 +119,7 @@ func (l *liveRecording) finish(t *testing.T) {
 
 func (e *staxEnv) cmd(args ...string) *exec.Cmd {
 	c := exec.Command(e.bin, args...)
-	c.Env = append(os.Environ(), "STAX_HOME="+e.home)
+	c.Env = append(append(os.Environ(), "STAX_HOME="+e.home), e.env...)
 	return c
 }
 

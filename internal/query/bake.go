@@ -1,11 +1,29 @@
 package query
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/stax-profiler/stax/internal/annotate"
 	"github.com/stax-profiler/stax/internal/store"
 )
+
+// UnfinishedNote is the note of a run saved before it finished.
+const UnfinishedNote = "saved while still recording (or from a crashed recorder's last checkpoint)"
+
+// ForSave returns run as stax save writes it, leaving run as it is: its code baked in
+// (see Bake), and a note when it had not finished. It returns how much code was kept and
+// could not be read, as Bake.
+func ForSave(run *store.Run) (out *store.Run, kept, failed int) {
+	c := *run
+	c.Meta.Notes = slices.Clone(run.Meta.Notes)
+	c.Code = slices.Clone(run.Code)
+	if !c.Meta.Finished {
+		c.Meta.Notes = append(c.Meta.Notes, UnfinishedNote)
+	}
+	kept, failed = Bake(&c)
+	return &c, kept, failed
+}
 
 // Bake makes a run self-contained for annotate: every sampled function's machine code, line
 // table, call-target names and source lines are copied into the run, so it annotates the
@@ -62,7 +80,7 @@ func Bake(run *store.Run) (kept, failed int) {
 			sort.SliceStable(lines, func(a, b int) bool { return lines[a].Addr < lines[b].Addr })
 			c.Lines = lines
 		}
-		c.Symbols = c.Symbols[:0]
+		c.Symbols = nil // never written into: the run's Code may share it with another copy
 		for a, n := range syms {
 			c.Symbols = append(c.Symbols, store.Symbol{Addr: a, Name: n})
 		}

@@ -41,7 +41,7 @@ type Options struct {
 	Freq       int           // Hz
 	Duration   time.Duration // 0: until the target exits or stop
 	Env        []string      // the launched command's environment
-	Checkpoint time.Duration // how often the run is saved while recording
+	Checkpoint time.Duration // how often the run is saved while recording (0: $STAX_CHECKPOINT_INTERVAL, else 2 s)
 	RingPages  int           // pages per CPU ring (a power of two); 0 sizes them from Freq
 	CallGraph  string        // "fp" (default) or "dwarf": unwind user stacks from .eh_frame
 	StackSize  int           // bytes of user stack copied per sample in dwarf mode (0: 16 KiB)
@@ -240,6 +240,9 @@ func newRecorder(opts Options) *Recorder {
 	}
 	if opts.Checkpoint <= 0 {
 		opts.Checkpoint = 2 * time.Second
+		if d, err := time.ParseDuration(os.Getenv("STAX_CHECKPOINT_INTERVAL")); err == nil && d > 0 {
+			opts.Checkpoint = d
+		}
 	}
 	if opts.Notef == nil {
 		opts.Notef = func(string, ...any) {}
@@ -925,7 +928,7 @@ func (r *Recorder) save(final bool) {
 // Status describes the live run.
 func (r *Recorder) Status() api.Status {
 	run := r.Snapshot()
-	st := StatusOf(run)
+	st := api.StatusOf(run)
 	st.Live, st.State = true, api.StateLive
 	select {
 	case <-r.doneCh:
@@ -939,50 +942,8 @@ func (r *Recorder) Status() api.Status {
 	return st
 }
 
-// StatusOf summarizes a saved or live run.
-func StatusOf(run *store.Run) api.Status {
-	st := api.Status{Schema: api.Schema, State: api.StateOf(run.Meta), Meta: run.Meta, JIT: run.JIT,
-		Threads: len(run.Profile.Threads), DistinctStacks: len(run.Profile.Stacks)}
-	if st.JIT == nil {
-		st.JIT = []store.JITSource{}
-	}
-	if !run.Meta.End.IsZero() {
-		st.ElapsedSec = run.Meta.End.Sub(run.Meta.Start).Seconds()
-	}
-	p := &run.Profile
-	for _, e := range p.Entries {
-		s := p.Stacks[e.Stack]
-		if len(s) == 0 {
-			continue
-		}
-		f := p.Frames[s[0]]
-		switch {
-		case f.Kind == agg.KindJIT && strings.HasPrefix(f.Func, "[unknown]"):
-			st.JITSamples += e.Count
-			st.JITUnnamed += e.Count
-			st.UnknownSamples += e.Count
-		case f.Kind == agg.KindJIT:
-			st.JITSamples += e.Count
-		case f.Image == resolve.ImageAnon: // runs saved before unnamed JIT frames had the jit kind
-			st.JITSamples += e.Count
-			st.JITUnnamed += e.Count
-			st.UnknownSamples += e.Count
-		case f.Kind == agg.KindUnknown:
-			st.UnknownSamples += e.Count
-		}
-	}
-	return st
-}
-
-// WaitCondition is what `stax wait` waits for.
-type WaitCondition struct {
-	Samples uint64
-	Seconds float64
-	Symbol  string
-}
-
 // Wait blocks until cond holds, the run ends, or ctx ends.
-func (r *Recorder) Wait(ctx context.Context, cond WaitCondition) api.Wait {
+func (r *Recorder) Wait(ctx context.Context, cond api.WaitCondition) api.Wait {
 	out := api.Wait{Schema: api.Schema, Run: r.id}
 	for {
 		r.mu.Lock()

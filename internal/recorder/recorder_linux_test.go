@@ -67,7 +67,7 @@ func TestRecordLaunchedProgram(t *testing.T) {
 	go func() { exit <- r.Loop() }()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if w := r.Wait(ctx, WaitCondition{Samples: 100, Symbol: "burnCPU"}); w.Outcome != api.WaitMet {
+	if w := r.Wait(ctx, api.WaitCondition{Samples: 100, Symbol: "burnCPU"}); w.Outcome != api.WaitMet {
 		t.Fatalf("wait for 100 samples and burnCPU: %+v", w)
 	}
 	if code := <-exit; code != 0 {
@@ -90,7 +90,7 @@ func TestRecordLaunchedProgram(t *testing.T) {
 	if !found {
 		t.Errorf("burnCPU is not among the %d frames", len(run.Profile.Frames))
 	}
-	if st := StatusOf(run); st.State != api.StateStored || st.Threads == 0 {
+	if st := api.StatusOf(run); st.State != api.StateStored || st.Threads == 0 {
 		t.Errorf("status: %+v", st)
 	}
 }
@@ -110,7 +110,7 @@ func TestStopEndsRecordingWhileCommandRunsOn(t *testing.T) {
 	go func() { exit <- r.Loop() }()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if w := r.Wait(ctx, WaitCondition{Samples: 50}); w.Outcome != api.WaitMet {
+	if w := r.Wait(ctx, api.WaitCondition{Samples: 50}); w.Outcome != api.WaitMet {
 		t.Fatalf("wait: %+v", w)
 	}
 	r.Stop()

@@ -4,60 +4,32 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/query"
-	"github.com/stax-profiler/stax/internal/recorder"
 	"github.com/stax-profiler/stax/internal/store"
 )
-
-// SocketDir is where live runs listen: $STAX_HOME/live, else $XDG_RUNTIME_DIR/stax, else
-// /tmp/stax-<uid>. It is created mode 0700 and must belong to the user.
-func SocketDir() (string, error) {
-	var dir string
-	switch {
-	case os.Getenv("STAX_HOME") != "":
-		dir = filepath.Join(os.Getenv("STAX_HOME"), "live")
-	case os.Getenv("XDG_RUNTIME_DIR") != "":
-		dir = filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "stax")
-	default:
-		dir = filepath.Join(os.TempDir(), "stax-"+strconv.Itoa(os.Getuid()))
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("create socket directory: %w", err)
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return "", fmt.Errorf("check socket directory: %w", err)
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("socket directory %s is not a private directory of this user; remove it or set STAX_HOME", dir)
-	}
-	return dir, nil
-}
-
-// SocketPath is the socket of live run id.
-func SocketPath(dir, id string) string { return filepath.Join(dir, id+".sock") }
 
 // Recording is what the server asks of a live recording; *recorder.Recorder is one.
 type Recording interface {
 	ID() string
 	Status() api.Status
 	Snapshot() *store.Run
-	Wait(ctx context.Context, cond recorder.WaitCondition) api.Wait
+	Wait(ctx context.Context, cond api.WaitCondition) api.Wait
 	Stop()
 	Done() <-chan struct{}
 }
@@ -82,13 +54,13 @@ func (s *Server) mark(live *bool, state *string) {
 
 // Listen creates the run's socket.
 func Listen(rec Recording) (*Server, error) {
-	dir, err := SocketDir()
+	dir, err := api.SocketDir()
 	if err != nil {
 		return nil, err
 	}
 	// The socket is bound under a temporary name and renamed into place once it listens:
 	// a client that finds the path and is refused takes it for a dead recorder's socket.
-	path := SocketPath(dir, rec.ID())
+	path := api.SocketPath(dir, rec.ID())
 	tmp := filepath.Join(dir, "."+rec.ID()+".sock-"+strconv.Itoa(os.Getpid()))
 	os.Remove(tmp)
 	old := unix.Umask(0o177)
@@ -126,6 +98,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/status", s.snapshotting(s.status))
 	mux.HandleFunc("GET /v1/run", s.snapshotting(s.run))
+	mux.HandleFunc("GET "+api.RunFilePath, s.snapshotting(s.runFile))
 	mux.HandleFunc("GET /v1/top", s.snapshotting(s.top))
 	mux.HandleFunc("GET /v1/flame", s.snapshotting(s.flame))
 	mux.HandleFunc("GET /v1/threads", s.snapshotting(s.threads))
@@ -263,6 +236,44 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.rec.Snapshot())
 }
 
+// runFile streams the run as a saved-run file (see api.RunFilePath): nothing but the JSON
+// body is held whole, so a run of any size is answered, whatever maxUnsentBytes.
+func (s *Server) runFile(w http.ResponseWriter, r *http.Request) {
+	run := s.rec.Snapshot()
+	kept, failed := 0, 0
+	if r.URL.Query().Get(api.BakeParam) == "1" {
+		run, kept, failed = query.ForSave(run)
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Trailer", strings.Join([]string{api.TrailerChecksum, api.TrailerLength, api.TrailerCodeKept, api.TrailerCodeFailed}, ", "))
+	w.WriteHeader(http.StatusOK)
+	out := bufio.NewWriterSize(deadlineWriter{w: w, rc: http.NewResponseController(w)}, 64<<10)
+	sum, size, err := store.EncodeStream(out, run)
+	if err == nil {
+		err = out.Flush()
+	}
+	if err != nil {
+		// The client sees the answer end without its trailers.
+		panic(http.ErrAbortHandler)
+	}
+	w.Header().Set(api.TrailerChecksum, strconv.FormatUint(uint64(sum), 10))
+	w.Header().Set(api.TrailerLength, strconv.FormatUint(size, 10))
+	w.Header().Set(api.TrailerCodeKept, strconv.Itoa(kept))
+	w.Header().Set(api.TrailerCodeFailed, strconv.Itoa(failed))
+}
+
+// deadlineWriter gives each write to a client writeTimeout: a client that stops reading
+// a streamed answer is dropped, one that reads slowly is not.
+type deadlineWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+}
+
+func (d deadlineWriter) Write(p []byte) (int, error) {
+	d.rc.SetWriteDeadline(time.Now().Add(time.Duration(writeTimeout.Load())))
+	return d.w.Write(p)
+}
+
 func (s *Server) top(w http.ResponseWriter, r *http.Request) {
 	n, err1 := intParam(r, "n", 20)
 	tid, err2 := intParam(r, "tid", 0)
@@ -389,7 +400,7 @@ func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(timeout)*time.Millisecond)
 		defer cancel()
 	}
-	res := s.rec.Wait(ctx, recorder.WaitCondition{Samples: uint64(max(n, 0)), Seconds: secs, Symbol: r.URL.Query().Get("symbol")})
+	res := s.rec.Wait(ctx, api.WaitCondition{Samples: uint64(max(n, 0)), Seconds: secs, Symbol: r.URL.Query().Get("symbol")})
 	writeJSON(w, http.StatusOK, res)
 }
 

@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,8 +21,8 @@ import (
 
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
-	"github.com/stax-profiler/stax/internal/recorder"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/testutil"
 )
 
 // fakeRecording stands in for a recorder: a fixed run, a wait that blocks until its
@@ -50,11 +50,11 @@ func newFake(frames int) *fakeRecording {
 func (f *fakeRecording) ID() string           { return f.run.Meta.ID }
 func (f *fakeRecording) Snapshot() *store.Run { return f.run }
 func (f *fakeRecording) Status() api.Status {
-	st := recorder.StatusOf(f.run)
+	st := api.StatusOf(f.run)
 	st.Live, st.State = true, api.StateLive
 	return st
 }
-func (f *fakeRecording) Wait(ctx context.Context, cond recorder.WaitCondition) api.Wait {
+func (f *fakeRecording) Wait(ctx context.Context, cond api.WaitCondition) api.Wait {
 	select {
 	case <-ctx.Done():
 		return api.Wait{Schema: api.Schema, Run: f.ID(), Outcome: api.WaitTimeout}
@@ -270,13 +270,51 @@ func FuzzQuery(f *testing.F) {
 	})
 }
 
-func TestSocketDirMustBePrivate(t *testing.T) {
-	home := t.TempDir()
-	t.Setenv("STAX_HOME", home)
-	os.MkdirAll(filepath.Join(home, "live"), 0o755)
-	os.Chmod(filepath.Join(home, "live"), 0o755)
-	if _, err := SocketDir(); err == nil || !strings.Contains(err.Error(), "not a private directory") {
-		t.Errorf("a world-readable socket directory was accepted: %v", err)
+// TestDoesNotDependOnRecorder: the server asks a recording through the Recording interface
+// and the api types only.
+func TestDoesNotDependOnRecorder(t *testing.T) {
+	for _, p := range testutil.StaxDeps(t, "./internal/server") {
+		if p == "internal/recorder" {
+			t.Errorf("internal/server depends on %s", p)
+		}
+	}
+}
+
+// TestStreamedRunToAClientThatDoesNotRead: a saved-run answer is streamed, so a client
+// that stops reading it is dropped after the write timeout, as with any other answer.
+func TestStreamedRunToAClientThatDoesNotRead(t *testing.T) {
+	old := writeTimeout.Swap(int64(200 * time.Millisecond))
+	defer writeTimeout.Store(old)
+	rec := newFake(10)
+	// 8 MB of samples that do not compress: more than the socket buffers hold.
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 128 {
+		data := make([]byte, 0, 65535)
+		for len(data) < 65535 {
+			data = append(data, byte(rng.IntN(128)), 0, byte(rng.IntN(128)))
+		}
+		rec.run.Profile.Series.Chunks = append(rec.run.Profile.Series.Chunks, agg.SeriesChunk{N: 65535 / 3, Data: data})
+	}
+	rec.run.Profile.KeyEntry = []int32{0}
+	s, _ := serve(t, rec, 0)
+	c, err := net.Dial("unix", s.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: stax\r\n\r\n", api.RunFilePath)
+	deadline := time.Now().Add(20 * time.Second)
+	for busy(s.limit) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the request was never taken up")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for s.limit.open() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a client that does not read its streamed run is still held after 20 s")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -285,12 +323,12 @@ func TestSocketDirMustBePrivate(t *testing.T) {
 // socket is told apart (clients remove it), and a live run must never look dead.
 func TestSocketPathOnlyWhileListening(t *testing.T) {
 	t.Setenv("STAX_HOME", t.TempDir())
-	dir, err := SocketDir()
+	dir, err := api.SocketDir()
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := newFake(1)
-	path := SocketPath(dir, rec.ID())
+	path := api.SocketPath(dir, rec.ID())
 	stop := make(chan struct{})
 	var refused, dials int
 	done := make(chan struct{})

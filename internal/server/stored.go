@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/stax-profiler/stax/internal/api"
-	"github.com/stax-profiler/stax/internal/recorder"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
@@ -22,10 +21,10 @@ type storedRun struct {
 }
 
 func (s storedRun) ID() string            { return s.run.Meta.ID }
-func (s storedRun) Status() api.Status    { return recorder.StatusOf(s.run) }
+func (s storedRun) Status() api.Status    { return api.StatusOf(s.run) }
 func (s storedRun) Snapshot() *store.Run  { return s.run }
 func (s storedRun) Stop()                 {}
 func (s storedRun) Done() <-chan struct{} { return s.done }
-func (s storedRun) Wait(context.Context, recorder.WaitCondition) api.Wait {
+func (s storedRun) Wait(context.Context, api.WaitCondition) api.Wait {
 	return api.Wait{Schema: api.Schema, Run: s.run.Meta.ID, Outcome: api.WaitEnded, Samples: s.run.Meta.Samples}
 }

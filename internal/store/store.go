@@ -3,20 +3,25 @@
 //
 // A saved run is a 24-byte header (magic "STAXRUN\x00", format version u32, CRC-32C of the
 // payload u32, payload length u64, little-endian) followed by the payload: the meta section
-// (u32 length, JSON), then a gzip stream of the JSON body (stacks, names, threads, JIT
-// sources, code) and the binary sample series (series.go). Readers bound every size and
-// check every index, so a damaged or hostile file gives an error, never a crash; versions 1
-// (JSON only) and 2 (no binary series) are still read.
+// (u32 length, JSON: the run's meta, and under "layout" the sizes of what follows), then a
+// gzip stream of the JSON body (stacks, names, threads, JIT sources, code) and the binary
+// sample series (series.go). Readers decode the gzip stream as a stream, bounded by the
+// declared layout, by the payload's size and by the compressed bytes read so far
+// (decode.go), and check every index, so a damaged or hostile file gives an error after
+// little work, never a crash; versions 1 (JSON only) and 2 (no binary series), and files
+// of version 3 written before the layout, are still read.
 package store
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
 	"os"
@@ -29,7 +34,9 @@ import (
 )
 
 // FormatVersion is the saved-run format version written by this stax. Version 3 keeps the
-// sample series as a binary section after the JSON body; 2 added the meta section.
+// sample series as a binary section after the JSON body; 2 added the meta section. The
+// layout in the meta section came later within version 3: readers of version 3 that
+// predate it ignore it, and files without it are read with the payload's bounds alone.
 const FormatVersion = 3
 
 const (
@@ -37,7 +44,6 @@ const (
 	headerSize  = 24
 	maxPayload  = 1 << 30 // compressed
 	maxExpanded = 2 << 30 // uncompressed JSON: unique stacks, and about 7 bytes (base64) per sample
-	maxRatio    = 64      // uncompressed bytes per compressed byte
 )
 
 // Meta describes a run.
@@ -73,6 +79,8 @@ type Meta struct {
 	BadRecords   uint64            `json:"bad_records,omitempty"`    // records that could not be decoded
 	Samples      uint64            `json:"samples"`
 	Unresolved   uint64            `json:"unresolved_frames"`
+	// Imported is the SHA-256 (hex) of the file stax open imported the run from.
+	Imported string `json:"imported,omitempty"`
 }
 
 // JITSource is the state of one JIT symbol source (a jitdump file or perf map).
@@ -172,38 +180,93 @@ const maxMeta = 4 << 20
 // length and uncompressed JSON, so listing runs reads a few hundred bytes per file) and
 // the gzip'd rest.
 func Encode(w io.Writer, r *Run) error {
-	meta, err := json.Marshal(r.Meta)
-	if err != nil {
-		return fmt.Errorf("encode run: %w", err)
-	}
-	if len(meta) > maxMeta {
-		return fmt.Errorf("encode run: meta of %d bytes is over the %d-byte limit", len(meta), maxMeta)
-	}
 	var payload bytes.Buffer
-	payload.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(meta))))
-	payload.Write(meta)
-	zw, _ := gzip.NewWriterLevel(&payload, gzip.BestSpeed)
-	b := body{Profile: r.Profile, JIT: r.JIT, Code: r.Code}
-	b.Profile.Series = agg.Series{}
-	if err := json.NewEncoder(zw).Encode(b); err != nil {
+	if err := writePayload(&payload, r); err != nil {
 		return fmt.Errorf("encode run: %w", err)
 	}
-	if err := writeSeries(zw, &r.Profile.Series); err != nil {
-		return fmt.Errorf("encode run: %w", err)
-	}
-	if err := zw.Close(); err != nil {
-		return fmt.Errorf("encode run: %w", err)
-	}
-	var hdr [headerSize]byte
-	copy(hdr[:], magic)
-	binary.LittleEndian.PutUint32(hdr[8:], FormatVersion)
-	binary.LittleEndian.PutUint32(hdr[12:], crc32.Checksum(payload.Bytes(), castagnoli))
-	binary.LittleEndian.PutUint64(hdr[16:], uint64(payload.Len()))
-	if _, err := w.Write(hdr[:]); err != nil {
+	if _, err := w.Write(headerOf(crc32.Checksum(payload.Bytes(), castagnoli), uint64(payload.Len()))); err != nil {
 		return err
 	}
-	_, err = w.Write(payload.Bytes())
+	_, err := w.Write(payload.Bytes())
 	return err
+}
+
+// EncodeStream writes a run as Encode does, but as it goes, holding only the JSON body:
+// the header's checksum and length cannot be known before the end, so it writes them as
+// zero and returns them, for FinishStream to put in place once the whole file is written.
+func EncodeStream(w io.Writer, r *Run) (sum uint32, size uint64, err error) {
+	if _, err := w.Write(headerOf(0, 0)); err != nil {
+		return 0, 0, err
+	}
+	cw := &checksumWriter{w: w, sum: crc32.New(castagnoli)}
+	if err := writePayload(cw, r); err != nil {
+		return 0, 0, fmt.Errorf("encode run: %w", err)
+	}
+	return cw.sum.Sum32(), cw.n, nil
+}
+
+// FinishStream writes the checksum and length of a payload that EncodeStream wrote into f.
+func FinishStream(f io.WriterAt, sum uint32, size uint64) error {
+	var b [12]byte
+	binary.LittleEndian.PutUint32(b[0:], sum)
+	binary.LittleEndian.PutUint64(b[4:], size)
+	_, err := f.WriteAt(b[:], 12)
+	return err
+}
+
+type checksumWriter struct {
+	w   io.Writer
+	sum hash.Hash32
+	n   uint64
+}
+
+func (c *checksumWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.sum.Write(p[:n])
+	c.n += uint64(n)
+	return n, err
+}
+
+func headerOf(sum uint32, size uint64) []byte {
+	hdr := make([]byte, headerSize)
+	copy(hdr, magic)
+	binary.LittleEndian.PutUint32(hdr[8:], FormatVersion)
+	binary.LittleEndian.PutUint32(hdr[12:], sum)
+	binary.LittleEndian.PutUint64(hdr[16:], size)
+	return hdr
+}
+
+// writePayload writes the meta section (with the layout of what follows) and the gzip'd
+// body and series.
+func writePayload(w io.Writer, r *Run) error {
+	b := body{Profile: r.Profile, JIT: r.JIT, Code: r.Code}
+	b.Profile.Series = agg.Series{}
+	js, err := json.Marshal(b)
+	if err != nil {
+		return err
+	}
+	js = append(js, '\n')
+	meta, err := json.Marshal(metaSection{Meta: r.Meta, Layout: layoutOf(r, len(js))})
+	if err != nil {
+		return err
+	}
+	if len(meta) > maxMeta {
+		return fmt.Errorf("meta of %d bytes is over the %d-byte limit", len(meta), maxMeta)
+	}
+	if _, err := w.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(meta)))); err != nil {
+		return err
+	}
+	if _, err := w.Write(meta); err != nil {
+		return err
+	}
+	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	if _, err := zw.Write(js); err != nil {
+		return err
+	}
+	if err := writeSeries(zw, &r.Profile.Series); err != nil {
+		return err
+	}
+	return zw.Close()
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -236,48 +299,51 @@ func readHeader(rd io.Reader) (header, error) {
 // Decode reads a run written by Encode (this format version or an older one), checking
 // its checksum and every index.
 func Decode(rd io.Reader) (*Run, error) {
+	avail := int64(-1)
+	if b, ok := rd.(*bytes.Reader); ok {
+		avail = int64(b.Len())
+	}
+	return decode(rd, avail)
+}
+
+// decode reads a run from rd, which holds avail bytes (-1: unknown).
+func decode(rd io.Reader, avail int64) (*Run, error) {
 	h, err := readHeader(rd)
 	if err != nil {
 		return nil, err
 	}
-	payload := make([]byte, 0, min(h.size, 1<<20))
-	buf := bytes.NewBuffer(payload)
-	if got, err := io.CopyN(buf, rd, int64(h.size)); err != nil {
-		return nil, fmt.Errorf("read run: payload truncated at %d of %d bytes", got, h.size)
+	var payload []byte
+	if avail >= 0 {
+		// The payload is read into a buffer of its size, once the file is known to hold it.
+		if avail-headerSize < int64(h.size) {
+			return nil, fmt.Errorf("read run: payload truncated at %d of %d bytes", max(avail-headerSize, 0), h.size)
+		}
+		payload = make([]byte, h.size)
+		if got, err := io.ReadFull(rd, payload); err != nil {
+			return nil, fmt.Errorf("read run: payload truncated at %d of %d bytes", got, h.size)
+		}
+	} else {
+		buf := bytes.NewBuffer(make([]byte, 0, min(h.size, 1<<20)))
+		if got, err := io.CopyN(buf, rd, int64(h.size)); err != nil {
+			return nil, fmt.Errorf("read run: payload truncated at %d of %d bytes", got, h.size)
+		}
+		payload = buf.Bytes()
 	}
-	if crc32.Checksum(buf.Bytes(), castagnoli) != h.sum {
+	if crc32.Checksum(payload, castagnoli) != h.sum {
 		return nil, errors.New("read run: checksum mismatch (the file is damaged)")
 	}
 	var r Run
+	rest := bytes.NewReader(payload)
+	var lay *layout
 	if h.version >= 2 {
-		meta, err := metaSection(buf)
+		ms, err := readMetaSection(rest)
 		if err != nil {
 			return nil, err
 		}
-		r.Meta = meta
+		r.Meta, lay = ms.Meta, ms.Layout
 	}
-	zr, err := gzip.NewReader(buf)
-	if err != nil {
+	if err := decodeCompressed(&r, h.version, rest, int64(h.size), lay); err != nil {
 		return nil, fmt.Errorf("read run: %w", err)
-	}
-	limit := min(int64(maxExpanded), int64(h.size)*maxRatio+1<<20)
-	capped := &capReader{r: zr, left: limit}
-	dec := json.NewDecoder(capped)
-	if h.version == 1 {
-		err = dec.Decode(&r)
-	} else {
-		var v body
-		err = dec.Decode(&v)
-		r.Profile, r.JIT, r.Code = v.Profile, v.JIT, v.Code
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read run: %w", err)
-	}
-	if h.version >= 3 {
-		rest := bufio.NewReader(io.MultiReader(dec.Buffered(), capped))
-		if err := readSeries(rest, &r.Profile.Series); err != nil {
-			return nil, fmt.Errorf("read run: samples: %w", err)
-		}
 	}
 	if err := validate(&r); err != nil {
 		return nil, fmt.Errorf("read run: %w", err)
@@ -285,22 +351,22 @@ func Decode(rd io.Reader) (*Run, error) {
 	return &r, nil
 }
 
-func metaSection(rd io.Reader) (Meta, error) {
+func readMetaSection(rd io.Reader) (metaSection, error) {
 	var n [4]byte
 	if _, err := io.ReadFull(rd, n[:]); err != nil {
-		return Meta{}, fmt.Errorf("read run meta: %w", err)
+		return metaSection{}, fmt.Errorf("read run meta: %w", err)
 	}
 	size := binary.LittleEndian.Uint32(n[:])
 	if size > maxMeta {
-		return Meta{}, fmt.Errorf("read run meta: %d bytes is over the %d-byte limit", size, maxMeta)
+		return metaSection{}, fmt.Errorf("read run meta: %d bytes is over the %d-byte limit", size, maxMeta)
 	}
 	b := make([]byte, size)
 	if _, err := io.ReadFull(rd, b); err != nil {
-		return Meta{}, fmt.Errorf("read run meta: %w", err)
+		return metaSection{}, fmt.Errorf("read run meta: %w", err)
 	}
-	var m Meta
+	var m metaSection
 	if err := json.Unmarshal(b, &m); err != nil {
-		return Meta{}, fmt.Errorf("read run meta: %w", err)
+		return metaSection{}, fmt.Errorf("read run meta: %w", err)
 	}
 	return m, nil
 }
@@ -333,7 +399,22 @@ func ReadMeta(path string) (Meta, error) {
 		}
 		return r.Meta, nil
 	}
-	return metaSection(io.LimitReader(f, int64(h.size)))
+	ms, err := readMetaSection(io.LimitReader(f, int64(h.size)))
+	return ms.Meta, err
+}
+
+// FileSum is the SHA-256 of a file, in hex: what Meta.Imported holds.
+func FileSum(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("open run: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("read run: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Check reads a run file's header and checksum without decoding it: it says whether the
@@ -356,23 +437,6 @@ func Check(path string) error {
 		return errors.New("read run: checksum mismatch (the file is damaged)")
 	}
 	return nil
-}
-
-type capReader struct {
-	r    io.Reader
-	left int64
-}
-
-func (c *capReader) Read(p []byte) (int, error) {
-	if c.left <= 0 {
-		return 0, errors.New("run data expands beyond its size limit")
-	}
-	if int64(len(p)) > c.left {
-		p = p[:c.left]
-	}
-	n, err := c.r.Read(p)
-	c.left -= int64(n)
-	return n, err
 }
 
 func validate(r *Run) error {
@@ -425,7 +489,11 @@ func Load(path string) (*Run, error) {
 		return nil, fmt.Errorf("open run: %w", err)
 	}
 	defer f.Close()
-	r, err := Decode(f)
+	avail := int64(-1)
+	if info, err := f.Stat(); err == nil && info.Mode().IsRegular() {
+		avail = info.Size()
+	}
+	r, err := decode(f, avail)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -6,16 +6,20 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/testutil"
 	"github.com/stax-profiler/stax/internal/testutil/synthrun"
 )
 
@@ -216,6 +220,16 @@ func TestDecodeErrors(t *testing.T) {
 		{"leaf_func past the frames", withProfile(func(r *Run) { r.Profile.Entries[0].LeafFunc = 3 }), "entry 0 names frame 3 of 3"},
 		{"leaf_func below -1", withProfile(func(r *Run) { r.Profile.Entries[1].LeafFunc = -2 }), "entry 1 names frame -2 of 3"},
 		{"code names a missing frame", withProfile(func(r *Run) { r.Code[1].Frame = 9 }), "code 1 names frame 9 of 3"},
+		{"fewer stacks than declared", frame(3, withMeta(layoutMeta(`"stacks":2`), gz(smallBody+seriesSection(0, 0, 0, 0)))), "stacks: 1, the file declares 2"},
+		{"fewer frame ids than declared", frame(3, withMeta(layoutMeta(`"stack_frames":3`), gz(smallBody+seriesSection(0, 0, 0, 0)))), "1 frame ids, the file declares 3"},
+		{"absent array declared", frame(3, withMeta(layoutMeta(`"threads":2`), gz(smallBody+seriesSection(0, 0, 0, 0)))), "threads: 0, the file declares 2"},
+		{"fewer chunks than declared", frame(3, withMeta(layoutMeta(`"series_chunks":1`), gz(smallBody+seriesSection(0, 0, 0, 0)))), "0 chunks, the file declares 1"},
+		{"body shorter than declared", frame(3, withMeta(layoutMeta(`"body_bytes":1000`), gz(smallBody+seriesSection(0, 0, 0, 0)))), "the body has 82 bytes, the file declares 1000"},
+		{"series shorter than declared", frame(3, withMeta(layoutMeta(`"series_bytes":100`), gz(smallBody+seriesSection(0, 0, 0, 0)))), "holds 94 bytes, the file declares 182"},
+		{"negative size declared", frame(3, withMeta(layoutMeta(`"entries":-1`), gz(smallBody+seriesSection(0, 0, 0, 0)))), "out of range"},
+		{"chunk of no samples", frame(3, withMeta(`{"id":"x"}`, gz(smallBody+seriesSection(1, 0, 3, 1)))), "chunk 0: 0 samples in 3 bytes"},
+		{"chunk too small for its samples", frame(3, withMeta(`{"id":"x"}`, gz(smallBody+seriesSection(1, 2, 5, 1)))), "chunk 0: 2 samples in 5 bytes"},
+		{"body key given twice", frame(2, withMeta(`{"id":"x"}`, gz(`{"profile":{"stacks":[],"stacks":[]}}`))), "given twice"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -227,6 +241,44 @@ func TestDecodeErrors(t *testing.T) {
 				t.Errorf("error %q does not mention %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// layoutMeta is a meta section whose layout declares smallBody and an empty series, with
+// the fields in change replaced.
+func layoutMeta(change string) string {
+	l := map[string]any{"body_bytes": len(smallBody), "frames": 1, "stacks": 1, "stack_frames": 1, "entries": 1, "series_bytes": len(seriesMagic) + 4}
+	var c map[string]any
+	if err := json.Unmarshal([]byte("{"+change+"}"), &c); err != nil {
+		panic(err)
+	}
+	for k, v := range c {
+		l[k] = v
+	}
+	b, _ := json.Marshal(map[string]any{"id": "x", "layout": l})
+	return string(b)
+}
+
+// TestLayoutMatchesTheFile: Encode declares exactly what it writes, and a file of format 3
+// written before the layout existed is still read.
+func TestLayoutMatchesTheFile(t *testing.T) {
+	want := timedRun()
+	if got, err := Decode(bytes.NewReader(frame(3, withMeta(layoutMeta(""), gz(smallBody+seriesSection(0, 0, 0, 0)))))); err != nil || len(got.Profile.Stacks) != 1 {
+		t.Fatalf("a file that matches its layout: %v", err)
+	}
+	// Format 3 as first written: the meta section holds the meta alone.
+	meta, _ := json.Marshal(want.Meta)
+	b := body{Profile: want.Profile, JIT: want.JIT, Code: want.Code}
+	b.Profile.Series = agg.Series{}
+	js, _ := json.Marshal(b)
+	var series bytes.Buffer
+	writeSeries(&series, &want.Profile.Series)
+	got, err := Decode(bytes.NewReader(frame(3, withMeta(string(meta), gz(string(js)+"\n"+series.String())))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("a format 3 file without a layout read as %+v", got)
 	}
 }
 
@@ -510,5 +562,128 @@ func BenchmarkDecode(b *testing.B) {
 		if _, err := Decode(bytes.NewReader(data)); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// bomb is a gzip stream of head, then tail repeated n times (as n further gzip members, each
+// compressed once), then end: a small file that expands to len(tail)*n bytes.
+func bomb(head, tail string, n int, end string) []byte {
+	var b bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	io.WriteString(zw, head)
+	zw.Close()
+	var member bytes.Buffer
+	zw, _ = gzip.NewWriterLevel(&member, gzip.BestCompression)
+	io.WriteString(zw, tail)
+	zw.Close()
+	for range n {
+		b.Write(member.Bytes())
+	}
+	if end != "" {
+		b.Write(gz(end))
+	}
+	return b.Bytes()
+}
+
+// seriesSection is a series marker claiming chunks chunks, then chunk headers of n samples
+// in size bytes each (with their bytes, zero, after each) for the first count of them.
+func seriesSection(chunks uint32, n, size uint32, count int) string {
+	b := []byte(seriesMagic)
+	b = binary.LittleEndian.AppendUint32(b, chunks)
+	for range count {
+		var h [chunkHeader]byte
+		binary.LittleEndian.PutUint32(h[24:], n)
+		binary.LittleEndian.PutUint32(h[28:], size)
+		b = append(b, h[:]...)
+		b = append(b, make([]byte, size)...)
+	}
+	return string(b)
+}
+
+const smallBody = `{"profile":{"frames":[{}],"stacks":[[0]],"entries":[{"stack":0,"leaf_func":-1}]}}` + "\n"
+
+// craftedFile is a file made to cost far more to decode than its size, and what the
+// error refusing it says.
+type craftedFile struct {
+	name, want string
+	data       func() []byte // made when needed: the files are large
+}
+
+// craftedFiles are files made to cost far more to decode than their size: compression
+// bombs in each part of the body, series that claim more than they hold, layouts that
+// declare less than is there or more than the file can hold. Most repeat a compressed
+// megabyte members times: 10,000 make files of about 11 MB that expand to 10 GB.
+func craftedFiles(members int) []craftedFile {
+	const meta = `{"id":"crafted","samples":10}`
+	mb := strings.Repeat(",[]", 1<<20/3)
+	// A megabyte of digits that compresses about 60-fold, as a real run's best parts may.
+	rng := rand.New(rand.NewPCG(1, 2))
+	var block strings.Builder
+	for block.Len() < 16<<10 {
+		fmt.Fprintf(&block, ",%d", rng.IntN(3000))
+	}
+	digits := strings.Repeat(block.String(), 64)
+	return []craftedFile{
+		{"empty stacks bomb", "from", func() []byte { return frame(3, withMeta(meta, bomb(`{"profile":{"stacks":[[]`, mb, members, ""))) }},
+		{"one endless stack", "more than 4 MB", func() []byte {
+			return frame(3, withMeta(meta, bomb(`{"profile":{"stacks":[[0`, strings.Repeat(",0", 1<<19), members, "")))
+		}},
+		{"endless stack of varied frames", "more than 4 MB", func() []byte {
+			return frame(3, withMeta(meta, bomb(`{"profile":{"stacks":[[0`, digits, members/10, "")))
+		}},
+		{"endless function name", "more than 4 MB", func() []byte {
+			return frame(3, withMeta(meta, bomb(`{"profile":{"frames":[{"func":"`, strings.Repeat("a", 1<<20), members, "")))
+		}},
+		{"empty entries bomb", "from", func() []byte {
+			return frame(3, withMeta(meta, bomb(`{"profile":{"entries":[{}`, strings.Repeat(",{}", 1<<20/3), members, "")))
+		}},
+		{"format 1 bomb", "from", func() []byte { return frame(1, bomb(`{"profile":{"stacks":[[]`, mb, members, "")) }},
+		{"series of zero-filled chunks", "from", func() []byte {
+			return frame(3, withMeta(meta, bomb(smallBody+seriesSection(100000, 40000, 1<<20, 0),
+				seriesSection(0, 40000, 1<<20, 1)[len(seriesMagic)+4:], members/10, "")))
+		}},
+		{"series claiming every chunk", "do not fit", func() []byte { return frame(3, withMeta(meta, gz(smallBody+seriesSection(maxChunks, 1, 3, 1)))) }},
+		{"layout smaller than the body", "declares", func() []byte {
+			return frame(3, withMeta(`{"id":"crafted","layout":{"body_bytes":100,"stacks":1}}`,
+				bomb(`{"profile":{"stacks":[[]`, mb, members, "")))
+		}},
+		{"layout fewer entries than the body", "more than the 10 the file declares", func() []byte {
+			return frame(3, withMeta(`{"id":"crafted","layout":{"body_bytes":100000000,"entries":10}}`,
+				bomb(`{"profile":{"entries":[{}`, strings.Repeat(",{}", 1<<20/3), members, "")))
+		}},
+		{"layout larger than the file", "more than a run holds", func() []byte {
+			return frame(3, withMeta(`{"id":"crafted","layout":{"body_bytes":1000,"stacks":1000000000}}`, gz(smallBody)))
+		}},
+	}
+}
+
+// TestCraftedFilesAreRefusedCheaply: a file made to expand to gigabytes is refused with one
+// line that says why, having allocated little more than the file itself.
+func TestCraftedFilesAreRefusedCheaply(t *testing.T) {
+	for _, tc := range craftedFiles(10000) {
+		t.Run(tc.name, func(t *testing.T) {
+			data := tc.data()
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			_, err := Decode(bytes.NewReader(data))
+			took := time.Since(start)
+			runtime.ReadMemStats(&after)
+			// The payload is read whole (its checksum is checked first); beyond it, decoding
+			// stops within the allowances (memSlack of run, textSlack of text, buffers).
+			alloc := after.TotalAlloc - before.TotalAlloc
+			if limit := uint64(len(data)) + 48<<20; alloc > limit {
+				t.Errorf("refusing a %d-byte file allocated %d MB, want at most %d MB", len(data), alloc>>20, limit>>20)
+			}
+			// A safety net only: it takes well under a second (seconds under -race).
+			if limit := 10 * time.Second; took > limit && !testutil.Race || took > 6*limit {
+				t.Errorf("refusing a %d-byte file took %v", len(data), took)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("a %d-byte crafted file: error %v, want one line that mentions %q", len(data), err, tc.want)
+			}
+			t.Logf("%d-byte file refused in %v, %d MB allocated: %v", len(data), took, alloc>>20, err)
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"unsafe"
@@ -187,4 +188,18 @@ func Stax(t testing.TB) string {
 		t.Fatalf("build stax: %v\n%s", staxErr, staxPath)
 	}
 	return staxPath
+}
+
+// StaxDeps lists the stax packages that package pkg (a path from the module root, like
+// ./internal/client) imports, directly or not, without its tests.
+func StaxDeps(t testing.TB, pkg string) []string {
+	t.Helper()
+	out := Run(t, RepoRoot(t), "go", "list", "-deps", "-f", "{{.ImportPath}}", pkg)
+	var deps []string
+	for _, p := range strings.Fields(out) {
+		if rest, ok := strings.CutPrefix(p, "github.com/stax-profiler/stax/"); ok {
+			deps = append(deps, rest)
+		}
+	}
+	return deps
 }

@@ -34,7 +34,6 @@ import (
 	"github.com/stax-profiler/stax/internal/client"
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/server"
-	"github.com/stax-profiler/stax/internal/store"
 )
 
 //go:embed assets
@@ -96,15 +95,16 @@ func (l *LiveSource) Get(ctx context.Context, path string, q url.Values) ([]byte
 	if re := (*client.RequestError)(nil); errors.As(err, &re) {
 		return errorBody(re.Msg), http.StatusBadRequest
 	}
-	if ctx.Err() != nil {
+	if ae := (*client.AnswerError)(nil); errors.As(err, &ae) {
+		// The recorder answered with an error of its own (no such function, too busy).
+		return errorBody(ae.Msg), ae.Code
+	}
+	if !errors.Is(err, client.ErrGone) {
 		return errorBody(err.Error()), http.StatusServiceUnavailable
 	}
-	// The recorder answered with an error of its own (no such function), or is gone.
-	var st json.RawMessage
-	if l.run.Get(ctx, "/v1/status", nil, &st) == nil {
-		return errorBody(err.Error()), http.StatusNotFound
-	}
-	run, lerr := store.Load(l.run.StoredPath())
+	// The recording has finished: its stored copy answers from now on (each answer says
+	// the run's state, which the page shows).
+	run, lerr := l.run.LoadStored()
 	if lerr != nil {
 		return errorBody(fmt.Sprintf("%v; the stored copy: %v", err, lerr)), http.StatusServiceUnavailable
 	}
