@@ -30,6 +30,8 @@ func saveRun(t *testing.T, id string, finished bool, mod time.Time) {
 	os.Chtimes(store.Path(id), mod, mod)
 }
 
+// TestStaleSocketIsRemoved: a socket nothing listens on (its recorder was killed) is not
+// a live run, and the lookup removes it.
 func TestStaleSocketIsRemoved(t *testing.T) {
 	t.Setenv("STAX_HOME", t.TempDir())
 	dir, err := api.SocketDir()
@@ -54,6 +56,8 @@ func TestStaleSocketIsRemoved(t *testing.T) {
 	}
 }
 
+// TestPickSkipsDamagedRuns: the default run is the newest whole one; stored runs are
+// listed with their state from the header alone, damaged ones with the reason.
 func TestPickSkipsDamagedRuns(t *testing.T) {
 	t.Setenv("STAX_HOME", t.TempDir())
 	now := time.Now()
@@ -86,6 +90,7 @@ func TestPickSkipsDamagedRuns(t *testing.T) {
 	}
 }
 
+// saveRunFrom stores a finished run with samples recorded from terminal term.
 func saveRunFrom(t *testing.T, id string, term int, samples uint64, mod time.Time) {
 	t.Helper()
 	r := &store.Run{Meta: store.Meta{ID: id, Pid: 1, Finished: true, Start: mod, Terminal: term, Samples: samples}}
@@ -95,6 +100,10 @@ func saveRunFrom(t *testing.T, id string, term int, samples uint64, mod time.Tim
 	os.Chtimes(store.Path(id), mod, mod)
 }
 
+// TestPickPrefersThisTerminalAndSamples: with no run named and none live, the default is
+// the newest run with samples started from this terminal, else the newest with samples;
+// a newer empty run is passed over and named in the reason; when every run is empty, the
+// newest is chosen and the reason says it has none.
 func TestPickPrefersThisTerminalAndSamples(t *testing.T) {
 	t.Setenv("STAX_HOME", t.TempDir())
 	t.Setenv("XDG_RUNTIME_DIR", "")
@@ -146,8 +155,11 @@ func TestPickPrefersThisTerminalAndSamples(t *testing.T) {
 	}
 }
 
+// TestDependsOnAPIAndStoreOnly: the client talks to recorders through the socket API alone,
+// never through the server's or the recorder's code.
 func TestDependsOnAPIAndStoreOnly(t *testing.T) {
-	allowed := map[string]bool{"internal/client": true, "internal/api": true, "internal/store": true, "internal/agg": true}
+	// It reads /proc, through proc, to tell a stopped recorder.
+	allowed := map[string]bool{"internal/client": true, "internal/api": true, "internal/store": true, "internal/agg": true, "internal/proc": true}
 	for _, p := range testutil.StaxDeps(t, "./internal/client") {
 		if !allowed[p] {
 			t.Errorf("internal/client depends on %s", p)
@@ -155,6 +167,7 @@ func TestDependsOnAPIAndStoreOnly(t *testing.T) {
 	}
 }
 
+// liveRun is a live Run whose recorder is handler, on a socket in a private STAX_HOME.
 func liveRun(t *testing.T, id string, handler http.Handler) *Run {
 	t.Helper()
 	t.Setenv("STAX_HOME", t.TempDir())
@@ -178,6 +191,8 @@ func timedRun() *store.Run {
 	return &store.Run{Meta: store.Meta{ID: "live", Samples: 5000, Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, Profile: *p}
 }
 
+// TestLoadAndSaveStreamTheRun: a live run is read and saved from its recorder's stream,
+// checked against the checksum and length that follow it.
 func TestLoadAndSaveStreamTheRun(t *testing.T) {
 	want := timedRun()
 	r := liveRun(t, "live", server.Handler(server.Stored(want), true))
@@ -212,6 +227,8 @@ func TestLoadAndSaveStreamTheRun(t *testing.T) {
 	}
 }
 
+// TestBrokenAnswersAreErrors: an answer cut short or damaged on its way is an error, and
+// no file is left behind.
 func TestBrokenAnswersAreErrors(t *testing.T) {
 	var good bytes.Buffer
 	sum, size, err := store.EncodeStream(&good, timedRun())
@@ -255,6 +272,8 @@ func TestBrokenAnswersAreErrors(t *testing.T) {
 	}
 }
 
+// TestGoneRecorder: a socket that is gone, or that nothing listens on any more, is
+// ErrGone; an answer, even an error, is not.
 func TestGoneRecorder(t *testing.T) {
 	t.Setenv("STAX_HOME", t.TempDir())
 	dir, err := api.SocketDir()
