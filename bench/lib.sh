@@ -14,7 +14,7 @@
 #                  that failed);
 #   - the machine's load: the load average at start and at the end, and the CPU time
 #     other programs used while the benchmark ran; a busy machine turns every verdict
-#     into "too noisy" (but on measures the load does not change, such as file sizes);
+#     into "too noisy";
 #   - processes: CPU time of a command's process tree (/usr/bin/time) or of a
 #     running process (/proc/PID/stat), its resident memory, stax built from this
 #     repository, a check that perf may record, the samples perf kept and lost, temporary
@@ -95,7 +95,7 @@ bench_init() {
 	echo "$BENCH_NAME: $(date -u +%Y-%m-%dT%H:%M:%SZ), $BENCH_NCPU CPUs, load average $BENCH_LOAD0 at start, rounds: $ROUNDS"
 	if awk -v l="$BENCH_LOAD0" -v n="$BENCH_NCPU" 'BEGIN { exit !(l > n) }'; then
 		BENCH_BUSY="load average $BENCH_LOAD0 at start > $BENCH_NCPU CPUs"
-		echo "$BENCH_NAME: the machine is busy ($BENCH_BUSY): the verdicts will be \"too noisy\" (but on sizes)"
+		echo "$BENCH_NAME: the machine is busy ($BENCH_BUSY): every verdict will be \"too noisy\""
 	fi
 }
 
@@ -140,7 +140,7 @@ bench_end_load() {
 	if [ -z "$BENCH_BUSY" ] && awk -v s="$BENCH_OTHERS" -v m="$BENCH_BUSY_SHARE" 'BEGIN { exit !(s > m) }'; then
 		BENCH_BUSY="other programs used $(awk -v s="$BENCH_OTHERS" 'BEGIN { printf "%.0f", s * 100 }')% of the CPUs (more than $(awk -v m="$BENCH_BUSY_SHARE" 'BEGIN { printf "%.0f", m * 100 }')%)"
 	fi
-	[ -n "$BENCH_BUSY" ] && echo "the machine was busy ($BENCH_BUSY): the verdicts below are \"too noisy\" (but on sizes); rerun on an idle machine"
+	[ -n "$BENCH_BUSY" ] && echo "the machine was busy ($BENCH_BUSY): the verdicts below are \"too noisy\"; rerun on an idle machine"
 	echo
 	return 0
 }
@@ -174,8 +174,6 @@ bench_fmt() {
 #              target is farther from every round than the rounds are apart; "none": no bound
 #   one        one value is enough (a value computed over all rounds); default: two
 #   busy=WHY   the machine was busy: "too noisy" unless invalid
-#   steady     the measure does not depend on the machine's load (a file's size): busy= is
-#              ignored
 bench_verdict() {
 	local op=$1 target=$2 opts=$3
 	shift 3
@@ -193,7 +191,7 @@ bench_verdict() {
 		exit
 	}
 	BEGIN {
-		sign = "positive"; floor = ""; spread = noise; minn = 2; busy = ""; steady = 0
+		sign = "positive"; floor = ""; spread = noise; minn = 2; busy = ""
 		no = split(opts, o, ",")
 		for (i = 1; i <= no; i++) {
 			if (o[i] == "any" || o[i] == "zero") sign = o[i]
@@ -201,9 +199,7 @@ bench_verdict() {
 			else if (o[i] ~ /^spread=/) spread = substr(o[i], 8)
 			else if (o[i] == "one") minn = 1
 			else if (o[i] ~ /^busy=/) busy = substr(o[i], 6)
-			else if (o[i] == "steady") steady = 1
 		}
-		if (steady) busy = ""
 		med = mn = mx = rel = "-"
 		if (op !~ /^(<=|<|>=|>)$/ || !num(target)) out("invalid", "bad target " op " " target)
 		n = split(vals, raw, " ")
@@ -470,7 +466,6 @@ bench_selftest() {
 	bench_selftest_case "too noisy" "<=" 2 "busy=machine busy" 1.2 1.25 1.3
 	bench_selftest_case "too noisy" "<=" 2 "busy=machine busy" 2.4 2.5 2.6
 	bench_selftest_case invalid "<=" 2 "busy=machine busy" 1.2 none
-	bench_selftest_case MISSED "<" 0.1 "busy=machine busy,steady" 0.117 0.118 0.116
 	bench_selftest_case ok "<" 50 - 8.1 12.0 10.2            # status under 50 ms
 	bench_selftest_case "too noisy" "<" 50 - 8.1 31.0 12.0   # under 50 ms, but 31 ms wide
 	bench_selftest_case "too noisy" "<" 50 - 8.1 51.0 12.0

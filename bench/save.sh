@@ -55,7 +55,7 @@ bench_end_load
 bench_header
 bench_show -u B "stax run file per sample" per_sample
 bench_show -u B "perf.data per sample" perf_per_sample
-bench_check -o steady "size ratio (stax/perf)" ratio "<" 0.1
+bench_check "size ratio (stax/perf)" ratio "<" 0.1
 bench_show -u ms "stax save" save
 bench_show -u ms "stax open" open
 bench_finish
