@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
-# Symbolizing 10,000 distinct libc addresses (names, file:line, inline chains through libc's
-# separate debug file): stax symbolize against addr2line -i -f and llvm-symbolizer, each in a
-# fresh process. stax is timed cold (no symbol cache) and warm (its decoded-table cache from a
-# previous run). Prints wall-clock milliseconds (best of RUNS) and the ratios.
-#   bench/symbolize.sh [N_ADDRESSES] [RUNS]
+# symbolize.sh: naming N distinct libc addresses (names, file:line, inline chains through
+# libc's separate debug file): stax symbolize against addr2line -i -f and llvm-symbolizer,
+# each in a fresh process. stax is timed cold (no symbol cache) and warm (its decoded-table
+# cache from a previous run). ROUNDS rounds, the order of the tools rotating; each round
+# gives its own ratios:
+#   stax cold / addr2line   target at most 1.00
+#   stax warm / addr2line   target under 0.20
+#   stax cold / llvm-symbolizer   printed
+#
+# Usage: bench/symbolize.sh [N_ADDRESSES [ROUNDS]]     (10000 and 3 by default)
+# Environment: ROUNDS (the second argument wins), and those of lib.sh.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
 n=${1:-10000}
-runs=${2:-3}
-root=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-libc=$(readlink -f /lib/x86_64-linux-gnu/libc.so.6)
-(cd "$root" && go build -o "$tmp/stax" ./cmd/stax)
+bench_uint N_ADDRESSES "$n"
+[ -n "${2:-}" ] && ROUNDS=$2
+bench_init symbolize 3
+libc=$(readlink -f /lib/x86_64-linux-gnu/libc.so.6 2>/dev/null || true)
+[ -f "$libc" ] || bench_skip "no libc at /lib/x86_64-linux-gnu/libc.so.6"
+command -v addr2line >/dev/null || bench_skip "addr2line is not installed (binutils)"
+bench_build_stax
 
 # Distinct addresses spread over libc's .text (fixed seed, so every run uses the same list).
 read -r start size < <(readelf -SW "$libc" | awk '$2 == ".text" { print $4, $6 }')
@@ -23,33 +32,43 @@ for a in random.sample(range(start, start + size), n):
     print(hex(a))
 PY
 
-best() { # best wall-clock seconds of $runs runs of the command
-	local b=""
-	for _ in $(seq "$runs"); do
-		local t0 t1 d
-		t0=$(date +%s%N)
-		"$@" <"$tmp/addrs" >"$tmp/out" 2>/dev/null
-		t1=$(date +%s%N)
-		d=$(((t1 - t0) / 1000000))
-		if [ -z "$b" ] || [ "$d" -lt "$b" ]; then b=$d; fi
-	done
-	echo "$b"
+# once CMD...: wall-clock milliseconds of one run of CMD on the addresses, or "none".
+once() {
+	local t0 t1
+	t0=$(date +%s%N)
+	"$@" <"$tmp/addrs" >"$tmp/out" 2>/dev/null || { echo none; return 0; }
+	t1=$(date +%s%N)
+	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f\n", (b - a) / 1e6 }'
 }
+cold() { STAX_SYMBOL_CACHE=off once "$STAX" symbolize -e "$libc"; }
+warm() { XDG_CACHE_HOME="$tmp/cache" once "$STAX" symbolize -e "$libc"; }
+a2l() { once addr2line -i -f -e "$libc"; }
+llvm() { once llvm-symbolizer --obj="$libc" --inlining; }
 
-stax_ms=$(STAX_SYMBOL_CACHE=off best "$tmp/stax" symbolize -e "$libc")
-export XDG_CACHE_HOME="$tmp/cache"
-"$tmp/stax" symbolize -e "$libc" <"$tmp/addrs" >/dev/null # fills the cache
-warm_ms=$(best "$tmp/stax" symbolize -e "$libc")
-a2l_ms=$(best addr2line -i -f -e "$libc")
-if command -v llvm-symbolizer >/dev/null; then
-	llvm_ms=$(best llvm-symbolizer --obj="$libc" --inlining)
-else
-	llvm_ms=""
-fi
-printf '%-16s %10s\n' tool "ms ($n addresses, best of $runs)"
-printf '%-16s %10s\n' "stax (cold)" "$stax_ms" "stax (warm)" "$warm_ms" addr2line "$a2l_ms"
-[ -n "$llvm_ms" ] && printf '%-16s %10s\n' llvm-symbolizer "$llvm_ms"
-awk -v s="$stax_ms" -v a="$a2l_ms" 'BEGIN { printf "stax cold / addr2line = %.2f (target: at most 1.00)\n", s / a }'
-awk -v s="$warm_ms" -v a="$a2l_ms" 'BEGIN { printf "stax warm / addr2line = %.2f (target: under 0.20)\n", s / a }'
-[ -n "$llvm_ms" ] && awk -v s="$stax_ms" -v l="$llvm_ms" 'BEGIN { printf "stax / llvm-symbolizer = %.2f\n", s / l }'
-exit 0
+XDG_CACHE_HOME="$tmp/cache" "$STAX" symbolize -e "$libc" <"$tmp/addrs" >/dev/null # fills the cache
+tools=(cold warm a2l)
+command -v llvm-symbolizer >/dev/null && tools+=(llvm)
+declare -A ms
+for ((r = 1; r <= ROUNDS; r++)); do
+	bench_log "round $r/$ROUNDS..."
+	k=${#tools[@]}
+	for ((i = 0; i < k; i++)); do
+		t=${tools[$(((i + r - 1) % k))]}
+		ms[$t]=$($t)
+		bench_add "$t" "${ms[$t]}"
+	done
+	bench_add cold_a2l "$(bench_div "${ms[cold]}" "${ms[a2l]}")"
+	bench_add warm_a2l "$(bench_div "${ms[warm]}" "${ms[a2l]}")"
+	[ -n "${ms[llvm]:-}" ] && bench_add cold_llvm "$(bench_div "${ms[cold]}" "${ms[llvm]}")"
+done
+
+bench_end_load
+bench_header "$n addresses"
+bench_show -u ms "stax (cold)" cold
+bench_show -u ms "stax (warm)" warm
+bench_show -u ms "addr2line -i -f" a2l
+[ -n "${ms[llvm]:-}" ] && bench_show -u ms "llvm-symbolizer --inlining" llvm
+bench_check "stax cold / addr2line" cold_a2l "<=" 1.00
+bench_check "stax warm / addr2line" warm_a2l "<" 0.20
+[ -n "${ms[llvm]:-}" ] && bench_show "stax cold / llvm-symbolizer" cold_llvm
+bench_finish
