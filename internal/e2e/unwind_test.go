@@ -111,11 +111,16 @@ func TestDeepStacksAreMarkedTruncated(t *testing.T) {
 // A JIT leaf with no prologue (it never saves rbp): with --call-graph dwarf its real caller
 // is found, from the .eh_frame the JIT announced or, without one, from the return address
 // at [rsp]; with frame pointers the stack skips that caller but holds no invented frame.
+// The announced .eh_frame applies wherever the code lives: in anonymous memory, a memfd,
+// /dev/zero or System V shared memory (no regular file describes any of them).
 func TestFramelessJITLeafHasItsCaller(t *testing.T) {
 	testutil.RequirePerf(t)
 	prog := buildCJIT(t)
 	for _, tc := range []struct{ mode, graph, path string }{
 		{"unwind", "dwarf", "_start main run_frameless run frameless_delta"},
+		{"unwind-memfd", "dwarf", "_start main run_frameless run frameless_delta"},
+		{"unwind-devzero", "dwarf", "_start main run_frameless run frameless_delta"},
+		{"unwind-shm", "dwarf", "_start main run_frameless run frameless_delta"},
 		{"frameless", "dwarf", "_start main run_frameless run frameless_delta"},
 		{"frameless", "fp", "main run_frameless frameless_delta"},
 	} {
@@ -124,12 +129,20 @@ func TestFramelessJITLeafHasItsCaller(t *testing.T) {
 			if out, errOut, code := e.run("record", "-q", "--call-graph", tc.graph, "--", prog, tc.mode, "300"); code != 0 {
 				t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
 			}
+			defer removeJITFiles(t, e)
 			var fl api.Flame
 			e.mustJSON(&fl, "flame", "-d", "0", "--threshold-pct", "0")
 			want := strings.Fields(tc.path)
-			var on uint64
+			leaf := want[len(want)-1]
+			// The claim is about the JIT code's samples: where they lie. The program's other
+			// samples (its clock reads, start and exit) grow in share on a busy machine,
+			// where the clock event's samples come when the program is scheduled back in.
+			var on, in uint64
 			var walk func(n *agg.FlameNode, i int)
 			walk = func(n *agg.FlameNode, i int) {
+				if n.Func == leaf {
+					in += n.Total
+				}
 				if i < len(want) && n.Func == want[i] {
 					i++
 					if i == len(want) {
@@ -142,9 +155,9 @@ func TestFramelessJITLeafHasItsCaller(t *testing.T) {
 				}
 			}
 			walk(fl.Root, 0)
-			if fl.Samples < 200 || float64(on) < 0.95*float64(fl.Samples) {
+			if fl.Samples < 200 || in*2 < fl.Samples || float64(on) < 0.95*float64(in) {
 				text, _, _ := e.run("flame", "-d", "0")
-				t.Errorf("%d of %d samples under %s\n%s", on, fl.Samples, tc.path, text)
+				t.Errorf("%d of %d samples in %s, %d of them under %s\n%s", in, fl.Samples, leaf, on, tc.path, text)
 			}
 			var top api.Top
 			e.mustJSON(&top, "top", "-n", "1000")
@@ -234,5 +247,98 @@ func TestStaticAndDynamicStacksEndAtStart(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Samples taken in the kernel while exec replaces the program (stax's gate execing the
+// command) carry the old program's user registers, which lie in no mapping of the new one:
+// they keep their kernel frames, lose their user frames, and count as stacks ended
+// "unmapped"; no stack has an [unknown] frame from the old program. 150,000 arguments
+// keep the kernel busy after the old program is gone (it copies them onto the new stack)
+// for long enough to be sampled.
+func TestExecSamplesHaveNoFramesOfTheOldProgram(t *testing.T) {
+	testutil.RequirePerf(t)
+	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/spin.c")
+	inc := "-I" + filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata")
+	prog := testutil.CC(t, t.TempDir(), "spin", "gcc", append(cflags, inc, src, "-lpthread")...)
+	args := []string{prog, "1", "100"}
+	for range 150000 {
+		args = append(args, "x")
+	}
+	for _, graph := range []string{"fp", "dwarf"} {
+		t.Run(graph, func(t *testing.T) {
+			e := newEnv(t)
+			if out, errOut, code := e.run(append([]string{"record", "-q", "-F", "4000", "--call-graph", graph, "--"}, args...)...); code != 0 {
+				t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+			}
+			var st api.Status
+			e.mustJSON(&st, "status")
+			var top api.Top
+			e.mustJSON(&top, "top", "-n", "1000")
+			for _, r := range top.Rows {
+				if strings.HasPrefix(r.Func, "[unknown]") {
+					t.Errorf("an unknown frame: %+v", r)
+				}
+			}
+			var execve uint64 // samples under the kernel's execve (its name varies by version)
+			for _, r := range top.Rows {
+				if strings.Contains(r.Func, "execve") && r.Image == "[kernel.kallsyms]" {
+					execve = max(execve, r.Total)
+				}
+			}
+			t.Logf("%d samples; stack ends %v; %d samples in execve", top.Samples, st.Meta.StackEnds, execve)
+			if n := st.Meta.StackEnds["unmapped"]; n == 0 || n > execve {
+				t.Errorf("%d stacks ended unmapped, %d samples in execve: want at least one, all of them in exec", n, execve)
+			}
+		})
+	}
+}
+
+// A frame whose saved rbp points at itself (fploop.c; a JIT's deoptimisation entry can
+// leave one) makes the kernel's frame-pointer chain repeat its caller to the depth limit,
+// and the CFI walk reach the same CFA twice. With --call-graph dwarf the stack ends there,
+// counted as a loop, with the frames before it: never a frame repeated.
+func TestDwarfUnwindingStopsAtALoop(t *testing.T) {
+	testutil.RequirePerf(t)
+	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/fploop.c")
+	inc := "-I" + filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata")
+	prog := testutil.CC(t, t.TempDir(), "fploop", "gcc", "-O1", "-g", "-fno-omit-frame-pointer", inc, src)
+	e := newEnv(t)
+	if out, errOut, code := e.run("record", "-q", "--call-graph", "dwarf", "--", prog, "300"); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	var fl api.Flame
+	e.mustJSON(&fl, "flame", "-d", "0", "--threshold-pct", "0")
+	var in, under, repeated uint64
+	var walk func(n *agg.FlameNode, path []string)
+	walk = func(n *agg.FlameNode, path []string) {
+		if len(path) > 0 && path[len(path)-1] == n.Func {
+			repeated += n.Total
+			return
+		}
+		path = append(path, n.Func)
+		if n.Func == "selfloop" {
+			in += n.Total
+			if len(path) >= 2 && path[len(path)-2] == "deopt_caller" {
+				under += n.Total
+			}
+		}
+		for _, c := range n.Children {
+			walk(c, path)
+		}
+	}
+	walk(fl.Root, nil)
+	var st api.Status
+	e.mustJSON(&st, "status")
+	t.Logf("%d samples, %d in selfloop, %d of them under deopt_caller; stack ends %v", fl.Samples, in, under, st.Meta.StackEnds)
+	if repeated > 0 {
+		text, _, _ := e.run("flame", "-d", "6")
+		t.Errorf("%d samples have a frame repeated\n%s", repeated, text)
+	}
+	if fl.Samples < 200 || in*2 < fl.Samples || float64(under) < 0.95*float64(in) {
+		t.Errorf("%d of %d samples in selfloop, %d of them under deopt_caller", in, fl.Samples, under)
+	}
+	if n := st.Meta.StackEnds["loop"]; float64(n) < 0.95*float64(in) {
+		t.Errorf("stack ends %v: want a loop for nearly all %d samples in selfloop", st.Meta.StackEnds, in)
 	}
 }

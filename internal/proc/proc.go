@@ -20,17 +20,46 @@ type Mapping struct {
 	EndTime    uint64
 }
 
-// Anonymous reports whether the mapping has no regular file behind it, so code there was
-// written at run time (JIT code lives there): anonymous memory, [anon:NAME] regions,
-// memfd files, shared /dev/zero mappings (PHP's opcache JIT) and System V shared memory.
-func (m *Mapping) Anonymous() bool {
-	return m.Path == "" || m.Path == "//anon" || m.Path[0] == '[' || hasPrefix(m.Path, "/memfd:") || hasPrefix(m.Path, "//") ||
-		hasPrefix(m.Path, "/dev/zero") || hasPrefix(m.Path, "/SYSV")
+// Code says what describes the code of an executable mapping, and so where its names and
+// unwinding info come from.
+type Code uint8
+
+const (
+	// CodeFile is a regular file's image (the [vdso] too: its image is read from memory).
+	CodeFile Code = iota
+	// CodeJIT is memory no regular file describes, so its code was written at run time:
+	// anonymous memory, [anon:NAME] and other bracketed regions, memfd files, shared
+	// /dev/zero mappings (PHP's opcache JIT) and System V shared memory. Only the JIT's own
+	// records (jitdump, perf map) describe it.
+	CodeJIT
+	// CodeDeleted is a file deleted since it was mapped: a JIT's temporary file, or a
+	// binary replaced or removed under a running program. The JIT's records are asked
+	// first, then the image, read through the process (OpenImage).
+	CodeDeleted
+)
+
+// CodeOf says what describes the code mapped from path (as an MMAP2 record or
+// /proc/PID/maps gives it). It is the one definition of JIT code that naming and unwinding
+// share.
+func CodeOf(path string) Code {
+	switch {
+	case path == "[vdso]":
+		return CodeFile
+	case path == "" || path[0] == '[' || hasPrefix(path, "//") || hasPrefix(path, "/memfd:") ||
+		hasPrefix(path, "/dev/zero") || hasPrefix(path, "/SYSV"):
+		return CodeJIT
+	case hasSuffix(path, " (deleted)"):
+		return CodeDeleted
+	}
+	return CodeFile
 }
 
-// Deleted reports whether the mapped file was deleted: its code may have been written at
-// run time too (a JIT writing a temporary file), so JIT records are asked first.
-func (m *Mapping) Deleted() bool { return hasSuffix(m.Path, " (deleted)") }
+// Anonymous reports whether the mapping holds JIT code only (CodeOf is CodeJIT).
+func (m *Mapping) Anonymous() bool { return CodeOf(m.Path) == CodeJIT }
+
+// Deleted reports whether the mapped file was deleted (CodeOf is CodeDeleted): JIT
+// records are asked first, then the file as the process still maps it.
+func (m *Mapping) Deleted() bool { return CodeOf(m.Path) == CodeDeleted }
 
 func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 
@@ -243,6 +272,17 @@ func (tr *Tracker) Exit(pid, tid int, t uint64) {
 // Find returns the mapping of pid that held addr at time t, falling back to the newest
 // mapping that ever held it.
 func (tr *Tracker) Find(pid int, addr, t uint64) *Mapping {
+	return tr.find(pid, addr, t, true)
+}
+
+// FindLive returns the mapping of pid that held addr at time t, or nil: an address a
+// process had not mapped yet, or no longer had (its program was replaced by exec), is in no
+// mapping.
+func (tr *Tracker) FindLive(pid int, addr, t uint64) *Mapping {
+	return tr.find(pid, addr, t, false)
+}
+
+func (tr *Tracker) find(pid int, addr, t uint64, fallback bool) *Mapping {
 	tr.mu.RLock()
 	defer tr.mu.RUnlock()
 	p := tr.procs[pid]
@@ -262,7 +302,7 @@ func (tr *Tracker) Find(pid int, addr, t uint64) *Mapping {
 		if m.liveAt(t) {
 			return m
 		}
-		if best == nil || m.Time > best.Time {
+		if fallback && (best == nil || m.Time > best.Time) {
 			best = m
 		}
 	}

@@ -199,6 +199,29 @@ func TestExec(t *testing.T) {
 		{0x7f0000200100, 40, "/lib/late.so", 0},
 		{0x7f0000300100, 55, "/lib/ld.so", 0},
 	})
+	// While exec replaces the program (after its record at 50, before the new image is
+	// mapped at 60), the old program's addresses are in no live mapping; Find still names
+	// the newest mapping that ever held them.
+	for _, l := range []struct {
+		addr, t uint64
+		want    string
+	}{
+		{0x7f0000000100, 40, "/lib/libc.so"}, {0x7f0000000100, 55, ""}, {0x400100, 55, ""},
+		{0x400100, 40, "/bin/sh"}, {0x400100, 60, "/usr/bin/python3"}, {0x400100, 5, ""},
+	} {
+		m := tr.FindLive(1, l.addr, l.t)
+		if got := ""; m != nil {
+			got = m.Path
+			if got != l.want {
+				t.Errorf("FindLive(%#x, t=%d) = %s, want %q", l.addr, l.t, got, l.want)
+			}
+		} else if l.want != "" {
+			t.Errorf("FindLive(%#x, t=%d) = nil, want %s", l.addr, l.t, l.want)
+		}
+	}
+	if m := tr.Find(1, 0x7f0000000100, 55); m == nil || m.Path != "/lib/libc.so" {
+		t.Errorf("Find after exec = %v, want the newest mapping that held the address", m)
+	}
 	if p := procOf(tr, 1); p.Comm != "python3" {
 		t.Errorf("comm = %q, want python3", p.Comm)
 	}
@@ -346,27 +369,33 @@ func TestCommExitThreads(t *testing.T) {
 	}
 }
 
-func TestAnonymous(t *testing.T) {
+func TestCodeOf(t *testing.T) {
 	tests := []struct {
 		path string
-		want bool
+		want Code
 	}{
-		{"", true},
-		{"//anon", true},
-		{"[vdso]", true},
-		{"[anon:jit]", true},
-		{"/dev/zero (deleted)", true},
-		{"/SYSV00000000 (deleted)", true},
-		{"/memfd:jit-code (deleted)", true},
-		{"//weird", true},
-		{"/usr/lib/libc.so.6", false},
-		{"/tmp/perf-123.map", false},
-		{"relative", false},
+		{"", CodeJIT},
+		{"//anon", CodeJIT},
+		{"[vdso]", CodeFile},
+		{"[anon:jit]", CodeJIT},
+		{"[heap]", CodeJIT},
+		{"/dev/zero (deleted)", CodeJIT},
+		{"/SYSV00000000 (deleted)", CodeJIT},
+		{"/memfd:jit-code (deleted)", CodeJIT},
+		{"/memfd:doublemapper", CodeJIT},
+		{"//weird", CodeJIT},
+		{"/usr/lib/libc.so.6", CodeFile},
+		{"/usr/sbin/daemon (deleted)", CodeDeleted},
+		{"/tmp/perf-123.map", CodeFile},
+		{"relative", CodeFile},
 	}
 	for _, tc := range tests {
 		m := Mapping{Path: tc.path}
-		if got := m.Anonymous(); got != tc.want {
-			t.Errorf("Anonymous(%q) = %v, want %v", tc.path, got, tc.want)
+		if got := CodeOf(tc.path); got != tc.want {
+			t.Errorf("CodeOf(%q) = %v, want %v", tc.path, got, tc.want)
+		}
+		if m.Anonymous() != (tc.want == CodeJIT) || m.Deleted() != (tc.want == CodeDeleted) {
+			t.Errorf("%q: Anonymous %v, Deleted %v, want code %v", tc.path, m.Anonymous(), m.Deleted(), tc.want)
 		}
 	}
 }

@@ -100,7 +100,7 @@ func newStackWorkers(n int, dec record.Decoder, dwarf bool, maxStack int, res *r
 	if n <= 0 {
 		n = min(runtime.GOMAXPROCS(0), maxWorkers)
 	}
-	loader := &unwind.FileLoader{}
+	loader := &unwind.FileLoader{Open: openImage}
 	ws := make([]*stackWorker, n)
 	for i := range ws {
 		w := &stackWorker{dec: record.Decoder{SampleType: dec.SampleType, RegsUserMask: dec.RegsUserMask, SampleIDAll: dec.SampleIDAll}}

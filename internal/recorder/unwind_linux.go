@@ -3,6 +3,7 @@ package recorder
 import (
 	"bytes"
 	"encoding/hex"
+	"os"
 
 	"github.com/stax-profiler/stax/internal/proc"
 	"github.com/stax-profiler/stax/internal/record"
@@ -52,23 +53,23 @@ type trackerView struct {
 	c      *viewCache // nil: no caching
 }
 
+// Mapping returns the mapping that held addr at the sample's time: an address the process
+// had not mapped yet, or no longer had (exec replaced its program), is in none.
 func (v *trackerView) Mapping(addr uint64) (unwind.Mapping, bool) {
 	if v.c != nil {
 		if m, ok := v.c.mapping(v.pid, addr, v.time); ok {
 			return m, true
 		}
 	}
-	m := v.tr.Find(v.pid, addr, v.time)
+	m := v.tr.FindLive(v.pid, addr, v.time)
 	if m == nil {
 		return unwind.Mapping{}, false
 	}
 	// The tracker holds executable mappings only (perf reports no data mappings here).
-	um := unwind.Mapping{Start: m.Start, End: m.End, Offset: m.Pgoff, Path: m.Path, Exec: true}
+	um := unwind.Mapping{Start: m.Start, End: m.End, Offset: m.Pgoff, Path: m.Path, Ino: m.Ino, Exec: true}
 	if v.c != nil {
 		um.BuildID = v.c.hex(m.BuildID)
-		if m.Time <= v.time && (m.EndTime == 0 || v.time < m.EndTime) {
-			v.c.addMapping(v.pid, m.Time, m.EndTime, um)
-		}
+		v.c.addMapping(v.pid, m.Time, m.EndTime, um)
 	} else {
 		um.BuildID = hex.EncodeToString(m.BuildID)
 	}
@@ -76,14 +77,20 @@ func (v *trackerView) Mapping(addr uint64) (unwind.Mapping, bool) {
 }
 
 func (v *trackerView) Table(m unwind.Mapping) *unwind.Table {
-	pm := proc.Mapping{Path: m.Path}
-	if pm.Anonymous() && m.Path != "[vdso]" {
-		return nil // JIT code: no file to read call-frame information from
+	if proc.CodeOf(m.Path) == proc.CodeJIT {
+		return nil // no file describes it: the JIT's own unwinding info does, if any
 	}
 	if v.c == nil {
-		return v.loader.Table(m)
+		return v.loader.TableOf(v.pid, m)
 	}
-	return v.c.table(v.loader, m)
+	return v.c.table(v.loader, v.pid, m)
+}
+
+// openImage opens the file behind an unwinder's mapping as process pid maps it, refusing
+// one whose build-id or inode is not the mapping's (proc.OpenImage).
+func openImage(pid int, m unwind.Mapping) (*os.File, error) {
+	id, _ := hex.DecodeString(m.BuildID)
+	return proc.OpenImage(pid, &proc.Mapping{Start: m.Start, End: m.End, Pgoff: m.Offset, Path: m.Path, BuildID: id, Ino: m.Ino})
 }
 
 // viewCache is one stack worker's memory of the mappings, images and build-ids its last
@@ -109,6 +116,7 @@ type cachedMapping struct {
 
 type cachedTable struct {
 	buildID, path string
+	ino           uint64
 	t             *unwind.Table
 	ok            bool
 }
@@ -139,15 +147,15 @@ func (c *viewCache) addMapping(pid int, from, until uint64, m unwind.Mapping) {
 }
 
 // table returns the loader's table for m's image; tables never change once loaded.
-func (c *viewCache) table(l *unwind.FileLoader, m unwind.Mapping) *unwind.Table {
+func (c *viewCache) table(l *unwind.FileLoader, pid int, m unwind.Mapping) *unwind.Table {
 	for i := range c.tables {
 		e := &c.tables[i]
-		if e.ok && e.buildID == m.BuildID && (m.BuildID != "" || e.path == m.Path) {
+		if e.ok && e.buildID == m.BuildID && (m.BuildID != "" || e.path == m.Path && e.ino == m.Ino) {
 			return e.t
 		}
 	}
-	t := l.Table(m)
-	c.tables[c.nextTab] = cachedTable{buildID: m.BuildID, path: m.Path, t: t, ok: true}
+	t := l.TableOf(pid, m)
+	c.tables[c.nextTab] = cachedTable{buildID: m.BuildID, path: m.Path, ino: m.Ino, t: t, ok: true}
 	c.nextTab = (c.nextTab + 1) % len(c.tables)
 	return t
 }
@@ -180,9 +188,23 @@ func (d *dwarfUnwinder) chainOf(tr *proc.Tracker, s *record.Sample, fallback []u
 	d.view = trackerView{tr: tr, pid: int(s.Pid), time: s.Time, loader: d.loader, c: &d.cache}
 	pcs, end := d.u.Unwind(&d.view, &unwind.Sample{Pid: s.Pid, Time: s.Time,
 		Regs:  unwind.Regs{BP: s.Regs[0], SP: s.Regs[1], IP: s.Regs[2]},
-		Stack: s.Stack, FPChain: user, FPChainCut: d.maxStack > 0 && len(kernel)+len(user) >= d.maxStack}, d.buf[:0])
+		Stack: s.Stack, FPChain: user, FPChainCut: d.maxStack > 0 && len(kernel)+len(user) >= d.maxStack,
+		InKernel: inKernel(s)}, d.buf[:0])
 	d.buf = pcs
 	d.chain = d.chain[:0]
+	if len(pcs) == 0 {
+		// No user frames (the registers were another program's, exec replacing it): the
+		// kernel's frames are the stack.
+		switch {
+		case len(kernel) > 0:
+			d.chain = append(append(d.chain, record.ContextKernel), kernel...)
+		case inKernel(s):
+			d.chain = append(d.chain, record.ContextKernel, s.IP)
+		default:
+			d.chain = append(d.chain, record.ContextUser)
+		}
+		return d.chain
+	}
 	if len(kernel) > 0 {
 		d.chain = append(append(d.chain, record.ContextKernel), kernel...)
 	}
@@ -241,17 +263,36 @@ func (f *fpStacks) garbageAt(tr *proc.Tracker, s *record.Sample, chain []uint64)
 // maxUserAddress is the highest user-space address on x86-64 (47-bit address space).
 const maxUserAddress = 0x00007fffffffffff
 
-// check returns chain as it should be counted; the leaf (where the sample was taken)
-// always stays.
+// inKernel reports whether s was taken in the kernel: its user registers, and the user part
+// of its callchain, are where the thread entered the kernel.
+func inKernel(s *record.Sample) bool { return s.Misc&record.MiscCPUModeMask == record.MiscKernel }
+
+// check returns chain as it should be counted. The user leaf must lie in a mapping the
+// process had at the sample's time: one taken in the kernel while exec replaced the
+// program carries the old program's registers, and loses its user frames; one taken in
+// user mode keeps its leaf (the sample was taken there), alone. Either way the stack ends
+// as EndUnmapped, as with DWARF.
 func (f *fpStacks) check(tr *proc.Tracker, s *record.Sample, chain []uint64) []uint64 {
 	kernel, user := record.SplitCallchain(chain)
-	if len(user) <= 1 {
-		if len(user) == 1 {
-			f.ends[unwind.EndComplete].Add(1)
-		}
+	if len(user) == 0 {
 		return chain
 	}
 	f.view = trackerView{tr: tr, pid: int(s.Pid), time: s.Time, c: &f.cache}
+	if f.garbageAt(tr, s, user[:1]) == 0 {
+		f.ends[unwind.EndUnmapped].Add(1)
+		f.chain = f.chain[:0]
+		if len(kernel) > 0 {
+			f.chain = append(append(f.chain, record.ContextKernel), kernel...)
+		}
+		if !inKernel(s) || len(kernel) == 0 {
+			f.chain = append(f.chain, record.ContextUser, user[0])
+		}
+		return f.chain
+	}
+	if len(user) == 1 {
+		f.ends[unwind.EndComplete].Add(1)
+		return chain
+	}
 	kept, end := user[1:], unwind.EndComplete
 	if n := f.garbageAt(tr, s, kept); n < len(kept) {
 		kept, end = kept[:n], unwind.EndGarbage

@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stax-profiler/stax/internal/jit"
 	"github.com/stax-profiler/stax/internal/proc"
+	"github.com/stax-profiler/stax/internal/record"
 	"github.com/stax-profiler/stax/internal/resolve"
 	"github.com/stax-profiler/stax/internal/symbol"
 	"github.com/stax-profiler/stax/internal/unwind"
@@ -66,5 +68,35 @@ func TestUnnamedJITNotes(t *testing.T) {
 	}
 	if len(notes) != 3 || strings.Contains(all, "pid 4") {
 		t.Errorf("want three notes, none for the named process:\n%s", all)
+	}
+}
+
+// A frame-pointer sample taken in the kernel while exec replaced the program: its user
+// part holds the old program's ip, in no mapping the process has at that time (here, one
+// the old program had before the exec). Its user frames go; the kernel's stay; the stack
+// ends "unmapped". Taken in user mode, the ip stays, alone.
+func TestFPStacksDropUnmappedUserRegisters(t *testing.T) {
+	tr := proc.NewTracker()
+	tr.AddMapping(7, proc.Mapping{Start: 0x400000, End: 0x500000, Path: "/old", Time: 10})
+	tr.Exec(7, 100, "new")
+	tr.AddMapping(7, proc.Mapping{Start: 0x7f0000000000, End: 0x7f0000100000, Path: "/new", Time: 110})
+	chain := []uint64{record.ContextKernel, 0xffffffff81000010, 0xffffffff81000020, record.ContextUser, 0x44462e, 0x401000}
+	for _, tc := range []struct {
+		misc uint16
+		want []uint64
+	}{
+		{record.MiscKernel, []uint64{record.ContextKernel, 0xffffffff81000010, 0xffffffff81000020}},
+		{record.MiscUser, []uint64{record.ContextKernel, 0xffffffff81000010, 0xffffffff81000020, record.ContextUser, 0x44462e}},
+	} {
+		var f fpStacks
+		got := f.check(tr, &record.Sample{Pid: 7, Time: 105, Misc: tc.misc}, chain)
+		if !slices.Equal(got, tc.want) || f.ends[unwind.EndUnmapped].Load() != 1 {
+			t.Errorf("misc %d: chain %#x (unmapped %d), want %#x", tc.misc, got, f.ends[unwind.EndUnmapped].Load(), tc.want)
+		}
+	}
+	// Before the exec, the same ip was the old program's: kept.
+	var f fpStacks
+	if got := f.check(tr, &record.Sample{Pid: 7, Time: 50, Misc: record.MiscKernel}, chain); !slices.Equal(got, chain) {
+		t.Errorf("before exec: chain %#x, want it whole", got)
 	}
 }

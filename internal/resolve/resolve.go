@@ -56,6 +56,9 @@ type imageEntry struct {
 	im  *symbol.Image
 	err error
 	mem []byte // the image's bytes, for images read from memory (the vdso)
+	// file holds open a file no lasting path reaches (one deleted or replaced since it
+	// was mapped): the image reads it, lazily, through /proc/self/fd.
+	file *os.File
 }
 
 type frameKey struct {
@@ -278,10 +281,10 @@ func (r *Resolver) jitFrames(pid uint32, t, addr uint64, out []agg.Frame) ([]agg
 	return append(out, fr), true
 }
 
-// image loads the ELF image behind m once (keyed by build-id, else path; the vdso, the same
-// for every process of one kernel and ABI, by its size).
+// image loads the ELF image behind m once (keyed by build-id, else path and inode; the vdso,
+// the same for every process of one kernel and ABI, by its size).
 func (r *Resolver) image(pid uint32, m *proc.Mapping) *imageEntry {
-	key := m.Path
+	key := m.Path + ":" + strconv.FormatUint(m.Ino, 10)
 	if len(m.BuildID) > 0 {
 		key = fmt.Sprintf("%x", m.BuildID)
 	} else if m.Path == vdso.Name {
@@ -300,13 +303,16 @@ func (r *Resolver) image(pid uint32, m *proc.Mapping) *imageEntry {
 			ie.im, ie.err = r.syms.OpenMemory(vdso.Name, ie.mem)
 		}
 	} else {
-		ie.im, ie.err = r.openImage(pid, m)
+		ie.im, ie.file, ie.err = r.openImage(pid, m)
 	}
 	if symbol.Transient(ie.err) {
 		return ie // out of file descriptors or memory for now: the next stack tries again
 	}
 	r.mu.Lock()
 	if prev := r.images[key]; prev != nil {
+		if ie.file != nil {
+			ie.file.Close()
+		}
 		ie = prev
 	} else {
 		r.images[key] = ie
@@ -332,33 +338,29 @@ func (r *Resolver) vdsoBytes(pid uint32, m *proc.Mapping) ([]byte, error) {
 	return nil, err
 }
 
-// openImage opens the file behind a mapping: through the process's root first (so
-// containers and replaced files work), then by path; a file whose build-id differs from
-// the mapping's is refused rather than used for wrong names.
-func (r *Resolver) openImage(pid uint32, m *proc.Mapping) (*symbol.Image, error) {
-	path := strings.TrimSuffix(m.Path, " (deleted)")
-	candidates := []string{"/proc/" + strconv.Itoa(int(pid)) + "/root" + path, path}
-	var firstErr error
-	for _, p := range candidates {
-		if _, err := os.Stat(p); err != nil {
-			if firstErr == nil && !os.IsNotExist(err) {
-				firstErr = fmt.Errorf("open image %s: %w", path, err)
-			}
-			continue
-		}
-		im, err := r.syms.OpenBuildID(p, m.BuildID)
-		if err != nil {
-			if firstErr == nil {
-				firstErr = err
-			}
-			continue
-		}
-		return im, nil
+// openImage loads the image behind a mapping from the file proc.OpenImage finds: the
+// process's own (a container's, or one deleted or replaced since it was mapped, while the
+// process lives), never one whose build-id or inode is not the mapping's. A file that only
+// /proc/PID/map_files or /proc/PID/exe reaches is kept open, and returned, for the image's
+// later reads (DWARF is read when first needed, perhaps after the process is gone).
+func (r *Resolver) openImage(pid uint32, m *proc.Mapping) (*symbol.Image, *os.File, error) {
+	f, err := proc.OpenImage(int(pid), m)
+	if err != nil {
+		return nil, nil, err
 	}
-	if firstErr == nil {
-		firstErr = fmt.Errorf("open image %s: %w", path, os.ErrNotExist)
+	path := f.Name()
+	if path == strings.TrimSuffix(m.Path, " (deleted)") || strings.HasPrefix(path, "/proc/"+strconv.Itoa(int(pid))+"/root/") {
+		f.Close()
+		f = nil
+	} else {
+		path = "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
 	}
-	return nil, firstErr
+	im, err := r.syms.OpenBuildID(path, m.BuildID)
+	if f != nil && (err != nil || im.Path != path) {
+		f.Close() // the image was already loaded from elsewhere, or could not be
+		f = nil
+	}
+	return im, f, err
 }
 
 // hostMachine is the ELF machine of this computer: JIT code runs where it was generated.

@@ -20,6 +20,10 @@ func LoadELF(path, debugPath string) (*Table, error) {
 		return nil, fmt.Errorf("open image for unwinding: %w", err)
 	}
 	defer f.Close()
+	return loadELF(f, path, debugPath)
+}
+
+func loadELF(f *elf.File, path, debugPath string) (*Table, error) {
 	var t *Table
 	if s := f.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS && s.Size > 0 {
 		data, err := readSection(s)
@@ -74,12 +78,16 @@ func readSection(s *elf.Section) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(s.Open(), maxCFISection))
 }
 
-// FileLoader loads and caches Tables by build-id (or path when there is none). It is safe
-// for concurrent use: an image is loaded once, and while it loads (tens of milliseconds for
-// a large one) lookups of other images go on.
+// FileLoader loads and caches Tables by build-id (or path and inode when there is none).
+// It is safe for concurrent use: an image is loaded once, and while it loads (tens of
+// milliseconds for a large one) lookups of other images go on.
 type FileLoader struct {
 	// Root stands in for "/" in mapping paths (e.g. /proc/PID/root); "" means the host.
 	Root string
+	// Open, if set, opens the file to read the image mapped at m in process pid from (a
+	// container's file, a deleted one...) instead of Root+path; it must refuse a file that
+	// is not the mapped one. The loader closes it.
+	Open func(pid int, m Mapping) (*os.File, error)
 	mu   sync.Mutex
 	byID map[string]*loadedTable // guarded by mu
 }
@@ -91,14 +99,17 @@ type loadedTable struct {
 }
 
 // Table returns the call-frame information for the image behind m, or nil.
-func (l *FileLoader) Table(m Mapping) *Table {
+func (l *FileLoader) Table(m Mapping) *Table { return l.TableOf(0, m) }
+
+// TableOf returns the call-frame information for the image behind m in process pid, or nil.
+func (l *FileLoader) TableOf(pid int, m Mapping) *Table {
 	if m.Path == "[vdso]" {
 		t, _ := VDSOTable()
 		return t
 	}
 	key := m.BuildID
 	if key == "" {
-		key = "path:" + m.Path
+		key = "path:" + m.Path + ":" + strconv.FormatUint(m.Ino, 10)
 	}
 	l.mu.Lock()
 	if e, ok := l.byID[key]; ok {
@@ -112,11 +123,27 @@ func (l *FileLoader) Table(m Mapping) *Table {
 	e := &loadedTable{ready: make(chan struct{})}
 	l.byID[key] = e
 	l.mu.Unlock()
-	if t, err := LoadELF(l.Root+m.Path, ""); err == nil {
-		e.t = t
-	}
+	e.t = l.load(pid, m)
 	close(e.ready)
 	return e.t
+}
+
+func (l *FileLoader) load(pid int, m Mapping) *Table {
+	if l.Open == nil {
+		t, _ := LoadELF(l.Root+m.Path, "")
+		return t
+	}
+	f, err := l.Open(pid, m)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		return nil
+	}
+	t, _ := loadELF(ef, f.Name(), "")
+	return t
 }
 
 // Maps is a ProcessView over a fixed list of mappings (a snapshot of /proc/PID/maps, or

@@ -96,6 +96,7 @@ func FuzzUnwind(f *testing.F) {
 	binary.LittleEndian.PutUint64(stack[8:], 0x2020)
 	f.Add(pltCIE(), uint64(0x2008), uint64(0x7ff000), uint64(0), stack)
 	f.Add([]byte{}, uint64(0x2008), uint64(0x7ff000), uint64(0x7ff010), stack)
+	f.Add(loopCFI(), uint64(0x3008), uint64(0x7ff000), uint64(0x3008), loopStack())
 	f.Fuzz(func(t *testing.T, cfi []byte, ip, sp, bp uint64, stack []byte) {
 		tab, err := ParseEHFrame(cfi, 0x1000)
 		if err != nil {

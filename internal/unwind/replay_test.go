@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stax-profiler/stax/internal/proc"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
 
@@ -110,21 +111,21 @@ func captureFixture(t *testing.T, fx replayFixture) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	proc := &Maps{Mappings: maps, Loader: &FileLoader{}}
+	view := &Maps{Mappings: maps, Loader: &FileLoader{}}
 	var u Unwinder
 	rf := replayFile{Mappings: maps}
 	used := map[string]bool{}
 	for _, s := range samples {
-		pcs, end := u.Unwind(proc, &Sample{Regs: s.Regs, Stack: s.Stack, FPChain: s.FPChain}, make([]uint64, 0, 1024))
+		pcs, end := u.Unwind(view, &Sample{Regs: s.Regs, Stack: s.Stack, FPChain: s.FPChain}, make([]uint64, 0, 1024))
 		for _, pc := range pcs {
-			m, _ := proc.Mapping(pc)
+			m, _ := view.Mapping(pc)
 			used[m.Path] = true
 		}
 		stack := s.Stack[:min(uint64(len(s.Stack)), u.high)]
 		rf.Samples = append(rf.Samples, replaySample{Regs: s.Regs, Stack: stack, FPChain: s.FPChain, Want: pcs, End: end.String()})
 	}
 	for p := range used {
-		if !isAnon(p) {
+		if proc.CodeOf(p) == proc.CodeFile && p != "[vdso]" {
 			saveCFI(t, out, p)
 		}
 	}
@@ -151,10 +152,10 @@ func TestReplay(t *testing.T) {
 			if *update {
 				captureFixture(t, fx)
 			}
-			proc, samples := loadReplay(t, fx.name)
+			view, samples := loadReplay(t, fx.name)
 			var u Unwinder
 			for i, s := range samples {
-				pcs, end := u.Unwind(proc, &Sample{Regs: s.Regs, Stack: s.Stack, FPChain: s.FPChain}, make([]uint64, 0, 1024))
+				pcs, end := u.Unwind(view, &Sample{Regs: s.Regs, Stack: s.Stack, FPChain: s.FPChain}, make([]uint64, 0, 1024))
 				if !slices.Equal(pcs, s.Want) || end.String() != s.End {
 					t.Errorf("sample %d: %#x (%v), want %#x (%s)", i, pcs, end, s.Want, s.End)
 				}
@@ -169,14 +170,14 @@ func TestReplay(t *testing.T) {
 // BenchmarkUnwindReplay unwinds every replayed stack; frames/s is per core.
 func BenchmarkUnwindReplay(b *testing.B) {
 	type input struct {
-		proc *Maps
+		view *Maps
 		s    Sample
 	}
 	var in []input
 	for _, fx := range replayFixtures {
-		proc, samples := loadReplay(b, fx.name)
+		view, samples := loadReplay(b, fx.name)
 		for _, s := range samples {
-			in = append(in, input{proc, Sample{Regs: s.Regs, Stack: s.Stack, FPChain: s.FPChain}})
+			in = append(in, input{view, Sample{Regs: s.Regs, Stack: s.Stack, FPChain: s.FPChain}})
 		}
 	}
 	var u Unwinder
@@ -185,7 +186,7 @@ func BenchmarkUnwindReplay(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for i := range in {
-			pcs, _ := u.Unwind(in[i].proc, &in[i].s, out)
+			pcs, _ := u.Unwind(in[i].view, &in[i].s, out)
 			frames += len(pcs)
 			stacks++
 		}

@@ -13,13 +13,17 @@
 //		Stack: s.Stack, FPChain: user}, buf[:0])
 //
 // where view is the process's mappings at the sample's time (a ProcessView; Maps with a
-// FileLoader shared by the run will do) and end is counted in u.Counts. In fp mode,
-// FixChain(view, user) drops the garbage a frame-pointer walk reads above the last frame.
+// FileLoader shared by the run will do) and end is counted in u.Counts. A sample taken in
+// the kernel sets InKernel: its registers are those the thread entered the kernel with. In
+// fp mode, FixChain(view, user) drops the garbage a frame-pointer walk reads above the last
+// frame.
 package unwind
 
 import (
 	"encoding/binary"
 	"sync/atomic"
+
+	"github.com/stax-profiler/stax/internal/proc"
 )
 
 // Regs are the user registers a sample carries (perf's BP, SP, IP).
@@ -31,6 +35,7 @@ type Mapping struct {
 	Offset     uint64 // file offset mapped at Start
 	Path       string
 	BuildID    string
+	Ino        uint64 // the file's inode: it tells files apart where there is no build-id
 	Exec       bool
 }
 
@@ -60,10 +65,19 @@ const (
 	EndBadMemory                  // a rule pointed outside the stack copy (below it) or was invalid
 	EndGarbage                    // a return address was non-canonical or in no executable mapping
 	EndMaxDepth                   // the output buffer was full
+	// EndUnmapped: the sampled user instruction pointer lies in no mapping the process had
+	// at the sample's time. A sample taken in the kernel while exec replaces the program
+	// carries the old program's registers: its user frames are dropped. In user mode the
+	// instruction pointer stays (the sample was taken there), alone.
+	EndUnmapped
+	// EndLoop: a step gave a frame the walk had already been in, or a canonical frame
+	// address that does not increase (the stack grows down, so a caller's frame lies above
+	// its callee's): what follows would repeat. The frames before it stay.
+	EndLoop
 	NumEndReasons
 )
 
-var endNames = [...]string{"complete", "truncated", "no_cfi", "bad_memory", "garbage", "max_depth"}
+var endNames = [...]string{"complete", "truncated", "no_cfi", "bad_memory", "garbage", "max_depth", "unmapped", "loop"}
 
 func (e EndReason) String() string {
 	if int(e) < len(endNames) {
@@ -85,6 +99,8 @@ type Unwinder struct {
 	jit   map[jitKey]*Table
 	high  uint64 // bytes of the last stack copy the last walk needed (for captures)
 	mem   memory
+	sps   []uint64 // the stack pointer of each frame of the walk, beside its pc
+	fpEnd int      // how much of the frame-pointer chain to use (fpLoopAt), -1 until known
 }
 
 type jitKey struct {
@@ -139,6 +155,9 @@ type Sample struct {
 	// FPChainCut says the kernel cut FPChain at its depth limit: its end is not the
 	// outermost frame.
 	FPChainCut bool
+	// InKernel says the sample was taken in the kernel: Regs are the user registers the
+	// thread entered it with.
+	InKernel bool
 }
 
 type frameRegs struct {
@@ -151,11 +170,12 @@ const maxCanonical = 0x00007fffffffffff
 
 // Unwind walks the stack of s, appending return addresses (leaf first, starting with the
 // sampled IP) to out, and returns the stack and why it ended.
-func (u *Unwinder) Unwind(proc ProcessView, s *Sample, out []uint64) ([]uint64, EndReason) {
-	pcs, end := u.unwind(proc, s, out)
-	if end != EndComplete && len(s.FPChain) > len(pcs) {
+func (u *Unwinder) Unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, EndReason) {
+	u.fpEnd = -1
+	pcs, end := u.unwind(view, s, out)
+	if end != EndComplete && end != EndUnmapped && len(s.FPChain) > len(pcs) {
 		// Never return less than the frame-pointer chain alone gives.
-		if fp, fend := FixChain(proc, s.FPChain); len(fp) > len(pcs) && len(fp) <= cap(out) {
+		if fp, fend := u.fpChain(view, s); len(fp) > len(pcs) && len(fp) <= cap(out) {
 			pcs = append(out[:0], fp...)
 			end = fend
 			switch {
@@ -171,7 +191,7 @@ func (u *Unwinder) Unwind(proc ProcessView, s *Sample, out []uint64) ([]uint64, 
 	return pcs, end
 }
 
-func (u *Unwinder) unwind(proc ProcessView, s *Sample, out []uint64) ([]uint64, EndReason) {
+func (u *Unwinder) unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, EndReason) {
 	out = out[:0]
 	max := cap(out)
 	if max == 0 {
@@ -181,15 +201,19 @@ func (u *Unwinder) unwind(proc ProcessView, s *Sample, out []uint64) ([]uint64, 
 	stackStart := s.Regs.SP
 	u.mem = memory{b: s.Stack, start: stackStart}
 	mem := &u.mem
-	if !usable(proc, f.pc) {
-		// The sample was taken there: keep it, whatever the mappings say.
-		if f.pc != 0 {
-			out = append(out, f.pc)
+	if !usable(view, f.pc) {
+		if s.InKernel || f.pc == 0 {
+			return out, EndUnmapped
 		}
-		return out, EndGarbage
+		// The sample was taken there: keep it, whatever the mappings say.
+		return append(out, f.pc), EndUnmapped
 	}
 	out = append(out, f.pc)
+	u.sps = append(u.sps[:0], f.sp)
 	signal := false
+	// descended says a signal frame's caller lay below it (an alternate signal stack): from
+	// then on the stack pointer alone cannot tell a loop, so frames are compared.
+	descended := false
 	for i := 0; ; i++ {
 		if len(out) >= max {
 			return out, EndMaxDepth
@@ -198,8 +222,8 @@ func (u *Unwinder) unwind(proc ProcessView, s *Sample, out []uint64) ([]uint64, 
 		if i > 0 && !signal {
 			lookup-- // a return address points after the call, maybe past the function's end
 		}
-		m, _ := proc.Mapping(f.pc)
-		rw, ok := u.row(proc, s, m, lookup)
+		m, _ := view.Mapping(f.pc)
+		rw, ok := u.row(view, s, m, lookup)
 		var next frameRegs
 		var end EndReason
 		if ok {
@@ -208,59 +232,72 @@ func (u *Unwinder) unwind(proc ProcessView, s *Sample, out []uint64) ([]uint64, 
 		} else {
 			end = EndNoCFI
 			signal = false
-			if i == 0 && isAnon(m.Path) {
-				next, ok = frameless(&f, mem, proc)
+			if i == 0 && proc.CodeOf(m.Path) != proc.CodeFile {
+				next, ok = frameless(&f, mem, view)
 			}
 			if !ok && f.bpValid {
 				next, ok = fpStep(&f, mem)
 			}
 			if !ok {
-				return u.continueFP(proc, s, out, EndNoCFI)
+				return u.continueFP(view, s, out, EndNoCFI)
 			}
 		}
 		if !ok {
 			if end == EndComplete {
 				return out, EndComplete
 			}
-			return u.continueFP(proc, s, out, end)
+			return u.continueFP(view, s, out, end)
 		}
 		if next.pc == 0 {
 			return out, EndComplete
 		}
-		if next.sp <= f.sp && !(rw.signal && next.sp != f.sp) {
-			// The stack grows down: a caller's frame lies above. Anything else loops.
-			return out, EndBadMemory
+		if next.sp <= f.sp {
+			// The stack grows down: a caller's frame lies above. Only a signal frame's
+			// caller may lie below (on another stack), never in the same place.
+			if !signal || next.sp == f.sp {
+				return out, EndLoop
+			}
+			descended = true
 		}
-		if !usable(proc, next.pc) {
+		if descended && u.seen(out, next) {
+			return out, EndLoop
+		}
+		if !usable(view, next.pc) {
 			return out, EndGarbage
 		}
 		out = append(out, next.pc)
+		u.sps = append(u.sps, next.sp)
 		f = next
 	}
 }
 
+// seen reports whether the walk was already in frame f (the same pc and stack pointer).
+func (u *Unwinder) seen(out []uint64, f frameRegs) bool {
+	for i, sp := range u.sps {
+		if sp == f.sp && out[i] == f.pc {
+			return true
+		}
+	}
+	return false
+}
+
 // continueFP appends the kernel's frame-pointer callchain beyond the deepest frame the CFI
 // walk found that the chain also holds.
-func (u *Unwinder) continueFP(proc ProcessView, s *Sample, out []uint64, end EndReason) ([]uint64, EndReason) {
-	if len(s.FPChain) == 0 {
+func (u *Unwinder) continueFP(view ProcessView, s *Sample, out []uint64, end EndReason) ([]uint64, EndReason) {
+	chain, cend := u.fpChain(view, s)
+	if len(chain) == 0 {
 		return out, end
 	}
 	// The chain may skip frames (leaves without a frame pointer) but never adds any, so
 	// out[i]'s place in it is at most i; the deepest such place keeps a recursion, whose
 	// return addresses repeat, from being walked twice.
 	for i := len(out) - 1; i >= 1; i-- {
-		for j := min(i, len(s.FPChain)-1); j >= 1; j-- {
-			if s.FPChain[j] != out[i] {
+		for j := min(i, len(chain)-1); j >= 1; j-- {
+			if chain[j] != out[i] {
 				continue
 			}
-			rest, fend := FixChain(proc, s.FPChain[j+1:])
-			if fend == EndComplete && s.FPChainCut {
-				fend = EndMaxDepth
-			}
+			rest := chain[j+1:]
 			if len(rest) == 0 {
-				if s.FPChainCut && j == len(s.FPChain)-1 && end == EndComplete {
-					return out, EndMaxDepth
-				}
 				return out, end
 			}
 			for _, pc := range rest {
@@ -269,54 +306,96 @@ func (u *Unwinder) continueFP(proc ProcessView, s *Sample, out []uint64, end End
 				}
 				out = append(out, pc)
 			}
-			return out, fend
+			if cend == EndComplete && s.FPChainCut {
+				cend = EndMaxDepth
+			}
+			return out, cend
 		}
 	}
 	return out, end
+}
+
+// fpChain returns the part of the sample's frame-pointer chain to use, and why it ends
+// there: EndGarbage at an address in no executable mapping, EndLoop where the chain goes
+// round (fpLoopAt), EndComplete when all of it is used.
+func (u *Unwinder) fpChain(view ProcessView, s *Sample) ([]uint64, EndReason) {
+	if u.fpEnd < 0 {
+		u.fpEnd = fpLoopAt(s)
+	}
+	chain, end := FixChain(view, s.FPChain[:u.fpEnd])
+	if end == EndComplete && u.fpEnd < len(s.FPChain) {
+		end = EndLoop
+	}
+	return chain, end
+}
+
+// fpLoopAt returns how many entries of the kernel's frame-pointer chain to trust. The
+// kernel follows saved frame pointers without asking that each lies above the last, so a
+// frame whose saved rbp points at itself (or below it) repeats its caller up to the depth
+// limit. The stack copy holds the frames the kernel read first: where it shows a saved
+// frame pointer that does not increase, the chain is cut before the entries read from it.
+func fpLoopAt(s *Sample) int {
+	chain := s.FPChain
+	lo, n := s.Regs.SP, uint64(len(s.Stack))
+	fp := s.Regs.BP
+	// The kernel stored chain[k] from fp+8, then went on to the frame pointer saved at fp.
+	for k := 1; k < len(chain); k++ {
+		if fp < lo || fp-lo > n || n-(fp-lo) < 16 {
+			break // beyond the copy: nothing to check against
+		}
+		off := fp - lo
+		if binary.LittleEndian.Uint64(s.Stack[off+8:]) != chain[k] {
+			break // not the walk the kernel made (its chain did not start at these registers)
+		}
+		next := binary.LittleEndian.Uint64(s.Stack[off:])
+		if next <= fp && k+1 < len(chain) {
+			return k + 1
+		}
+		fp = next
+	}
+	return len(chain)
 }
 
 // FixChain returns the prefix of a frame-pointer callchain (user part, leaf first) that
 // holds only usable return addresses: it ends at the first address that is non-canonical
 // or lies in no executable mapping (the garbage a frame-pointer walk reads above the last
 // real frame). The reason is EndComplete when the whole chain was kept.
-func FixChain(proc ProcessView, chain []uint64) ([]uint64, EndReason) {
+func FixChain(view ProcessView, chain []uint64) ([]uint64, EndReason) {
 	for i, pc := range chain {
-		if !usable(proc, pc) {
+		if !usable(view, pc) {
 			return chain[:i], EndGarbage
 		}
 	}
 	return chain, EndComplete
 }
 
-func usable(proc ProcessView, pc uint64) bool {
+func usable(view ProcessView, pc uint64) bool {
 	if pc == 0 || pc > maxCanonical {
 		return false
 	}
-	m, ok := proc.Mapping(pc)
+	m, ok := view.Mapping(pc)
 	return ok && m.Exec
 }
 
-func isAnon(path string) bool {
-	return path == "" || path == "//anon" || path[0] == '['
-}
-
-// row returns the rule row at pc for the image of mapping m, through the cache.
-func (u *Unwinder) row(proc ProcessView, s *Sample, m Mapping, pc uint64) (row, bool) {
-	var t *Table
-	var bias uint64
-	if m.Path != "" && !isAnon(m.Path) || m.Path == "[vdso]" {
-		t = proc.Table(m)
-		if t == nil {
-			return row{}, false
+// row returns the rule row at pc for the code of mapping m, through the cache: from the
+// unwinding info a JIT announced for it (code no regular file describes, and a deleted
+// file, first), else from the image's call-frame information.
+func (u *Unwinder) row(view ProcessView, s *Sample, m Mapping, pc uint64) (row, bool) {
+	code := proc.CodeOf(m.Path)
+	if code != proc.CodeFile && u.JIT != nil {
+		if rw, ok := u.jitRow(s, pc); ok {
+			return rw, true
 		}
-		var ok bool
-		bias, ok = t.bias(m)
-		if !ok {
-			return row{}, false
-		}
-	} else if u.JIT != nil {
-		return u.jitRow(s, pc)
-	} else {
+	}
+	if code == proc.CodeJIT {
+		return row{}, false
+	}
+	t := view.Table(m)
+	if t == nil {
+		return row{}, false
+	}
+	bias, ok := t.bias(m)
+	if !ok {
 		return row{}, false
 	}
 	return u.cachedRow(t, pc-bias)
@@ -464,9 +543,9 @@ func fpStep(f *frameRegs, mem *memory) (frameRegs, bool) {
 }
 
 // frameless recovers the caller of a leaf that pushed nothing: its return address is at [sp].
-func frameless(f *frameRegs, mem *memory, proc ProcessView) (frameRegs, bool) {
+func frameless(f *frameRegs, mem *memory, view ProcessView) (frameRegs, bool) {
 	ra, end := mem.read(f.sp)
-	if end != EndComplete || !usable(proc, ra) {
+	if end != EndComplete || !usable(view, ra) {
 		return frameRegs{}, false
 	}
 	return frameRegs{pc: ra, sp: f.sp + 8, bp: f.bp, bpValid: f.bpValid}, true

@@ -8,6 +8,9 @@
 //   frameless MS  runs frameless_delta, a loop with no prologue (it never touches rbp or
 //               rsp), for MS milliseconds of CPU time, called by run_frameless.
 //   unwind MS   the same, with CODE_UNWINDING_INFO (an .eh_frame saying so) before its load.
+//   unwind-memfd, unwind-devzero, unwind-shm MS  the same, with the code in a shared
+//               mapping of a memfd, of /dev/zero or of System V shared memory (as JITs that
+//               map their code twice, writable and executable, keep it).
 //   devzero MS  runs zero_epsilon for MS milliseconds of CPU time from a shared mapping of
 //               /dev/zero (as PHP's opcache JIT keeps its buffer), announced in a perf map.
 //   pageshare MS  runs share_alpha (unannounced) at the start of a page for MS, then writes
@@ -28,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <time.h>
 #include <unistd.h>
 #include "cpubudget.h"
@@ -168,6 +172,35 @@ static int ready_then_line(void) {
 	return fgets(line, sizeof line, stdin) != 0;
 }
 
+// exec_memory returns a page of writable, executable memory of the given kind: anonymous,
+// or shared from a memfd, /dev/zero or System V shared memory.
+static unsigned char *exec_memory(const char *kind) {
+	void *p = MAP_FAILED;
+	if (strcmp(kind, "memfd") == 0) {
+		int fd = memfd_create("cjit-code", MFD_CLOEXEC);
+		if (fd >= 0 && ftruncate(fd, 4096) == 0)
+			p = mmap(0, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_SHARED, fd, 0);
+	} else if (strcmp(kind, "devzero") == 0) {
+		int fd = open("/dev/zero", O_RDWR | O_CLOEXEC);
+		if (fd >= 0)
+			p = mmap(0, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_SHARED, fd, 0);
+	} else if (strcmp(kind, "shm") == 0) {
+		int id = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+		if (id >= 0) {
+			p = shmat(id, 0, SHM_EXEC);
+			shmctl(id, IPC_RMID, 0); // gone once detached
+			if (p == (void *)-1) p = MAP_FAILED;
+		}
+	} else {
+		p = mmap(0, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	}
+	if (p == MAP_FAILED) {
+		perror(kind);
+		exit(1);
+	}
+	return p;
+}
+
 int main(int argc, char **argv) {
 	if (argc < 3) {
 		fprintf(stderr, "usage: cjit reuse|mapexit N\n");
@@ -192,10 +225,11 @@ int main(int argc, char **argv) {
 		printf("beta %llu\n", (unsigned long long)run(mem, 2 * ms));
 		return 0;
 	}
-	if (strcmp(argv[1], "frameless") == 0 || strcmp(argv[1], "unwind") == 0) {
+	if (strcmp(argv[1], "frameless") == 0 || strncmp(argv[1], "unwind", 6) == 0) {
+		if (argv[1][0] == 'u' && argv[1][6] == '-') mem = exec_memory(argv[1] + 7);
 		dump_open();
 		size_t len = emit_frameless(mem, n);
-		if (strcmp(argv[1], "unwind") == 0) dump_frameless_unwind(mem, len);
+		if (argv[1][0] == 'u') dump_frameless_unwind(mem, len);
 		dump_load("frameless_delta", mem, len);
 		printf("delta %llu\n", (unsigned long long)run_frameless(mem, ms));
 		return 0;
