@@ -1,6 +1,9 @@
 package agg
 
-import "sort"
+import (
+	"sort"
+	"strings"
+)
 
 // Frame kinds.
 const (
@@ -177,4 +180,43 @@ func (p *Profile) TimeRange() (first, last uint64) {
 		last = max(last, c.Max)
 	}
 	return first, last
+}
+
+// AnonImage is the image of unnamed JIT frames in runs saved before those frames had the
+// jit kind.
+const AnonImage = "[anon]"
+
+// Summary is what status shows of a run's samples.
+type Summary struct {
+	Threads        int    `json:"threads"`
+	DistinctStacks int    `json:"distinct_stacks"`
+	JITSamples     uint64 `json:"jit_samples"`     // samples whose leaf is JIT code
+	JITUnnamed     uint64 `json:"jit_unnamed"`     // of those, no JIT source names the leaf
+	UnknownSamples uint64 `json:"unknown_samples"` // samples whose leaf has no name
+}
+
+// Summarize counts a profile's samples by what their leaf is.
+func Summarize(p *Profile) Summary {
+	s := Summary{Threads: len(p.Threads), DistinctStacks: len(p.Stacks)}
+	for _, e := range p.Entries {
+		if int(e.Stack) >= len(p.Stacks) {
+			continue
+		}
+		st := p.Stacks[e.Stack]
+		if len(st) == 0 || int(st[0]) >= len(p.Frames) {
+			continue
+		}
+		f := p.Frames[st[0]]
+		switch {
+		case f.Kind == KindJIT && strings.HasPrefix(f.Func, "[unknown]"), f.Image == AnonImage:
+			s.JITSamples += e.Count
+			s.JITUnnamed += e.Count
+			s.UnknownSamples += e.Count
+		case f.Kind == KindJIT:
+			s.JITSamples += e.Count
+		case f.Kind == KindUnknown:
+			s.UnknownSamples += e.Count
+		}
+	}
+	return s
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/resolve"
 	"github.com/stax-profiler/stax/internal/store"
 )
@@ -47,7 +48,7 @@ func TestSocketDirMustBePrivate(t *testing.T) {
 
 // TestAnonImage: StatusOf counts frames of resolve's anonymous image as unnamed JIT code.
 func TestAnonImage(t *testing.T) {
-	if anonImage != resolve.ImageAnon {
-		t.Errorf("anonImage is %q, resolve.ImageAnon %q", anonImage, resolve.ImageAnon)
+	if agg.AnonImage != resolve.ImageAnon {
+		t.Errorf("agg.AnonImage is %q, resolve.ImageAnon %q", agg.AnonImage, resolve.ImageAnon)
 	}
 }

@@ -1,48 +1,30 @@
 package api
 
 import (
-	"strings"
-
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
-// anonImage is the image of anonymous executable memory that no JIT source describes
-// (resolve.ImageAnon).
-const anonImage = "[anon]"
-
-// StatusOf summarizes a saved or live run.
+// StatusOf summarizes a saved or live run. A run read without its profile (its meta
+// alone) is summarized from the summary its meta keeps.
 func StatusOf(run *store.Run) Status {
-	st := Status{Schema: Schema, State: StateOf(run.Meta), Meta: run.Meta, JIT: run.JIT,
-		Threads: len(run.Profile.Threads), DistinctStacks: len(run.Profile.Stacks)}
+	st := Status{Schema: Schema, State: StateOf(run.Meta), Meta: run.Meta, JIT: run.JIT}
+	if st.JIT == nil {
+		st.JIT = run.Meta.JITSources
+	}
 	if st.JIT == nil {
 		st.JIT = []store.JITSource{}
 	}
 	if !run.Meta.End.IsZero() {
 		st.ElapsedSec = run.Meta.End.Sub(run.Meta.Start).Seconds()
 	}
-	p := &run.Profile
-	for _, e := range p.Entries {
-		s := p.Stacks[e.Stack]
-		if len(s) == 0 {
-			continue
-		}
-		f := p.Frames[s[0]]
-		switch {
-		case f.Kind == agg.KindJIT && strings.HasPrefix(f.Func, "[unknown]"):
-			st.JITSamples += e.Count
-			st.JITUnnamed += e.Count
-			st.UnknownSamples += e.Count
-		case f.Kind == agg.KindJIT:
-			st.JITSamples += e.Count
-		case f.Image == anonImage: // runs saved before unnamed JIT frames had the jit kind
-			st.JITSamples += e.Count
-			st.JITUnnamed += e.Count
-			st.UnknownSamples += e.Count
-		case f.Kind == agg.KindUnknown:
-			st.UnknownSamples += e.Count
-		}
+	sum := agg.Summarize(&run.Profile)
+	if p := &run.Profile; len(p.Entries) == 0 && len(p.Stacks) == 0 && run.Meta.Summary != nil {
+		sum = *run.Meta.Summary
 	}
+	st.Meta.Summary, st.Meta.JITSources = nil, nil // the status's own fields hold them
+	st.Threads, st.DistinctStacks = sum.Threads, sum.DistinctStacks
+	st.JITSamples, st.JITUnnamed, st.UnknownSamples = sum.JITSamples, sum.JITUnnamed, sum.UnknownSamples
 	return st
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stax-profiler/stax/internal/annotate"
 	"github.com/stax-profiler/stax/internal/query"
+	"github.com/stax-profiler/stax/internal/store"
 )
 
 func annotateCmd(g *globals) *cobra.Command {
@@ -43,7 +44,7 @@ samples, and --version N picks another; an address picks the version holding it.
 			if err != nil {
 				return err
 			}
-			run, err := readRun(context.Background(), g, r)
+			run, err := readRun(context.Background(), g, r, store.CodeParts)
 			if err != nil {
 				return err
 			}

@@ -75,6 +75,15 @@ func (f *runFlags) query(q url.Values) url.Values {
 	return q
 }
 
+// need is what a stored run must give beyond its profile for the query's flags: the
+// samples' times when the query has a window.
+func (f *runFlags) need() store.Parts {
+	if f.window.From != "" || f.window.To != "" {
+		return store.Samples
+	}
+	return 0
+}
+
 // windowText describes an answer's window for headers.
 func windowText(w *api.Window) string {
 	if w == nil {
@@ -93,7 +102,9 @@ func (f *runFlags) pick() (*client.Run, error) {
 // checkpoint would pass for a crashed run), fails the query; only one that is no longer
 // there (it finished or died since the run was found) is replaced by the stored copy, and
 // the user is told so.
-func ask[T any](ctx context.Context, g *globals, r *client.Run, path string, q url.Values, offline func(*store.Run) (T, error)) (T, error) {
+//
+// need says which parts of a stored run offline needs beyond its profile.
+func ask[T any](ctx context.Context, g *globals, r *client.Run, path string, q url.Values, need store.Parts, offline func(*store.Run) (T, error)) (T, error) {
 	var out T
 	gone := false
 	if r.Live {
@@ -109,7 +120,7 @@ func ask[T any](ctx context.Context, g *globals, r *client.Run, path string, q u
 		}
 		gone = true
 	}
-	run, err := r.LoadStored()
+	run, err := r.LoadStoredParts(need)
 	if err != nil {
 		return out, err
 	}
@@ -123,14 +134,17 @@ func ask[T any](ctx context.Context, g *globals, r *client.Run, path string, q u
 	return out, nil
 }
 
-// readRun returns the whole run: from its recorder when live, else (or when the recorder
-// is no longer there, saying so) from the store.
-func readRun(ctx context.Context, g *globals, r *client.Run) (*store.Run, error) {
+// readRun returns the run: whole from its recorder when live, else (or when the recorder
+// is no longer there, saying so) the parts need names from the store.
+func readRun(ctx context.Context, g *globals, r *client.Run, need store.Parts) (*store.Run, error) {
+	if !r.Live {
+		return r.LoadStoredParts(need)
+	}
 	run, err := r.Load(ctx)
 	if !errors.Is(err, client.ErrGone) {
 		return run, err
 	}
-	if run, err = r.LoadStored(); err != nil {
+	if run, err = r.LoadStoredParts(need); err != nil {
 		return nil, err
 	}
 	goneNote(g, r.ID, run.Meta, "reading it", "read")

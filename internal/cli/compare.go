@@ -97,7 +97,7 @@ func loadRun(g *globals, id string, win query.Window) (*store.Run, error) {
 	if err != nil {
 		return nil, withCode(err)
 	}
-	run, err := readRun(context.Background(), g, r)
+	run, err := readRun(context.Background(), g, r, store.All)
 	if err != nil {
 		return nil, err
 	}

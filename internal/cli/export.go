@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stax-profiler/stax/internal/export"
+	"github.com/stax-profiler/stax/internal/store"
 )
 
 func exportCmd(g *globals) *cobra.Command {
@@ -51,7 +52,7 @@ The file is <run-id> plus the format's extension (.pb.gz, .json, .speedscope.jso
 			if err != nil {
 				return err
 			}
-			run, err := readRun(context.Background(), g, r)
+			run, err := readRun(context.Background(), g, r, store.All)
 			if err != nil {
 				return withCode(err)
 			}

@@ -51,7 +51,7 @@ BASE had that this run lacks are listed as (gone).`,
 				return err
 			}
 			q := rf.query(url.Values{"depth": {itoa(depth)}, "threshold_pct": {strconv.FormatFloat(threshold, 'f', -1, 64)}, "tid": {itoa(tid)}})
-			res, err := ask(context.Background(), g, r, "/v1/flame", q, func(run *store.Run) (api.Flame, error) {
+			res, err := ask(context.Background(), g, r, "/v1/flame", q, rf.need(), func(run *store.Run) (api.Flame, error) {
 				return query.Flame(run, query.FlameOptions{Depth: depth, ThresholdPct: threshold, Tid: uint32(tid), Processes: rf.processes, Window: rf.window})
 			})
 			if err != nil {

@@ -30,7 +30,7 @@ first with stax stop.`,
 				}
 			}
 			for _, id := range ids {
-				err := os.Remove(store.Path(id))
+				err := store.Remove(id)
 				switch {
 				case errors.Is(err, os.ErrNotExist):
 					missing = append(missing, id)
@@ -82,7 +82,7 @@ removed and do not count. With --damaged, files that cannot be read go too.`,
 					kept++
 					continue
 				}
-				if err := os.Remove(store.Path(sr.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				if err := store.Remove(sr.ID); err != nil && !errors.Is(err, os.ErrNotExist) {
 					return fmt.Errorf("remove run %s: %w", sr.ID, err)
 				}
 				fmt.Fprintf(g.out, "removed %s\n", sr.ID)

@@ -177,12 +177,12 @@ func TestRecorderGoneFallsBackAndSaysSo(t *testing.T) {
 		}
 
 		errOut.Reset()
-		st, err := ask(context.Background(), g, r, "/v1/status", nil, func(run *store.Run) (api.Status, error) { return api.StatusOf(run), nil })
+		st, err := ask(context.Background(), g, r, "/v1/status", nil, store.MetaOnly, func(run *store.Run) (api.Status, error) { return api.StatusOf(run), nil })
 		if err != nil || st.Meta.Samples != 1 || !strings.Contains(errOut.String(), "while asking; answered from its") {
 			t.Errorf("ask: %v, %d samples, said %q", err, st.Meta.Samples, errOut.String())
 		}
 		errOut.Reset()
-		if run, err := readRun(context.Background(), g, r); err != nil || run.Meta.Samples != 1 || !strings.Contains(errOut.String(), "while reading it; read its") {
+		if run, err := readRun(context.Background(), g, r, store.All); err != nil || run.Meta.Samples != 1 || !strings.Contains(errOut.String(), "while reading it; read its") {
 			t.Errorf("readRun: %v, said %q", err, errOut.String())
 		}
 	}

@@ -25,7 +25,7 @@ func statusCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := ask(context.Background(), g, r, "/v1/status", nil, func(run *store.Run) (api.Status, error) {
+			st, err := ask(context.Background(), g, r, "/v1/status", nil, store.MetaOnly, func(run *store.Run) (api.Status, error) {
 				return api.StatusOf(run), nil
 			})
 			if err != nil {

@@ -27,7 +27,7 @@ func threadsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := ask(context.Background(), g, r, "/v1/threads", rf.query(url.Values{"n": {itoa(n)}}), func(run *store.Run) (api.Threads, error) {
+			res, err := ask(context.Background(), g, r, "/v1/threads", rf.query(url.Values{"n": {itoa(n)}}), rf.need(), func(run *store.Run) (api.Threads, error) {
 				return query.Threads(run, n, rf.window)
 			})
 			if err != nil {

@@ -49,7 +49,7 @@ Find the slow second here, then ask about it alone:
 				return err
 			}
 			q := rf.query(url.Values{"tid": {itoa(tid)}, "threads": {itoa(threads)}, "bucket_ms": {strconv.FormatFloat(bucket, 'f', -1, 64)}})
-			res, err := ask(context.Background(), g, r, "/v1/timeline", q, func(run *store.Run) (api.Timeline, error) {
+			res, err := ask(context.Background(), g, r, "/v1/timeline", q, store.Samples, func(run *store.Run) (api.Timeline, error) {
 				return query.Timeline(run, query.TimelineOptions{Tid: uint32(tid), Processes: rf.processes, BucketMs: bucket, MaxThreads: threads, Window: rf.window})
 			})
 			if err != nil {

@@ -48,7 +48,7 @@ its time on), each with its share and hottest function; --pid and --comm keep so
 				return err
 			}
 			q := rf.query(url.Values{"n": {itoa(n)}, "sort": {sort}, "tid": {itoa(tid)}, "by": {by}})
-			res, err := ask(context.Background(), g, r, "/v1/top", q, func(run *store.Run) (api.Top, error) {
+			res, err := ask(context.Background(), g, r, "/v1/top", q, rf.need(), func(run *store.Run) (api.Top, error) {
 				return query.Top(run, query.TopOptions{N: n, ByTotal: sort == "total", ByProcess: by == "process",
 					Tid: uint32(tid), Processes: rf.processes, Window: rf.window})
 			})

@@ -319,6 +319,12 @@ func (r *Run) Load(ctx context.Context) (*store.Run, error) {
 // final copy once it has finished.
 func (r *Run) LoadStored() (*store.Run, error) { return store.Load(r.StoredPath()) }
 
+// LoadStoredParts reads the parts of the run's stored copy that a view needs (see
+// store.LoadParts).
+func (r *Run) LoadStoredParts(need store.Parts) (*store.Run, error) {
+	return store.LoadParts(r.StoredPath(), need)
+}
+
 // Saved is what Save wrote.
 type Saved struct {
 	Meta   store.Meta

@@ -158,8 +158,9 @@ func TestPickPrefersThisTerminalAndSamples(t *testing.T) {
 // TestDependsOnAPIAndStoreOnly: the client talks to recorders through the socket API alone,
 // never through the server's or the recorder's code.
 func TestDependsOnAPIAndStoreOnly(t *testing.T) {
-	// It reads /proc, through proc, to tell a stopped recorder.
-	allowed := map[string]bool{"internal/client": true, "internal/api": true, "internal/store": true, "internal/agg": true, "internal/proc": true}
+	// It reads /proc, through proc (and proc's build-id reader), to tell a stopped recorder.
+	allowed := map[string]bool{"internal/client": true, "internal/api": true, "internal/store": true, "internal/agg": true,
+		"internal/proc": true, "internal/symbol/debugfile": true}
 	for _, p := range testutil.StaxDeps(t, "./internal/client") {
 		if !allowed[p] {
 			t.Errorf("internal/client depends on %s", p)

@@ -118,6 +118,12 @@ type Recorder struct {
 	codeBytes  int   // bytes kept in codes
 	memCodes   []int // codes whose bytes were read from memory
 
+	// The run's samples file, where sealed chunks of samples go; save's alone.
+	samples       *store.SampleLog
+	samplesFile   *store.SampleFile
+	samplesErr    error
+	samplesClosed bool
+
 	// collectCode's state, guarded by codeMu (taken before mu).
 	codeMu      sync.Mutex
 	codeSeen    map[codeID]struct{}
@@ -473,7 +479,7 @@ loop:
 			// Recording ended first (stop or time limit): the command runs on; its status is
 			// still ours to return.
 			r.stoppedFirst.Store(true)
-			r.save(true)
+			r.saveFinal()
 			close(r.doneCh)
 			exit = <-r.gateDone
 			return exit
@@ -482,12 +488,27 @@ loop:
 		r.exitCode = &exit
 		r.mu.Unlock()
 	}
-	r.save(true)
+	r.saveFinal()
 	close(r.doneCh)
 	if exit < 0 {
 		exit = 0
 	}
 	return exit
+}
+
+// saveFinal writes the finished run, its samples made durable first.
+func (r *Recorder) saveFinal() {
+	if err := r.spill(); err != nil {
+		r.note("%v", err)
+	}
+	if r.samples != nil {
+		if err := r.samples.Sync(); err != nil {
+			r.note("save samples: %v", err)
+		}
+		r.samples.Close()
+		r.samplesClosed = true
+	}
+	r.save(true)
 }
 
 // nameLoop names new stacks every 200 ms and writes a checkpoint every opts.Checkpoint, on
@@ -918,11 +939,45 @@ func (r *Recorder) symbolNotes() []string {
 	return notes
 }
 
+// keptChunks is how many sealed chunks of samples (64 KiB, some 13,000 samples each) stay
+// in memory once written to the run's samples file: a live view of the last seconds reads
+// no file.
+const keptChunks = 2
+
+// save writes the run to the store: the sealed chunks of samples not yet in the run's
+// samples file are appended to it (and leave memory), then the run's file is rewritten
+// with the rest (names, stacks, counts, code), which lists the chunks by reference. A
+// checkpoint so costs what changed and the distinct stacks, not every sample again.
 func (r *Recorder) save(final bool) {
-	run := r.snapshot(final)
-	if err := store.Save(store.Path(r.id), run); err != nil {
+	if err := r.spill(); err != nil {
 		r.note("%v", err)
 	}
+	run := r.snapshot(final)
+	if err := store.SaveStored(store.Path(r.id), run); err != nil {
+		r.note("%v", err)
+	}
+}
+
+// spill appends the sealed chunks of samples to the run's samples file, creating it at
+// the first call. Only save calls it (from one goroutine at a time).
+func (r *Recorder) spill() error {
+	if r.samplesErr != nil || r.samplesClosed {
+		return nil // said once; the samples stay in memory
+	}
+	if r.samples == nil {
+		path := store.SamplesPath(r.id)
+		os.Remove(path) // a file left by a run of the same id that is gone (its id was free)
+		r.samples, r.samplesErr = store.CreateSampleLog(path)
+		if r.samplesErr != nil {
+			return fmt.Errorf("samples stay in memory: %w", r.samplesErr)
+		}
+		r.samplesFile = store.OpenSampleFile(path)
+	}
+	if err := r.run.SpillSeries(r.samples.Append, r.samplesFile, keptChunks); err != nil {
+		r.samplesErr = err
+		return fmt.Errorf("samples stay in memory: %w", err)
+	}
+	return nil
 }
 
 // Status describes the live run.

@@ -54,6 +54,7 @@ type layout struct {
 	Series   int64 `json:"series_bytes"` // the series section, its marker included
 	Chunks   int64 `json:"series_chunks"`
 	Samples  int64 `json:"series_samples"`
+	CodeText int64 `json:"code_bytes,omitempty"` // format 4's code section, its marker included
 }
 
 // metaSection is the meta section's JSON: the run's meta and the file's layout.
@@ -62,19 +63,14 @@ type metaSection struct {
 	Layout *layout `json:"layout,omitempty"`
 }
 
-func layoutOf(r *Run, bodyBytes int) *layout {
+func layoutOf(r *Run, bodyBytes int, series *seriesOut, codeBytes int) *layout {
 	p := &r.Profile
 	l := &layout{Body: int64(bodyBytes), Frames: int64(len(p.Frames)), Stacks: int64(len(p.Stacks)),
 		Entries: int64(len(p.Entries)), Threads: int64(len(p.Threads)), Keys: int64(len(p.KeyEntry)),
 		JIT: int64(len(r.JIT)), Code: int64(len(r.Code)), Chunks: int64(len(p.Series.Chunks)),
-		Series: int64(len(seriesMagic) + 4)}
+		Series: series.size(), Samples: series.samples(), CodeText: int64(codeBytes)}
 	for _, s := range p.Stacks {
 		l.StackIDs += int64(len(s))
-	}
-	for i := range p.Series.Chunks {
-		c := &p.Series.Chunks[i]
-		l.Series += chunkHeader + int64(len(c.Data))
-		l.Samples += int64(c.N)
 	}
 	return l
 }
@@ -96,17 +92,17 @@ var (
 
 // check refuses a layout that declares more than the payload of size bytes can hold.
 func (l *layout) check(payload int64) error {
-	counts := []int64{l.Body, l.Frames, l.Stacks, l.StackIDs, l.Entries, l.Threads, l.Keys, l.JIT, l.Code, l.Series, l.Chunks, l.Samples}
+	counts := []int64{l.Body, l.Frames, l.Stacks, l.StackIDs, l.Entries, l.Threads, l.Keys, l.JIT, l.Code, l.Series, l.Chunks, l.Samples, l.CodeText}
 	for _, n := range counts {
 		if n < 0 || n > maxExpanded {
 			return errors.New("the file's layout is damaged (a size is out of range)")
 		}
 	}
-	text := l.Body + l.Series
+	text := l.Body + l.Series + l.CodeText
 	if text > textLimit(payload) {
 		return fmt.Errorf("the file declares %d bytes of data in a %d-byte payload, more than a run holds (the file is damaged or was not written by stax)", text, payload)
 	}
-	mem := l.Body + l.Series + l.Frames*sizeFrame + l.Stacks*sizeStack + l.StackIDs*4 + l.Entries*sizeEntry +
+	mem := l.Body + l.Series + l.CodeText + l.Frames*sizeFrame + l.Stacks*sizeStack + l.StackIDs*4 + l.Entries*sizeEntry +
 		l.Threads*sizeThread + l.Keys*4 + l.JIT*sizeJIT + l.Code*sizeCode + l.Chunks*sizeChunk
 	if mem > memLimit(payload) {
 		return fmt.Errorf("the file declares a run of %d MB in a %d-byte payload, more than a run holds (the file is damaged or was not written by stax)", mem>>20, payload)
@@ -115,16 +111,27 @@ func (l *layout) check(payload int64) error {
 }
 
 // matches checks the body's arrays against the declared lengths (an array may be absent).
-func (l *layout) matches(r *Run) error {
+// From format 4 the key entries and the code are not in the body.
+func (l *layout) matches(r *Run, version uint32) error {
 	p := &r.Profile
-	for _, c := range []struct {
+	checks := []struct {
 		name      string
 		got, want int
 	}{
 		{"frames", len(p.Frames), int(l.Frames)}, {"stacks", len(p.Stacks), int(l.Stacks)},
 		{"entries", len(p.Entries), int(l.Entries)}, {"threads", len(p.Threads), int(l.Threads)},
-		{"key_entry", len(p.KeyEntry), int(l.Keys)}, {"jit", len(r.JIT), int(l.JIT)}, {"code", len(r.Code), int(l.Code)},
-	} {
+		{"jit", len(r.JIT), int(l.JIT)},
+	}
+	if version < 4 {
+		checks = append(checks, struct {
+			name      string
+			got, want int
+		}{"key_entry", len(p.KeyEntry), int(l.Keys)}, struct {
+			name      string
+			got, want int
+		}{"code", len(r.Code), int(l.Code)})
+	}
+	for _, c := range checks {
 		if c.got != c.want {
 			return fmt.Errorf("%s: %d, the file declares %d", c.name, c.got, c.want)
 		}
@@ -178,7 +185,7 @@ type budget struct {
 func newBudget(z io.Reader, in *countReader, payload int64, l *layout) *budget {
 	b := &budget{z: z, in: in, outLimit: textLimit(payload), memLimit: memLimit(payload)}
 	if l != nil {
-		b.outLimit, b.declared = l.Body+l.Series, true
+		b.outLimit, b.declared = l.Body+l.Series+l.CodeText, true
 	}
 	return b
 }
@@ -233,8 +240,10 @@ type decoder struct {
 }
 
 // decodeCompressed reads the compressed part of a payload into r: the JSON body (with the
-// meta inside it for format 1) and, from format 3, the binary series.
-func decodeCompressed(r *Run, version uint32, rest *bytes.Reader, payload int64, l *layout) error {
+// meta inside it for format 1), from format 3 the binary series, from format 4 the code
+// after it. A reader that wants no samples or no code stops before them (format 4; older
+// formats hold them in the body, which is always read whole).
+func decodeCompressed(r *Run, version uint32, rest *bytes.Reader, payload int64, l *layout, want Parts) error {
 	in := &countReader{r: rest}
 	zr, err := gzip.NewReader(in)
 	if err != nil {
@@ -247,11 +256,11 @@ func decodeCompressed(r *Run, version uint32, rest *bytes.Reader, payload int64,
 	}
 	b := newBudget(zr, in, payload, l)
 	d := &decoder{b: b, dec: json.NewDecoder(b), lay: l}
-	if err := d.body(r, version == 1); err != nil {
+	if err := d.body(r, version); err != nil {
 		return firstLimit(b, err)
 	}
 	if l != nil {
-		if err := l.matches(r); err != nil {
+		if err := l.matches(r, version); err != nil {
 			return err
 		}
 		// The body ends with a newline.
@@ -259,10 +268,22 @@ func decodeCompressed(r *Run, version uint32, rest *bytes.Reader, payload int64,
 			return fmt.Errorf("the body has %d bytes, the file declares %d", n, l.Body)
 		}
 	}
+	whole := want == All || version < 4
+	if !whole && want&(Samples|CodeParts) == 0 {
+		return nil
+	}
 	tail := bufio.NewReader(io.MultiReader(d.dec.Buffered(), b))
 	if version >= 3 {
-		if err := readSeries(tail, &r.Profile.Series, b, l); err != nil {
+		if err := readSeries(tail, &r.Profile, b, l, version); err != nil {
 			return fmt.Errorf("samples: %w", firstLimit(b, err))
+		}
+	}
+	if version >= 4 {
+		if !whole && want&CodeParts == 0 {
+			return nil
+		}
+		if err := d.code(tail, r); err != nil {
+			return firstLimit(b, err)
 		}
 	}
 	if l != nil {
@@ -274,6 +295,27 @@ func decodeCompressed(r *Run, version uint32, rest *bytes.Reader, payload int64,
 		}
 	}
 	return nil
+}
+
+// code reads format 4's code section.
+func (d *decoder) code(tail *bufio.Reader, r *Run) error {
+	marker := make([]byte, len(codeMagic))
+	if _, err := io.ReadFull(tail, marker); err != nil {
+		return fmt.Errorf("code: %w", err)
+	}
+	if string(marker) != codeMagic {
+		return errors.New("code: bad section marker")
+	}
+	cd := &decoder{b: d.b, dec: json.NewDecoder(tail), lay: d.lay}
+	if err := decodeArray(cd, "code", &r.Code, cd.declared(func(l *layout) int64 { return l.Code }), sizeCode, codeBytes); err != nil {
+		return err
+	}
+	if d.lay != nil && int64(len(marker))+cd.dec.InputOffset()+1 != d.lay.CodeText {
+		return fmt.Errorf("code: %d bytes, the file declares %d", int64(len(marker))+cd.dec.InputOffset()+1, d.lay.CodeText)
+	}
+	// What the JSON decoder read ahead (the newline) is the section's end.
+	_, err := io.Copy(io.Discard, cd.dec.Buffered())
+	return err
 }
 
 // firstLimit prefers a broken bound to the error it caused further up (a JSON value cut
@@ -294,7 +336,8 @@ func (d *decoder) declared(n func(*layout) int64) int64 {
 	return n(d.lay)
 }
 
-func (d *decoder) body(r *Run, withMeta bool) error {
+func (d *decoder) body(r *Run, version uint32) error {
+	withMeta := version == 1
 	return d.object("run", func(key string) error {
 		switch key {
 		case "meta":
@@ -314,6 +357,9 @@ func (d *decoder) body(r *Run, withMeta bool) error {
 		case "jit":
 			return decodeArray(d, "jit", &r.JIT, d.declared(func(l *layout) int64 { return l.JIT }), sizeJIT, jitBytes)
 		case "code":
+			if version >= 4 {
+				return errors.New("code: in the body of a format 4 file")
+			}
 			return decodeArray(d, "code", &r.Code, d.declared(func(l *layout) int64 { return l.Code }), sizeCode, codeBytes)
 		}
 		return d.skip()

@@ -165,3 +165,13 @@ func (s *SampleFile) Close() error {
 	s.f = nil
 	return err
 }
+
+// Remove deletes the stored run with id: its file and its samples file. A run whose file
+// does not exist gives an error satisfying errors.Is(err, os.ErrNotExist).
+func Remove(id string) error {
+	err := os.Remove(Path(id))
+	if serr := os.Remove(SamplesPath(id)); err == nil && serr != nil && !errors.Is(serr, os.ErrNotExist) {
+		err = serr
+	}
+	return err
+}

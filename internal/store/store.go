@@ -13,6 +13,7 @@
 package store
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
@@ -26,6 +27,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -33,11 +35,15 @@ import (
 	"github.com/stax-profiler/stax/internal/agg"
 )
 
-// FormatVersion is the saved-run format version written by this stax. Version 3 keeps the
-// sample series as a binary section after the JSON body; 2 added the meta section. The
-// layout in the meta section came later within version 3: readers of version 3 that
-// predate it ignore it, and files without it are read with the payload's bounds alone.
-const FormatVersion = 3
+// FormatVersion is the saved-run format version written by this stax. Version 4 moves the
+// key entries into the series section, lets the run store's copy list series chunks kept
+// in its samples file, puts the code last (so a view that needs neither samples nor code
+// reads the body alone) and keeps a summary of the run in its meta (so status reads the
+// meta alone). Version 3 keeps the sample series as a binary section after the JSON body;
+// 2 added the meta section. The layout in the meta section came later within version 3:
+// readers of version 3 that predate it ignore it, and files without it are read with the
+// payload's bounds alone.
+const FormatVersion = 4
 
 const (
 	magic       = "STAXRUN\x00"
@@ -81,6 +87,12 @@ type Meta struct {
 	Unresolved   uint64            `json:"unresolved_frames"`
 	// Imported is the SHA-256 (hex) of the file stax open imported the run from.
 	Imported string `json:"imported,omitempty"`
+	// Summary is what status shows of the run's samples, written with it (format 4), so
+	// status reads a run's meta alone.
+	Summary *agg.Summary `json:"summary,omitempty"`
+	// JITSources are the run's JIT sources as status shows them (format 4), beside the
+	// copy in the body.
+	JITSources []JITSource `json:"jit_sources,omitempty"`
 }
 
 // JITSource is the state of one JIT symbol source (a jitdump file or perf map).
@@ -166,7 +178,9 @@ type Run struct {
 	Code    []Code      `json:"code,omitempty"`
 }
 
-// body is what a file holds after its meta section.
+// body is what a file holds after its meta section: the profile without its series and
+// key entries, and the JIT sources (format 4; before, the code, the key entries and, in
+// format 2, the series were in it too).
 type body struct {
 	Profile agg.Profile `json:"profile"`
 	JIT     []JITSource `json:"jit,omitempty"`
@@ -181,7 +195,7 @@ const maxMeta = 4 << 20
 // the gzip'd rest.
 func Encode(w io.Writer, r *Run) error {
 	var payload bytes.Buffer
-	if err := writePayload(&payload, r); err != nil {
+	if err := writePayload(&payload, r, false); err != nil {
 		return fmt.Errorf("encode run: %w", err)
 	}
 	if _, err := w.Write(headerOf(crc32.Checksum(payload.Bytes(), castagnoli), uint64(payload.Len()))); err != nil {
@@ -195,11 +209,15 @@ func Encode(w io.Writer, r *Run) error {
 // the header's checksum and length cannot be known before the end, so it writes them as
 // zero and returns them, for FinishStream to put in place once the whole file is written.
 func EncodeStream(w io.Writer, r *Run) (sum uint32, size uint64, err error) {
+	return encodeStream(w, r, false)
+}
+
+func encodeStream(w io.Writer, r *Run, refs bool) (sum uint32, size uint64, err error) {
 	if _, err := w.Write(headerOf(0, 0)); err != nil {
 		return 0, 0, err
 	}
 	cw := &checksumWriter{w: w, sum: crc32.New(castagnoli)}
-	if err := writePayload(cw, r); err != nil {
+	if err := writePayload(cw, r, refs); err != nil {
 		return 0, 0, fmt.Errorf("encode run: %w", err)
 	}
 	return cw.sum.Sum32(), cw.n, nil
@@ -237,16 +255,31 @@ func headerOf(sum uint32, size uint64) []byte {
 }
 
 // writePayload writes the meta section (with the layout of what follows) and the gzip'd
-// body and series.
-func writePayload(w io.Writer, r *Run) error {
-	b := body{Profile: r.Profile, JIT: r.JIT, Code: r.Code}
+// body, series and code. With refs, chunks of the series that were written to the run's
+// samples file are written as references to it (the run store's own copy); else every
+// sample is in the file (a file that travels).
+func writePayload(w io.Writer, r *Run, refs bool) error {
+	b := body{Profile: r.Profile, JIT: r.JIT}
 	b.Profile.Series = agg.Series{}
+	b.Profile.KeyEntry = nil
 	js, err := json.Marshal(b)
 	if err != nil {
 		return err
 	}
 	js = append(js, '\n')
-	meta, err := json.Marshal(metaSection{Meta: r.Meta, Layout: layoutOf(r, len(js))})
+	series, err := newSeriesOut(&r.Profile, refs)
+	if err != nil {
+		return fmt.Errorf("samples: %w", err)
+	}
+	cj, err := json.Marshal(r.Code)
+	if err != nil {
+		return err
+	}
+	cj = append(append([]byte(codeMagic), cj...), '\n')
+	m := r.Meta
+	sum := agg.Summarize(&r.Profile)
+	m.Summary, m.JITSources = &sum, r.JIT
+	meta, err := json.Marshal(metaSection{Meta: m, Layout: layoutOf(r, len(js), series, len(cj))})
 	if err != nil {
 		return err
 	}
@@ -263,11 +296,18 @@ func writePayload(w io.Writer, r *Run) error {
 	if _, err := zw.Write(js); err != nil {
 		return err
 	}
-	if err := writeSeries(zw, &r.Profile.Series); err != nil {
+	if err := series.write(zw); err != nil {
+		return err
+	}
+	if _, err := zw.Write(cj); err != nil {
 		return err
 	}
 	return zw.Close()
 }
+
+// codeMagic starts format 4's code section: the JSON array of the run's code, after the
+// series, so a reader that needs no code stops before it.
+const codeMagic = "CODE\x00\x00\x00\x01"
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -296,6 +336,19 @@ func readHeader(rd io.Reader) (header, error) {
 	return h, nil
 }
 
+// Parts says which parts of a run a reader needs beyond its meta and profile (names,
+// stacks, counts per stack, threads, JIT sources): a view that needs no sample times or no
+// code reads less.
+type Parts uint8
+
+// The parts of a run.
+const (
+	Samples   Parts = 1 << iota // the sample series (times), for windows, timelines, exports
+	CodeParts                   // the sampled code, for annotate
+	MetaOnly                    // the meta alone (its summary says what status shows)
+	All       = Samples | CodeParts
+)
+
 // Decode reads a run written by Encode (this format version or an older one), checking
 // its checksum and every index.
 func Decode(rd io.Reader) (*Run, error) {
@@ -303,11 +356,11 @@ func Decode(rd io.Reader) (*Run, error) {
 	if b, ok := rd.(*bytes.Reader); ok {
 		avail = int64(b.Len())
 	}
-	return decode(rd, avail)
+	return decode(rd, avail, All)
 }
 
 // decode reads a run from rd, which holds avail bytes (-1: unknown).
-func decode(rd io.Reader, avail int64) (*Run, error) {
+func decode(rd io.Reader, avail int64, want Parts) (*Run, error) {
 	h, err := readHeader(rd)
 	if err != nil {
 		return nil, err
@@ -342,9 +395,11 @@ func decode(rd io.Reader, avail int64) (*Run, error) {
 		}
 		r.Meta, lay = ms.Meta, ms.Layout
 	}
-	if err := decodeCompressed(&r, h.version, rest, int64(h.size), lay); err != nil {
+	if err := decodeCompressed(&r, h.version, rest, int64(h.size), lay, want); err != nil {
 		return nil, fmt.Errorf("read run: %w", err)
 	}
+	// What the meta keeps for status is derived from the body, which is now read.
+	r.Meta.Summary, r.Meta.JITSources = nil, nil
 	if err := validate(&r); err != nil {
 		return nil, fmt.Errorf("read run: %w", err)
 	}
@@ -462,8 +517,11 @@ func validate(r *Run) error {
 			return fmt.Errorf("sample key %d names entry %d of %d", k, e, len(p.Entries))
 		}
 	}
+	// Chunks in the samples file are checked as they are read (ReadChunk); every view
+	// ignores a sample whose key the run does not have.
+	inline := agg.Series{Chunks: slices.DeleteFunc(slices.Clone(p.Series.Chunks), func(c agg.SeriesChunk) bool { return c.Data == nil })}
 	bad := false
-	err := p.Series.Each(0, 0, func(s agg.Sample) {
+	err := inline.Each(0, 0, func(s agg.Sample) {
 		if int(s.Key) >= len(p.KeyEntry) {
 			bad = true
 		}
@@ -482,8 +540,24 @@ func validate(r *Run) error {
 	return nil
 }
 
-// Load reads a saved run from a file.
-func Load(path string) (*Run, error) {
+// Load reads a saved run from a file, whole.
+func Load(path string) (*Run, error) { return LoadParts(path, All) }
+
+// LoadParts reads a saved run from a file: its meta and profile, and the parts want names
+// (a file of format 4 is read no further than they lie; older files are read whole). A
+// run of the store whose series lives in its samples file reads it from there when a
+// view needs it.
+func LoadParts(path string, want Parts) (*Run, error) {
+	if want == MetaOnly {
+		m, err := ReadMeta(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if m.Summary != nil {
+			return &Run{Meta: m}, nil
+		}
+		want = 0 // a file written before the summary: its profile says it
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open run: %w", err)
@@ -493,15 +567,38 @@ func Load(path string) (*Run, error) {
 	if info, err := f.Stat(); err == nil && info.Mode().IsRegular() {
 		avail = info.Size()
 	}
-	r, err := decode(f, avail)
+	r, err := decode(f, avail, want)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if hasRefs(&r.Profile.Series) {
+		r.Profile.Series.Reader = OpenSampleFile(samplesPathOf(path))
 	}
 	return r, nil
 }
 
+func hasRefs(s *agg.Series) bool {
+	for i := range s.Chunks {
+		if s.Chunks[i].Data == nil && s.Chunks[i].Ref != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// samplesPathOf is the samples file beside a run's file.
+func samplesPathOf(path string) string { return strings.TrimSuffix(path, ".stax") + ".samples" }
+
 // Save writes a run atomically (temp file and rename), so a crash leaves the previous copy.
-func Save(path string, r *Run) error {
+// Every sample is in the file.
+func Save(path string, r *Run) error { return save(path, r, false) }
+
+// SaveStored writes the run store's own copy of a run, atomically: chunks of its series
+// already in its samples file (SamplesPath) are listed by reference rather than copied, so
+// a checkpoint costs what changed and the distinct stacks, not every sample again.
+func SaveStored(path string, r *Run) error { return save(path, r, true) }
+
+func save(path string, r *Run, refs bool) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("save run: %w", err)
@@ -511,7 +608,15 @@ func Save(path string, r *Run) error {
 		return fmt.Errorf("save run: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if err := Encode(tmp, r); err != nil {
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	sum, size, err := encodeStream(bw, r, refs)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = FinishStream(tmp, sum, size)
+	}
+	if err != nil {
 		tmp.Close()
 		return fmt.Errorf("save run: %w", err)
 	}
