@@ -121,6 +121,9 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 		}
 		fmt.Fprintln(w, esc(line))
 	}
+	if m.JITMemory > 0 {
+		fmt.Fprintf(w, "jit memory: %s of at most %s kept in JIT tables\n", bytesText(int64(m.JITMemory)), bytesText(int64(m.JITMemoryLimit)))
+	}
 	if st.JITSamples > 0 {
 		fmt.Fprintf(w, "jit code:  %s samples, %s unnamed (%.2f%%)\n", commas(st.JITSamples), commas(st.JITUnnamed),
 			float64(st.JITUnnamed)*100/float64(st.JITSamples))

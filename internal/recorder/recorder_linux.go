@@ -808,6 +808,9 @@ func (r *Recorder) snapshot(final bool) *store.Run {
 	meta := r.meta
 	meta.Lost = r.lost
 	meta.BadRecords = r.bad
+	if b := r.res.JITBudget(); b.Used() > 0 {
+		meta.JITMemory, meta.JITMemoryLimit = uint64(b.Used()), uint64(b.Limit())
+	}
 	meta.StackEnds = map[string]uint64{}
 	for i, n := range stackEnds(r.workers) {
 		if n > 0 {

@@ -28,8 +28,9 @@ const (
 	// MaxJITFileBytes bounds the bytes read from one JIT file (a file rewritten from its
 	// start counts again): reading stops there, and the status says so.
 	MaxJITFileBytes = 256 << 20
-	// pollChunk is what one source is read at a time before the others get their turn.
-	pollChunk = 4 << 20
+	// pollChunk is what one source is read at a time before the others (and a request to
+	// stop) get their turn.
+	pollChunk = 1 << 20
 	// pollEvery is how often the files are looked at once every one has been read.
 	pollEvery = 20 * time.Millisecond
 	// scanEvery is how often each process is searched for new JIT files.
@@ -161,7 +162,7 @@ func (w *JITWatcher) Run(stop <-chan struct{}) {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		caughtUp := w.round(false)
+		caughtUp := w.round(false, stop)
 		wait := pollEvery
 		if !caughtUp {
 			wait = 0 // a file holds more: read on, giving the others their turn
@@ -181,7 +182,7 @@ func (w *JITWatcher) Run(stop <-chan struct{}) {
 func (w *JITWatcher) Finish(deadline time.Time) {
 	final := true
 	for {
-		if w.round(final) {
+		if w.round(final, nil) {
 			return
 		}
 		final = false // discovery is done once
@@ -216,9 +217,9 @@ func (w *JITWatcher) Finish(deadline time.Time) {
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // round discovers new files (at most every scanEvery; always when final) and reads a chunk
-// of every file. It reports whether every file has been read to its end, and then moves the
-// watermark to the round's start.
-func (w *JITWatcher) round(final bool) (caughtUp bool) {
+// of every file, unless stop is closed meanwhile. It reports whether every file has been
+// read to its end, and then moves the watermark to the round's start.
+func (w *JITWatcher) round(final bool, stop <-chan struct{}) (caughtUp bool) {
 	began := monotonicNow()
 	type item struct {
 		p     *watchedProc
@@ -240,6 +241,11 @@ func (w *JITWatcher) round(final bool) (caughtUp bool) {
 	w.mu.Unlock()
 	caughtUp = true
 	for _, it := range items {
+		select {
+		case <-stop:
+			return false
+		default:
+		}
 		w.mu.Lock()
 		more := w.pollSource(it.p, it.inner, it.s, final)
 		w.mu.Unlock()

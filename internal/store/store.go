@@ -83,8 +83,12 @@ type Meta struct {
 	LostByCPU    map[string]uint64 `json:"lost_by_cpu,omitempty"`    // of those, per CPU
 	LostByThread map[string]uint64 `json:"lost_by_thread,omitempty"` // of those, per thread where known
 	BadRecords   uint64            `json:"bad_records,omitempty"`    // records that could not be decoded
-	Samples      uint64            `json:"samples"`
-	Unresolved   uint64            `json:"unresolved_frames"`
+	// JITMemory is what the run's JIT tables keep (names, code, line tables), and
+	// JITMemoryLimit the most they may (a JIT file past it is not read further).
+	JITMemory      uint64 `json:"jit_memory,omitempty"`
+	JITMemoryLimit uint64 `json:"jit_memory_limit,omitempty"`
+	Samples        uint64 `json:"samples"`
+	Unresolved     uint64 `json:"unresolved_frames"`
 	// Imported is the SHA-256 (hex) of the file stax open imported the run from.
 	Imported string `json:"imported,omitempty"`
 	// Summary is what status shows of the run's samples, written with it (format 4), so
