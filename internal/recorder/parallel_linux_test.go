@@ -58,7 +58,7 @@ func replayed(t testing.TB, recs []replay.Record, pid int, callGraph string, wor
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.minParallel, r.alwaysParallel = minParallel, workers > 1
+	r.in.minParallel, r.in.alwaysParallel = minParallel, workers > 1
 	r.Loop()
 	run, err := store.Load(r.StorePath())
 	if err != nil {
@@ -165,7 +165,7 @@ func BenchmarkDwarfIngest(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			r.stepFinal, r.alwaysParallel = true, workers > 1
+			r.in.stepFinal, r.in.alwaysParallel = true, workers > 1
 			var samples []replay.Record
 			for _, rec := range recs { // the process tree, and the call-frame tables loaded once
 				r.read(rec.CPU, rec.Data)

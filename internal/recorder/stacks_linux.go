@@ -163,7 +163,7 @@ func stackEnds(ws []*stackWorker) (sum [unwind.NumEndReasons]uint64) {
 // addToBatch queues a sample record; a full batch is processed at once (its records stay
 // valid until the source gets their space back, after the step).
 func (r *Recorder) addToBatch(cpu int, rec []byte) {
-	b := &r.batch
+	b := &r.in.batch
 	b.cpus = append(b.cpus, uint32(cpu))
 	b.recs = append(b.recs, rec)
 	if len(b.recs) >= maxBatch {
@@ -174,7 +174,7 @@ func (r *Recorder) addToBatch(cpu int, rec []byte) {
 // flushBatch decodes and unwinds the queued samples, spread over the workers when there are
 // enough of them, then adds them to the run in their order.
 func (r *Recorder) flushBatch() {
-	b := &r.batch
+	b := &r.in.batch
 	n := len(b.recs)
 	if n == 0 {
 		return
@@ -183,10 +183,10 @@ func (r *Recorder) flushBatch() {
 		b.out = make([]batchedSample, n, max(n, maxBatch))
 	}
 	out := b.out[:n]
-	ws := r.workers
+	ws := r.in.workers
 	parts := 1
-	if n >= r.minParallel && (r.load.parallel || r.alwaysParallel) {
-		parts = max(1, min(len(ws), n/(r.minParallel/2)))
+	if n >= r.in.minParallel && (r.in.load.parallel || r.in.alwaysParallel) {
+		parts = max(1, min(len(ws), n/(r.in.minParallel/2)))
 	}
 	began := time.Now()
 	if parts <= 1 {
@@ -200,7 +200,7 @@ func (r *Recorder) flushBatch() {
 		ws[0].work(r.tracker, 0, b.cpus[:n/parts], b.recs[:n/parts], out[:n/parts])
 		wg.Wait()
 	}
-	r.load.observe(n, parts, time.Since(began), time.Now())
+	r.in.load.observe(n, parts, time.Since(began), time.Now())
 	for i := range out {
 		s := &out[i]
 		if s.bad {

@@ -1,0 +1,219 @@
+// The ingest stage: the ring reader's goroutine takes every record in time order, applies
+// those that change the process tree at once (mappings, names, forks, exits, losses),
+// batches the samples for the stack workers (stacks_linux.go) and adds their results to
+// the run. It never waits on naming, symbol loading, JIT files or the disk.
+
+package recorder
+
+import (
+	"math"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/stax-profiler/stax/internal/jit"
+	"github.com/stax-profiler/stax/internal/perfevent"
+	"github.com/stax-profiler/stax/internal/proc"
+	"github.com/stax-profiler/stax/internal/record"
+)
+
+type heldSample struct {
+	pid, tid, cpu uint32
+	time          uint64
+	chain         []uint64
+}
+
+// synthesize records the state of an already running process: its executable mappings and
+// its threads' names.
+func (r *Recorder) synthesize(pid int) {
+	maps, err := proc.ReadMaps(pid, 0)
+	if err != nil && !r.meta.SystemWide { // system-wide, processes come and go (and kernel threads have none)
+		r.note("%v", err)
+	}
+	for _, m := range maps {
+		r.tracker.AddMapping(pid, m)
+		if _, ok := jit.IsJitdumpName(m.Path); ok {
+			r.jitw.AddMmapPath(pid, m.Path)
+		}
+	}
+	if tids, err := proc.ThreadIDs(pid); err == nil {
+		for _, tid := range tids {
+			r.tracker.Comm(pid, tid, proc.ThreadName(pid, tid))
+		}
+	}
+}
+
+// synthesizeAll records the state of every running process (system-wide recording).
+func (r *Recorder) synthesizeAll() {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		r.note("list processes: %v", err)
+		return
+	}
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid > 0 {
+			r.synthesize(pid)
+		}
+	}
+}
+
+// Bounds on how the rings wait for the JIT files (read by the JIT watcher's goroutine).
+const (
+	// maxJITLag is how far behind the rings the JIT files may be read before samples are
+	// counted without waiting for them: a JIT file too large to keep up with never makes
+	// the rings overflow.
+	maxJITLag = 100 * time.Millisecond
+	// finalJITTime is what the JIT files are given to be read to their end once the
+	// recording stops.
+	finalJITTime = 500 * time.Millisecond
+)
+
+// step reads the rings up to the JIT watcher's watermark: samples taken after the JIT files
+// were last read wait for the next step, so a JIT function announced before it ran is known
+// when its samples are counted. When the watcher falls behind by more than maxJITLag,
+// samples are read without waiting for it.
+func (r *Recorder) step(final bool) {
+	cut := perfevent.MonotonicNow()
+	if wm := r.jitw.Watermark(); wm < cut && cut-wm < uint64(maxJITLag) {
+		cut = wm
+	}
+	r.in.stepCut, r.in.stepFinal = cut, final
+	var err error
+	if ordered, ok := r.src.(orderedSource); ok {
+		// Records after the cut wait in their rings: the JIT sources were read before them,
+		// and so are the mappings they may need on another CPU.
+		until := cut
+		if final {
+			until = math.MaxUint64
+		}
+		err = ordered.ReadOrdered(until, r.in.dec.Time, r.read, r.flushBatch)
+	} else {
+		err = r.src.Read(r.read)
+		r.flushBatch()
+	}
+	if err != nil {
+		r.note("read samples: %v", err)
+	}
+	r.mu.Lock()
+	held := r.pending
+	r.pending = nil
+	r.mu.Unlock()
+	keep := held[:0]
+	for _, h := range held {
+		if final || h.time < cut {
+			r.add(h.pid, h.tid, h.cpu, h.time, h.chain)
+		} else {
+			keep = append(keep, h)
+		}
+	}
+	r.mu.Lock()
+	r.pending = append(keep, r.pending...)
+	r.mu.Unlock()
+}
+
+// commit adds a sample, once its stack is made, to the run; one taken after this step's cut
+// (a source that does not hold such records back) waits for the next step.
+func (r *Recorder) commit(pid, tid, cpu uint32, t uint64, chain []uint64) {
+	if r.meta.SystemWide && pid > 0 && !r.in.sampledPids[pid] {
+		r.in.sampledPids[pid] = true // its JIT files are looked for once it runs code
+		r.jitw.Track(int(pid))
+	}
+	if !r.in.stepFinal && t >= r.in.stepCut {
+		r.mu.Lock()
+		r.pending = append(r.pending, heldSample{pid, tid, cpu, t, append([]uint64(nil), chain...)})
+		r.mu.Unlock()
+		return
+	}
+	r.add(pid, tid, cpu, t, chain)
+}
+
+func (r *Recorder) add(pid, tid, cpu uint32, t uint64, chain []uint64) {
+	gen := r.res.Generation(pid, t)
+	r.run.AddSample(pid, tid, cpu, t, gen, chain)
+	if len(chain) >= 2 && chain[0] == record.ContextUser {
+		r.res.NoteLeaf(pid, t, gen, chain[1]) // keeps unnamed JIT code's bytes for annotate
+	}
+}
+
+// read takes one record from the source (and copies it to the capture, if one is made).
+// Samples are batched; the records that change the process tree apply at once, and since
+// the tracker keeps its history by time, the batch's samples still see the tree as it was
+// when each was taken.
+func (r *Recorder) read(cpu int, rec []byte) {
+	if r.capture != nil {
+		r.capture.Add(cpu, rec)
+	}
+	h, err := record.ParseHeader(rec)
+	if err != nil {
+		r.countBad()
+		return
+	}
+	if h.Type == record.TypeSample {
+		r.addToBatch(cpu, rec)
+		return
+	}
+	r.handle(cpu, h, rec)
+}
+
+func (r *Recorder) handle(cpu int, h record.Header, rec []byte) {
+	switch h.Type {
+	case record.TypeMmap2, record.TypeMmap:
+		m, err := r.in.dec.Mmap2(rec)
+		if err != nil {
+			r.countBad()
+			return
+		}
+		r.tracker.AddMapping(int(m.Pid), proc.Mapping{Start: m.Addr, End: m.Addr + m.Len, Pgoff: m.Pgoff,
+			Path: m.Filename, BuildID: m.BuildID, Maj: m.Maj, Min: m.Min, Ino: m.Ino, Time: m.SampleID.Time})
+		if _, ok := jit.IsJitdumpName(m.Filename); ok {
+			r.jitw.AddMmapPath(int(m.Pid), m.Filename)
+		}
+	case record.TypeComm:
+		c, err := r.in.dec.Comm(rec)
+		if err != nil {
+			r.countBad()
+			return
+		}
+		if c.Exec {
+			r.tracker.Exec(int(c.Pid), c.SampleID.Time, c.Comm)
+		} else {
+			r.tracker.Comm(int(c.Pid), int(c.Tid), c.Comm)
+		}
+	case record.TypeFork:
+		t, err := r.in.dec.Task(rec)
+		if err != nil {
+			r.countBad()
+			return
+		}
+		r.tracker.Fork(int(t.Pid), int(t.PPid), int(t.Tid), int(t.PTid), t.Time)
+		if t.Pid != t.PPid && !r.meta.SystemWide { // system-wide: tracked once sampled
+			r.jitw.Track(int(t.Pid))
+		}
+	case record.TypeExit:
+		t, err := r.in.dec.Task(rec)
+		if err != nil {
+			r.countBad()
+			return
+		}
+		r.tracker.Exit(int(t.Pid), int(t.Tid), t.Time)
+	case record.TypeLost, record.TypeLostSamples:
+		l, err := r.in.dec.Lost(rec)
+		if err != nil {
+			r.countBad()
+			return
+		}
+		r.mu.Lock()
+		r.lost += l.Lost
+		r.lostByCPU[cpu] += l.Lost
+		if l.SampleID.Tid != 0 {
+			r.lostByTid[l.SampleID.Tid] += l.Lost
+		}
+		r.mu.Unlock()
+	}
+}
+
+func (r *Recorder) countBad() {
+	r.mu.Lock()
+	r.bad++
+	r.mu.Unlock()
+}

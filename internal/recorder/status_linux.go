@@ -1,0 +1,186 @@
+// What a live run answers: its status, a snapshot for queries, waits, and the notes that
+// explain unnamed frames.
+
+package recorder
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+// Snapshot resolves what is pending and returns the run as it stands.
+func (r *Recorder) Snapshot() *store.Run {
+	r.run.Resolve(r.res)
+	r.collectCode()
+	return r.snapshot(false)
+}
+
+// comm is a process's name, for notes.
+func (r *Recorder) comm(pid int) string {
+	for _, p := range r.tracker.Processes() {
+		if p.Pid == pid {
+			return p.Comm
+		}
+	}
+	return ""
+}
+
+// unnamedJITNotes says, per process with samples in JIT code no source names yet, why that
+// may be and what to do.
+func unnamedJITNotes(run *store.Run, comm func(int) string) []string {
+	p := &run.Profile
+	unnamed := map[uint32]uint64{}
+	for _, e := range p.Entries {
+		if st := p.Stacks[e.Stack]; len(st) > 0 {
+			if f := p.Frames[st[0]]; f.Kind == agg.KindJIT && strings.HasPrefix(f.Func, "[unknown]") {
+				unnamed[e.Pid] += e.Count
+			}
+		}
+	}
+	pids := make([]uint32, 0, len(unnamed))
+	for pid := range unnamed {
+		pids = append(pids, pid)
+	}
+	slices.Sort(pids)
+	var notes []string
+	for _, pid := range pids {
+		var dump, emptyMap, anyMap, failed string
+		for _, s := range run.JIT {
+			if s.Pid != int(pid) {
+				continue
+			}
+			switch {
+			case s.Error != "" && s.Functions == 0:
+				failed = s.Error
+			case s.Kind == "jitdump":
+				dump = s.Path
+			case s.Functions == 0:
+				emptyMap = s.Path
+			default:
+				anyMap = s.Path
+			}
+		}
+		who := fmt.Sprintf("pid %d", pid)
+		if c := comm(int(pid)); c != "" {
+			who += " (" + c + ")"
+		}
+		why := "no jitdump or perf map names it yet: runtimes that write their perf map at exit (JVM " +
+			"DumpPerfMapAtExit, Mono --jitmap) are named then; others need their option (node --perf-prof " +
+			"or --perf-basic-prof, PHP opcache.jit_debug=0x10)"
+		switch {
+		case failed != "":
+			why = "its JIT file could not be read: " + failed
+		case emptyMap != "" && dump == "" && anyMap == "":
+			why = "its perf map " + emptyMap + " is empty: some runtimes write it only at exit " +
+				"(Mono --jitmap, JVM DumpPerfMapAtExit), and the names will appear then"
+		case dump != "":
+			why = "its jitdump " + dump + " has not announced this code yet: runtimes buffer what they " +
+				"write (V8 in 2 MiB blocks), and the names appear when they write it or exit"
+		case anyMap != "":
+			why = "its perf map " + anyMap + " has no line for this code yet"
+		}
+		notes = append(notes, fmt.Sprintf("%s: %d samples in JIT code with no name; %s", who, unnamed[pid], why))
+	}
+	return notes
+}
+
+// symbolNotes says which symbol sources failed, so unnamed frames have a reason.
+func (r *Recorder) symbolNotes() []string {
+	var notes []string
+	if err := r.res.KernelError(); err != nil {
+		notes = append(notes, "kernel frames are unnamed: "+err.Error())
+	}
+	errs := r.res.ImageErrors()
+	paths := make([]string, 0, len(errs))
+	for p := range errs {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		notes = append(notes, "no symbols for "+p+": "+errs[p])
+	}
+	return notes
+}
+
+// Status describes the live run.
+func (r *Recorder) Status() api.Status {
+	run := r.Snapshot()
+	st := api.StatusOf(run)
+	st.Live, st.State = true, api.StateLive
+	select {
+	case <-r.doneCh:
+		st.Live, st.State = false, api.StateStored
+	default:
+	}
+	st.ElapsedSec = time.Since(r.start).Seconds()
+	for _, p := range r.tracker.Processes() {
+		st.Processes = append(st.Processes, api.ProcessStatus{Pid: p.Pid, PPid: p.PPid, Comm: p.Comm, Exited: p.ExitTime != 0})
+	}
+	return st
+}
+
+// Wait blocks until cond holds, the run ends, or ctx ends.
+func (r *Recorder) Wait(ctx context.Context, cond api.WaitCondition) api.Wait {
+	out := api.Wait{Schema: api.Schema, Run: r.id}
+	for {
+		r.mu.Lock()
+		tick := r.tick
+		names := r.frameNames
+		r.mu.Unlock()
+		samples := r.run.Samples()
+		elapsed := time.Since(r.start).Seconds()
+		out.Samples, out.ElapsedSec = samples, elapsed
+		met := true
+		if cond.Samples > 0 && samples < cond.Samples {
+			met = false
+		}
+		if cond.Seconds > 0 && elapsed < cond.Seconds {
+			met = false
+		}
+		if cond.Symbol != "" && !containsFold(names, cond.Symbol) {
+			met = false
+		}
+		if met {
+			out.Outcome = api.WaitMet
+			return out
+		}
+		select {
+		case <-r.doneCh:
+			// One last look: the final resolve may have met the condition.
+			r.mu.Lock()
+			names = r.frameNames
+			r.mu.Unlock()
+			samples = r.run.Samples()
+			out.Samples = samples
+			if (cond.Samples == 0 || samples >= cond.Samples) && cond.Seconds == 0 &&
+				(cond.Symbol == "" || containsFold(names, cond.Symbol)) {
+				out.Outcome = api.WaitMet
+			} else {
+				out.Outcome = api.WaitEnded
+			}
+			return out
+		case <-ctx.Done():
+			out.Outcome = api.WaitTimeout
+			return out
+		case <-tick:
+		}
+	}
+}
+
+func containsFold(names []string, s string) bool {
+	s = strings.ToLower(s)
+	for _, n := range names {
+		if strings.Contains(strings.ToLower(n), s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,139 @@
+// The storage stage: checkpoints and the final save. Sealed chunks of samples go to the
+// run's samples file and leave memory; the run's file is rewritten with what is left (names,
+// stacks, counts, code), listing the chunks by reference.
+
+package recorder
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/proc"
+	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/unwind"
+)
+
+// saveFinal writes the finished run, its samples made durable first.
+func (r *Recorder) saveFinal() {
+	if err := r.spill(); err != nil {
+		r.note("%v", err)
+	}
+	if r.storage.samples != nil {
+		if err := r.storage.samples.Sync(); err != nil {
+			r.note("save samples: %v", err)
+		}
+		r.storage.samples.Close()
+		r.storage.samplesClosed = true
+	}
+	r.save(true)
+}
+
+func (r *Recorder) threads() []agg.ThreadInfo {
+	ths := r.tracker.Threads()
+	out := make([]agg.ThreadInfo, len(ths))
+	for i, t := range ths {
+		out[i] = agg.ThreadInfo{Tid: uint32(t.Tid), Pid: uint32(t.Pid), Name: t.Name}
+	}
+	return out
+}
+
+func (r *Recorder) snapshot(final bool) *store.Run {
+	st := r.run.Stats()
+	r.mu.Lock()
+	meta := r.meta
+	meta.Lost = r.lost
+	meta.BadRecords = r.bad
+	if b := r.res.JITBudget(); b.Used() > 0 {
+		meta.JITMemory, meta.JITMemoryLimit = uint64(b.Used()), uint64(b.Limit())
+	}
+	meta.StackEnds = map[string]uint64{}
+	for i, n := range stackEnds(r.in.workers) {
+		if n > 0 {
+			meta.StackEnds[unwind.EndReason(i).String()] = n
+		}
+	}
+	meta.LostByCPU = make(map[string]uint64, len(r.lostByCPU))
+	for cpu, n := range r.lostByCPU {
+		meta.LostByCPU[strconv.Itoa(cpu)] = n
+	}
+	meta.LostByThread = make(map[string]uint64, len(r.lostByTid))
+	for tid, n := range r.lostByTid {
+		meta.LostByThread[strconv.Itoa(int(tid))] = n
+	}
+	meta.Notes = append([]string(nil), r.notes...)
+	meta.ExitCode = r.exitCode
+	codes := append([]store.Code(nil), r.codes...)
+	r.mu.Unlock()
+	meta.Notes = append(meta.Notes, r.symbolNotes()...)
+	r.targetIdentity(&meta)
+	meta.Samples = st.Samples
+	meta.Unresolved = st.UnresolvedFrames
+	meta.Finished = final
+	meta.End = time.Now() // for a checkpoint, its time: a crashed run's last known moment
+	run := &store.Run{Meta: meta, Profile: *r.run.Profile(r.threads()), JIT: r.jitw.Sources(), Code: codes}
+	run.Meta.Notes = append(run.Meta.Notes, unnamedJITNotes(run, r.comm)...)
+	return run
+}
+
+// targetIdentity records who the target is for the files it names: its credentials now
+// (a launched command may have changed user since it started), and the owner of its JIT
+// files when that differs (they were written as that user).
+func (r *Recorder) targetIdentity(meta *store.Meta) {
+	if c, err := proc.ReadCreds(r.meta.Pid); err == nil {
+		r.mu.Lock()
+		r.meta.TargetUID, r.meta.TargetGIDs = &c.UID, c.GIDs
+		r.mu.Unlock()
+		meta.TargetUID, meta.TargetGIDs = &c.UID, c.GIDs
+	}
+	if uid, ok := r.jitw.Owner(r.meta.Pid); ok && (meta.TargetUID == nil || *meta.TargetUID != uid) {
+		meta.TargetUID, meta.TargetGIDs = &uid, nil
+	}
+}
+
+// keptChunks is how many sealed chunks of samples (64 KiB, some 13,000 samples each) stay
+// in memory once written to the run's samples file: a live view of the last seconds reads
+// no file.
+const keptChunks = 2
+
+// save writes the run to the store: the sealed chunks of samples not yet in the run's
+// samples file are appended to it (and leave memory), then the run's file is rewritten
+// with the rest (names, stacks, counts, code), which lists the chunks by reference. A
+// checkpoint so costs what changed and the distinct stacks, not every sample again.
+func (r *Recorder) save(final bool) {
+	if err := r.spill(); err != nil {
+		r.note("%v", err)
+	}
+	run := r.snapshot(final)
+	if err := store.SaveStored(store.Path(r.id), run); err != nil {
+		r.note("%v", err)
+	}
+}
+
+// spill appends the sealed chunks of samples to the run's samples file, creating it at
+// the first call. Only save calls it (from one goroutine at a time).
+func (r *Recorder) spill() error {
+	if r.storage.samplesErr != nil || r.storage.samplesClosed {
+		return nil // said once; the samples stay in memory
+	}
+	if r.storage.samples == nil {
+		path := store.SamplesPath(r.id)
+		os.Remove(path) // a file left by a run of the same id that is gone (its id was free)
+		r.storage.samples, r.storage.samplesErr = store.CreateSampleLog(path)
+		if r.storage.samplesErr != nil {
+			return fmt.Errorf("samples stay in memory: %w", r.storage.samplesErr)
+		}
+		r.storage.samplesFile = store.OpenSampleFile(path)
+	}
+	if err := r.run.SpillSeries(r.storage.samples.Append, r.storage.samplesFile, keptChunks); err != nil {
+		r.storage.samplesErr = err
+		return fmt.Errorf("samples stay in memory: %w", err)
+	}
+	return nil
+}
+
+// StorePath is where the run is saved.
+func (r *Recorder) StorePath() string { return filepath.Clean(store.Path(r.id)) }
