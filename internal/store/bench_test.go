@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"path/filepath"
 	"testing"
 
 	"github.com/stax-profiler/stax/internal/testutil/synthrun"
@@ -40,4 +41,26 @@ func BenchmarkSaveOpen1M(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkLoadParts1M reads a saved 1,000,000-sample run from a file as each query
+// needs it: the meta alone (status; target under 50 ms including the command's start),
+// the profile (top, flame), the profile and samples (windows, timelines), everything.
+func BenchmarkLoadParts1M(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "run.stax")
+	if err := Save(path, run1M(b)); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		want Parts
+	}{{"Meta", MetaOnly}, {"Profile", 0}, {"Samples", Samples}, {"All", All}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := LoadParts(path, c.want); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

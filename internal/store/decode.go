@@ -55,6 +55,7 @@ type layout struct {
 	Chunks   int64 `json:"series_chunks"`
 	Samples  int64 `json:"series_samples"`
 	CodeText int64 `json:"code_bytes,omitempty"` // format 4's code section, its marker included
+	Counts   int64 `json:"counts_bytes,omitempty"` // format 4's stacks and entries, their marker included
 }
 
 // metaSection is the meta section's JSON: the run's meta and the file's layout.
@@ -63,12 +64,12 @@ type metaSection struct {
 	Layout *layout `json:"layout,omitempty"`
 }
 
-func layoutOf(r *Run, bodyBytes int, series *seriesOut, codeBytes int) *layout {
+func layoutOf(r *Run, bodyBytes, countBytes int, series *seriesOut, codeBytes int) *layout {
 	p := &r.Profile
 	l := &layout{Body: int64(bodyBytes), Frames: int64(len(p.Frames)), Stacks: int64(len(p.Stacks)),
 		Entries: int64(len(p.Entries)), Threads: int64(len(p.Threads)), Keys: int64(len(p.KeyEntry)),
 		JIT: int64(len(r.JIT)), Code: int64(len(r.Code)), Chunks: int64(len(p.Series.Chunks)),
-		Series: series.size(), Samples: series.samples(), CodeText: int64(codeBytes)}
+		Series: series.size(), Samples: series.samples(), CodeText: int64(codeBytes), Counts: int64(countBytes)}
 	for _, s := range p.Stacks {
 		l.StackIDs += int64(len(s))
 	}
@@ -92,17 +93,17 @@ var (
 
 // check refuses a layout that declares more than the payload of size bytes can hold.
 func (l *layout) check(payload int64) error {
-	counts := []int64{l.Body, l.Frames, l.Stacks, l.StackIDs, l.Entries, l.Threads, l.Keys, l.JIT, l.Code, l.Series, l.Chunks, l.Samples, l.CodeText}
+	counts := []int64{l.Body, l.Frames, l.Stacks, l.StackIDs, l.Entries, l.Threads, l.Keys, l.JIT, l.Code, l.Series, l.Chunks, l.Samples, l.CodeText, l.Counts}
 	for _, n := range counts {
 		if n < 0 || n > maxExpanded {
 			return errors.New("the file's layout is damaged (a size is out of range)")
 		}
 	}
-	text := l.Body + l.Series + l.CodeText
+	text := l.Body + l.Counts + l.Series + l.CodeText
 	if text > textLimit(payload) {
 		return fmt.Errorf("the file declares %d bytes of data in a %d-byte payload, more than a run holds (the file is damaged or was not written by stax)", text, payload)
 	}
-	mem := l.Body + l.Series + l.CodeText + l.Frames*sizeFrame + l.Stacks*sizeStack + l.StackIDs*4 + l.Entries*sizeEntry +
+	mem := l.Body + l.Counts + l.Series + l.CodeText + l.Frames*sizeFrame + l.Stacks*sizeStack + l.StackIDs*4 + l.Entries*sizeEntry +
 		l.Threads*sizeThread + l.Keys*4 + l.JIT*sizeJIT + l.Code*sizeCode + l.Chunks*sizeChunk
 	if mem > memLimit(payload) {
 		return fmt.Errorf("the file declares a run of %d MB in a %d-byte payload, more than a run holds (the file is damaged or was not written by stax)", mem>>20, payload)
@@ -114,22 +115,14 @@ func (l *layout) check(payload int64) error {
 // From format 4 the key entries and the code are not in the body.
 func (l *layout) matches(r *Run, version uint32) error {
 	p := &r.Profile
-	checks := []struct {
+	type check struct {
 		name      string
 		got, want int
-	}{
-		{"frames", len(p.Frames), int(l.Frames)}, {"stacks", len(p.Stacks), int(l.Stacks)},
-		{"entries", len(p.Entries), int(l.Entries)}, {"threads", len(p.Threads), int(l.Threads)},
-		{"jit", len(r.JIT), int(l.JIT)},
 	}
+	checks := []check{{"frames", len(p.Frames), int(l.Frames)}, {"threads", len(p.Threads), int(l.Threads)}, {"jit", len(r.JIT), int(l.JIT)}}
 	if version < 4 {
-		checks = append(checks, struct {
-			name      string
-			got, want int
-		}{"key_entry", len(p.KeyEntry), int(l.Keys)}, struct {
-			name      string
-			got, want int
-		}{"code", len(r.Code), int(l.Code)})
+		checks = append(checks, check{"stacks", len(p.Stacks), int(l.Stacks)}, check{"entries", len(p.Entries), int(l.Entries)},
+			check{"key_entry", len(p.KeyEntry), int(l.Keys)}, check{"code", len(r.Code), int(l.Code)})
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -185,7 +178,7 @@ type budget struct {
 func newBudget(z io.Reader, in *countReader, payload int64, l *layout) *budget {
 	b := &budget{z: z, in: in, outLimit: textLimit(payload), memLimit: memLimit(payload)}
 	if l != nil {
-		b.outLimit, b.declared = l.Body+l.Series+l.CodeText, true
+		b.outLimit, b.declared = l.Body+l.Counts+l.Series+l.CodeText, true
 	}
 	return b
 }
@@ -234,9 +227,10 @@ func (b *budget) charge(n int64) error {
 
 // decoder walks the JSON body.
 type decoder struct {
-	b   *budget
-	dec *json.Decoder
-	lay *layout
+	b       *budget
+	dec     *json.Decoder
+	lay     *layout
+	version uint32
 }
 
 // decodeCompressed reads the compressed part of a payload into r: the JSON body (with the
@@ -255,7 +249,7 @@ func decodeCompressed(r *Run, version uint32, rest *bytes.Reader, payload int64,
 		}
 	}
 	b := newBudget(zr, in, payload, l)
-	d := &decoder{b: b, dec: json.NewDecoder(b), lay: l}
+	d := &decoder{b: b, dec: json.NewDecoder(b), lay: l, version: version}
 	if err := d.body(r, version); err != nil {
 		return firstLimit(b, err)
 	}
@@ -269,10 +263,18 @@ func decodeCompressed(r *Run, version uint32, rest *bytes.Reader, payload int64,
 		}
 	}
 	whole := want == All || version < 4
+	tail := bufio.NewReader(io.MultiReader(d.dec.Buffered(), b))
+	if version >= 4 {
+		if err := skipNewline(tail); err != nil {
+			return err
+		}
+		if err := readCounts(tail, &r.Profile, b, l); err != nil {
+			return firstLimit(b, err)
+		}
+	}
 	if !whole && want&(Samples|CodeParts) == 0 {
 		return nil
 	}
-	tail := bufio.NewReader(io.MultiReader(d.dec.Buffered(), b))
 	if version >= 3 {
 		if err := readSeries(tail, &r.Profile, b, l, version); err != nil {
 			return fmt.Errorf("samples: %w", firstLimit(b, err))
@@ -375,6 +377,9 @@ func (d *decoder) profile(p *agg.Profile) error {
 				return int64(len(f.Func) + len(f.Image) + len(f.Kind) + len(f.File))
 			})
 		case "stacks":
+			if d.version >= 4 {
+				return d.skip() // in the counts section
+			}
 			want := d.declared(func(l *layout) int64 { return l.StackIDs })
 			return decodeArray(d, "stacks", &p.Stacks, d.declared(func(l *layout) int64 { return l.Stacks }), sizeStack, func(s *[]uint32) int64 {
 				ids += int64(len(*s))
@@ -384,6 +389,9 @@ func (d *decoder) profile(p *agg.Profile) error {
 				return 4 * int64(cap(*s))
 			})
 		case "entries":
+			if d.version >= 4 {
+				return d.skip()
+			}
 			return decodeArray(d, "entries", &p.Entries, d.declared(func(l *layout) int64 { return l.Entries }), sizeEntry, func(*agg.Entry) int64 { return 0 })
 		case "threads":
 			return decodeArray(d, "threads", &p.Threads, d.declared(func(l *layout) int64 { return l.Threads }), sizeThread, func(t *agg.ThreadInfo) int64 { return int64(len(t.Name)) })
@@ -403,7 +411,7 @@ func (d *decoder) profile(p *agg.Profile) error {
 	if err != nil {
 		return err
 	}
-	if d.lay != nil && ids != d.lay.StackIDs {
+	if d.lay != nil && d.version < 4 && ids != d.lay.StackIDs {
 		return fmt.Errorf("stacks: %d frame ids, the file declares %d", ids, d.lay.StackIDs)
 	}
 	return nil
@@ -560,4 +568,17 @@ func codeBytes(c *Code) int64 {
 		n += sizeSource + int64(len(s.File)+len(s.Text))
 	}
 	return n
+}
+
+// skipNewline reads past the newline that ends the JSON body.
+func skipNewline(r *bufio.Reader) error {
+	for {
+		c, err := r.ReadByte()
+		if err != nil {
+			return fmt.Errorf("counts: %w", err)
+		}
+		if c != '\n' && c != ' ' && c != '\r' && c != '\t' {
+			return r.UnreadByte()
+		}
+	}
 }

@@ -265,12 +265,13 @@ func headerOf(sum uint32, size uint64) []byte {
 func writePayload(w io.Writer, r *Run, refs bool) error {
 	b := body{Profile: r.Profile, JIT: r.JIT}
 	b.Profile.Series = agg.Series{}
-	b.Profile.KeyEntry = nil
+	b.Profile.KeyEntry, b.Profile.Stacks, b.Profile.Entries = nil, nil, nil
 	js, err := json.Marshal(b)
 	if err != nil {
 		return err
 	}
 	js = append(js, '\n')
+	counts := encodeCounts(&r.Profile)
 	series, err := newSeriesOut(&r.Profile, refs)
 	if err != nil {
 		return fmt.Errorf("samples: %w", err)
@@ -283,7 +284,7 @@ func writePayload(w io.Writer, r *Run, refs bool) error {
 	m := r.Meta
 	sum := agg.Summarize(&r.Profile)
 	m.Summary, m.JITSources = &sum, r.JIT
-	meta, err := json.Marshal(metaSection{Meta: m, Layout: layoutOf(r, len(js), series, len(cj))})
+	meta, err := json.Marshal(metaSection{Meta: m, Layout: layoutOf(r, len(js), len(counts), series, len(cj))})
 	if err != nil {
 		return err
 	}
@@ -298,6 +299,9 @@ func writePayload(w io.Writer, r *Run, refs bool) error {
 	}
 	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
 	if _, err := zw.Write(js); err != nil {
+		return err
+	}
+	if _, err := zw.Write(counts); err != nil {
 		return err
 	}
 	if err := series.write(zw); err != nil {
