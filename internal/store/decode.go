@@ -54,7 +54,7 @@ type layout struct {
 	Series   int64 `json:"series_bytes"` // the series section, its marker included
 	Chunks   int64 `json:"series_chunks"`
 	Samples  int64 `json:"series_samples"`
-	CodeText int64 `json:"code_bytes,omitempty"` // format 4's code section, its marker included
+	CodeText int64 `json:"code_bytes,omitempty"`   // format 4's code section, its marker included
 	Counts   int64 `json:"counts_bytes,omitempty"` // format 4's stacks and entries, their marker included
 }
 
