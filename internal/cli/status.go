@@ -83,6 +83,14 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 			how = "dwarf unwinding"
 		}
 		fmt.Fprintf(w, "stacks by: %s; user stacks ended: %s\n", how, countsByKey(m.StackEnds))
+		var all uint64
+		for _, n := range m.StackEnds {
+			all += n
+		}
+		if cut := m.StackEnds["truncated"]; m.CallGraph == "dwarf" && m.StackSize > 0 && all > 0 && cut*100 > all {
+			fmt.Fprintf(w, "note:      %.1f%% of stacks went deeper than the %d-byte stack copy; record with --stack-size %d for them\n",
+				float64(cut)*100/float64(all), m.StackSize, min(2*m.StackSize, 65528))
+		}
 	}
 	if m.BadRecords > 0 {
 		fmt.Fprintf(w, "records:   %s could not be decoded\n", commas(m.BadRecords))

@@ -35,7 +35,7 @@ type Options struct {
 	Checkpoint time.Duration // how often the run is saved while recording (0: $STAX_CHECKPOINT_INTERVAL, else 2 s)
 	RingPages  int           // pages per CPU ring (a power of two); 0 sizes them from Freq
 	CallGraph  string        // "fp" (default) or "dwarf": unwind user stacks from .eh_frame
-	StackSize  int           // bytes of user stack copied per sample in dwarf mode (0: 16 KiB)
+	StackSize  int           // bytes of user stack copied per sample in dwarf mode (0: perfevent.DefaultStackSize)
 	Workers    int           // goroutines that decode and unwind samples (0: GOMAXPROCS)
 	Notef      func(format string, args ...any)
 }
@@ -292,6 +292,7 @@ func newRecorder(opts Options) *Recorder {
 	r.meta.CallGraph = "fp"
 	if dwarf {
 		r.meta.CallGraph = "dwarf"
+		r.meta.StackSize = perfevent.StackCopy(perfevent.Config{CallGraph: "dwarf", StackSize: opts.StackSize})
 	}
 	return r
 }

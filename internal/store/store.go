@@ -71,6 +71,7 @@ type Meta struct {
 	Event        string            `json:"event"`
 	RingPages    int               `json:"ring_pages,omitempty"` // data pages per CPU ring
 	CallGraph    string            `json:"call_graph,omitempty"` // fp or dwarf
+	StackSize    int               `json:"stack_size,omitempty"` // dwarf: bytes of user stack copied per sample
 	StackEnds    map[string]uint64 `json:"stack_ends,omitempty"` // dwarf: how user stacks ended (complete, truncated, no_cfi, ...)
 	UserOnly     bool              `json:"user_only,omitempty"`
 	Start        time.Time         `json:"start"`
