@@ -92,6 +92,10 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 				float64(cut)*100/float64(all), m.StackSize, min(2*m.StackSize, 65528))
 		}
 	}
+	if m.OverloadSamples > 0 {
+		fmt.Fprintf(w, "overload:  %s samples (%.1f%%) came while the recorder was behind: their stacks are the frame-pointer chains, not unwound (a busier machine than the recorder could keep up with; -F lower, or fewer busy threads, avoids it)\n",
+			commas(m.OverloadSamples), float64(m.OverloadSamples)*100/float64(max(m.Samples, 1)))
+	}
 	if m.BadRecords > 0 {
 		fmt.Fprintf(w, "records:   %s could not be decoded\n", commas(m.BadRecords))
 	}

@@ -354,6 +354,21 @@ func mapRing(fd, cpu, pages int) (*mappedRing, error) {
 	return r, nil
 }
 
+// Fill is how full the fullest ring is, from 0 to 1: records written and not yet read
+// back, over the ring's size. A reader that falls behind sees it rise before the kernel
+// drops samples.
+func (s *Session) Fill() float64 {
+	var most float64
+	for _, r := range s.rings {
+		head := atomic.LoadUint64(&r.meta.Data_head)
+		tail := atomic.LoadUint64(&r.meta.Data_tail)
+		if size := len(r.rd.Data); size > 0 {
+			most = max(most, float64(head-tail)/float64(size))
+		}
+	}
+	return most
+}
+
 // Enable starts every event (attach mode; launch mode uses enable-on-exec).
 func (s *Session) Enable() error {
 	for _, fd := range s.fds {

@@ -78,6 +78,11 @@ func (r *Recorder) step(final bool) {
 		cut = wm
 	}
 	r.in.stepCut, r.in.stepFinal = cut, final
+	if fs, ok := r.src.(fillSource); ok && !final {
+		r.in.overload.observe(fs.Fill())
+	} else {
+		r.in.overload.behind = false // the last records are unwound in full
+	}
 	var err error
 	if ordered, ok := r.src.(orderedSource); ok {
 		// Records after the cut wait in their rings: the JIT sources were read before them,

@@ -53,6 +53,11 @@ type Source interface {
 	Close()
 }
 
+// fillSource is a Source that says how full its rings are (*perfevent.Session).
+type fillSource interface {
+	Fill() float64
+}
+
 // orderedSource is a Source that can hand over the records of all its rings in time order,
 // holding back those timed at or after until (*perfevent.Session). The records stay valid
 // until release returns.
@@ -139,6 +144,7 @@ type ingestState struct {
 	alwaysParallel bool // tests: spread every batch that minParallel allows
 	stepCut        uint64
 	stepFinal      bool
+	overload       overload
 	// sampledPids are the processes seen in samples (system-wide: JIT sources are looked
 	// for only in those).
 	sampledPids map[uint32]bool

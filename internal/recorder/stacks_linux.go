@@ -3,6 +3,7 @@ package recorder
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stax-profiler/stax/internal/proc"
@@ -114,8 +115,10 @@ func newStackWorkers(n int, dec record.Decoder, dwarf bool, maxStack int, res *r
 	return ws
 }
 
-// work decodes recs and makes their stacks, into out (one per record).
-func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [][]byte, out []batchedSample) {
+// work decodes recs and makes their stacks, into out (one per record). fast: DWARF stacks
+// are not unwound; the kernel's frame-pointer callchain stands for them (the recorder is
+// behind, see overload).
+func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [][]byte, out []batchedSample, fast bool) {
 	w.frames = w.frames[:0]
 	w.fp.cache.reset()
 	if w.dwarf != nil {
@@ -135,7 +138,7 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 			}
 			chain = w.leaf[:]
 		}
-		if w.dwarf != nil {
+		if w.dwarf != nil && !fast {
 			chain = w.dwarf.chainOf(tr, &s, chain)
 		} else {
 			chain = w.fp.check(tr, &s, chain)
@@ -146,18 +149,47 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 	}
 }
 
-// stackEnds sums how the workers' stacks ended.
+// stackEnds sums how the workers' stacks ended (in dwarf mode, those unwound and those
+// taken from frame pointers while the recorder was behind).
 func stackEnds(ws []*stackWorker) (sum [unwind.NumEndReasons]uint64) {
 	for _, w := range ws {
-		ends := &w.fp.ends
-		if w.dwarf != nil {
-			ends = &w.dwarf.u.Counts
-		}
 		for i := range sum {
-			sum[i] += ends[i].Load()
+			sum[i] += w.fp.ends[i].Load()
+			if w.dwarf != nil {
+				sum[i] += w.dwarf.u.Counts[i].Load()
+			}
 		}
 	}
 	return sum
+}
+
+// overload says whether the ingest stage is behind: its rings are filling faster than it
+// reads them (the machine's cores are all busy, and the recorder gets too little of them).
+// Behind, DWARF samples take the kernel's frame-pointer stack instead of being unwound,
+// which costs a tenth as much: the recorder catches up, and the samples are kept (their
+// stacks may be shorter) where they would otherwise be lost at random. Status says how
+// many.
+type overload struct {
+	behind      bool
+	fastSamples atomic.Uint64 // samples whose stacks were not unwound
+	periods     atomic.Uint64 // times the recorder fell behind
+}
+
+// Ring fill levels at which the recorder is behind, and caught up again.
+const (
+	behindAbove   = 0.5
+	caughtUpBelow = 0.2
+)
+
+// observe takes the fullest ring's fill before a step.
+func (o *overload) observe(fill float64) {
+	switch {
+	case !o.behind && fill > behindAbove:
+		o.behind = true
+		o.periods.Add(1)
+	case o.behind && fill < caughtUpBelow:
+		o.behind = false
+	}
 }
 
 // addToBatch queues a sample record; a full batch is processed at once (its records stay
@@ -188,16 +220,20 @@ func (r *Recorder) flushBatch() {
 	if n >= r.in.minParallel && (r.in.load.parallel || r.in.alwaysParallel) {
 		parts = max(1, min(len(ws), n/(r.in.minParallel/2)))
 	}
+	fast := r.in.overload.behind && r.meta.CallGraph == "dwarf"
+	if fast {
+		r.in.overload.fastSamples.Add(uint64(n))
+	}
 	began := time.Now()
 	if parts <= 1 {
-		ws[0].work(r.tracker, 0, b.cpus, b.recs, out)
+		ws[0].work(r.tracker, 0, b.cpus, b.recs, out, fast)
 	} else {
 		var wg sync.WaitGroup
 		for i := 1; i < parts; i++ {
 			lo, hi := i*n/parts, (i+1)*n/parts
-			wg.Go(func() { ws[i].work(r.tracker, uint32(i), b.cpus[lo:hi], b.recs[lo:hi], out[lo:hi]) })
+			wg.Go(func() { ws[i].work(r.tracker, uint32(i), b.cpus[lo:hi], b.recs[lo:hi], out[lo:hi], fast) })
 		}
-		ws[0].work(r.tracker, 0, b.cpus[:n/parts], b.recs[:n/parts], out[:n/parts])
+		ws[0].work(r.tracker, 0, b.cpus[:n/parts], b.recs[:n/parts], out[:n/parts], fast)
 		wg.Wait()
 	}
 	r.in.load.observe(n, parts, time.Since(began), time.Now())

@@ -47,6 +47,7 @@ func (r *Recorder) snapshot(final bool) *store.Run {
 	meta := r.meta
 	meta.Lost = r.lost
 	meta.BadRecords = r.bad
+	meta.OverloadSamples = r.in.overload.fastSamples.Load()
 	if b := r.res.JITBudget(); b.Used() > 0 {
 		meta.JITMemory, meta.JITMemoryLimit = uint64(b.Used()), uint64(b.Limit())
 	}

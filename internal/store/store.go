@@ -84,6 +84,9 @@ type Meta struct {
 	LostByCPU    map[string]uint64 `json:"lost_by_cpu,omitempty"`    // of those, per CPU
 	LostByThread map[string]uint64 `json:"lost_by_thread,omitempty"` // of those, per thread where known
 	BadRecords   uint64            `json:"bad_records,omitempty"`    // records that could not be decoded
+	// OverloadSamples were taken while the recorder was behind (its rings more than half
+	// full): their stacks are the kernel's frame-pointer chains, not unwound (dwarf mode).
+	OverloadSamples uint64 `json:"overload_samples,omitempty"`
 	// JITMemory is what the run's JIT tables keep (names, code, line tables), and
 	// JITMemoryLimit the most they may (a JIT file past it is not read further).
 	JITMemory      uint64 `json:"jit_memory,omitempty"`
