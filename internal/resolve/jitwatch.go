@@ -69,8 +69,14 @@ type watchedProc struct {
 	pid     int
 	nsPid   int // pid in its own pid namespace: what its JIT files are named after
 	uid     uint32
+	since   time.Time                 // when it was first watched
 	sources map[string]*watchedSource // by the path as the process sees it
 }
+
+// youngFor is how long a newly watched process has its owner looked at every round: a
+// launched command changes user soon after it starts (setpriv, su), and if it exits before
+// its JIT files are found, the files it left are checked against the owner last seen.
+const youngFor = 5 * time.Second
 
 // refreshUID takes the process's current owner: a launched command may change user after
 // stax starts following it (setpriv, su, a setuid program), before it writes JIT files.
@@ -131,7 +137,7 @@ func (w *JITWatcher) takeRequests() {
 func (w *JITWatcher) track(pid int) *watchedProc {
 	p := w.pids[pid]
 	if p == nil {
-		p = &watchedProc{pid: pid, nsPid: proc.NSPid(pid), uid: w.defaultID, sources: map[string]*watchedSource{}}
+		p = &watchedProc{pid: pid, nsPid: proc.NSPid(pid), uid: w.defaultID, since: time.Now(), sources: map[string]*watchedSource{}}
 		p.refreshUID()
 		w.pids[pid] = p
 	}
@@ -224,6 +230,9 @@ func (w *JITWatcher) round(final bool) (caughtUp bool) {
 	w.takeRequests()
 	w.discover(final)
 	for _, p := range w.pids {
+		if time.Since(p.since) < youngFor {
+			p.refreshUID()
+		}
 		for inner, s := range p.sources {
 			items = append(items, item{p, inner, s})
 		}
@@ -251,6 +260,7 @@ func (w *JITWatcher) discover(final bool) {
 	}
 	w.lastScan = time.Now()
 	for _, p := range w.pids {
+		p.refreshUID()
 		cands, err := jit.Discover(p.pid, p.nsPid)
 		if err != nil {
 			// The process is gone: look for its files in our own /tmp (a JVM writes
