@@ -327,6 +327,20 @@ func (r *reader) ptr(enc byte, base uint64, ptrSize int) uint64 {
 	return v
 }
 
+// Read reads the FDE ranges of the ELF image r holds, as Load does.
+func Read(r io.ReaderAt) (rs []Range, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			rs, err = nil, fmt.Errorf("read .eh_frame: malformed ELF: %v", p)
+		}
+	}()
+	f, err := elf.NewFile(r)
+	if err != nil {
+		return nil, fmt.Errorf("read .eh_frame: %w", err)
+	}
+	return Load(f)
+}
+
 // Load reads the FDE ranges of an ELF file's .eh_frame; none, without error, when it has
 // no .eh_frame.
 func Load(f *elf.File) (rs []Range, err error) {
