@@ -11,7 +11,8 @@
 // The work is split over subpackages: elfsym (ELF symbols, build-id,
 // address translation), dwarfline (DWARF lines and inline chains),
 // debugfile (separate debug files), debuginfod (download of debug files),
-// kallsyms (kernel symbols) and demangle (C++ and Rust names).
+// kallsyms (kernel symbols), demangle (C++ and Rust names) and ehframe (the
+// function ranges of .eh_frame, which bound code no symbol names).
 package symbol
 
 import (
