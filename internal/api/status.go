@@ -1,6 +1,7 @@
 package api
 
 import (
+	"sort"
 	"strings"
 
 	"github.com/stax-profiler/stax/internal/agg"
@@ -22,6 +23,7 @@ func StatusOf(run *store.Run) Status {
 		st.ElapsedSec = run.Meta.End.Sub(run.Meta.Start).Seconds()
 	}
 	p := &run.Profile
+	var unsym map[string]uint64
 	for _, e := range p.Entries {
 		s := p.Stacks[e.Stack]
 		if len(s) == 0 {
@@ -41,9 +43,30 @@ func StatusOf(run *store.Run) Status {
 			st.UnknownSamples += e.Count
 		case f.Kind == agg.KindUnknown:
 			st.UnknownSamples += e.Count
+		case isImageOffset(f): // a function range with no name
+			st.UnknownSamples += e.Count
+		}
+		if isImageOffset(f) {
+			if unsym == nil {
+				unsym = map[string]uint64{}
+			}
+			unsym[f.Image] += e.Count
 		}
 	}
+	for img, n := range unsym {
+		st.Unsymbolized = append(st.Unsymbolized, ImageSamples{Image: img, Samples: n})
+	}
+	sort.Slice(st.Unsymbolized, func(i, j int) bool {
+		a, b := st.Unsymbolized[i], st.Unsymbolized[j]
+		return a.Samples > b.Samples || a.Samples == b.Samples && a.Image < b.Image
+	})
 	return st
+}
+
+// isImageOffset says whether a frame stands for native code no symbol names: a row named
+// image+0xOFF after an address, or after the start of the function range holding it.
+func isImageOffset(f agg.Frame) bool {
+	return f.Image != "" && f.Kind != agg.KindJIT && f.Image != anonImage && strings.HasPrefix(f.Func, f.Image+"+0x")
 }
 
 // WaitCondition is what `stax wait` waits for.
