@@ -193,11 +193,21 @@ type Summary struct {
 	JITSamples     uint64 `json:"jit_samples"`     // samples whose leaf is JIT code
 	JITUnnamed     uint64 `json:"jit_unnamed"`     // of those, no JIT source names the leaf
 	UnknownSamples uint64 `json:"unknown_samples"` // samples whose leaf has no name
+	// Unsymbolized counts, by image, the samples whose leaf is native code no symbol names
+	// (an image+0xOFF row), most first.
+	Unsymbolized []ImageSamples `json:"unsymbolized,omitempty"`
+}
+
+// ImageSamples is a count of samples in one image.
+type ImageSamples struct {
+	Image   string `json:"image"`
+	Samples uint64 `json:"samples"`
 }
 
 // Summarize counts a profile's samples by what their leaf is.
 func Summarize(p *Profile) Summary {
 	s := Summary{Threads: len(p.Threads), DistinctStacks: len(p.Stacks)}
+	var unsym map[string]uint64
 	for _, e := range p.Entries {
 		if int(e.Stack) >= len(p.Stacks) {
 			continue
@@ -214,9 +224,28 @@ func Summarize(p *Profile) Summary {
 			s.UnknownSamples += e.Count
 		case f.Kind == KindJIT:
 			s.JITSamples += e.Count
-		case f.Kind == KindUnknown:
+		case f.Kind == KindUnknown, IsImageOffset(f): // no name, or a function range with none
 			s.UnknownSamples += e.Count
 		}
+		if IsImageOffset(f) {
+			if unsym == nil {
+				unsym = map[string]uint64{}
+			}
+			unsym[f.Image] += e.Count
+		}
 	}
+	for img, n := range unsym {
+		s.Unsymbolized = append(s.Unsymbolized, ImageSamples{Image: img, Samples: n})
+	}
+	sort.Slice(s.Unsymbolized, func(i, j int) bool {
+		a, b := s.Unsymbolized[i], s.Unsymbolized[j]
+		return a.Samples > b.Samples || a.Samples == b.Samples && a.Image < b.Image
+	})
 	return s
+}
+
+// IsImageOffset says whether a frame stands for native code no symbol names: a row named
+// image+0xOFF after an address, or after the start of the function range holding it.
+func IsImageOffset(f Frame) bool {
+	return f.Image != "" && f.Kind != KindJIT && f.Image != AnonImage && strings.HasPrefix(f.Func, f.Image+"+0x")
 }

@@ -41,7 +41,13 @@ type Status struct {
 	JITSamples     uint64            `json:"jit_samples"`     // samples whose leaf is in JIT code
 	JITUnnamed     uint64            `json:"jit_unnamed"`     // of those, samples with no name
 	UnknownSamples uint64            `json:"unknown_samples"` // samples whose leaf has no name at all
+	// Unsymbolized counts, by image, the samples whose leaf is native code no symbol names
+	// (an image+0xOFF row), most first.
+	Unsymbolized []ImageSamples `json:"unsymbolized,omitempty"`
 }
+
+// ImageSamples is a count of samples in one image.
+type ImageSamples = agg.ImageSamples
 
 // ProcessStatus is one process of the run.
 type ProcessStatus struct {

@@ -25,6 +25,7 @@ func StatusOf(run *store.Run) Status {
 	st.Meta.Summary, st.Meta.JITSources = nil, nil // the status's own fields hold them
 	st.Threads, st.DistinctStacks = sum.Threads, sum.DistinctStacks
 	st.JITSamples, st.JITUnnamed, st.UnknownSamples = sum.JITSamples, sum.JITUnnamed, sum.UnknownSamples
+	st.Unsymbolized = sum.Unsymbolized
 	return st
 }
 

@@ -47,7 +47,7 @@ const (
 const (
 	codeNone  uint8 = iota // nothing to annotate (kernel code, an unreadable image)
 	codeJIT                // a JIT table entry
-	codeImage              // a symbol of an ELF image (or a window where none covers)
+	codeImage              // a function of an ELF image (or a window where none bounds the address)
 	codeAnon               // executable memory no JIT source describes
 )
 
@@ -71,7 +71,7 @@ type codeLoc struct {
 	m     *proc.Mapping
 	ie    *imageEntry
 	vaddr uint64
-	sym   symbol.Symbol
+	sym   symbol.Symbol // the function holding the address: its symbol, or its .eh_frame range
 	hasSy bool
 }
 
@@ -109,7 +109,11 @@ func (r *Resolver) locate(pid uint32, addr, t uint64) codeLoc {
 	loc := codeLoc{key: CodeKey{Pid: pid, Kind: codeImage, Start: addr, Image: img}, m: m, ie: ie, vaddr: vaddr}
 	if s, ok := ie.im.Symbol(vaddr); ok && s.Size > 0 {
 		loc.sym, loc.hasSy = s, true
-		loc.key.Start = addr - (vaddr - s.Start)
+	} else if lo, hi, ok := ie.im.FuncRange(vaddr); ok {
+		loc.sym, loc.hasSy = symbol.Symbol{Start: lo, Size: hi - lo}, true // a function no symbol names
+	}
+	if loc.hasSy {
+		loc.key.Start = addr - (vaddr - loc.sym.Start)
 	}
 	return loc
 }
@@ -121,7 +125,8 @@ func (r *Resolver) CodeKey(pid uint32, addr, t uint64) CodeKey { return r.locate
 // CodeFor says where the code holding addr (in pid, at time t) is, for annotate: JIT code
 // keeps its JIT's copy of the bytes, else (perf map JITs) the bytes read from the process's
 // memory nearest t;
-// image code names its file; code no symbol or JIT source bounds is a window around addr.
+// image code names its file (the whole function: its symbol, else its .eh_frame range);
+// code no symbol, function range or JIT source bounds is a window around addr.
 func (r *Resolver) CodeFor(pid uint32, addr, t uint64) store.Code {
 	loc := r.locate(pid, addr, t)
 	switch loc.key.Kind {
@@ -215,7 +220,7 @@ func (r *Resolver) imageCode(pid uint32, addr uint64, loc codeLoc) store.Code {
 	bid := fmt.Sprintf("%x", ie.im.BuildID)
 	start, vstart, size := loc.key.Start, loc.sym.Start, loc.sym.Size
 	if !loc.hasSy {
-		// No symbol bounds it: a window around the address, inside its segment.
+		// No symbol or function range bounds it: a window around the address, inside its segment.
 		vlo, vhi := loc.vaddr-min(loc.vaddr, windowBefore), loc.vaddr+windowAfter
 		for _, s := range ie.im.ELF().Loads {
 			if loc.vaddr >= s.Vaddr && loc.vaddr < s.Vaddr+s.Filesz {

@@ -41,7 +41,7 @@ type Resolver struct {
 
 	mu          sync.Mutex
 	images      map[string]*imageEntry // by build-id, else path
-	cache       map[frameKey][]agg.Frame
+	cache       map[frameKey]symbolized
 	jits        sync.Map    // pid -> *jit.Table; read per sample, so without a lock
 	jitBudget   *jit.Budget // shared by every JIT table
 	kernelAsked atomic.Bool // a kernel frame was resolved, so kernel symbols were loaded
@@ -72,7 +72,7 @@ func New(tracker *proc.Tracker, opts symbol.Options) *Resolver {
 		tracker: tracker,
 		syms:    symbol.NewCache(opts),
 		images:  map[string]*imageEntry{},
-		cache:   map[frameKey][]agg.Frame{},
+		cache:   map[frameKey]symbolized{},
 		errors:  map[string]string{},
 
 		jitBudget: jit.NewBudget(MaxJITMemory),
@@ -231,23 +231,31 @@ func (r *Resolver) userFrames(pid uint32, t, addr, lookup uint64, out []agg.Fram
 	}
 	key := frameKey{ie, vaddr}
 	r.mu.Lock()
-	frames, hit := r.cache[key]
+	res, hit := r.cache[key]
 	r.mu.Unlock()
 	if !hit {
-		frames = r.symbolize(ie.im, base, vaddr)
+		res = r.symbolize(ie.im, base, vaddr)
 		r.mu.Lock()
-		r.cache[key] = frames
+		r.cache[key] = res
 		r.mu.Unlock()
 	}
-	if len(frames) == 0 {
+	if len(res.frames) == 0 {
 		return unknown(vaddr)
 	}
-	return append(out, frames...), true
+	return append(out, res.frames...), res.named
+}
+
+// symbolized is what the chain found for one address of an image.
+type symbolized struct {
+	frames []agg.Frame // nil: nothing bounds the address
+	named  bool        // false for a function range with no name
 }
 
 // symbolize names vaddr in an image: its inline chain (innermost first) and the function
-// holding it, with source files where DWARF or .gopclntab has them.
-func (r *Resolver) symbolize(im *symbol.Image, base string, vaddr uint64) []agg.Frame {
+// holding it, with source files where DWARF or .gopclntab has them. Code no symbol names
+// is one frame for the function range of .eh_frame holding it, named image+0xSTART after
+// the range's start, so a stripped function's samples add up in one row; it stays unnamed.
+func (r *Resolver) symbolize(im *symbol.Image, base string, vaddr uint64) symbolized {
 	loc := im.Locate(vaddr)
 	var frames []agg.Frame
 	for _, f := range loc.Frames {
@@ -258,8 +266,12 @@ func (r *Resolver) symbolize(im *symbol.Image, base string, vaddr uint64) []agg.
 	}
 	if len(frames) > 0 {
 		frames[len(frames)-1].Inlined = false
+		return symbolized{frames: frames, named: true}
 	}
-	return frames
+	if start, _, ok := im.FuncRange(vaddr); ok {
+		return symbolized{frames: []agg.Frame{{Func: fmt.Sprintf("%s+%#x", base, start), Image: base, Kind: agg.KindUser}}}
+	}
+	return symbolized{}
 }
 
 func (r *Resolver) jitFrames(pid uint32, t, addr uint64, out []agg.Frame) ([]agg.Frame, bool) {

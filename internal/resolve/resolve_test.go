@@ -2,7 +2,10 @@ package resolve
 
 import (
 	"bytes"
+	"debug/elf"
+	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"strings"
@@ -12,6 +15,7 @@ import (
 	"github.com/stax-profiler/stax/internal/proc"
 	"github.com/stax-profiler/stax/internal/record"
 	"github.com/stax-profiler/stax/internal/symbol"
+	"github.com/stax-profiler/stax/internal/symbol/ehframe"
 	"github.com/stax-profiler/stax/internal/symbol/elfsym"
 	"github.com/stax-profiler/stax/internal/testutil"
 	"github.com/stax-profiler/stax/internal/vdso"
@@ -121,6 +125,137 @@ func TestResolvesVDSO(t *testing.T) {
 		}
 		if errs := r.ImageErrors(); len(errs) != 0 {
 			t.Errorf("pid %d: image errors: %v", pid, errs)
+		}
+	}
+}
+
+// strippedProgram builds a program whose static function helper no symbol names once it
+// is stripped, and returns the stripped image, a mapping of its code at a made-up base,
+// the run-time address of a virtual address, and helper's start and size.
+func strippedProgram(t *testing.T) (path string, m proc.Mapping, at func(uint64) uint64, start, size uint64) {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "prog.c")
+	code := `__attribute__((noinline)) static long helper(long n) { long s = 0; for (long i = 0; i < n; i++) s += i * i ^ (s >> 3); return s; }
+int main(int argc, char **argv) { (void)argv; return (int)helper(argc * 1000); }
+`
+	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	full := testutil.CC(t, dir, "prog.full", "gcc", "-O2", src)
+	path = filepath.Join(dir, "prog")
+	testutil.Run(t, "", testutil.RequireTool(t, "strip"), "-o", path, full)
+	ef, err := elf.Open(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	syms, _ := ef.Symbols()
+	for _, s := range syms {
+		if s.Name == "helper" {
+			start, size = s.Value, s.Size
+		}
+	}
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
+			const base = 0x555500000000
+			m = proc.Mapping{Start: base + p.Vaddr&^0xfff, End: base + (p.Vaddr+p.Memsz+0xfff)&^0xfff, Pgoff: p.Off &^ 0xfff, Path: path}
+			at = func(v uint64) uint64 { return m.Start + p.Off + (v - p.Vaddr) - m.Pgoff }
+		}
+	}
+	if start == 0 || at == nil {
+		t.Fatalf("no helper or no code segment in %s", full)
+	}
+	return path, m, at, start, size
+}
+
+// TestResolvesStrippedFunctionRange names addresses no symbol covers after the function
+// range of .eh_frame holding them: one frame for the whole function, counted unresolved
+// (it has no name), whose code for annotate is the whole range; an address no range holds
+// stays its own row.
+func TestResolvesStrippedFunctionRange(t *testing.T) {
+	t.Setenv("STAX_HOME", t.TempDir())
+	path, m, at, start, size := strippedProgram(t)
+	pid := 1 << 30 // past any pid_max: the image is read from its path
+	tr := proc.NewTracker()
+	tr.AddMapping(pid, m)
+	r := New(tr, symbol.Options{NoDebugFiles: true})
+	want := agg.Frame{Func: fmt.Sprintf("prog+%#x", start), Image: "prog", Kind: agg.KindUser}
+	var keys []CodeKey
+	for _, v := range []uint64{start, start + size/2, start + size - 1} {
+		frames, leafFunc, leaf, unresolved := r.Resolve(uint32(pid), 1, []uint64{record.ContextUser, at(v)}, nil)
+		if len(frames) != 1 || frames[0] != want || leafFunc != -1 || leaf != at(v) || unresolved != 1 {
+			t.Errorf("%#x: frames %+v, leaf func %d, %d unresolved; want %+v, unresolved", v, frames, leafFunc, unresolved, want)
+		}
+		keys = append(keys, r.CodeKey(uint32(pid), at(v), 1))
+	}
+	if keys[0] != keys[1] || keys[0] != keys[2] || keys[0].Start != at(start) {
+		t.Errorf("code keys %+v: want one, starting at %#x", keys, at(start))
+	}
+	c := r.CodeFor(uint32(pid), at(start+size/2), 1)
+	if c.Error != "" || c.Start != at(start) || c.Size != size || c.Vaddr != start || c.Path != path {
+		t.Errorf("code %+v: want %#x..%#x of %s", c, start, start+size, path)
+	}
+
+	ef, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	init := ef.Section(".init") // _init, which no symbol (once stripped) and no FDE covers
+	if init == nil {
+		t.Fatal("no .init section")
+	}
+	frames, _, _, unresolved := r.Resolve(uint32(pid), 1, []uint64{record.ContextUser, at(init.Addr + 4)}, nil)
+	if want := (agg.Frame{Func: fmt.Sprintf("prog+%#x", init.Addr+4), Image: "prog", Kind: agg.KindUnknown}); len(frames) != 1 || frames[0] != want || unresolved != 1 {
+		t.Errorf("an address in no range: %+v, %d unresolved; want %+v", frames, unresolved, want)
+	}
+}
+
+// TestResolvesVDSOFunctionRange names an address of the vdso that no symbol covers (the
+// out-of-line clock reading of recent kernels) after its .eh_frame range, and keeps the
+// range's bytes for annotate, from the process's vdso and from stax's own when it is gone.
+func TestResolvesVDSOFunctionRange(t *testing.T) {
+	t.Setenv("STAX_HOME", t.TempDir())
+	m, _, _ := vdsoFunction(t)
+	own, _ := vdso.Self()
+	im, err := elfsym.Load(bytes.NewReader(own), vdso.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := ehframe.Read(bytes.NewReader(own))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fn ehframe.Range
+	for _, r := range rs {
+		if _, ok := im.Lookup(r.Start); !ok {
+			fn = r
+		}
+	}
+	if fn.Start == 0 {
+		t.Skipf("every function of this kernel's vdso has a symbol: %x", rs)
+	}
+	var load elfsym.Segment
+	for _, l := range im.Loads {
+		if fn.Start >= l.Vaddr && fn.Start < l.Vaddr+l.Filesz {
+			load = l
+		}
+	}
+	at := func(v uint64) uint64 { return m.Start + v - load.Vaddr + load.Off }
+	for _, pid := range []int{os.Getpid(), 1 << 30} {
+		tr := proc.NewTracker()
+		tr.AddMapping(pid, m)
+		r := New(tr, symbol.Options{NoDebugFiles: true})
+		frames, _, _, unresolved := r.Resolve(uint32(pid), 1, []uint64{record.ContextUser, at(fn.End - 1)}, nil)
+		want := agg.Frame{Func: fmt.Sprintf("[vdso]+%#x", fn.Start), Image: vdso.Name, Kind: agg.KindUser}
+		if len(frames) != 1 || frames[0] != want || unresolved != 1 {
+			t.Errorf("pid %d: frames %+v, %d unresolved; want %+v", pid, frames, unresolved, want)
+		}
+		c := r.CodeFor(uint32(pid), at(fn.End-1), 1)
+		off := fn.Start - load.Vaddr + load.Off
+		if c.Error != "" || c.Start != at(fn.Start) || c.Size != fn.End-fn.Start || c.Origin != "vdso" || !bytes.Equal(c.Bytes, own[off:off+c.Size]) {
+			t.Errorf("pid %d: code %+v, want the range %x's bytes", pid, c, fn)
 		}
 	}
 }

@@ -11,7 +11,8 @@
 // The work is split over subpackages: elfsym (ELF symbols, build-id,
 // address translation), dwarfline (DWARF lines and inline chains),
 // debugfile (separate debug files), debuginfod (download of debug files),
-// kallsyms (kernel symbols) and demangle (C++ and Rust names).
+// kallsyms (kernel symbols), demangle (C++ and Rust names) and ehframe (the
+// function ranges of .eh_frame, which bound code no symbol names).
 package symbol
 
 import (
@@ -19,10 +20,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"debug/dwarf"
+	"debug/elf"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -30,6 +34,7 @@ import (
 	"github.com/stax-profiler/stax/internal/symbol/debugfile"
 	"github.com/stax-profiler/stax/internal/symbol/demangle"
 	"github.com/stax-profiler/stax/internal/symbol/dwarfline"
+	"github.com/stax-profiler/stax/internal/symbol/ehframe"
 	"github.com/stax-profiler/stax/internal/symbol/elfsym"
 	"github.com/stax-profiler/stax/internal/symbol/kallsyms"
 )
@@ -104,6 +109,11 @@ type Image struct {
 	dw     *dwarfline.Table
 	dwErr  error
 	dwPath string
+
+	mem       []byte  // the image's bytes, for an image read from memory
+	file      fileKey // the file it was loaded from, to tell it from a replacement
+	rangeOnce sync.Once
+	ranges    []ehframe.Range // .eh_frame's function ranges in executable segments
 }
 
 // ELF returns the image's symbol data.
@@ -132,6 +142,46 @@ func (im *Image) Symbol(vaddr uint64) (Symbol, bool) {
 		return Symbol{}, false
 	}
 	return Symbol{Name: im.name(s.Name), Raw: s.Name, Start: s.Addr, Size: s.Size}, true
+}
+
+// FuncRange returns the function range holding vaddr that the image's .eh_frame describes
+// (an FDE's start and end): code no symbol names is still bounded by it. The ranges are
+// read on first use, from the file the image was loaded from (unless it has been replaced
+// since) or the bytes it was read from.
+func (im *Image) FuncRange(vaddr uint64) (start, end uint64, ok bool) {
+	im.rangeOnce.Do(im.loadRanges)
+	r, ok := ehframe.Find(im.ranges, vaddr)
+	return r.Start, r.End, ok
+}
+
+func (im *Image) loadRanges() {
+	var r io.ReaderAt = bytes.NewReader(im.mem)
+	if im.mem == nil {
+		f, err := os.Open(im.Path)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		if len(im.BuildID) > 0 {
+			if id, err := debugfile.BuildID(f); err != nil || !bytes.Equal(id, im.BuildID) {
+				return
+			}
+		} else if k, err := statKey(im.Path); err != nil || k != im.file {
+			return
+		}
+		r = f
+	}
+	rs, _ := ehframe.Read(r)
+	kept := rs[:0]
+	for _, x := range rs {
+		for _, s := range im.elf.Loads {
+			if s.Flags&elf.PF_X != 0 && x.Start >= s.Vaddr && x.End <= s.Vaddr+s.Memsz {
+				kept = append(kept, x)
+				break
+			}
+		}
+	}
+	im.ranges = slices.Clip(kept)
 }
 
 // DWARF returns the image's DWARF table, loading it on first use.
@@ -385,7 +435,7 @@ func (c *Cache) OpenMemory(name string, data []byte) (*Image, error) {
 		key = fmt.Sprintf("build-id:%x", el.BuildID)
 	}
 	return c.get(key, func() (*Image, error) {
-		im := &Image{Path: name, BuildID: el.BuildID, elf: el, opts: &c.opts}
+		im := &Image{Path: name, BuildID: el.BuildID, elf: el, opts: &c.opts, mem: data}
 		if !c.opts.NoDebugFiles && !el.HasDWARF && len(el.BuildID) > 0 {
 			if dbg, err := c.findDebug(el); err != nil {
 				im.DebugErr = err
@@ -447,6 +497,9 @@ func (c *Cache) load(path string) (*Image, error) {
 		return nil, err
 	}
 	im := &Image{Path: path, BuildID: el.BuildID, elf: el, opts: &c.opts}
+	if len(el.BuildID) == 0 {
+		im.file, _ = statKey(path)
+	}
 	if mini, err := miniDebugInfo(path); err != nil {
 		im.DebugErr = err
 	} else if mini != nil {
