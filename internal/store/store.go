@@ -3,13 +3,22 @@
 //
 // A saved run is a 24-byte header (magic "STAXRUN\x00", format version u32, CRC-32C of the
 // payload u32, payload length u64, little-endian) followed by the payload: the meta section
-// (u32 length, JSON: the run's meta, and under "layout" the sizes of what follows), then a
-// gzip stream of the JSON body (stacks, names, threads, JIT sources, code) and the binary
-// sample series (series.go). Readers decode the gzip stream as a stream, bounded by the
-// declared layout, by the payload's size and by the compressed bytes read so far
-// (decode.go), and check every index, so a damaged or hostile file gives an error after
-// little work, never a crash; versions 1 (JSON only) and 2 (no binary series), and files
-// of version 3 written before the layout, are still read.
+// (u32 length, JSON: the run's meta, a summary of what status shows, and under "layout" the
+// sizes of what follows), then one gzip stream of, in order (format 4):
+//
+//   - the JSON body: frames, threads, JIT sources;
+//   - the counts (counts.go): stacks and entries, binary;
+//   - the series (series.go): key entries and sample chunks, binary; in the run store's own
+//     copy, chunks already in the run's samples file (samples.go) are listed by reference;
+//   - the code: a JSON array.
+//
+// A reader stops where the parts it needs end: status reads the meta section alone, top and
+// flame the body and counts, windows and timelines the series too, annotate everything.
+// Readers decode the gzip stream as a stream, bounded by the declared layout, by the
+// payload's size and by the compressed bytes read so far (decode.go), and check every
+// index, so a damaged or hostile file gives an error after little work, never a crash;
+// versions 1 (JSON only), 2 (no binary series) and 3 (stacks, entries, key entries and code
+// in the JSON body), with or without a layout, are still read.
 package store
 
 import (
