@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/stax-profiler/stax/internal/dwarfenc"
 )
 
 // Bounds on foreign CFI bytes.
@@ -58,135 +60,8 @@ type fde struct {
 
 var errCFI = errors.New("malformed call frame information")
 
-type cfiReader struct {
-	b   []byte
-	off int
-	bad bool
-}
-
-func (r *cfiReader) u8() byte {
-	if r.off >= len(r.b) {
-		r.bad = true
-		return 0
-	}
-	v := r.b[r.off]
-	r.off++
-	return v
-}
-
-func (r *cfiReader) fixed(n int) uint64 {
-	if n < 0 || r.off+n > len(r.b) || r.off+n < r.off {
-		r.bad = true
-		r.off = len(r.b)
-		return 0
-	}
-	var v uint64
-	switch n {
-	case 1:
-		v = uint64(r.b[r.off])
-	case 2:
-		v = uint64(binary.LittleEndian.Uint16(r.b[r.off:]))
-	case 4:
-		v = uint64(binary.LittleEndian.Uint32(r.b[r.off:]))
-	case 8:
-		v = binary.LittleEndian.Uint64(r.b[r.off:])
-	}
-	r.off += n
-	return v
-}
-
-func (r *cfiReader) uleb() uint64 {
-	var v uint64
-	var shift uint
-	for {
-		c := r.u8()
-		if r.bad {
-			return 0
-		}
-		if shift < 64 {
-			v |= uint64(c&0x7f) << shift
-		}
-		shift += 7
-		if c&0x80 == 0 {
-			return v
-		}
-	}
-}
-
-func (r *cfiReader) sleb() int64 {
-	var v int64
-	var shift uint
-	var c byte
-	for {
-		c = r.u8()
-		if r.bad {
-			return 0
-		}
-		if shift < 64 {
-			v |= int64(c&0x7f) << shift
-		}
-		shift += 7
-		if c&0x80 == 0 {
-			break
-		}
-	}
-	if shift < 64 && c&0x40 != 0 {
-		v |= -1 << shift
-	}
-	return v
-}
-
-// Pointer encodings (DW_EH_PE_*).
-const (
-	peAbsptr  = 0x00
-	peUleb    = 0x01
-	peUdata2  = 0x02
-	peUdata4  = 0x03
-	peUdata8  = 0x04
-	peSleb    = 0x09
-	peSdata2  = 0x0a
-	peSdata4  = 0x0b
-	peSdata8  = 0x0c
-	pePcrel   = 0x10
-	peDatarel = 0x30
-	peOmit    = 0xff
-)
-
-// ptr reads an encoded pointer; secAddr is the address of r.b[0].
-func (r *cfiReader) ptr(enc byte, secAddr uint64) uint64 {
-	if enc == peOmit {
-		return 0
-	}
-	pos := secAddr + uint64(r.off)
-	var v uint64
-	switch enc & 0x0f {
-	case peAbsptr, peUdata8, peSdata8:
-		v = r.fixed(8)
-	case peUleb:
-		v = r.uleb()
-	case peSleb:
-		v = uint64(r.sleb())
-	case peUdata2:
-		v = r.fixed(2)
-	case peSdata2:
-		v = uint64(int64(int16(r.fixed(2))))
-	case peUdata4:
-		v = r.fixed(4)
-	case peSdata4:
-		v = uint64(int64(int32(r.fixed(4))))
-	default:
-		r.bad = true
-		return 0
-	}
-	switch enc & 0x70 {
-	case 0:
-	case pePcrel:
-		v += pos
-	default:
-		r.bad = true // textrel/datarel/funcrel do not occur in FDE ranges on x86-64
-	}
-	return v
-}
+// cfiReader reads the values of call-frame information (see dwarfenc).
+type cfiReader struct{ dwarfenc.Reader }
 
 // ParseEHFrame parses an .eh_frame section whose first byte is at address secAddr.
 func ParseEHFrame(data []byte, secAddr uint64) (*Table, error) {
@@ -268,26 +143,26 @@ func parse(data []byte, secAddr uint64, debug bool) (*Table, error) {
 			break
 		}
 		c := &t.cies[ci]
-		r := cfiReader{b: data[:end], off: body + 4}
+		r := cfiReader{dwarfenc.Reader{B: data[:end], Off: body + 4}}
 		enc := c.fdeEnc
 		if debug {
-			enc = peUdata8
+			enc = dwarfenc.PEUdata8
 		}
-		pcStart := r.ptr(enc, secAddr)
-		pcLen := r.ptr(enc&0x0f, 0)
+		pcStart := r.Ptr(enc, secAddr, 8)
+		pcLen := r.Ptr(enc&0x0f, 0, 8)
 		if c.hasAug {
-			n := r.uleb()
-			if n > uint64(end-r.off) {
-				r.bad = true
+			n := r.Uleb()
+			if n > uint64(end-r.Off) {
+				r.Bad = true
 			} else {
-				r.off += int(n)
+				r.Off += int(n)
 			}
 		}
-		if r.bad || pcStart+pcLen < pcStart {
+		if r.Bad || pcStart+pcLen < pcStart {
 			t.Complete = false
 			continue
 		}
-		t.fdes = append(t.fdes, fde{start: pcStart, end: pcStart + pcLen, cie: ci, ins: uint32(r.off), insE: uint32(end)})
+		t.fdes = append(t.fdes, fde{start: pcStart, end: pcStart + pcLen, cie: ci, ins: uint32(r.Off), insE: uint32(end)})
 	}
 	sort.Slice(t.fdes, func(i, j int) bool { return t.fdes[i].start < t.fdes[j].start })
 	if len(t.cies) == 0 && len(data) > 0 && !t.Complete {
@@ -312,59 +187,59 @@ func (t *Table) cieAtOffset(pos int) (cie, bool) {
 }
 
 func parseCIE(b []byte, off int, secAddr uint64, debug bool) (cie, bool) {
-	r := cfiReader{b: b, off: off}
-	version := r.u8()
-	augStart := r.off
-	for r.off < len(b) && b[r.off] != 0 {
-		r.off++
+	r := cfiReader{dwarfenc.Reader{B: b, Off: off}}
+	version := r.U8()
+	augStart := r.Off
+	for r.Off < len(b) && b[r.Off] != 0 {
+		r.Off++
 	}
-	aug := string(b[augStart:min(r.off, len(b))])
-	r.off++
-	c := cie{fdeEnc: peAbsptr}
+	aug := string(b[augStart:min(r.Off, len(b))])
+	r.Off++
+	c := cie{fdeEnc: dwarfenc.PEAbsptr}
 	if version >= 4 {
-		r.u8() // address size
-		r.u8() // segment selector size
+		r.U8() // address size
+		r.U8() // segment selector size
 	}
-	c.codeAlign = r.uleb()
-	c.dataAlign = r.sleb()
+	c.codeAlign = r.Uleb()
+	c.dataAlign = r.Sleb()
 	if version == 1 {
-		c.raReg = uint64(r.u8())
+		c.raReg = uint64(r.U8())
 	} else {
-		c.raReg = r.uleb()
+		c.raReg = r.Uleb()
 	}
 	if len(aug) > 0 && aug[0] == 'z' {
 		c.hasAug = true
-		n := r.uleb()
-		augEnd := r.off + int(n)
+		n := r.Uleb()
+		augEnd := r.Off + int(n)
 		if n > uint64(len(b)) || augEnd > len(b) {
 			return cie{}, false
 		}
 		for _, ch := range aug[1:] {
 			switch ch {
 			case 'R':
-				c.fdeEnc = r.u8()
+				c.fdeEnc = r.U8()
 			case 'P':
-				e := r.u8()
-				r.ptr(e&0x7f, secAddr) // personality: skip (indirect bit cleared)
+				e := r.U8()
+				r.Ptr(e&0x7f, secAddr, 8) // personality: skip (indirect bit cleared)
 			case 'L':
-				r.u8()
+				r.U8()
 			case 'S':
 				c.signal = true
 			case 'B':
 			default:
-				r.off = augEnd // unknown letters: the length lets us skip them
+				r.Off = augEnd // unknown letters: the length lets us skip them
 			}
 		}
-		r.off = augEnd
+		r.Off = augEnd
 	} else if aug == "eh" {
-		r.fixed(8)
+		r.Fixed(8)
 	} else if aug != "" {
 		return cie{}, false
 	}
-	if r.bad || r.off > len(b) {
+	if r.Bad || r.Off > len(b) {
 		return cie{}, false
 	}
-	c.ins, c.end = uint32(r.off), uint32(len(b))
+	c.ins, c.end = uint32(r.Off), uint32(len(b))
 	_ = debug
 	return c, true
 }

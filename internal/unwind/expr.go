@@ -1,6 +1,10 @@
 package unwind
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/stax-profiler/stax/internal/dwarfenc"
+)
 
 func unsafePtr(t *Table) unsafe.Pointer { return unsafe.Pointer(t) }
 
@@ -20,12 +24,12 @@ func evalExpr(expr []byte, f *frameRegs, mem *memory, cfa uint64, pushCFA bool) 
 	if pushCFA {
 		push(cfa)
 	}
-	r := cfiReader{b: expr}
-	for ops := 0; r.off < len(expr); ops++ {
-		if ops >= maxExprOps || r.bad {
+	r := cfiReader{dwarfenc.Reader{B: expr}}
+	for ops := 0; r.Off < len(expr); ops++ {
+		if ops >= maxExprOps || r.Bad {
 			return 0, EndBadMemory
 		}
-		op := r.u8()
+		op := r.U8()
 		switch {
 		case op >= 0x30 && op <= 0x4f: // lit0..31
 			if !push(uint64(op - 0x30)) {
@@ -33,15 +37,15 @@ func evalExpr(expr []byte, f *frameRegs, mem *memory, cfa uint64, pushCFA bool) 
 			}
 			continue
 		case op >= 0x70 && op <= 0x8f: // breg0..31
-			off := r.sleb()
+			off := r.Sleb()
 			v, ok := regValue(f, op-0x70)
 			if !ok || !push(v+uint64(off)) {
 				return 0, EndBadMemory
 			}
 			continue
 		case op == 0x92: // bregx
-			reg := r.uleb()
-			off := r.sleb()
+			reg := r.Uleb()
+			off := r.Sleb()
 			v, ok := regValue(f, uint8(min(reg, 255)))
 			if !ok || !push(v+uint64(off)) {
 				return 0, EndBadMemory
@@ -52,23 +56,23 @@ func evalExpr(expr []byte, f *frameRegs, mem *memory, cfa uint64, pushCFA bool) 
 		binary := false
 		switch op {
 		case 0x08: // const1u
-			v = r.fixed(1)
+			v = r.Fixed(1)
 		case 0x09:
-			v = uint64(int64(int8(r.fixed(1))))
+			v = uint64(int64(int8(r.Fixed(1))))
 		case 0x0a:
-			v = r.fixed(2)
+			v = r.Fixed(2)
 		case 0x0b:
-			v = uint64(int64(int16(r.fixed(2))))
+			v = uint64(int64(int16(r.Fixed(2))))
 		case 0x0c:
-			v = r.fixed(4)
+			v = r.Fixed(4)
 		case 0x0d:
-			v = uint64(int64(int32(r.fixed(4))))
+			v = uint64(int64(int32(r.Fixed(4))))
 		case 0x0e, 0x0f:
-			v = r.fixed(8)
+			v = r.Fixed(8)
 		case 0x10:
-			v = r.uleb()
+			v = r.Uleb()
 		case 0x11:
-			v = uint64(r.sleb())
+			v = uint64(r.Sleb())
 		case 0x06: // deref
 			if n < 1 {
 				return 0, EndBadMemory
@@ -94,7 +98,7 @@ func evalExpr(expr []byte, f *frameRegs, mem *memory, cfa uint64, pushCFA bool) 
 			if n < 1 {
 				return 0, EndBadMemory
 			}
-			st[n-1] += r.uleb()
+			st[n-1] += r.Uleb()
 			continue
 		case 0x96: // nop
 			continue
@@ -155,7 +159,7 @@ func evalExpr(expr []byte, f *frameRegs, mem *memory, cfa uint64, pushCFA bool) 
 		n--
 		st[n-1] = res
 	}
-	if n < 1 || r.bad {
+	if n < 1 || r.Bad {
 		return 0, EndBadMemory
 	}
 	return st[n-1], EndComplete

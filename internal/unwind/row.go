@@ -1,5 +1,7 @@
 package unwind
 
+import "github.com/stax-profiler/stax/internal/dwarfenc"
+
 // Rule kinds for a register or the CFA.
 const (
 	ruleUndef    uint8 = iota // register: not recoverable (for the return address: end of stack)
@@ -55,7 +57,7 @@ func (t *Table) exec(rw *row, c *cie, initial *regState, ins, end uint32, loc, p
 	if int(end) > len(t.data) || ins > end {
 		return false
 	}
-	r := cfiReader{b: t.data[:end], off: int(ins)}
+	r := cfiReader{dwarfenc.Reader{B: t.data[:end], Off: int(ins)}}
 	var stack [maxRememberDep]row
 	depth := 0
 	setReg := func(reg uint64, ru rule) {
@@ -81,11 +83,11 @@ func (t *Table) exec(rw *row, c *cie, initial *regState, ins, end uint32, loc, p
 		loc += delta * c.codeAlign
 		return loc > pc
 	}
-	for n := 0; r.off < len(r.b); n++ {
-		if n >= maxCFIOps || r.bad {
+	for n := 0; r.Off < len(r.B); n++ {
+		if n >= maxCFIOps || r.Bad {
 			return false
 		}
-		op := r.u8()
+		op := r.U8()
 		switch op >> 6 {
 		case 1: // DW_CFA_advance_loc
 			if advance(uint64(op & 0x3f)) {
@@ -93,7 +95,7 @@ func (t *Table) exec(rw *row, c *cie, initial *regState, ins, end uint32, loc, p
 			}
 			continue
 		case 2: // DW_CFA_offset
-			setReg(uint64(op&0x3f), rule{kind: ruleOffset, off: int64(r.uleb()) * c.dataAlign})
+			setReg(uint64(op&0x3f), rule{kind: ruleOffset, off: int64(r.Uleb()) * c.dataAlign})
 			continue
 		case 3: // DW_CFA_restore
 			restore(uint64(op & 0x3f))
@@ -102,34 +104,34 @@ func (t *Table) exec(rw *row, c *cie, initial *regState, ins, end uint32, loc, p
 		switch op {
 		case 0x00: // nop
 		case 0x01: // set_loc
-			loc = r.ptr(c.fdeEnc, t.secAddr)
+			loc = r.Ptr(c.fdeEnc, t.secAddr, 8)
 			if loc > pc {
 				return true
 			}
 		case 0x02:
-			if advance(r.fixed(1)) {
+			if advance(r.Fixed(1)) {
 				return true
 			}
 		case 0x03:
-			if advance(r.fixed(2)) {
+			if advance(r.Fixed(2)) {
 				return true
 			}
 		case 0x04:
-			if advance(r.fixed(4)) {
+			if advance(r.Fixed(4)) {
 				return true
 			}
 		case 0x05: // offset_extended
-			reg := r.uleb()
-			setReg(reg, rule{kind: ruleOffset, off: int64(r.uleb()) * c.dataAlign})
+			reg := r.Uleb()
+			setReg(reg, rule{kind: ruleOffset, off: int64(r.Uleb()) * c.dataAlign})
 		case 0x06: // restore_extended
-			restore(r.uleb())
+			restore(r.Uleb())
 		case 0x07: // undefined
-			setReg(r.uleb(), rule{kind: ruleUndef})
+			setReg(r.Uleb(), rule{kind: ruleUndef})
 		case 0x08: // same_value
-			setReg(r.uleb(), rule{kind: ruleSame})
+			setReg(r.Uleb(), rule{kind: ruleSame})
 		case 0x09: // register
-			reg := r.uleb()
-			src := r.uleb()
+			reg := r.Uleb()
+			src := r.Uleb()
 			setReg(reg, rule{kind: ruleReg, reg: uint8(min(src, 255))})
 		case 0x0a: // remember_state
 			if depth >= maxRememberDep {
@@ -146,57 +148,57 @@ func (t *Table) exec(rw *row, c *cie, initial *regState, ins, end uint32, loc, p
 			*rw = stack[depth]
 			rw.signal = sig
 		case 0x0c: // def_cfa
-			reg := r.uleb()
-			rw.cfa = rule{kind: ruleOffset, reg: uint8(min(reg, 255)), off: int64(r.uleb())}
+			reg := r.Uleb()
+			rw.cfa = rule{kind: ruleOffset, reg: uint8(min(reg, 255)), off: int64(r.Uleb())}
 		case 0x0d: // def_cfa_register
-			rw.cfa.reg = uint8(min(r.uleb(), 255))
+			rw.cfa.reg = uint8(min(r.Uleb(), 255))
 			if rw.cfa.kind != ruleOffset {
 				rw.cfa.kind = ruleOffset
 				rw.cfa.off = 0
 			}
 		case 0x0e: // def_cfa_offset
-			rw.cfa.off = int64(r.uleb())
+			rw.cfa.off = int64(r.Uleb())
 		case 0x0f: // def_cfa_expression
 			rw.cfa = rule{kind: ruleExpr, expr: r.block()}
 		case 0x10: // expression
-			reg := r.uleb()
+			reg := r.Uleb()
 			setReg(reg, rule{kind: ruleExpr, expr: r.block()})
 		case 0x11: // offset_extended_sf
-			reg := r.uleb()
-			setReg(reg, rule{kind: ruleOffset, off: r.sleb() * c.dataAlign})
+			reg := r.Uleb()
+			setReg(reg, rule{kind: ruleOffset, off: r.Sleb() * c.dataAlign})
 		case 0x12: // def_cfa_sf
-			reg := r.uleb()
-			rw.cfa = rule{kind: ruleOffset, reg: uint8(min(reg, 255)), off: r.sleb() * c.dataAlign}
+			reg := r.Uleb()
+			rw.cfa = rule{kind: ruleOffset, reg: uint8(min(reg, 255)), off: r.Sleb() * c.dataAlign}
 		case 0x13: // def_cfa_offset_sf
-			rw.cfa.off = r.sleb() * c.dataAlign
+			rw.cfa.off = r.Sleb() * c.dataAlign
 		case 0x14: // val_offset
-			reg := r.uleb()
-			setReg(reg, rule{kind: ruleValOff, off: int64(r.uleb()) * c.dataAlign})
+			reg := r.Uleb()
+			setReg(reg, rule{kind: ruleValOff, off: int64(r.Uleb()) * c.dataAlign})
 		case 0x15: // val_offset_sf
-			reg := r.uleb()
-			setReg(reg, rule{kind: ruleValOff, off: r.sleb() * c.dataAlign})
+			reg := r.Uleb()
+			setReg(reg, rule{kind: ruleValOff, off: r.Sleb() * c.dataAlign})
 		case 0x16: // val_expression
-			reg := r.uleb()
+			reg := r.Uleb()
 			setReg(reg, rule{kind: ruleValExpr, expr: r.block()})
 		case 0x2e: // GNU_args_size
-			r.uleb()
+			r.Uleb()
 		case 0x2f: // GNU_negative_offset_extended
-			reg := r.uleb()
-			setReg(reg, rule{kind: ruleOffset, off: -int64(r.uleb()) * c.dataAlign})
+			reg := r.Uleb()
+			setReg(reg, rule{kind: ruleOffset, off: -int64(r.Uleb()) * c.dataAlign})
 		default:
 			return false
 		}
 	}
-	return !r.bad
+	return !r.Bad
 }
 
 func (r *cfiReader) block() []byte {
-	n := r.uleb()
-	if r.bad || n > uint64(len(r.b)-r.off) {
-		r.bad = true
+	n := r.Uleb()
+	if r.Bad || n > uint64(len(r.B)-r.Off) {
+		r.Bad = true
 		return nil
 	}
-	b := r.b[r.off : r.off+int(n) : r.off+int(n)]
-	r.off += int(n)
+	b := r.B[r.Off : r.Off+int(n) : r.Off+int(n)]
+	r.Off += int(n)
 	return b
 }

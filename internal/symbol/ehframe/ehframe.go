@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/stax-profiler/stax/internal/dwarfenc"
 )
 
 // Bounds on foreign bytes.
@@ -27,21 +29,6 @@ type Range struct{ Start, End uint64 }
 
 // ErrDamaged says an .eh_frame could not be read to its end.
 var ErrDamaged = errors.New("damaged .eh_frame")
-
-// Pointer encodings (DW_EH_PE_*).
-const (
-	peAbsptr = 0x00
-	peUleb   = 0x01
-	peUdata2 = 0x02
-	peUdata4 = 0x03
-	peUdata8 = 0x04
-	peSleb   = 0x09
-	peSdata2 = 0x0a
-	peSdata4 = 0x0b
-	peSdata8 = 0x0c
-	pePcrel  = 0x10
-	peOmit   = 0xff
-)
 
 // Parse returns the ranges of the FDEs of an .eh_frame section whose first byte is at
 // address secAddr, with pointers of ptrSize bytes (8 for ELF64, 4 for ELF32), sorted by
@@ -100,10 +87,10 @@ func Parse(data []byte, secAddr uint64, ptrSize int) ([]Range, error) {
 		if !ok {
 			continue
 		}
-		r := reader{b: data[:end], off: body + 4}
-		start := r.ptr(enc, secAddr, ptrSize)
-		n := r.ptr(enc&0x0f, 0, ptrSize)
-		if r.bad || n == 0 || n > maxRange || start == 0 || start+n < start {
+		r := reader{dwarfenc.Reader{B: data[:end], Off: body + 4}}
+		start := r.Ptr(enc, secAddr, ptrSize)
+		n := r.Ptr(enc&0x0f, 0, ptrSize)
+		if r.Bad || n == 0 || n > maxRange || start == 0 || start+n < start {
 			continue
 		}
 		if len(out) >= MaxRanges {
@@ -166,166 +153,56 @@ func (p *parser) readCIE(pos int) (byte, bool) {
 	if binary.LittleEndian.Uint32(d[pos+4:]) != 0 {
 		return 0, false
 	}
-	r := reader{b: d[:end], off: pos + 8}
-	version := r.u8()
-	i := bytes.IndexByte(d[r.off:end], 0)
+	r := reader{dwarfenc.Reader{B: d[:end], Off: pos + 8}}
+	version := r.U8()
+	i := bytes.IndexByte(d[r.Off:end], 0)
 	if i < 0 {
 		return 0, false
 	}
-	aug := d[r.off : r.off+i]
-	r.off += i + 1
+	aug := d[r.Off : r.Off+i]
+	r.Off += i + 1
 	if version >= 4 {
-		r.u8() // address size
-		r.u8() // segment selector size
+		r.U8() // address size
+		r.U8() // segment selector size
 	}
-	r.uleb() // code alignment
-	r.sleb() // data alignment
+	r.Uleb() // code alignment
+	r.Sleb() // data alignment
 	if version == 1 {
-		r.u8()
+		r.U8()
 	} else {
-		r.uleb() // return address register
+		r.Uleb() // return address register
 	}
-	enc := byte(peAbsptr)
+	enc := byte(dwarfenc.PEAbsptr)
 	switch {
 	case len(aug) > 0 && aug[0] == 'z':
-		n := r.uleb()
-		if r.bad || n > uint64(end-r.off) {
+		n := r.Uleb()
+		if r.Bad || n > uint64(end-r.Off) {
 			return 0, false
 		}
 		for _, ch := range aug[1:] {
 			switch ch {
 			case 'R':
-				enc = r.u8()
-				return enc, !r.bad && enc != peOmit
+				enc = r.U8()
+				return enc, !r.Bad && enc != dwarfenc.PEOmit
 			case 'P':
-				r.ptr(r.u8()&0x0f, 0, p.ptrSize) // the personality routine: skipped
+				r.Ptr(r.U8()&0x0f, 0, p.ptrSize) // the personality routine: skipped
 			case 'L':
-				r.u8()
+				r.U8()
 			case 'S', 'B':
 			default:
 				return 0, false // an unknown letter: where 'R' would be is unknown
 			}
 		}
 	case string(aug) == "eh":
-		r.fixed(p.ptrSize)
+		r.Fixed(p.ptrSize)
 	case len(aug) > 0:
 		return 0, false
 	}
-	return enc, !r.bad
+	return enc, !r.Bad
 }
 
-// reader reads little-endian DWARF values, marking itself bad rather than reading past b.
-type reader struct {
-	b   []byte
-	off int
-	bad bool
-}
-
-func (r *reader) u8() byte {
-	if r.off < 0 || r.off >= len(r.b) {
-		r.bad = true
-		return 0
-	}
-	v := r.b[r.off]
-	r.off++
-	return v
-}
-
-func (r *reader) fixed(n int) uint64 {
-	if r.off < 0 || n > len(r.b)-r.off {
-		r.bad = true
-		r.off = len(r.b)
-		return 0
-	}
-	var v uint64
-	switch n {
-	case 2:
-		v = uint64(binary.LittleEndian.Uint16(r.b[r.off:]))
-	case 4:
-		v = uint64(binary.LittleEndian.Uint32(r.b[r.off:]))
-	case 8:
-		v = binary.LittleEndian.Uint64(r.b[r.off:])
-	}
-	r.off += n
-	return v
-}
-
-func (r *reader) uleb() uint64 {
-	var v uint64
-	for shift := uint(0); ; shift += 7 {
-		c := r.u8()
-		if r.bad {
-			return 0
-		}
-		if shift < 64 {
-			v |= uint64(c&0x7f) << shift
-		}
-		if c&0x80 == 0 {
-			return v
-		}
-	}
-}
-
-func (r *reader) sleb() int64 {
-	var v int64
-	shift := uint(0)
-	for {
-		c := r.u8()
-		if r.bad {
-			return 0
-		}
-		if shift < 64 {
-			v |= int64(c&0x7f) << shift
-		}
-		shift += 7
-		if c&0x80 == 0 {
-			if shift < 64 && c&0x40 != 0 {
-				v |= -1 << shift
-			}
-			return v
-		}
-	}
-}
-
-// ptr reads a pointer encoded as enc; base is the address of r.b[0] for pc-relative ones.
-// Encodings an FDE's range never uses on Linux (relative to text, data or a function,
-// indirect) mark the reader bad.
-func (r *reader) ptr(enc byte, base uint64, ptrSize int) uint64 {
-	at := base + uint64(r.off)
-	var v uint64
-	switch enc & 0x0f {
-	case peAbsptr:
-		v = r.fixed(ptrSize)
-	case peUleb:
-		v = r.uleb()
-	case peSleb:
-		v = uint64(r.sleb())
-	case peUdata2:
-		v = r.fixed(2)
-	case peSdata2:
-		v = uint64(int64(int16(r.fixed(2))))
-	case peUdata4:
-		v = r.fixed(4)
-	case peSdata4:
-		v = uint64(int64(int32(r.fixed(4))))
-	case peUdata8, peSdata8:
-		v = r.fixed(8)
-	default:
-		r.bad = true
-		return 0
-	}
-	switch enc & 0xf0 {
-	case 0:
-	case pePcrel:
-		v += at
-	default:
-		r.bad = true
-	}
-	if ptrSize == 4 {
-		v &= 0xffffffff
-	}
-	return v
-}
+// reader reads the values of call-frame information (see dwarfenc).
+type reader struct{ dwarfenc.Reader }
 
 // Read reads the FDE ranges of the ELF image r holds, as Load does.
 func Read(r io.ReaderAt) (rs []Range, err error) {
