@@ -28,7 +28,8 @@ import (
 //     are dropped, and the callees of the inner appearance become the outer one's.
 //
 // Frames keep their ids (the rewritten profile shares the frame table), so what refers to
-// frames (LeafFunc, a run's code) stays valid.
+// frames (LeafFunc, a run's code) stays valid; entries keep their leaf address and leaf
+// function, which say where the sample landed whatever its stack became.
 type Transform struct {
 	Focus          *regexp.Regexp
 	Ignore         *regexp.Regexp
