@@ -1,6 +1,8 @@
 package agg
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -184,71 +186,150 @@ type flatNode struct {
 // (0: all) and to nodes with at least thresholdPct of the samples. It works on a flat node
 // table with one index, and makes output nodes only for what survives the pruning.
 func Flame(p *Profile, f Filter, depth int, thresholdPct float64) (*FlameNode, uint64) {
-	perStack := make(map[uint32]uint64, len(p.Stacks))
+	return flame(p, f, depth, thresholdPct, false)
+}
+
+// InvertedFlame builds the tree bottom-up: the leaf functions (where samples landed) under
+// the root, each with its callers below it, pruned as Flame. A node's Self counts the
+// samples whose stack ends there (the function is their outermost frame).
+func InvertedFlame(p *Profile, f Filter, depth int, thresholdPct float64) (*FlameNode, uint64) {
+	return flame(p, f, depth, thresholdPct, true)
+}
+
+func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool) (*FlameNode, uint64) {
+	perStack := make([]uint64, len(p.Stacks))
 	var total uint64
+	frames := 0
 	for i := range p.Entries {
 		e := &p.Entries[i]
-		if f.keep(e) {
+		if f.keep(e) && int(e.Stack) < len(perStack) {
+			if perStack[e.Stack] == 0 {
+				frames += len(p.Stacks[e.Stack])
+			}
 			perStack[e.Stack] += e.Count
 			total += e.Count
 		}
 	}
-	nodes := []flatNode{{parent: -1}}
-	index := make(map[uint64]int32, len(perStack)*4)
-	for sid, count := range perStack {
-		stack := p.Stacks[sid]
-		n := int32(0)
-		nodes[0].total += count
-		level := 0
-		for j := len(stack) - 1; j >= 0; j-- {
-			if depth > 0 && level >= depth {
-				break
-			}
-			key := uint64(n)<<32 | uint64(stack[j])
-			c, ok := index[key]
-			if !ok {
-				c = int32(len(nodes))
-				nodes = append(nodes, flatNode{frame: stack[j], parent: n})
-				index[key] = c
-			}
-			nodes[c].total += count
-			n = c
-			level++
-		}
-		if level == len(stack) {
-			nodes[n].self += count
-		}
+
+	// Each sampled stack as a path from the tree's root, cut to depth; sorted, paths with a
+	// common beginning are neighbours, so the tree is built in one pass without an index.
+	type path struct {
+		frames []uint32
+		count  uint64
+		whole  bool // not cut: its last frame gets the samples as self
 	}
-	root := &FlameNode{Func: "all", Kind: "root", Self: nodes[0].self, Total: total, TotalPct: pct(total, total)}
-	out := make([]*FlameNode, len(nodes))
-	out[0] = root
-	// Parents come before their children in nodes, so one pass links the survivors.
-	for i := 1; i < len(nodes); i++ {
-		nd := &nodes[i]
-		parent := out[nd.parent]
-		if parent == nil || pct(nd.total, total) < thresholdPct {
+	paths := make([]path, 0, len(p.Stacks))
+	var slab []uint32
+	if !inverted {
+		slab = make([]uint32, 0, frames)
+	}
+	for sid, n := range perStack {
+		if n == 0 {
 			continue
 		}
-		fr := p.Frames[nd.frame]
-		fn := &FlameNode{Func: fr.Func, Image: fr.Image, Kind: fr.Kind, Inlined: fr.Inlined,
-			Self: nd.self, Total: nd.total, TotalPct: pct(nd.total, total)}
-		out[i] = fn
-		parent.Children = append(parent.Children, fn)
-	}
-	var sortTree func(n *FlameNode)
-	sortTree = func(n *FlameNode) {
-		sort.Slice(n.Children, func(i, j int) bool {
-			if n.Children[i].Total != n.Children[j].Total {
-				return n.Children[i].Total > n.Children[j].Total
+		st := p.Stacks[sid]
+		keep := len(st)
+		if depth > 0 && keep > depth {
+			keep = depth
+		}
+		pa := path{count: n, whole: keep == len(st)}
+		if inverted {
+			pa.frames = st[:keep:keep]
+		} else {
+			at := len(slab)
+			for j := len(st) - 1; j >= len(st)-keep; j-- {
+				slab = append(slab, st[j])
 			}
-			return n.Children[i].Func < n.Children[j].Func
-		})
-		for _, c := range n.Children {
-			sortTree(c)
+			pa.frames = slab[at:len(slab):len(slab)]
+		}
+		paths = append(paths, pa)
+	}
+	order := make([]int32, len(paths))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return slices.Compare(paths[a].frames, paths[b].frames) })
+
+	nodes := make([]flatNode, 1, 1+frames)
+	nodes[0] = flatNode{parent: -1, total: total}
+	var at []int32 // the nodes of the previous path, by level
+	var prev []uint32
+	for _, i := range order {
+		pa := &paths[i]
+		common := 0
+		for common < len(prev) && common < len(pa.frames) && prev[common] == pa.frames[common] {
+			common++
+		}
+		at = at[:common]
+		for lvl := common; lvl < len(pa.frames); lvl++ {
+			parent := int32(0)
+			if lvl > 0 {
+				parent = at[lvl-1]
+			}
+			at = append(at, int32(len(nodes)))
+			nodes = append(nodes, flatNode{frame: pa.frames[lvl], parent: parent})
+		}
+		for _, c := range at {
+			nodes[c].total += pa.count
+		}
+		if pa.whole {
+			last := int32(0)
+			if len(at) > 0 {
+				last = at[len(at)-1]
+			}
+			nodes[last].self += pa.count
+		}
+		prev = pa.frames
+	}
+
+	// Parents come before their children in nodes: one pass finds the survivors of the
+	// pruning and counts their children, a second makes their output nodes in one block.
+	out := make([]int32, len(nodes)) // output index of a survivor, -1 for the others
+	kids := make([]int32, len(nodes))
+	survivors := 1
+	for i := 1; i < len(nodes); i++ {
+		nd := &nodes[i]
+		out[i] = -1
+		if out[nd.parent] < 0 || pct(nd.total, total) < thresholdPct {
+			continue
+		}
+		out[i] = int32(survivors)
+		survivors++
+		kids[nd.parent]++
+	}
+	block := make([]FlameNode, survivors)
+	children := make([]*FlameNode, survivors-1)
+	block[0] = FlameNode{Func: "all", Kind: "root", Self: nodes[0].self, Total: total, TotalPct: pct(total, total)}
+	used := 0
+	give := func(fn *FlameNode, n int32) {
+		if n > 0 {
+			fn.Children = children[used : used : used+int(n)]
+			used += int(n)
 		}
 	}
-	sortTree(root)
-	return root, total
+	give(&block[0], kids[0])
+	for i := 1; i < len(nodes); i++ {
+		if out[i] < 0 {
+			continue
+		}
+		nd := &nodes[i]
+		fr := p.Frames[nd.frame]
+		fn := &block[out[i]]
+		*fn = FlameNode{Func: fr.Func, Image: fr.Image, Kind: fr.Kind, Inlined: fr.Inlined,
+			Self: nd.self, Total: nd.total, TotalPct: pct(nd.total, total)}
+		give(fn, kids[i])
+		parent := &block[out[nd.parent]]
+		parent.Children = append(parent.Children, fn)
+	}
+	for i := range block {
+		slices.SortFunc(block[i].Children, func(a, b *FlameNode) int {
+			if a.Total != b.Total {
+				return cmp.Compare(b.Total, a.Total)
+			}
+			return strings.Compare(a.Func, b.Func)
+		})
+	}
+	return &block[0], total
 }
 
 // ThreadRow is one thread in the threads view.

@@ -243,6 +243,18 @@ func TestFlame(t *testing.T) {
 	}
 }
 
+func TestInvertedFlame(t *testing.T) {
+	root, total := InvertedFlame(viewsProfile(), Filter{}, 0, 0)
+	want := "all:95/0(b:55/0(a:55/0(main:55/55)) a:15/0(main:15/15) c:15/0(a:15/0(main:15/15)) rec:10/0(rec:10/0(rec:10/0(main:10/10))))"
+	if got := flameString(root); got != want || total != 95 {
+		t.Errorf("inverted tree = %s (%d samples)\nwant            %s", got, total, want)
+	}
+	root, _ = InvertedFlame(viewsProfile(), Filter{Tid: 2}, 1, 30)
+	if got, want := flameString(root), "all:20/0(a:15/0)"; got != want {
+		t.Errorf("depth 1, threshold 30%%, tid 2: %s, want %s", got, want)
+	}
+}
+
 func TestFlameEmptyStackCountsAtRoot(t *testing.T) {
 	p := viewsProfile()
 	p.Entries = append(p.Entries, Entry{Tid: 1, Stack: 4, Count: 5})

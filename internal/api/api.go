@@ -4,6 +4,8 @@
 package api
 
 import (
+	"net/url"
+
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/store"
 )
@@ -59,52 +61,131 @@ type ProcessStatus struct {
 
 // Top is the answer of `stax top`.
 type Top struct {
-	Schema  int          `json:"schema"`
-	Run     string       `json:"run"`
-	Live    bool         `json:"live"`
-	State   string       `json:"state"`
-	Window  *Window      `json:"window,omitempty"` // the time window asked for; absent: the whole run
-	Samples uint64       `json:"samples"`
-	Sort    string       `json:"sort"`
-	By      string       `json:"by"` // function, or process (top --by process: Processes is set)
-	Rows    []agg.TopRow `json:"rows"`
+	Schema int     `json:"schema"`
+	Run    string  `json:"run"`
+	Live   bool    `json:"live"`
+	State  string  `json:"state"`
+	Window *Window `json:"window,omitempty"` // the time window asked for; absent: the whole run
+	// Transform is how the stacks were rewritten first; absent: they were not.
+	Transform *Transform   `json:"transform,omitempty"`
+	Samples   uint64       `json:"samples"`
+	Sort      string       `json:"sort"`
+	By        string       `json:"by"` // function, or process (top --by process: Processes is set)
+	Rows      []agg.TopRow `json:"rows"`
 	// Processes lists processes by samples for top --by process.
 	Processes []agg.ProcessRow `json:"processes,omitempty"`
 }
 
 // Flame is the answer of `stax flame`.
 type Flame struct {
-	Schema  int            `json:"schema"`
-	Run     string         `json:"run"`
-	Live    bool           `json:"live"`
-	State   string         `json:"state"`
-	Window  *Window        `json:"window,omitempty"` // the time window asked for; absent: the whole run
-	Samples uint64         `json:"samples"`
-	Root    *agg.FlameNode `json:"root"`
+	Schema    int        `json:"schema"`
+	Run       string     `json:"run"`
+	Live      bool       `json:"live"`
+	State     string     `json:"state"`
+	Window    *Window    `json:"window,omitempty"` // the time window asked for; absent: the whole run
+	Transform *Transform `json:"transform,omitempty"`
+	// Inverted: the tree is bottom-up (flame --inverted), leaf functions under the root and
+	// their callers below them.
+	Inverted bool           `json:"inverted"`
+	Samples  uint64         `json:"samples"`
+	Root     *agg.FlameNode `json:"root"`
 }
+
+// Callers is the answer of `stax callers` and `stax callees`: for each function matching
+// Match, hottest first, its callers or its callees.
+type Callers struct {
+	Schema    int                `json:"schema"`
+	Run       string             `json:"run"`
+	Live      bool               `json:"live"`
+	State     string             `json:"state"`
+	Window    *Window            `json:"window,omitempty"`
+	Transform *Transform         `json:"transform,omitempty"`
+	Samples   uint64             `json:"samples"`
+	Direction string             `json:"direction"` // callers or callees
+	Match     string             `json:"match"`     // FN as given
+	Functions []agg.CallFunction `json:"functions"`
+}
+
+// Directions of a Callers answer.
+const (
+	DirCallers = "callers"
+	DirCallees = "callees"
+)
 
 // Threads is the answer of `stax threads`.
 type Threads struct {
-	Schema  int             `json:"schema"`
-	Run     string          `json:"run"`
-	Live    bool            `json:"live"`
-	State   string          `json:"state"`
-	Window  *Window         `json:"window,omitempty"` // the time window asked for; absent: the whole run
-	Samples uint64          `json:"samples"`
-	Rows    []agg.ThreadRow `json:"rows"`
+	Schema    int             `json:"schema"`
+	Run       string          `json:"run"`
+	Live      bool            `json:"live"`
+	State     string          `json:"state"`
+	Window    *Window         `json:"window,omitempty"` // the time window asked for; absent: the whole run
+	Transform *Transform      `json:"transform,omitempty"`
+	Samples   uint64          `json:"samples"`
+	Rows      []agg.ThreadRow `json:"rows"`
 }
 
 // Timeline is the answer of `stax timeline`: samples per bucket of BucketSec seconds, the
 // first starting StartSec seconds after the run's start.
 type Timeline struct {
-	Schema    int     `json:"schema"`
-	Run       string  `json:"run"`
-	Live      bool    `json:"live"`
-	State     string  `json:"state"`
-	Window    *Window `json:"window,omitempty"`
-	StartSec  float64 `json:"start_sec"`
-	BucketSec float64 `json:"bucket_sec"`
+	Schema    int        `json:"schema"`
+	Run       string     `json:"run"`
+	Live      bool       `json:"live"`
+	State     string     `json:"state"`
+	Window    *Window    `json:"window,omitempty"`
+	Transform *Transform `json:"transform,omitempty"`
+	StartSec  float64    `json:"start_sec"`
+	BucketSec float64    `json:"bucket_sec"`
 	agg.Timeline
+}
+
+// Transform says how a query rewrites the run's stacks before answering (see agg.Transform):
+// the flags --focus, --ignore, --hide, --collapse-image and --fold-recursion as given, and
+// the query parameters of the same names (fold_recursion=1; collapse_image repeated).
+type Transform struct {
+	Focus         string   `json:"focus,omitempty"`
+	Ignore        string   `json:"ignore,omitempty"`
+	Hide          string   `json:"hide,omitempty"`
+	CollapseImage []string `json:"collapse_image,omitempty"`
+	FoldRecursion bool     `json:"fold_recursion,omitempty"`
+}
+
+// IsZero says whether t rewrites nothing.
+func (t *Transform) IsZero() bool {
+	return t == nil || t.Focus == "" && t.Ignore == "" && t.Hide == "" && len(t.CollapseImage) == 0 && !t.FoldRecursion
+}
+
+// Query parameters of a Transform.
+const (
+	ParamFocus         = "focus"
+	ParamIgnore        = "ignore"
+	ParamHide          = "hide"
+	ParamCollapseImage = "collapse_image"
+	ParamFoldRecursion = "fold_recursion"
+)
+
+// AddParams sets t's query parameters in q.
+func (t *Transform) AddParams(q url.Values) {
+	if t.Focus != "" {
+		q.Set(ParamFocus, t.Focus)
+	}
+	if t.Ignore != "" {
+		q.Set(ParamIgnore, t.Ignore)
+	}
+	if t.Hide != "" {
+		q.Set(ParamHide, t.Hide)
+	}
+	for _, img := range t.CollapseImage {
+		q.Add(ParamCollapseImage, img)
+	}
+	if t.FoldRecursion {
+		q.Set(ParamFoldRecursion, "1")
+	}
+}
+
+// TransformParams reads a Transform from query parameters.
+func TransformParams(q url.Values) Transform {
+	return Transform{Focus: q.Get(ParamFocus), Ignore: q.Get(ParamIgnore), Hide: q.Get(ParamHide),
+		CollapseImage: q[ParamCollapseImage], FoldRecursion: q.Get(ParamFoldRecursion) == "1"}
 }
 
 // Compare is the answer of `stax compare`.

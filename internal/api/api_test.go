@@ -2,8 +2,10 @@ package api
 
 import (
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -25,7 +27,7 @@ func TestStateOf(t *testing.T) {
 // TestKeysAreSnakeCase: every key of every document is snake_case (schema 2).
 func TestKeysAreSnakeCase(t *testing.T) {
 	camel := regexp.MustCompile(`"[a-z0-9_]*[A-Z][A-Za-z0-9_]*":`)
-	for _, v := range []any{Status{Processes: []ProcessStatus{{}}}, Top{}, Flame{}, Threads{}, Wait{}, List{Runs: []RunInfo{{}}}, Error{}} {
+	for _, v := range []any{Status{Processes: []ProcessStatus{{}}}, Top{Transform: &Transform{FoldRecursion: true, CollapseImage: []string{"x"}}}, Flame{}, Threads{}, Callers{Functions: []agg.CallFunction{{Rows: []agg.CallRow{{}}}}}, Timeline{}, Wait{}, List{Runs: []RunInfo{{}}}, Error{}} {
 		b, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
@@ -50,5 +52,22 @@ func TestSocketDirMustBePrivate(t *testing.T) {
 func TestAnonImage(t *testing.T) {
 	if agg.AnonImage != resolve.ImageAnon {
 		t.Errorf("agg.AnonImage is %q, resolve.ImageAnon %q", agg.AnonImage, resolve.ImageAnon)
+	}
+}
+
+func TestTransformParamsRoundTrip(t *testing.T) {
+	want := Transform{Focus: "a|b", Ignore: "^c$", Hide: "d", CollapseImage: []string{"libc.so.6", "[kernel.kallsyms]"}, FoldRecursion: true}
+	q := url.Values{}
+	want.AddParams(q)
+	if got := TransformParams(q); !reflect.DeepEqual(got, want) {
+		t.Errorf("parameters %v read back as %+v, want %+v", q, got, want)
+	}
+	q = url.Values{}
+	(&Transform{}).AddParams(q)
+	if len(q) != 0 {
+		t.Errorf("a zero transform sets parameters %v", q)
+	}
+	if got := TransformParams(q); !got.IsZero() {
+		t.Errorf("no parameters read as %+v", got)
 	}
 }

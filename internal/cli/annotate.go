@@ -34,7 +34,10 @@ shown in the code it was inlined into, its instructions marked ▶; an image+0xO
 
 A function the JIT compiled several times (or other code reusing its address) has one
 version per piece of code: the hottest is annotated, a header lists them all with their
-samples, and --version N picks another; an address picks the version holding it.`,
+samples, and --version N picks another; an address picks the version holding it.
+
+The stack transforms choose which samples count: --focus main_loop annotates only the
+samples taken under main_loop.` + transformHelp,
 		Args: argsBetween(1, 1, "one TARGET", "a function name (a substring; quote it if it has spaces) or 0xADDRESS; stax top lists the names"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := checkTid(tid); err != nil {
@@ -47,6 +50,9 @@ samples, and --version N picks another; an address picks the version holding it.
 			run, err := readRun(context.Background(), g, r, store.CodeParts)
 			if err != nil {
 				return err
+			}
+			if run, _, err = query.ApplyTransform(run, rf.transform); err != nil {
+				return usageErr("%v", err)
 			}
 			res, err := query.Annotate(run, query.AnnotateOptions{Target: args[0], Tid: uint32(tid), Intel: intel, Version: version})
 			if err != nil {
@@ -80,6 +86,7 @@ samples, and --version N picks another; an address picks the version holding it.
 		},
 	}
 	rf.add(c)
+	rf.addTransform(c)
 	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")
 	c.Flags().IntVar(&version, "version", 0, "annotate code version `N` of the function (as the header lists them; default the hottest)")
 	c.Flags().BoolVar(&intel, "intel", false, "Intel assembly syntax (default AT&T, as objdump)")

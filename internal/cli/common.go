@@ -26,6 +26,7 @@ type runFlags struct {
 	window    query.Window
 	processes query.Processes
 	pid       int
+	transform api.Transform
 }
 
 func (f *runFlags) add(c *cobra.Command) {
@@ -37,6 +38,53 @@ func (f *runFlags) add(c *cobra.Command) {
 func (f *runFlags) addWindow(c *cobra.Command) {
 	c.Flags().StringVar(&f.window.From, "from", "", "only samples from `SEC` seconds after the start (-N: N seconds before the end)")
 	c.Flags().StringVar(&f.window.To, "to", "", "only samples before `SEC` seconds after the start (-N: before the end; +N: N seconds after --from)")
+}
+
+// transformHelp ends the help of every command that takes the stack transforms.
+const transformHelp = `
+
+Stack transforms rewrite the run's stacks before the command looks at them, in this
+order: --ignore RE leaves out the stacks through a function matching RE; --focus RE
+keeps only those through one, from its outermost match down (its callers are dropped);
+--hide RE removes the matching functions, their callees becoming their caller's;
+--collapse-image IMG makes each run of frames in image IMG (its path, file name, or
+name without brackets: libc.so.6, kernel.kallsyms) one frame, the function called into
+it; --fold-recursion merges a function that appears again below itself (directly or
+through others) into its outermost appearance. RE is a regular expression in Go's
+syntax, as pprof's, matched against function names (not, as pprof also does, file
+names), anywhere in the name: anchor it (^main$) to match one.`
+
+// addTransform adds the stack transforms, which every view takes (see agg.Transform).
+func (f *runFlags) addTransform(c *cobra.Command) {
+	c.Flags().StringVar(&f.transform.Focus, "focus", "", "only stacks through a function matching `RE`, from it down")
+	c.Flags().StringVar(&f.transform.Ignore, "ignore", "", "leave out stacks through a function matching `RE`")
+	c.Flags().StringVar(&f.transform.Hide, "hide", "", "remove functions matching `RE` from stacks (their callees become their caller's)")
+	c.Flags().StringArrayVar(&f.transform.CollapseImage, "collapse-image", nil, "one frame per call into image `IMG`, named by the function called (repeatable)")
+	c.Flags().BoolVar(&f.transform.FoldRecursion, "fold-recursion", false, "merge a function that appears again below itself into its outermost appearance")
+}
+
+// transformText describes an answer's stack transform for headers.
+func transformText(t *api.Transform) string {
+	if t.IsZero() {
+		return ""
+	}
+	var s string
+	if t.Ignore != "" {
+		s += " · ignore " + esc(t.Ignore)
+	}
+	if t.Focus != "" {
+		s += " · focus " + esc(t.Focus)
+	}
+	if t.Hide != "" {
+		s += " · hide " + esc(t.Hide)
+	}
+	for _, img := range t.CollapseImage {
+		s += " · collapse " + esc(img)
+	}
+	if t.FoldRecursion {
+		s += " · recursion folded"
+	}
+	return s
 }
 
 // addProcesses adds --pid and --comm, which restrict a query to some processes (a
@@ -72,6 +120,7 @@ func (f *runFlags) query(q url.Values) url.Values {
 	if f.window.To != "" {
 		q.Set("to", f.window.To)
 	}
+	f.transform.AddParams(q)
 	return q
 }
 
@@ -92,7 +141,11 @@ func windowText(w *api.Window) string {
 	return fmt.Sprintf(" · %.2fs–%.2fs", w.FromSec, w.ToSec)
 }
 
+// pick checks the stack transform's flags and finds the run to query.
 func (f *runFlags) pick() (*client.Run, error) {
+	if _, err := query.CompileTransform(f.transform); err != nil {
+		return nil, usageErr("%v", err)
+	}
 	r, err := client.Pick(f.run)
 	return r, withCode(err)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stax-profiler/stax/internal/export"
+	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
@@ -38,7 +39,10 @@ func exportCmd(g *globals) *cobra.Command {
               browser; hover for details, click to zoom, Ctrl-F to search.
 
 The file is <run-id> plus the format's extension (.pb.gz, .json, .speedscope.json,
-.folded, .svg) in the current directory unless -o names one; -o - writes to stdout.`,
+.folded, .svg) in the current directory unless -o names one; -o - writes to stdout.
+
+--from/--to export part of the run, and the stack transforms rewrite its stacks before
+it is written (the samples they leave out are not written).` + transformHelp,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if format == "" {
@@ -57,6 +61,9 @@ The file is <run-id> plus the format's extension (.pb.gz, .json, .speedscope.jso
 				return withCode(err)
 			}
 			if run, _, err = rf.window.Apply(run); err != nil {
+				return usageErr("%v", err)
+			}
+			if run, _, err = query.ApplyTransform(run, rf.transform); err != nil {
 				return usageErr("%v", err)
 			}
 			if output == "-" {
@@ -83,6 +90,7 @@ The file is <run-id> plus the format's extension (.pb.gz, .json, .speedscope.jso
 	}
 	c.Flags().StringVar(&rf.run, "run", "", "run `ID` to export, or a file written by stax save (default: the live run, else the newest stored one with samples, from this terminal first; see stax list)")
 	rf.addWindow(c)
+	rf.addTransform(c)
 	c.Flags().StringVarP(&format, "format", "f", "", "output `FORMAT`: "+strings.Join(export.Names(), ", "))
 	c.Flags().StringVarP(&output, "output", "o", "", "write to `FILE` (- for stdout; default <run-id>.<ext>)")
 	return c

@@ -79,6 +79,12 @@ func TestExport(t *testing.T) {
 		!strings.HasPrefix(out.String(), "main;") {
 		t.Errorf("-o -: exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
 	}
+	// The stack transforms rewrite what is written.
+	out.Reset()
+	if code := Main([]string{"export", "--format", "folded", "-o", "-", "--focus", "run_jit", "--hide", "jitted_func2", "--ignore", "mix"}, &out, &errOut); code != 0 ||
+		out.String() != "run_jit 990\nrun_jit;asm_exc_page_fault_[k] 10\nrun_jit;jitted_func1_[j] 500\n" {
+		t.Errorf("export with transforms: exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
 	out.Reset()
 	if code := Main([]string{"export", "-f", "svg", "-o", "flame.svg", "--run", r.Meta.ID}, &out, &errOut); code != 0 {
 		t.Fatalf("-o flame.svg: exit %d: %s", code, errOut.String())

@@ -22,16 +22,21 @@ func flameCmd(g *globals) *cobra.Command {
 	var depth, tid int
 	var threshold float64
 	var diff string
+	var inverted bool
 	c := &cobra.Command{
 		Use:   "flame",
-		Short: "Show the call tree, callers above callees",
+		Short: "Show the call tree, callers above callees (or bottom-up)",
 		Long: `Show the call tree as an indented tree: each line is a function with the share of
 samples spent in it and its callees, indented under its caller. Branches under
 --threshold-pct are left out; --depth bounds how deep the tree goes.
 
+With --inverted the tree is bottom-up: the functions where samples landed (leaves) at
+the top level, each with its callers indented under it, their callers under them, and
+so on; a line's share is that of the samples in the leaf reached through this path.
+
 With --diff BASE (a run id or a file from stax save), each line also shows how its share
 changed from the same call path in BASE, in percentage points: ▲ grew, ▼ shrank; paths
-BASE had that this run lacks are listed as (gone).`,
+BASE had that this run lacks are listed as (gone).` + transformHelp,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if depth < 0 {
@@ -51,8 +56,12 @@ BASE had that this run lacks are listed as (gone).`,
 				return err
 			}
 			q := rf.query(url.Values{"depth": {itoa(depth)}, "threshold_pct": {strconv.FormatFloat(threshold, 'f', -1, 64)}, "tid": {itoa(tid)}})
+			if inverted {
+				q.Set("inverted", "1")
+			}
 			res, err := ask(context.Background(), g, r, "/v1/flame", q, rf.need(), func(run *store.Run) (api.Flame, error) {
-				return query.Flame(run, query.FlameOptions{Depth: depth, ThresholdPct: threshold, Tid: uint32(tid), Processes: rf.processes, Window: rf.window})
+				return query.Flame(run, query.FlameOptions{Depth: depth, ThresholdPct: threshold, Inverted: inverted, Tid: uint32(tid),
+					Processes: rf.processes, Window: rf.window, Transform: rf.transform})
 			})
 			if err != nil {
 				return err
@@ -65,13 +74,24 @@ BASE had that this run lacks are listed as (gone).`,
 				if err != nil {
 					return err
 				}
-				baseRoot, _ := agg.Flame(&base.Profile, agg.Filter{Tid: uint32(tid)}, depth, 0)
+				if base, _, err = query.ApplyTransform(base, rf.transform); err != nil {
+					return usageErr("%v", err)
+				}
+				build := agg.Flame
+				if inverted {
+					build = agg.InvertedFlame
+				}
+				baseRoot, _ := build(&base.Profile, agg.Filter{Tid: uint32(tid)}, depth, 0)
 				agg.DiffFlame(res.Root, baseRoot, threshold)
 			}
 			if rf.json {
 				return printJSON(g.out, res)
 			}
-			header(g.out, res.Run, runState(res.State, r), res.Samples, fmt.Sprintf(" · depth %d · threshold %.1f%%", depth, threshold)+windowText(res.Window))
+			extra := fmt.Sprintf(" · depth %d · threshold %.1f%%", depth, threshold)
+			if res.Inverted {
+				extra += " · inverted: leaves first, callers below"
+			}
+			header(g.out, res.Run, runState(res.State, r), res.Samples, extra+transformText(res.Transform)+windowText(res.Window))
 			if res.Root != nil {
 				for _, ch := range res.Root.Children {
 					printFlame(g.out, ch, 0)
@@ -83,6 +103,8 @@ BASE had that this run lacks are listed as (gone).`,
 	rf.add(c)
 	rf.addWindow(c)
 	rf.addProcesses(c)
+	rf.addTransform(c)
+	c.Flags().BoolVar(&inverted, "inverted", false, "bottom-up: the functions where samples landed first, their callers below")
 	c.Flags().IntVarP(&depth, "depth", "d", 12, "how many levels to show (0: all)")
 	c.Flags().Float64Var(&threshold, "threshold-pct", 1.0, "hide branches with less than this percent of samples")
 	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")

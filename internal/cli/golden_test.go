@@ -103,11 +103,21 @@ func TestGolden(t *testing.T) {
 		{"top-total", []string{"top", "--sort", "total", "-n", "3"}},
 		{"top-tid", []string{"top", "--tid", "102"}},
 		{"flame", []string{"flame", "--threshold-pct", "0"}},
+		{"flame-inverted", []string{"flame", "--inverted", "--threshold-pct", "0"}},
+		{"flame-hide", []string{"flame", "--hide", "^run_jit$", "--threshold-pct", "0"}},
+		{"callers", []string{"callers", "run_jit"}},
+		{"callers-regex", []string{"callers", "^jitted_func[12]$", "--tid", "102"}},
+		{"callees", []string{"callees", "RUN_JIT"}},
+		{"callees-focus", []string{"callees", "jitted_func2", "--focus", "run_jit", "--fold-recursion", "--collapse-image", "kernel.kallsyms"}},
+		{"top-focus", []string{"top", "--focus", "jitted_func2"}},
+		{"top-ignore", []string{"top", "--ignore", "^jitted", "--hide", "run_jit"}},
+		{"threads-focus", []string{"threads", "--focus", "jitted_func1"}},
 		{"threads", []string{"threads"}},
 		{"status", []string{"status"}},
 		{"status-crashed", []string{"status", "--run", "20261101-115900-99"}},
 		{"annotate", []string{"annotate", "jitted_func2"}},
 		{"annotate-ambiguous", []string{"annotate", "jitted"}},
+		{"annotate-focus", []string{"annotate", "jitted", "--focus", "jitted_func1"}},
 		{"list", []string{"list"}},
 		{"wait", []string{"wait", "--run", "20261101-120000-100", "--for-samples", "1000"}},
 	}
@@ -142,6 +152,24 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// TestCallersNoMatch: a function name nothing sampled has is not found (exit 5), as a
+// mistyped name should be, not an empty answer.
+func TestCallersNoMatch(t *testing.T) {
+	t.Setenv("STAX_HOME", t.TempDir())
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	r := fixtureRun("20261101-120000-100", true)
+	if err := store.Save(store.Path(r.Meta.ID), r); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"callers", "no_such_function"}, {"callees", "no_such_function", "--json"}, {"callers", "main", "--focus", "jitted"}} {
+		var out, errOut bytes.Buffer
+		code := Main(args, &out, &errOut)
+		if code != ExitNotFound || out.Len() != 0 || !strings.Contains(errOut.String(), "no sampled function matches") {
+			t.Errorf("stax %v: exit %d, stdout %q, stderr %q; want exit 5, no sampled function matches", args, code, out.String(), errOut.String())
+		}
+	}
+}
+
 // TestUsageErrors checks the flag validation of the query commands in process.
 func TestUsageErrors(t *testing.T) {
 	t.Setenv("STAX_HOME", t.TempDir())
@@ -154,6 +182,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"top", "-n", "ten"}, 2, `-n, --n: "ten" is not a whole number`},
 		{[]string{"flame", "--threshold-pct", "-1"}, 2, "between 0 and 100"},
 		{[]string{"flame", "--threshold-pct", "NaN"}, 2, "between 0 and 100"},
+		{[]string{"top", "--focus", "a("}, 2, `--focus "a(" is not a regular expression (missing closing ))`},
+		{[]string{"flame", "--hide", "*x"}, 2, `--hide "*x" is not a regular expression (missing argument to repetition operator)`},
+		{[]string{"export", "-f", "pprof", "--collapse-image", ""}, 2, "--collapse-image needs an image"},
+		{[]string{"callers"}, 2, "callers needs one FN: a function name (a substring, any case) or a regular expression; stax top lists the names"},
+		{[]string{"callees", "a", "b"}, 2, `callees takes one FN, got 2 arguments ("a" "b")`},
+		{[]string{"callers", "x", "--functions", "0"}, 2, "--functions must be 1 or more"},
 		{[]string{"record", "-F", "1.5", "--", "true"}, 2, `"1.5" is not a whole number`},
 		{[]string{"wait", "--for-seconds", "soon"}, 2, `"soon" is not a number`},
 		{[]string{"gc", "--keep", "-1"}, 2, "--keep must be 0 or more"},

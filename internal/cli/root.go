@@ -69,7 +69,8 @@ Typical session:
   stax record -- ./app               # in one shell
   stax wait --for-samples 10000      # in another
   stax top -n 10 --sort self
-  stax flame`,
+  stax flame
+  stax callers my_hot_function`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -82,7 +83,7 @@ Typical session:
 		return usageErr("%s (see: %s --help)", flagError(err), c.CommandPath())
 	})
 	root.AddCommand(recordCmd(g), waitCmd(g), statusCmd(g), listCmd(g), stopCmd(g),
-		topCmd(g), flameCmd(g), threadsCmd(g), timelineCmd(g), annotateCmd(g), saveCmd(g), openCmd(g),
+		topCmd(g), flameCmd(g), callersCmd(g, false), callersCmd(g, true), threadsCmd(g), timelineCmd(g), annotateCmd(g), saveCmd(g), openCmd(g),
 		compareCmd(g), exportCmd(g), webCmd(g), symbolizeCmd(g), rmCmd(g), gcCmd(g))
 	cmd, err := root.ExecuteC()
 	if err == nil {

@@ -18,6 +18,7 @@ func threadsCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "threads",
 		Short: "List threads by samples, with their names",
+		Long:  "List threads by samples, with their names and hottest functions (by self samples)." + transformHelp,
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := checkCount("-n", n); err != nil {
@@ -28,7 +29,7 @@ func threadsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			res, err := ask(context.Background(), g, r, "/v1/threads", rf.query(url.Values{"n": {itoa(n)}}), rf.need(), func(run *store.Run) (api.Threads, error) {
-				return query.Threads(run, n, rf.window)
+				return query.Threads(run, n, rf.window, rf.transform)
 			})
 			if err != nil {
 				return err
@@ -36,7 +37,7 @@ func threadsCmd(g *globals) *cobra.Command {
 			if rf.json {
 				return printJSON(g.out, res)
 			}
-			header(g.out, res.Run, runState(res.State, r), res.Samples, windowText(res.Window))
+			header(g.out, res.Run, runState(res.State, r), res.Samples, transformText(res.Transform)+windowText(res.Window))
 			fmt.Fprintf(g.out, "%8s %8s %10s %8s  %-16s  %s\n", "TID", "PID", "SAMPLES", "PCT", "NAME", "HOTTEST FUNCTION")
 			for _, row := range res.Rows {
 				fmt.Fprintf(g.out, "%8d %8d %10s %7.2f%%  %-16s  %s\n", row.Tid, row.Pid, commas(row.Samples), row.Pct, esc(row.Name), esc(row.TopFunc))
@@ -46,6 +47,7 @@ func threadsCmd(g *globals) *cobra.Command {
 	}
 	rf.add(c)
 	rf.addWindow(c)
+	rf.addTransform(c)
 	c.Flags().IntVarP(&n, "n", "n", 20, "how many threads to show")
 	return c
 }

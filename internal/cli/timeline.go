@@ -29,7 +29,7 @@ of time in which one function is the hottest (by self samples).
 
 Find the slow second here, then ask about it alone:
   stax timeline
-  stax top --from 3.2 --to 3.9`,
+  stax top --from 3.2 --to 3.9` + transformHelp,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if bucket < 0 || math.IsNaN(bucket) || math.IsInf(bucket, 0) {
@@ -50,7 +50,7 @@ Find the slow second here, then ask about it alone:
 			}
 			q := rf.query(url.Values{"tid": {itoa(tid)}, "threads": {itoa(threads)}, "bucket_ms": {strconv.FormatFloat(bucket, 'f', -1, 64)}})
 			res, err := ask(context.Background(), g, r, "/v1/timeline", q, store.Samples, func(run *store.Run) (api.Timeline, error) {
-				return query.Timeline(run, query.TimelineOptions{Tid: uint32(tid), Processes: rf.processes, BucketMs: bucket, MaxThreads: threads, Window: rf.window})
+				return query.Timeline(run, query.TimelineOptions{Tid: uint32(tid), Processes: rf.processes, BucketMs: bucket, MaxThreads: threads, Window: rf.window, Transform: rf.transform})
 			})
 			if err != nil {
 				return err
@@ -65,7 +65,7 @@ Find the slow second here, then ask about it alone:
 			if rf.json {
 				return printJSON(g.out, res)
 			}
-			header(g.out, res.Run, runState(res.State, r), samples, fmt.Sprintf(" · %d buckets of %s", res.Buckets, duration(res.BucketSec))+windowText(res.Window))
+			header(g.out, res.Run, runState(res.State, r), samples, fmt.Sprintf(" · %d buckets of %s", res.Buckets, duration(res.BucketSec))+transformText(res.Transform)+windowText(res.Window))
 			printTimeline(g.out, res)
 			return nil
 		},
@@ -73,6 +73,7 @@ Find the slow second here, then ask about it alone:
 	rf.add(c)
 	rf.addWindow(c)
 	rf.addProcesses(c)
+	rf.addTransform(c)
 	c.Flags().Float64Var(&bucket, "bucket", 0, "bucket width in `MS` milliseconds (default: about 60 buckets over the window)")
 	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")
 	c.Flags().IntVar(&threads, "threads", 10, "show the `N` busiest threads (0: all)")

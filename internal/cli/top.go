@@ -25,7 +25,7 @@ JIT'd functions show [jit] as their image; frames nothing could name show as
 image+0xOFFSET or [unknown] 0xADDRESS.
 
 --by process lists processes instead (what a system-wide run, stax record -a, spent
-its time on), each with its share and hottest function; --pid and --comm keep some.`,
+its time on), each with its share and hottest function; --pid and --comm keep some.` + transformHelp,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if sort != "self" && sort != "total" {
@@ -50,7 +50,7 @@ its time on), each with its share and hottest function; --pid and --comm keep so
 			q := rf.query(url.Values{"n": {itoa(n)}, "sort": {sort}, "tid": {itoa(tid)}, "by": {by}})
 			res, err := ask(context.Background(), g, r, "/v1/top", q, rf.need(), func(run *store.Run) (api.Top, error) {
 				return query.Top(run, query.TopOptions{N: n, ByTotal: sort == "total", ByProcess: by == "process",
-					Tid: uint32(tid), Processes: rf.processes, Window: rf.window})
+					Tid: uint32(tid), Processes: rf.processes, Window: rf.window, Transform: rf.transform})
 			})
 			if err != nil {
 				return err
@@ -71,6 +71,7 @@ its time on), each with its share and hottest function; --pid and --comm keep so
 			if rf.processes.Comm != "" {
 				extra += " · comm " + esc(rf.processes.Comm)
 			}
+			extra += transformText(res.Transform)
 			if by == "process" {
 				header(g.out, res.Run, runState(res.State, r), res.Samples, " · by process"+extra[len(" · sort: "+res.Sort):]+windowText(res.Window))
 				fmt.Fprintf(g.out, "%8s %10s %8s %8s  %-16s  %s\n", "PID", "SAMPLES", "PCT", "THREADS", "COMMAND", "HOTTEST FUNCTION")
@@ -97,6 +98,7 @@ its time on), each with its share and hottest function; --pid and --comm keep so
 	rf.add(c)
 	rf.addWindow(c)
 	rf.addProcesses(c)
+	rf.addTransform(c)
 	c.Flags().StringVar(&by, "by", "function", "list each `function`, or each process")
 	c.Flags().IntVarP(&n, "n", "n", 20, "how many functions to show")
 	c.Flags().StringVar(&sort, "sort", "self", "order by `self` or total samples")

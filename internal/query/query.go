@@ -48,18 +48,19 @@ type TopOptions struct {
 	Tid       uint32
 	Processes Processes
 	Window    Window
+	Transform api.Transform
 }
 
 // Top answers `stax top`.
 func Top(run *store.Run, o TopOptions) (api.Top, error) {
-	run, win, err := o.Window.Apply(run)
+	run, win, tr, err := view(run, o.Window, o.Transform)
 	if err != nil {
 		return api.Top{}, err
 	}
 	f := o.Processes.filter(&run.Profile, o.Tid)
 	if o.ByProcess {
 		procs, samples := agg.Processes(&run.Profile, f, o.N)
-		return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Samples: samples,
+		return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples,
 			Sort: "samples", By: "process", Rows: []agg.TopRow{}, Processes: procs}, nil
 	}
 	rows, samples := agg.Top(&run.Profile, f, o.N, o.ByTotal)
@@ -70,31 +71,69 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 	if rows == nil {
 		rows = []agg.TopRow{}
 	}
-	return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Samples: samples, Sort: sort, By: "function", Rows: rows}, nil
+	return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, Sort: sort, By: "function", Rows: rows}, nil
 }
 
 // FlameOptions are the flags of `stax flame`.
 type FlameOptions struct {
 	Depth        int
 	ThresholdPct float64
+	Inverted     bool // bottom-up: leaf functions at the root
 	Tid          uint32
 	Processes    Processes
 	Window       Window
+	Transform    api.Transform
 }
 
 // Flame answers `stax flame`.
 func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
-	run, win, err := o.Window.Apply(run)
+	run, win, tr, err := view(run, o.Window, o.Transform)
 	if err != nil {
 		return api.Flame{}, err
 	}
-	root, samples := agg.Flame(&run.Profile, o.Processes.filter(&run.Profile, o.Tid), o.Depth, o.ThresholdPct)
-	return api.Flame{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Samples: samples, Root: root}, nil
+	build := agg.Flame
+	if o.Inverted {
+		build = agg.InvertedFlame
+	}
+	root, samples := build(&run.Profile, o.Processes.filter(&run.Profile, o.Tid), o.Depth, o.ThresholdPct)
+	return api.Flame{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
+		Inverted: o.Inverted, Samples: samples, Root: root}, nil
+}
+
+// CallersOptions are the flags of `stax callers` and `stax callees`.
+type CallersOptions struct {
+	Func      string // see FunctionMatcher
+	Callees   bool
+	MaxFuncs  int // 0: every matching function
+	MaxRows   int // per function; 0: all
+	Tid       uint32
+	Processes Processes
+	Window    Window
+	Transform api.Transform
+}
+
+// Callers answers `stax callers` and `stax callees`. No function matching is no error: the
+// answer lists none.
+func Callers(run *store.Run, o CallersOptions) (api.Callers, error) {
+	run, win, tr, err := view(run, o.Window, o.Transform)
+	if err != nil {
+		return api.Callers{}, err
+	}
+	fs, samples := agg.Callers(&run.Profile, o.Processes.filter(&run.Profile, o.Tid), FunctionMatcher(o.Func), o.MaxFuncs, o.MaxRows, o.Callees)
+	if fs == nil {
+		fs = []agg.CallFunction{}
+	}
+	dir := api.DirCallers
+	if o.Callees {
+		dir = api.DirCallees
+	}
+	return api.Callers{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
+		Samples: samples, Direction: dir, Match: o.Func, Functions: fs}, nil
 }
 
 // Threads answers `stax threads`.
-func Threads(run *store.Run, n int, w Window) (api.Threads, error) {
-	run, win, err := w.Apply(run)
+func Threads(run *store.Run, n int, w Window, t api.Transform) (api.Threads, error) {
+	run, win, tr, err := view(run, w, t)
 	if err != nil {
 		return api.Threads{}, err
 	}
@@ -102,5 +141,5 @@ func Threads(run *store.Run, n int, w Window) (api.Threads, error) {
 	if rows == nil {
 		rows = []agg.ThreadRow{}
 	}
-	return api.Threads{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Samples: samples, Rows: rows}, nil
+	return api.Threads{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, Rows: rows}, nil
 }

@@ -30,7 +30,7 @@ func TestAnswersSayTheStoredState(t *testing.T) {
 		r := run(finished)
 		top, _ := Top(r, TopOptions{N: 5})
 		fl, _ := Flame(r, FlameOptions{Depth: 5})
-		th, _ := Threads(r, 5, Window{})
+		th, _ := Threads(r, 5, Window{}, api.Transform{})
 		for name, got := range map[string]string{"top": top.State, "flame": fl.State, "threads": th.State} {
 			if got != want {
 				t.Errorf("finished=%v: %s state %q, want %q", finished, name, got, want)

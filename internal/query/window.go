@@ -123,6 +123,7 @@ type TimelineOptions struct {
 	Buckets    int     // 0: 60
 	MaxThreads int
 	Window     Window
+	Transform  api.Transform
 }
 
 const maxBuckets = 10_000
@@ -144,6 +145,11 @@ func Timeline(run *store.Run, o TimelineOptions) (api.Timeline, error) {
 	if bucket == 0 || (to-from)/bucket >= maxBuckets {
 		return api.Timeline{}, fmt.Errorf("--bucket %gms makes more than %d buckets of this %.1f s window: take a larger one", o.BucketMs, maxBuckets, float64(to-from)/1e9)
 	}
+	// The transform is of the whole run: the window is taken in the timeline's buckets.
+	run, tr, err := ApplyTransform(run, o.Transform)
+	if err != nil {
+		return api.Timeline{}, err
+	}
 	tl, err := agg.MakeTimeline(&run.Profile, o.Processes.filter(&run.Profile, o.Tid), from, to, bucket, o.MaxThreads)
 	if err != nil {
 		return api.Timeline{}, err
@@ -153,7 +159,7 @@ func Timeline(run *store.Run, o TimelineOptions) (api.Timeline, error) {
 	if !o.Window.IsAll() {
 		win = &api.Window{FromSec: secs(from, start), ToSec: secs(to, start)}
 	}
-	return api.Timeline{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win,
+	return api.Timeline{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
 		StartSec: secs(from, start), BucketSec: float64(bucket) / 1e9, Timeline: tl}, nil
 }
 

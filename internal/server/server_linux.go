@@ -101,6 +101,8 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET "+api.RunFilePath, s.snapshotting(s.runFile))
 	mux.HandleFunc("GET /v1/top", s.snapshotting(s.top))
 	mux.HandleFunc("GET /v1/flame", s.snapshotting(s.flame))
+	mux.HandleFunc("GET /v1/callers", s.snapshotting(s.callers(false)))
+	mux.HandleFunc("GET /v1/callees", s.snapshotting(s.callers(true)))
 	mux.HandleFunc("GET /v1/threads", s.snapshotting(s.threads))
 	mux.HandleFunc("GET /v1/timeline", s.snapshotting(s.timeline))
 	mux.HandleFunc("GET /v1/annotate", s.snapshotting(s.annotate))
@@ -200,6 +202,9 @@ func window(r *http.Request) query.Window {
 	return query.Window{From: q.Get("from"), To: q.Get("to")}
 }
 
+// transform reads a query's stack transform (see api.Transform).
+func transform(r *http.Request) api.Transform { return api.TransformParams(r.URL.Query()) }
+
 func badRequest(w http.ResponseWriter, format string, args ...any) {
 	writeJSON(w, http.StatusBadRequest, api.Error{Error: fmt.Sprintf(format, args...)})
 }
@@ -287,7 +292,7 @@ func (s *Server) top(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := query.Top(s.rec.Snapshot(), query.TopOptions{N: n, ByTotal: r.URL.Query().Get("sort") == "total",
-		ByProcess: r.URL.Query().Get("by") == "process", Tid: uint32(tid), Processes: ps, Window: window(r)})
+		ByProcess: r.URL.Query().Get("by") == "process", Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r)})
 	if err != nil {
 		badRequest(w, "%v", err)
 		return
@@ -309,7 +314,8 @@ func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "%v", err)
 		return
 	}
-	res, err := query.Flame(s.rec.Snapshot(), query.FlameOptions{Depth: d, ThresholdPct: th, Tid: uint32(tid), Processes: ps, Window: window(r)})
+	res, err := query.Flame(s.rec.Snapshot(), query.FlameOptions{Depth: d, ThresholdPct: th, Inverted: r.URL.Query().Get("inverted") == "1",
+		Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r)})
 	if err != nil {
 		badRequest(w, "%v", err)
 		return
@@ -318,13 +324,45 @@ func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
+// callers answers /v1/callers, or /v1/callees: fn names the functions (see
+// query.FunctionMatcher), functions bounds how many, n the rows of each.
+func (s *Server) callers(callees bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		n, err1 := intParam(r, "n", 20)
+		funcs, err2 := intParam(r, "functions", 10)
+		tid, err3 := intParam(r, "tid", 0)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			badRequest(w, "%v", err)
+			return
+		}
+		fn := r.URL.Query().Get("fn")
+		if fn == "" {
+			badRequest(w, "parameter fn: give a function name or a regular expression")
+			return
+		}
+		ps, err := processes(r)
+		if err != nil {
+			badRequest(w, "%v", err)
+			return
+		}
+		res, err := query.Callers(s.rec.Snapshot(), query.CallersOptions{Func: fn, Callees: callees, MaxFuncs: max(funcs, 0), MaxRows: max(n, 0),
+			Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r)})
+		if err != nil {
+			badRequest(w, "%v", err)
+			return
+		}
+		s.mark(&res.Live, &res.State)
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
 func (s *Server) threads(w http.ResponseWriter, r *http.Request) {
 	n, err := intParam(r, "n", 20)
 	if err != nil {
 		badRequest(w, "%v", err)
 		return
 	}
-	res, err := query.Threads(s.rec.Snapshot(), n, window(r))
+	res, err := query.Threads(s.rec.Snapshot(), n, window(r), transform(r))
 	if err != nil {
 		badRequest(w, "%v", err)
 		return
@@ -347,7 +385,7 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "%v", err)
 		return
 	}
-	res, err := query.Timeline(s.rec.Snapshot(), query.TimelineOptions{Tid: uint32(tid), Processes: ps, BucketMs: bucket, Buckets: buckets, MaxThreads: threads, Window: window(r)})
+	res, err := query.Timeline(s.rec.Snapshot(), query.TimelineOptions{Tid: uint32(tid), Processes: ps, BucketMs: bucket, Buckets: buckets, MaxThreads: threads, Window: window(r), Transform: transform(r)})
 	if err != nil {
 		badRequest(w, "%v", err)
 		return
@@ -369,6 +407,9 @@ func (s *Server) annotate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	run, _, err := window(r).Apply(s.rec.Snapshot())
+	if err == nil {
+		run, _, err = query.ApplyTransform(run, transform(r))
+	}
 	if err != nil {
 		badRequest(w, "%v", err)
 		return

@@ -363,3 +363,54 @@ func TestSocketPathOnlyWhileListening(t *testing.T) {
 		t.Errorf("%d of %d connects to the socket path were refused: a live run looked dead", refused, dials)
 	}
 }
+
+// TestCallersAndTransformsAnsweredLive: the socket answers callers, callees and the
+// inverted flame, and every view takes the stack transforms as query parameters.
+func TestCallersAndTransformsAnsweredLive(t *testing.T) {
+	fr := func(n string) agg.Frame { return agg.Frame{Func: n, Image: "/bin/app", Kind: agg.KindUser} }
+	rec := newFake(0)
+	rec.run.Profile = agg.Profile{
+		Frames:  []agg.Frame{fr("main"), fr("path_a"), fr("path_b"), fr("hot_leaf")},
+		Stacks:  [][]uint32{{3, 1, 0}, {3, 2, 0}},
+		Entries: []agg.Entry{{Tid: 1, Pid: 1, Stack: 1, Count: 30, LeafFunc: 3}, {Tid: 1, Pid: 1, Stack: 0, Count: 10, LeafFunc: 3}},
+		Threads: []agg.ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}},
+	}
+	_, hc := serve(t, rec, 0)
+
+	var c api.Callers
+	if code := get(t, hc, "/v1/callers?fn=HOT_LEAF", &c); code != 200 {
+		t.Fatalf("callers: %d", code)
+	}
+	if !c.Live || c.Direction != api.DirCallers || len(c.Functions) != 1 || len(c.Functions[0].Rows) != 2 ||
+		c.Functions[0].Rows[0].Func != "path_b" || c.Functions[0].Rows[0].Pct != 75 {
+		t.Errorf("callers: %+v", c)
+	}
+	get(t, hc, "/v1/callees?fn=^main$&hide=path_", &c)
+	if c.Direction != api.DirCallees || c.Transform == nil || c.Transform.Hide != "path_" ||
+		len(c.Functions) != 1 || len(c.Functions[0].Rows) != 1 || c.Functions[0].Rows[0].Func != "hot_leaf" {
+		t.Errorf("callees with hide: %+v", c)
+	}
+	var fl api.Flame
+	get(t, hc, "/v1/flame?inverted=1&threshold_pct=0&focus=path_a", &fl)
+	if !fl.Inverted || fl.Samples != 10 || len(fl.Root.Children) != 1 || fl.Root.Children[0].Func != "hot_leaf" ||
+		fl.Root.Children[0].Children[0].Func != "path_a" {
+		t.Errorf("inverted flame of path_a: %+v", fl)
+	}
+	var top api.Top
+	get(t, hc, "/v1/top?ignore=path_b", &top)
+	if top.Samples != 10 {
+		t.Errorf("top ignoring path_b: %d samples, want 10", top.Samples)
+	}
+	var th api.Threads
+	get(t, hc, "/v1/threads?focus=path_b", &th)
+	if th.Samples != 30 {
+		t.Errorf("threads of path_b: %d samples, want 30", th.Samples)
+	}
+	var e api.Error
+	if code := get(t, hc, "/v1/top?focus=a(", &e); code != 400 || !strings.Contains(e.Error, "not a regular expression") {
+		t.Errorf("a bad regular expression: %d %+v", code, e)
+	}
+	if code := get(t, hc, "/v1/callers", &e); code != 400 || !strings.Contains(e.Error, "parameter fn") {
+		t.Errorf("callers without fn: %d %+v", code, e)
+	}
+}

@@ -1,0 +1,110 @@
+package agg_test
+
+import (
+	"regexp"
+	"sync"
+	"testing"
+
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/testutil/synthrun"
+)
+
+var (
+	synthOnce sync.Once
+	synth     *agg.Profile
+)
+
+// synth1M is synthrun's run of 1,000,000 samples over 50,000 distinct stacks.
+func synth1M(tb testing.TB) *agg.Profile {
+	synthOnce.Do(func() { synth = synthrun.Profile(1_000_000, 50_000) })
+	if n := synth.TotalSamples(); n != 1_000_000 {
+		tb.Fatalf("profile holds %d samples", n)
+	}
+	return synth
+}
+
+// BenchmarkViews1M times callers, callees, the inverted flame and every stack transform
+// (alone, and followed by top) over a 1,000,000-sample run with 50,000 distinct stacks.
+// Target: each under 150 ms. The run's stacks are random paths, so its whole tree (Flame,
+// InvertedFlame: no depth or threshold) has about a million nodes; stax flame's defaults
+// (InvertedFlamePruned) keep a few.
+func BenchmarkViews1M(b *testing.B) {
+	p := synth1M(b)
+	b.Logf("profile: %d frames, %d stacks, %d entries", len(p.Frames), len(p.Stacks), len(p.Entries))
+	top, _ := agg.Top(p, agg.Filter{}, 1, false)
+	hot := top[0].Func
+	one := func(f agg.Frame) bool { return f.Func == hot }
+	many := regexp.MustCompile("^func_1") // about a third of the functions
+	for _, c := range []struct {
+		name    string
+		match   func(agg.Frame) bool
+		callees bool
+	}{
+		{"Callers", one, false},
+		{"Callees", one, true},
+		{"CallersOfMany", func(f agg.Frame) bool { return many.MatchString(f.Func) }, false},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if fs, n := agg.Callers(p, agg.Filter{}, c.match, 10, 20, c.callees); len(fs) == 0 || n != 1_000_000 {
+					b.Fatalf("%d functions, %d samples", len(fs), n)
+				}
+			}
+		})
+	}
+	b.Run("Flame", func(b *testing.B) { // the tree the right way up, to compare
+		b.ReportAllocs()
+		for b.Loop() {
+			if root, n := agg.Flame(p, agg.Filter{}, 0, 0); n != 1_000_000 || len(root.Children) == 0 {
+				b.Fatalf("%d samples", n)
+			}
+		}
+	})
+	b.Run("InvertedFlame", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if root, n := agg.InvertedFlame(p, agg.Filter{}, 0, 0); n != 1_000_000 || len(root.Children) == 0 {
+				b.Fatalf("%d samples", n)
+			}
+		}
+	})
+	b.Run("InvertedFlamePruned", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if root, n := agg.InvertedFlame(p, agg.Filter{}, 12, 1); n != 1_000_000 || len(root.Children) == 0 {
+				b.Fatalf("%d samples", n)
+			}
+		}
+	})
+	hotRE := regexp.MustCompile("^" + regexp.QuoteMeta(hot) + "$")
+	for _, c := range []struct {
+		name string
+		t    agg.Transform
+	}{
+		{"Focus", agg.Transform{Focus: hotRE}},
+		{"Ignore", agg.Transform{Ignore: hotRE}},
+		{"Hide", agg.Transform{Hide: many}},
+		{"FoldRecursion", agg.Transform{FoldRecursion: true}},
+		{"CollapseImage", agg.Transform{CollapseImages: []string{"app"}}},
+		{"All", agg.Transform{Ignore: regexp.MustCompile("^func_2999$"), Focus: many, Hide: regexp.MustCompile("^func_2"),
+			FoldRecursion: true}},
+	} {
+		b.Run("Transform"+c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if q := p.Transform(&c.t); len(q.Stacks) == 0 {
+					b.Fatal("no stacks left")
+				}
+			}
+		})
+		b.Run("Transform"+c.name+"ThenTop", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if rows, _ := agg.Top(p.Transform(&c.t), agg.Filter{}, 50, false); len(rows) == 0 {
+					b.Fatal("no rows")
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/query"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+// callersCmd is stax callers, or stax callees.
+func callersCmd(g *globals, callees bool) *cobra.Command {
+	var rf runFlags
+	var n, funcs, tid int
+	name, short, path := "callers", "Show who calls a function, with each caller's share", "/v1/callers"
+	if callees {
+		name, short, path = "callees", "Show whom a function calls, with each callee's share", "/v1/callees"
+	}
+	long := callersHelp
+	if callees {
+		long = calleesHelp
+	}
+	c := &cobra.Command{
+		Use:   name + " FN",
+		Short: short,
+		Long:  long + matchHelp + transformHelp,
+		Args:  argsBetween(1, 1, "one FN", "a function name (a substring, any case) or a regular expression; stax top lists the names"),
+		RunE: func(c *cobra.Command, args []string) error {
+			fn := args[0]
+			if fn == "" {
+				return usageErr("%s needs a function name (a substring, any case) or a regular expression, not an empty one", name)
+			}
+			if err := checkCount("-n", n); err != nil {
+				return err
+			}
+			if err := checkCount("--functions", funcs); err != nil {
+				return err
+			}
+			if err := checkTid(tid); err != nil {
+				return err
+			}
+			if err := rf.checkProcesses(); err != nil {
+				return err
+			}
+			r, err := rf.pick()
+			if err != nil {
+				return err
+			}
+			q := rf.query(url.Values{"fn": {fn}, "n": {itoa(n)}, "functions": {itoa(funcs)}, "tid": {itoa(tid)}})
+			res, err := ask(context.Background(), g, r, path, q, rf.need(), func(run *store.Run) (api.Callers, error) {
+				return query.Callers(run, query.CallersOptions{Func: fn, Callees: callees, MaxFuncs: funcs, MaxRows: n,
+					Tid: uint32(tid), Processes: rf.processes, Window: rf.window, Transform: rf.transform})
+			})
+			if err != nil {
+				return err
+			}
+			if err := tidHasSamples(tid, res.Run, res.Samples); err != nil {
+				return err
+			}
+			if len(res.Functions) == 0 {
+				return notFound(fmt.Errorf("no sampled function matches %q in run %s (stax top --run %s lists them)", fn, res.Run, res.Run))
+			}
+			if rf.json {
+				return printJSON(g.out, res)
+			}
+			extra := fmt.Sprintf(" · %s of %q", name, fn)
+			if tid != 0 {
+				extra += fmt.Sprintf(" · tid %d", tid)
+			}
+			if rf.processes.Pid != 0 {
+				extra += fmt.Sprintf(" · pid %d", rf.processes.Pid)
+			}
+			if rf.processes.Comm != "" {
+				extra += " · comm " + esc(rf.processes.Comm)
+			}
+			header(g.out, res.Run, runState(res.State, r), res.Samples, esc(extra)+transformText(res.Transform)+windowText(res.Window))
+			for _, f := range res.Functions {
+				printCallFunction(g, f, callees)
+			}
+			return nil
+		},
+	}
+	rf.add(c)
+	rf.addWindow(c)
+	rf.addProcesses(c)
+	rf.addTransform(c)
+	c.Flags().IntVarP(&n, "n", "n", 20, "show `N` "+name+" of each function")
+	c.Flags().IntVar(&funcs, "functions", 10, "show the `N` hottest functions matching FN")
+	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")
+	return c
+}
+
+const callersHelp = `For each function matching FN, the functions that call it, most samples first: TOTAL
+counts the samples in which the caller calls the function, SHARE is their part of the
+function's total samples, and SELF counts those of them in which the function itself was
+running. A caller's file:line is where that function is (as in stax top), not the call
+site.
+
+Recursion is folded: in each sample a function's caller is the one above its outermost
+call, so a function is never its own caller and each sample counts once per function.
+The rows add up to the function's total, with (outermost) for the samples in which
+nothing called it (a thread's first function).`
+
+const calleesHelp = `For each function matching FN, the functions it calls, most samples first: TOTAL counts
+the samples in which the function calls the callee, SHARE is their part of the
+function's total samples, and SELF counts those of them in which the callee itself was
+running. A callee's file:line is where that function is (as in stax top), not the call
+site.
+
+Recursion is folded: in each sample a function's callee is the one below its innermost
+call, so a function is never its own callee and each sample counts once per function.
+The rows add up to the function's total, with (self) for the samples in which the
+function itself was running.`
+
+const matchHelp = `
+
+FN matches the functions whose name contains it, in any case, and those it matches as a
+regular expression (Go's syntax, as pprof's): hot_leaf, '^main$', 'Parse|Lex'. The
+hottest matching functions (by total samples) are shown, --functions of them.`
+
+// funcName is a function's name for text, with its inlined mark and location.
+func funcName(fn string, inlined bool, file string, line int) string {
+	name := esc(fn)
+	if inlined {
+		name += " (inlined)"
+	}
+	if file != "" && line > 0 {
+		name += fmt.Sprintf(" (%s:%d)", esc(file), line)
+	}
+	return name
+}
+
+func printCallFunction(g *globals, f agg.CallFunction, callees bool) {
+	w := g.out
+	fmt.Fprintf(w, "\n%s  [%s]  total %s (%.2f%%) · self %s (%.2f%%)\n", funcName(f.Func, f.Inlined, f.File, f.Line), esc(trimBrackets(f.Image)),
+		commas(f.Total), f.TotalPct, commas(f.Self), f.SelfPct)
+	col := "CALLER"
+	if callees {
+		col = "CALLEE"
+	}
+	fmt.Fprintf(w, "%8s %10s %10s  %s\n", "SHARE", "TOTAL", "SELF", col+"  [IMAGE]")
+	// The samples no row holds, (outermost) or (self), are a row of their own, in its place.
+	var rest uint64
+	restText := ""
+	if callees {
+		rest, restText = f.Self, fmt.Sprintf("%10s  (self)", commas(f.Self))
+	} else {
+		rest, restText = f.Outermost, fmt.Sprintf("%10s  (outermost)", "")
+	}
+	printRest := func() {
+		if rest > 0 {
+			fmt.Fprintf(w, "%7.2f%% %10s %s\n", float64(rest)*100/float64(max(f.Total, 1)), commas(rest), restText)
+			rest = 0
+		}
+	}
+	for _, row := range f.Rows {
+		if rest > row.Total {
+			printRest()
+		}
+		fmt.Fprintf(w, "%7.2f%% %10s %10s  %s  [%s]\n", row.Pct, commas(row.Total), commas(row.Self),
+			funcName(row.Func, row.Inlined, row.File, row.Line), esc(trimBrackets(row.Image)))
+	}
+	printRest()
+}
