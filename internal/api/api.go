@@ -89,6 +89,10 @@ type Flame struct {
 	Inverted bool           `json:"inverted"`
 	Samples  uint64         `json:"samples"`
 	Root     *agg.FlameNode `json:"root"`
+	// Matched counts the samples with a frame whose function the query's match parameter
+	// (a regular expression) matches, in the tree as built (transformed, filtered); absent
+	// without one.
+	Matched *uint64 `json:"matched,omitempty"`
 }
 
 // Callers is the answer of `stax callers` and `stax callees`: for each function matching

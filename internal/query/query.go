@@ -3,6 +3,9 @@
 package query
 
 import (
+	"fmt"
+	"regexp"
+
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/store"
@@ -83,6 +86,9 @@ type FlameOptions struct {
 	Processes    Processes
 	Window       Window
 	Transform    api.Transform
+	// Match, a regular expression, asks how many samples have a frame whose function it
+	// matches (api.Flame.Matched).
+	Match string
 }
 
 // Flame answers `stax flame`.
@@ -91,13 +97,26 @@ func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
 	if err != nil {
 		return api.Flame{}, err
 	}
+	var match *regexp.Regexp
+	if o.Match != "" {
+		if match, err = regexp.Compile(o.Match); err != nil {
+			return api.Flame{}, fmt.Errorf("match %q is not a regular expression (%s): write one in Go's syntax, as pprof's", o.Match, reError(err))
+		}
+	}
 	build := agg.Flame
 	if o.Inverted {
 		build = agg.InvertedFlame
 	}
-	root, samples := build(&run.Profile, o.Processes.filter(&run.Profile, o.Tid), o.Depth, o.ThresholdPct)
-	return api.Flame{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
-		Inverted: o.Inverted, Samples: samples, Root: root}, nil
+	f := o.Processes.filter(&run.Profile, o.Tid)
+	root, samples := build(&run.Profile, f, o.Depth, o.ThresholdPct)
+	res := api.Flame{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
+		Inverted: o.Inverted, Samples: samples, Root: root}
+	if match != nil {
+		// Focus keeps the samples with a matching frame; a tree one level deep counts them.
+		_, n := agg.Flame(run.Profile.Transform(&agg.Transform{Focus: match}), f, 1, 100)
+		res.Matched = &n
+	}
+	return res, nil
 }
 
 // CallersOptions are the flags of `stax callers` and `stax callees`.

@@ -315,7 +315,7 @@ func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := query.Flame(s.rec.Snapshot(), query.FlameOptions{Depth: d, ThresholdPct: th, Inverted: r.URL.Query().Get("inverted") == "1",
-		Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r)})
+		Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r), Match: r.URL.Query().Get("match")})
 	if err != nil {
 		badRequest(w, "%v", err)
 		return

@@ -414,3 +414,48 @@ func TestCallersAndTransformsAnsweredLive(t *testing.T) {
 		t.Errorf("callers without fn: %d %+v", code, e)
 	}
 }
+
+// TestFlameCountsMatches: match=RE counts the samples with a matching frame in the tree
+// as asked (filtered and transformed), however deep the match and however pruned the tree.
+func TestFlameCountsMatches(t *testing.T) {
+	fr := func(n string) agg.Frame { return agg.Frame{Func: n, Image: "/bin/app", Kind: agg.KindUser} }
+	rec := newFake(0)
+	rec.run.Profile = agg.Profile{
+		Frames: []agg.Frame{fr("main"), fr("path_a"), fr("path_b"), fr("hot_leaf"), fr("rare")},
+		Stacks: [][]uint32{{3, 1, 0}, {3, 2, 0}, {4, 3, 2, 0}},
+		Entries: []agg.Entry{{Tid: 1, Pid: 1, Stack: 1, Count: 30, LeafFunc: 3}, {Tid: 1, Pid: 1, Stack: 0, Count: 10, LeafFunc: 3},
+			{Tid: 2, Pid: 1, Stack: 2, Count: 1, LeafFunc: 4}},
+		Threads: []agg.ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}, {Tid: 2, Pid: 1, Name: "other"}},
+	}
+	_, hc := serve(t, rec, 0)
+	for _, c := range []struct {
+		query string
+		want  uint64
+	}{
+		{"match=path_b", 31},
+		{"match=^hot_leaf$", 41},
+		{"match=rare&threshold_pct=50", 1}, // pruned from the tree, still counted
+		{"match=rare&tid=1", 0},
+		{"match=path_&focus=path_a", 10},
+		{"match=path_b&hide=path_b", 0},
+		{"match=main&inverted=1&depth=1", 41},
+	} {
+		var fl api.Flame
+		if code := get(t, hc, "/v1/flame?"+c.query, &fl); code != 200 {
+			t.Errorf("%s: %d", c.query, code)
+			continue
+		}
+		if fl.Matched == nil || *fl.Matched != c.want {
+			t.Errorf("%s: matched %v, want %d", c.query, fl.Matched, c.want)
+		}
+	}
+	var fl map[string]any
+	get(t, hc, "/v1/flame", &fl)
+	if _, ok := fl["matched"]; ok {
+		t.Errorf("a flame without match says matched: %v", fl["matched"])
+	}
+	var e api.Error
+	if code := get(t, hc, "/v1/flame?match=a(", &e); code != 400 || !strings.Contains(e.Error, "not a regular expression") {
+		t.Errorf("a bad match: %d %+v", code, e)
+	}
+}
