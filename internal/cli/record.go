@@ -137,7 +137,7 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 			if webOn {
 				if srv == nil {
 					notef("--web is off: live queries are off")
-				} else if wsrv, err := startWeb(g, g.errOut, web.HandlerSource{Handler: server.Handler(rec, true)}, webAddr, false, rec.ID()); err != nil {
+				} else if wsrv, err := startWeb(g, g.errOut, web.HandlerSource{Handler: server.Handler(rec, true)}, web.Options{Addr: webAddr}, false, rec.ID()); err != nil {
 					notef("--web is off: %v", err)
 				} else {
 					go wsrv.Serve()

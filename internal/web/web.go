@@ -21,19 +21,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/annotate"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/client"
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/server"
+	"github.com/stax-profiler/stax/internal/store"
 )
 
 //go:embed assets
@@ -122,6 +127,20 @@ func errorBody(msg string) []byte {
 // Options configure a web server.
 type Options struct {
 	Addr string // host:port to listen on; empty: 127.0.0.1 on a free port
+	// View is added to the printed URL: the page opens on it (from, to, tid, the
+	// transforms, inverted; see the page's URL parameters in docs/web.md).
+	View url.Values
+	// Base, when set, is what the page's diff compares the run with.
+	Base *Base
+}
+
+// Base is the other side of a diff: another run, or another window of the run served.
+type Base struct {
+	Run    *store.Run   // held whole; for a window of a live run, its snapshot when the page was started
+	Window query.Window // the part of Run compared
+	// Same says Run is the run served: the page's thread and process filters apply to it
+	// too (for another run they would name other threads).
+	Same bool
 }
 
 // Server serves one run.
@@ -139,6 +158,19 @@ type Server struct {
 	statusMu  sync.Mutex
 	statusAt  time.Time
 	statusVal []byte
+
+	diff    *Diff
+	baseRun *store.Run // the base, cut to its window
+	baseTid bool       // thread and process filters apply to the base
+	// Base trees by query: the base does not change, so each is built once.
+	baseMu    sync.Mutex
+	baseTrees map[string]baseTree
+	baseOrder []string
+}
+
+type baseTree struct {
+	root    *agg.FlameNode
+	samples uint64
 }
 
 // Listen opens the server's port; Serve answers on it.
@@ -160,7 +192,16 @@ func Listen(src Source, o Options) (*Server, error) {
 		ln.Close()
 		return nil, err
 	}
-	s := &Server{src: src, token: hex.EncodeToString(tok), ln: ln, loopback: isLoopback(host)}
+	s := &Server{src: src, token: hex.EncodeToString(tok), ln: ln, loopback: isLoopback(host), baseTrees: map[string]baseTree{}}
+	if b := o.Base; b != nil {
+		run, win, err := b.Window.Apply(b.Run)
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("the base of the diff, run %s: %w", b.Run.Meta.ID, err)
+		}
+		s.baseRun, s.baseTid = run, b.Same
+		s.diff = &Diff{Base: b.Run.Meta.ID, Same: b.Same, Window: win, Samples: run.Profile.TotalSamples()}
+	}
 	s.hostname, _ = os.Hostname()
 	_, s.port, _ = net.SplitHostPort(ln.Addr().String())
 	shown := host
@@ -168,6 +209,9 @@ func Listen(src Source, o Options) (*Server, error) {
 		shown = "127.0.0.1"
 	}
 	s.url = "http://" + net.JoinHostPort(shown, s.port) + "/?token=" + s.token
+	if len(o.View) > 0 {
+		s.url += "&" + o.View.Encode()
+	}
 	s.srv = &http.Server{Handler: s.guard(s.routes()), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10}
 	return s, nil
 }
@@ -261,8 +305,12 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/status", s.status)
 	mux.HandleFunc("GET /api/events", s.events)
 	mux.HandleFunc("GET /api/timeline", s.proxy("/v1/timeline", map[string]string{"threads": "16", "buckets": "200"}))
-	mux.HandleFunc("GET /api/flame", s.proxy("/v1/flame", map[string]string{"depth": "0", "threshold_pct": "0.1"}))
+	mux.HandleFunc("GET /api/flame", s.flame)
+	mux.HandleFunc("GET /api/changes", s.changes)
 	mux.HandleFunc("GET /api/top", s.proxy("/v1/top", map[string]string{"n": "100"}))
+	mux.HandleFunc("GET /api/threads", s.proxy("/v1/threads", map[string]string{"n": "200"}))
+	mux.HandleFunc("GET /api/callers", s.proxy("/v1/callers", map[string]string{"n": "12", "functions": "4"}))
+	mux.HandleFunc("GET /api/callees", s.proxy("/v1/callees", map[string]string{"n": "12", "functions": "4"}))
 	mux.HandleFunc("GET /api/annotate", s.annotate)
 	return mux
 }
@@ -291,19 +339,160 @@ func (s *Server) asset(name, ctype string) http.HandlerFunc {
 }
 
 // passed are the query parameters the page may set; anything else is dropped.
-var passed = []string{"from", "to", "tid", "pid", "comm", "sort", "n", "threshold_pct", "depth", "bucket_ms", "buckets", "threads", "target", "version", "syntax"}
+var passed = []string{"from", "to", "tid", "pid", "comm", "sort", "n", "threshold_pct", "depth", "bucket_ms", "buckets", "threads",
+	"target", "version", "syntax", "inverted", "match", "fn", "functions",
+	api.ParamFocus, api.ParamIgnore, api.ParamHide, api.ParamCollapseImage, api.ParamFoldRecursion}
 
 func params(r *http.Request, defaults map[string]string) url.Values {
 	in := r.URL.Query()
 	q := url.Values{}
 	for _, k := range passed {
-		if v := in.Get(k); v != "" {
+		if k == api.ParamCollapseImage {
+			for _, v := range in[k] {
+				if v != "" {
+					q.Add(k, v)
+				}
+			}
+		} else if v := in.Get(k); v != "" {
 			q.Set(k, v)
 		} else if d, ok := defaults[k]; ok {
 			q.Set(k, d)
 		}
 	}
 	return q
+}
+
+// flame answers the flame graph; with diff=1, and a base, each node also has the share
+// of samples the same call path has in the base (agg.DiffFlame, as stax flame --diff).
+func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
+	q := params(r, map[string]string{"depth": "0", "threshold_pct": "0.1"})
+	body, code := s.src.Get(r.Context(), "/v1/flame", q)
+	if code != http.StatusOK || s.diff == nil || r.URL.Query().Get("diff") != "1" {
+		writeRaw(w, code, body)
+		return
+	}
+	var fl api.Flame
+	if err := json.Unmarshal(body, &fl); err != nil {
+		writeJSON(w, http.StatusBadGateway, api.Error{Error: fmt.Sprintf("flame graph unreadable: %v", err)})
+		return
+	}
+	base, err := s.baseFlame(q, fl.Inverted, 0)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, api.Error{Error: err.Error()})
+		return
+	}
+	if fl.Root != nil {
+		th, _ := strconv.ParseFloat(q.Get("threshold_pct"), 64)
+		agg.DiffFlame(fl.Root, base.root, th)
+	}
+	writeJSON(w, http.StatusOK, struct {
+		api.Flame
+		Diff        *Diff  `json:"diff"`
+		BaseSamples uint64 `json:"base_samples"`
+	}{fl, s.diff, base.samples})
+}
+
+// Change is a row of the diff's table: a function's share of the samples in which it
+// was running (its self share), in the base and in the run.
+type Change struct {
+	Func     string  `json:"func"`
+	Image    string  `json:"image"`
+	Kind     string  `json:"kind"`
+	Inlined  bool    `json:"inlined,omitempty"`
+	Pct      float64 `json:"pct"`
+	BasePct  float64 `json:"base_pct"`
+	DeltaPct float64 `json:"delta_pct"` // pct - base_pct, percentage points
+}
+
+// changes answers the functions whose self share changed most from the base: the first
+// level of the inverted trees of both, diffed as the flame graph is.
+func (s *Server) changes(w http.ResponseWriter, r *http.Request) {
+	if s.diff == nil {
+		writeJSON(w, http.StatusNotFound, api.Error{Error: "no diff: start stax web with --diff BASE or --base-from/--base-to"})
+		return
+	}
+	q := params(r, nil)
+	n, err := strconv.Atoi(q.Get("n"))
+	if err != nil || n <= 0 {
+		n = 20
+	}
+	q.Set("inverted", "1")
+	q.Set("depth", "1")
+	q.Set("threshold_pct", "0")
+	body, code := s.src.Get(r.Context(), "/v1/flame", q)
+	if code != http.StatusOK {
+		writeRaw(w, code, body)
+		return
+	}
+	var fl api.Flame
+	if err := json.Unmarshal(body, &fl); err != nil {
+		writeJSON(w, http.StatusBadGateway, api.Error{Error: fmt.Sprintf("flame graph unreadable: %v", err)})
+		return
+	}
+	base, err := s.baseFlame(q, true, 1)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, api.Error{Error: err.Error()})
+		return
+	}
+	rows := []Change{}
+	if fl.Root != nil {
+		agg.DiffFlame(fl.Root, base.root, 0)
+		for _, c := range fl.Root.Children {
+			ch := Change{Func: c.Func, Image: c.Image, Kind: c.Kind, Inlined: c.Inlined, Pct: c.TotalPct}
+			if c.BasePct != nil {
+				ch.BasePct = *c.BasePct
+			}
+			ch.DeltaPct = ch.Pct - ch.BasePct
+			rows = append(rows, ch)
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		if a, b := math.Abs(rows[i].DeltaPct), math.Abs(rows[j].DeltaPct); a != b {
+			return a > b
+		}
+		return rows[i].Func < rows[j].Func
+	})
+	if len(rows) > n {
+		rows = rows[:n]
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Diff        *Diff    `json:"diff"`
+		Samples     uint64   `json:"samples"`
+		BaseSamples uint64   `json:"base_samples"`
+		Rows        []Change `json:"rows"`
+	}{s.diff, fl.Samples, base.samples, rows})
+}
+
+// baseFlame is the base's tree for the page's query q, unpruned (as stax flame --diff
+// builds it), cut to depth levels (0: all).
+func (s *Server) baseFlame(q url.Values, inverted bool, depth int) (baseTree, error) {
+	o := query.FlameOptions{Depth: depth, Inverted: inverted, Transform: api.TransformParams(q)}
+	if s.baseTid {
+		tid, _ := strconv.ParseUint(q.Get("tid"), 10, 32)
+		pid, _ := strconv.ParseUint(q.Get("pid"), 10, 32)
+		o.Tid, o.Processes = uint32(tid), query.Processes{Pid: uint32(pid), Comm: q.Get("comm")}
+	} else {
+		// Process names carry over to another run; thread and process ids do not.
+		o.Processes.Comm = q.Get("comm")
+	}
+	key := fmt.Sprintf("%+v", o)
+	s.baseMu.Lock()
+	defer s.baseMu.Unlock()
+	if t, ok := s.baseTrees[key]; ok {
+		return t, nil
+	}
+	res, err := query.Flame(s.baseRun, o)
+	if err != nil {
+		return baseTree{}, fmt.Errorf("the base: %w", err)
+	}
+	t := baseTree{res.Root, res.Samples}
+	if len(s.baseOrder) >= 8 {
+		delete(s.baseTrees, s.baseOrder[0])
+		s.baseOrder = s.baseOrder[1:]
+	}
+	s.baseTrees[key] = t
+	s.baseOrder = append(s.baseOrder, key)
+	return t, nil
 }
 
 func (s *Server) proxy(path string, defaults map[string]string) http.HandlerFunc {
@@ -344,6 +533,15 @@ type Summary struct {
 	JITUnnamed     uint64   `json:"jit_unnamed"`
 	UnknownSamples uint64   `json:"unknown_samples"`
 	Unresolved     uint64   `json:"unresolved_frames"`
+	Diff           *Diff    `json:"diff,omitempty"` // what the page's diff compares with; absent: no diff
+}
+
+// Diff describes the base of a diff.
+type Diff struct {
+	Base    string      `json:"base"`             // its run id
+	Same    bool        `json:"same"`             // another window of the run served
+	Window  *api.Window `json:"window,omitempty"` // the part of the base compared; absent: all of it
+	Samples uint64      `json:"samples"`          // in that part
 }
 
 func (s *Server) summary(ctx context.Context) ([]byte, int) {
@@ -367,7 +565,7 @@ func (s *Server) summary(ctx context.Context) ([]byte, int) {
 	b, _ := json.Marshal(Summary{Run: st.Meta.ID, State: st.State, Live: st.Live, Command: st.Meta.Command,
 		Samples: st.Meta.Samples, Lost: st.Meta.Lost, ElapsedSec: st.ElapsedSec, Threads: st.Threads,
 		DistinctStacks: st.DistinctStacks, JITSources: len(st.JIT), JITFunctions: jitFuncs, JITSamples: st.JITSamples, JITUnnamed: st.JITUnnamed,
-		UnknownSamples: st.UnknownSamples, Unresolved: st.Meta.Unresolved})
+		UnknownSamples: st.UnknownSamples, Unresolved: st.Meta.Unresolved, Diff: s.diff})
 	s.statusVal, s.statusAt = b, time.Now()
 	return b, http.StatusOK
 }
