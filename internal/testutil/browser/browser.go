@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/stax-profiler/stax/internal/testutil"
@@ -53,4 +55,17 @@ func Within(t testing.TB, ctx context.Context, d time.Duration) context.Context 
 	ctx, cancel := context.WithTimeout(ctx, d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// ColorScheme makes the page's prefers-color-scheme media feature "light" or "dark" ("":
+// the browser's own again).
+func ColorScheme(ctx context.Context, scheme string) error {
+	p := emulation.SetEmulatedMediaParams{}
+	if scheme != "" {
+		p.Features = []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}
+	}
+	return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, p)
+		return err
+	}))
 }

@@ -16,13 +16,19 @@ type Frame struct {
 	Image    string  `json:"image"`
 	Kind     string  `json:"kind"`
 	Total    float64 `json:"total"`
+	Self     float64 `json:"self"`
 	Match    bool    `json:"match"`
 	Ancestor bool    `json:"ancestor"`
-	X        float64 `json:"x"`
-	Y        float64 `json:"y"`
-	W        float64 `json:"w"`
-	H        float64 `json:"h"`
-	Drawn    float64 `json:"drawn"`
+	Selected bool    `json:"selected"`
+	Depth    int     `json:"depth"`
+	// Change is the frame's change of share against a diff's base, in percentage points;
+	// absent without a diff.
+	Change *float64 `json:"change"`
+	X      float64  `json:"x"`
+	Y      float64  `json:"y"`
+	W      float64  `json:"w"`
+	H      float64  `json:"h"`
+	Drawn  float64  `json:"drawn"`
 }
 
 // framesJS returns the frames with their drawn widths: on the canvas row one pixel below

@@ -1,32 +1,61 @@
 "use strict";
 // stax web: one page over one run. State lives here; the server only answers queries.
+// What the user looks at (window, thread, transforms, mode, zoom, selection, search) is
+// kept in the page's URL, so a link opens the same view.
+
+// Errors the page met, for tests and the console.
+window.staxErrors = [];
+addEventListener("error", (e) => window.staxErrors.push(String(e.message)));
+addEventListener("unhandledrejection", (e) => window.staxErrors.push(String(e.reason)));
 
 const token = document.querySelector('meta[name="stax-token"]').content;
 const $ = (sel) => document.querySelector(sel);
 
+// view is what the URL keeps; see readURL and writeURL for its parameters.
+const view = {
+  from: null, // the window, seconds from the run's start (numbers), or as written in the URL
+  to: null,
+  tid: 0,
+  pid: 0,
+  focus: "", // stack transforms, as the API takes them (ignore and hide: one expression each here)
+  ignore: [],
+  hide: [],
+  collapse: [],
+  fold: false,
+  inverted: false,
+  zoom: [], // the zoomed frame's path: keys (or, from a URL, function names), root's children first
+  sel: null, // the selected frame's path, as zoom; null: none
+  search: "",
+  sort: "self",
+  code: "", // the function in the code panel
+  version: 0,
+  diff: true, // colour by change (when the server has a base)
+};
+
 const state = {
   summary: null,
-  selection: null, // {from, to}: seconds from the run's start; null: the whole run
-  zoomPath: [], // keys of the frames from the root down to the zoomed frame
-  chosen: null, // the frame last clicked, offered for "show code"
-  sort: "self",
-  search: "",
-  func: null, // the function shown in the code panel
-  version: 0,
+  linkRun: "", // the run the URL names
   flame: null,
   timeline: null,
   top: null,
-  refreshing: false,
-  pending: false,
+  threads: null,
+  changes: null,
+  keys: {}, // per view, the query of the answer held
+  flameEls: [],
+  flameCanvas: null,
+  loadedOnce: false,
 };
 
 // Figures a test (or a curious user, from the console) can read.
 const perf = (window.staxPerf = {
   firstFlameMs: null, // from navigation start to the first flame graph on screen
   flameRenderMs: [], // each flame graph render
+  changes: [], // {what, ms}: from a change of the view to its flame graph on screen
   lastBytes: {}, // bytes of the last answer per view
   updateBytes: [], // bytes fetched by each live update
   updates: 0,
+  refreshes: 0, // view refreshes finished (flame graph and top drawn)
+  settled: 0, // refreshes whose every panel has been drawn
 });
 
 // The flame graph's frames as drawn, for tests and the console: x, y, w, h are CSS pixels
@@ -34,33 +63,118 @@ const perf = (window.staxPerf = {
 window.staxFrames = () => {
   const box = state.flameCanvas ? state.flameCanvas.getBoundingClientRect() : { left: 0, top: 0 };
   return (state.flameEls || []).map((f) => ({
-    func: f.n.func, image: f.n.image, kind: f.n.kind, total: f.n.total, match: f.match, ancestor: f.ancestor,
+    func: f.n.func, image: f.n.image, kind: f.n.kind, total: f.n.total, self: f.n.self, match: f.match, ancestor: f.ancestor,
+    selected: f.selected, depth: f.depth, change: f.change,
     x: box.left + f.x, y: box.top + f.depth * ROW, w: f.w, h: ROW - 1,
   }));
 };
 
-const fmtSec = (s) => (Math.round(s * 1000) / 1000).toString();
+const fmtSec = (s) => (typeof s === "number" ? (Math.round(s * 1000) / 1000).toString() : String(s));
 const commas = (n) => Number(n).toLocaleString("en-US");
 const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+// reQuote makes a name a regular expression matching it alone (Go's syntax, as JS's here).
+const reQuote = (s) => "^" + s.replace(/[\\.+*?()|[\]{}^$]/g, "\\$&") + "$";
+const pct = (n, of) => ((100 * n) / Math.max(of, 1)).toFixed(2) + "%";
 
-async function api(view, params = {}, scoped = true) {
-  const q = new URLSearchParams(params);
-  if (scoped && state.selection) {
-    q.set("from", fmtSec(state.selection.from));
-    q.set("to", fmtSec(state.selection.to));
-  }
-  const res = await fetch(`/api/${view}?${q}`, { headers: { "X-Stax-Token": token } });
+async function api(path, params, signal) {
+  const q = params instanceof URLSearchParams ? params : new URLSearchParams(params || {});
+  const res = await fetch(`/api/${path}?${q}`, { headers: { "X-Stax-Token": token }, signal });
   const text = await res.text();
-  perf.lastBytes[view] = text.length;
+  perf.lastBytes[path] = text.length;
   let body = {};
   try {
     body = text ? JSON.parse(text) : {};
   } catch {
-    throw new Error(`${view}: ${res.status} ${text.slice(0, 200)}`);
+    throw new Error(`${path}: ${res.status} ${text.slice(0, 200)}`);
   }
-  if (!res.ok) throw new Error(body.error || `${view}: ${res.status}`);
+  if (!res.ok) throw new Error(body.error || `${path}: ${res.status}`);
   body._bytes = text.length;
   return body;
+}
+
+// ---- the view's URL ----
+
+function readURL() {
+  const u = new URLSearchParams(location.search);
+  const num = (k) => Number(u.get(k)) || 0;
+  state.linkRun = u.get("run") || "";
+  view.from = u.get("from");
+  view.to = u.get("to");
+  if (view.from === null && view.to !== null) view.from = "0";
+  if (view.from !== null && view.to === null) view.to = "-0";
+  view.tid = num("tid");
+  view.pid = num("pid");
+  view.focus = u.get("focus") || "";
+  view.ignore = u.getAll("ignore").filter(Boolean);
+  view.hide = u.getAll("hide").filter(Boolean);
+  view.collapse = u.getAll("collapse_image").filter(Boolean);
+  view.fold = u.get("fold_recursion") === "1";
+  view.inverted = u.get("inverted") === "1";
+  view.zoom = u.getAll("zoom");
+  const sel = u.getAll("sel");
+  view.sel = !u.has("sel") ? null : sel.length === 1 && sel[0] === "" ? [] : sel;
+  view.search = u.get("search") || "";
+  view.sort = u.get("sort") === "total" ? "total" : "self";
+  view.code = u.get("code") || "";
+  view.version = num("version");
+  view.diff = u.get("diff") !== "0";
+}
+
+// A path's elements in the URL are function names.
+const urlPath = (p) => p.map((k) => k.split("\u0000")[0]);
+
+function writeURL(push) {
+  const u = new URLSearchParams();
+  u.set("token", token);
+  if (state.summary) u.set("run", state.summary.run);
+  if (view.from !== null) {
+    u.set("from", fmtSec(view.from));
+    u.set("to", fmtSec(view.to));
+  }
+  if (view.tid) u.set("tid", view.tid);
+  if (view.pid) u.set("pid", view.pid);
+  if (view.focus) u.set("focus", view.focus);
+  for (const v of view.ignore) u.append("ignore", v);
+  for (const v of view.hide) u.append("hide", v);
+  for (const v of view.collapse) u.append("collapse_image", v);
+  if (view.fold) u.set("fold_recursion", "1");
+  if (view.inverted) u.set("inverted", "1");
+  for (const k of urlPath(view.zoom)) u.append("zoom", k);
+  if (view.sel) {
+    if (view.sel.length === 0) u.set("sel", "");
+    for (const k of urlPath(view.sel)) u.append("sel", k);
+  }
+  if (view.search) u.set("search", view.search);
+  if (view.sort !== "self") u.set("sort", view.sort);
+  if (view.code) u.set("code", view.code);
+  if (view.version) u.set("version", view.version);
+  if (!view.diff) u.set("diff", "0");
+  const url = `${location.pathname}?${u}`;
+  if (url === location.pathname + location.search) return;
+  if (push) history.pushState(null, "", url);
+  else history.replaceState(null, "", url);
+}
+
+// combine joins expressions into one that matches what any of them does.
+const combine = (list) => (list.length === 1 ? list[0] : list.map((e) => `(?:${e})`).join("|"));
+
+// query is the API parameters of the view: with the window unless whole, and with the
+// thread filter and the transforms.
+function query({ window = true, inverted = true } = {}) {
+  const q = new URLSearchParams();
+  if (window && view.from !== null) {
+    q.set("from", fmtSec(view.from));
+    q.set("to", fmtSec(view.to));
+  }
+  if (view.tid) q.set("tid", view.tid);
+  if (view.pid) q.set("pid", view.pid);
+  if (view.focus) q.set("focus", view.focus);
+  if (view.ignore.length) q.set("ignore", combine(view.ignore));
+  if (view.hide.length) q.set("hide", combine(view.hide));
+  for (const v of view.collapse) q.append("collapse_image", v);
+  if (view.fold) q.set("fold_recursion", "1");
+  if (inverted && view.inverted) q.set("inverted", "1");
+  return q;
 }
 
 // ---- status strip ----
@@ -82,6 +196,11 @@ function drawSummary(s) {
     item("unknown samples", commas(s.unknown_samples), s.unknown_samples > 0),
     item("unresolved frames", commas(s.unresolved_frames), s.unresolved_frames > 0),
   ].join("");
+  const notice = $("#notice");
+  if (state.linkRun && state.linkRun !== s.run) {
+    notice.hidden = false;
+    notice.textContent = `This link is for run ${state.linkRun}; this server shows run ${s.run}, and the view below is of run ${s.run}.`;
+  }
 }
 
 // ---- timeline ----
@@ -91,8 +210,10 @@ const TL = { label: 150, total: 40, row: 13, axis: 16 };
 function drawTimeline() {
   const tl = state.timeline;
   const el = $("#timeline");
-  if (!tl || !tl.buckets) {
-    el.innerHTML = '<p class="placeholder">no samples with times yet</p>';
+  if (!tl) return;
+  if (!tl.buckets) {
+    el.innerHTML = `<p class="placeholder">${state.summary && state.summary.live ? "no samples yet: waiting for the first ones" : "no samples with times"}</p>`;
+    state.tlGeom = null;
     return;
   }
   const W = Math.max(el.clientWidth, 300);
@@ -102,11 +223,11 @@ function drawTimeline() {
   const bw = plotW / tl.buckets;
   const maxTotal = Math.max(1, ...tl.total);
   const parts = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">`];
-  parts.push(`<text class="label" x="4" y="${TL.total - 4}">all threads</text>`);
+  parts.push(`<text class="label" x="4" y="${TL.total - 4}">${view.tid || view.pid ? "selected" : "all threads"}</text>`);
   tl.total.forEach((c, i) => {
     if (!c) return;
     const h = (c / maxTotal) * (TL.total - 4);
-    parts.push(`<rect x="${TL.label + i * bw}" y="${TL.total - h}" width="${Math.max(bw - 0.5, 0.5)}" height="${h}" fill="#286ee6"/>`);
+    parts.push(`<rect x="${TL.label + i * bw}" y="${TL.total - h}" width="${Math.max(bw - 0.5, 0.5)}" height="${h}" fill="var(--bar)"/>`);
   });
   threads.forEach((t, r) => {
     const y = TL.total + r * TL.row;
@@ -114,7 +235,7 @@ function drawTimeline() {
     parts.push(`<text class="label" x="4" y="${y + TL.row - 3}">${esc(t.name || "?")} ${t.tid}</text>`);
     t.counts.forEach((c, i) => {
       if (!c) return;
-      parts.push(`<rect x="${TL.label + i * bw}" y="${y + 1}" width="${Math.max(bw, 0.5)}" height="${TL.row - 2}" fill="#e8663d" fill-opacity="${(0.15 + (0.85 * c) / max).toFixed(2)}"/>`);
+      parts.push(`<rect x="${TL.label + i * bw}" y="${y + 1}" width="${Math.max(bw, 0.5)}" height="${TL.row - 2}" fill="var(--heat)" fill-opacity="${(0.15 + (0.85 * c) / max).toFixed(2)}"/>`);
     });
   });
   const span = tl.buckets * tl.bucket_sec;
@@ -124,7 +245,7 @@ function drawTimeline() {
     parts.push(`<text class="label" x="${x}" y="${H - 3}" text-anchor="${anchor}">${(tl.start_sec + (k / 5) * span).toFixed(2)}s</text>`);
   }
   parts.push("</svg>");
-  el.innerHTML = parts.join("") + '<div class="brush" hidden></div>';
+  el.innerHTML = parts.join("") + '<div class="brush base" hidden></div><div class="brush main" hidden></div>';
   state.tlGeom = { x0: TL.label, w: plotW, start: tl.start_sec, span };
   window.staxTimeline = state.tlGeom;
   drawBrush();
@@ -136,22 +257,28 @@ function secAt(x) {
   return g.start + f * g.span;
 }
 
-function drawBrush(from, to) {
-  const b = $("#timeline .brush");
+function placeBrush(b, sel) {
   const g = state.tlGeom;
-  if (!b || !g) return;
-  const sel = from !== undefined ? { from, to } : state.selection;
-  if (!sel) {
+  if (!b) return;
+  if (!g || !sel || typeof sel.from !== "number" || typeof sel.to !== "number") {
     b.hidden = true;
-  } else {
-    const x1 = g.x0 + ((sel.from - g.start) / g.span) * g.w;
-    const x2 = g.x0 + ((sel.to - g.start) / g.span) * g.w;
-    b.hidden = false;
-    b.style.left = `${Math.min(x1, x2)}px`;
-    b.style.width = `${Math.max(Math.abs(x2 - x1), 1)}px`;
+    return;
   }
-  $("#selection").textContent = state.selection ? `window ${state.selection.from.toFixed(2)}s – ${state.selection.to.toFixed(2)}s` : "";
-  $("#clear-selection").hidden = !state.selection;
+  const x1 = g.x0 + ((sel.from - g.start) / g.span) * g.w;
+  const x2 = g.x0 + ((sel.to - g.start) / g.span) * g.w;
+  b.hidden = false;
+  b.style.left = `${Math.min(x1, x2)}px`;
+  b.style.width = `${Math.max(Math.abs(x2 - x1), 1)}px`;
+}
+
+function drawBrush(from, to) {
+  const sel = from !== undefined ? { from, to } : view.from !== null ? { from: view.from, to: view.to } : null;
+  placeBrush($("#timeline .brush.main"), sel);
+  const d = state.summary && state.summary.diff;
+  placeBrush($("#timeline .brush.base"), d && d.same && d.window ? { from: d.window.from_sec, to: d.window.to_sec } : null);
+  const shown = view.from === null ? "" : typeof view.from === "number" ? `window ${view.from.toFixed(2)}s – ${view.to.toFixed(2)}s` : `window ${view.from} – ${view.to}`;
+  $("#selection").textContent = shown;
+  $("#clear-selection").hidden = view.from === null;
 }
 
 function setupBrush() {
@@ -176,28 +303,29 @@ function setupBrush() {
       drawBrush();
       return;
     }
-    select({ from: secAt(a), to: secAt(b) });
+    change("window", () => {
+      view.from = secAt(a);
+      view.to = secAt(b);
+    });
   });
-  el.addEventListener("dblclick", () => select(null));
-  $("#clear-selection").addEventListener("click", () => select(null));
-}
-
-function select(sel) {
-  state.selection = sel;
-  drawBrush();
-  refresh(false);
+  const whole = () => change("window", () => (view.from = view.to = null));
+  el.addEventListener("dblclick", whole);
+  $("#clear-selection").addEventListener("click", whole);
 }
 
 // ---- flame graph ----
 
 const ROW = 18;
 const keyOf = (n) => `${n.func}\u0000${n.image}`;
+// A path element names a node by key, or (from a URL) by function name alone.
+const isNode = (n, k) => keyOf(n) === k || n.func === k;
 
-function zoomNode() {
+// chainOf follows path from the root: the nodes found, root first.
+function chainOf(path) {
   let n = state.flame && state.flame.root;
   const chain = n ? [n] : [];
-  for (const key of state.zoomPath) {
-    const next = (n.children || []).find((c) => keyOf(c) === key);
+  for (const key of path) {
+    const next = (n.children || []).find((c) => isNode(c, key));
     if (!next) break;
     n = next;
     chain.push(n);
@@ -209,26 +337,58 @@ function zoomNode() {
 // as elements their style, layout and paint took 150-250 ms a render in software-rendered
 // Chromium; drawn, they take a few milliseconds. Frames keep their geometry (CSS pixels
 // within the canvas) for hit testing, the tooltip and tests.
-const KIND_COLOR = { user: "#f2a65a", jit: "#6cc070", kernel: "#7aa7e0", unknown: "#bbb", root: "#bbb" };
-const MATCH_COLOR = "#d4009a";
 const LABEL_MIN_PX = 28;
+let palette = null; // colours from the style sheet's variables, read again when the theme changes
+
+function colours() {
+  if (palette) return palette;
+  const cs = getComputedStyle(document.documentElement);
+  const v = (name) => cs.getPropertyValue(name).trim();
+  palette = {
+    user: v("--k-user"), jit: v("--k-jit"), kernel: v("--k-kernel"), unknown: v("--k-unknown"), root: v("--k-unknown"),
+    match: v("--match"), matchText: v("--match-text"), text: v("--frame-text"), select: v("--select"),
+    grow: rgb(v("--grow")), shrink: rgb(v("--shrink")), same: rgb(v("--same")),
+  };
+  return palette;
+}
+
+function rgb(hex) {
+  const m = /^#?([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(hex);
+  return m ? [parseInt(m[1], 16), parseInt(m[2], 16), parseInt(m[3], 16)] : [128, 128, 128];
+}
+
+// diffing says whether frames are coloured by their change against the base.
+const diffing = () => !!(state.summary && state.summary.diff && view.diff && state.flame && state.flame.diff);
+
+// changeColour is the colour of a change of d percentage points, out of the largest
+// change drawn: the more it changed, the deeper the red (grew) or blue (shrank).
+function changeColour(d, scale) {
+  const p = colours();
+  const t = Math.sqrt(Math.min(1, Math.abs(d) / scale));
+  const to = d > 0 ? p.grow : p.shrink;
+  const c = p.same.map((s, i) => Math.round(s + (to[i] - s) * t));
+  return `rgb(${c[0]},${c[1]},${c[2]})`;
+}
 
 function drawFlame() {
   const t0 = performance.now();
   const el = $("#flame");
   const root = state.flame && state.flame.root;
   if (!root || !root.total) {
-    el.innerHTML = '<p class="placeholder">no samples in this window</p>';
+    const live = state.summary && state.summary.live;
+    const filtered = view.from !== null || view.tid || view.pid || view.focus || view.ignore.length;
+    el.innerHTML = `<p class="placeholder">${filtered ? "no samples in this view" : live ? "no samples yet: waiting for the first ones" : "no samples"}</p>`;
     state.flameEls = [];
     state.flameCanvas = null;
+    drawFrameInfo();
     return;
   }
-  const chain = zoomNode();
+  const chain = chainOf(view.zoom);
   const zoom = chain[chain.length - 1];
   const W = Math.max(el.clientWidth, 300);
   const minFrac = 0.5 / W; // narrower than half a pixel: not drawn
   const nodes = [];
-  const add = (n, path, depth, x, w, ancestor) => nodes.push({ n, path, depth, x: x * W, w: w * W, ancestor, match: false });
+  const add = (n, path, depth, x, w, ancestor) => nodes.push({ n, path, depth, x: x * W, w: w * W, ancestor, match: false, selected: false });
   const ancestorPath = [];
   chain.forEach((n, d) => {
     if (d > 0) ancestorPath.push(keyOf(n));
@@ -246,9 +406,22 @@ function drawFlame() {
     }
   };
   walk(zoom, ancestorPath.slice(), chain.length - 1, 0, 1);
+  // Changes, in percentage points of each run's samples.
+  let scale = 1;
+  if (diffing()) {
+    for (const f of nodes) {
+      if (f.n.base_pct !== undefined) {
+        f.change = f.n.total_pct - f.n.base_pct;
+        scale = Math.max(scale, Math.abs(f.change));
+      }
+    }
+  }
+  state.changeScale = scale;
   let canvas = state.flameCanvas;
   if (!canvas || canvas.parentNode !== el) {
     canvas = document.createElement("canvas");
+    canvas.tabIndex = 0;
+    canvas.setAttribute("aria-label", "flame graph: arrow keys move the selection, Enter zooms, Escape resets");
     el.replaceChildren(canvas);
     state.flameCanvas = canvas;
   }
@@ -260,20 +433,37 @@ function drawFlame() {
   canvas.style.height = `${H}px`;
   state.flameEls = nodes;
   state.flameWidth = W;
-  $("#reset-zoom").hidden = state.zoomPath.length === 0;
+  $("#reset-zoom").hidden = view.zoom.length === 0;
+  markSelected();
   applySearch(); // marks matches and paints
+  drawLegend();
+  drawFrameInfo();
   // Timed to the frame after the next paint: layout and paint included.
-  requestAnimationFrame(() =>
-    setTimeout(() => {
-      perf.flameRenderMs.push(performance.now() - t0);
-      if (perf.firstFlameMs === null) perf.firstFlameMs = performance.now();
-    }),
-  );
+  afterPaint(() => {
+    perf.flameRenderMs.push(performance.now() - t0);
+    if (perf.firstFlameMs === null) perf.firstFlameMs = performance.now();
+  });
 }
+
+const afterPaint = (f) => requestAnimationFrame(() => setTimeout(f));
+
+function markSelected() {
+  let found = null;
+  for (const f of state.flameEls) {
+    f.selected = false;
+    if (!found && view.sel && pathIs(f.path, view.sel)) found = f;
+  }
+  if (found) found.selected = true;
+  state.selected = found;
+}
+
+// pathIs says whether a drawn frame's path (keys) is the path p (keys or names).
+const pathIs = (keys, p) => keys.length === p.length && keys.every((k, i) => k === p[i] || k.split("\u0000")[0] === p[i]);
 
 function paintFlame() {
   const canvas = state.flameCanvas;
   if (!canvas) return;
+  const p = colours();
   const dpr = window.devicePixelRatio || 1;
   // A CPU-backed canvas: in software-rendered browsers a GPU-emulated one took several
   // times longer to reach the screen.
@@ -282,19 +472,29 @@ function paintFlame() {
   g.clearRect(0, 0, canvas.width, canvas.height);
   g.font = '11px system-ui, -apple-system, "Segoe UI", sans-serif';
   g.textBaseline = "middle";
+  const diff = diffing();
   for (const f of state.flameEls) {
     const y = f.depth * ROW;
     g.globalAlpha = f.ancestor ? 0.55 : 1;
-    g.fillStyle = f.match ? MATCH_COLOR : KIND_COLOR[f.n.kind] || KIND_COLOR.unknown;
+    g.fillStyle = f.match ? p.match : diff && f.change !== undefined ? changeColour(f.change, state.changeScale) : p[f.n.kind] || p.unknown;
     // Edges on whole device pixels, a one-pixel gap right and below: frames stay apart.
     const x0 = Math.round(f.x * dpr), x1 = Math.round((f.x + f.w) * dpr);
-    g.fillRect(x0 / dpr, y, Math.max(x1 - x0 - 1, 1) / dpr, ROW - 1);
+    const w = Math.max(x1 - x0 - 1, 1) / dpr;
+    g.fillRect(x0 / dpr, y, w, ROW - 1);
     if (f.w > LABEL_MIN_PX) {
-      g.fillStyle = f.match ? "#fff" : "#222";
+      g.fillStyle = f.match ? p.matchText : p.text;
       g.fillText(fitLabel(g, frameLabel(f.n), f.w - 6), f.x + 3, y + ROW / 2);
     }
   }
   g.globalAlpha = 1;
+  const s = state.selected;
+  if (s) {
+    // The selection: a two-pixel frame inside the box.
+    const x0 = Math.round(s.x * dpr) / dpr, x1 = Math.round((s.x + s.w) * dpr) / dpr;
+    g.strokeStyle = p.select;
+    g.lineWidth = 2;
+    g.strokeRect(x0 + 1, s.depth * ROW + 1, Math.max(x1 - x0 - 3, 1), ROW - 3);
+  }
 }
 
 const frameLabel = (n) => n.func + (n.inlined ? " (inlined)" : "");
@@ -311,27 +511,96 @@ function fitLabel(g, text, px) {
   return lo > 0 ? text.slice(0, lo) + "…" : "";
 }
 
+function drawLegend() {
+  const item = (cls, label) => `<i class="${cls}"></i>${label}`;
+  const parts = diffing()
+    ? [item("k-grow", "grew"), item("k-same", "same"), item("k-shrink", "shrank")]
+    : [item("k-user", "native"), item("k-jit", "JIT"), item("k-kernel", "kernel"), item("k-unknown", "unknown")];
+  if (view.search) parts.push(item("k-match", "match"));
+  const html = parts.join(" ");
+  if ($("#legend").innerHTML !== html) $("#legend").innerHTML = html;
+}
+
+// ---- search ----
+
+// searchRegExp compiles the search as a JS regular expression; a leading (?i) (Go's
+// syntax) becomes the i flag.
+function searchRegExp(s) {
+  let flags = "";
+  if (s.startsWith("(?i)")) {
+    s = s.slice(4);
+    flags = "i";
+  }
+  return new RegExp(s, flags);
+}
+
 function applySearch() {
-  const q = state.search.toLowerCase();
-  let frames = 0;
-  let samples = 0;
-  const counted = [];
-  for (const item of state.flameEls || []) {
-    const hit = q !== "" && item.n.func.toLowerCase().includes(q);
-    item.match = hit;
-    if (hit) {
-      frames++;
-      // Count samples once: skip matches below another match.
-      if (!counted.some((p) => item.path.length > p.length && p.every((k, j) => item.path[j] === k))) {
-        samples += item.n.total;
-        counted.push(item.path);
-      }
+  let re = null, bad = "";
+  if (view.search) {
+    try {
+      re = searchRegExp(view.search);
+    } catch (err) {
+      bad = err.message;
     }
   }
+  let frames = 0;
+  for (const item of state.flameEls || []) {
+    item.match = !!re && re.test(item.n.func);
+    if (item.match && !item.ancestor) frames++;
+  }
   paintFlame();
-  const root = state.flame && state.flame.root;
-  $("#search-result").textContent = q && root ? `${frames} ${frames === 1 ? "frame matches" : "frames match"} · ${((100 * samples) / Math.max(root.total, 1)).toFixed(1)}% of samples` : "";
+  state.searchFrames = frames;
+  if (bad) state.searchError = bad;
+  else if (state.searchError && !view.search) state.searchError = "";
+  drawSearchResult();
 }
+
+function drawSearchResult() {
+  const el = $("#search-result");
+  if (!view.search) {
+    el.textContent = "";
+    return;
+  }
+  if (state.searchError) {
+    el.innerHTML = `<span class="error">${esc(state.searchError)}</span>`;
+    return;
+  }
+  const c = state.searchCount;
+  const frames = `${state.searchFrames} ${state.searchFrames === 1 ? "frame matches" : "frames match"}`;
+  if (!c || c.search !== view.search || c.key !== filterKey()) {
+    el.textContent = `${frames} · counting samples…`;
+    return;
+  }
+  el.textContent = `${frames} · ${commas(c.matched)} of ${commas(c.samples)} samples (${pct(c.matched, c.samples)})`;
+}
+
+let searchTimer = 0;
+// countMatches asks the server how many samples have a matching frame: the graph holds
+// only the frames wide enough to draw.
+function countMatches() {
+  clearTimeout(searchTimer);
+  const search = view.search;
+  if (!search) return;
+  searchTimer = setTimeout(async () => {
+    const key = filterKey();
+    const q = query({ inverted: false });
+    q.set("match", search);
+    q.set("depth", "1");
+    q.set("threshold_pct", "100");
+    try {
+      const r = await api("flame", q);
+      if (search !== view.search) return;
+      state.searchError = "";
+      state.searchCount = { search, key, matched: r.matched || 0, samples: r.samples };
+    } catch (err) {
+      if (search !== view.search) return;
+      state.searchError = err.message;
+    }
+    drawSearchResult();
+  }, 120);
+}
+
+// ---- frames: hit testing, selection, keyboard, menu ----
 
 function frameAt(e) {
   const canvas = state.flameCanvas;
@@ -346,15 +615,106 @@ function frameAt(e) {
   return null;
 }
 
+// select makes a drawn frame the selection: outlined, described below the graph, with its
+// callers and callees.
+function select(f) {
+  view.sel = f ? f.path.slice() : null;
+  markSelected();
+  paintFlame();
+  drawFrameInfo();
+  writeURL(false);
+  loadCalls();
+}
+
+function zoomTo(f) {
+  view.zoom = f.path.slice();
+  view.sel = f.path.slice();
+  writeURL(true);
+  drawFlame();
+  loadCalls();
+}
+
+function resetZoom() {
+  view.zoom = [];
+  writeURL(true);
+  drawFlame();
+}
+
+// step moves the selection: to the parent (up the graph), the widest child (down), or the
+// previous or next sibling.
+function step(key) {
+  const els = state.flameEls;
+  if (!els.length) return;
+  let cur = state.selected;
+  if (!cur) {
+    cur = els.find((f) => !f.ancestor) || els[0];
+    select(cur);
+    return;
+  }
+  let next = null;
+  const parentOf = (p) => p.slice(0, -1);
+  const same = (a, b) => a.length === b.length && a.every((k, i) => k === b[i]);
+  switch (key) {
+    case "ArrowUp":
+      if (cur.path.length > 0) next = els.find((f) => same(f.path, parentOf(cur.path)));
+      break;
+    case "ArrowDown": {
+      const kids = els.filter((f) => f.depth === cur.depth + 1 && f.path.length === cur.path.length + 1 && same(parentOf(f.path), cur.path));
+      next = kids.reduce((a, b) => (!a || b.w > a.w ? b : a), null);
+      break;
+    }
+    case "ArrowLeft":
+    case "ArrowRight": {
+      const sibs = els.filter((f) => f.depth === cur.depth && cur.path.length > 0 && same(parentOf(f.path), parentOf(cur.path))).sort((a, b) => a.x - b.x);
+      const i = sibs.indexOf(cur) + (key === "ArrowLeft" ? -1 : 1);
+      next = sibs[i] || null;
+      break;
+    }
+  }
+  if (next) select(next);
+}
+
 function setupFlame() {
   const el = $("#flame");
   el.addEventListener("click", (e) => {
     const item = frameAt(e);
     if (!item) return;
-    state.zoomPath = item.path;
-    state.chosen = item.n;
-    drawFlame();
-    drawFrameInfo();
+    hideMenu();
+    if (item.path.length === 0 || item.ancestor) {
+      // The root, or a caller above the zoom: zoom out to it.
+      view.zoom = item.path.slice();
+      view.sel = item.path.slice();
+      writeURL(true);
+      drawFlame();
+      loadCalls();
+      return;
+    }
+    zoomTo(item);
+  });
+  el.addEventListener("contextmenu", (e) => {
+    const item = frameAt(e);
+    if (!item) return;
+    e.preventDefault();
+    select(item);
+    showMenu(item, e.clientX, e.clientY);
+  });
+  el.addEventListener("keydown", (e) => {
+    if (e.target !== state.flameCanvas) return;
+    if (e.key.startsWith("Arrow")) {
+      e.preventDefault();
+      step(e.key);
+    } else if (e.key === "Enter" && state.selected) {
+      e.preventDefault();
+      zoomTo(state.selected);
+    } else if (e.key === "Escape") {
+      e.preventDefault();
+      hideMenu();
+      resetZoom();
+    } else if (e.key === "ContextMenu" && state.selected) {
+      e.preventDefault();
+      const b = state.flameCanvas.getBoundingClientRect();
+      showMenu(state.selected, b.left + state.selected.x + 8, b.top + (state.selected.depth + 1) * ROW);
+    }
   });
   const tip = $("#tooltip");
   el.addEventListener("mousemove", (e) => {
@@ -366,8 +726,10 @@ function setupFlame() {
     }
     const n = item.n;
     const root = state.flame.root;
+    let change = "";
+    if (item.change !== undefined) change = `<div>${n.base_pct.toFixed(2)}% in the base → ${n.total_pct.toFixed(2)}% (${item.change >= 0 ? "+" : ""}${item.change.toFixed(2)} points)</div>`;
     tip.innerHTML = `<div><b>${esc(n.func)}</b>${n.inlined ? " (inlined)" : ""}</div><div class="img">${esc(n.image || "")} · ${esc(n.kind)}</div>` +
-      `<div>total ${commas(n.total)} (${((100 * n.total) / root.total).toFixed(2)}%) · self ${commas(n.self)}</div>`;
+      `<div>total ${commas(n.total)} (${pct(n.total, root.total)}) · self ${commas(n.self)}</div>${change}`;
     tip.hidden = false;
     tip.style.left = `${Math.min(e.clientX + 12, window.innerWidth - tip.offsetWidth - 4)}px`;
     tip.style.top = `${e.clientY + 14}px`;
@@ -378,24 +740,175 @@ function setupFlame() {
     if (state.flameCanvas && Math.max(el.clientWidth, 300) !== state.flameWidth) drawFlame();
   }).observe(el);
   $("#search").addEventListener("input", (e) => {
-    state.search = e.target.value;
+    view.search = e.target.value;
+    state.searchError = "";
+    writeURL(false);
     applySearch();
+    drawLegend();
+    countMatches();
   });
-  $("#reset-zoom").addEventListener("click", () => {
-    state.zoomPath = [];
-    drawFlame();
+  $("#reset-zoom").addEventListener("click", resetZoom);
+  $("#inverted").addEventListener("change", (e) =>
+    change("inverted", () => {
+      view.inverted = e.target.checked;
+      view.zoom = [];
+      view.sel = null;
+    }),
+  );
+  $("#thread").addEventListener("change", (e) =>
+    change("thread", () => {
+      const [kind, id] = e.target.value.split(":");
+      view.tid = kind === "t" ? Number(id) : 0;
+      view.pid = kind === "p" ? Number(id) : 0;
+    }),
+  );
+  document.addEventListener("click", (e) => {
+    if (!$("#frame-menu").contains(e.target)) hideMenu();
+  });
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") hideMenu();
   });
 }
 
-function drawFrameInfo() {
-  const n = state.chosen;
-  const info = $("#frame-info");
-  if (!n || n.kind === "root") {
-    info.textContent = "";
+// The actions of a frame, in its menu and below the graph.
+const ACTIONS = [
+  ["focus", "focus on it", "only the samples through it, rooted at it"],
+  ["ignore", "ignore it", "drop the samples through it"],
+  ["hide", "hide it", "remove it from stacks; its callees become its caller's"],
+  ["collapse", "collapse its image", "one frame for each run of frames in its image"],
+  ["fold", "fold recursion", "merge every function into its outermost call"],
+  ["code", "show code", "its machine code with samples per instruction"],
+];
+
+function act(what, n) {
+  hideMenu();
+  if (what === "code") {
+    showFunc(n.func + (n.inlined ? " (inlined)" : ""));
     return;
   }
-  info.innerHTML = `<b>${esc(n.func)}</b> · ${esc(n.image || "")} · total ${commas(n.total)} · self ${commas(n.self)} <button id="show-code">show code</button>`;
-  $("#show-code").addEventListener("click", () => showFunc(n.func));
+  change(what, () => {
+    const re = reQuote(n.func);
+    switch (what) {
+      case "focus":
+        view.focus = re;
+        break;
+      case "ignore":
+        if (!view.ignore.includes(re)) view.ignore.push(re);
+        break;
+      case "hide":
+        if (!view.hide.includes(re)) view.hide.push(re);
+        break;
+      case "collapse":
+        if (n.image && !view.collapse.includes(n.image)) view.collapse.push(n.image);
+        break;
+      case "fold":
+        view.fold = true;
+        break;
+    }
+    view.zoom = [];
+    view.sel = null;
+  });
+}
+
+function showMenu(f, x, y) {
+  const m = $("#frame-menu");
+  const n = f.n;
+  m.innerHTML = `<div class="title">${esc(n.func)}</div>` +
+    ACTIONS.filter(([a]) => (a !== "collapse" || n.image) && (n.kind !== "root" || a === "fold"))
+      .map(([a, label, title]) => `<button data-act="${a}" title="${esc(title)}" role="menuitem">${label}</button>`).join("");
+  m.hidden = false;
+  m.style.left = `${Math.min(x, window.innerWidth - m.offsetWidth - 4)}px`;
+  m.style.top = `${Math.min(y, window.innerHeight - m.offsetHeight - 4)}px`;
+  m.onclick = (e) => {
+    const b = e.target.closest("button");
+    if (b) act(b.dataset.act, n);
+  };
+  const first = m.querySelector("button");
+  if (first) first.focus();
+}
+
+function hideMenu() {
+  const m = $("#frame-menu");
+  if (!m.hidden) m.hidden = true;
+}
+
+function drawFrameInfo() {
+  const f = state.selected;
+  const info = $("#frame-info");
+  if (!f) {
+    info.innerHTML = '<span class="hint">click a frame to zoom; arrow keys move the selection, Enter zooms, Escape resets; right-click a frame for its menu</span>';
+    return;
+  }
+  const n = f.n;
+  const root = state.flame.root;
+  if (n.kind === "root") {
+    info.innerHTML = `<b>all samples</b> · ${commas(n.total)}`;
+    return;
+  }
+  let change = "";
+  if (f.change !== undefined) change = ` · ${n.base_pct.toFixed(2)}% → ${n.total_pct.toFixed(2)}% (${f.change >= 0 ? "+" : ""}${f.change.toFixed(2)} points)`;
+  info.innerHTML = `<b>${esc(frameLabel(n))}</b> · ${esc(n.image || "")} · total ${commas(n.total)} (${pct(n.total, root.total)}) · self ${commas(n.self)}${change}` +
+    ACTIONS.filter(([a]) => a !== "collapse" || n.image).map(([a, label, title]) => `<button data-act="${a}" title="${esc(title)}"${a === "code" ? ' id="show-code"' : ""}>${label}</button>`).join("");
+  info.onclick = (e) => {
+    const b = e.target.closest("button");
+    if (b) act(b.dataset.act, n);
+  };
+}
+
+// ---- transforms ----
+
+function drawTransforms() {
+  const chips = [];
+  const chip = (label, value, rm) => chips.push(`<span class="chip">${label}${value ? ` <code>${esc(value)}</code>` : ""}<button data-rm="${rm}" title="remove" aria-label="remove ${label}">×</button></span>`);
+  if (view.focus) chip("focus", view.focus, "focus");
+  view.ignore.forEach((v, i) => chip("ignore", v, `ignore:${i}`));
+  view.hide.forEach((v, i) => chip("hide", v, `hide:${i}`));
+  view.collapse.forEach((v, i) => chip("collapse image", v, `collapse:${i}`));
+  if (view.fold) chip("fold recursion", "", "fold");
+  const el = $("#transforms");
+  el.hidden = chips.length === 0;
+  el.innerHTML = chips.length ? `<span class="hint">transforms:</span>${chips.join("")}` : "";
+}
+
+function setupTransforms() {
+  $("#transforms").addEventListener("click", (e) => {
+    const b = e.target.closest("button[data-rm]");
+    if (!b) return;
+    const [what, i] = b.dataset.rm.split(":");
+    change("remove " + what, () => {
+      if (what === "focus") view.focus = "";
+      else if (what === "fold") view.fold = false;
+      else view[what].splice(Number(i), 1);
+      view.zoom = [];
+      view.sel = null;
+    });
+  });
+}
+
+// ---- threads ----
+
+function drawThreads() {
+  const sel = $("#thread");
+  const rows = (state.threads && state.threads.rows) || [];
+  const procs = new Map();
+  for (const r of rows) {
+    let p = procs.get(r.pid);
+    if (!p) procs.set(r.pid, (p = { pid: r.pid, name: "", samples: 0, threads: [] }));
+    p.samples += r.samples;
+    p.threads.push(r);
+    if (r.tid === r.pid || !p.name) p.name = r.name;
+  }
+  const opts = ['<option value="">all threads</option>'];
+  const multi = procs.size > 1;
+  for (const p of [...procs.values()].sort((a, b) => b.samples - a.samples)) {
+    if (multi) opts.push(`<option value="p:${p.pid}">process ${p.pid} ${esc(p.name)} (${commas(p.samples)})</option>`);
+    for (const t of p.threads) opts.push(`<option value="t:${t.tid}">${multi ? "\u00a0\u00a0" : ""}${esc(t.name || "?")} ${t.tid} (${commas(t.samples)})</option>`);
+  }
+  const want = view.tid ? `t:${view.tid}` : view.pid ? `p:${view.pid}` : "";
+  if (want && !opts.some((o) => o.includes(`value="${want}"`))) opts.push(`<option value="${want}">${view.tid ? "thread" : "process"} ${view.tid || view.pid}</option>`);
+  const html = opts.join("");
+  if (sel.innerHTML !== html) sel.innerHTML = html;
+  sel.value = want;
 }
 
 // ---- top table ----
@@ -403,54 +916,156 @@ function drawFrameInfo() {
 function drawTop() {
   const rows = (state.top && state.top.rows) || [];
   const body = rows.map((r, i) =>
-    `<tr data-i="${i}" class="${r.func === state.func ? "chosen" : ""}"><td class="num">${r.self_pct.toFixed(2)}%</td><td class="num">${r.total_pct.toFixed(2)}%</td>` +
+    `<tr data-i="${i}" class="${r.func === view.code ? "chosen" : ""}"><td class="num">${r.self_pct.toFixed(2)}%</td><td class="num">${r.total_pct.toFixed(2)}%</td>` +
     `<td class="k k-${esc(r.kind)}-text" title="${esc(r.func)}">${esc(r.func)}${r.inlined ? " (inlined)" : ""}</td><td title="${esc(r.image)}">${esc(r.image)}</td></tr>`);
-  $("#top tbody").innerHTML = body.join("");
-  for (const th of document.querySelectorAll("#top th[data-sort]")) th.classList.toggle("sorted", th.dataset.sort === state.sort);
+  $("#top tbody").innerHTML = body.length ? body.join("") : '<tr><td colspan="4" class="placeholder">no samples in this view</td></tr>';
+  for (const th of document.querySelectorAll("#top th[data-sort]")) th.classList.toggle("sorted", th.dataset.sort === view.sort);
 }
 
 function setupTop() {
   $("#top tbody").addEventListener("click", (e) => {
-    const tr = e.target.closest("tr");
+    const tr = e.target.closest("tr[data-i]");
     if (!tr) return;
     const r = state.top.rows[tr.dataset.i];
     showFunc(r.func + (r.inlined ? " (inlined)" : ""));
   });
   for (const th of document.querySelectorAll("#top th[data-sort]")) {
-    th.addEventListener("click", async () => {
-      state.sort = th.dataset.sort;
-      await loadTop();
+    th.addEventListener("click", () => {
+      view.sort = th.dataset.sort;
+      writeURL(false);
+      refresh({ what: "sort" });
     });
   }
 }
 
-async function loadTop() {
-  try {
-    state.top = await api("top", { sort: state.sort, n: 100 });
-    drawTop();
-  } catch (err) {
-    $("#top tbody").innerHTML = `<tr><td colspan="4" class="error">${esc(err.message)}</td></tr>`;
+// ---- callers and callees of the selected function ----
+
+let callsTimer = 0;
+function loadCalls() {
+  clearTimeout(callsTimer);
+  const f = state.selected;
+  const panel = $("#calls-panel");
+  if (!f || f.n.kind === "root") {
+    panel.hidden = true;
+    state.calls = null;
+    return;
   }
+  const n = f.n;
+  const key = `${keyOf(n)}\u0001${filterKey()}`;
+  if (state.calls && state.calls.key === key) return;
+  // Keyboard steps come quickly: ask once the selection rests.
+  callsTimer = setTimeout(async () => {
+    const q = query({ inverted: false });
+    q.set("fn", reQuote(n.func));
+    try {
+      const [callers, callees] = await Promise.all([api("callers", q), api("callees", q)]);
+      if (!state.selected || keyOf(state.selected.n) !== keyOf(n)) return;
+      const pick = (a) => (a.functions || []).find((x) => x.func === n.func && x.image === n.image) || (a.functions || []).find((x) => x.func === n.func);
+      state.calls = { key, n, callers: pick(callers), callees: pick(callees) };
+      drawCalls();
+    } catch (err) {
+      panel.hidden = false;
+      $("#calls-title").innerHTML = `<span class="error">${esc(err.message)}</span>`;
+    }
+  }, 80);
+}
+
+function drawCalls() {
+  const c = state.calls;
+  const panel = $("#calls-panel");
+  if (!c) {
+    panel.hidden = true;
+    return;
+  }
+  panel.hidden = false;
+  const fn = c.callers || c.callees;
+  $("#calls-title").innerHTML = `Callers and callees of <b>${esc(frameLabel(c.n))}</b>` + (fn ? ` <span class="hint">${commas(fn.total)} samples, self ${commas(fn.self)}</span>` : "");
+  const rows = (f, outer) => {
+    if (!f) return '<tr><td class="placeholder">none</td></tr>';
+    const out = f.rows.map((r) => `<tr data-func="${esc(r.func)}"><td class="num">${commas(r.total)}</td><td class="num">${r.pct.toFixed(1)}%</td><td title="${esc(r.image)}">${esc(r.func)}${r.inlined ? " (inlined)" : ""}</td></tr>`);
+    if (outer) out.push(`<tr><td class="num">${commas(outer)}</td><td class="num">${pct(outer, f.total).replace(/(\.\d)\d%$/, "$1%")}</td><td class="placeholder">(no caller)</td></tr>`);
+    return out.length ? out.join("") : '<tr><td class="placeholder">none</td></tr>';
+  };
+  $("#callers tbody").innerHTML = rows(c.callers, c.callers && c.callers.outermost);
+  $("#callees tbody").innerHTML = rows(c.callees, 0);
+}
+
+function setupCalls() {
+  for (const id of ["#callers", "#callees"]) {
+    $(id).addEventListener("click", (e) => {
+      const tr = e.target.closest("tr[data-func]");
+      if (!tr) return;
+      // Highlight the function where it appears in the graph.
+      const s = reQuote(tr.dataset.func);
+      $("#search").value = s;
+      view.search = s;
+      writeURL(false);
+      applySearch();
+      drawLegend();
+      countMatches();
+    });
+  }
+}
+
+// ---- diff ----
+
+function drawChanges() {
+  const d = state.summary && state.summary.diff;
+  const panel = $("#diff-panel");
+  panel.hidden = !d;
+  if (!d) return;
+  const win = d.window ? ` (${d.window.from_sec.toFixed(2)}s – ${d.window.to_sec.toFixed(2)}s)` : "";
+  $("#diff-title").textContent = `against ${d.same ? "another window of this run" : "run " + d.base}${win}: ${commas(d.samples)} samples; shares of each side's samples`;
+  $("#diff-colour").checked = view.diff;
+  const c = state.changes;
+  if (!c) return;
+  const rows = c.rows.map((r) => {
+    const cls = r.delta_pct > 0 ? "grew" : r.delta_pct < 0 ? "shrank" : "";
+    return `<tr data-func="${esc(r.func)}"><td class="num ${cls}">${r.delta_pct > 0 ? "▲ +" : r.delta_pct < 0 ? "▼ " : ""}${r.delta_pct.toFixed(2)}</td><td class="num">${r.base_pct.toFixed(2)}%</td>` +
+      `<td class="num">${r.pct.toFixed(2)}%</td><td title="${esc(r.func)}">${esc(r.func)}${r.inlined ? " (inlined)" : ""}</td><td title="${esc(r.image)}">${esc(r.image)}</td></tr>`;
+  });
+  $("#changes tbody").innerHTML = rows.length ? rows.join("") : '<tr><td colspan="5" class="placeholder">no samples on either side</td></tr>';
+}
+
+function setupChanges() {
+  $("#diff-colour").addEventListener("change", (e) => {
+    view.diff = e.target.checked;
+    writeURL(false);
+    refresh({ what: "diff" });
+  });
+  $("#changes tbody").addEventListener("click", (e) => {
+    const tr = e.target.closest("tr[data-func]");
+    if (!tr) return;
+    const s = reQuote(tr.dataset.func);
+    $("#search").value = s;
+    view.search = s;
+    writeURL(false);
+    applySearch();
+    drawLegend();
+    countMatches();
+  });
 }
 
 // ---- code of one function ----
 
 async function showFunc(name, version = 0) {
-  state.func = name;
-  state.version = version;
+  view.code = name;
+  view.version = version;
+  writeURL(false);
   drawTop();
   await loadFunc();
   $("#func-panel").scrollIntoView({ block: "nearest" });
 }
 
 async function loadFunc() {
-  if (!state.func) return;
+  if (!view.code) return;
   const pre = $("#annotate");
-  $("#func-title").textContent = state.func;
+  $("#func-title").textContent = view.code;
   try {
-    const params = { target: state.func };
-    if (state.version) params.version = state.version;
-    const a = await api("annotate", params);
+    const q = query({ inverted: false });
+    q.set("target", view.code);
+    if (view.version) q.set("version", view.version);
+    const a = await api("annotate", q);
     pre.className = "";
     pre.innerHTML = a.text.split("\n").map((line) => {
       // Instruction rows start with their samples; source rows are indented text.
@@ -469,70 +1084,186 @@ async function loadFunc() {
 
 // ---- refreshing ----
 
-async function refresh(live) {
-  if (state.refreshing) {
-    state.pending = true;
+// filterKey names what every view is computed over: window, thread, transforms.
+const filterKey = () => query({ inverted: false }).toString();
+
+// change applies a change of the view (a function of view), keeps it in the URL and
+// redraws; perf.changes times it to the flame graph on screen.
+function change(what, apply) {
+  apply();
+  writeURL(true);
+  drawControls();
+  drawBrush();
+  refresh({ what, t0: performance.now() });
+}
+
+function drawControls() {
+  $("#inverted").checked = view.inverted;
+  $("#search").value = view.search;
+  drawThreads();
+  drawTransforms();
+}
+
+let inflight = null; // the refresh under way: {ctl}
+let pendingLive = false;
+// Whether every panel shows the view (tests wait for it before they point at something).
+window.staxIdle = () => !inflight && perf.settled > 0;
+
+// refresh fetches what the view shows and draws it: the flame graph and the top table
+// first, then the rest (timeline, changes, callers, code, the search's count). Answers
+// the view already holds are not asked again, except on a live update. A change of the
+// view while a refresh is under way cancels it.
+async function refresh({ live = false, what = "", t0 = 0 } = {}) {
+  if (live && inflight) {
+    pendingLive = true;
     return;
   }
-  state.refreshing = true;
+  if (inflight) inflight.ctl.abort();
+  const me = { ctl: new AbortController() };
+  inflight = me;
+  const signal = me.ctl.signal;
+  const busy = setTimeout(() => ($("#busy").hidden = false), 150);
+  const need = (name, q) => live || state.keys[name] !== q.toString();
+  let bytes = 0;
   try {
-    const [tl, fl, top] = await Promise.all([
-      live || !state.timeline ? api("timeline", {}, false) : Promise.resolve(state.timeline),
-      api("flame"),
-      api("top", { sort: state.sort, n: 100 }),
+    const fq = query();
+    if (state.summary && state.summary.diff && view.diff) fq.set("diff", "1");
+    const tq = query({ inverted: false });
+    tq.set("sort", view.sort);
+    tq.set("n", 100);
+    const [fl, top] = await Promise.all([
+      need("flame", fq) ? api("flame", fq, signal) : state.flame,
+      need("top", tq) ? api("top", tq, signal) : state.top,
     ]);
-    if (live) {
-      perf.updates++;
-      perf.updateBytes.push((tl._bytes || 0) + fl._bytes + top._bytes);
-    }
-    state.timeline = tl;
+    if (signal.aborted) return;
+    if (fl !== state.flame) bytes += fl._bytes;
+    if (top !== state.top) bytes += top._bytes;
     state.flame = fl;
     state.top = top;
-    drawTimeline();
+    state.keys.flame = fq.toString();
+    state.keys.top = tq.toString();
+    // The answer says the window in seconds: the brush and the URL take it.
+    if (fl.window) {
+      view.from = fl.window.from_sec;
+      view.to = fl.window.to_sec;
+    }
+    drawBrush();
+    writeURL(false);
     drawFlame();
     drawTop();
-    if (state.func) await loadFunc();
-  } catch (err) {
-    $("#flame").innerHTML = `<p class="error">${esc(err.message)}</p>`;
-  } finally {
-    state.refreshing = false;
-    if (state.pending) {
-      state.pending = false;
-      refresh(true);
+    perf.refreshes++;
+    if (t0) afterPaint(() => perf.changes.push({ what, ms: performance.now() - t0 }));
+    if (view.search) countMatches();
+    loadCalls();
+    // The rest, in turn: none of it holds up the graph.
+    const tlq = query({ window: false, inverted: false });
+    tlq.set("threads", 16);
+    tlq.set("buckets", 200);
+    if (need("timeline", tlq)) {
+      const tl = await api("timeline", tlq, signal);
+      if (signal.aborted) return;
+      bytes += tl._bytes;
+      state.timeline = tl;
+      state.keys.timeline = tlq.toString();
+      drawTimeline();
     }
+    if (state.summary && state.summary.diff) {
+      const cq = query({ inverted: false });
+      if (need("changes", cq)) {
+        const c = await api("changes", cq, signal);
+        if (signal.aborted) return;
+        bytes += c._bytes;
+        state.changes = c;
+        state.keys.changes = cq.toString();
+      }
+      drawChanges();
+    }
+    if (view.code && (live || what)) await loadFunc();
+    if (live) {
+      perf.updates++;
+      perf.updateBytes.push(bytes);
+    }
+    perf.settled++;
+  } catch (err) {
+    if (signal.aborted) return;
+    $("#flame").innerHTML = `<p class="error">${esc(err.message)}</p>`;
+    state.flameCanvas = null;
+    state.flameEls = [];
+  } finally {
+    clearTimeout(busy);
+    if (inflight === me) {
+      inflight = null;
+      $("#busy").hidden = true;
+      if (pendingLive) {
+        pendingLive = false;
+        refresh({ live: true });
+      }
+    }
+  }
+}
+
+async function loadThreads() {
+  try {
+    state.threads = await api("threads", { n: 200 });
+    drawThreads();
+  } catch {
+    // The selector keeps what it had.
   }
 }
 
 function follow() {
   const es = new EventSource(`/api/events?token=${encodeURIComponent(token)}`);
   let lastSamples = state.summary ? state.summary.samples : -1;
+  let lastThreads = state.summary ? state.summary.threads : -1;
   es.addEventListener("status", (e) => {
     const s = JSON.parse(e.data);
     drawSummary(s);
     if (s.samples !== lastSamples) {
       lastSamples = s.samples;
-      refresh(true);
+      refresh({ live: true });
+    }
+    if (s.threads !== lastThreads) {
+      lastThreads = s.threads;
+      loadThreads();
     }
     if (!s.live) es.close();
   });
 }
 
 async function main() {
+  readURL();
   setupBrush();
   setupFlame();
+  setupTransforms();
   setupTop();
-  $("#func-version").addEventListener("change", (e) => showFunc(state.func, Number(e.target.value)));
+  setupCalls();
+  setupChanges();
+  drawControls();
+  $("#func-version").addEventListener("change", (e) => showFunc(view.code, Number(e.target.value)));
   window.addEventListener("resize", () => {
     drawTimeline();
     drawFlame();
   });
+  window.addEventListener("popstate", () => {
+    readURL();
+    drawControls();
+    refresh({ what: "history", t0: performance.now() });
+  });
+  // The theme follows the system's: colours are read again and the canvas repainted.
+  matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => {
+    palette = null;
+    paintFlame();
+  });
   try {
-    drawSummary(await api("status", {}, false));
+    drawSummary(await api("status"));
   } catch (err) {
     $("#strip").innerHTML = `<span class="error">${esc(err.message)}</span>`;
     return;
   }
-  await refresh(false);
+  drawChanges();
+  loadThreads();
+  await refresh({});
+  if (view.code) loadFunc();
   if (state.summary.live) follow();
 }
 
