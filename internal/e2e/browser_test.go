@@ -102,6 +102,19 @@ func TestExportsOpenInBrowser(t *testing.T) {
 	if err != nil || width < 10 {
 		t.Errorf("the SVG shows no box for jitted_func2 (widest %.1f px): %v", width, err)
 	}
+	// It opens on its root, with a legend of its colours.
+	first, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+			const root = Array.from(document.querySelectorAll("#frames title")).find((t) => t.textContent.startsWith("all\n"));
+			const b = root.parentNode.getBoundingClientRect();
+			const out = b.top >= 0 && b.bottom <= window.innerHeight ? ["root on the first screen"] : ["root at " + b.top];
+			for (const t of document.querySelectorAll("#legend text")) {
+				if (t.getBoundingClientRect().bottom <= window.innerHeight) out.push(t.textContent);
+			}
+			return out;
+		})()`))
+	if got := strings.Join(first, ", "); err != nil || got != "root on the first screen, native, inlined, JIT, kernel, unknown, search match" {
+		t.Errorf("the SVG's first screen: %s (%v)", got, err)
+	}
 }
 
 // pageText returns the text the page shows, or why it could not be read. It evaluates

@@ -21,9 +21,11 @@ const (
 	svgFontSize    = 12
 	svgFontWidth   = 0.59 // of the font size: an average glyph's width
 	svgPadSide     = 10
-	svgPadTop      = 62 // title, buttons
-	svgPadBottom   = 34 // details line
+	svgPadTop      = 96 // title, buttons, legend, details line
+	svgPadBottom   = 10
 	svgMinWidth    = 0.1
+	svgLegendY     = 58 // the legend's swatches' top
+	svgDetailsY    = 86 // the details line's baseline
 )
 
 // svgNode is a node of the call tree, root first.
@@ -36,13 +38,14 @@ type svgNode struct {
 // WriteSVG writes the run as an interactive flame graph: one self-contained SVG file
 // (styles and script inside it) to open in a browser.
 //
-// Stacks of every thread are merged into one tree, root at the bottom; a box's width is
-// its share of samples, and boxes narrower than a tenth of a pixel are left out. Hovering
-// shows a frame's name, image, samples and percent; clicking zooms into it (Reset Zoom,
-// or clicking the root, goes back); Search (or Ctrl-F) highlights the frames whose names
-// match a regular expression and shows their share of samples. Native frames are warm
-// (red to yellow), JIT'd frames green, inlined frames aqua, kernel frames orange and
-// unknown frames grey.
+// Stacks of every thread are merged into one tree, root at the top (under the title, so
+// the first screen shows it however deep the stacks go), callees below their callers; a
+// box's width is its share of samples, and boxes narrower than a tenth of a pixel are left
+// out. Hovering shows a frame's name, image, samples and percent; clicking zooms into it
+// (Reset Zoom, or clicking the root, goes back); Search (or Ctrl-F) highlights the frames
+// whose names match a regular expression and shows their share of samples. Native frames
+// are warm (red to yellow), JIT'd frames green, inlined frames aqua, kernel frames orange
+// and unknown frames grey, as the legend under the title says.
 func WriteSVG(w io.Writer, run *store.Run) error {
 	if err := check(run); err != nil {
 		return err
@@ -109,10 +112,12 @@ func WriteSVG(w io.Writer, run *store.Run) error {
 	fmt.Fprintf(bw, `</text>
 <text id="unzoom" class="button hide" x="%d" y="24">Reset Zoom</text>
 <text id="search" class="button" x="%d" y="24" text-anchor="end">Search</text>
-<text id="matched" x="%d" y="%d" text-anchor="end"> </text>
+`, svgPadSide, svgWidth-svgPadSide)
+	writeSVGLegend(bw)
+	fmt.Fprintf(bw, `<text id="matched" x="%d" y="%d" text-anchor="end"> </text>
 <text id="details" x="%d" y="%d"> </text>
 <g id="frames" data-total="%d" data-width="%d" data-pad="%d" data-fontsize="%d" data-fontwidth="%g">
-`, svgPadSide, svgWidth-svgPadSide, svgWidth-svgPadSide, height-12, svgPadSide, height-12,
+`, svgWidth-svgPadSide, svgDetailsY, svgPadSide, svgDetailsY,
 		total, svgWidth-2*svgPadSide, svgPadSide, svgFontSize, svgFontWidth)
 
 	var num []byte
@@ -128,7 +133,7 @@ func WriteSVG(w io.Writer, run *store.Run) error {
 		}
 		x := svgPadSide + b.x*scale
 		wd := float64(n.total) * scale
-		y := height - svgPadBottom - (b.depth+1)*svgFrameHeight
+		y := svgPadTop + b.depth*svgFrameHeight
 		pct := 0.0
 		if total > 0 {
 			pct = 100 * float64(n.total) / float64(total)
@@ -213,6 +218,48 @@ func svgFit(name string, w float64) string {
 	return string(r[:fit-2]) + ".."
 }
 
+// svgLegend names the colour families, in the legend's order: kind, inlined, label.
+var svgLegend = []struct {
+	kind    string
+	inlined bool
+	label   string
+}{
+	{agg.KindUser, false, "native"},
+	{agg.KindUser, true, "inlined"},
+	{agg.KindJIT, false, "JIT"},
+	{agg.KindKernel, false, "kernel"},
+	{agg.KindUnknown, false, "unknown"},
+}
+
+// svgMatchColor is the fill of the frames a search matches.
+const svgMatchColor = "rgb(230,0,230)"
+
+// writeSVGLegend writes the legend: a swatch of each colour family (its middle shade) and
+// of the search's highlight, with their names, centred under the subtitle.
+func writeSVGLegend(bw *bufio.Writer) {
+	const swatch, gap = 12, 18
+	type item struct{ fill, label string }
+	var items []item
+	for _, l := range svgLegend {
+		items = append(items, item{svgFamily(l.kind, l.inlined, 0.5, 0.5), l.label})
+	}
+	items = append(items, item{svgMatchColor, "search match"})
+	width := 0.0
+	for _, it := range items {
+		width += swatch + 4 + float64(len(it.label))*svgFontSize*svgFontWidth + gap
+	}
+	x := (svgWidth - width + gap) / 2
+	bw.WriteString(`<g id="legend">` + "\n")
+	for _, it := range items {
+		fmt.Fprintf(bw, `<rect class="swatch" x="%.1f" y="%d" width="%d" height="%d" fill="%s" rx="2" ry="2"/><text x="%.1f" y="%d">`,
+			x, svgLegendY, swatch, swatch, it.fill, x+swatch+4, svgLegendY+swatch-2)
+		xmlText(bw, it.label)
+		bw.WriteString("</text>\n")
+		x += swatch + 4 + float64(len(it.label))*svgFontSize*svgFontWidth + gap
+	}
+	bw.WriteString("</g>\n")
+}
+
 // svgColor picks a frame's fill: a colour family per kind, varied by a hash of the name
 // so neighbouring frames differ but a function keeps its colour.
 func svgColor(kind string, inlined bool, name string) string {
@@ -220,6 +267,11 @@ func svgColor(kind string, inlined bool, name string) string {
 	h.Write([]byte(name))
 	v := h.Sum32()
 	v1, v2 := float64(v&0xff)/255, float64((v>>8)&0xff)/255
+	return svgFamily(kind, inlined, v1, v2)
+}
+
+// svgFamily is the shade (v1, v2 in [0, 1]) of a kind's colour family.
+func svgFamily(kind string, inlined bool, v1, v2 float64) string {
 	var r, g, b float64
 	switch {
 	case kind == "":
@@ -233,7 +285,7 @@ func svgColor(kind string, inlined bool, name string) string {
 	case kind == agg.KindUser:
 		r, g, b = 205+50*v1, 230*v2, 55*v1
 	default:
-		g := 150 + 60*v1
+		g = 150 + 60*v1
 		r, b = g, g
 	}
 	return fmt.Sprintf("rgb(%d,%d,%d)", int(r), int(g), int(b))
@@ -350,8 +402,8 @@ function zoom(z) {
 		g.classList.remove("parent");
 		g.classList.remove("hide");
 		var inside = g.origX >= zx - 0.0001 && g.origX + g.origW <= zx + zw + 0.0001;
-		if (g.depthY > zy) {
-			// Below the zoomed frame: its callers (kept, full width) or others.
+		if (g.depthY < zy) {
+			// Above the zoomed frame: its callers (kept, full width) or others.
 			if (g.origX <= zx + 0.0001 && g.origX + g.origW >= zx + zw - 0.0001) {
 				g.classList.add("parent");
 				place(g, pad, width);
@@ -389,7 +441,7 @@ function search(term) {
 		var g = gs[i], r = rectOf(g);
 		if (g.origW >= width - 0.01 && g.funcName === "all") { r.setAttribute("fill", g.origFill); continue; }
 		if (re.test(g.funcName)) {
-			r.setAttribute("fill", "rgb(230,0,230)");
+			r.setAttribute("fill", "` + svgMatchColor + `");
 			spans.push([g.origX, g.origW]);
 		} else {
 			r.setAttribute("fill", g.origFill);
