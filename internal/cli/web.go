@@ -72,7 +72,7 @@ written. Stop it with Ctrl-C.` + transformHelp,
 				if run, err = store.Load(r.StoredPath()); err != nil {
 					return err
 				}
-				src = web.HandlerSource{Handler: server.Handler(server.Stored(run), false)}
+				src = web.HandlerSource{Handler: server.Handler(server.Stored(run), false), Stored: true}
 			}
 			o := web.Options{Addr: addr, View: url.Values{}}
 			rf.query(o.View)

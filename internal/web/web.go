@@ -26,6 +26,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,7 +51,17 @@ type Source interface {
 }
 
 // HandlerSource answers in-process: a stored run (server.Stored) or the recorder's own.
-type HandlerSource struct{ http.Handler }
+type HandlerSource struct {
+	http.Handler
+	// Stored says the answers never change (a stored run): the page's server keeps the
+	// recent ones, so going back to a view costs nothing.
+	Stored bool
+}
+
+// fixed is a Source whose answers never change.
+type fixed interface{ fixed() bool }
+
+func (h HandlerSource) fixed() bool { return h.Stored }
 
 // Get runs the request through the handler.
 func (h HandlerSource) Get(ctx context.Context, path string, q url.Values) ([]byte, int) {
@@ -114,7 +125,7 @@ func (l *LiveSource) Get(ctx context.Context, path string, q url.Values) ([]byte
 		return errorBody(fmt.Sprintf("%v; the stored copy: %v", err, lerr)), http.StatusServiceUnavailable
 	}
 	l.mu.Lock()
-	l.stored = HandlerSource{server.Handler(server.Stored(run), false)}
+	l.stored = HandlerSource{Handler: server.Handler(server.Stored(run), false), Stored: true}
 	l.mu.Unlock()
 	return l.Get(ctx, path, q)
 }
@@ -159,6 +170,8 @@ type Server struct {
 	statusAt  time.Time
 	statusVal []byte
 
+	cache *answers // nil: the source's answers change
+
 	diff    *Diff
 	baseRun *store.Run // the base, cut to its window
 	baseTid bool       // thread and process filters apply to the base
@@ -201,6 +214,9 @@ func Listen(src Source, o Options) (*Server, error) {
 		}
 		s.baseRun, s.baseTid = run, b.Same
 		s.diff = &Diff{Base: b.Run.Meta.ID, Same: b.Same, Window: win, Samples: run.Profile.TotalSamples()}
+	}
+	if f, ok := src.(fixed); ok && f.fixed() {
+		s.cache = &answers{m: map[string][]byte{}}
 	}
 	s.hostname, _ = os.Hostname()
 	_, s.port, _ = net.SplitHostPort(ln.Addr().String())
@@ -366,7 +382,7 @@ func params(r *http.Request, defaults map[string]string) url.Values {
 // of samples the same call path has in the base (agg.DiffFlame, as stax flame --diff).
 func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
 	q := params(r, map[string]string{"depth": "0", "threshold_pct": "0.1"})
-	body, code := s.src.Get(r.Context(), "/v1/flame", q)
+	body, code := s.get(r.Context(), "/v1/flame", q)
 	if code != http.StatusOK || s.diff == nil || r.URL.Query().Get("diff") != "1" {
 		writeRaw(w, code, body)
 		return
@@ -419,7 +435,7 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) {
 	q.Set("inverted", "1")
 	q.Set("depth", "1")
 	q.Set("threshold_pct", "0")
-	body, code := s.src.Get(r.Context(), "/v1/flame", q)
+	body, code := s.get(r.Context(), "/v1/flame", q)
 	if code != http.StatusOK {
 		writeRaw(w, code, body)
 		return
@@ -495,9 +511,67 @@ func (s *Server) baseFlame(q url.Values, inverted bool, depth int) (baseTree, er
 	return t, nil
 }
 
+// get asks the source, or takes a recent answer of a source whose answers never change.
+func (s *Server) get(ctx context.Context, path string, q url.Values) ([]byte, int) {
+	if s.cache == nil {
+		return s.src.Get(ctx, path, q)
+	}
+	key := path + "?" + q.Encode()
+	if b, ok := s.cache.get(key); ok {
+		return b, http.StatusOK
+	}
+	b, code := s.src.Get(ctx, path, q)
+	if code == http.StatusOK {
+		s.cache.put(key, b)
+	}
+	return b, code
+}
+
+// answers keeps the most recent answers, up to a number and a size.
+type answers struct {
+	mu    sync.Mutex
+	m     map[string][]byte
+	order []string // oldest first
+	bytes int
+}
+
+const (
+	maxAnswers     = 64
+	maxAnswerBytes = 64 << 20
+)
+
+func (a *answers) get(key string) ([]byte, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b, ok := a.m[key]
+	if ok {
+		a.order = append(slices.DeleteFunc(a.order, func(k string) bool { return k == key }), key)
+	}
+	return b, ok
+}
+
+func (a *answers) put(key string, b []byte) {
+	if len(b) > maxAnswerBytes/4 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.m[key]; ok {
+		return
+	}
+	for len(a.order) > 0 && (len(a.order) >= maxAnswers || a.bytes+len(b) > maxAnswerBytes) {
+		a.bytes -= len(a.m[a.order[0]])
+		delete(a.m, a.order[0])
+		a.order = a.order[1:]
+	}
+	a.m[key] = b
+	a.order = append(a.order, key)
+	a.bytes += len(b)
+}
+
 func (s *Server) proxy(path string, defaults map[string]string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, code := s.src.Get(r.Context(), path, params(r, defaults))
+		body, code := s.get(r.Context(), path, params(r, defaults))
 		writeRaw(w, code, body)
 	}
 }
@@ -615,7 +689,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 
 // annotate answers with the annotation and its text, as stax annotate prints it.
 func (s *Server) annotate(w http.ResponseWriter, r *http.Request) {
-	body, code := s.src.Get(r.Context(), "/v1/annotate", params(r, nil))
+	body, code := s.get(r.Context(), "/v1/annotate", params(r, nil))
 	if code != http.StatusOK {
 		writeRaw(w, code, body)
 		return
