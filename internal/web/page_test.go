@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/query"
+	"github.com/stax-profiler/stax/internal/server"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/testutil/browser"
 )
@@ -610,5 +612,211 @@ func TestFrameMenuTransforms(t *testing.T) {
 	if got := text(ctx, "#transforms"); strings.Contains(got, "focus") || strings.Contains(got, "hide") {
 		t.Errorf("removed transforms still listed: %q", got)
 	}
+	noErrors(t, ctx)
+}
+
+// A link opens the view it was made of: window, thread, transforms, mode, zoom and
+// selection from the URL give the graph the API answers for the same parameters.
+func TestURLOpensTheView(t *testing.T) {
+	bctx := browser.Require(t)
+	run := callersRun()
+	s := serve(t, run, "")
+	tr := api.Transform{Hide: "^path_a$", CollapseImage: []string{"libz.so.1"}}
+	q := url.Values{"run": {"callers"}, "from": {"0.05"}, "to": {"0.45"}, "tid": {"102"}, "zoom": {"main"}, "sel": {"main", "path_b"}}
+	tr.AddParams(q)
+	ctx := open(t, bctx, s, "&"+q.Encode())
+	want := flameOf(t, run, query.FlameOptions{Tid: 102, Window: query.Window{From: "0.05", To: "0.45"}, Transform: tr})
+	// Zoomed on main: its children are the graph's second row.
+	until(t, ctx, "the view of the link", func() (bool, string) {
+		got := secondRow(t, ctx)
+		return got == childrenOf(want.Children[0]), got
+	})
+	if f, _ := selected(t, ctx); f.Func != "path_b" {
+		t.Errorf("the selection is %q, want path_b", f.Func)
+	}
+	if got := text(ctx, "#selection"); !strings.Contains(got, "0.05s – 0.45s") {
+		t.Errorf("the window shown: %q", got)
+	}
+	if got := eval[string](t, ctx, `document.querySelector("#thread").value`); got != "t:102" {
+		t.Errorf("the thread selector shows %q", got)
+	}
+	if got := text(ctx, "#transforms"); !strings.Contains(got, "hide ^path_a$") || !strings.Contains(got, "collapse image libz.so.1") {
+		t.Errorf("the transforms listed: %q", got)
+	}
+	// The page keeps the link as it was given.
+	got := pageURL(t, ctx).Query()
+	for k, v := range q {
+		if strings.Join(got[k], ",") != strings.Join(v, ",") {
+			t.Errorf("the URL's %s is %q, want %q", k, got[k], v)
+		}
+	}
+	// A link to another run says so.
+	ctx = open(t, bctx, s, "&run=other")
+	if got := text(ctx, "#notice"); !strings.Contains(got, "This link is for run other") {
+		t.Errorf("a link to another run: notice %q", got)
+	}
+	noErrors(t, ctx)
+}
+
+// gated holds every query but status until it is opened.
+type gated struct {
+	Source
+	open chan struct{}
+}
+
+func (g gated) Get(ctx context.Context, path string, q url.Values) ([]byte, int) {
+	if path != "/v1/status" {
+		select {
+		case <-g.open:
+		case <-ctx.Done():
+			return nil, 503
+		}
+	}
+	return g.Source.Get(ctx, path, q)
+}
+
+// liveRec is a recording whose run can be swapped while the page watches it.
+type liveRec struct {
+	mu  sync.Mutex
+	run *store.Run
+}
+
+func (l *liveRec) get() *store.Run       { l.mu.Lock(); defer l.mu.Unlock(); return l.run }
+func (l *liveRec) set(r *store.Run)      { l.mu.Lock(); l.run = r; l.mu.Unlock() }
+func (l *liveRec) ID() string            { return l.get().Meta.ID }
+func (l *liveRec) Snapshot() *store.Run  { return l.get() }
+func (l *liveRec) Stop()                 {}
+func (l *liveRec) Done() <-chan struct{} { return nil }
+func (l *liveRec) Status() api.Status {
+	st := api.StatusOf(l.get())
+	st.Live, st.State = true, api.StateLive
+	return st
+}
+func (l *liveRec) Wait(ctx context.Context, _ api.WaitCondition) api.Wait {
+	<-ctx.Done()
+	return api.Wait{}
+}
+
+// While a live page waits for its data it says it is loading, and while the run has no
+// samples yet it says it waits for them: never "no samples" before there could be any.
+func TestLivePageSaysItIsLoading(t *testing.T) {
+	bctx := browser.Require(t)
+	full := callersRun()
+	empty := &store.Run{Meta: store.Meta{ID: "callers", StartNs: 1e9}}
+	rec := &liveRec{run: empty}
+	g := gated{HandlerSource{Handler: server.Handler(rec, true)}, make(chan struct{})}
+	s, err := Listen(g, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve()
+	t.Cleanup(s.Close)
+	ctx := browser.Within(t, bctx, 2*time.Minute)
+	if err := chromedp.Do(ctx, chromedp.Navigate(s.URL())); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, "the run's status shown", func() (bool, string) {
+		got := text(ctx, "#strip")
+		return strings.Contains(got, "samples 0"), got
+	})
+	page := text(ctx, "main")
+	if !strings.Contains(text(ctx, "#flame"), "loading") || strings.Contains(page, "no samples") {
+		t.Errorf("before its data came the page said:\n%s", page)
+	}
+	close(g.open)
+	until(t, ctx, "the page waits for samples", func() (bool, string) {
+		got := text(ctx, "#flame")
+		return strings.Contains(got, "waiting for the first samples"), got
+	})
+	if page := text(ctx, "main"); strings.Contains(page, "no samples") {
+		t.Errorf("a live run without samples yet:\n%s", page)
+	}
+	rec.set(full)
+	until(t, ctx, "the samples drawn", func() (bool, string) {
+		got := rootChildren(t, ctx)
+		return got == "main=500", got
+	})
+	noErrors(t, ctx)
+}
+
+// Two windows of one run: the flame graph is coloured by each frame's change of share
+// from the base window, and the table lists the functions whose share changed most.
+func TestDiffOfTwoWindows(t *testing.T) {
+	bctx := browser.Require(t)
+	// work_b's work doubles after 1 s: 25% of the first second's samples, 40% after.
+	var ws []work
+	for range 10 {
+		ws = append(ws, work{101, []string{"main", "work_a"}, 50}, work{101, []string{"main", "work_b"}, 25}, work{101, []string{"main", "work_c"}, 25})
+	}
+	for range 10 {
+		ws = append(ws, work{101, []string{"main", "work_a"}, 50}, work{101, []string{"main", "work_b"}, 50}, work{101, []string{"main", "work_c"}, 25})
+	}
+	run := namedRun("windows", ws...)
+	s, err := Listen(HandlerSource{server.Handler(server.Stored(run), false), true}, Options{
+		Base: &Base{Run: run, Window: query.Window{From: "0", To: "1"}, Same: true},
+		View: url.Values{"from": {"1"}, "to": {"2.25"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve()
+	t.Cleanup(s.Close)
+	ctx := open(t, bctx, s, "")
+	changes := map[string]float64{}
+	until(t, ctx, "frames coloured by change", func() (bool, string) {
+		for _, f := range graph(t, ctx) {
+			if f.Change != nil {
+				changes[f.Func] = *f.Change
+			}
+		}
+		return len(changes) == 5, fmt.Sprint(changes)
+	})
+	for fn, want := range map[string]float64{"main": 0, "work_a": -10, "work_b": 15, "work_c": -5} {
+		if d := changes[fn] - want; d > 1e-9 || d < -1e-9 {
+			t.Errorf("%s changed %+.2f points, want %+.0f", fn, changes[fn], want)
+		}
+	}
+	grow, shrink, same := cssColour(t, ctx, "--grow"), cssColour(t, ctx, "--shrink"), cssColour(t, ctx, "--same")
+	for _, f := range graph(t, ctx) {
+		px := pixel(t, ctx, f.X+f.W/2, f.Y+1.5)
+		switch f.Func {
+		case "work_b": // the largest change: the full colour
+			if !near(px, grow) {
+				t.Errorf("work_b, which grew most, is drawn %v, not %v", px, grow)
+			}
+		case "work_a", "work_c":
+			if !(px[2] > px[0]+20) || near(px, same) {
+				t.Errorf("%s, which shrank, is drawn %v (shrink %v)", f.Func, px, shrink)
+			}
+		case "main":
+			if !near(px, same) {
+				t.Errorf("main, unchanged, is drawn %v, not %v", px, same)
+			}
+		}
+	}
+	until(t, ctx, "the table of changes", func() (bool, string) {
+		got := text(ctx, "#changes tbody")
+		return strings.HasPrefix(got, "▲ +15.00\t25.00%\t40.00%\twork_b"), got
+	})
+	if got := text(ctx, "#changes tbody"); !strings.Contains(got, "▼ -10.00\t50.00%\t40.00%\twork_a") {
+		t.Errorf("the table lacks work_a's change:\n%s", got)
+	}
+	if got := text(ctx, "#diff-title"); !strings.Contains(got, "another window of this run (0.00s – 1.00s)") {
+		t.Errorf("the diff's title: %q", got)
+	}
+	// Unticked: the kinds' colours again.
+	if err := chromedp.Do(ctx, chromedp.Click("#diff-colour")); err != nil {
+		t.Fatal(err)
+	}
+	user := cssColour(t, ctx, "--k-user")
+	until(t, ctx, "kind colours", func() (bool, string) {
+		for _, f := range graph(t, ctx) {
+			if f.Func == "work_b" {
+				px := pixel(t, ctx, f.X+f.W/2, f.Y+1.5)
+				return near(px, user), fmt.Sprint(px)
+			}
+		}
+		return false, "work_b not drawn"
+	})
 	noErrors(t, ctx)
 }

@@ -50,7 +50,7 @@ const state = {
 const perf = (window.staxPerf = {
   firstFlameMs: null, // from navigation start to the first flame graph on screen
   flameRenderMs: [], // each flame graph render
-  changes: [], // {what, ms}: from a change of the view to its flame graph on screen
+  changes: [], // {what, ms, answerMs}: from a change of the view to its flame graph on screen, and to its answers
   lastBytes: {}, // bytes of the last answer per view
   updateBytes: [], // bytes fetched by each live update
   updates: 0,
@@ -212,7 +212,7 @@ function drawTimeline() {
   const el = $("#timeline");
   if (!tl) return;
   if (!tl.buckets) {
-    el.innerHTML = `<p class="placeholder">${state.summary && state.summary.live ? "no samples yet: waiting for the first ones" : "no samples with times"}</p>`;
+    el.innerHTML = `<p class="placeholder">${state.summary && state.summary.live ? "waiting for the first samples" : "no samples with times"}</p>`;
     state.tlGeom = null;
     return;
   }
@@ -223,7 +223,7 @@ function drawTimeline() {
   const bw = plotW / tl.buckets;
   const maxTotal = Math.max(1, ...tl.total);
   const parts = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">`];
-  parts.push(`<text class="label" x="4" y="${TL.total - 4}">${view.tid || view.pid ? "selected" : "all threads"}</text>`);
+  parts.push(`<text class="label" x="4" y="${TL.total - 4}">all threads</text>`);
   tl.total.forEach((c, i) => {
     if (!c) return;
     const h = (c / maxTotal) * (TL.total - 4);
@@ -232,7 +232,7 @@ function drawTimeline() {
   threads.forEach((t, r) => {
     const y = TL.total + r * TL.row;
     const max = Math.max(1, ...t.counts);
-    parts.push(`<text class="label" x="4" y="${y + TL.row - 3}">${esc(t.name || "?")} ${t.tid}</text>`);
+    parts.push(`<text class="label thread" data-tid="${t.tid}" data-pid="${t.pid}" x="4" y="${y + TL.row - 3}">${esc(t.name || "?")} ${t.tid}</text>`);
     t.counts.forEach((c, i) => {
       if (!c) return;
       parts.push(`<rect x="${TL.label + i * bw}" y="${y + 1}" width="${Math.max(bw, 0.5)}" height="${TL.row - 2}" fill="var(--heat)" fill-opacity="${(0.15 + (0.85 * c) / max).toFixed(2)}"/>`);
@@ -249,6 +249,14 @@ function drawTimeline() {
   state.tlGeom = { x0: TL.label, w: plotW, start: tl.start_sec, span };
   window.staxTimeline = state.tlGeom;
   drawBrush();
+  markThreads();
+}
+
+// markThreads marks the timeline's rows of the selected thread or process.
+function markThreads() {
+  for (const el of document.querySelectorAll("#timeline text.thread")) {
+    el.classList.toggle("chosen", Number(el.dataset.tid) === view.tid || Number(el.dataset.pid) === view.pid);
+  }
 }
 
 function secAt(x) {
@@ -370,14 +378,19 @@ function changeColour(d, scale) {
   return `rgb(${c[0]},${c[1]},${c[2]})`;
 }
 
+// emptyText says why a view has no samples: a live run may not have any yet.
+function emptyText() {
+  const filtered = view.from !== null || view.tid || view.pid || view.focus || view.ignore.length;
+  if (filtered) return "no samples in this view";
+  return state.summary && state.summary.live ? "waiting for the first samples" : "no samples";
+}
+
 function drawFlame() {
   const t0 = performance.now();
   const el = $("#flame");
   const root = state.flame && state.flame.root;
   if (!root || !root.total) {
-    const live = state.summary && state.summary.live;
-    const filtered = view.from !== null || view.tid || view.pid || view.focus || view.ignore.length;
-    el.innerHTML = `<p class="placeholder">${filtered ? "no samples in this view" : live ? "no samples yet: waiting for the first ones" : "no samples"}</p>`;
+    el.innerHTML = `<p class="placeholder">${emptyText()}</p>`;
     state.flameEls = [];
     state.flameCanvas = null;
     drawFrameInfo();
@@ -918,7 +931,7 @@ function drawTop() {
   const body = rows.map((r, i) =>
     `<tr data-i="${i}" class="${r.func === view.code ? "chosen" : ""}"><td class="num">${r.self_pct.toFixed(2)}%</td><td class="num">${r.total_pct.toFixed(2)}%</td>` +
     `<td class="k k-${esc(r.kind)}-text" title="${esc(r.func)}">${esc(r.func)}${r.inlined ? " (inlined)" : ""}</td><td title="${esc(r.image)}">${esc(r.image)}</td></tr>`);
-  $("#top tbody").innerHTML = body.length ? body.join("") : '<tr><td colspan="4" class="placeholder">no samples in this view</td></tr>';
+  $("#top tbody").innerHTML = body.length ? body.join("") : `<tr><td colspan="4" class="placeholder">${emptyText()}</td></tr>`;
   for (const th of document.querySelectorAll("#top th[data-sort]")) th.classList.toggle("sorted", th.dataset.sort === view.sort);
 }
 
@@ -1019,7 +1032,7 @@ function drawChanges() {
   $("#diff-colour").checked = view.diff;
   const c = state.changes;
   if (!c) return;
-  const rows = c.rows.map((r) => {
+  const rows = (c.rows || []).map((r) => {
     const cls = r.delta_pct > 0 ? "grew" : r.delta_pct < 0 ? "shrank" : "";
     return `<tr data-func="${esc(r.func)}"><td class="num ${cls}">${r.delta_pct > 0 ? "▲ +" : r.delta_pct < 0 ? "▼ " : ""}${r.delta_pct.toFixed(2)}</td><td class="num">${r.base_pct.toFixed(2)}%</td>` +
       `<td class="num">${r.pct.toFixed(2)}%</td><td title="${esc(r.func)}">${esc(r.func)}${r.inlined ? " (inlined)" : ""}</td><td title="${esc(r.image)}">${esc(r.image)}</td></tr>`;
@@ -1098,6 +1111,7 @@ function change(what, apply) {
 }
 
 function drawControls() {
+  markThreads();
   $("#inverted").checked = view.inverted;
   $("#search").value = view.search;
   drawThreads();
@@ -1131,17 +1145,40 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
     const tq = query({ inverted: false });
     tq.set("sort", view.sort);
     tq.set("n", 100);
-    const [fl, top] = await Promise.all([
+    // The timeline shows the whole run, whatever the view: it is where a window is picked.
+    // It comes with the first answers (its height then stays), and again on live updates.
+    const tlq = new URLSearchParams({ threads: 16, buckets: 200 });
+    // The top table comes with the first answers too; after a change, once the graph is
+    // drawn (on two cores its query would slow the graph's).
+    const first = !state.top;
+    const [fl, top, tl] = await Promise.all([
       need("flame", fq) ? api("flame", fq, signal) : state.flame,
-      need("top", tq) ? api("top", tq, signal) : state.top,
+      first ? api("top", tq, signal) : state.top,
+      need("timeline", tlq) ? api("timeline", tlq, signal).catch((err) => err) : state.timeline,
     ]);
     if (signal.aborted) return;
+    const answered = performance.now();
     if (fl !== state.flame) bytes += fl._bytes;
-    if (top !== state.top) bytes += top._bytes;
+    if (first) {
+      bytes += top._bytes;
+      state.top = top;
+      state.keys.top = tq.toString();
+    }
     state.flame = fl;
-    state.top = top;
     state.keys.flame = fq.toString();
-    state.keys.top = tq.toString();
+    if (tl !== state.timeline || !state.keys.timeline) {
+      state.keys.timeline = tlq.toString();
+      if (tl instanceof Error) {
+        state.timeline = null;
+        state.tlGeom = null;
+        const waiting = state.summary && state.summary.live && !state.summary.samples;
+        $("#timeline").innerHTML = waiting ? '<p class="placeholder">waiting for the first samples</p>' : `<p class="error">${esc(tl.message)}</p>`;
+      } else {
+        bytes += tl._bytes;
+        state.timeline = tl;
+        drawTimeline();
+      }
+    }
     // The answer says the window in seconds: the brush and the URL take it.
     if (fl.window) {
       view.from = fl.window.from_sec;
@@ -1152,28 +1189,37 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
     drawFlame();
     drawTop();
     perf.refreshes++;
-    if (t0) afterPaint(() => perf.changes.push({ what, ms: performance.now() - t0 }));
+    const drawn = performance.now();
+    if (t0) afterPaint(() => perf.changes.push({ what, ms: performance.now() - t0, answerMs: answered - t0, drawnMs: drawn - t0 }));
     if (view.search) countMatches();
     loadCalls();
-    // The rest, in turn: none of it holds up the graph.
-    const tlq = query({ window: false, inverted: false });
-    tlq.set("threads", 16);
-    tlq.set("buckets", 200);
-    if (need("timeline", tlq)) {
-      const tl = await api("timeline", tlq, signal);
-      if (signal.aborted) return;
-      bytes += tl._bytes;
-      state.timeline = tl;
-      state.keys.timeline = tlq.toString();
-      drawTimeline();
+    // The rest: none of it holds up the graph.
+    if (need("top", tq)) {
+      try {
+        const top = await api("top", tq, signal);
+        if (signal.aborted) return;
+        bytes += top._bytes;
+        state.top = top;
+        drawTop();
+      } catch (err) {
+        if (signal.aborted) return;
+        $("#top tbody").innerHTML = `<tr><td colspan="4" class="error">${esc(err.message)}</td></tr>`;
+      }
+      state.keys.top = tq.toString();
     }
     if (state.summary && state.summary.diff) {
       const cq = query({ inverted: false });
       if (need("changes", cq)) {
-        const c = await api("changes", cq, signal);
-        if (signal.aborted) return;
-        bytes += c._bytes;
-        state.changes = c;
+        try {
+          const c = await api("changes", cq, signal);
+          if (signal.aborted) return;
+          bytes += c._bytes;
+          state.changes = c;
+        } catch (err) {
+          if (signal.aborted) return;
+          state.changes = null;
+          $("#changes tbody").innerHTML = `<tr><td colspan="5" class="error">${esc(err.message)}</td></tr>`;
+        }
         state.keys.changes = cq.toString();
       }
       drawChanges();
