@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/testutil"
 	"github.com/stax-profiler/stax/internal/testutil/browser"
 )
@@ -496,4 +499,221 @@ func TestWebRefusesWithoutToken(t *testing.T) {
 			t.Errorf("user nobody fetching %s: %q (%v), want 403", u, got, err)
 		}
 	}
+}
+
+// drawnTree lists the frames the page laid out below the root (not the dimmed callers
+// of a zoom), as "depth func total", sorted, and the graph's width; it checks that each
+// frame wide enough to measure was painted as wide as its share.
+func drawnTree(ctx context.Context, t *testing.T) ([]string, float64) {
+	t.Helper()
+	frames, err := browser.Frames(ctx)
+	if err != nil {
+		t.Fatalf("read the flame graph: %v", err)
+	}
+	var out []string
+	width := 0.0
+	for _, f := range frames {
+		if f.Depth == 0 {
+			width = f.W
+		}
+		if f.Ancestor || f.Depth == 0 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%d %s %.0f", f.Depth, f.Func, f.Total))
+		if f.W >= 4 && math.Abs(f.Drawn-f.W) > 2 {
+			t.Errorf("%s (depth %d) is %.1f px wide by its samples, painted %.1f px", f.Func, f.Depth, f.W, f.Drawn)
+		}
+	}
+	sort.Strings(out)
+	return out, width
+}
+
+// flameTree lists the nodes of a flame graph below n as drawnTree does, those the page
+// draws: at least half a pixel wide in a graph width px wide.
+func flameTree(n *agg.FlameNode, px float64) []string {
+	var out []string
+	var walk func(n *agg.FlameNode, depth int)
+	walk = func(n *agg.FlameNode, depth int) {
+		for _, c := range n.Children {
+			if float64(c.Total)*px/float64(max(n.Total, 1)) >= 0.5 {
+				out = append(out, fmt.Sprintf("%d %s %d", depth+1, c.Func, c.Total))
+				walk(c, depth+1)
+			}
+		}
+	}
+	walk(n, 0)
+	sort.Strings(out)
+	return out
+}
+
+// minus is what a has and b lacks (as multisets).
+func minus(a, b []string) []string {
+	n := map[string]int{}
+	for _, s := range b {
+		n[s]++
+	}
+	var out []string
+	for _, s := range a {
+		if n[s] > 0 {
+			n[s]--
+		} else {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// idleWeb waits until every panel of the page shows its view.
+func idleWeb(ctx context.Context, t *testing.T) {
+	t.Helper()
+	for ctx.Err() == nil {
+		if idle, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.staxIdle && window.staxIdle()`)); idle {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("the page never settled:\n%.2000s", pageText(ctx))
+}
+
+// A link with a window, a thread, transforms and the inverted mode draws the graph stax
+// flame prints with the same flags: every frame, with its samples.
+func TestWebLinkDrawsWhatFlameSays(t *testing.T) {
+	testutil.RequirePerf(t)
+	bctx := browser.Require(t)
+	e := newEnv(t)
+	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/callers.c")
+	prog := testutil.CC(t, t.TempDir(), "callers", "gcc", append(cflags, src)...)
+	if out, errOut, code := e.run("record", "-q", "--", prog, "500"); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	var th api.Threads
+	e.mustJSON(&th, "threads")
+	if len(th.Rows) == 0 {
+		t.Fatal("the run has no threads")
+	}
+	tid := strconv.Itoa(int(th.Rows[0].Tid))
+	url := e.startWeb()
+	ctx := browser.Within(t, bctx, 3*time.Minute)
+	for _, c := range []struct {
+		link  string
+		flags []string
+	}{
+		{"hide=%5Epath_a%24&fold_recursion=1", []string{"--hide", "^path_a$", "--fold-recursion"}},
+		{"focus=hot_leaf&inverted=1", []string{"--focus", "hot_leaf", "--inverted"}},
+		{"ignore=%5Epath_b%24&from=0.1&to=1.5&tid=" + tid, []string{"--ignore", "^path_b$", "--from", "0.1", "--to", "1.5", "--tid", tid}},
+		{"collapse_image=callers&inverted=1", []string{"--collapse-image", "callers", "--inverted"}},
+	} {
+		var fl api.Flame
+		e.mustJSON(&fl, append([]string{"flame", "--threshold-pct", "0.1", "-d", "0"}, c.flags...)...)
+		if err := chromedp.Do(ctx, chromedp.Navigate(url+"&"+c.link)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := browser.WaitFrames(ctx, func(browser.Frame) bool { return true }); err != nil {
+			t.Fatalf("%s: no flame graph: %v\n%.2000s", c.link, err, pageText(ctx))
+		}
+		idleWeb(ctx, t)
+		got, px := drawnTree(ctx, t)
+		want := flameTree(fl.Root, px)
+		if len(want) < 2 {
+			t.Fatalf("stax flame %v drew almost nothing: %v", c.flags, want)
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("the page at ...&%s differs from stax flame %s: frames drawn only by the page %q, only by stax flame %q",
+				c.link, strings.Join(c.flags, " "), minus(got, want), minus(want, got))
+		}
+		if strings.Contains(c.link, "hide") {
+			shot(ctx, t, "web-transforms")
+		}
+	}
+}
+
+// stax web --diff BASE: two runs of the phases program, phase_b's work doubled in the
+// second. The page colours phase_b as grown (by the same change stax flame --diff
+// computes), phase_a and phase_c as shrunk, and lists phase_b first among the changes.
+func TestWebDiffColoursGrowth(t *testing.T) {
+	testutil.RequirePerf(t)
+	bctx := browser.Require(t)
+	e := newEnv(t)
+	prog := buildPhases(t)
+	base, cand := filepath.Join(t.TempDir(), "base.stax"), filepath.Join(t.TempDir(), "cand.stax")
+	for _, r := range []struct {
+		file string
+		args []string
+	}{{base, []string{"300", "1", "300", "300"}}, {cand, []string{"300", "1", "600", "300"}}} {
+		if out, errOut, code := e.run(append([]string{"record", "-q", "--", prog}, r.args...)...); code != 0 {
+			t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+		}
+		if out, errOut, code := e.run("save", r.file); code != 0 {
+			t.Fatalf("save: exit %d\n%s%s", code, out, errOut)
+		}
+	}
+	var cli api.Flame
+	e.mustJSON(&cli, "flame", "--run", cand, "--diff", base, "--threshold-pct", "0.1", "-d", "0")
+	var cliChange func(n *agg.FlameNode) (float64, bool)
+	cliChange = func(n *agg.FlameNode) (float64, bool) {
+		if n.Func == "phase_b" && n.BasePct != nil {
+			return n.TotalPct - *n.BasePct, true
+		}
+		for _, c := range n.Children {
+			if d, ok := cliChange(c); ok {
+				return d, true
+			}
+		}
+		return 0, false
+	}
+	want, ok := cliChange(cli.Root)
+	if !ok {
+		t.Fatalf("stax flame --diff has no phase_b:\n%+v", cli.Root)
+	}
+	url := e.startWeb("--run", cand, "--diff", base)
+	ctx := browser.Within(t, bctx, 2*time.Minute)
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := browser.WaitFrames(ctx, func(f browser.Frame) bool { return f.Change != nil }); err != nil {
+		t.Fatalf("no frame coloured by change: %v\n%.2000s", err, pageText(ctx))
+	}
+	idleWeb(ctx, t)
+	frames, err := browser.Frames(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	change := map[string]float64{}
+	var b browser.Frame
+	for _, f := range frames {
+		if f.Change != nil && (f.Func == "phase_a" || f.Func == "phase_b" || f.Func == "phase_c") {
+			change[f.Func] = *f.Change
+			if f.Func == "phase_b" {
+				b = f
+			}
+		}
+	}
+	// Shares: 1/3 each in the base; phase_b 1/2, the others 1/4 in the candidate.
+	t.Logf("changes drawn: %v; stax flame --diff: phase_b %+.2f", change, want)
+	if math.Abs(change["phase_b"]-want) > 1e-6 {
+		t.Errorf("phase_b changed %+.3f points on the page, %+.3f in stax flame --diff", change["phase_b"], want)
+	}
+	if change["phase_b"] < 10 || change["phase_a"] > -4 || change["phase_c"] > -4 {
+		t.Errorf("changes %v: want phase_b about +16.7 points, phase_a and phase_c about -8.3", change)
+	}
+	rgb, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](fmt.Sprintf(`(() => {
+		const c = document.querySelector("#flame canvas"), r = c.getBoundingClientRect(), dpr = c.width / r.width;
+		const px = Array.from(c.getContext("2d").getImageData(Math.round((%f - r.left) * dpr), Math.round((%f - r.top + 1) * dpr), 1, 1).data);
+		const grow = getComputedStyle(document.documentElement).getPropertyValue("--grow").trim();
+		return px.slice(0, 3).concat([1, 3, 5].map((i) => parseInt(grow.slice(i, i + 2), 16)));
+	})()`, b.X+b.W/2, b.Y)))
+	if err != nil || len(rgb) != 6 {
+		t.Fatalf("read the canvas: %v", err)
+	}
+	for i := range 3 {
+		if d := rgb[i] - rgb[i+3]; d > 3 || d < -3 {
+			t.Errorf("phase_b, which grew most, is drawn rgb%v, not the growth colour rgb%v", rgb[:3], rgb[3:])
+			break
+		}
+	}
+	table := waitForSelectorText(ctx, "#changes tbody", "phase_b")
+	if first, _, _ := strings.Cut(strings.TrimSpace(table), "\n"); !strings.Contains(first, "phase_b") || !strings.Contains(first, "▲") {
+		t.Errorf("the table of changes starts with %q, not phase_b grown:\n%s", first, table)
+	}
+	shot(ctx, t, "web-diff")
 }
