@@ -598,7 +598,7 @@ func TestWebLinkDrawsWhatFlameSays(t *testing.T) {
 		link  string
 		flags []string
 	}{
-		{"hide=%5Epath_a%24&fold_recursion=1", []string{"--hide", "^path_a$", "--fold-recursion"}},
+		{"hide=%5Epath_a%24&fold_recursion=1&sel=_start&sel=__libc_start_main&sel=__libc_start_call_main&sel=main&sel=path_b", []string{"--hide", "^path_a$", "--fold-recursion"}},
 		{"focus=hot_leaf&inverted=1", []string{"--focus", "hot_leaf", "--inverted"}},
 		{"ignore=%5Epath_b%24&from=0.1&to=1.5&tid=" + tid, []string{"--ignore", "^path_b$", "--from", "0.1", "--to", "1.5", "--tid", tid}},
 		{"collapse_image=callers&inverted=1", []string{"--collapse-image", "callers", "--inverted"}},
@@ -621,8 +621,16 @@ func TestWebLinkDrawsWhatFlameSays(t *testing.T) {
 			t.Errorf("the page at ...&%s differs from stax flame %s: frames drawn only by the page %q, only by stax flame %q",
 				c.link, strings.Join(c.flags, " "), minus(got, want), minus(want, got))
 		}
-		if strings.Contains(c.link, "hide") {
+		if strings.Contains(c.link, "hide") && os.Getenv("STAX_SCREENSHOTS") != "" {
 			shot(ctx, t, "web-transforms")
+			if err := browser.ColorScheme(ctx, "dark"); err != nil {
+				t.Fatal(err)
+			}
+			waitForSelectorText(ctx, "#calls-panel", "Callers and callees")
+			shot(ctx, t, "web-dark")
+			if err := browser.ColorScheme(ctx, ""); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

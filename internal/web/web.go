@@ -420,8 +420,9 @@ type Change struct {
 	DeltaPct float64 `json:"delta_pct"` // pct - base_pct, percentage points
 }
 
-// changes answers the functions whose self share changed most from the base: the first
-// level of the inverted trees of both, diffed as the flame graph is.
+// changes answers the functions whose self share changed most from the base (what grew
+// first among equal changes): the first level of the inverted trees of both, diffed as
+// the flame graph is.
 func (s *Server) changes(w http.ResponseWriter, r *http.Request) {
 	if s.diff == nil {
 		writeJSON(w, http.StatusNotFound, api.Error{Error: "no diff: start stax web with --diff BASE or --base-from/--base-to"})
@@ -465,6 +466,9 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) {
 	sort.SliceStable(rows, func(i, j int) bool {
 		if a, b := math.Abs(rows[i].DeltaPct), math.Abs(rows[j].DeltaPct); a != b {
 			return a > b
+		}
+		if rows[i].DeltaPct != rows[j].DeltaPct {
+			return rows[i].DeltaPct > rows[j].DeltaPct // what grew first
 		}
 		return rows[i].Func < rows[j].Func
 	})

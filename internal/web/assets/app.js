@@ -587,14 +587,41 @@ function drawSearchResult() {
   el.textContent = `${frames} · ${commas(c.matched)} of ${commas(c.samples)} samples (${pct(c.matched, c.samples)})`;
 }
 
-let searchTimer = 0;
+// Work the page does after drawing a view (a timer, then a request): counted, so that
+// staxIdle says when it is all done.
+let waiting = 0;
+const searchTimer = { id: 0 };
+const callsTimer = { id: 0 };
+
+function cancel(timer) {
+  if (timer.id) {
+    clearTimeout(timer.id);
+    timer.id = 0;
+    waiting--;
+  }
+}
+
+// soon runs f after ms, replacing what timer had waiting.
+function soon(timer, ms, f) {
+  cancel(timer);
+  waiting++;
+  timer.id = setTimeout(async () => {
+    timer.id = 0; // run: no longer to cancel, still counted until done
+    try {
+      await f();
+    } finally {
+      waiting--;
+    }
+  }, ms);
+}
+
 // countMatches asks the server how many samples have a matching frame: the graph holds
 // only the frames wide enough to draw.
 function countMatches() {
-  clearTimeout(searchTimer);
+  cancel(searchTimer);
   const search = view.search;
   if (!search) return;
-  searchTimer = setTimeout(async () => {
+  soon(searchTimer, 120, async () => {
     const key = filterKey();
     const q = query({ inverted: false });
     q.set("match", search);
@@ -610,7 +637,7 @@ function countMatches() {
       state.searchError = err.message;
     }
     drawSearchResult();
-  }, 120);
+  });
 }
 
 // ---- frames: hit testing, selection, keyboard, menu ----
@@ -953,9 +980,8 @@ function setupTop() {
 
 // ---- callers and callees of the selected function ----
 
-let callsTimer = 0;
 function loadCalls() {
-  clearTimeout(callsTimer);
+  cancel(callsTimer);
   const f = state.selected;
   const panel = $("#calls-panel");
   if (!f || f.n.kind === "root") {
@@ -967,7 +993,7 @@ function loadCalls() {
   const key = `${keyOf(n)}\u0001${filterKey()}`;
   if (state.calls && state.calls.key === key) return;
   // Keyboard steps come quickly: ask once the selection rests.
-  callsTimer = setTimeout(async () => {
+  soon(callsTimer, 80, async () => {
     const q = query({ inverted: false });
     q.set("fn", reQuote(n.func));
     try {
@@ -980,7 +1006,7 @@ function loadCalls() {
       panel.hidden = false;
       $("#calls-title").innerHTML = `<span class="error">${esc(err.message)}</span>`;
     }
-  }, 80);
+  });
 }
 
 function drawCalls() {
@@ -1121,7 +1147,7 @@ function drawControls() {
 let inflight = null; // the refresh under way: {ctl}
 let pendingLive = false;
 // Whether every panel shows the view (tests wait for it before they point at something).
-window.staxIdle = () => !inflight && perf.settled > 0;
+window.staxIdle = () => !inflight && waiting === 0 && perf.settled > 0;
 
 // refresh fetches what the view shows and draws it: the flame graph and the top table
 // first, then the rest (timeline, changes, callers, code, the search's count). Answers
