@@ -310,10 +310,12 @@ func TestDwarfUnwindingStopsAtALoop(t *testing.T) {
 	var fl api.Flame
 	e.mustJSON(&fl, "flame", "-d", "0", "--threshold-pct", "0")
 	var in, under, repeated uint64
+	var repeatedAt []string
 	var walk func(n *agg.FlameNode, path []string)
 	walk = func(n *agg.FlameNode, path []string) {
 		if len(path) > 0 && path[len(path)-1] == n.Func {
 			repeated += n.Total
+			repeatedAt = append(repeatedAt, strings.Join(append(path, n.Func), ";"))
 			return
 		}
 		path = append(path, n.Func)
@@ -333,7 +335,7 @@ func TestDwarfUnwindingStopsAtALoop(t *testing.T) {
 	t.Logf("%d samples, %d in selfloop, %d of them under deopt_caller; stack ends %v", fl.Samples, in, under, st.Meta.StackEnds)
 	if repeated > 0 {
 		text, _, _ := e.run("flame", "-d", "6")
-		t.Errorf("%d samples have a frame repeated\n%s", repeated, text)
+		t.Errorf("%d samples have a frame repeated, at %q\n%s", repeated, repeatedAt, text)
 	}
 	if fl.Samples < 200 || in*2 < fl.Samples || float64(under) < 0.95*float64(in) {
 		t.Errorf("%d of %d samples in selfloop, %d of them under deopt_caller", in, fl.Samples, under)
