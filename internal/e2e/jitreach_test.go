@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
@@ -194,7 +195,10 @@ func TestAnnotateHostileDebugInfo(t *testing.T) {
 }
 
 // stax record -a while three programs run, one of them the toy JIT: top --by process lists
-// all three, and the JIT's functions are named.
+// all three, each under its own hot function, and the JIT's functions are named. Their
+// shares of the machine are not the claim: they depend on what else it runs, and on the
+// samples a recorder built with the race detector loses recording every CPU of a busy
+// machine (its reader falls behind on some CPUs' rings more than others').
 func TestSystemWideRecording(t *testing.T) {
 	testutil.RequirePerf(t)
 	testutil.RequireRoot(t) // system-wide recording needs root or CAP_PERFMON
@@ -227,17 +231,21 @@ func TestSystemWideRecording(t *testing.T) {
 	if !st.Meta.SystemWide {
 		t.Errorf("the run is not marked system-wide: %+v", st.Meta)
 	}
+	t.Logf("%d samples, %d lost", st.Meta.Samples, st.Meta.Lost)
 	var top api.Top
-	e.mustJSON(&top, "top", "--by", "process", "-n", "50")
-	for _, c := range procs {
-		var found *float64
-		for _, p := range top.Processes {
+	e.mustJSON(&top, "top", "--by", "process", "-n", "1000")
+	// Each program spends nearly all its time in one function; with 20 samples that function
+	// is the hottest, whatever share the kernel's scheduling takes on a busy machine.
+	for i, hot := range []string{"jitted_func", "phase_a", "spin"} {
+		c := procs[i]
+		var found *agg.ProcessRow
+		for j, p := range top.Processes {
 			if int(p.Pid) == c.Process.Pid {
-				found = &p.Pct
+				found = &top.Processes[j]
 			}
 		}
-		if found == nil || *found < 5 {
-			t.Errorf("%s (pid %d) is not listed with a share of at least 5%%: %+v", filepath.Base(c.Path), c.Process.Pid, top.Processes)
+		if found == nil || found.Samples < 20 || !strings.HasPrefix(found.TopFunc, hot) {
+			t.Errorf("%s (pid %d) is not listed with 20 samples or more, most in %s: %+v", filepath.Base(c.Path), c.Process.Pid, hot, found)
 		}
 	}
 	var jit api.Top
