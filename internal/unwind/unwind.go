@@ -239,6 +239,9 @@ func (u *Unwinder) unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 				next, ok = fpStep(&f, mem)
 			}
 			if !ok {
+				if u.inEntryCode(view, m, lookup) {
+					return out, EndComplete
+				}
 				return u.continueFP(view, s, out, EndNoCFI)
 			}
 		}
@@ -269,6 +272,23 @@ func (u *Unwinder) unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 		u.sps = append(u.sps, next.sp)
 		f = next
 	}
+}
+
+// inEntryCode reports whether pc, in mapping m, lies in the code its image starts at where
+// no call-frame information describes it (Table.setEntry): the outermost frame of a
+// process. It is asked only once the frame pointer leads nowhere: some shared libraries'
+// entry point is the linker's default, the start of code that is called (with a frame
+// pointer, there).
+func (u *Unwinder) inEntryCode(view ProcessView, m Mapping, pc uint64) bool {
+	if proc.CodeOf(m.Path) != proc.CodeFile {
+		return false
+	}
+	t := view.Table(m)
+	if t == nil || t.entryEnd == 0 {
+		return false
+	}
+	bias, ok := t.bias(m)
+	return ok && pc-bias >= t.entry && pc-bias < t.entryEnd
 }
 
 // seen reports whether the walk was already in frame f (the same pc and stack pointer).
