@@ -49,15 +49,7 @@ type CallFunction struct {
 // own caller or callee, and each sample counts once per function; a function's rows (with
 // Outermost, and Self for callees) add up to its total.
 func Callers(p *Profile, f Filter, match func(Frame) bool, maxFuncs, maxRows int, callees bool) ([]CallFunction, uint64) {
-	perStack := make([]uint64, len(p.Stacks))
-	var samples uint64
-	for i := range p.Entries {
-		e := &p.Entries[i]
-		if f.keep(e) && int(e.Stack) < len(perStack) {
-			perStack[e.Stack] += e.Count
-			samples += e.Count
-		}
-	}
+	perStack, samples := stackCounts(p, f)
 	matched := make([]bool, len(p.Frames))
 	found := false
 	for id, fr := range p.Frames {
@@ -73,11 +65,12 @@ func Callers(p *Profile, f Filter, match func(Frame) bool, maxFuncs, maxRows int
 	self := make([]uint64, len(p.Frames))
 	total := make([]uint64, len(p.Frames))
 	seen := make([]uint32, len(p.Frames))
+	fst := p.frameStacks()
 	for sid, n := range perStack {
 		if n == 0 {
 			continue
 		}
-		st := p.Stacks[sid]
+		st := fst[sid]
 		mark := uint32(sid + 1)
 		for _, id := range st {
 			if matched[id] && seen[id] != mark {
@@ -130,7 +123,7 @@ func Callers(p *Profile, f Filter, match func(Frame) bool, maxFuncs, maxRows int
 		if n == 0 {
 			continue
 		}
-		st := p.Stacks[sid]
+		st := fst[sid]
 		touched = touched[:0]
 		for j := len(st) - 1; j >= 0; j-- { // root first
 			s := slot[st[j]] - 1

@@ -41,6 +41,7 @@ func newFake(frames int) *fakeRecording {
 		p.Entries = append(p.Entries, agg.Entry{Tid: 1, Pid: 1, Stack: uint32(i), Count: uint64(i + 1), LeafFunc: int32(i)})
 	}
 	p.Threads = []agg.ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}}
+	p.LocateFrameStacks()
 	return &fakeRecording{
 		run:  &store.Run{Meta: store.Meta{ID: "run-1", Pid: 1, Freq: 999, Samples: uint64(frames * (frames + 1) / 2)}, Profile: p},
 		done: make(chan struct{}),
@@ -375,6 +376,7 @@ func TestCallersAndTransformsAnsweredLive(t *testing.T) {
 		Entries: []agg.Entry{{Tid: 1, Pid: 1, Stack: 1, Count: 30, LeafFunc: 3}, {Tid: 1, Pid: 1, Stack: 0, Count: 10, LeafFunc: 3}},
 		Threads: []agg.ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}},
 	}
+	rec.run.Profile.LocateFrameStacks()
 	_, hc := serve(t, rec, 0)
 
 	var c api.Callers
