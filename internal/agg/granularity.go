@@ -49,7 +49,11 @@ func ValidGranularity(by string) bool {
 //
 // Stacks, entries, threads and series are shared with p (the entries' LeafFunc still name
 // p's frames); the zero g returns p itself.
-func (p *Profile) At(g Granularity) *Profile {
+func (p *Profile) At(g Granularity) *Profile { return p.AtKeeping(g, nil) }
+
+// AtKeeping is At, but the functions keep accepts stay whole functions, whatever g's By:
+// callers of a function by line are the lines that call it.
+func (p *Profile) AtKeeping(g Granularity, keep func(Frame) bool) *Profile {
 	if g.IsZero() {
 		return p
 	}
@@ -83,6 +87,15 @@ func (p *Profile) At(g Granularity) *Profile {
 		}
 		fnode[id] = n
 	}
+	var kept []bool // by function row
+	if keep != nil && g.By != ByFunction {
+		kept = make([]bool, len(funcs))
+		for id, fr := range p.Frames {
+			if keep(fr) {
+				kept[fnode[id]] = true
+			}
+		}
+	}
 
 	nodes := map[[3]uint64]uint32{}
 	node := func(k [3]uint64, f Frame) uint32 {
@@ -93,6 +106,10 @@ func (p *Profile) At(g Granularity) *Profile {
 			q.Frames = append(q.Frames, f)
 		}
 		return id
+	}
+	// whole is the row of function row fn, for a function kept whole.
+	whole := func(fn uint32) uint32 {
+		return node([3]uint64{uint64(fn), 1 << 63, 1 << 63}, funcs[fn])
 	}
 	if g.By == ByFunction {
 		q.Frames = funcs
@@ -119,6 +136,10 @@ func (p *Profile) At(g Granularity) *Profile {
 		case ByLine:
 			for _, ln := range src {
 				fn := fnode[ln.Func]
+				if kept != nil && kept[fn] {
+					slab = append(slab, Line{Func: whole(fn), Line: ln.Line})
+					continue
+				}
 				f := funcs[fn]
 				f.Line = int(ln.Line)
 				f.File = p.Frames[ln.Func].File
@@ -127,11 +148,19 @@ func (p *Profile) At(g Granularity) *Profile {
 		case ByAddress:
 			ln := src[0]
 			fn := fnode[ln.Func]
+			if kept != nil && kept[fn] {
+				slab = append(slab, Line{Func: whole(fn), Line: ln.Line})
+				break
+			}
 			f := funcs[fn]
 			f.Line, f.File, f.Addr = int(ln.Line), p.Frames[ln.Func].File, loc.Addr
 			k := [3]uint64{loc.Addr, uint64(loc.Mapping), uint64(fn)<<32 | uint64(uint32(ln.Line))}
 			slab = append(slab, Line{Func: node(k, f), Line: ln.Line})
 		case ByImage:
+			if fn := fnode[loc.Outer()]; kept != nil && kept[fn] {
+				slab = append(slab, Line{Func: whole(fn)})
+				break
+			}
 			fr := &p.Frames[loc.Outer()]
 			img := fr.Image
 			if img == "" {
@@ -153,11 +182,7 @@ func (p *Profile) At(g Granularity) *Profile {
 	}
 	q.ExpandStacks()
 	if g.By == ByImage {
-		names := make([]string, len(q.Frames))
-		for i, f := range q.Frames {
-			names[i] = f.Image
-		}
-		q = q.Transform(&Transform{CollapseImages: names})
+		q = q.Transform(&Transform{mergeRuns: true})
 		q.View = g
 	}
 	return q

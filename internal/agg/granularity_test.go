@@ -175,3 +175,20 @@ func TestAtShort(t *testing.T) {
 		t.Errorf("top --short = %q, want %q", got, want)
 	}
 }
+
+// TestAtKeeping: the callers of a function by line are the lines that call it, the
+// function itself one row.
+func TestAtKeeping(t *testing.T) {
+	p := sitesProfile().AtKeeping(Granularity{By: ByLine}, func(f Frame) bool { return f.Func == "work" })
+	fs, _ := Callers(p, Filter{}, func(f Frame) bool { return f.Func == "work" }, 0, 0, false)
+	if len(fs) != 1 {
+		t.Fatalf("%d functions match work, want 1", len(fs))
+	}
+	var got []string
+	for _, r := range fs[0].Rows {
+		got = append(got, fmt.Sprintf("%s:%d %d", r.Func, r.Line, r.Total))
+	}
+	if want := []string{"main:20 32", "main:21 10"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("callers of work by line: %q, want %q", got, want)
+	}
+}

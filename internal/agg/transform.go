@@ -41,11 +41,14 @@ type Transform struct {
 	Hide           *regexp.Regexp
 	CollapseImages []string
 	FoldRecursion  bool
+	// mergeRuns makes each run of consecutive frames of one function one frame (a view by
+	// image, whose frames are images).
+	mergeRuns bool
 }
 
 // IsZero says whether t changes nothing.
 func (t *Transform) IsZero() bool {
-	return t == nil || t.Focus == nil && t.Ignore == nil && t.Hide == nil && len(t.CollapseImages) == 0 && !t.FoldRecursion
+	return t == nil || t.Focus == nil && t.Ignore == nil && t.Hide == nil && len(t.CollapseImages) == 0 && !t.FoldRecursion && !t.mergeRuns
 }
 
 // ImageMatches says whether image is named by name: its path, its base name, or its name
@@ -137,6 +140,9 @@ func (w *stackRewriter) rewrite(stack []uint32) ([]int32, bool) {
 		id := stack[j]
 		fl := w.flags[id]
 		if fl&tHide != 0 {
+			continue
+		}
+		if w.t.mergeRuns && len(out) > 0 && stack[out[len(out)-1]] == id {
 			continue
 		}
 		if fl&tCollapse != 0 {
