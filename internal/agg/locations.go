@@ -57,6 +57,15 @@ type Site struct {
 	Mapping Mapping // zero: not known
 }
 
+// lineOf is a source line as a Line keeps it: what is not a line (.gopclntab gives -1 for
+// code with none) is 0, not known.
+func lineOf(n int) int32 {
+	if n <= 0 || n > 1<<31-1 {
+		return 0
+	}
+	return int32(n)
+}
+
 // machineFrame returns the end (exclusive) of the machine frame that starts at sites[i].
 func machineFrame(sites []Site, i int) int {
 	j := i
@@ -169,7 +178,7 @@ func (p *Profile) LocateFrameStacks() {
 				for _, id := range s[lo : hi+1] {
 					ln := Line{Func: id}
 					if int(id) < len(p.Frames) {
-						ln.Line = int32(p.Frames[id].Line)
+						ln.Line = lineOf(p.Frames[id].Line)
 					}
 					loc.Lines = append(loc.Lines, ln)
 				}

@@ -210,7 +210,7 @@ func (r *Run) Resolve(res Resolver) []Frame {
 			hi := machineFrame(j.sites, lo)
 			r.lines = r.lines[:0]
 			for i := lo; i < hi; i++ {
-				r.lines = append(r.lines, Line{Func: r.fids[i], Line: int32(j.sites[i].Line)})
+				r.lines = append(r.lines, Line{Func: r.fids[i], Line: lineOf(j.sites[i].Line)})
 			}
 			s := &j.sites[lo]
 			r.ids = append(r.ids, uint64(r.locs.intern(s.Addr, r.mapping(s.Mapping), r.lines)))

@@ -572,3 +572,26 @@ func TestRunKeepsLocations(t *testing.T) {
 		t.Errorf("stacks %q\nwant   %q", got, want)
 	}
 }
+
+// badLineResolver gives a line of -1, as .gopclntab does for code without lines.
+type badLineResolver struct{ inlineResolver }
+
+func (badLineResolver) Resolve(pid uint32, t uint64, chain []uint64, out []Site) ([]Site, int, uint64, int) {
+	return append(out, Site{Frame: Frame{Func: "runtime.cgoSigtramp", Image: "app", Kind: KindUser}, Line: -1, Addr: chain[1]}), len(out), chain[1], 0
+}
+
+// TestRunLinesNotKnown: a line that is not one is kept as 0 (not known), which a saved run
+// can hold.
+func TestRunLinesNotKnown(t *testing.T) {
+	r := NewRun()
+	r.AddSample(1, 1, 0, 10, 0, []uint64{ctxUser, 0x210})
+	r.Resolve(badLineResolver{})
+	p := r.Profile(nil)
+	if got := p.Locations[0].Lines[0].Line; got != 0 {
+		t.Errorf("line %d, want 0", got)
+	}
+	q := located(&Profile{Frames: []Frame{{Func: "f", Line: -1}}, Stacks: [][]uint32{{0}}})
+	if got := q.Locations[0].Lines[0].Line; got != 0 {
+		t.Errorf("a frame's line -1 became %d, want 0", got)
+	}
+}
