@@ -1,6 +1,7 @@
 package export
 
 import (
+	"encoding/binary"
 	"io"
 	"path/filepath"
 	"strings"
@@ -62,7 +63,8 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 
 	x := &pprofBuilder{run: run, out: out, byKey: map[mappingKey]*profile.Mapping{}, funcs: map[funcKey]*profile.Function{},
 		frameFuncs: make([]*profile.Function, len(prof.Frames)), locs: make([]*profile.Location, len(prof.Locations)),
-		leafLocs: map[leafKey]*profile.Location{}, runMappings: make([]*profile.Mapping, len(prof.Mappings))}
+		leafLocs: map[leafKey]*profile.Location{}, runMappings: make([]*profile.Mapping, len(prof.Mappings)),
+		byContent: map[string]*profile.Location{}}
 	for _, c := range run.Code {
 		if c.Path != "" && c.BuildID != "" {
 			if x.buildIDs == nil {
@@ -133,6 +135,8 @@ type pprofBuilder struct {
 	frameFuncs  []*profile.Function
 	locs        []*profile.Location
 	leafLocs    map[leafKey]*profile.Location
+	byContent   map[string]*profile.Location // by mapping, address and lines: one per process may be the same
+	key         []byte
 }
 
 func (x *pprofBuilder) mapping(k mappingKey) *profile.Mapping {
@@ -195,11 +199,21 @@ func (x *pprofBuilder) function(id uint32) *profile.Function {
 
 func (x *pprofBuilder) newLocation(lid uint32, addr uint64) *profile.Location {
 	loc := &x.run.Profile.Locations[lid]
-	l := &profile.Location{ID: uint64(len(x.out.Location) + 1), Mapping: x.locMapping(lid), Address: addr}
+	m := x.locMapping(lid)
+	x.key = binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(x.key[:0], m.ID), addr)
+	for _, ln := range loc.Lines {
+		x.key = binary.LittleEndian.AppendUint64(x.key, x.function(ln.Func).ID)
+		x.key = binary.LittleEndian.AppendUint32(x.key, uint32(ln.Line))
+	}
+	if l, ok := x.byContent[string(x.key)]; ok {
+		return l
+	}
+	l := &profile.Location{ID: uint64(len(x.out.Location) + 1), Mapping: m, Address: addr}
 	for _, ln := range loc.Lines {
 		l.Line = append(l.Line, profile.Line{Function: x.function(ln.Func), Line: int64(ln.Line)})
 	}
 	x.out.Location = append(x.out.Location, l)
+	x.byContent[string(x.key)] = l
 	return l
 }
 
