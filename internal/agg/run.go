@@ -51,11 +51,12 @@ type Run struct {
 	keys     []keyState
 	pending  int // keys[pending:] were never resolved
 
-	frames   *FrameTable
-	mappings map[Mapping]uint32 // id + 1
-	mapList  []Mapping
-	locs     *locationTable
-	rstacks  *StackTable // location ids
+	frames      *FrameTable
+	mappings    map[Mapping]uint32 // id + 1
+	mapList     []Mapping
+	lastMapping uint32
+	locs        *locationTable
+	rstacks     *StackTable // location ids
 
 	samples         uint64
 	unresolvedFrame uint64
@@ -179,73 +180,92 @@ func (r *Run) Resolve(res Resolver) []Frame {
 		return nil
 	}
 
-	// The jobs' sites are appended to one arena: a job keeps its part of it, which stays
-	// valid when the arena grows into a new array.
-	arena := r.scratch[:0]
-	for i := range jobs {
-		j := &jobs[i]
-		at := len(arena)
-		sites, leafFunc, leaf, unresolved := res.Resolve(j.pid, j.time, j.chain, arena)
-		j.sites = sites[at:len(sites):len(sites)]
-		arena = sites
-		if leafFunc >= 0 {
-			leafFunc -= at
+	// Jobs are named in batches: the resolver runs for a batch without the run's lock, its
+	// sites appended to one arena (a job keeps its part, which stays valid when the arena
+	// grows), then the batch is interned under the lock. The arena is reused.
+	r.mu.Lock()
+	before := len(r.frames.Frames)
+	r.mu.Unlock()
+	const batch = 256
+	for lo := 0; lo < len(jobs); lo += batch {
+		hi := min(lo+batch, len(jobs))
+		arena := r.scratch[:0]
+		for i := lo; i < hi; i++ {
+			j := &jobs[i]
+			at := len(arena)
+			sites, leafFunc, leaf, unresolved := res.Resolve(j.pid, j.time, j.chain, arena)
+			j.sites = sites[at:len(sites):len(sites)]
+			arena = sites
+			if leafFunc >= 0 {
+				leafFunc -= at
+			}
+			j.leafFunc, j.leaf, j.unres = leafFunc, leaf, unresolved
 		}
-		j.leafFunc, j.leaf, j.unres = leafFunc, leaf, unresolved
+		r.mu.Lock()
+		for i := lo; i < hi; i++ {
+			r.name(jobs[i].sites, jobs[i].key, jobs[i].leafFunc, jobs[i].leaf, jobs[i].unres, version)
+			jobs[i].sites, jobs[i].chain = nil, nil
+		}
+		r.mu.Unlock()
+		if cap(arena) <= 1<<16 {
+			r.scratch = arena[:0]
+		}
 	}
-	if cap(arena) <= 1<<16 {
-		r.scratch = arena[:0]
-	}
-
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	before := len(r.frames.Frames)
-	for _, j := range jobs {
-		r.fids = r.fids[:0]
-		for i := range j.sites {
-			r.fids = append(r.fids, r.frames.Intern(j.sites[i].Frame))
-		}
-		r.ids = r.ids[:0]
-		for lo := 0; lo < len(j.sites); {
-			hi := machineFrame(j.sites, lo)
-			r.lines = r.lines[:0]
-			for i := lo; i < hi; i++ {
-				r.lines = append(r.lines, Line{Func: r.fids[i], Line: lineOf(j.sites[i].Line)})
-			}
-			s := &j.sites[lo]
-			r.ids = append(r.ids, uint64(r.locs.intern(s.Addr, r.mapping(s.Mapping), r.lines)))
-			lo = hi
-		}
-		k := &r.keys[j.key]
-		k.rstack = int32(r.rstacks.Intern(r.ids))
-		k.leafFunc = -1
-		if j.leafFunc >= 0 && j.leafFunc < len(r.fids) {
-			k.leafFunc = int32(r.fids[j.leafFunc])
-		}
-		k.leaf = j.leaf
-		k.unresolved = int32(j.unres)
-		k.version = version
-		switch {
-		case k.leafFunc >= 0:
-			r.newLeaves = append(r.newLeaves, LeafRef{Frame: uint32(k.leafFunc), Pid: k.Pid, Addr: j.leaf, Time: k.time})
-		case len(r.fids) > 0 && j.leaf != 0:
-			r.newLeaves = append(r.newLeaves, LeafRef{Frame: r.fids[0], Pid: k.Pid, Addr: j.leaf, Time: k.time, Unresolved: true})
-		}
-	}
 	return append([]Frame(nil), r.frames.Frames[before:]...)
 }
 
-// mapping returns m's id + 1, 0 for none.
-func (r *Run) mapping(m Mapping) uint32 {
-	if m == (Mapping{}) {
+// name interns the sites of key's stack and sets its resolved stack. r.mu is held.
+func (r *Run) name(sites []Site, key, leafFunc int, leaf uint64, unres int, version uint64) {
+	r.fids = r.fids[:0]
+	for i := range sites {
+		r.fids = append(r.fids, r.frames.Intern(sites[i].Frame))
+	}
+	r.ids = r.ids[:0]
+	for lo := 0; lo < len(sites); {
+		hi := machineFrame(sites, lo)
+		r.lines = r.lines[:0]
+		for i := lo; i < hi; i++ {
+			r.lines = append(r.lines, Line{Func: r.fids[i], Line: lineOf(sites[i].Line)})
+		}
+		s := &sites[lo]
+		r.ids = append(r.ids, uint64(r.locs.intern(s.Addr, r.mapping(&s.Mapping), r.lines)))
+		lo = hi
+	}
+	k := &r.keys[key]
+	k.rstack = int32(r.rstacks.Intern(r.ids))
+	k.leafFunc = -1
+	if leafFunc >= 0 && leafFunc < len(r.fids) {
+		k.leafFunc = int32(r.fids[leafFunc])
+	}
+	k.leaf = leaf
+	k.unresolved = int32(unres)
+	k.version = version
+	switch {
+	case k.leafFunc >= 0:
+		r.newLeaves = append(r.newLeaves, LeafRef{Frame: uint32(k.leafFunc), Pid: k.Pid, Addr: leaf, Time: k.time})
+	case len(r.fids) > 0 && leaf != 0:
+		r.newLeaves = append(r.newLeaves, LeafRef{Frame: r.fids[0], Pid: k.Pid, Addr: leaf, Time: k.time, Unresolved: true})
+	}
+}
+
+// mapping returns m's id + 1, 0 for none. The last mapping asked for is remembered:
+// consecutive frames are often in one image.
+func (r *Run) mapping(m *Mapping) uint32 {
+	if r.lastMapping != 0 && *m == r.mapList[r.lastMapping-1] {
+		return r.lastMapping
+	}
+	if *m == (Mapping{}) {
 		return 0
 	}
-	id, ok := r.mappings[m]
+	id, ok := r.mappings[*m]
 	if !ok {
-		r.mapList = append(r.mapList, m)
+		r.mapList = append(r.mapList, *m)
 		id = uint32(len(r.mapList))
-		r.mappings[m] = id
+		r.mappings[*m] = id
 	}
+	r.lastMapping = id
 	return id
 }
 
