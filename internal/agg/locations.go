@@ -92,18 +92,62 @@ func (p *Profile) AppendFrames(buf []uint32, sid uint32) []uint32 {
 // ExpandStacks sets FrameStacks from Stacks and Locations.
 func (p *Profile) ExpandStacks() { p.FrameStacks = p.expandStacks() }
 
-func (p *Profile) expandStacks() [][]uint32 {
-	n := 0
-	for _, st := range p.Stacks {
-		for _, lid := range st {
-			n += len(p.Locations[lid].Lines)
+// manyLines stands, in a location's single function, for a location of several lines.
+const manyLines = ^uint32(0)
+
+// singleFuncs is each location's function when it has one line (most have), else
+// manyLines: a compact table that a pass over every stack reads far faster than the
+// locations themselves.
+func (p *Profile) singleFuncs() (one []uint32, many bool) {
+	one = make([]uint32, len(p.Locations))
+	for i := range p.Locations {
+		if l := p.Locations[i].Lines; len(l) == 1 {
+			one[i] = l[0].Func
+		} else {
+			one[i], many = manyLines, true
 		}
 	}
-	all := make([]uint32, 0, n)
+	return one, many
+}
+
+// FrameCount is the number of functions in all stacks together (what ExpandStacks makes),
+// not counting ids of locations that do not exist.
+func (p *Profile) FrameCount() int64 {
+	one, many := p.singleFuncs()
+	return p.frameCount(one, many)
+}
+
+func (p *Profile) frameCount(one []uint32, many bool) int64 {
+	var n int64
+	for _, st := range p.Stacks {
+		if !many {
+			n += int64(len(st))
+			continue
+		}
+		for _, lid := range st {
+			switch {
+			case int(lid) >= len(one):
+			case one[lid] != manyLines:
+				n++
+			default:
+				n += int64(len(p.Locations[lid].Lines))
+			}
+		}
+	}
+	return n
+}
+
+func (p *Profile) expandStacks() [][]uint32 {
+	one, many := p.singleFuncs()
+	all := make([]uint32, 0, p.frameCount(one, many))
 	out := make([][]uint32, len(p.Stacks))
 	for i, st := range p.Stacks {
 		at := len(all)
 		for _, lid := range st {
+			if f := one[lid]; f != manyLines {
+				all = append(all, f)
+				continue
+			}
 			for _, ln := range p.Locations[lid].Lines {
 				all = append(all, ln.Func)
 			}

@@ -65,9 +65,10 @@ func encodeCounts(p *agg.Profile) []byte {
 		}
 	}
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(p.Entries)))
+	leaves := leafBases(p)
 	for i := range p.Entries {
 		e := &p.Entries[i]
-		addr, fn := leafBase(p, e.Stack)
+		addr, fn := leaves.of(e.Stack)
 		b = binary.AppendUvarint(b, uint64(e.Tid))
 		b = binary.AppendUvarint(b, uint64(e.Pid))
 		b = binary.AppendUvarint(b, uint64(e.Stack))
@@ -79,18 +80,40 @@ func encodeCounts(p *agg.Profile) []byte {
 	return b
 }
 
-// leafBase is what an entry's leaf address and leaf function are written relative to: the
-// address of its stack's leaf location and the function of that location's outermost line
-// (0 and -1 for an empty stack, or one that names no location).
-func leafBase(p *agg.Profile, stack uint32) (uint64, int64) {
-	if int(stack) >= len(p.Stacks) || len(p.Stacks[stack]) == 0 || int(p.Stacks[stack][0]) >= len(p.Locations) {
+// stackLeaves holds, per stack, what an entry's leaf address and leaf function are written
+// relative to: the address of the stack's leaf location and the function of that
+// location's outermost line (0 and -1 for an empty stack, or one that names no location).
+// Entries are many and in no order: finding these per entry would reach into the stacks
+// and locations at random for each.
+type stackLeaves struct {
+	addr []uint64
+	fn   []int32
+}
+
+func leafBases(p *agg.Profile) stackLeaves {
+	s := stackLeaves{addr: make([]uint64, len(p.Stacks)), fn: make([]int32, len(p.Stacks))}
+	for i, st := range p.Stacks {
+		s.addr[i], s.fn[i] = leafOf(p, st)
+	}
+	return s
+}
+
+func leafOf(p *agg.Profile, st []uint32) (uint64, int32) {
+	if len(st) == 0 || int(st[0]) >= len(p.Locations) {
 		return 0, -1
 	}
-	l := &p.Locations[p.Stacks[stack][0]]
+	l := &p.Locations[st[0]]
 	if len(l.Lines) == 0 {
 		return l.Addr, -1
 	}
-	return l.Addr, int64(l.Outer())
+	return l.Addr, int32(l.Outer())
+}
+
+func (s stackLeaves) of(stack uint32) (uint64, int64) {
+	if int(stack) >= len(s.addr) {
+		return 0, -1
+	}
+	return s.addr[stack], int64(s.fn[stack])
 }
 
 // readCounts reads format 4's locations, stacks and entries into p, within the bounds of b
@@ -153,8 +176,12 @@ func readCounts(r *bufio.Reader, p *agg.Profile, b *budget, l *layout) (frameIDs
 	if c.err == nil && n != l.Entries {
 		return false, fmt.Errorf("entries: %d, the file declares %d", n, l.Entries)
 	}
-	if err := b.charge(n * sizeEntry); err != nil {
+	if err := b.charge(n*sizeEntry + 12*l.Stacks); err != nil {
 		return false, err
+	}
+	var leaves stackLeaves
+	if !frameIDs {
+		leaves = leafBases(p)
 	}
 	if n > 0 {
 		p.Entries = make([]agg.Entry, 0, n)
@@ -165,7 +192,7 @@ func readCounts(r *bufio.Reader, p *agg.Profile, b *budget, l *layout) (frameIDs
 			e.Leaf = c.uv(1<<64 - 1)
 			e.LeafFunc = int32(c.v(-1<<31, 1<<31-1)) // validate checks it names a frame
 		} else {
-			addr, fn := leafBase(p, e.Stack)
+			addr, fn := leaves.of(e.Stack)
 			e.Leaf = addr + uint64(c.v(-1<<63, 1<<63-1))
 			f := fn + c.v(-1<<32, 1<<32)
 			if f < -1<<31 || f > 1<<31-1 {

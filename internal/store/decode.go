@@ -333,15 +333,7 @@ func countIDs(stacks [][]uint32) int64 {
 // frameStackBytes is the memory of p's stacks expanded into frames (what ExpandStacks
 // makes), counting nothing for a location that does not exist (validate refuses those).
 func frameStackBytes(p *agg.Profile) int64 {
-	n := int64(len(p.Stacks)) * sizeStack
-	for _, s := range p.Stacks {
-		for _, lid := range s {
-			if int(lid) < len(p.Locations) {
-				n += 4 * int64(len(p.Locations[lid].Lines))
-			}
-		}
-	}
-	return n
+	return int64(len(p.Stacks))*sizeStack + 4*p.FrameCount() + 4*int64(len(p.Locations))
 }
 
 // code reads format 4's code section.
