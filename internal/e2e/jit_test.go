@@ -26,6 +26,29 @@ func removeJITFiles(t *testing.T, e *staxEnv) {
 	os.Remove(filepath.Join("/tmp", "perf-"+itoa(st.Meta.Pid)+".map"))
 }
 
+// userSamples returns how many of the samples top selects (args: a filter, such as --comm)
+// were taken in user code: their leaf is not a kernel function. A share meant for a
+// program's own code is taken of these. The kernel's samples are its system calls and, on a
+// busy machine, the scheduler's work each time the program is switched back in (a CPU-clock
+// sample that comes due meanwhile is taken where it enables interrupts again): their share
+// grows with the machine's load.
+func (e *staxEnv) userSamples(args ...string) uint64 {
+	e.t.Helper()
+	const all = 1000000
+	var top api.Top
+	e.mustJSON(&top, append([]string{"top", "-n", itoa(all)}, args...)...)
+	if len(top.Rows) >= all {
+		e.t.Fatalf("top lists %d functions or more: the kernel's cannot all be counted", all)
+	}
+	var n uint64
+	for _, r := range top.Rows {
+		if r.Kind != agg.KindKernel {
+			n += r.Self
+		}
+	}
+	return n
+}
+
 func share(top api.Top, a, b string) (na, nb uint64, pctB float64) {
 	na, _, _ = row(top, a)
 	nb, _, _ = row(top, b)

@@ -10,12 +10,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
 
 // A JIT whose code lives in a shared mapping of /dev/zero (PHP's opcache does this) is
-// named from its perf map, and its samples count as JIT samples.
+// named from its perf map, and its samples count as JIT samples. zero_epsilon holds nearly
+// all the samples taken in user code: the rest are the program's start (the loader's
+// relocations), its clock reads and its exit, about 3% of them; 90% is five standard
+// errors below that at 300 samples (300 ms of CPU time). Fewer than half of those in user
+// code leaves too few to judge.
 func TestJITInSharedDevZero(t *testing.T) {
 	testutil.RequirePerf(t)
 	e := newEnv(t)
@@ -29,8 +34,9 @@ func TestJITInSharedDevZero(t *testing.T) {
 	var top api.Top
 	e.mustJSON(&top, "top", "-n", "5")
 	self, _, _ := row(top, "zero_epsilon")
-	if float64(self) < 0.9*float64(top.Samples) || st.JITSamples < self || st.JITUnnamed != 0 {
-		t.Errorf("zero_epsilon %d of %d samples; status: %d JIT samples, %d unnamed\n%+v", self, top.Samples, st.JITSamples, st.JITUnnamed, top.Rows)
+	user := e.userSamples()
+	if user < 150 || float64(self) < 0.9*float64(user) || st.JITSamples < self || st.JITUnnamed != 0 {
+		t.Errorf("zero_epsilon %d of %d samples in user code (%d in all); status: %d JIT samples, %d unnamed\n%+v", self, user, top.Samples, st.JITSamples, st.JITUnnamed, top.Rows)
 	}
 }
 
@@ -189,7 +195,10 @@ func TestAnnotateHostileDebugInfo(t *testing.T) {
 }
 
 // stax record -a while three programs run, one of them the toy JIT: top --by process lists
-// all three, and the JIT's functions are named.
+// all three, each under its own hot function, and the JIT's functions are named. Their
+// shares of the machine are not the claim: they depend on what else it runs, and on the
+// samples a recorder built with the race detector loses recording every CPU of a busy
+// machine (its reader falls behind on some CPUs' rings more than others').
 func TestSystemWideRecording(t *testing.T) {
 	testutil.RequirePerf(t)
 	testutil.RequireRoot(t) // system-wide recording needs root or CAP_PERFMON
@@ -222,25 +231,29 @@ func TestSystemWideRecording(t *testing.T) {
 	if !st.Meta.SystemWide {
 		t.Errorf("the run is not marked system-wide: %+v", st.Meta)
 	}
+	t.Logf("%d samples, %d lost", st.Meta.Samples, st.Meta.Lost)
 	var top api.Top
-	e.mustJSON(&top, "top", "--by", "process", "-n", "50")
-	for _, c := range procs {
-		var found *float64
-		for _, p := range top.Processes {
+	e.mustJSON(&top, "top", "--by", "process", "-n", "1000")
+	// Each program spends nearly all its time in one function; with 20 samples that function
+	// is the hottest, whatever share the kernel's scheduling takes on a busy machine.
+	for i, hot := range []string{"jitted_func", "phase_a", "spin"} {
+		c := procs[i]
+		var found *agg.ProcessRow
+		for j, p := range top.Processes {
 			if int(p.Pid) == c.Process.Pid {
-				found = &p.Pct
+				found = &top.Processes[j]
 			}
 		}
-		if found == nil || *found < 5 {
-			t.Errorf("%s (pid %d) is not listed with a share of at least 5%%: %+v", filepath.Base(c.Path), c.Process.Pid, top.Processes)
+		if found == nil || found.Samples < 20 || !strings.HasPrefix(found.TopFunc, hot) {
+			t.Errorf("%s (pid %d) is not listed with 20 samples or more, most in %s: %+v", filepath.Base(c.Path), c.Process.Pid, hot, found)
 		}
 	}
 	var jit api.Top
 	e.mustJSON(&jit, "top", "--comm", "toyjit", "-n", "5")
 	one, _, _ := row(jit, "jitted_func1")
 	two, _, _ := row(jit, "jitted_func2")
-	if one+two < jit.Samples*8/10 {
-		t.Errorf("the toy JIT's functions hold %d+%d of its %d samples: %+v", one, two, jit.Samples, jit.Rows)
+	if user := e.userSamples("--comm", "toyjit"); one+two < user*8/10 {
+		t.Errorf("the toy JIT's functions hold %d+%d of its %d samples in user code (%d in all): %+v", one, two, user, jit.Samples, jit.Rows)
 	}
 	os.Remove("/tmp/jit-" + strconv.Itoa(procs[0].Process.Pid) + ".dump")
 }

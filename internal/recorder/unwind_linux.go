@@ -297,6 +297,14 @@ func (f *fpStacks) check(tr *proc.Tracker, s *record.Sample, chain []uint64) []u
 	if n := f.garbageAt(tr, s, kept); n < len(kept) {
 		kept, end = kept[:n], unwind.EndGarbage
 	}
+	if len(s.Stack) > 0 && len(s.Regs) >= 3 && s.RegsABI != 0 {
+		// A DWARF-mode sample taken while the recorder was behind: its stack copy shows
+		// where a saved frame pointer went round, as the unwinder would have found.
+		regs := unwind.Regs{BP: s.Regs[0], SP: s.Regs[1], IP: s.Regs[2]}
+		if n := unwind.FPLoopAt(user, regs, s.Stack) - 1; n < len(kept) {
+			kept, end = kept[:n], unwind.EndLoop
+		}
+	}
 	cut := f.maxStack > 0 && len(kernel)+len(user) >= f.maxStack
 	if end == unwind.EndComplete && cut {
 		end = unwind.EndMaxDepth

@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"bytes"
+	"encoding/binary"
 	"slices"
 	"strings"
 	"testing"
@@ -99,5 +100,30 @@ func TestFPStacksDropUnmappedUserRegisters(t *testing.T) {
 	var f fpStacks
 	if got := f.check(tr, &record.Sample{Pid: 7, Time: 50, Misc: record.MiscKernel}, chain); !slices.Equal(got, chain) {
 		t.Errorf("before exec: chain %#x, want it whole", got)
+	}
+}
+
+// A DWARF-mode sample taken while the recorder was behind keeps the kernel's frame-pointer
+// chain, but its stack copy still shows a saved rbp that points at its own slot: the kernel
+// walked it round and round, repeating the caller to its depth limit. The chain is cut
+// after the first round, and the stack ends as a loop, as the unwinder would say.
+func TestFPStacksCutALoopShownByTheStackCopy(t *testing.T) {
+	tr := proc.NewTracker()
+	tr.AddMapping(7, proc.Mapping{Start: 0x400000, End: 0x500000, Path: "/prog", Time: 10})
+	const sp, bp, ret = 0x7ffd0000, 0x7ffd0010, 0x401234
+	stack := make([]byte, 64)
+	binary.LittleEndian.PutUint64(stack[bp-sp:], bp)    // saved rbp: this frame
+	binary.LittleEndian.PutUint64(stack[bp-sp+8:], ret) // return address into the caller
+	user := []uint64{0x401000}
+	for range 20 {
+		user = append(user, ret)
+	}
+	chain := append([]uint64{record.ContextUser}, user...)
+	var f fpStacks
+	s := &record.Sample{Pid: 7, Time: 50, Misc: record.MiscUser, RegsABI: 2, Regs: []uint64{bp, sp, 0x401000}, Stack: stack}
+	got := f.check(tr, s, chain)
+	want := []uint64{record.ContextUser, 0x401000, ret}
+	if !slices.Equal(got, want) || f.ends[unwind.EndLoop].Load() != 1 {
+		t.Errorf("chain %#x (loop %d), want %#x", got, f.ends[unwind.EndLoop].Load(), want)
 	}
 }

@@ -13,8 +13,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -70,6 +72,15 @@ func (f *fakeRecording) Done() <-chan struct{} { return f.done }
 // maxConns > 0, and returns a client for it.
 func serve(t *testing.T, rec Recording, maxConns int) (*Server, *http.Client) {
 	t.Helper()
+	s := listen(t, rec, maxConns)
+	go s.Serve()
+	t.Cleanup(s.Close)
+	return s, clientOf(s)
+}
+
+// listen makes the server serve would start, not yet serving.
+func listen(t *testing.T, rec Recording, maxConns int) *Server {
+	t.Helper()
 	t.Setenv("STAX_HOME", t.TempDir())
 	s, err := Listen(rec)
 	if err != nil {
@@ -78,9 +89,11 @@ func serve(t *testing.T, rec Recording, maxConns int) (*Server, *http.Client) {
 	if maxConns > 0 {
 		s.limit.max = maxConns
 	}
-	go s.Serve()
-	t.Cleanup(s.Close)
-	return s, &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+	return s
+}
+
+func clientOf(s *Server) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", s.path)
 	}}}
@@ -215,32 +228,78 @@ func busy(l *connLimiter) int {
 }
 
 // TestClientThatDoesNotReadIsDropped: an answer a client does not take is dropped after
-// the write timeout, and what waits for slow readers stays bounded.
+// the write timeout, and what waits for slow readers stays bounded. More clients than
+// answers are built at once wait their turn behind the ones that do not read, and are
+// dropped too.
 func TestClientThatDoesNotReadIsDropped(t *testing.T) {
 	old := writeTimeout.Swap(int64(200 * time.Millisecond))
 	defer writeTimeout.Store(old)
-	s, hc := serve(t, newFake(20000), 0) // a /v1/run answer of a few MB: more than a socket buffer
-	var conns []net.Conn
-	for range 20 {
+	s := listen(t, newFake(framesFor(t, 4*sendBuffer(t))), 0)
+	var closed atomic.Int64
+	track := s.srv.ConnState
+	s.srv.ConnState = func(c net.Conn, st http.ConnState) {
+		track(c, st)
+		if st == http.StateClosed {
+			closed.Add(1)
+		}
+	}
+	go s.Serve()
+	t.Cleanup(s.Close)
+	const clients = 2*maxSnapshots + 1
+	for range clients {
 		c, err := net.Dial("unix", s.path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
 		fmt.Fprintf(c, "GET /v1/run HTTP/1.1\r\nHost: stax\r\n\r\n")
-		conns = append(conns, c)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for s.limit.open() > 0 || unsent.Load() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("non-reading clients still held after 20 s: %d connections, %d unsent bytes", s.limit.open(), unsent.Load())
+	// Each answer is encoded (a machine-dependent time, long under the race detector on a
+	// busy machine), then dropped 200 ms later: the wait fails only when nothing changes for
+	// far longer than one such step.
+	const stuck = 60 * time.Second
+	lastClosed, lastUnsent, changed := int64(-1), int64(-1), time.Now()
+	for {
+		n, held := closed.Load(), unsent.Load()
+		if n == clients && held == 0 && s.limit.open() == 0 {
+			break
 		}
-		time.Sleep(10 * time.Millisecond)
+		if n != lastClosed || held != lastUnsent {
+			lastClosed, lastUnsent, changed = n, held, time.Now()
+		}
+		if time.Since(changed) > stuck {
+			t.Fatalf("non-reading clients still held, unchanged for %v: %d of %d connections closed, %d open, %d unsent bytes", stuck, n, clients, s.limit.open(), held)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the server's counts
 	}
 	var top api.Top
-	if code := get(t, hc, "/v1/top", &top); code != 200 {
+	if code := get(t, clientOf(s), "/v1/top", &top); code != 200 {
 		t.Errorf("top after the slow readers: %d", code)
 	}
+}
+
+// sendBuffer is the send buffer a unix socket gets (net.core.wmem_default): what a client
+// that does not read can leave unsent before the server's writes block.
+func sendBuffer(t *testing.T) int {
+	b, err := os.ReadFile("/proc/sys/net/core/wmem_default")
+	if err != nil {
+		return 1 << 20
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n <= 0 {
+		t.Fatalf("read net.core.wmem_default: %q, %v", b, err)
+	}
+	return n
+}
+
+// framesFor is how many frames newFake needs for a /v1/run answer of at least size bytes.
+func framesFor(t *testing.T, size int) int {
+	const probe = 1000
+	b, err := json.Marshal(newFake(probe).Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return size/(len(b)/probe) + 1
 }
 
 // FuzzQuery sends arbitrary query strings to every endpoint: each answer is 200 or 400

@@ -38,6 +38,9 @@ type Table struct {
 	loads    []segment
 	BuildID  string
 	Complete bool // every FDE parsed (false if parsing stopped at damage)
+	// [entry, entryEnd) is the code at the image's entry point when no FDE describes it
+	// (setEntry); entryEnd is 0 when there is none.
+	entry, entryEnd uint64
 }
 
 type segment struct{ off, vaddr, filesz uint64 }

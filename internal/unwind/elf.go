@@ -56,7 +56,32 @@ func loadELF(f *elf.File, path, debugPath string) (*Table, error) {
 			t.loads = append(t.loads, segment{off: p.Off, vaddr: p.Vaddr, filesz: p.Filesz})
 		}
 	}
+	t.setEntry(f)
 	return t, nil
+}
+
+// setEntry records the code at the image's entry point when no FDE describes it, as with
+// the dynamic loader's _start (it calls _dl_start, then _dl_init, with no call-frame
+// information) or musl's: from the entry point to the next function an FDE describes,
+// within the executable segment. The kernel jumps there; nothing calls it.
+func (t *Table) setEntry(f *elf.File) {
+	e := f.Entry
+	if e == 0 || !t.Complete || len(t.fdes) == 0 {
+		return
+	}
+	if _, ok := t.find(e); ok {
+		return
+	}
+	i := sort.Search(len(t.fdes), func(i int) bool { return t.fdes[i].start > e })
+	if i == len(t.fdes) {
+		return
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && e >= p.Vaddr && e-p.Vaddr < p.Filesz {
+			t.entry, t.entryEnd = e, min(t.fdes[i].start, p.Vaddr+p.Filesz)
+			return
+		}
+	}
 }
 
 func loadDebugFrame(f *elf.File) (*Table, error) {

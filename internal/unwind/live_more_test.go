@@ -101,3 +101,22 @@ func TestLiveSignalFrame(t *testing.T) {
 		t.Errorf("%d of %d handler samples unwound through the signal frame", through, inHandler)
 	}
 }
+
+// The dynamic loader's _start has no call-frame information: the stacks of a program's
+// start (relocation, its libraries' constructors) reach it through _dl_start or _dl_init
+// and end there. entry.c is entered the same way: its stacks are complete at _start.
+func TestLiveEntryWithoutCFI(t *testing.T) {
+	dir := t.TempDir()
+	prog := testutil.CC(t, dir, "entry", "gcc", "-O2", "-fomit-frame-pointer", "-static", "-nostdlib", "-fno-stack-protector", filepath.Join("testdata", "entry.c"))
+	samples, maps := capture(t, prog, 200)
+	proc := &Maps{Mappings: maps, Loader: &FileLoader{}}
+	sym := newSymbolizer(t, prog)
+	var u Unwinder
+	buf := make([]uint64, 0, 256)
+	for _, s := range samples {
+		pcs, end := u.Unwind(proc, &Sample{Regs: s.Regs, Stack: s.Stack, FPChain: s.FPChain}, buf)
+		if ns := names(proc, prog, sym, pcs); end != EndComplete || ns[len(ns)-1] != "_start" {
+			t.Errorf("stack %v ended %v: want complete at _start", ns, end)
+		}
+	}
+}

@@ -100,7 +100,7 @@ type Unwinder struct {
 	high  uint64 // bytes of the last stack copy the last walk needed (for captures)
 	mem   memory
 	sps   []uint64 // the stack pointer of each frame of the walk, beside its pc
-	fpEnd int      // how much of the frame-pointer chain to use (fpLoopAt), -1 until known
+	fpEnd int      // how much of the frame-pointer chain to use (FPLoopAt), -1 until known
 }
 
 type jitKey struct {
@@ -239,6 +239,9 @@ func (u *Unwinder) unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 				next, ok = fpStep(&f, mem)
 			}
 			if !ok {
+				if u.inEntryCode(view, m, lookup) {
+					return out, EndComplete
+				}
 				return u.continueFP(view, s, out, EndNoCFI)
 			}
 		}
@@ -269,6 +272,23 @@ func (u *Unwinder) unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 		u.sps = append(u.sps, next.sp)
 		f = next
 	}
+}
+
+// inEntryCode reports whether pc, in mapping m, lies in the code its image starts at where
+// no call-frame information describes it (Table.setEntry): the outermost frame of a
+// process. It is asked only once the frame pointer leads nowhere: some shared libraries'
+// entry point is the linker's default, the start of code that is called (with a frame
+// pointer, there).
+func (u *Unwinder) inEntryCode(view ProcessView, m Mapping, pc uint64) bool {
+	if proc.CodeOf(m.Path) != proc.CodeFile {
+		return false
+	}
+	t := view.Table(m)
+	if t == nil || t.entryEnd == 0 {
+		return false
+	}
+	bias, ok := t.bias(m)
+	return ok && pc-bias >= t.entry && pc-bias < t.entryEnd
 }
 
 // seen reports whether the walk was already in frame f (the same pc and stack pointer).
@@ -317,10 +337,10 @@ func (u *Unwinder) continueFP(view ProcessView, s *Sample, out []uint64, end End
 
 // fpChain returns the part of the sample's frame-pointer chain to use, and why it ends
 // there: EndGarbage at an address in no executable mapping, EndLoop where the chain goes
-// round (fpLoopAt), EndComplete when all of it is used.
+// round (FPLoopAt), EndComplete when all of it is used.
 func (u *Unwinder) fpChain(view ProcessView, s *Sample) ([]uint64, EndReason) {
 	if u.fpEnd < 0 {
-		u.fpEnd = fpLoopAt(s)
+		u.fpEnd = FPLoopAt(s.FPChain, s.Regs, s.Stack)
 	}
 	chain, end := FixChain(view, s.FPChain[:u.fpEnd])
 	if end == EndComplete && u.fpEnd < len(s.FPChain) {
@@ -329,25 +349,25 @@ func (u *Unwinder) fpChain(view ProcessView, s *Sample) ([]uint64, EndReason) {
 	return chain, end
 }
 
-// fpLoopAt returns how many entries of the kernel's frame-pointer chain to trust. The
+// FPLoopAt returns how many entries of the kernel's frame-pointer chain (user part, leaf
+// first) to trust, given the sample's user registers and stack copy. The
 // kernel follows saved frame pointers without asking that each lies above the last, so a
 // frame whose saved rbp points at itself (or below it) repeats its caller up to the depth
 // limit. The stack copy holds the frames the kernel read first: where it shows a saved
 // frame pointer that does not increase, the chain is cut before the entries read from it.
-func fpLoopAt(s *Sample) int {
-	chain := s.FPChain
-	lo, n := s.Regs.SP, uint64(len(s.Stack))
-	fp := s.Regs.BP
+func FPLoopAt(chain []uint64, regs Regs, stack []byte) int {
+	lo, n := regs.SP, uint64(len(stack))
+	fp := regs.BP
 	// The kernel stored chain[k] from fp+8, then went on to the frame pointer saved at fp.
 	for k := 1; k < len(chain); k++ {
 		if fp < lo || fp-lo > n || n-(fp-lo) < 16 {
 			break // beyond the copy: nothing to check against
 		}
 		off := fp - lo
-		if binary.LittleEndian.Uint64(s.Stack[off+8:]) != chain[k] {
+		if binary.LittleEndian.Uint64(stack[off+8:]) != chain[k] {
 			break // not the walk the kernel made (its chain did not start at these registers)
 		}
-		next := binary.LittleEndian.Uint64(s.Stack[off:])
+		next := binary.LittleEndian.Uint64(stack[off:])
 		if next <= fp && k+1 < len(chain) {
 			return k + 1
 		}
