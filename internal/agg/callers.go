@@ -9,10 +9,11 @@ type CallRow struct {
 	Image   string `json:"image"`
 	Kind    string `json:"kind"`
 	Inlined bool   `json:"inlined,omitempty"`
-	// File and Line locate the caller's (callee's) function, as in top; they are not the
-	// call site.
+	// File and Line locate the caller's (callee's) function, as in top; in a view by line
+	// (see Granularity) they are the row's line: for a caller, the line of its call.
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`
+	Addr uint64 `json:"addr,omitempty"` // in a view by address: the row's instruction`
 	// Total counts the samples through this edge; Self those of them whose leaf is the
 	// function asked about (callers) or this callee (callees).
 	Self  uint64 `json:"self"`
@@ -29,6 +30,7 @@ type CallFunction struct {
 	Inlined  bool    `json:"inlined,omitempty"`
 	File     string  `json:"file,omitempty"`
 	Line     int     `json:"line,omitempty"`
+	Addr     uint64  `json:"addr,omitempty"`
 	Self     uint64  `json:"self"`
 	Total    uint64  `json:"total"`
 	SelfPct  float64 `json:"self_pct"`  // of all samples
@@ -49,15 +51,7 @@ type CallFunction struct {
 // own caller or callee, and each sample counts once per function; a function's rows (with
 // Outermost, and Self for callees) add up to its total.
 func Callers(p *Profile, f Filter, match func(Frame) bool, maxFuncs, maxRows int, callees bool) ([]CallFunction, uint64) {
-	perStack := make([]uint64, len(p.Stacks))
-	var samples uint64
-	for i := range p.Entries {
-		e := &p.Entries[i]
-		if f.keep(e) && int(e.Stack) < len(perStack) {
-			perStack[e.Stack] += e.Count
-			samples += e.Count
-		}
-	}
+	perStack, samples := stackCounts(p, f)
 	matched := make([]bool, len(p.Frames))
 	found := false
 	for id, fr := range p.Frames {
@@ -73,11 +67,12 @@ func Callers(p *Profile, f Filter, match func(Frame) bool, maxFuncs, maxRows int
 	self := make([]uint64, len(p.Frames))
 	total := make([]uint64, len(p.Frames))
 	seen := make([]uint32, len(p.Frames))
+	fst := p.frameStacks()
 	for sid, n := range perStack {
 		if n == 0 {
 			continue
 		}
-		st := p.Stacks[sid]
+		st := fst[sid]
 		mark := uint32(sid + 1)
 		for _, id := range st {
 			if matched[id] && seen[id] != mark {
@@ -130,7 +125,7 @@ func Callers(p *Profile, f Filter, match func(Frame) bool, maxFuncs, maxRows int
 		if n == 0 {
 			continue
 		}
-		st := p.Stacks[sid]
+		st := fst[sid]
 		touched = touched[:0]
 		for j := len(st) - 1; j >= 0; j-- { // root first
 			s := slot[st[j]] - 1
@@ -174,12 +169,12 @@ func Callers(p *Profile, f Filter, match func(Frame) bool, maxFuncs, maxRows int
 	out := make([]CallFunction, len(funcs))
 	for i, id := range funcs {
 		fr := p.Frames[id]
-		cf := CallFunction{Func: fr.Func, Image: fr.Image, Kind: fr.Kind, Inlined: fr.Inlined, File: fr.File, Line: fr.Line,
+		cf := CallFunction{Func: fr.Func, Image: fr.Image, Kind: fr.Kind, Inlined: fr.Inlined, File: fr.File, Line: fr.Line, Addr: fr.Addr,
 			Self: self[id], Total: total[id], SelfPct: pct(self[id], samples), TotalPct: pct(total[id], samples),
 			Outermost: outermost[i], Rows: make([]CallRow, 0, len(edges[i]))}
 		for oid, e := range edges[i] {
 			o := p.Frames[oid]
-			cf.Rows = append(cf.Rows, CallRow{Func: o.Func, Image: o.Image, Kind: o.Kind, Inlined: o.Inlined, File: o.File, Line: o.Line,
+			cf.Rows = append(cf.Rows, CallRow{Func: o.Func, Image: o.Image, Kind: o.Kind, Inlined: o.Inlined, File: o.File, Line: o.Line, Addr: o.Addr,
 				Self: e.self, Total: e.total, Pct: pct(e.total, total[id])})
 		}
 		sort.Slice(cf.Rows, func(a, b int) bool {
@@ -192,6 +187,12 @@ func Callers(p *Profile, f Filter, match func(Frame) bool, maxFuncs, maxRows int
 			}
 			if x.Func != y.Func {
 				return x.Func < y.Func
+			}
+			if x.Line != y.Line {
+				return x.Line < y.Line
+			}
+			if x.Addr != y.Addr {
+				return x.Addr < y.Addr
 			}
 			return x.Image < y.Image
 		})

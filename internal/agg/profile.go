@@ -13,17 +13,21 @@ const (
 	KindUnknown = "unknown"
 )
 
-// Frame is a resolved frame: one function in one image. Frames are interned by function
-// (name, image, kind, inlined), so samples anywhere in a function, or in any region of a
-// split function, share one frame; File and Line are those first seen.
+// Frame is a resolved frame: one function in one image (pprof's Function). Frames are
+// interned by function (name, image, kind, inlined), so samples anywhere in a function, or
+// in any region of a split function, share one frame; File and Line are those first seen.
+// Where each sample was in the function is its stack's locations' business.
 type Frame struct {
 	Func    string `json:"func"`
 	Image   string `json:"image"`
 	Kind    string `json:"kind"`
 	Inlined bool   `json:"inlined,omitempty"`
-	// File and Line locate the function (its first line with samples) where debug info exists.
+	// File and Line locate the function where debug info exists: its file, and its first
+	// line (JIT code) or 0.
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`
+	// Addr is set only in the rows of a view by address (see Granularity).
+	Addr uint64 `json:"addr,omitempty"`
 }
 
 // Entry is a count of samples of one thread with one resolved stack.
@@ -46,16 +50,28 @@ type ThreadInfo struct {
 	Name string `json:"name"`
 }
 
-// Profile is a resolved, aggregated run: what every view is computed from.
+// Profile is a resolved, aggregated run: what every view is computed from (see
+// locations.go for the model).
 type Profile struct {
-	Frames  []Frame      `json:"frames"`
-	Stacks  [][]uint32   `json:"stacks"` // frame ids, leaf first
-	Entries []Entry      `json:"entries"`
-	Threads []ThreadInfo `json:"threads"`
+	Frames    []Frame    `json:"frames"` // the functions
+	Mappings  []Mapping  `json:"mappings,omitempty"`
+	Locations []Location `json:"locations,omitempty"`
+	// Stacks are location ids, leaf first. (Runs saved before locations kept frame ids
+	// here: readers turn them into locations with LocateFrameStacks.)
+	Stacks [][]uint32 `json:"stacks"`
+	// FrameStacks are the functions (frame ids) of each of Stacks, leaf first, each inlined
+	// function before the function it is inlined into: what the views by function count.
+	// ExpandStacks derives them; a view of a profile without them derives them for itself.
+	FrameStacks [][]uint32   `json:"-"`
+	Entries     []Entry      `json:"entries"`
+	Threads     []ThreadInfo `json:"threads"`
 	// Series holds every sample's time, key and CPU; KeyEntry maps a key to its entry
 	// (-1: not named yet). Runs saved by older versions have neither.
 	Series   Series  `json:"series"`
 	KeyEntry []int32 `json:"key_entry,omitempty"`
+	// View is what the frames stand for: functions, or the rows of a view by source line,
+	// address or image (see At).
+	View Granularity `json:"-"`
 }
 
 // TotalSamples sums every entry.
@@ -123,7 +139,8 @@ func (p *Profile) HasTimes() bool { return len(p.Series.Chunks) > 0 && len(p.Key
 
 // Window returns the profile restricted to samples with from <= time < to (monotonic ns;
 // to 0: no end): entry counts are recounted from the series, empty entries dropped, and
-// the series keeps only the window's samples. Frames, stacks and threads are shared with p.
+// the series keeps only the window's samples. Frames, locations, stacks and threads are
+// shared with p.
 func (p *Profile) Window(from, to uint64) (*Profile, error) {
 	counts := make([]uint64, len(p.Entries))
 	first := make([]uint64, len(p.Entries))
@@ -145,7 +162,8 @@ func (p *Profile) Window(from, to uint64) (*Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Profile{Frames: p.Frames, Stacks: p.Stacks, Threads: p.Threads, Series: kept.s,
+	out := &Profile{Frames: p.Frames, Mappings: p.Mappings, Locations: p.Locations, Stacks: p.Stacks, FrameStacks: p.FrameStacks,
+		Threads: p.Threads, Series: kept.s,
 		KeyEntry: make([]int32, len(p.KeyEntry))}
 	index := make([]int32, len(p.Entries))
 	for i, e := range p.Entries {
@@ -212,11 +230,16 @@ func Summarize(p *Profile) Summary {
 		if int(e.Stack) >= len(p.Stacks) {
 			continue
 		}
+		// Summarize runs on runs being written, which are not checked: it checks every index.
 		st := p.Stacks[e.Stack]
-		if len(st) == 0 || int(st[0]) >= len(p.Frames) {
+		if len(st) == 0 || int(st[0]) >= len(p.Locations) || len(p.Locations[st[0]].Lines) == 0 {
 			continue
 		}
-		f := p.Frames[st[0]]
+		leaf := p.Locations[st[0]].Leaf()
+		if int(leaf) >= len(p.Frames) {
+			continue
+		}
+		f := p.Frames[leaf]
 		switch {
 		case f.Kind == KindJIT && strings.HasPrefix(f.Func, "[unknown]"), f.Image == AnonImage:
 			s.JITSamples += e.Count

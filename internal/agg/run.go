@@ -6,11 +6,12 @@ import (
 
 // Resolver turns raw callchains into frames. The recorder's symbolizer implements it.
 type Resolver interface {
-	// Resolve appends the frames of a raw callchain (kernel and user parts with perf's
-	// context markers) of pid at time t to out, leaf first. It returns the frames, the index in
-	// them of the leaf's outermost function (-1 if unresolved), the leaf address, and whether
-	// any frame stayed unresolved.
-	Resolve(pid uint32, t uint64, chain []uint64, out []Frame) (frames []Frame, leafFunc int, leaf uint64, unresolved int)
+	// Resolve appends the sites of a raw callchain (kernel and user parts with perf's
+	// context markers) of pid at time t to out, leaf first: each machine frame's functions,
+	// inlined ones first, with its address, mapping and source lines (see Site). It returns
+	// out with the sites appended, the index in it of the leaf's outermost function (-1 if
+	// unresolved), the leaf address, and how many machine frames stayed unresolved.
+	Resolve(pid uint32, t uint64, chain []uint64, out []Site) (sites []Site, leafFunc int, leaf uint64, unresolved int)
 	// Version grows whenever new symbol knowledge (JIT records, perf maps) arrives, so stacks
 	// with unresolved frames are tried again.
 	Version() uint64
@@ -42,7 +43,7 @@ type keyState struct {
 // resolveMu lets one Resolve run at a time.
 type Run struct {
 	resolveMu sync.Mutex
-	scratch   []Frame // guarded by resolveMu
+	scratch   []Site // an arena for the sites of one Resolve, kept when small; guarded by resolveMu
 
 	mu       sync.Mutex
 	raw      *StackTable
@@ -50,12 +51,18 @@ type Run struct {
 	keys     []keyState
 	pending  int // keys[pending:] were never resolved
 
-	frames  *FrameTable
-	rstacks *StackTable
+	frames      *FrameTable
+	mappings    map[Mapping]uint32 // id + 1
+	mapList     []Mapping
+	lastMapping uint32
+	locs        *locationTable
+	rstacks     *StackTable // location ids
 
 	samples         uint64
 	unresolvedFrame uint64
 	ids             []uint64
+	fids            []uint32 // frame id of each site being interned
+	lines           []Line
 	newLeaves       []LeafRef
 	series          seriesWriter
 }
@@ -80,6 +87,8 @@ func NewRun() *Run {
 		raw:      NewStackTable(),
 		keyIndex: map[rawKey]uint32{},
 		frames:   NewFrameTable(),
+		mappings: map[Mapping]uint32{},
+		locs:     newLocationTable(),
 		rstacks:  NewStackTable(),
 	}
 }
@@ -152,7 +161,7 @@ func (r *Run) Resolve(res Resolver) []Frame {
 		pid      uint32
 		time     uint64
 		chain    []uint64
-		frames   []Frame
+		sites    []Site
 		leafFunc int
 		leaf     uint64
 		unres    int
@@ -171,39 +180,93 @@ func (r *Run) Resolve(res Resolver) []Frame {
 		return nil
 	}
 
-	for i := range jobs {
-		j := &jobs[i]
-		frames, leafFunc, leaf, unresolved := res.Resolve(j.pid, j.time, j.chain, r.scratch[:0])
-		j.frames = append([]Frame(nil), frames...)
-		r.scratch = frames[:0]
-		j.leafFunc, j.leaf, j.unres = leafFunc, leaf, unresolved
+	// Jobs are named in batches: the resolver runs for a batch without the run's lock, its
+	// sites appended to one arena (a job keeps its part, which stays valid when the arena
+	// grows), then the batch is interned under the lock. The arena is reused.
+	r.mu.Lock()
+	before := len(r.frames.Frames)
+	r.mu.Unlock()
+	const batch = 256
+	for lo := 0; lo < len(jobs); lo += batch {
+		hi := min(lo+batch, len(jobs))
+		arena := r.scratch[:0]
+		for i := lo; i < hi; i++ {
+			j := &jobs[i]
+			at := len(arena)
+			sites, leafFunc, leaf, unresolved := res.Resolve(j.pid, j.time, j.chain, arena)
+			j.sites = sites[at:len(sites):len(sites)]
+			arena = sites
+			if leafFunc >= 0 {
+				leafFunc -= at
+			}
+			j.leafFunc, j.leaf, j.unres = leafFunc, leaf, unresolved
+		}
+		r.mu.Lock()
+		for i := lo; i < hi; i++ {
+			r.name(jobs[i].sites, jobs[i].key, jobs[i].leafFunc, jobs[i].leaf, jobs[i].unres, version)
+			jobs[i].sites, jobs[i].chain = nil, nil
+		}
+		r.mu.Unlock()
+		if cap(arena) <= 1<<16 {
+			r.scratch = arena[:0]
+		}
 	}
-
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	before := len(r.frames.Frames)
-	for _, j := range jobs {
-		r.ids = r.ids[:0]
-		for _, f := range j.frames {
-			r.ids = append(r.ids, uint64(r.frames.Intern(f)))
-		}
-		k := &r.keys[j.key]
-		k.rstack = int32(r.rstacks.Intern(r.ids))
-		k.leafFunc = -1
-		if j.leafFunc >= 0 && j.leafFunc < len(r.ids) {
-			k.leafFunc = int32(r.ids[j.leafFunc])
-		}
-		k.leaf = j.leaf
-		k.unresolved = int32(j.unres)
-		k.version = version
-		switch {
-		case k.leafFunc >= 0:
-			r.newLeaves = append(r.newLeaves, LeafRef{Frame: uint32(k.leafFunc), Pid: k.Pid, Addr: j.leaf, Time: k.time})
-		case len(r.ids) > 0 && j.leaf != 0:
-			r.newLeaves = append(r.newLeaves, LeafRef{Frame: uint32(r.ids[0]), Pid: k.Pid, Addr: j.leaf, Time: k.time, Unresolved: true})
-		}
-	}
 	return append([]Frame(nil), r.frames.Frames[before:]...)
+}
+
+// name interns the sites of key's stack and sets its resolved stack. r.mu is held.
+func (r *Run) name(sites []Site, key, leafFunc int, leaf uint64, unres int, version uint64) {
+	r.fids = r.fids[:0]
+	for i := range sites {
+		r.fids = append(r.fids, r.frames.Intern(sites[i].Frame))
+	}
+	r.ids = r.ids[:0]
+	for lo := 0; lo < len(sites); {
+		hi := machineFrame(sites, lo)
+		r.lines = r.lines[:0]
+		for i := lo; i < hi; i++ {
+			r.lines = append(r.lines, Line{Func: r.fids[i], Line: lineOf(sites[i].Line)})
+		}
+		s := &sites[lo]
+		r.ids = append(r.ids, uint64(r.locs.intern(s.Addr, r.mapping(&s.Mapping), r.lines)))
+		lo = hi
+	}
+	k := &r.keys[key]
+	k.rstack = int32(r.rstacks.Intern(r.ids))
+	k.leafFunc = -1
+	if leafFunc >= 0 && leafFunc < len(r.fids) {
+		k.leafFunc = int32(r.fids[leafFunc])
+	}
+	k.leaf = leaf
+	k.unresolved = int32(unres)
+	k.version = version
+	switch {
+	case k.leafFunc >= 0:
+		r.newLeaves = append(r.newLeaves, LeafRef{Frame: uint32(k.leafFunc), Pid: k.Pid, Addr: leaf, Time: k.time})
+	case len(r.fids) > 0 && leaf != 0:
+		r.newLeaves = append(r.newLeaves, LeafRef{Frame: r.fids[0], Pid: k.Pid, Addr: leaf, Time: k.time, Unresolved: true})
+	}
+}
+
+// mapping returns m's id + 1, 0 for none. The last mapping asked for is remembered:
+// consecutive frames are often in one image.
+func (r *Run) mapping(m *Mapping) uint32 {
+	if r.lastMapping != 0 && *m == r.mapList[r.lastMapping-1] {
+		return r.lastMapping
+	}
+	if *m == (Mapping{}) {
+		return 0
+	}
+	id, ok := r.mappings[*m]
+	if !ok {
+		r.mapList = append(r.mapList, *m)
+		id = uint32(len(r.mapList))
+		r.mappings[*m] = id
+	}
+	r.lastMapping = id
+	return id
 }
 
 // TakeNewLeaves returns the leaves of the stacks named since the last call (a stack named
@@ -222,20 +285,23 @@ func (r *Run) Profile(threads []ThreadInfo) *Profile {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p := &Profile{
-		Frames:   append([]Frame(nil), r.frames.Frames...),
-		Stacks:   make([][]uint32, r.rstacks.Len()),
-		Threads:  threads,
-		Series:   r.series.snapshot(),
-		KeyEntry: make([]int32, len(r.keys)),
+		Frames:    append([]Frame(nil), r.frames.Frames...),
+		Mappings:  append([]Mapping(nil), r.mapList...),
+		Locations: r.locs.locations(),
+		Stacks:    make([][]uint32, r.rstacks.Len()),
+		Threads:   threads,
+		Series:    r.series.snapshot(),
+		KeyEntry:  make([]int32, len(r.keys)),
+	}
+	ids := make([]uint32, len(r.rstacks.data))
+	for i, v := range r.rstacks.data {
+		ids[i] = uint32(v)
 	}
 	for i := range p.Stacks {
-		s := r.rstacks.Get(uint32(i))
-		ids := make([]uint32, len(s))
-		for j, v := range s {
-			ids[j] = uint32(v)
-		}
-		p.Stacks[i] = ids
+		lo, hi := r.rstacks.offs[i], r.rstacks.offs[i+1]
+		p.Stacks[i] = ids[lo:hi:hi]
 	}
+	p.ExpandStacks()
 	type mergeKey struct {
 		tid, stack uint32
 		leaf       uint64

@@ -56,36 +56,45 @@ func (r *fakeResolver) bump() {
 	r.mu.Unlock()
 }
 
-func (r *fakeResolver) Resolve(pid uint32, t uint64, chain []uint64, out []Frame) ([]Frame, int, uint64, int) {
+func (r *fakeResolver) Resolve(pid uint32, t uint64, chain []uint64, out []Site) ([]Site, int, uint64, int) {
 	r.mu.Lock()
 	r.calls++
 	version := r.version
 	r.mu.Unlock()
 	var leaf uint64
 	unresolved := 0
+	start := len(out)
 	for _, a := range chain {
 		if a >= markerMin {
 			continue
 		}
+		at := a
 		if leaf == 0 {
 			leaf = a
+		} else {
+			at-- // a return address: the call is the byte before it
 		}
+		var f Frame
+		var m Mapping
 		switch {
 		case a >= lateBase && version >= lateVersion:
-			out = append(out, Frame{Func: fmt.Sprintf("jit_%x", a&^0xf), Image: "//anon", Kind: KindJIT})
+			f = Frame{Func: fmt.Sprintf("jit_%x", a&^0xf), Image: "//anon", Kind: KindJIT}
+			m = Mapping{Pid: pid, File: "[jit]"}
 		case a >= lateBase:
-			out = append(out, Frame{Func: "[unknown]", Image: "//anon", Kind: KindUnknown})
+			f = Frame{Func: "[unknown]", Image: "//anon", Kind: KindUnknown}
 			unresolved++
 		case a >= textBase && int((a-textBase)/funcSize) < len(r.frames):
-			out = append(out, r.frames[(a-textBase)/funcSize])
+			f = r.frames[(a-textBase)/funcSize]
+			m = Mapping{Pid: pid, Start: textBase, Limit: textBase + uint64(len(r.frames))*funcSize, File: f.Image}
 		default:
-			out = append(out, Frame{Func: "[unknown]", Kind: KindUnknown})
+			f = Frame{Func: "[unknown]", Kind: KindUnknown}
 			unresolved++
 		}
+		out = append(out, Site{Frame: f, Addr: at, Mapping: m})
 	}
 	leafFunc := -1
-	if len(out) > 0 && out[0].Kind != KindUnknown {
-		leafFunc = 0
+	if len(out) > start && out[start].Frame.Kind != KindUnknown {
+		leafFunc = start
 	}
 	return out, leafFunc, leaf, unresolved
 }
@@ -113,7 +122,7 @@ func viewEntries(p *Profile) []entryView {
 	var out []entryView
 	for _, e := range p.Entries {
 		v := entryView{Tid: e.Tid, Pid: e.Pid, Count: e.Count, Leaf: e.Leaf, Time: e.Time}
-		for i, id := range p.Stacks[e.Stack] {
+		for i, id := range p.AppendFrames(nil, e.Stack) {
 			if i > 0 {
 				v.Stack += ";"
 			}
@@ -451,7 +460,7 @@ type blockingResolver struct {
 	entered, release chan struct{}
 }
 
-func (b *blockingResolver) Resolve(pid uint32, t uint64, chain []uint64, out []Frame) ([]Frame, int, uint64, int) {
+func (b *blockingResolver) Resolve(pid uint32, t uint64, chain []uint64, out []Site) ([]Site, int, uint64, int) {
 	select {
 	case b.entered <- struct{}{}:
 	default:
@@ -499,5 +508,90 @@ func TestAddSampleNeverWaitsForResolve(t *testing.T) {
 	}
 	if total != 1001 {
 		t.Errorf("profile holds %d samples, want 1001", total)
+	}
+}
+
+// inlineResolver names each address after its 0x100 block, with a line per address and,
+// in block 2, a function inlined into it.
+type inlineResolver struct{}
+
+func (inlineResolver) Resolve(pid uint32, t uint64, chain []uint64, out []Site) ([]Site, int, uint64, int) {
+	m := Mapping{Pid: pid, Start: 0x100, Limit: 0x1000, File: "/bin/app", BuildID: "ab"}
+	leafFunc := -1
+	for i, a := range chain[1:] {
+		at := a
+		if i > 0 {
+			at--
+		}
+		if a>>8 == 2 {
+			out = append(out, Site{Frame: Frame{Func: "inl", Image: "app", Kind: KindUser, Inlined: true}, Line: int(a & 0xff), Addr: at, Mapping: m})
+		}
+		if i == 0 {
+			leafFunc = len(out)
+		}
+		out = append(out, Site{Frame: Frame{Func: fmt.Sprintf("f%d", a>>8), Image: "app", Kind: KindUser}, Line: int(a&0xff) + 100, Addr: at, Mapping: m})
+	}
+	return out, leafFunc, chain[1], 0
+}
+func (inlineResolver) Version() uint64 { return 1 }
+
+// TestRunKeepsLocations: a stack keeps each machine frame's address (a caller's return
+// address minus one), mapping and lines, functions inlined there first; stacks through the
+// same functions from different call sites stay apart.
+func TestRunKeepsLocations(t *testing.T) {
+	r := NewRun()
+	r.AddSample(1, 1, 0, 10, 0, []uint64{ctxUser, 0x210, 0x105})
+	r.AddSample(1, 1, 0, 11, 0, []uint64{ctxUser, 0x210, 0x109})
+	r.AddSample(1, 1, 0, 12, 0, []uint64{ctxUser, 0x210, 0x109})
+	r.Resolve(inlineResolver{})
+	p := r.Profile(nil)
+	if len(p.Stacks) != 2 || len(p.Entries) != 2 || len(p.Mappings) != 1 {
+		t.Fatalf("%d stacks, %d entries, %d mappings; want 2, 2, 1", len(p.Stacks), len(p.Entries), len(p.Mappings))
+	}
+	describe := func(lid uint32) string {
+		l := p.Locations[lid]
+		s := fmt.Sprintf("%#x@%d:", l.Addr, l.Mapping)
+		for _, ln := range l.Lines {
+			s += fmt.Sprintf(" %s:%d", p.Frames[ln.Func].Func, ln.Line)
+		}
+		return s
+	}
+	var got []string
+	for _, e := range p.Entries {
+		var locs []string
+		for _, lid := range p.Stacks[e.Stack] {
+			locs = append(locs, describe(lid))
+		}
+		got = append(got, fmt.Sprintf("%d %v", e.Count, locs))
+		if f := p.Frames[p.FrameStacks[e.Stack][0]].Func; f != "inl" || p.Frames[e.LeafFunc].Func != "f2" {
+			t.Errorf("leaf frame %s, leaf function %s; want inl, f2", f, p.Frames[e.LeafFunc].Func)
+		}
+	}
+	want := []string{"2 [0x210@1: inl:16 f2:116 0x108@1: f1:109]", "1 [0x210@1: inl:16 f2:116 0x104@1: f1:105]"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("stacks %q\nwant   %q", got, want)
+	}
+}
+
+// badLineResolver gives a line of -1, as .gopclntab does for code without lines.
+type badLineResolver struct{ inlineResolver }
+
+func (badLineResolver) Resolve(pid uint32, t uint64, chain []uint64, out []Site) ([]Site, int, uint64, int) {
+	return append(out, Site{Frame: Frame{Func: "runtime.cgoSigtramp", Image: "app", Kind: KindUser}, Line: -1, Addr: chain[1]}), len(out), chain[1], 0
+}
+
+// TestRunLinesNotKnown: a line that is not one is kept as 0 (not known), which a saved run
+// can hold.
+func TestRunLinesNotKnown(t *testing.T) {
+	r := NewRun()
+	r.AddSample(1, 1, 0, 10, 0, []uint64{ctxUser, 0x210})
+	r.Resolve(badLineResolver{})
+	p := r.Profile(nil)
+	if got := p.Locations[0].Lines[0].Line; got != 0 {
+		t.Errorf("line %d, want 0", got)
+	}
+	q := located(&Profile{Frames: []Frame{{Func: "f", Line: -1}}, Stacks: [][]uint32{{0}}})
+	if got := q.Locations[0].Lines[0].Line; got != 0 {
+		t.Errorf("a frame's line -1 became %d, want 0", got)
 	}
 }

@@ -67,8 +67,8 @@ func MakeTimeline(p *Profile, f Filter, from, to, bucket uint64, maxThreads int)
 		}
 		th.Counts[b]++
 		th.Samples++
-		if st := p.Stacks[e.Stack]; len(st) > 0 {
-			leaves[leafKey{b, st[0]}]++
+		if leaf, ok := p.LeafFrame(e.Stack); ok {
+			leaves[leafKey{b, leaf}]++
 		}
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package agg
 
 import (
+	"encoding/binary"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -25,22 +26,29 @@ import (
 //     ("kernel.kallsyms" for "[kernel.kallsyms]").
 //  5. FoldRecursion merges a function that appears again below itself (directly or through
 //     other functions) into its first (outermost) appearance: the frames between the two
-//     are dropped, and the callees of the inner appearance become the outer one's.
+//     are dropped, and the callees of the inner appearance become the outer one's. The
+//     merged frame keeps the inner appearance's location (its line and address: where it
+//     calls those callees, or where the sample landed).
 //
 // Frames keep their ids (the rewritten profile shares the frame table), so what refers to
 // frames (LeafFunc, a run's code) stays valid; entries keep their leaf address and leaf
-// function, which say where the sample landed whatever its stack became.
+// function, which say where the sample landed whatever its stack became. Locations keep
+// their ids too; a location that loses some of its lines (a hidden function inlined into
+// another, say) is replaced by a new one with the lines left.
 type Transform struct {
 	Focus          *regexp.Regexp
 	Ignore         *regexp.Regexp
 	Hide           *regexp.Regexp
 	CollapseImages []string
 	FoldRecursion  bool
+	// mergeRuns makes each run of consecutive frames of one function one frame (a view by
+	// image, whose frames are images).
+	mergeRuns bool
 }
 
 // IsZero says whether t changes nothing.
 func (t *Transform) IsZero() bool {
-	return t == nil || t.Focus == nil && t.Ignore == nil && t.Hide == nil && len(t.CollapseImages) == 0 && !t.FoldRecursion
+	return t == nil || t.Focus == nil && t.Ignore == nil && t.Hide == nil && len(t.CollapseImages) == 0 && !t.FoldRecursion && !t.mergeRuns
 }
 
 // ImageMatches says whether image is named by name: its path, its base name, or its name
@@ -69,7 +77,7 @@ type stackRewriter struct {
 	flags  []uint8
 	images []string // frame id -> image, for collapsing
 	pos    []int32  // fold: frame id -> index in out, -1 when absent
-	out    []uint32 // root first
+	out    []int32  // the positions kept, root first
 }
 
 func newStackRewriter(p *Profile, t *Transform) *stackRewriter {
@@ -106,9 +114,9 @@ func newStackRewriter(p *Profile, t *Transform) *stackRewriter {
 	return w
 }
 
-// rewrite returns the rewritten stack, root first (valid until the next call), or false
-// when the stack is dropped.
-func (w *stackRewriter) rewrite(stack []uint32) ([]uint32, bool) {
+// rewrite returns the positions in stack (frame ids, leaf first) of the frames the rewritten
+// stack keeps, root first (valid until the next call), or false when the stack is dropped.
+func (w *stackRewriter) rewrite(stack []uint32) ([]int32, bool) {
 	n := len(stack)
 	if w.t.Ignore != nil {
 		for _, id := range stack {
@@ -134,37 +142,114 @@ func (w *stackRewriter) rewrite(stack []uint32) ([]uint32, bool) {
 		if fl&tHide != 0 {
 			continue
 		}
+		if w.t.mergeRuns && len(out) > 0 && stack[out[len(out)-1]] == id {
+			continue
+		}
 		if fl&tCollapse != 0 {
 			// The previous kept frame opened a run in the same image: this frame joins it.
-			if collapsing && w.images[out[len(out)-1]] == w.images[id] {
+			if collapsing && w.images[stack[out[len(out)-1]]] == w.images[id] {
 				continue
 			}
 			collapsing = true
 		} else {
 			collapsing = false
 		}
-		out = append(out, id)
+		out = append(out, int32(j))
 	}
 	if w.pos != nil {
 		kept := out[:0]
-		for _, id := range out {
+		for _, j := range out {
+			id := stack[j]
 			if k := w.pos[id]; k >= 0 {
 				for _, gone := range kept[k+1:] {
-					w.pos[gone] = -1
+					w.pos[stack[gone]] = -1
 				}
+				// The function stays where it first appears, at the place (location) of its
+				// inner appearance: that is where it calls what now are its callees, or
+				// where the sample landed.
 				kept = kept[:k+1]
+				kept[k] = j
 				continue
 			}
 			w.pos[id] = int32(len(kept))
-			kept = append(kept, id)
+			kept = append(kept, j)
 		}
-		for _, id := range kept {
-			w.pos[id] = -1
+		for _, j := range kept {
+			w.pos[stack[j]] = -1
 		}
 		out = kept
 	}
 	w.out = out
 	return out, true
+}
+
+// locator turns the frames a rewrite kept back into locations: a location whose lines are
+// all kept stays itself; one that lost some becomes a new location with those left.
+type locator struct {
+	p       *Profile
+	single  bool    // every location has one line: a stack's frames are its locations'
+	occ     []int32 // each frame of the stack: its location's index in the stack
+	line    []int32 // each frame of the stack: its index in its location's lines
+	locs    []Location
+	derived map[string]uint32
+	key     []byte
+}
+
+// appendStack appends the locations, leaf first, of the frames of st kept (positions, root
+// first) to seq.
+func (l *locator) appendStack(seq []uint64, st []uint32, kept []int32) []uint64 {
+	if l.single {
+		for j := len(kept) - 1; j >= 0; j-- {
+			seq = append(seq, uint64(st[kept[j]]))
+		}
+		return seq
+	}
+	l.occ, l.line = l.occ[:0], l.line[:0]
+	for k, lid := range st {
+		for m := range l.p.Locations[lid].Lines {
+			l.occ = append(l.occ, int32(k))
+			l.line = append(l.line, int32(m))
+		}
+	}
+	for j := len(kept) - 1; j >= 0; {
+		k := l.occ[kept[j]]
+		i := j
+		for i > 0 && l.occ[kept[i-1]] == k {
+			i--
+		}
+		lid := st[k]
+		loc := &l.p.Locations[lid]
+		if j-i+1 != len(loc.Lines) {
+			lid = l.part(lid, kept[i:j+1])
+		}
+		seq = append(seq, uint64(lid))
+		j = i - 1
+	}
+	return seq
+}
+
+// part returns the location made of the lines of location lid at positions (root first).
+func (l *locator) part(lid uint32, positions []int32) uint32 {
+	l.key = binary.LittleEndian.AppendUint32(l.key[:0], lid)
+	for j := len(positions) - 1; j >= 0; j-- {
+		l.key = binary.LittleEndian.AppendUint32(l.key, uint32(l.line[positions[j]]))
+	}
+	if id, ok := l.derived[string(l.key)]; ok {
+		return id
+	}
+	if l.derived == nil {
+		l.derived = map[string]uint32{}
+		l.locs = l.p.Locations[:len(l.p.Locations):len(l.p.Locations)]
+	}
+	src := &l.p.Locations[lid]
+	loc := Location{Addr: src.Addr, Mapping: src.Mapping, Lines: make([]Line, 0, len(positions))}
+	for j := len(positions) - 1; j >= 0; j-- {
+		loc.Lines = append(loc.Lines, src.Lines[l.line[positions[j]]])
+	}
+	id := uint32(len(l.locs))
+	l.locs = append(l.locs, loc)
+	l.derived[string(l.key)] = id
+	return id
 }
 
 // Transform returns p with its stacks rewritten by t (see Transform): each distinct stack
@@ -177,6 +262,7 @@ func (p *Profile) Transform(t *Transform) *Profile {
 		return p
 	}
 	w := newStackRewriter(p, t)
+	l := &locator{p: p, single: p.singleLines()}
 	const unseen, dropped = -2, -1
 	newID := make([]int32, len(p.Stacks))
 	for i := range newID {
@@ -188,36 +274,47 @@ func (p *Profile) Transform(t *Transform) *Profile {
 	}
 	table := &StackTable{index: make(map[uint64]uint32, len(p.Stacks)), offs: make([]uint32, 1, len(p.Stacks)+1),
 		hash: make([]uint64, 0, len(p.Stacks)), next: make([]uint32, 0, len(p.Stacks)), data: make([]uint64, 0, frames)}
+	fst := p.frameStacks()
+	fids := make([]uint32, 0, frames)
+	foffs := make([]int, 1, len(p.Stacks)+1)
 	var seq []uint64
 	merges := false // two stacks became one: entries may merge
 	for _, e := range p.Entries {
 		if int(e.Stack) >= len(p.Stacks) || newID[e.Stack] != unseen {
 			continue
 		}
-		out, ok := w.rewrite(p.Stacks[e.Stack])
+		fr := fst[e.Stack]
+		kept, ok := w.rewrite(fr)
 		if !ok {
 			newID[e.Stack] = dropped
 			continue
 		}
-		seq = seq[:0]
-		for j := len(out) - 1; j >= 0; j-- {
-			seq = append(seq, uint64(out[j]))
-		}
+		seq = l.appendStack(seq[:0], p.Stacks[e.Stack], kept)
 		before := table.Len()
 		id := table.Intern(seq)
 		if int(id) < before {
 			merges = true
+		} else {
+			for j := len(kept) - 1; j >= 0; j-- {
+				fids = append(fids, fr[kept[j]])
+			}
+			foffs = append(foffs, len(fids))
 		}
 		newID[e.Stack] = int32(id)
 	}
 
-	q := &Profile{Frames: p.Frames, Threads: p.Threads, Series: p.Series, Stacks: make([][]uint32, table.Len())}
+	q := &Profile{Frames: p.Frames, Mappings: p.Mappings, Locations: p.Locations, Threads: p.Threads, Series: p.Series,
+		Stacks: make([][]uint32, table.Len()), FrameStacks: make([][]uint32, table.Len())}
+	if l.derived != nil {
+		q.Locations = l.locs
+	}
 	ids := make([]uint32, len(table.data))
 	for i := range table.data {
 		ids[i] = uint32(table.data[i])
 	}
 	for i := range q.Stacks {
 		q.Stacks[i] = ids[table.offs[i]:table.offs[i+1]:table.offs[i+1]]
+		q.FrameStacks[i] = fids[foffs[i]:foffs[i+1]:foffs[i+1]]
 	}
 
 	type mergeKey struct {

@@ -33,7 +33,7 @@ const (
 func transformProfile() *Profile {
 	app := func(n string) Frame { return Frame{Func: n, Image: "/bin/app", Kind: KindUser} }
 	libc := func(n string) Frame { return Frame{Func: n, Image: "/usr/lib/libc.so.6", Kind: KindUser} }
-	return &Profile{
+	return located(&Profile{
 		Frames: []Frame{app("main"), app("a"), app("b"), app("c"), app("rec"),
 			libc("malloc"), libc("_int_malloc"), libc("sysmalloc"), app("cb")},
 		Stacks: [][]uint32{
@@ -55,7 +55,7 @@ func transformProfile() *Profile {
 			{Tid: 1, Pid: 1, Stack: 5, Count: 4, Leaf: 0x60, LeafFunc: tIntMalloc},
 		},
 		Threads: []ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}, {Tid: 2, Pid: 1, Name: "worker"}},
-	}
+	})
 }
 
 // folded lists a profile's samples as "tid:root;...;leaf count" lines, sorted, with the
@@ -63,7 +63,7 @@ func transformProfile() *Profile {
 func folded(p *Profile) []string {
 	sum := map[string]uint64{}
 	for _, e := range p.Entries {
-		st := p.Stacks[e.Stack]
+		st := p.AppendFrames(nil, e.Stack)
 		names := make([]string, len(st))
 		for i, id := range st {
 			names[len(st)-1-i] = p.Frames[id].Func
@@ -191,7 +191,8 @@ func TestTransformMergesEntries(t *testing.T) {
 	}
 	// The same leaf on the same thread merges: rec's three frames folded, and a second
 	// entry of main>rec with that leaf.
-	p.Stacks = append(p.Stacks, []uint32{tRec, tMain})
+	rec := p.Stacks[2] // main>rec>rec>rec: its first and last locations are rec's and main's
+	p.Stacks = append(p.Stacks, []uint32{rec[0], rec[3]})
 	p.Entries = append(p.Entries, Entry{Tid: 1, Pid: 1, Stack: uint32(len(p.Stacks) - 1), Count: 3, Leaf: 0x40, LeafFunc: tRec, Time: 7})
 	p.Entries[3].Time = 9
 	q = p.Transform(&Transform{FoldRecursion: true})

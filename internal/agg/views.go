@@ -48,8 +48,8 @@ func Processes(p *Profile, f Filter, n int) ([]ProcessRow, uint64) {
 		}
 		r.Samples += e.Count
 		threads[e.Pid][e.Tid] = true
-		if st := p.Stacks[e.Stack]; len(st) > 0 {
-			self[e.Pid][st[0]] += e.Count
+		if leaf, ok := p.LeafFrame(e.Stack); ok {
+			self[e.Pid][leaf] += e.Count
 		}
 	}
 	names := ProcessNames(p)
@@ -91,40 +91,57 @@ func ProcessNames(p *Profile) map[uint32]string {
 	return names
 }
 
-// TopRow is one function in the top view.
+// TopRow is one function in the top view (or one source line, address or image: see
+// Granularity).
 type TopRow struct {
-	Func     string  `json:"func"`
-	Image    string  `json:"image"`
-	Kind     string  `json:"kind"`
-	Inlined  bool    `json:"inlined,omitempty"`
-	File     string  `json:"file,omitempty"`
-	Line     int     `json:"line,omitempty"`
+	Func    string `json:"func"`
+	Image   string `json:"image"`
+	Kind    string `json:"kind"`
+	Inlined bool   `json:"inlined,omitempty"`
+	File    string `json:"file,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	// Addr is the row's instruction address in a view by address.
+	Addr     uint64  `json:"addr,omitempty"`
 	Self     uint64  `json:"self"`
 	Total    uint64  `json:"total"`
 	SelfPct  float64 `json:"self_pct"`
 	TotalPct float64 `json:"total_pct"`
 }
 
-// Top returns the functions with the most samples, sorted by self or total samples.
-func Top(p *Profile, f Filter, n int, byTotal bool) (rows []TopRow, samples uint64) {
-	self := make([]uint64, len(p.Frames))
-	total := make([]uint64, len(p.Frames))
-	seen := make([]uint32, len(p.Frames)) // entry index+1 that last counted the frame
+// stackCounts sums the samples f keeps per stack.
+func stackCounts(p *Profile, f Filter) (perStack []uint64, samples uint64) {
+	perStack = make([]uint64, len(p.Stacks))
 	for i := range p.Entries {
 		e := &p.Entries[i]
-		if !f.keep(e) {
+		if f.keep(e) && int(e.Stack) < len(perStack) {
+			perStack[e.Stack] += e.Count
+			samples += e.Count
+		}
+	}
+	return perStack, samples
+}
+
+// Top returns the functions with the most samples, sorted by self or total samples.
+func Top(p *Profile, f Filter, n int, byTotal bool) (rows []TopRow, samples uint64) {
+	perStack, samples := stackCounts(p, f)
+	self := make([]uint64, len(p.Frames))
+	total := make([]uint64, len(p.Frames))
+	seen := make([]uint32, len(p.Frames)) // stack id+1 that last counted the frame
+	fst := p.frameStacks()
+	for sid, c := range perStack {
+		if c == 0 {
 			continue
 		}
-		samples += e.Count
-		stack := p.Stacks[e.Stack]
-		if len(stack) > 0 {
-			self[stack[0]] += e.Count
+		stack := fst[sid]
+		if len(stack) == 0 {
+			continue
 		}
-		mark := uint32(i + 1)
+		self[stack[0]] += c
+		mark := uint32(sid + 1)
 		for _, id := range stack {
 			if seen[id] != mark { // recursion counts once
 				seen[id] = mark
-				total[id] += e.Count
+				total[id] += c
 			}
 		}
 	}
@@ -133,7 +150,7 @@ func Top(p *Profile, f Filter, n int, byTotal bool) (rows []TopRow, samples uint
 			continue
 		}
 		rows = append(rows, TopRow{Func: fr.Func, Image: fr.Image, Kind: fr.Kind, Inlined: fr.Inlined,
-			File: fr.File, Line: fr.Line, Self: self[id], Total: total[id],
+			File: fr.File, Line: fr.Line, Addr: fr.Addr, Self: self[id], Total: total[id],
 			SelfPct: pct(self[id], samples), TotalPct: pct(total[id], samples)})
 	}
 	sort.Slice(rows, func(i, j int) bool {
@@ -148,7 +165,13 @@ func Top(p *Profile, f Filter, n int, byTotal bool) (rows []TopRow, samples uint
 		if a.Total != b.Total {
 			return a.Total > b.Total
 		}
-		return a.Func < b.Func
+		if a.Func != b.Func {
+			return a.Func < b.Func
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Addr < b.Addr
 	})
 	if n > 0 && len(rows) > n {
 		rows = rows[:n]
@@ -163,12 +186,22 @@ func pct(a, b uint64) float64 {
 	return float64(a) * 100 / float64(b)
 }
 
+// Place is where a row of a view by source line or by address is.
+type Place struct {
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
+	Addr uint64 `json:"addr,omitempty"`
+}
+
 // FlameNode is one node of the call tree, root first.
 type FlameNode struct {
-	Func     string       `json:"func"`
-	Image    string       `json:"image"`
-	Kind     string       `json:"kind"`
-	Inlined  bool         `json:"inlined,omitempty"`
+	Func    string `json:"func"`
+	Image   string `json:"image"`
+	Kind    string `json:"kind"`
+	Inlined bool   `json:"inlined,omitempty"`
+	// Place is set in views by source line or address (see Granularity); its keys are
+	// the node's own in JSON.
+	*Place
 	Self     uint64       `json:"self"`
 	Total    uint64       `json:"total"`
 	TotalPct float64      `json:"total_pct"`
@@ -197,17 +230,12 @@ func InvertedFlame(p *Profile, f Filter, depth int, thresholdPct float64) (*Flam
 }
 
 func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool) (*FlameNode, uint64) {
-	perStack := make([]uint64, len(p.Stacks))
-	var total uint64
+	perStack, total := stackCounts(p, f)
+	fst := p.frameStacks()
 	frames := 0
-	for i := range p.Entries {
-		e := &p.Entries[i]
-		if f.keep(e) && int(e.Stack) < len(perStack) {
-			if perStack[e.Stack] == 0 {
-				frames += len(p.Stacks[e.Stack])
-			}
-			perStack[e.Stack] += e.Count
-			total += e.Count
+	for sid, n := range perStack {
+		if n > 0 {
+			frames += len(fst[sid])
 		}
 	}
 
@@ -227,7 +255,7 @@ func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool)
 		if n == 0 {
 			continue
 		}
-		st := p.Stacks[sid]
+		st := fst[sid]
 		keep := len(st)
 		if depth > 0 && keep > depth {
 			keep = depth
@@ -308,6 +336,7 @@ func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool)
 		}
 	}
 	give(&block[0], kids[0])
+	sites := p.View.By == ByLine || p.View.By == ByAddress
 	for i := 1; i < len(nodes); i++ {
 		if out[i] < 0 {
 			continue
@@ -317,6 +346,9 @@ func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool)
 		fn := &block[out[i]]
 		*fn = FlameNode{Func: fr.Func, Image: fr.Image, Kind: fr.Kind, Inlined: fr.Inlined,
 			Self: nd.self, Total: nd.total, TotalPct: pct(nd.total, total)}
+		if sites {
+			fn.Place = &Place{File: fr.File, Line: fr.Line, Addr: fr.Addr}
+		}
 		give(fn, kids[i])
 		parent := &block[out[nd.parent]]
 		parent.Children = append(parent.Children, fn)
@@ -326,7 +358,13 @@ func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool)
 			if a.Total != b.Total {
 				return cmp.Compare(b.Total, a.Total)
 			}
-			return strings.Compare(a.Func, b.Func)
+			if c := strings.Compare(a.Func, b.Func); c != 0 || a.Place == nil || b.Place == nil {
+				return c
+			}
+			if a.Line != b.Line {
+				return cmp.Compare(a.Line, b.Line)
+			}
+			return cmp.Compare(a.Addr, b.Addr)
 		})
 	}
 	return &block[0], total
@@ -359,13 +397,13 @@ func Threads(p *Profile, n int) ([]ThreadRow, uint64) {
 			byTid[e.Tid] = r
 		}
 		r.Samples += e.Count
-		if st := p.Stacks[e.Stack]; len(st) > 0 {
+		if leaf, ok := p.LeafFrame(e.Stack); ok {
 			m := selfBy[e.Tid]
 			if m == nil {
 				m = map[uint32]uint64{}
 				selfBy[e.Tid] = m
 			}
-			m[st[0]] += e.Count
+			m[leaf] += e.Count
 		}
 	}
 	rows := make([]ThreadRow, 0, len(byTid))

@@ -23,7 +23,7 @@ const (
 //	tid 2: main>a>b 5, main>a 15
 func viewsProfile() *Profile {
 	fr := func(n string) Frame { return Frame{Func: n, Image: "/bin/app", Kind: KindUser} }
-	return &Profile{
+	return located(&Profile{
 		Frames: []Frame{fr("main"), fr("a"), fr("b"), fr("c"), fr("rec"), fr("x"), fr("y")},
 		Stacks: [][]uint32{
 			{fB, fA, fMain},
@@ -40,7 +40,13 @@ func viewsProfile() *Profile {
 			{Tid: 2, Pid: 1, Stack: 3, Count: 15, LeafFunc: fA},
 		},
 		Threads: []ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}, {Tid: 2, Pid: 1, Name: "worker"}, {Tid: 3, Pid: 1, Name: "idle"}},
-	}
+	})
+}
+
+// located turns a profile built with frame-id stacks into one with locations.
+func located(p *Profile) *Profile {
+	p.LocateFrameStacks()
+	return p
 }
 
 type topRow struct {
@@ -120,11 +126,11 @@ func TestTop(t *testing.T) {
 }
 
 func TestTopNameOrderOnTies(t *testing.T) {
-	p := &Profile{
+	p := located(&Profile{
 		Frames:  []Frame{{Func: "y"}, {Func: "x"}, {Func: "z"}},
 		Stacks:  [][]uint32{{0}, {1}, {2}},
 		Entries: []Entry{{Tid: 1, Stack: 0, Count: 3}, {Tid: 1, Stack: 1, Count: 3}, {Tid: 1, Stack: 2, Count: 3}},
-	}
+	})
 	rows, _ := Top(p, Filter{}, 0, false)
 	var got []string
 	for _, r := range rows {
@@ -309,11 +315,11 @@ func TestThreads(t *testing.T) {
 }
 
 func TestThreadsTopFuncTie(t *testing.T) {
-	p := &Profile{
+	p := located(&Profile{
 		Frames:  []Frame{{Func: "second"}, {Func: "first"}},
 		Stacks:  [][]uint32{{1}, {0}},
 		Entries: []Entry{{Tid: 1, Stack: 0, Count: 4}, {Tid: 1, Stack: 1, Count: 4}},
-	}
+	})
 	rows, _ := Threads(p, 0)
 	// Equal self counts: the lower frame id wins, whatever the map order.
 	if len(rows) != 1 || rows[0].TopFunc != "second" {

@@ -67,11 +67,17 @@ type Top struct {
 	State  string  `json:"state"`
 	Window *Window `json:"window,omitempty"` // the time window asked for; absent: the whole run
 	// Transform is how the stacks were rewritten first; absent: they were not.
-	Transform *Transform   `json:"transform,omitempty"`
-	Samples   uint64       `json:"samples"`
-	Sort      string       `json:"sort"`
-	By        string       `json:"by"` // function, or process (top --by process: Processes is set)
-	Rows      []agg.TopRow `json:"rows"`
+	Transform *Transform `json:"transform,omitempty"`
+	Samples   uint64     `json:"samples"`
+	Sort      string     `json:"sort"`
+	// By is what a row is: a function, line (a function's source line), address (an
+	// instruction), image, or process (top --by process: Processes is set).
+	By string `json:"by"`
+	// NoInline: each machine frame counted as the function its code belongs to (--no-inline).
+	NoInline bool `json:"no_inline,omitempty"`
+	// Short: C++ names without parameter lists and template arguments (--short).
+	Short bool         `json:"short,omitempty"`
+	Rows  []agg.TopRow `json:"rows"`
 	// Processes lists processes by samples for top --by process.
 	Processes []agg.ProcessRow `json:"processes,omitempty"`
 }
@@ -86,7 +92,11 @@ type Flame struct {
 	Transform *Transform `json:"transform,omitempty"`
 	// Inverted: the tree is bottom-up (flame --inverted), leaf functions under the root and
 	// their callers below them.
-	Inverted bool           `json:"inverted"`
+	Inverted bool `json:"inverted"`
+	// By, NoInline and Short say what a node is, as in Top.
+	By       string         `json:"by"`
+	NoInline bool           `json:"no_inline,omitempty"`
+	Short    bool           `json:"short,omitempty"`
 	Samples  uint64         `json:"samples"`
 	Root     *agg.FlameNode `json:"root"`
 	// Matched counts the samples with a frame whose function the query's match parameter
@@ -98,15 +108,20 @@ type Flame struct {
 // Callers is the answer of `stax callers` and `stax callees`: for each function matching
 // Match, hottest first, its callers or its callees.
 type Callers struct {
-	Schema    int                `json:"schema"`
-	Run       string             `json:"run"`
-	Live      bool               `json:"live"`
-	State     string             `json:"state"`
-	Window    *Window            `json:"window,omitempty"`
-	Transform *Transform         `json:"transform,omitempty"`
-	Samples   uint64             `json:"samples"`
-	Direction string             `json:"direction"` // callers or callees
-	Match     string             `json:"match"`     // FN as given
+	Schema    int        `json:"schema"`
+	Run       string     `json:"run"`
+	Live      bool       `json:"live"`
+	State     string     `json:"state"`
+	Window    *Window    `json:"window,omitempty"`
+	Transform *Transform `json:"transform,omitempty"`
+	Samples   uint64     `json:"samples"`
+	Direction string     `json:"direction"` // callers or callees
+	Match     string     `json:"match"`     // FN as given
+	// By, NoInline and Short say what a row (a caller or callee) is, as in Top; the
+	// functions matching Match stay whole functions.
+	By        string             `json:"by"`
+	NoInline  bool               `json:"no_inline,omitempty"`
+	Short     bool               `json:"short,omitempty"`
 	Functions []agg.CallFunction `json:"functions"`
 }
 
@@ -190,6 +205,32 @@ func (t *Transform) AddParams(q url.Values) {
 func TransformParams(q url.Values) Transform {
 	return Transform{Focus: q.Get(ParamFocus), Ignore: q.Get(ParamIgnore), Hide: q.Get(ParamHide),
 		CollapseImage: q[ParamCollapseImage], FoldRecursion: q.Get(ParamFoldRecursion) == "1"}
+}
+
+// Query parameters of a view's granularity (see agg.Granularity): by=function|line|address|
+// image, inline=0 (--no-inline), short=1.
+const (
+	ParamBy     = "by"
+	ParamInline = "inline"
+	ParamShort  = "short"
+)
+
+// AddGranularityParams sets g's query parameters in q.
+func AddGranularityParams(q url.Values, g agg.Granularity) {
+	if g.By != "" {
+		q.Set(ParamBy, g.By)
+	}
+	if g.NoInline {
+		q.Set(ParamInline, "0")
+	}
+	if g.Short {
+		q.Set(ParamShort, "1")
+	}
+}
+
+// GranularityParams reads a granularity from query parameters.
+func GranularityParams(q url.Values) agg.Granularity {
+	return agg.Granularity{By: q.Get(ParamBy), NoInline: q.Get(ParamInline) == "0", Short: q.Get(ParamShort) == "1"}
 }
 
 // Compare is the answer of `stax compare`.

@@ -24,6 +24,7 @@ func TestStatusCountsUnsymbolizedCode(t *testing.T) {
 		run.Profile.Stacks = append(run.Profile.Stacks, []uint32{uint32(i), 0})
 		run.Profile.Entries = append(run.Profile.Entries, agg.Entry{Stack: uint32(i), Count: n})
 	}
+	run.Profile.LocateFrameStacks()
 	st := StatusOf(run)
 	want := []ImageSamples{{Image: "liblzma.so.5", Samples: 305}, {Image: "[vdso]", Samples: 40}}
 	if !reflect.DeepEqual(st.Unsymbolized, want) {

@@ -16,6 +16,7 @@ import (
 // callersCmd is stax callers, or stax callees.
 func callersCmd(g *globals, callees bool) *cobra.Command {
 	var rf runFlags
+	var gf granularityFlags
 	var n, funcs, tid int
 	name, short, path := "callers", "Show who calls a function, with each caller's share", "/v1/callers"
 	if callees {
@@ -28,7 +29,7 @@ func callersCmd(g *globals, callees bool) *cobra.Command {
 	c := &cobra.Command{
 		Use:   name + " FN",
 		Short: short,
-		Long:  long + matchHelp + transformHelp,
+		Long:  long + matchHelp + granularityHelp + callersByHelp + transformHelp,
 		Args:  argsBetween(1, 1, "one FN", "a function name (a substring, any case) or a regular expression; stax top lists the names"),
 		RunE: func(c *cobra.Command, args []string) error {
 			fn := args[0]
@@ -47,13 +48,17 @@ func callersCmd(g *globals, callees bool) *cobra.Command {
 			if err := rf.checkProcesses(); err != nil {
 				return err
 			}
+			gran, err := gf.get(c)
+			if err != nil {
+				return err
+			}
 			r, err := rf.pick()
 			if err != nil {
 				return err
 			}
-			q := rf.query(url.Values{"fn": {fn}, "n": {itoa(n)}, "functions": {itoa(funcs)}, "tid": {itoa(tid)}})
+			q := rf.query(addGranularityParams(url.Values{"fn": {fn}, "n": {itoa(n)}, "functions": {itoa(funcs)}, "tid": {itoa(tid)}}, gran))
 			res, err := ask(context.Background(), g, r, path, q, rf.need(), func(run *store.Run) (api.Callers, error) {
-				return query.Callers(run, query.CallersOptions{Func: fn, Callees: callees, MaxFuncs: funcs, MaxRows: n,
+				return query.Callers(run, query.CallersOptions{Func: fn, Callees: callees, MaxFuncs: funcs, MaxRows: n, Granularity: gran,
 					Tid: uint32(tid), Processes: rf.processes, Window: rf.window, Transform: rf.transform})
 			})
 			if err != nil {
@@ -78,9 +83,9 @@ func callersCmd(g *globals, callees bool) *cobra.Command {
 			if rf.processes.Comm != "" {
 				extra += " · comm " + esc(rf.processes.Comm)
 			}
-			header(g.out, res.Run, runState(res.State, r), res.Samples, esc(extra)+transformText(res.Transform)+windowText(res.Window))
+			header(g.out, res.Run, runState(res.State, r), res.Samples, esc(extra)+granularityText(res.By, res.NoInline, res.Short)+transformText(res.Transform)+windowText(res.Window))
 			for _, f := range res.Functions {
-				printCallFunction(g, f, callees)
+				printCallFunction(g, f, callees, res.By)
 			}
 			return nil
 		},
@@ -89,6 +94,7 @@ func callersCmd(g *globals, callees bool) *cobra.Command {
 	rf.addWindow(c)
 	rf.addProcesses(c)
 	rf.addTransform(c)
+	gf.add(c, true)
 	c.Flags().IntVarP(&n, "n", "n", 20, "show `N` "+name+" of each function")
 	c.Flags().IntVar(&funcs, "functions", 10, "show the `N` hottest functions matching FN")
 	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")
@@ -98,8 +104,8 @@ func callersCmd(g *globals, callees bool) *cobra.Command {
 const callersHelp = `For each function matching FN, the functions that call it, most samples first: TOTAL
 counts the samples in which the caller calls the function, SHARE is their part of the
 function's total samples, and SELF counts those of them in which the function itself was
-running. A caller's file:line is where that function is (as in stax top), not the call
-site.
+running. A caller's file:line is where that function is (as in stax top); with --by line
+each row is the line that calls the function.
 
 Recursion is folded: in each sample a function's caller is the one above its outermost
 call, so a function is never its own caller and each sample counts once per function.
@@ -109,13 +115,16 @@ nothing called it (a thread's first function).`
 const calleesHelp = `For each function matching FN, the functions it calls, most samples first: TOTAL counts
 the samples in which the function calls the callee, SHARE is their part of the
 function's total samples, and SELF counts those of them in which the callee itself was
-running. A callee's file:line is where that function is (as in stax top), not the call
-site.
+running. A callee's file:line is where that function is (as in stax top).
 
 Recursion is folded: in each sample a function's callee is the one below its innermost
 call, so a function is never its own callee and each sample counts once per function.
 The rows add up to the function's total, with (self) for the samples in which the
 function itself was running.`
+
+const callersByHelp = `
+With --by the rows (callers, callees) are lines, addresses or images; the functions
+matching FN stay whole functions.`
 
 const matchHelp = `
 
@@ -135,7 +144,7 @@ func funcName(fn string, inlined bool, file string, line int) string {
 	return name
 }
 
-func printCallFunction(g *globals, f agg.CallFunction, callees bool) {
+func printCallFunction(g *globals, f agg.CallFunction, callees bool, by string) {
 	w := g.out
 	fmt.Fprintf(w, "\n%s  [%s]  total %s (%.2f%%) · self %s (%.2f%%)\n", funcName(f.Func, f.Inlined, f.File, f.Line), esc(trimBrackets(f.Image)),
 		commas(f.Total), f.TotalPct, commas(f.Self), f.SelfPct)
@@ -163,7 +172,7 @@ func printCallFunction(g *globals, f agg.CallFunction, callees bool) {
 			printRest()
 		}
 		fmt.Fprintf(w, "%7.2f%% %10s %10s  %s  [%s]\n", row.Pct, commas(row.Total), commas(row.Self),
-			funcName(row.Func, row.Inlined, row.File, row.Line), esc(trimBrackets(row.Image)))
+			rowName(by, row.Func, row.Inlined, row.File, row.Line, row.Addr), esc(trimBrackets(row.Image)))
 	}
 	printRest()
 }

@@ -148,7 +148,7 @@ func TestHostileNamesEscaped(t *testing.T) {
 func TestPrintersEscapeRawNames(t *testing.T) {
 	var b strings.Builder
 	printFlame(&b, &agg.FlameNode{Func: hostile, Image: "[jit]", Total: 1, TotalPct: 100,
-		Children: []*agg.FlameNode{{Func: "child\x1b[2J", Image: "/lib/\xfelib.so", Total: 1, TotalPct: 100, Self: 1}}}, 0)
+		Children: []*agg.FlameNode{{Func: "child\x1b[2J", Image: "/lib/\xfelib.so", Total: 1, TotalPct: 100, Self: 1}}}, 0, agg.ByFunction)
 	checkPrintable(t, "flame", b.String())
 	for _, w := range []string{hostileEscaped + "  [jit]", `child\x1b[2J  [/lib/\xfelib.so]`} {
 		if !strings.Contains(b.String(), w) {

@@ -19,6 +19,7 @@ import (
 
 func flameCmd(g *globals) *cobra.Command {
 	var rf runFlags
+	var gf granularityFlags
 	var depth, tid int
 	var threshold float64
 	var diff string
@@ -36,7 +37,7 @@ so on; a line's share is that of the samples in the leaf reached through this pa
 
 With --diff BASE (a run id or a file from stax save), each line also shows how its share
 changed from the same call path in BASE, in percentage points: ▲ grew, ▼ shrank; paths
-BASE had that this run lacks are listed as (gone).` + transformHelp,
+BASE had that this run lacks are listed as (gone).` + granularityHelp + transformHelp,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if depth < 0 {
@@ -51,17 +52,21 @@ BASE had that this run lacks are listed as (gone).` + transformHelp,
 			if err := rf.checkProcesses(); err != nil {
 				return err
 			}
+			gran, err := gf.get(c)
+			if err != nil {
+				return err
+			}
 			r, err := rf.pick()
 			if err != nil {
 				return err
 			}
-			q := rf.query(url.Values{"depth": {itoa(depth)}, "threshold_pct": {strconv.FormatFloat(threshold, 'f', -1, 64)}, "tid": {itoa(tid)}})
+			q := rf.query(addGranularityParams(url.Values{"depth": {itoa(depth)}, "threshold_pct": {strconv.FormatFloat(threshold, 'f', -1, 64)}, "tid": {itoa(tid)}}, gran))
 			if inverted {
 				q.Set("inverted", "1")
 			}
 			res, err := ask(context.Background(), g, r, "/v1/flame", q, rf.need(), func(run *store.Run) (api.Flame, error) {
-				return query.Flame(run, query.FlameOptions{Depth: depth, ThresholdPct: threshold, Inverted: inverted, Tid: uint32(tid),
-					Processes: rf.processes, Window: rf.window, Transform: rf.transform})
+				return query.Flame(run, query.FlameOptions{Depth: depth, ThresholdPct: threshold, Inverted: inverted, Granularity: gran,
+					Tid: uint32(tid), Processes: rf.processes, Window: rf.window, Transform: rf.transform})
 			})
 			if err != nil {
 				return err
@@ -81,7 +86,7 @@ BASE had that this run lacks are listed as (gone).` + transformHelp,
 				if inverted {
 					build = agg.InvertedFlame
 				}
-				baseRoot, _ := build(&base.Profile, agg.Filter{Tid: uint32(tid)}, depth, 0)
+				baseRoot, _ := build(base.Profile.At(gran), agg.Filter{Tid: uint32(tid)}, depth, 0)
 				agg.DiffFlame(res.Root, baseRoot, threshold)
 			}
 			if rf.json {
@@ -91,10 +96,10 @@ BASE had that this run lacks are listed as (gone).` + transformHelp,
 			if res.Inverted {
 				extra += " · inverted: leaves first, callers below"
 			}
-			header(g.out, res.Run, runState(res.State, r), res.Samples, extra+transformText(res.Transform)+windowText(res.Window))
+			header(g.out, res.Run, runState(res.State, r), res.Samples, extra+granularityText(res.By, res.NoInline, res.Short)+transformText(res.Transform)+windowText(res.Window))
 			if res.Root != nil {
 				for _, ch := range res.Root.Children {
-					printFlame(g.out, ch, 0)
+					printFlame(g.out, ch, 0, res.By)
 				}
 			}
 			return nil
@@ -104,6 +109,7 @@ BASE had that this run lacks are listed as (gone).` + transformHelp,
 	rf.addWindow(c)
 	rf.addProcesses(c)
 	rf.addTransform(c)
+	gf.add(c, true)
 	c.Flags().BoolVar(&inverted, "inverted", false, "bottom-up: the functions where samples landed first, their callers below")
 	c.Flags().IntVarP(&depth, "depth", "d", 12, "how many levels to show (0: all)")
 	c.Flags().Float64Var(&threshold, "threshold-pct", 1.0, "hide branches with less than this percent of samples")
@@ -112,10 +118,18 @@ BASE had that this run lacks are listed as (gone).` + transformHelp,
 	return c
 }
 
-func printFlame(w io.Writer, n *agg.FlameNode, level int) {
+// printFlame prints n and its children, indented from level, each named as a row of a view
+// by by.
+func printFlame(w io.Writer, n *agg.FlameNode, level int, by string) {
 	name := esc(n.Func)
 	if n.Inlined {
 		name += " (inlined)"
+	}
+	switch {
+	case n.Place != nil:
+		name = rowName(by, n.Func, n.Inlined, n.File, n.Line, n.Addr)
+	case by == agg.ByImage:
+		name = rowName(by, n.Func, false, "", 0, 0)
 	}
 	self := ""
 	if n.Self > 0 {
@@ -132,8 +146,12 @@ func printFlame(w io.Writer, n *agg.FlameNode, level int) {
 			change = fmt.Sprintf("  ▼%+.2f", d)
 		}
 	}
-	fmt.Fprintf(w, "%6.2f%% %10s  %s%s  [%s]%s%s\n", n.TotalPct, commas(n.Total), strings.Repeat("  ", level), name, esc(trimBrackets(n.Image)), self, change)
+	image := "  [" + esc(trimBrackets(n.Image)) + "]"
+	if by == agg.ByImage {
+		image = ""
+	}
+	fmt.Fprintf(w, "%6.2f%% %10s  %s%s%s%s%s\n", n.TotalPct, commas(n.Total), strings.Repeat("  ", level), name, image, self, change)
 	for _, c := range n.Children {
-		printFlame(w, c, level+1)
+		printFlame(w, c, level+1, by)
 	}
 }

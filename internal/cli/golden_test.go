@@ -26,8 +26,9 @@ func loopCode(n uint64) []byte {
 
 // fixtureRun is a small run with every kind of frame: two JIT functions with code bytes
 // and line tables, native frames with files and lines, an inlined frame, kernel frames,
-// an unnamed frame, and two named threads. Everything in it is fixed, so the output of
-// every command over it is too.
+// an unnamed frame, and two named threads. Its stacks' locations have addresses, source
+// lines and mappings (the program's image, its JIT code, the kernel). Everything in it is
+// fixed, so the output of every command over it is too.
 func fixtureRun(id string, finished bool) *store.Run {
 	const base = 0x7f0000001000
 	exit := 0
@@ -40,21 +41,45 @@ func fixtureRun(id string, finished bool) *store.Run {
 		{Func: "asm_exc_page_fault", Image: "[kernel.kallsyms]", Kind: agg.KindKernel},
 		{Func: "[unknown] 0x7f00000ff000", Image: "[unknown]", Kind: agg.KindUnknown},
 	}
+	mappings := []agg.Mapping{
+		{Pid: 100, Start: 0x401000, Limit: 0x402000, Offset: 0x1000, File: "/opt/app/bin/app", BuildID: "00112233445566778899aabbccddeeff00112233"},
+		{Pid: 100, File: "[jit]"},
+		{File: "[kernel.kallsyms]"},
+	}
+	const app, jit, kernel = 1, 2, 3
+	loc := func(addr uint64, mapping uint32, lines ...agg.Line) agg.Location {
+		return agg.Location{Addr: addr, Mapping: mapping, Lines: lines}
+	}
+	locations := []agg.Location{
+		loc(base+21, jit, agg.Line{Func: 2, Line: 5}),                                // 0: jitted_func1
+		loc(base+26, jit, agg.Line{Func: 2, Line: 6}),                                // 1: jitted_func1
+		loc(0x401107, app, agg.Line{Func: 1, Line: 25}),                              // 2: run_jit calls the JIT code
+		loc(0x401207, app, agg.Line{Func: 0, Line: 44}),                              // 3: main calls run_jit
+		loc(base+64+21, jit, agg.Line{Func: 3, Line: 13}),                            // 4: jitted_func2
+		loc(base+64+30, jit, agg.Line{Func: 3, Line: 14}),                            // 5: jitted_func2
+		loc(0x401234, app, agg.Line{Func: 4, Line: 10}, agg.Line{Func: 1, Line: 23}), // 6: mix inlined into run_jit
+		loc(0xffffffff81001000, kernel, agg.Line{Func: 5}),                           // 7: a page fault
+		loc(base+64+29, jit, agg.Line{Func: 3, Line: 14}),                            // 8: jitted_func2, interrupted
+		loc(0x7f00000ff000, 0, agg.Line{Func: 6}),                                    // 9: unnamed
+		loc(0x401217, app, agg.Line{Func: 0, Line: 45}),                              // 10: main calls into unnamed code
+	}
 	stacks := [][]uint32{
-		{2, 1, 0},    // jitted_func1 <- run_jit <- main
-		{3, 1, 0},    // jitted_func2 <- run_jit <- main
-		{4, 1, 0},    // mix (inlined) <- run_jit <- main
-		{5, 3, 1, 0}, // a page fault in jitted_func2
-		{6, 0},
+		{0, 2, 3},    // jitted_func1 <- run_jit <- main
+		{1, 2, 3},    // the same, at another address
+		{4, 2, 3},    // jitted_func2 <- run_jit <- main
+		{5, 2, 3},    // the same, at another address
+		{6, 3},       // mix (inlined into run_jit) <- main
+		{7, 8, 2, 3}, // a page fault in jitted_func2
+		{9, 10},
 	}
 	entries := []agg.Entry{
 		{Tid: 101, Pid: 100, Stack: 0, Count: 300, Leaf: base + 21, LeafFunc: 2, Time: 1000},
-		{Tid: 101, Pid: 100, Stack: 0, Count: 200, Leaf: base + 26, LeafFunc: 2, Time: 1001},
-		{Tid: 102, Pid: 100, Stack: 1, Count: 700, Leaf: base + 64 + 21, LeafFunc: 3, Time: 1002},
-		{Tid: 102, Pid: 100, Stack: 1, Count: 290, Leaf: base + 64 + 30, LeafFunc: 3, Time: 1003},
-		{Tid: 101, Pid: 100, Stack: 2, Count: 40, Leaf: 0x401234, LeafFunc: 1, Time: 1004},
-		{Tid: 102, Pid: 100, Stack: 3, Count: 10, Leaf: 0xffffffff81001000, LeafFunc: 3, Time: 1005},
-		{Tid: 101, Pid: 100, Stack: 4, Count: 5, Leaf: 0x7f00000ff000, LeafFunc: -1, Time: 1006},
+		{Tid: 101, Pid: 100, Stack: 1, Count: 200, Leaf: base + 26, LeafFunc: 2, Time: 1001},
+		{Tid: 102, Pid: 100, Stack: 2, Count: 700, Leaf: base + 64 + 21, LeafFunc: 3, Time: 1002},
+		{Tid: 102, Pid: 100, Stack: 3, Count: 290, Leaf: base + 64 + 30, LeafFunc: 3, Time: 1003},
+		{Tid: 101, Pid: 100, Stack: 4, Count: 40, Leaf: 0x401234, LeafFunc: 1, Time: 1004},
+		{Tid: 102, Pid: 100, Stack: 5, Count: 10, Leaf: 0xffffffff81001000, LeafFunc: 3, Time: 1005},
+		{Tid: 101, Pid: 100, Stack: 6, Count: 5, Leaf: 0x7f00000ff000, LeafFunc: -1, Time: 1006},
 	}
 	lines := func(addr uint64, decl int) []store.Line {
 		return []store.Line{{Addr: addr, File: "loops.toy", Line: decl}, {Addr: addr + 21, File: "loops.toy", Line: decl + 1},
@@ -70,7 +95,7 @@ func fixtureRun(id string, finished bool) *store.Run {
 			Notes: []string{"no symbols for /opt/app/lib/libgone.so: open image: no such file or directory"},
 		},
 		Profile: agg.Profile{
-			Frames: frames, Stacks: stacks, Entries: entries,
+			Frames: frames, Mappings: mappings, Locations: locations, Stacks: stacks, Entries: entries,
 			Threads: []agg.ThreadInfo{{Tid: 101, Pid: 100, Name: "worker-a"}, {Tid: 102, Pid: 100, Name: "worker-b"}},
 		},
 		JIT: []store.JITSource{{Pid: 100, Path: "/tmp/jit-100.dump", Kind: "jitdump", Functions: 2, Records: 5}},
@@ -110,6 +135,13 @@ func TestGolden(t *testing.T) {
 		{"callees", []string{"callees", "RUN_JIT"}},
 		{"callees-focus", []string{"callees", "jitted_func2", "--focus", "run_jit", "--fold-recursion", "--collapse-image", "kernel.kallsyms"}},
 		{"top-focus", []string{"top", "--focus", "jitted_func2"}},
+		{"top-by-line", []string{"top", "--by", "line"}},
+		{"top-by-address", []string{"top", "--by", "address", "-n", "6"}},
+		{"top-by-image", []string{"top", "--by", "image"}},
+		{"top-no-inline", []string{"top", "--no-inline"}},
+		{"flame-by-line", []string{"flame", "--by", "line", "--threshold-pct", "0"}},
+		{"flame-by-image-no-inline", []string{"flame", "--by", "image", "--no-inline", "--threshold-pct", "0"}},
+		{"callers-by-line", []string{"callers", "run_jit", "--by", "line"}},
 		{"top-ignore", []string{"top", "--ignore", "^jitted", "--hide", "run_jit"}},
 		{"threads-focus", []string{"threads", "--focus", "jitted_func1"}},
 		{"threads", []string{"threads"}},

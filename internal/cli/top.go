@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/store"
@@ -14,8 +15,9 @@ import (
 
 func topCmd(g *globals) *cobra.Command {
 	var rf runFlags
+	var gf granularityFlags
 	var n, tid int
-	var sort, by string
+	var sort string
 	c := &cobra.Command{
 		Use:   "top",
 		Short: "List the functions with the most samples",
@@ -25,15 +27,17 @@ JIT'd functions show [jit] as their image; frames nothing could name show as
 image+0xOFFSET or [unknown] 0xADDRESS.
 
 --by process lists processes instead (what a system-wide run, stax record -a, spent
-its time on), each with its share and hottest function; --pid and --comm keep some.` + transformHelp,
+its time on), each with its share and hottest function; --pid and --comm keep some.` + granularityHelp + transformHelp,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if sort != "self" && sort != "total" {
 				return usageErr("--sort must be self or total, not %q", sort)
 			}
-			if by != "function" && by != "process" {
-				return usageErr("--by must be function or process, not %q", by)
+			gran, err := gf.get(c, "process")
+			if err != nil {
+				return err
 			}
+			by := gran.By
 			if err := checkCount("-n", n); err != nil {
 				return err
 			}
@@ -47,9 +51,9 @@ its time on), each with its share and hottest function; --pid and --comm keep so
 			if err != nil {
 				return err
 			}
-			q := rf.query(url.Values{"n": {itoa(n)}, "sort": {sort}, "tid": {itoa(tid)}, "by": {by}})
+			q := rf.query(addGranularityParams(url.Values{"n": {itoa(n)}, "sort": {sort}, "tid": {itoa(tid)}}, gran))
 			res, err := ask(context.Background(), g, r, "/v1/top", q, rf.need(), func(run *store.Run) (api.Top, error) {
-				return query.Top(run, query.TopOptions{N: n, ByTotal: sort == "total", ByProcess: by == "process",
+				return query.Top(run, query.TopOptions{N: n, ByTotal: sort == "total", ByProcess: by == "process", Granularity: gran,
 					Tid: uint32(tid), Processes: rf.processes, Window: rf.window, Transform: rf.transform})
 			})
 			if err != nil {
@@ -80,15 +84,17 @@ its time on), each with its share and hottest function; --pid and --comm keep so
 				}
 				return nil
 			}
-			header(g.out, res.Run, runState(res.State, r), res.Samples, extra+windowText(res.Window))
-			fmt.Fprintf(g.out, "%8s %10s %8s %10s  %s\n", "SELF%", "SELF", "TOTAL%", "TOTAL", "FUNCTION  [IMAGE]")
+			header(g.out, res.Run, runState(res.State, r), res.Samples, extra+granularityText(res.By, res.NoInline, res.Short)+windowText(res.Window))
+			col := map[string]string{agg.ByLine: "LINE  FUNCTION  [IMAGE]", agg.ByAddress: "ADDRESS  FUNCTION  [IMAGE]", agg.ByImage: "IMAGE"}[res.By]
+			if col == "" {
+				col = "FUNCTION  [IMAGE]"
+			}
+			fmt.Fprintf(g.out, "%8s %10s %8s %10s  %s\n", "SELF%", "SELF", "TOTAL%", "TOTAL", col)
 			for _, row := range res.Rows {
-				name := esc(row.Func)
-				if row.Inlined {
-					name += " (inlined)"
-				}
-				if row.File != "" && row.Line > 0 {
-					name += fmt.Sprintf(" (%s:%d)", esc(row.File), row.Line)
+				name := rowName(res.By, row.Func, row.Inlined, row.File, row.Line, row.Addr)
+				if res.By == agg.ByImage {
+					fmt.Fprintf(g.out, "%7.2f%% %10s %7.2f%% %10s  %s\n", row.SelfPct, commas(row.Self), row.TotalPct, commas(row.Total), name)
+					continue
 				}
 				fmt.Fprintf(g.out, "%7.2f%% %10s %7.2f%% %10s  %s  [%s]\n", row.SelfPct, commas(row.Self), row.TotalPct, commas(row.Total), name, esc(trimBrackets(row.Image)))
 			}
@@ -99,7 +105,8 @@ its time on), each with its share and hottest function; --pid and --comm keep so
 	rf.addWindow(c)
 	rf.addProcesses(c)
 	rf.addTransform(c)
-	c.Flags().StringVar(&by, "by", "function", "list each `function`, or each process")
+	c.Flags().StringVar(&gf.by, "by", agg.ByFunction, "a row per `function`, line (file:line), address, image, or process")
+	gf.add(c, false)
 	c.Flags().IntVarP(&n, "n", "n", 20, "how many functions to show")
 	c.Flags().StringVar(&sort, "sort", "self", "order by `self` or total samples")
 	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")

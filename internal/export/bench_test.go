@@ -82,6 +82,7 @@ func bigProfile() *store.Run {
 			c.Max = t
 		}
 		p.Series = agg.Series{Chunks: ch}
+		p.LocateFrameStacks()
 		bigRun = &store.Run{Meta: store.Meta{ID: "bench", Command: []string{"bench"}, Pid: 1000, Freq: 4000, StartNs: start},
 			Profile: p}
 	})

@@ -2,8 +2,9 @@
 // (go tool pprof), the Firefox Profiler's processed format, speedscope's file format,
 // folded stacks (flamegraph.pl, inferno) and a self-contained interactive SVG flame graph.
 //
-// Every writer takes the whole run and reads its profile only: frames, stacks, entries,
-// threads and, where a format keeps time, the per-sample series. A run saved before the
+// Every writer takes the whole run and reads its profile only: frames, locations, stacks,
+// entries, threads and, where a format keeps time, the per-sample series. pprof keeps each
+// location (address, mapping, source lines); the others count functions. A run saved before the
 // series existed has no sample times: the time-keeping formats then write one sample per
 // entry (its count as the weight) at the entry's first sample time.
 package export
@@ -73,10 +74,24 @@ func check(run *store.Run) error {
 		return errors.New("export: no run")
 	}
 	p := &run.Profile
+	for i := range p.Locations {
+		l := &p.Locations[i]
+		if len(l.Lines) == 0 {
+			return fmt.Errorf("export: location %d has no lines", i)
+		}
+		if int(l.Mapping) > len(p.Mappings) {
+			return fmt.Errorf("export: location %d names mapping %d of %d", i, l.Mapping, len(p.Mappings))
+		}
+		for _, ln := range l.Lines {
+			if int(ln.Func) >= len(p.Frames) {
+				return fmt.Errorf("export: location %d names frame %d of %d", i, ln.Func, len(p.Frames))
+			}
+		}
+	}
 	for i, s := range p.Stacks {
-		for _, f := range s {
-			if int(f) >= len(p.Frames) {
-				return fmt.Errorf("export: stack %d names frame %d of %d", i, f, len(p.Frames))
+		for _, id := range s {
+			if int(id) >= len(p.Locations) {
+				return fmt.Errorf("export: stack %d names location %d of %d", i, id, len(p.Locations))
 			}
 		}
 	}
@@ -139,20 +154,6 @@ func cleanText(s string) string {
 		}
 	}
 	return b.String()
-}
-
-// inlineGroups splits a leaf-first stack into the groups that share one machine frame:
-// inlined frames followed by the function they were inlined into. fn gets each group's
-// bounds [lo, hi) in the stack, leaf group first.
-func inlineGroups(frames []agg.Frame, stack []uint32, fn func(lo, hi int)) {
-	for lo := 0; lo < len(stack); {
-		hi := lo
-		for hi < len(stack)-1 && frames[stack[hi]].Inlined {
-			hi++
-		}
-		fn(lo, hi+1)
-		lo = hi + 1
-	}
 }
 
 // threadKey is a thread of a process.

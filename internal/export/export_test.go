@@ -3,6 +3,7 @@ package export
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"reflect"
 	"sort"
 	"testing"
 	"time"
@@ -73,6 +74,7 @@ func fixture() *store.Run {
 	}
 	const startNs = 5_000_000_000
 	p := agg.Profile{Frames: frames, Stacks: stacks, Entries: entries, Threads: threads}
+	p.LocateFrameStacks()
 	// Keys: one per entry, and one never named (-1).
 	p.KeyEntry = make([]int32, len(entries)+1)
 	for i := range entries {
@@ -163,18 +165,21 @@ func TestFixtureSeries(t *testing.T) {
 	}
 }
 
-func TestInlineGroups(t *testing.T) {
-	r := fixture()
-	var got [][2]int
-	inlineGroups(r.Profile.Frames, r.Profile.Stacks[7], func(lo, hi int) { got = append(got, [2]int{lo, hi}) })
-	want := [][2]int{{0, 1}, {1, 3}, {3, 4}}
-	if len(got) != len(want) {
-		t.Fatalf("groups %v, want %v", got, want)
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Fatalf("groups %v, want %v", got, want)
+// TestFixtureLocations: the fixture's frames, inlined ones with the function they are
+// inlined into, make its locations.
+func TestFixtureLocations(t *testing.T) {
+	p := &fixture().Profile
+	var got [][]uint32
+	for _, lid := range p.Stacks[7] {
+		var fs []uint32
+		for _, ln := range p.Locations[lid].Lines {
+			fs = append(fs, ln.Func)
 		}
+		got = append(got, fs)
+	}
+	want := [][]uint32{{fPageFault}, {fLeafInl, fHostile}, {fWorkerLoop}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("locations %v, want %v", got, want)
 	}
 }
 
@@ -189,6 +194,11 @@ func TestCheckRejectsBadIndexes(t *testing.T) {
 	r = fixture()
 	r.Profile.Stacks[0] = append(r.Profile.Stacks[0], 1000)
 	if err := WriteFolded(discard{}, r); err == nil {
+		t.Error("no error for a bad location index")
+	}
+	r = fixture()
+	r.Profile.Locations[0].Lines = []agg.Line{{Func: 1000}}
+	if err := WritePprof(discard{}, r); err == nil {
 		t.Error("no error for a bad frame index")
 	}
 }

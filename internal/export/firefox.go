@@ -409,14 +409,14 @@ func (t *fxThread) stack(p *agg.Profile, si uint32) *int {
 	if st, ok := t.stackOf[si]; ok {
 		return st
 	}
-	s := p.Stacks[si]
-	// Inline depths: within a group, the function inlined into is depth 0.
+	// Inline depths: within a location, the function inlined into is depth 0.
 	t.scratch = t.scratch[:0]
-	inlineGroups(p.Frames, s, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			t.scratch = append(t.scratch, fxFramePos{s[i], hi - 1 - i})
+	for _, lid := range p.Stacks[si] {
+		lines := p.Locations[lid].Lines
+		for i, ln := range lines {
+			t.scratch = append(t.scratch, fxFramePos{ln.Func, len(lines) - 1 - i})
 		}
-	})
+	}
 	prefix := -1
 	for i := len(t.scratch) - 1; i >= 0; i-- {
 		fp := t.scratch[i]

@@ -47,12 +47,13 @@ func foldedLines(p *agg.Profile) ([]string, []uint64) {
 	}
 	total := map[string]uint64{}
 	var b strings.Builder
+	fst := p.FuncStacks()
 	for si, n := range perStack {
 		if n == 0 {
 			continue
 		}
 		b.Reset()
-		s := p.Stacks[si]
+		s := fst[si]
 		for i := len(s) - 1; i >= 0; i-- {
 			b.WriteString(names[s[i]])
 			if i > 0 {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
@@ -16,10 +15,15 @@ import (
 //
 // Each entry becomes a sample with two values, samples/count and cpu/nanoseconds (count
 // times the sampling period), labelled pid, tid (numeric) and thread (the thread's name).
-// A location is one machine frame: the function and, as further lines, the functions
-// inlined into it (Line[0] the innermost), with the sampled address on leaf locations.
-// Each image is a mapping (with its build-id where the run knows it); JIT'd code is in
-// the mapping "[jit]" and the kernel in "[kernel.kallsyms]".
+// Each location of the run is a location: its address (the sampled instruction for a leaf,
+// the call instruction for a caller: the return address minus one), its mapping, and its
+// lines, innermost inlined function first, each with its source line. Mappings are the
+// image segments the run's code lay in, with their address ranges, file offsets, paths and
+// build-ids, so pprof finds the binaries (-disasm) and the sources (-list); the recorded
+// program's own image comes first. JIT'd code is in one mapping per process named [jit],
+// the kernel in one named [kernel.kallsyms]; both are ranged over the addresses sampled in
+// them. Runs saved before stax kept locations have address 0 everywhere but at the leaves
+// (an entry's leaf address), and one mapping per image, without ranges.
 func WritePprof(w io.Writer, run *store.Run) error {
 	p, err := Pprof(run)
 	if err != nil {
@@ -57,109 +61,205 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 		out.Comments = append(out.Comments, "command: "+cleanText(strings.Join(run.Meta.Command, " ")))
 	}
 
-	buildIDs := map[string]string{}
+	x := &pprofBuilder{run: run, out: out, byKey: map[mappingKey]*profile.Mapping{}, funcs: map[funcKey]*profile.Function{},
+		frameFuncs: make([]*profile.Function, len(prof.Frames)), locs: make([]*profile.Location, len(prof.Locations)),
+		leafLocs: map[leafKey]*profile.Location{}, runMappings: make([]*profile.Mapping, len(prof.Mappings)),
+		byContent: map[string]*profile.Location{}}
 	for _, c := range run.Code {
 		if c.Path != "" && c.BuildID != "" {
-			buildIDs[c.Path] = c.BuildID
+			if x.buildIDs == nil {
+				x.buildIDs = map[string]string{}
+			}
+			x.buildIDs[c.Path] = c.BuildID
+			x.buildIDs[filepath.Base(c.Path)] = c.BuildID
 		}
 	}
-	mappings := map[string]*profile.Mapping{}
-	mapping := func(f *agg.Frame) *profile.Mapping {
-		name := imageName(f)
-		if m, ok := mappings[name]; ok {
-			return m
-		}
-		m := &profile.Mapping{ID: uint64(len(out.Mapping) + 1), File: name, BuildID: buildIDs[f.Image],
-			HasFunctions: true, HasFilenames: true, HasLineNumbers: true, HasInlineFrames: true}
-		mappings[name] = m
-		out.Mapping = append(out.Mapping, m)
-		return m
-	}
-	type funcKey struct{ name, file, image string }
-	funcs := map[funcKey]*profile.Function{}
-	frameFuncs := make([]*profile.Function, len(prof.Frames))
-	function := func(id uint32) *profile.Function {
-		if fn := frameFuncs[id]; fn != nil {
-			return fn
-		}
-		f := &prof.Frames[id]
-		k := funcKey{funcName(f), f.File, imageName(f)}
-		fn := funcs[k]
-		if fn == nil {
-			fn = &profile.Function{ID: uint64(len(out.Function) + 1), Name: cleanText(k.name), SystemName: cleanText(k.name),
-				Filename: cleanText(f.File), StartLine: int64(f.Line)}
-			funcs[k] = fn
-			out.Function = append(out.Function, fn)
-		}
-		frameFuncs[id] = fn
-		return fn
-	}
-
-	// Locations: one per distinct group of frames (and leaf address, for leaf groups).
-	locs := map[string]*profile.Location{}
-	var key []byte
-	location := func(group []uint32, addr uint64) *profile.Location {
-		key = key[:0]
-		for _, id := range group {
-			key = binary.LittleEndian.AppendUint32(key, id)
-		}
-		key = binary.LittleEndian.AppendUint64(key, addr)
-		if l, ok := locs[string(key)]; ok {
-			return l
-		}
-		outer := &prof.Frames[group[len(group)-1]]
-		l := &profile.Location{ID: uint64(len(out.Location) + 1), Mapping: mapping(outer), Address: addr}
-		for _, id := range group {
-			l.Line = append(l.Line, profile.Line{Function: function(id), Line: int64(prof.Frames[id].Line)})
-		}
-		locs[string(key)] = l
-		out.Location = append(out.Location, l)
-		return l
-	}
-	// The non-leaf locations of a stack are the same for all its entries.
-	upper := make([][]*profile.Location, len(prof.Stacks))
-	upperDone := make([]bool, len(prof.Stacks))
 	names := threadNames(prof)
-
 	for _, e := range prof.Entries {
 		if e.Count == 0 {
 			continue
 		}
 		stack := prof.Stacks[e.Stack]
-		if !upperDone[e.Stack] {
-			first := true
-			inlineGroups(prof.Frames, stack, func(lo, hi int) {
-				if first {
-					first = false
-					return
-				}
-				upper[e.Stack] = append(upper[e.Stack], location(stack[lo:hi], 0))
-			})
-			upperDone[e.Stack] = true
-		}
 		s := &profile.Sample{
 			Value:    []int64{int64(e.Count), int64(e.Count) * period},
 			NumLabel: map[string][]int64{"pid": {int64(e.Pid)}, "tid": {int64(e.Tid)}},
 		}
 		if len(stack) > 0 {
-			leafHi := 0
-			for leafHi < len(stack)-1 && prof.Frames[stack[leafHi]].Inlined {
-				leafHi++
+			s.Location = make([]*profile.Location, len(stack))
+			for i, lid := range stack {
+				if i == 0 && prof.Locations[lid].Addr == 0 && e.Leaf != 0 {
+					s.Location[i] = x.leafLocation(lid, e.Leaf)
+				} else {
+					s.Location[i] = x.location(lid)
+				}
 			}
-			s.Location = make([]*profile.Location, 0, 1+len(upper[e.Stack]))
-			s.Location = append(s.Location, location(stack[:leafHi+1], e.Leaf))
-			s.Location = append(s.Location, upper[e.Stack]...)
 		}
 		if name := names[threadKey{e.Pid, e.Tid}]; name != "" {
 			s.Label = map[string][]string{"thread": {cleanText(name)}}
 		}
 		out.Sample = append(out.Sample, s)
 	}
+	x.rangeMappings()
 	mainFirst(out, run)
 	if err := out.CheckValid(); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// mappingKey identifies a pprof mapping: a range of an image (the same in every process
+// that maps it there), or code ranged only by what was sampled: a process's JIT code, the
+// kernel, an image of a run saved without mappings.
+type mappingKey struct {
+	start, limit, offset uint64
+	file, buildID        string
+	pid                  uint32 // JIT code only
+}
+
+type funcKey struct{ name, file, image string }
+
+type leafKey struct {
+	loc  uint32
+	addr uint64
+}
+
+// pprofBuilder makes the pprof tables of a run once each.
+type pprofBuilder struct {
+	run         *store.Run
+	out         *profile.Profile
+	byKey       map[mappingKey]*profile.Mapping
+	runMappings []*profile.Mapping // by the run's mapping id - 1
+	unranged    []*profile.Mapping // mappings to range over their locations
+	buildIDs    map[string]string  // image path or name -> build-id, from the run's code
+	funcs       map[funcKey]*profile.Function
+	frameFuncs  []*profile.Function
+	locs        []*profile.Location
+	leafLocs    map[leafKey]*profile.Location
+	byContent   map[string]*profile.Location // by mapping, address and lines: one per process may be the same
+	key         []byte
+}
+
+func (x *pprofBuilder) mapping(k mappingKey) *profile.Mapping {
+	if m, ok := x.byKey[k]; ok {
+		return m
+	}
+	m := &profile.Mapping{ID: uint64(len(x.out.Mapping) + 1), Start: k.start, Limit: k.limit, Offset: k.offset,
+		File: cleanText(k.file), BuildID: k.buildID, HasFunctions: true, HasFilenames: true, HasLineNumbers: true, HasInlineFrames: true}
+	if m.BuildID == "" {
+		m.BuildID = x.buildIDs[k.file]
+	}
+	x.byKey[k] = m
+	x.out.Mapping = append(x.out.Mapping, m)
+	if k.limit == 0 {
+		x.unranged = append(x.unranged, m)
+	}
+	return m
+}
+
+// locMapping is the mapping of location lid: the run's own, or, for a run saved without
+// mappings, one per image named after its outermost function's.
+func (x *pprofBuilder) locMapping(lid uint32) *profile.Mapping {
+	p := &x.run.Profile
+	loc := &p.Locations[lid]
+	if loc.Mapping == 0 {
+		return x.mapping(mappingKey{file: imageName(&p.Frames[loc.Outer()])})
+	}
+	if m := x.runMappings[loc.Mapping-1]; m != nil {
+		return m
+	}
+	rm := &p.Mappings[loc.Mapping-1]
+	k := mappingKey{start: rm.Start, limit: rm.Limit, offset: rm.Offset, file: rm.File, buildID: rm.BuildID}
+	switch {
+	case rm.File == "[jit]":
+		k = mappingKey{file: rm.File, pid: rm.Pid}
+	case rm.Limit <= rm.Start:
+		k = mappingKey{file: rm.File, buildID: rm.BuildID}
+	}
+	m := x.mapping(k)
+	x.runMappings[loc.Mapping-1] = m
+	return m
+}
+
+func (x *pprofBuilder) function(id uint32) *profile.Function {
+	if fn := x.frameFuncs[id]; fn != nil {
+		return fn
+	}
+	f := &x.run.Profile.Frames[id]
+	k := funcKey{funcName(f), f.File, imageName(f)}
+	fn := x.funcs[k]
+	if fn == nil {
+		fn = &profile.Function{ID: uint64(len(x.out.Function) + 1), Name: cleanText(k.name), SystemName: cleanText(k.name),
+			Filename: cleanText(f.File), StartLine: int64(f.Line)}
+		x.funcs[k] = fn
+		x.out.Function = append(x.out.Function, fn)
+	}
+	x.frameFuncs[id] = fn
+	return fn
+}
+
+func (x *pprofBuilder) newLocation(lid uint32, addr uint64) *profile.Location {
+	loc := &x.run.Profile.Locations[lid]
+	m := x.locMapping(lid)
+	x.key = binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(x.key[:0], m.ID), addr)
+	for _, ln := range loc.Lines {
+		x.key = binary.LittleEndian.AppendUint64(x.key, x.function(ln.Func).ID)
+		x.key = binary.LittleEndian.AppendUint32(x.key, uint32(ln.Line))
+	}
+	if l, ok := x.byContent[string(x.key)]; ok {
+		return l
+	}
+	l := &profile.Location{ID: uint64(len(x.out.Location) + 1), Mapping: m, Address: addr}
+	for _, ln := range loc.Lines {
+		l.Line = append(l.Line, profile.Line{Function: x.function(ln.Func), Line: int64(ln.Line)})
+	}
+	x.out.Location = append(x.out.Location, l)
+	x.byContent[string(x.key)] = l
+	return l
+}
+
+func (x *pprofBuilder) location(lid uint32) *profile.Location {
+	if l := x.locs[lid]; l != nil {
+		return l
+	}
+	l := x.newLocation(lid, x.run.Profile.Locations[lid].Addr)
+	x.locs[lid] = l
+	return l
+}
+
+// leafLocation is location lid at the leaf address of an entry, for runs saved before
+// locations had addresses.
+func (x *pprofBuilder) leafLocation(lid uint32, addr uint64) *profile.Location {
+	k := leafKey{lid, addr}
+	if l, ok := x.leafLocs[k]; ok {
+		return l
+	}
+	l := x.newLocation(lid, addr)
+	x.leafLocs[k] = l
+	return l
+}
+
+// rangeMappings gives the mappings no range was known for (JIT code, the kernel) the range
+// of the addresses sampled in them.
+func (x *pprofBuilder) rangeMappings() {
+	if len(x.unranged) == 0 {
+		return
+	}
+	lo := map[*profile.Mapping]uint64{}
+	hi := map[*profile.Mapping]uint64{}
+	for _, l := range x.out.Location {
+		if l.Address == 0 || l.Mapping == nil || l.Mapping.Limit != 0 {
+			continue
+		}
+		if v, ok := lo[l.Mapping]; !ok || l.Address < v {
+			lo[l.Mapping] = l.Address
+		}
+		hi[l.Mapping] = max(hi[l.Mapping], l.Address+1)
+	}
+	for _, m := range x.unranged {
+		if h, ok := hi[m]; ok {
+			m.Start, m.Limit = lo[m], h
+		}
+	}
 }
 
 // mainFirst puts the recorded program's own image first among the mappings: pprof names

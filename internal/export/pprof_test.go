@@ -2,10 +2,16 @@ package export
 
 import (
 	"bytes"
+	"fmt"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/store"
 )
 
 func parsePprof(t *testing.T, b []byte) *profile.Profile {
@@ -124,5 +130,90 @@ func TestPprofWithoutTimes(t *testing.T) {
 	pa, pb := parsePprof(t, a.Bytes()), parsePprof(t, b.Bytes())
 	if len(pa.Sample) != len(pb.Sample) {
 		t.Errorf("%d samples with times, %d without", len(pa.Sample), len(pb.Sample))
+	}
+}
+
+// locatedRun is a run whose locations have addresses, lines and mappings: the program's
+// image mapped in two processes at one address and a library at another, each process's
+// JIT code, and the kernel.
+func locatedRun() *store.Run {
+	fr := func(name, image, kind, file string, inlined bool) agg.Frame {
+		return agg.Frame{Func: name, Image: image, Kind: kind, File: file, Inlined: inlined}
+	}
+	p := agg.Profile{
+		Frames: []agg.Frame{
+			fr("main", "app", agg.KindUser, "/src/app.c", false),      // 0
+			fr("helper", "app", agg.KindUser, "/src/util.h", true),    // 1
+			fr("memcpy", "libc.so.6", agg.KindUser, "", false),        // 2
+			fr("js_loop", "[jit]", agg.KindJIT, "loop.js", false),     // 3
+			fr("irq", "[kernel.kallsyms]", agg.KindKernel, "", false), // 4
+		},
+		Mappings: []agg.Mapping{
+			{Pid: 1, Start: 0x1000, Limit: 0x2000, Offset: 0x1000, File: "/bin/app", BuildID: "aa"},
+			{Pid: 2, Start: 0x1000, Limit: 0x2000, Offset: 0x1000, File: "/bin/app", BuildID: "aa"},
+			{Pid: 1, Start: 0x7000, Limit: 0x9000, File: "/lib/libc.so.6", BuildID: "bb"},
+			{Pid: 1, File: "[jit]"},
+			{Pid: 2, File: "[jit]"},
+			{File: "[kernel.kallsyms]"},
+		},
+		Locations: []agg.Location{
+			{Addr: 0x1010, Mapping: 1, Lines: []agg.Line{{Func: 1, Line: 3}, {Func: 0, Line: 10}}}, // 0
+			{Addr: 0x1020, Mapping: 1, Lines: []agg.Line{{Func: 0, Line: 12}}},                     // 1
+			{Addr: 0x7100, Mapping: 3, Lines: []agg.Line{{Func: 2}}},                               // 2
+			{Addr: 0x50000, Mapping: 4, Lines: []agg.Line{{Func: 3, Line: 7}}},                     // 3
+			{Addr: 0x50100, Mapping: 4, Lines: []agg.Line{{Func: 3, Line: 8}}},                     // 4
+			{Addr: 0x60000, Mapping: 5, Lines: []agg.Line{{Func: 3, Line: 7}}},                     // 5
+			{Addr: 0xffffffff81000010, Mapping: 6, Lines: []agg.Line{{Func: 4}}},                   // 6
+			{Addr: 0x1020, Mapping: 2, Lines: []agg.Line{{Func: 0, Line: 12}}},                     // 7
+		},
+		Stacks: [][]uint32{{0}, {2, 1}, {3, 1}, {4, 1}, {6, 5, 7}},
+		Entries: []agg.Entry{
+			{Tid: 1, Pid: 1, Stack: 0, Count: 5, Leaf: 0x1010, LeafFunc: 0},
+			{Tid: 1, Pid: 1, Stack: 1, Count: 4, Leaf: 0x7100, LeafFunc: 2},
+			{Tid: 1, Pid: 1, Stack: 2, Count: 3, Leaf: 0x50000, LeafFunc: 3},
+			{Tid: 1, Pid: 1, Stack: 3, Count: 2, Leaf: 0x50100, LeafFunc: 3},
+			{Tid: 2, Pid: 2, Stack: 4, Count: 1, Leaf: 0xffffffff81000010, LeafFunc: 4},
+		},
+	}
+	p.ExpandStacks()
+	return &store.Run{Meta: store.Meta{ID: "x", Freq: 1000, Command: []string{"/bin/app"}}, Profile: p}
+}
+
+// TestPprofLocations: each location keeps its address, lines and mapping; the image is one
+// mapping in both processes (same range), JIT code one per process ranged over its
+// addresses, the kernel one; the program's image first.
+func TestPprofLocations(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WritePprof(&buf, locatedRun()); err != nil {
+		t.Fatal(err)
+	}
+	p := parsePprof(t, buf.Bytes())
+	var maps []string
+	for _, m := range p.Mapping {
+		maps = append(maps, fmt.Sprintf("%s %#x-%#x+%#x %s", m.File, m.Start, m.Limit, m.Offset, m.BuildID))
+	}
+	want := []string{"/bin/app 0x1000-0x2000+0x1000 aa", "/lib/libc.so.6 0x7000-0x9000+0x0 bb", "[jit] 0x50000-0x50101+0x0 ",
+		"[jit] 0x60000-0x60001+0x0 ", "[kernel.kallsyms] 0xffffffff81000010-0xffffffff81000011+0x0 "}
+	sort.Strings(maps[1:])
+	if !reflect.DeepEqual(maps, want) {
+		t.Errorf("mappings %q\nwant     %q", maps, want)
+	}
+	var locs []string
+	for _, l := range p.Location {
+		s := fmt.Sprintf("%#x %s:", l.Address, l.Mapping.File)
+		for _, ln := range l.Line {
+			s += fmt.Sprintf(" %s@%s:%d", ln.Function.Name, ln.Function.Filename, ln.Line)
+		}
+		locs = append(locs, s)
+	}
+	sort.Strings(locs)
+	wantLocs := []string{"0x1010 /bin/app: helper@/src/util.h:3 main@/src/app.c:10", "0x1020 /bin/app: main@/src/app.c:12",
+		"0x50000 [jit]: js_loop@loop.js:7", "0x50100 [jit]: js_loop@loop.js:8", "0x60000 [jit]: js_loop@loop.js:7",
+		"0x7100 /lib/libc.so.6: memcpy@:0", "0xffffffff81000010 [kernel.kallsyms]: irq@:0"}
+	if !reflect.DeepEqual(locs, wantLocs) {
+		t.Errorf("locations %q\nwant      %q", locs, wantLocs)
+	}
+	if len(p.Sample) != 5 || len(p.Sample[4].Location) != 3 || p.Sample[4].Location[2].Mapping != p.Mapping[0] {
+		t.Errorf("the second process's sample is not in the shared image mapping: %+v", p.Sample[4])
 	}
 }

@@ -51,11 +51,12 @@ func WriteSpeedscope(w io.Writer, run *store.Run) error {
 
 	// A stack's JSON, root first, made once.
 	stackJSON := make([][]byte, len(p.Stacks))
+	fst := p.FuncStacks()
 	stackOf := func(si uint32) []byte {
 		if b := stackJSON[si]; b != nil {
 			return b
 		}
-		s := p.Stacks[si]
+		s := fst[si]
 		b := make([]byte, 0, 2+len(s)*6)
 		b = append(b, '[')
 		for i := len(s) - 1; i >= 0; i-- {

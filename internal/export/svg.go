@@ -172,13 +172,14 @@ func svgTree(p *agg.Profile) []svgNode {
 		frame  uint32
 	}
 	index := map[key]int32{}
+	fst := p.FuncStacks()
 	for si, c := range perStack {
 		if c == 0 {
 			continue
 		}
 		nodes[0].total += c
 		cur := int32(0)
-		s := p.Stacks[si]
+		s := fst[si]
 		for i := len(s) - 1; i >= 0; i-- {
 			k := key{cur, s[i]}
 			n, ok := index[k]

@@ -19,6 +19,7 @@ import (
 func deepFixture() []byte {
 	r := fixture()
 	p := &r.Profile
+	p.Stacks = p.FrameStacks // built by hand: stacks of frames, located below
 	stack := []uint32{}
 	for i := range 80 {
 		p.Frames = append(p.Frames, agg.Frame{Func: fmt.Sprintf("deep_%d", i), Image: "/opt/app/bin/app", Kind: agg.KindUser})
@@ -27,6 +28,7 @@ func deepFixture() []byte {
 	stack = append(stack, fMain)
 	p.Stacks = append(p.Stacks, stack)
 	p.Entries = append(p.Entries, agg.Entry{Tid: 101, Pid: 100, Stack: uint32(len(p.Stacks) - 1), Count: 100, Leaf: 0x401000, LeafFunc: int32(stack[0])})
+	p.LocateFrameStacks()
 	var buf bytes.Buffer
 	if err := WriteSVG(&buf, r); err != nil {
 		panic(err)

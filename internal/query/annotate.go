@@ -98,14 +98,14 @@ func Annotate(run *store.Run, o AnnotateOptions) (*AnnotateResult, error) {
 		if e.LeafFunc >= 0 {
 			return e.LeafFunc
 		}
-		if st := p.Stacks[e.Stack]; len(st) > 0 && p.Frames[st[0]].Kind != agg.KindKernel {
-			return int32(st[0])
+		if leaf, ok := p.LeafFrame(e.Stack); ok && p.Frames[leaf].Kind != agg.KindKernel {
+			return int32(leaf)
 		}
 		return -1
 	}
 	topFrame := func(e *agg.Entry) int32 {
-		if st := p.Stacks[e.Stack]; len(st) > 0 {
-			return int32(st[0])
+		if leaf, ok := p.LeafFrame(e.Stack); ok {
+			return int32(leaf)
 		}
 		return -1
 	}

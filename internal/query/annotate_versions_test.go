@@ -17,8 +17,9 @@ import (
 // oneFrame names every address "fib" (a JIT function compiled several times).
 type oneFrame struct{}
 
-func (oneFrame) Resolve(pid uint32, t uint64, chain []uint64, out []agg.Frame) ([]agg.Frame, int, uint64, int) {
-	return append(out, agg.Frame{Func: "fib", Image: "[jit]", Kind: agg.KindJIT}), 0, chain[1], 0
+func (oneFrame) Resolve(pid uint32, t uint64, chain []uint64, out []agg.Site) ([]agg.Site, int, uint64, int) {
+	return append(out, agg.Site{Frame: agg.Frame{Func: "fib", Image: "[jit]", Kind: agg.KindJIT}, Addr: chain[1],
+		Mapping: agg.Mapping{Pid: pid, File: "[jit]"}}), len(out), chain[1], 0
 }
 func (oneFrame) Version() uint64 { return 1 }
 
@@ -129,6 +130,7 @@ func TestAnnotateInlinedTarget(t *testing.T) {
 		},
 		Code: []store.Code{{Frame: 0, Start: start, Size: uint64(len(loop)), Arch: int(elf.EM_X86_64), Bytes: loop}},
 	}
+	run.Profile.LocateFrameStacks()
 	res, err := Annotate(run, AnnotateOptions{Target: "step (inlined)"})
 	if err != nil {
 		t.Fatal(err)
@@ -171,11 +173,13 @@ func TestAnnotateImageOffset(t *testing.T) {
 	}
 	// The sampled address: the last instruction of spin's first 16 bytes, found by
 	// decoding from the symbol; the window begins 3 bytes before the symbol (mid-code).
-	whole, _ := Annotate(&store.Run{
+	first := &store.Run{
 		Profile: agg.Profile{Frames: []agg.Frame{{Func: "spin", Image: "w", Kind: agg.KindUser}}, Stacks: [][]uint32{{0}},
 			Entries: []agg.Entry{{Stack: 0, Count: 1, Leaf: spin.Value, LeafFunc: 0}}},
 		Code: []store.Code{{Frame: 0, Start: spin.Value, Size: spin.Size, Arch: int(elf.EM_X86_64), Path: prog, Vaddr: spin.Value}},
-	}, AnnotateOptions{Target: "spin"})
+	}
+	first.Profile.LocateFrameStacks()
+	whole, _ := Annotate(first, AnnotateOptions{Target: "spin"})
 	if whole == nil || len(whole.Annotation.Insts) < 3 {
 		t.Fatalf("annotate spin: %+v", whole)
 	}
@@ -186,6 +190,7 @@ func TestAnnotateImageOffset(t *testing.T) {
 			Entries: []agg.Entry{{Stack: 0, Count: 7, Leaf: hot, LeafFunc: -1}}},
 		Code: []store.Code{{Frame: 0, Start: spin.Value - 3, Size: 64, Arch: int(elf.EM_X86_64), Path: prog, Vaddr: spin.Value - 3}},
 	}
+	run.Profile.LocateFrameStacks()
 	res, err := Annotate(run, AnnotateOptions{Target: name})
 	if err != nil {
 		t.Fatal(err)

@@ -48,10 +48,13 @@ type TopOptions struct {
 	N         int
 	ByTotal   bool
 	ByProcess bool // list processes, not functions
-	Tid       uint32
-	Processes Processes
-	Window    Window
-	Transform api.Transform
+	// Granularity is what a row is (by function, source line, address or image), whether
+	// inlined functions count, and whether names are short.
+	Granularity agg.Granularity
+	Tid         uint32
+	Processes   Processes
+	Window      Window
+	Transform   api.Transform
 }
 
 // Top answers `stax top`.
@@ -66,7 +69,11 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 		return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples,
 			Sort: "samples", By: "process", Rows: []agg.TopRow{}, Processes: procs}, nil
 	}
-	rows, samples := agg.Top(&run.Profile, f, o.N, o.ByTotal)
+	g, err := granularity(o.Granularity, true)
+	if err != nil {
+		return api.Top{}, err
+	}
+	rows, samples := agg.Top(run.Profile.At(g), f, o.N, o.ByTotal)
 	sort := "self"
 	if o.ByTotal {
 		sort = "total"
@@ -74,14 +81,31 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 	if rows == nil {
 		rows = []agg.TopRow{}
 	}
-	return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, Sort: sort, By: "function", Rows: rows}, nil
+	return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, Sort: sort,
+		By: g.By, NoInline: g.NoInline, Short: g.Short, Rows: rows}, nil
+}
+
+// granularity checks a query's granularity and fills in its default (by function).
+func granularity(g agg.Granularity, process bool) (agg.Granularity, error) {
+	if g.By == "" {
+		g.By = agg.ByFunction
+	}
+	if !agg.ValidGranularity(g.By) {
+		or := "function, line, address or image"
+		if process {
+			or = "function, line, address, image or process"
+		}
+		return g, fmt.Errorf("--by must be %s, not %q", or, g.By)
+	}
+	return g, nil
 }
 
 // FlameOptions are the flags of `stax flame`.
 type FlameOptions struct {
 	Depth        int
 	ThresholdPct float64
-	Inverted     bool // bottom-up: leaf functions at the root
+	Inverted     bool            // bottom-up: leaf functions at the root
+	Granularity  agg.Granularity // what a node is (see TopOptions)
 	Tid          uint32
 	Processes    Processes
 	Window       Window
@@ -103,16 +127,20 @@ func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
 			return api.Flame{}, fmt.Errorf("match %q is not a regular expression (%s): write one in Go's syntax, as pprof's", o.Match, reError(err))
 		}
 	}
+	g, err := granularity(o.Granularity, false)
+	if err != nil {
+		return api.Flame{}, err
+	}
 	build := agg.Flame
 	if o.Inverted {
 		build = agg.InvertedFlame
 	}
 	f := o.Processes.filter(&run.Profile, o.Tid)
-	root, samples := build(&run.Profile, f, o.Depth, o.ThresholdPct)
+	root, samples := build(run.Profile.At(g), f, o.Depth, o.ThresholdPct)
 	res := api.Flame{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
-		Inverted: o.Inverted, Samples: samples, Root: root}
+		Inverted: o.Inverted, By: g.By, NoInline: g.NoInline, Short: g.Short, Samples: samples, Root: root}
 	if match != nil {
-		// Focus keeps the samples with a matching frame; a tree one level deep counts them.
+		// Focus keeps the samples with a matching function; a tree one level deep counts them.
 		_, n := agg.Flame(run.Profile.Transform(&agg.Transform{Focus: match}), f, 1, 100)
 		res.Matched = &n
 	}
@@ -121,14 +149,16 @@ func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
 
 // CallersOptions are the flags of `stax callers` and `stax callees`.
 type CallersOptions struct {
-	Func      string // see FunctionMatcher
-	Callees   bool
-	MaxFuncs  int // 0: every matching function
-	MaxRows   int // per function; 0: all
-	Tid       uint32
-	Processes Processes
-	Window    Window
-	Transform api.Transform
+	Func     string // see FunctionMatcher
+	Callees  bool
+	MaxFuncs int // 0: every matching function
+	MaxRows  int // per function; 0: all
+	// Granularity is what a row (a caller or callee) is; the matching functions stay whole.
+	Granularity agg.Granularity
+	Tid         uint32
+	Processes   Processes
+	Window      Window
+	Transform   api.Transform
 }
 
 // Callers answers `stax callers` and `stax callees`. No function matching is no error: the
@@ -138,7 +168,20 @@ func Callers(run *store.Run, o CallersOptions) (api.Callers, error) {
 	if err != nil {
 		return api.Callers{}, err
 	}
-	fs, samples := agg.Callers(&run.Profile, o.Processes.filter(&run.Profile, o.Tid), FunctionMatcher(o.Func), o.MaxFuncs, o.MaxRows, o.Callees)
+	g, err := granularity(o.Granularity, false)
+	if err != nil {
+		return api.Callers{}, err
+	}
+	match := FunctionMatcher(o.Func)
+	if g.Short {
+		// The names asked about are those shown.
+		full := match
+		match = func(f agg.Frame) bool {
+			return full(f) || f.Kind == agg.KindUser && full(agg.Frame{Func: agg.ShortName(f.Func)})
+		}
+	}
+	p := run.Profile.AtKeeping(g, match)
+	fs, samples := agg.Callers(p, o.Processes.filter(&run.Profile, o.Tid), match, o.MaxFuncs, o.MaxRows, o.Callees)
 	if fs == nil {
 		fs = []agg.CallFunction{}
 	}
@@ -147,7 +190,7 @@ func Callers(run *store.Run, o CallersOptions) (api.Callers, error) {
 		dir = api.DirCallees
 	}
 	return api.Callers{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
-		Samples: samples, Direction: dir, Match: o.Func, Functions: fs}, nil
+		Samples: samples, Direction: dir, Match: o.Func, By: g.By, NoInline: g.NoInline, Short: g.Short, Functions: fs}, nil
 }
 
 // Threads answers `stax threads`.

@@ -10,7 +10,7 @@ import (
 )
 
 func run(finished bool) *store.Run {
-	return &store.Run{
+	r := &store.Run{
 		Meta: store.Meta{ID: "r", Finished: finished, Samples: 30},
 		Profile: agg.Profile{
 			Frames:  []agg.Frame{{Func: "main", Kind: agg.KindUser}, {Func: "hot", Kind: agg.KindUser}},
@@ -19,6 +19,8 @@ func run(finished bool) *store.Run {
 			Threads: []agg.ThreadInfo{{Tid: 1, Name: "a"}, {Tid: 2, Name: "b"}},
 		},
 	}
+	r.Profile.LocateFrameStacks()
+	return r
 }
 
 func TestAnswersSayTheStoredState(t *testing.T) {

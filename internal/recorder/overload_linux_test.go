@@ -55,7 +55,7 @@ func TestOverloadKeepsSamplesWithFramePointerStacks(t *testing.T) {
 	// The program is built without frame pointers: its frame-pointer stacks are shorter
 	// than its unwound ones.
 	deepest := func(run *store.Run) (n int) {
-		for _, st := range run.Profile.Stacks {
+		for _, st := range run.Profile.FuncStacks() {
 			n = max(n, len(st))
 		}
 		return n

@@ -68,7 +68,7 @@ func replayed(t testing.TB, recs []replay.Record, pid int, callGraph string, wor
 	got := map[string]uint64{}
 	for _, e := range p.Entries {
 		var names []string
-		for _, f := range p.Stacks[e.Stack] {
+		for _, f := range p.AppendFrames(nil, e.Stack) {
 			names = append(names, p.Frames[f].Func)
 		}
 		got[fmt.Sprintf("%d %s", e.Tid, strings.Join(names, ";"))] += e.Count

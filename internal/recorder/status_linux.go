@@ -39,8 +39,8 @@ func unnamedJITNotes(run *store.Run, comm func(int) string) []string {
 	p := &run.Profile
 	unnamed := map[uint32]uint64{}
 	for _, e := range p.Entries {
-		if st := p.Stacks[e.Stack]; len(st) > 0 {
-			if f := p.Frames[st[0]]; f.Kind == agg.KindJIT && strings.HasPrefix(f.Func, "[unknown]") {
+		if leaf, ok := p.LeafFrame(e.Stack); ok {
+			if f := p.Frames[leaf]; f.Kind == agg.KindJIT && strings.HasPrefix(f.Func, "[unknown]") {
 				unnamed[e.Pid] += e.Count
 			}
 		}

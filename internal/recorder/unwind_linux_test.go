@@ -59,6 +59,7 @@ func TestUnnamedJITNotes(t *testing.T) {
 		},
 		JIT: []store.JITSource{{Pid: 1, Path: "/tmp/perf-1.map", Kind: "perfmap"}, {Pid: 2, Path: "/tmp/jit-2.dump", Kind: "jitdump", Functions: 10}},
 	}
+	run.Profile.LocateFrameStacks()
 	notes := unnamedJITNotes(run, func(pid int) string { return map[int]string{1: "mono"}[pid] })
 	want := []string{"pid 1 (mono): 5 samples", "perf map /tmp/perf-1.map is empty", "pid 2: 7 samples", "jitdump /tmp/jit-2.dump has not announced", "pid 3: 9 samples", "no jitdump or perf map names it yet"}
 	all := strings.Join(notes, "\n")

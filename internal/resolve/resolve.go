@@ -5,6 +5,7 @@ package resolve
 
 import (
 	"debug/elf"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -127,27 +128,32 @@ func (r *Resolver) ImageErrors() map[string]string {
 	return out
 }
 
-// Resolve implements agg.Resolver.
-func (r *Resolver) Resolve(pid uint32, t uint64, chain []uint64, out []agg.Frame) ([]agg.Frame, int, uint64, int) {
+// Resolve implements agg.Resolver. Each machine frame's address is the sampled instruction
+// for the leaf and, for a caller, its return address minus one (the call instruction),
+// which is also what it is named after.
+func (r *Resolver) Resolve(pid uint32, t uint64, chain []uint64, out []agg.Site) ([]agg.Site, int, uint64, int) {
 	kernel, user := record.SplitCallchain(chain)
 	leafFunc := -1
 	var leaf uint64
 	unresolved := 0
 	for i, addr := range kernel {
+		at := addr
 		if i == 0 {
 			leaf = addr
+		} else if at > 0 {
+			at-- // a return address: the call is the instruction before it
 		}
-		f, ok := r.kernelFrame(addr)
+		f, ok := r.kernelFrame(at, addr)
 		if !ok {
 			unresolved++
 		} else if i == 0 {
 			leafFunc = len(out)
 		}
-		out = append(out, f)
+		out = append(out, agg.Site{Frame: f, Addr: at, Mapping: agg.Mapping{File: ImageKernel}})
 	}
 	for i, addr := range user {
 		if addr == record.TruncatedMark {
-			out = append(out, agg.Frame{Func: FuncTruncated, Image: ImageUnknown, Kind: agg.KindUnknown})
+			out = append(out, agg.Site{Frame: agg.Frame{Func: FuncTruncated, Image: ImageUnknown, Kind: agg.KindUnknown}})
 			continue
 		}
 		lookup := addr
@@ -169,10 +175,11 @@ func (r *Resolver) Resolve(pid uint32, t uint64, chain []uint64, out []agg.Frame
 	return out, leafFunc, leaf, unresolved
 }
 
-func (r *Resolver) kernelFrame(addr uint64) (agg.Frame, bool) {
+// kernelFrame names the kernel address lookup (addr, for the unnamed: the address sampled).
+func (r *Resolver) kernelFrame(lookup, addr uint64) (agg.Frame, bool) {
 	r.kernelAsked.Store(true)
 	if k, _ := r.syms.Kernel(); k != nil {
-		if s, ok := k.Lookup(addr); ok {
+		if s, ok := k.Lookup(lookup); ok {
 			img := ImageKernel
 			if s.Module != "" {
 				img = "[" + s.Module + "]"
@@ -196,21 +203,25 @@ func (r *Resolver) KernelError() error {
 	return err
 }
 
-func (r *Resolver) userFrames(pid uint32, t, addr, lookup uint64, out []agg.Frame) ([]agg.Frame, bool) {
+// userFrames appends the sites of the user address addr (named after lookup, the address
+// itself for the leaf, the call instruction for a caller).
+func (r *Resolver) userFrames(pid uint32, t, addr, lookup uint64, out []agg.Site) ([]agg.Site, bool) {
 	m := r.tracker.Find(int(pid), lookup, t)
 	if m == nil || m.Anonymous() && m.Path != vdso.Name {
 		if out, ok := r.jitFrames(pid, t, lookup, out); ok {
 			return out, true
 		}
 		if m == nil {
-			return append(out, agg.Frame{Func: fmt.Sprintf("[unknown] %#x", addr), Image: ImageUnknown, Kind: agg.KindUnknown}), false
+			return append(out, agg.Site{Frame: agg.Frame{Func: fmt.Sprintf("[unknown] %#x", addr), Image: ImageUnknown, Kind: agg.KindUnknown},
+				Addr: lookup}), false
 		}
 		// Code no file describes was written at run time: it is JIT code with no name.
 		img := ImageAnon
 		if m.Path != "" && m.Path != "//anon" {
 			img = m.Path
 		}
-		return append(out, agg.Frame{Func: fmt.Sprintf("[unknown] %#x", addr), Image: img, Kind: agg.KindJIT}), false
+		return append(out, agg.Site{Frame: agg.Frame{Func: fmt.Sprintf("[unknown] %#x", addr), Image: img, Kind: agg.KindJIT},
+			Addr: lookup, Mapping: agg.Mapping{Pid: pid, File: ImageJIT}}), false
 	}
 	if m.Deleted() {
 		if out, ok := r.jitFrames(pid, t, lookup, out); ok {
@@ -218,9 +229,15 @@ func (r *Resolver) userFrames(pid uint32, t, addr, lookup uint64, out []agg.Fram
 		}
 	}
 	ie := r.image(pid, m)
-	base := filepath.Base(strings.TrimSuffix(m.Path, " (deleted)"))
-	unknown := func(off uint64) ([]agg.Frame, bool) {
-		return append(out, agg.Frame{Func: fmt.Sprintf("%s+%#x", base, off), Image: base, Kind: agg.KindUnknown}), false
+	path := strings.TrimSuffix(m.Path, " (deleted)")
+	base := filepath.Base(path)
+	mapping := agg.Mapping{Pid: pid, Start: m.Start, Limit: m.End, Offset: m.Pgoff, File: path, BuildID: hex.EncodeToString(m.BuildID)}
+	if mapping.BuildID == "" && ie.err == nil && ie.im != nil {
+		mapping.BuildID = hex.EncodeToString(ie.im.BuildID)
+	}
+	unknown := func(off uint64) ([]agg.Site, bool) {
+		return append(out, agg.Site{Frame: agg.Frame{Func: fmt.Sprintf("%s+%#x", base, off), Image: base, Kind: agg.KindUnknown},
+			Addr: lookup, Mapping: mapping}), false
 	}
 	if ie.err != nil {
 		return unknown(lookup - m.Start + m.Pgoff)
@@ -242,39 +259,49 @@ func (r *Resolver) userFrames(pid uint32, t, addr, lookup uint64, out []agg.Fram
 	if len(res.frames) == 0 {
 		return unknown(vaddr)
 	}
-	return append(out, res.frames...), res.named
+	for i, f := range res.frames {
+		out = append(out, agg.Site{Frame: f, Line: int(res.lines[i]), Addr: lookup, Mapping: mapping})
+	}
+	return out, res.named
 }
 
 // symbolized is what the chain found for one address of an image.
 type symbolized struct {
 	frames []agg.Frame // nil: nothing bounds the address
+	lines  []int32     // the source line at the address in each frame's function; 0: not known
 	named  bool        // false for a function range with no name
 }
 
 // symbolize names vaddr in an image: its inline chain (innermost first) and the function
-// holding it, with source files where DWARF or .gopclntab has them. Code no symbol names
-// is one frame for the function range of .eh_frame holding it, named image+0xSTART after
-// the range's start, so a stripped function's samples add up in one row; it stays unnamed.
+// holding it, with source files and the line at vaddr in each where DWARF or .gopclntab
+// has them. Code no symbol names is one frame for the function range of .eh_frame holding
+// it, named image+0xSTART after the range's start, so a stripped function's samples add up
+// in one row; it stays unnamed.
 func (r *Resolver) symbolize(im *symbol.Image, base string, vaddr uint64) symbolized {
 	loc := im.Locate(vaddr)
 	var frames []agg.Frame
+	var lines []int32
 	for _, f := range loc.Frames {
 		if f.Func == "" {
 			continue
 		}
 		frames = append(frames, agg.Frame{Func: f.Func, Image: base, Kind: agg.KindUser, Inlined: f.Inlined, File: f.File})
+		lines = append(lines, int32(f.Line))
 	}
 	if len(frames) > 0 {
 		frames[len(frames)-1].Inlined = false
-		return symbolized{frames: frames, named: true}
+		return symbolized{frames: frames, lines: lines, named: true}
 	}
 	if start, _, ok := im.FuncRange(vaddr); ok {
-		return symbolized{frames: []agg.Frame{{Func: fmt.Sprintf("%s+%#x", base, start), Image: base, Kind: agg.KindUser}}}
+		return symbolized{frames: []agg.Frame{{Func: fmt.Sprintf("%s+%#x", base, start), Image: base, Kind: agg.KindUser}}, lines: []int32{0}}
 	}
 	return symbolized{}
 }
 
-func (r *Resolver) jitFrames(pid uint32, t, addr uint64, out []agg.Frame) ([]agg.Frame, bool) {
+// jitFrames appends the sites of JIT code at addr: the function, the functions inlined into
+// it there (innermost first), and the source line its debug info gives for addr, on the
+// innermost of them whose file it is.
+func (r *Resolver) jitFrames(pid uint32, t, addr uint64, out []agg.Site) ([]agg.Site, bool) {
 	jt := r.JITIfAny(pid)
 	if jt == nil {
 		return out, false
@@ -283,14 +310,29 @@ func (r *Resolver) jitFrames(pid uint32, t, addr uint64, out []agg.Frame) ([]agg
 	if !ok {
 		return out, false
 	}
+	m := agg.Mapping{Pid: pid, File: ImageJIT}
+	file, line, _ := jt.LineAt(f, addr)
+	start := len(out)
 	for _, in := range jt.InlineChain(f, addr) {
-		out = append(out, agg.Frame{Func: in.Name, Image: ImageJIT, Kind: agg.KindJIT, Inlined: true, File: in.File})
+		out = append(out, agg.Site{Frame: agg.Frame{Func: in.Name, Image: ImageJIT, Kind: agg.KindJIT, Inlined: true, File: in.File},
+			Addr: addr, Mapping: m})
 	}
 	fr := agg.Frame{Func: f.Name, Image: ImageJIT, Kind: agg.KindJIT}
 	if len(f.Lines) > 0 {
 		fr.File, fr.Line = f.Lines[0].File, f.Lines[0].Line
 	}
-	return append(out, fr), true
+	out = append(out, agg.Site{Frame: fr, Addr: addr, Mapping: m})
+	if line > 0 {
+		at := start
+		for i := start; i < len(out); i++ {
+			if out[i].Frame.File == file {
+				at = i
+				break
+			}
+		}
+		out[at].Line = line
+	}
+	return out, true
 }
 
 // image loads the ELF image behind m once (keyed by build-id, else path and inode; the vdso,

@@ -46,12 +46,16 @@ func TestResolvesThisProcess(t *testing.T) {
 	if len(frames) < 2 || leafFunc < 0 || leaf != pc {
 		t.Fatalf("frames %+v, leaf func %d, leaf %#x", frames, leafFunc, leaf)
 	}
-	if !strings.HasSuffix(frames[leafFunc].Func, "resolve.markerFunction") || frames[leafFunc].Kind != agg.KindUser {
-		t.Errorf("leaf frame %+v, want resolve.markerFunction", frames[leafFunc])
+	if !strings.HasSuffix(frames[leafFunc].Frame.Func, "resolve.markerFunction") || frames[leafFunc].Frame.Kind != agg.KindUser {
+		t.Errorf("leaf frame %+v, want resolve.markerFunction", frames[leafFunc].Frame)
+	}
+	if s := frames[leafFunc]; s.Addr != pc || s.Line <= 0 || s.Mapping.File == "" || s.Mapping.Pid != uint32(pid) ||
+		pc < s.Mapping.Start || pc >= s.Mapping.Limit {
+		t.Errorf("leaf site %+v: want address %#x, a line, and the mapping holding it", s, pc)
 	}
 	last := frames[len(frames)-1]
-	if unresolved != 1 || last.Kind != agg.KindUnknown {
-		t.Errorf("an address in no mapping: %+v, %d unresolved", last, unresolved)
+	if unresolved != 1 || last.Frame.Kind != agg.KindUnknown || last.Addr != 0x10-1 {
+		t.Errorf("an address in no mapping: %+v, %d unresolved (want the call at the return address minus one)", last, unresolved)
 	}
 	again, _, _, _ := r.Resolve(uint32(pid), 1, []uint64{record.ContextUser, pc, 0x10}, nil)
 	if !reflect.DeepEqual(again, frames) {
@@ -111,8 +115,8 @@ func TestResolvesVDSO(t *testing.T) {
 		if unresolved != 0 || leafFunc != 0 || len(frames) != 1 {
 			t.Fatalf("pid %d: frames %+v, %d unresolved", pid, frames, unresolved)
 		}
-		if want := (agg.Frame{Func: name, Image: vdso.Name, Kind: agg.KindUser}); frames[0] != want {
-			t.Errorf("pid %d: frame %+v, want %+v", pid, frames[0], want)
+		if want := (agg.Frame{Func: name, Image: vdso.Name, Kind: agg.KindUser}); frames[0].Frame != want {
+			t.Errorf("pid %d: frame %+v, want %+v", pid, frames[0].Frame, want)
 		}
 		c := r.CodeFor(uint32(pid), addr+1, 1)
 		if c.Error != "" || c.Start != addr || c.Size == 0 || uint64(len(c.Bytes)) != c.Size {
@@ -184,7 +188,7 @@ func TestResolvesStrippedFunctionRange(t *testing.T) {
 	var keys []CodeKey
 	for _, v := range []uint64{start, start + size/2, start + size - 1} {
 		frames, leafFunc, leaf, unresolved := r.Resolve(uint32(pid), 1, []uint64{record.ContextUser, at(v)}, nil)
-		if len(frames) != 1 || frames[0] != want || leafFunc != -1 || leaf != at(v) || unresolved != 1 {
+		if len(frames) != 1 || frames[0].Frame != want || leafFunc != -1 || leaf != at(v) || unresolved != 1 {
 			t.Errorf("%#x: frames %+v, leaf func %d, %d unresolved; want %+v, unresolved", v, frames, leafFunc, unresolved, want)
 		}
 		keys = append(keys, r.CodeKey(uint32(pid), at(v), 1))
@@ -207,7 +211,7 @@ func TestResolvesStrippedFunctionRange(t *testing.T) {
 		t.Fatal("no .init section")
 	}
 	frames, _, _, unresolved := r.Resolve(uint32(pid), 1, []uint64{record.ContextUser, at(init.Addr + 4)}, nil)
-	if want := (agg.Frame{Func: fmt.Sprintf("prog+%#x", init.Addr+4), Image: "prog", Kind: agg.KindUnknown}); len(frames) != 1 || frames[0] != want || unresolved != 1 {
+	if want := (agg.Frame{Func: fmt.Sprintf("prog+%#x", init.Addr+4), Image: "prog", Kind: agg.KindUnknown}); len(frames) != 1 || frames[0].Frame != want || unresolved != 1 {
 		t.Errorf("an address in no range: %+v, %d unresolved; want %+v", frames, unresolved, want)
 	}
 }
@@ -249,7 +253,7 @@ func TestResolvesVDSOFunctionRange(t *testing.T) {
 		r := New(tr, symbol.Options{NoDebugFiles: true})
 		frames, _, _, unresolved := r.Resolve(uint32(pid), 1, []uint64{record.ContextUser, at(fn.End - 1)}, nil)
 		want := agg.Frame{Func: fmt.Sprintf("[vdso]+%#x", fn.Start), Image: vdso.Name, Kind: agg.KindUser}
-		if len(frames) != 1 || frames[0] != want || unresolved != 1 {
+		if len(frames) != 1 || frames[0].Frame != want || unresolved != 1 {
 			t.Errorf("pid %d: frames %+v, %d unresolved; want %+v", pid, frames, unresolved, want)
 		}
 		c := r.CodeFor(uint32(pid), at(fn.End-1), 1)

@@ -292,7 +292,8 @@ func (s *Server) top(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := query.Top(s.rec.Snapshot(), query.TopOptions{N: n, ByTotal: r.URL.Query().Get("sort") == "total",
-		ByProcess: r.URL.Query().Get("by") == "process", Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r)})
+		ByProcess: r.URL.Query().Get("by") == "process", Granularity: api.GranularityParams(r.URL.Query()),
+		Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r)})
 	if err != nil {
 		badRequest(w, "%v", err)
 		return
@@ -315,7 +316,7 @@ func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := query.Flame(s.rec.Snapshot(), query.FlameOptions{Depth: d, ThresholdPct: th, Inverted: r.URL.Query().Get("inverted") == "1",
-		Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r), Match: r.URL.Query().Get("match")})
+		Granularity: api.GranularityParams(r.URL.Query()), Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r), Match: r.URL.Query().Get("match")})
 	if err != nil {
 		badRequest(w, "%v", err)
 		return
@@ -346,7 +347,7 @@ func (s *Server) callers(callees bool) http.HandlerFunc {
 			return
 		}
 		res, err := query.Callers(s.rec.Snapshot(), query.CallersOptions{Func: fn, Callees: callees, MaxFuncs: max(funcs, 0), MaxRows: max(n, 0),
-			Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r)})
+			Granularity: api.GranularityParams(r.URL.Query()), Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r)})
 		if err != nil {
 			badRequest(w, "%v", err)
 			return

@@ -43,6 +43,7 @@ func newFake(frames int) *fakeRecording {
 		p.Entries = append(p.Entries, agg.Entry{Tid: 1, Pid: 1, Stack: uint32(i), Count: uint64(i + 1), LeafFunc: int32(i)})
 	}
 	p.Threads = []agg.ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}}
+	p.LocateFrameStacks()
 	return &fakeRecording{
 		run:  &store.Run{Meta: store.Meta{ID: "run-1", Pid: 1, Freq: 999, Samples: uint64(frames * (frames + 1) / 2)}, Profile: p},
 		done: make(chan struct{}),
@@ -434,6 +435,7 @@ func TestCallersAndTransformsAnsweredLive(t *testing.T) {
 		Entries: []agg.Entry{{Tid: 1, Pid: 1, Stack: 1, Count: 30, LeafFunc: 3}, {Tid: 1, Pid: 1, Stack: 0, Count: 10, LeafFunc: 3}},
 		Threads: []agg.ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}},
 	}
+	rec.run.Profile.LocateFrameStacks()
 	_, hc := serve(t, rec, 0)
 
 	var c api.Callers
@@ -486,6 +488,7 @@ func TestFlameCountsMatches(t *testing.T) {
 			{Tid: 2, Pid: 1, Stack: 2, Count: 1, LeafFunc: 4}},
 		Threads: []agg.ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}, {Tid: 2, Pid: 1, Name: "other"}},
 	}
+	rec.run.Profile.LocateFrameStacks()
 	_, hc := serve(t, rec, 0)
 	for _, c := range []struct {
 		query string
@@ -516,5 +519,52 @@ func TestFlameCountsMatches(t *testing.T) {
 	var e api.Error
 	if code := get(t, hc, "/v1/flame?match=a(", &e); code != 400 || !strings.Contains(e.Error, "not a regular expression") {
 		t.Errorf("a bad match: %d %+v", code, e)
+	}
+}
+
+// TestGranularityAnsweredLive: the socket answers top, flame and callers by line, address
+// or image, with or without inlined functions, and refuses a granularity it does not know.
+func TestGranularityAnsweredLive(t *testing.T) {
+	fr := func(n string, inlined bool) agg.Frame {
+		return agg.Frame{Func: n, Image: "app", Kind: agg.KindUser, File: "/src/app.c", Inlined: inlined}
+	}
+	rec := newFake(0)
+	rec.run.Profile = agg.Profile{
+		Frames: []agg.Frame{fr("main", false), fr("work", false), fr("helper", true)},
+		Locations: []agg.Location{
+			{Addr: 0x1010, Lines: []agg.Line{{Func: 2, Line: 3}, {Func: 1, Line: 9}}},
+			{Addr: 0x1103, Lines: []agg.Line{{Func: 0, Line: 20}}},
+			{Addr: 0x1107, Lines: []agg.Line{{Func: 0, Line: 21}}},
+		},
+		Stacks:  [][]uint32{{0, 1}, {0, 2}},
+		Entries: []agg.Entry{{Tid: 1, Pid: 1, Stack: 0, Count: 10, LeafFunc: 1}, {Tid: 1, Pid: 1, Stack: 1, Count: 30, LeafFunc: 1}},
+		Threads: []agg.ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}},
+	}
+	rec.run.Profile.ExpandStacks()
+	_, hc := serve(t, rec, 0)
+
+	var top api.Top
+	if code := get(t, hc, "/v1/top?by=line&inline=0", &top); code != 200 {
+		t.Fatalf("top: %d", code)
+	}
+	if top.By != agg.ByLine || !top.NoInline || len(top.Rows) != 3 || top.Rows[0].Func != "work" || top.Rows[0].Line != 9 || top.Rows[0].Self != 40 {
+		t.Errorf("top by line without inlined functions: %+v", top)
+	}
+	if code := get(t, hc, "/v1/top?by=address", &top); code != 200 || top.Rows[0].Func != "helper" || top.Rows[0].Addr != 0x1010 {
+		t.Errorf("top by address: %d %+v", code, top.Rows)
+	}
+	var fl api.Flame
+	if code := get(t, hc, "/v1/flame?by=line&threshold_pct=0", &fl); code != 200 || fl.By != agg.ByLine || len(fl.Root.Children) != 2 ||
+		fl.Root.Children[0].Place == nil || fl.Root.Children[0].Line != 21 {
+		t.Errorf("flame by line: %d %+v", code, fl.Root)
+	}
+	var c api.Callers
+	if code := get(t, hc, "/v1/callers?fn=work&by=line", &c); code != 200 || len(c.Functions) != 1 || len(c.Functions[0].Rows) != 2 ||
+		c.Functions[0].Rows[0].Line != 21 || c.Functions[0].Rows[0].Total != 30 {
+		t.Errorf("callers of work by line: %d %+v", code, c.Functions)
+	}
+	var e api.Error
+	if code := get(t, hc, "/v1/top?by=file", &e); code != 400 || !strings.Contains(e.Error, "--by must be") {
+		t.Errorf("top by file: %d %q", code, e.Error)
 	}
 }

@@ -42,20 +42,23 @@ const (
 // payload: the body's bytes and array lengths, and the series' size. Encode writes it;
 // files written before it have none (they are bounded by their payload's size).
 type layout struct {
-	Body     int64 `json:"body_bytes"` // the JSON body, with its newline
-	Frames   int64 `json:"frames"`
-	Stacks   int64 `json:"stacks"`
-	StackIDs int64 `json:"stack_frames"` // frame ids in all stacks together
-	Entries  int64 `json:"entries"`
-	Threads  int64 `json:"threads"`
-	Keys     int64 `json:"keys"`
-	JIT      int64 `json:"jit"`
-	Code     int64 `json:"code"`
-	Series   int64 `json:"series_bytes"` // the series section, its marker included
-	Chunks   int64 `json:"series_chunks"`
-	Samples  int64 `json:"series_samples"`
-	CodeText int64 `json:"code_bytes,omitempty"`   // format 4's code section, its marker included
-	Counts   int64 `json:"counts_bytes,omitempty"` // format 4's stacks and entries, their marker included
+	Body      int64 `json:"body_bytes"` // the JSON body, with its newline
+	Frames    int64 `json:"frames"`
+	Stacks    int64 `json:"stacks"`
+	StackIDs  int64 `json:"stack_frames"` // ids in all stacks together (location ids from format 4)
+	Entries   int64 `json:"entries"`
+	Threads   int64 `json:"threads"`
+	Keys      int64 `json:"keys"`
+	JIT       int64 `json:"jit"`
+	Code      int64 `json:"code"`
+	Series    int64 `json:"series_bytes"` // the series section, its marker included
+	Chunks    int64 `json:"series_chunks"`
+	Samples   int64 `json:"series_samples"`
+	CodeText  int64 `json:"code_bytes,omitempty"`   // format 4's code section, its marker included
+	Counts    int64 `json:"counts_bytes,omitempty"` // format 4's locations, stacks and entries, their marker included
+	Mappings  int64 `json:"mappings,omitempty"`
+	Locations int64 `json:"locations,omitempty"`
+	LocLines  int64 `json:"location_lines,omitempty"` // lines of all locations together
 }
 
 // metaSection is the meta section's JSON: the run's meta and the file's layout.
@@ -69,9 +72,13 @@ func layoutOf(r *Run, bodyBytes, countBytes int, series *seriesOut, codeBytes in
 	l := &layout{Body: int64(bodyBytes), Frames: int64(len(p.Frames)), Stacks: int64(len(p.Stacks)),
 		Entries: int64(len(p.Entries)), Threads: int64(len(p.Threads)), Keys: int64(len(p.KeyEntry)),
 		JIT: int64(len(r.JIT)), Code: int64(len(r.Code)), Chunks: int64(len(p.Series.Chunks)),
-		Series: series.size(), Samples: series.samples(), CodeText: int64(codeBytes), Counts: int64(countBytes)}
+		Series: series.size(), Samples: series.samples(), CodeText: int64(codeBytes), Counts: int64(countBytes),
+		Mappings: int64(len(p.Mappings)), Locations: int64(len(p.Locations))}
 	for _, s := range p.Stacks {
 		l.StackIDs += int64(len(s))
+	}
+	for i := range p.Locations {
+		l.LocLines += int64(len(p.Locations[i].Lines))
 	}
 	return l
 }
@@ -93,7 +100,8 @@ var (
 
 // check refuses a layout that declares more than the payload of size bytes can hold.
 func (l *layout) check(payload int64) error {
-	counts := []int64{l.Body, l.Frames, l.Stacks, l.StackIDs, l.Entries, l.Threads, l.Keys, l.JIT, l.Code, l.Series, l.Chunks, l.Samples, l.CodeText, l.Counts}
+	counts := []int64{l.Body, l.Frames, l.Stacks, l.StackIDs, l.Entries, l.Threads, l.Keys, l.JIT, l.Code, l.Series, l.Chunks, l.Samples, l.CodeText, l.Counts,
+		l.Mappings, l.Locations, l.LocLines}
 	for _, n := range counts {
 		if n < 0 || n > maxExpanded {
 			return errors.New("the file's layout is damaged (a size is out of range)")
@@ -104,7 +112,8 @@ func (l *layout) check(payload int64) error {
 		return fmt.Errorf("the file declares %d bytes of data in a %d-byte payload, more than a run holds (the file is damaged or was not written by stax)", text, payload)
 	}
 	mem := l.Body + l.Counts + l.Series + l.CodeText + l.Frames*sizeFrame + l.Stacks*sizeStack + l.StackIDs*4 + l.Entries*sizeEntry +
-		l.Threads*sizeThread + l.Keys*4 + l.JIT*sizeJIT + l.Code*sizeCode + l.Chunks*sizeChunk
+		l.Threads*sizeThread + l.Keys*4 + l.JIT*sizeJIT + l.Code*sizeCode + l.Chunks*sizeChunk +
+		l.Mappings*sizeMapping + l.Locations*sizeLocation + l.LocLines*sizeLocLine
 	if mem > memLimit(payload) {
 		return fmt.Errorf("the file declares a run of %d MB in a %d-byte payload, more than a run holds (the file is damaged or was not written by stax)", mem>>20, payload)
 	}
@@ -119,7 +128,8 @@ func (l *layout) matches(r *Run, version uint32) error {
 		name      string
 		got, want int
 	}
-	checks := []check{{"frames", len(p.Frames), int(l.Frames)}, {"threads", len(p.Threads), int(l.Threads)}, {"jit", len(r.JIT), int(l.JIT)}}
+	checks := []check{{"frames", len(p.Frames), int(l.Frames)}, {"threads", len(p.Threads), int(l.Threads)}, {"jit", len(r.JIT), int(l.JIT)},
+		{"mappings", len(p.Mappings), int(l.Mappings)}}
 	if version < 4 {
 		checks = append(checks, check{"stacks", len(p.Stacks), int(l.Stacks)}, check{"entries", len(p.Entries), int(l.Entries)},
 			check{"key_entry", len(p.KeyEntry), int(l.Keys)}, check{"code", len(r.Code), int(l.Code)})
@@ -264,13 +274,25 @@ func decodeCompressed(r *Run, version uint32, rest *bytes.Reader, payload int64,
 	}
 	whole := want == All || version < 4
 	tail := bufio.NewReader(io.MultiReader(d.dec.Buffered(), b))
+	frameIDs := version < 4 // stacks of frame ids, to be turned into locations
 	if version >= 4 {
 		if err := skipNewline(tail); err != nil {
 			return err
 		}
-		if err := readCounts(tail, &r.Profile, b, l); err != nil {
+		ids, err := readCounts(tail, &r.Profile, b, l)
+		if err != nil {
 			return firstLimit(b, err)
 		}
+		frameIDs = ids
+	}
+	if frameIDs {
+		// Each frame id may become a location of one line, and stays in FrameStacks.
+		if err := b.charge(countIDs(r.Profile.Stacks) * (sizeLocation + sizeLocLine)); err != nil {
+			return err
+		}
+		r.Profile.LocateFrameStacks()
+	} else if err := b.charge(frameStackBytes(&r.Profile)); err != nil {
+		return err
 	}
 	if !whole && want&(Samples|CodeParts) == 0 {
 		return nil
@@ -297,6 +319,21 @@ func decodeCompressed(r *Run, version uint32, rest *bytes.Reader, payload int64,
 		}
 	}
 	return nil
+}
+
+// countIDs is the number of ids in stacks.
+func countIDs(stacks [][]uint32) int64 {
+	var n int64
+	for _, s := range stacks {
+		n += int64(len(s))
+	}
+	return n
+}
+
+// frameStackBytes is the memory of p's stacks expanded into frames (what ExpandStacks
+// makes), counting nothing for a location that does not exist (validate refuses those).
+func frameStackBytes(p *agg.Profile) int64 {
+	return int64(len(p.Stacks))*sizeStack + 4*p.FrameCount() + 4*int64(len(p.Locations))
 }
 
 // code reads format 4's code section.
@@ -375,6 +412,10 @@ func (d *decoder) profile(p *agg.Profile) error {
 		case "frames":
 			return decodeArray(d, "frames", &p.Frames, d.declared(func(l *layout) int64 { return l.Frames }), sizeFrame, func(f *agg.Frame) int64 {
 				return int64(len(f.Func) + len(f.Image) + len(f.Kind) + len(f.File))
+			})
+		case "mappings":
+			return decodeArray(d, "mappings", &p.Mappings, d.declared(func(l *layout) int64 { return l.Mappings }), sizeMapping, func(m *agg.Mapping) int64 {
+				return int64(len(m.File) + len(m.BuildID))
 			})
 		case "stacks":
 			if d.version >= 4 {

@@ -6,8 +6,10 @@
 // (u32 length, JSON: the run's meta, a summary of what status shows, and under "layout" the
 // sizes of what follows), then one gzip stream of, in order (format 4):
 //
-//   - the JSON body: frames, threads, JIT sources;
-//   - the counts (counts.go): stacks and entries, binary;
+//   - the JSON body: frames (the functions), mappings, threads, JIT sources;
+//   - the counts (counts.go), binary: the locations (an address, a mapping, and the source
+//     lines there: a frame and a line each, innermost inlined function first), the stacks
+//     (location ids, leaf first) and the entries;
 //   - the series (series.go): key entries and sample chunks, binary; in the run store's own
 //     copy, chunks already in the run's samples file (samples.go) are listed by reference;
 //   - the code: a JSON array.
@@ -18,7 +20,9 @@
 // payload's size and by the compressed bytes read so far (decode.go), and check every
 // index, so a damaged or hostile file gives an error after little work, never a crash;
 // versions 1 (JSON only), 2 (no binary series) and 3 (stacks, entries, key entries and code
-// in the JSON body), with or without a layout, are still read.
+// in the JSON body), with or without a layout, are still read, as are format 4 files
+// written before locations. The stacks of those are frame ids: a reader turns them into
+// locations, one per machine frame, with address 0 and each frame's own line.
 package store
 
 import (
@@ -47,8 +51,8 @@ import (
 // FormatVersion is the saved-run format version written by this stax. Version 4 moves the
 // key entries into the series section, lets the run store's copy list series chunks kept
 // in its samples file, puts the code last (so a view that needs neither samples nor code
-// reads the body alone) and keeps a summary of the run in its meta (so status reads the
-// meta alone). Version 3 keeps the sample series as a binary section after the JSON body;
+// reads the body alone), keeps a summary of the run in its meta (so status reads the meta
+// alone), and keeps each stack's locations: its addresses, mappings and source lines. Version 3 keeps the sample series as a binary section after the JSON body;
 // 2 added the meta section. The layout in the meta section came later within version 3:
 // readers of version 3 that predate it ignore it, and files without it are read with the
 // payload's bounds alone.
@@ -276,15 +280,19 @@ func headerOf(sum uint32, size uint64) []byte {
 // samples file are written as references to it (the run store's own copy); else every
 // sample is in the file (a file that travels).
 func writePayload(w io.Writer, r *Run, refs bool) error {
+	return writePayloadCounts(w, r, refs, encodeCounts(&r.Profile))
+}
+
+// writePayloadCounts is writePayload with the counts section given.
+func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
 	b := body{Profile: r.Profile, JIT: r.JIT}
 	b.Profile.Series = agg.Series{}
-	b.Profile.KeyEntry, b.Profile.Stacks, b.Profile.Entries = nil, nil, nil
+	b.Profile.KeyEntry, b.Profile.Stacks, b.Profile.Entries, b.Profile.Locations = nil, nil, nil, nil
 	js, err := json.Marshal(b)
 	if err != nil {
 		return err
 	}
 	js = append(js, '\n')
-	counts := encodeCounts(&r.Profile)
 	series, err := newSeriesOut(&r.Profile, refs)
 	if err != nil {
 		return fmt.Errorf("samples: %w", err)
@@ -424,6 +432,9 @@ func decode(rd io.Reader, avail int64, want Parts) (*Run, error) {
 	if err := validate(&r); err != nil {
 		return nil, fmt.Errorf("read run: %w", err)
 	}
+	if len(r.Profile.FrameStacks) != len(r.Profile.Stacks) {
+		r.Profile.ExpandStacks()
+	}
 	return &r, nil
 }
 
@@ -518,10 +529,25 @@ func Check(path string) error {
 func validate(r *Run) error {
 	p := &r.Profile
 	nf := uint32(len(p.Frames))
+	for i := range p.Locations {
+		l := &p.Locations[i]
+		if len(l.Lines) == 0 {
+			return fmt.Errorf("location %d has no lines", i)
+		}
+		if int(l.Mapping) > len(p.Mappings) {
+			return fmt.Errorf("location %d names mapping %d of %d", i, l.Mapping, len(p.Mappings))
+		}
+		for _, ln := range l.Lines {
+			if ln.Func >= nf {
+				return fmt.Errorf("location %d names frame %d of %d", i, ln.Func, nf)
+			}
+		}
+	}
+	nl := uint32(len(p.Locations))
 	for i, s := range p.Stacks {
 		for _, id := range s {
-			if id >= nf {
-				return fmt.Errorf("stack %d names frame %d of %d", i, id, nf)
+			if id >= nl {
+				return fmt.Errorf("stack %d names location %d of %d", i, id, nl)
 			}
 		}
 	}

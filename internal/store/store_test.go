@@ -23,9 +23,11 @@ import (
 	"github.com/stax-profiler/stax/internal/testutil/synthrun"
 )
 
+// sampleRun is a small run with every part: an inlined function (work in main) and an
+// unnamed frame, locations with addresses, lines and a mapping, JIT sources and code.
 func sampleRun() *Run {
 	exit := 3
-	return &Run{
+	r := &Run{
 		Meta: Meta{
 			ID: "20260101-120000-ab12", Command: []string{"./app", "--flag", "a b"}, Pid: 1234, Freq: 999,
 			Event: "cycles", Start: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC),
@@ -38,7 +40,13 @@ func sampleRun() *Run {
 				{Func: "work", Image: "/bin/app", Kind: agg.KindUser, Inlined: true},
 				{Func: "[unknown]", Kind: agg.KindUnknown},
 			},
-			Stacks: [][]uint32{{1, 0}, {2, 0}, {}},
+			Mappings: []agg.Mapping{{Pid: 1234, Start: 0x400000, Limit: 0x402000, File: "/bin/app", BuildID: "abcd"}},
+			Locations: []agg.Location{
+				{Addr: 0x401010, Mapping: 1, Lines: []agg.Line{{Func: 1, Line: 12}, {Func: 0, Line: 10}}},
+				{Addr: 0x7f0000001000, Lines: []agg.Line{{Func: 2}}},
+				{Addr: 0x40100a, Mapping: 1, Lines: []agg.Line{{Func: 0, Line: 11}}},
+			},
+			Stacks: [][]uint32{{0}, {1, 2}, {}},
 			Entries: []agg.Entry{
 				{Tid: 1234, Pid: 1234, Stack: 0, Count: 20, Leaf: 0x401010, LeafFunc: 1, Time: 100},
 				{Tid: 1235, Pid: 1234, Stack: 1, Count: 9, Leaf: 0x7f0000001000, LeafFunc: -1, Time: 200},
@@ -54,6 +62,30 @@ func sampleRun() *Run {
 			{Frame: 0, Start: 0x400000, Arch: 62, Path: "/bin/app", BuildID: "abcd"},
 		},
 	}
+	r.Profile.ExpandStacks()
+	return r
+}
+
+// asFormat3 is the JSON of r as stax wrote it before locations (formats 1 to 3): stacks of
+// frame ids and no mappings; and the run a reader makes of it, those stacks turned into
+// locations of address 0.
+func asFormat3(t testing.TB, r *Run) ([]byte, *Run) {
+	old, want := format3Run(r)
+	js, err := json.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js, want
+}
+
+// format3Run is r as formats 1 to 3 held it (see asFormat3), and as it reads.
+func format3Run(r *Run) (old, want *Run) {
+	o := *r
+	o.Profile.Stacks, o.Profile.Locations, o.Profile.Mappings, o.Profile.FrameStacks = r.Profile.FrameStacks, nil, nil, nil
+	w := o
+	w.Profile.Stacks = append([][]uint32(nil), o.Profile.Stacks...)
+	w.Profile.LocateFrameStacks()
+	return &o, &w
 }
 
 func encode(t testing.TB, r *Run) []byte {
@@ -83,11 +115,7 @@ func withMeta(meta string, body []byte) []byte {
 
 // TestReadsFormat1 reads a file of the first format: the whole run gzip'd as one document.
 func TestReadsFormat1(t *testing.T) {
-	want := sampleRun()
-	js, err := json.Marshal(want)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js, want := asFormat3(t, sampleRun())
 	path := filepath.Join(t.TempDir(), "old.stax")
 	os.WriteFile(path, frame(1, gz(string(js))), 0o600)
 	got, err := Load(path)
@@ -100,6 +128,47 @@ func TestReadsFormat1(t *testing.T) {
 	meta, err := ReadMeta(path)
 	if err != nil || meta.ID != want.Meta.ID {
 		t.Errorf("ReadMeta of a format 1 file: %+v, %v", meta, err)
+	}
+}
+
+// encodeCountsV1 is the counts section of format 4 as first written: stacks of frame ids
+// and entries with their leaf address and function as they are.
+func encodeCountsV1(p *agg.Profile) []byte {
+	b := []byte(countsMagicV1)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(p.Stacks)))
+	for _, s := range p.Stacks {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		for _, id := range s {
+			b = binary.AppendUvarint(b, uint64(id))
+		}
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(p.Entries)))
+	for _, e := range p.Entries {
+		for _, v := range []uint64{uint64(e.Tid), uint64(e.Pid), uint64(e.Stack), e.Count, e.Leaf} {
+			b = binary.AppendUvarint(b, v)
+		}
+		b = binary.AppendVarint(b, int64(e.LeafFunc))
+		b = binary.AppendUvarint(b, e.Time)
+	}
+	return b
+}
+
+// TestReadsFormat4FrameStacks reads a format 4 file written before locations: its counts
+// section holds stacks of frame ids, turned into locations as those of format 3.
+func TestReadsFormat4FrameStacks(t *testing.T) {
+	for _, r := range []*Run{sampleRun(), timedRun()} {
+		old, want := format3Run(r)
+		var payload bytes.Buffer
+		if err := writePayloadCounts(&payload, old, false, encodeCountsV1(&old.Profile)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := Decode(bytes.NewReader(frame(4, payload.Bytes())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: read as %+v\nwant %+v", r.Meta.ID, got.Profile.Locations, want.Profile.Locations)
+		}
 	}
 }
 
@@ -220,7 +289,11 @@ func TestDecodeErrors(t *testing.T) {
 		{"meta not json", frame(2, withMeta("nope", nil)), "read run meta"},
 		{"body not gzip", frame(2, withMeta(`{"id":"x"}`, []byte("plain text, not gzip"))), "gzip"},
 		{"body of the wrong shape", frame(2, withMeta(`{"id":"x"}`, gz(`{"profile":{"frames":7}}`))), "cannot unmarshal"},
-		{"stack names a missing frame", withProfile(func(r *Run) { r.Profile.Stacks[1] = []uint32{2, 3} }), "stack 1 names frame 3 of 3"},
+		{"stack names a missing location", withProfile(func(r *Run) { r.Profile.Stacks[1] = []uint32{2, 3} }), "stack 1 names location 3 of 3"},
+		{"location names a missing frame", withProfile(func(r *Run) { r.Profile.Locations[2].Lines[0].Func = 3 }), "location 2 names frame 3 of 3"},
+		{"location names a missing mapping", withProfile(func(r *Run) { r.Profile.Locations[1].Mapping = 2 }), "location 1 names mapping 2 of 1"},
+		{"location of no lines", withProfile(func(r *Run) { r.Profile.Locations[1].Lines = nil }), "location 1 has no lines"},
+		{"format 3 stack names a missing frame", frame(3, withMeta(`{"id":"x"}`, gz(`{"profile":{"frames":[{}],"stacks":[[0,1]]}}`))), "names frame 1 of 1"},
 		{"entry names a missing stack", withProfile(func(r *Run) { r.Profile.Entries[2].Stack = 3 }), "entry 2 names stack 3 of 3"},
 		{"leaf_func past the frames", withProfile(func(r *Run) { r.Profile.Entries[0].LeafFunc = 3 }), "entry 0 names frame 3 of 3"},
 		{"leaf_func below -1", withProfile(func(r *Run) { r.Profile.Entries[1].LeafFunc = -2 }), "entry 1 names frame -2 of 3"},
@@ -267,13 +340,13 @@ func layoutMeta(change string) string {
 // TestLayoutMatchesTheFile: Encode declares exactly what it writes, and a file of format 3
 // written before the layout existed is still read.
 func TestLayoutMatchesTheFile(t *testing.T) {
-	want := timedRun()
+	old, want := format3Run(timedRun())
 	if got, err := Decode(bytes.NewReader(frame(3, withMeta(layoutMeta(""), gz(smallBody+seriesSection(0, 0, 0, 0)))))); err != nil || len(got.Profile.Stacks) != 1 {
 		t.Fatalf("a file that matches its layout: %v", err)
 	}
 	// Format 3 as first written: the meta section holds the meta alone.
-	meta, _ := json.Marshal(want.Meta)
-	b := body{Profile: want.Profile, JIT: want.JIT, Code: want.Code}
+	meta, _ := json.Marshal(old.Meta)
+	b := body{Profile: old.Profile, JIT: old.JIT, Code: old.Code}
 	b.Profile.Series = agg.Series{}
 	js, _ := json.Marshal(b)
 	var series bytes.Buffer
@@ -283,7 +356,7 @@ func TestLayoutMatchesTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("a format 3 file without a layout read as %+v", got)
+		t.Errorf("a format 3 file without a layout read as %+v", got.Profile.Locations)
 	}
 }
 
@@ -470,22 +543,16 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		p := &r.Profile
-		for _, e := range p.Entries {
-			st := p.Stacks[e.Stack]
-			for _, id := range st {
-				_ = p.Frames[id]
-			}
-			if e.LeafFunc >= 0 {
-				_ = p.Frames[e.LeafFunc]
-			}
-		}
-		for _, c := range r.Code {
-			_ = p.Frames[c.Frame]
-		}
+		checkIndexes(p, r)
 		// The views must work on whatever decoded.
 		agg.Top(p, agg.Filter{}, 10, false)
 		agg.Flame(p, agg.Filter{}, 0, 0)
 		agg.Threads(p, 0)
+		for _, by := range agg.Granularities {
+			q := p.At(agg.Granularity{By: by, NoInline: true, Short: true})
+			agg.Top(q, agg.Filter{}, 10, false)
+			agg.Flame(q, agg.Filter{}, 0, 0)
+		}
 		first, last := p.TimeRange()
 		if w, err := p.Window(first, last); err == nil {
 			agg.Top(w, agg.Filter{}, 10, false)
@@ -494,6 +561,28 @@ func FuzzDecode(f *testing.F) {
 			agg.MakeTimeline(p, agg.Filter{}, first, last+1, max((last-first)/50, 1), 0)
 		}
 	})
+}
+
+// checkIndexes follows every index of a decoded run (a bad one panics).
+func checkIndexes(p *agg.Profile, r *Run) {
+	for _, e := range p.Entries {
+		for _, lid := range p.Stacks[e.Stack] {
+			l := p.Locations[lid]
+			_ = p.Frames[l.Leaf()]
+			if l.Mapping > 0 {
+				_ = p.Mappings[l.Mapping-1]
+			}
+		}
+		for _, id := range p.FrameStacks[e.Stack] {
+			_ = p.Frames[id]
+		}
+		if e.LeafFunc >= 0 {
+			_ = p.Frames[e.LeafFunc]
+		}
+	}
+	for _, c := range r.Code {
+		_ = p.Frames[c.Frame]
+	}
 }
 
 // timedRun is a small run with a sample series: 3 threads, 6 stacks, 2,000 samples.
@@ -543,17 +632,7 @@ func FuzzDecodePayload(f *testing.F) {
 			return
 		}
 		p := &r.Profile
-		for _, e := range p.Entries {
-			for _, id := range p.Stacks[e.Stack] {
-				_ = p.Frames[id]
-			}
-			if e.LeafFunc >= 0 {
-				_ = p.Frames[e.LeafFunc]
-			}
-		}
-		for _, c := range r.Code {
-			_ = p.Frames[c.Frame]
-		}
+		checkIndexes(p, r)
 		agg.Top(p, agg.Filter{}, 10, true)
 		agg.Flame(p, agg.Filter{Tid: 1}, 3, 1)
 		agg.Threads(p, 5)
@@ -659,7 +738,29 @@ func craftedFiles(members int) []craftedFile {
 		{"layout larger than the file", "more than a run holds", func() []byte {
 			return frame(3, withMeta(`{"id":"crafted","layout":{"body_bytes":1000,"stacks":1000000000}}`, gz(smallBody)))
 		}},
+		{"location lines bomb", "more than a run of this size holds", locationLinesBomb},
 	}
+}
+
+// locationLinesBomb is a format 4 file with one location of maxLocationLines lines and a
+// stack that names it a million times: small, and honest in its layout, but its stacks
+// expand to 16 GB of frames.
+func locationLinesBomb() []byte {
+	const body = `{"profile":{"frames":[{}]}}` + "\n"
+	counts := binary.LittleEndian.AppendUint32([]byte(countsMagic), 1)
+	counts = append(counts, 0, 0) // address, mapping
+	counts = binary.AppendUvarint(counts, maxLocationLines)
+	for range maxLocationLines {
+		counts = append(counts, 0, 0)
+	}
+	counts = binary.LittleEndian.AppendUint32(counts, 1)
+	counts = binary.AppendUvarint(counts, 1<<20)
+	counts = append(counts, make([]byte, 1<<20)...)
+	counts = binary.LittleEndian.AppendUint32(counts, 0)
+	meta := fmt.Sprintf(`{"id":"crafted","layout":{"body_bytes":%d,"frames":1,"stacks":1,"stack_frames":%d,"locations":1,"location_lines":%d,"counts_bytes":%d,"series_bytes":%d}}`,
+		len(body), 1<<20, maxLocationLines, len(counts), len(seriesMagic4)+8)
+	series := string(binary.LittleEndian.AppendUint64([]byte(seriesMagic4), 0))
+	return frame(4, withMeta(meta, gz(body+string(counts)+series)))
 }
 
 // TestCraftedFilesAreRefusedCheaply: a file made to expand to gigabytes is refused with one

@@ -32,9 +32,9 @@ type work struct {
 // names resolves the addresses namedRun made up for each function.
 type names struct{ funcs []agg.Frame }
 
-func (n names) Resolve(_ uint32, _ uint64, chain []uint64, out []agg.Frame) ([]agg.Frame, int, uint64, int) {
+func (n names) Resolve(_ uint32, _ uint64, chain []uint64, out []agg.Site) ([]agg.Site, int, uint64, int) {
 	for _, a := range chain[1:] {
-		out = append(out, n.funcs[a>>8])
+		out = append(out, agg.Site{Frame: n.funcs[a>>8], Addr: a})
 	}
 	return out, 0, chain[1], 0
 }

@@ -11,11 +11,18 @@ import (
 // Names names each address after its 256-byte block: a stand-in for symbols.
 type Names struct{}
 
-func (Names) Resolve(_ uint32, _ uint64, chain []uint64, out []agg.Frame) ([]agg.Frame, int, uint64, int) {
-	for _, a := range chain[1:] {
-		out = append(out, agg.Frame{Func: fmt.Sprintf("func_%d", a>>8), Image: "/usr/bin/app", Kind: agg.KindUser})
+func (Names) Resolve(pid uint32, _ uint64, chain []uint64, out []agg.Site) ([]agg.Site, int, uint64, int) {
+	m := agg.Mapping{Pid: pid, Start: 0, Limit: 3000 << 8, File: "/usr/bin/app"}
+	leaf := len(out)
+	for i, a := range chain[1:] {
+		at := a
+		if i > 0 {
+			at-- // a return address: the call is the byte before it
+		}
+		out = append(out, agg.Site{Frame: agg.Frame{Func: fmt.Sprintf("func_%d", a>>8), Image: "/usr/bin/app", Kind: agg.KindUser},
+			Addr: at, Mapping: m})
 	}
-	return out, 0, chain[1], 0
+	return out, leaf, chain[1], 0
 }
 func (Names) Version() uint64 { return 1 }
 
