@@ -1,6 +1,9 @@
 package agg
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // A profile is modelled as pprof's is: a stack is a sequence of locations, leaf first; a
 // location is one machine frame (an instruction address in a mapping) and the source lines
@@ -266,4 +269,43 @@ func (t *locationTable) locations() []Location {
 		out[i] = Location{Addr: s[0], Mapping: uint32(s[1]), Lines: lines[at:len(lines):len(lines)]}
 	}
 	return out
+}
+
+// CheckIndexes returns an error for the first index of p that names nothing: a location
+// without lines, or naming a frame or mapping p lacks; a stack naming a location; an entry
+// naming a stack or leaf frame. A profile read from a file or built by hand is checked so
+// that a damaged one gives an error, never a panic in a view.
+func (p *Profile) CheckIndexes() error {
+	nf := uint32(len(p.Frames))
+	for i := range p.Locations {
+		l := &p.Locations[i]
+		if len(l.Lines) == 0 {
+			return fmt.Errorf("location %d has no lines", i)
+		}
+		if int(l.Mapping) > len(p.Mappings) {
+			return fmt.Errorf("location %d names mapping %d of %d", i, l.Mapping, len(p.Mappings))
+		}
+		for _, ln := range l.Lines {
+			if ln.Func >= nf {
+				return fmt.Errorf("location %d names frame %d of %d", i, ln.Func, nf)
+			}
+		}
+	}
+	nl := uint32(len(p.Locations))
+	for i, s := range p.Stacks {
+		for _, id := range s {
+			if id >= nl {
+				return fmt.Errorf("stack %d names location %d of %d", i, id, nl)
+			}
+		}
+	}
+	for i, e := range p.Entries {
+		if e.Stack >= uint32(len(p.Stacks)) {
+			return fmt.Errorf("entry %d names stack %d of %d", i, e.Stack, len(p.Stacks))
+		}
+		if e.LeafFunc >= int32(nf) || e.LeafFunc < -1 {
+			return fmt.Errorf("entry %d names frame %d of %d", i, e.LeafFunc, nf)
+		}
+	}
+	return nil
 }

@@ -73,32 +73,8 @@ func check(run *store.Run) error {
 	if run == nil {
 		return errors.New("export: no run")
 	}
-	p := &run.Profile
-	for i := range p.Locations {
-		l := &p.Locations[i]
-		if len(l.Lines) == 0 {
-			return fmt.Errorf("export: location %d has no lines", i)
-		}
-		if int(l.Mapping) > len(p.Mappings) {
-			return fmt.Errorf("export: location %d names mapping %d of %d", i, l.Mapping, len(p.Mappings))
-		}
-		for _, ln := range l.Lines {
-			if int(ln.Func) >= len(p.Frames) {
-				return fmt.Errorf("export: location %d names frame %d of %d", i, ln.Func, len(p.Frames))
-			}
-		}
-	}
-	for i, s := range p.Stacks {
-		for _, id := range s {
-			if int(id) >= len(p.Locations) {
-				return fmt.Errorf("export: stack %d names location %d of %d", i, id, len(p.Locations))
-			}
-		}
-	}
-	for i, e := range p.Entries {
-		if int(e.Stack) >= len(p.Stacks) {
-			return fmt.Errorf("export: entry %d names stack %d of %d", i, e.Stack, len(p.Stacks))
-		}
+	if err := run.Profile.CheckIndexes(); err != nil {
+		return fmt.Errorf("export: %w", err)
 	}
 	return nil
 }

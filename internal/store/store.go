@@ -528,37 +528,10 @@ func Check(path string) error {
 
 func validate(r *Run) error {
 	p := &r.Profile
+	if err := p.CheckIndexes(); err != nil {
+		return err
+	}
 	nf := uint32(len(p.Frames))
-	for i := range p.Locations {
-		l := &p.Locations[i]
-		if len(l.Lines) == 0 {
-			return fmt.Errorf("location %d has no lines", i)
-		}
-		if int(l.Mapping) > len(p.Mappings) {
-			return fmt.Errorf("location %d names mapping %d of %d", i, l.Mapping, len(p.Mappings))
-		}
-		for _, ln := range l.Lines {
-			if ln.Func >= nf {
-				return fmt.Errorf("location %d names frame %d of %d", i, ln.Func, nf)
-			}
-		}
-	}
-	nl := uint32(len(p.Locations))
-	for i, s := range p.Stacks {
-		for _, id := range s {
-			if id >= nl {
-				return fmt.Errorf("stack %d names location %d of %d", i, id, nl)
-			}
-		}
-	}
-	for i, e := range p.Entries {
-		if e.Stack >= uint32(len(p.Stacks)) {
-			return fmt.Errorf("entry %d names stack %d of %d", i, e.Stack, len(p.Stacks))
-		}
-		if e.LeafFunc >= int32(nf) || e.LeafFunc < -1 {
-			return fmt.Errorf("entry %d names frame %d of %d", i, e.LeafFunc, nf)
-		}
-	}
 	for k, e := range p.KeyEntry {
 		if e < -1 || int(e) >= len(p.Entries) {
 			return fmt.Errorf("sample key %d names entry %d of %d", k, e, len(p.Entries))
