@@ -165,6 +165,28 @@ func buildRatio(t *testing.T) string {
 	return testutil.CC(t, dir, "ratio", "gcc", append(cflags, "-pthread", src)...)
 }
 
+// startRatio starts ratio.c running until it is killed (at the test's end) and returns it
+// once it has named its threads.
+func startRatio(t *testing.T) *exec.Cmd {
+	t.Helper()
+	target := exec.Command(buildRatio(t), "100", "forever")
+	stdout, err := target.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		target.Process.Kill()
+		target.Wait()
+	})
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "threads named\n" {
+		t.Fatalf("the target did not name its threads: %q, %v", line, err)
+	}
+	return target
+}
+
 func TestRatioTopAndFlame(t *testing.T) {
 	testutil.RequirePerf(t)
 	e := newEnv(t)
@@ -301,22 +323,7 @@ func TestLiveQueriesThenStored(t *testing.T) {
 func TestAttachStopAndThreads(t *testing.T) {
 	testutil.RequirePerf(t)
 	e := newEnv(t)
-	prog := buildRatio(t)
-	target := exec.Command(prog, "100", "forever")
-	stdout, err := target.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := target.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		target.Process.Kill()
-		target.Wait()
-	}()
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "threads named\n" {
-		t.Fatalf("the target did not name its threads: %q, %v", line, err)
-	}
+	target := startRatio(t)
 	rec := e.cmd("record", "-q", "-p", itoa(target.Process.Pid))
 	var recOut syncBuffer
 	rec.Stdout, rec.Stderr = &recOut, &recOut

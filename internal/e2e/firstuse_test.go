@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -92,22 +91,7 @@ func (e *staxEnv) runBounded(limit time.Duration, args ...string) (stdout, stder
 func TestStoppedRecorder(t *testing.T) {
 	testutil.RequirePerf(t)
 	e := newEnv(t)
-	prog := buildRatio(t)
-	target := exec.Command(prog, "100", "forever")
-	stdout, err := target.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := target.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		target.Process.Kill()
-		target.Wait()
-	}()
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "threads named\n" {
-		t.Fatalf("the target did not name its threads: %q, %v", line, err)
-	}
+	target := startRatio(t)
 	rec := e.cmd("record", "-q", "-p", strconv.Itoa(target.Process.Pid))
 	var recOut syncBuffer
 	rec.Stdout, rec.Stderr = &recOut, &recOut

@@ -105,14 +105,7 @@ func TestCrashedRunIsCrashedEverywhere(t *testing.T) {
 func TestTwoRecordersOnOnePid(t *testing.T) {
 	testutil.RequirePerf(t)
 	e := newEnv(t)
-	prog := buildRatio(t)
-	target := exec.Command(prog, "100", "forever")
-	stdout, _ := target.StdoutPipe()
-	if err := target.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { target.Process.Kill(); target.Wait() })
-	bufio.NewReader(stdout).ReadString('\n')
+	target := startRatio(t)
 	var recs []*exec.Cmd
 	for range 2 {
 		r := e.cmd("record", "-q", "-p", itoa(target.Process.Pid))
