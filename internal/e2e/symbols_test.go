@@ -257,7 +257,7 @@ func TestInlineFramesMatchAddr2line(t *testing.T) {
 		}
 		seen[en.Leaf] = true
 		var chain []string
-		for _, id := range p.Stacks[en.Stack] {
+		for _, id := range p.AppendFrames(nil, en.Stack) {
 			f := p.Frames[id]
 			chain = append(chain, f.Func)
 			if !f.Inlined {
