@@ -113,8 +113,10 @@ func MakeTimeline(p *Profile, f Filter, from, to, bucket uint64, maxThreads int)
 	if busy > 0 {
 		quiet = sum / busy / 4
 	}
+	counted := func(b int) bool { return best[b] >= 0 && tl.Total[b] >= quiet }
+	var phaseFrame uint32 // the current phase's function
 	for b := 0; b < n; b++ {
-		if best[b] < 0 || tl.Total[b] < quiet {
+		if !counted(b) {
 			continue
 		}
 		last := len(tl.Phases) - 1
@@ -125,6 +127,22 @@ func MakeTimeline(p *Profile, f Filter, from, to, bucket uint64, maxThreads int)
 			ph.Samples += bestN[b]
 			continue
 		}
+		// One bucket led by another function, between two of the current phase's, does not
+		// end it: on a busy machine the kernel's scheduling (a sample taken as a program is
+		// switched back in) can lead a bucket now and then.
+		if last >= 0 {
+			next := b + 1
+			for next < n && !counted(next) {
+				next++
+			}
+			if next < n && p.Frames[best[next]].Func == tl.Phases[last].Func {
+				ph := &tl.Phases[last]
+				ph.LastBucket = b
+				ph.Samples += leaves[leafKey{b, phaseFrame}]
+				continue
+			}
+		}
+		phaseFrame = uint32(best[b])
 		fr := p.Frames[best[b]]
 		tl.Phases = append(tl.Phases, Phase{FirstBucket: b, LastBucket: b, Func: fr.Func, Image: fr.Image, Samples: bestN[b]})
 	}

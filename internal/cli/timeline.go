@@ -25,7 +25,9 @@ func timelineCmd(g *globals) *cobra.Command {
 		Short: "Show activity over time, per thread, and the phases of the run",
 		Long: `Show how samples spread over time: one sparkline per thread (busiest first), each
 column one bucket of --bucket milliseconds, and below them the run's phases: stretches
-of time in which one function is the hottest (by self samples).
+of time in which one function is the hottest (by self samples). A bucket with few
+samples, or one led by another function between two of the phase's own, does not end a
+phase.
 
 Find the slow second here, then ask about it alone:
   stax timeline
