@@ -161,16 +161,22 @@ func TestAnnotateHostileDebugInfo(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o666); err != nil {
 		t.Fatal(err)
 	}
+	// The jitdump goes to a directory of the JIT's user: in /tmp, a file left by an earlier
+	// root process of the same pid would make it refuse to write one (as it must).
+	jitDir := filepath.Join(dir, "jit")
+	if err := os.Mkdir(jitDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(jitDir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
 	for _, source := range []string{"/etc/shadow", fifo} {
 		t.Run(filepath.Base(source), func(t *testing.T) {
 			e := newEnv(t)
 			if out, errOut, code := e.run("record", "-q", "--", setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
-				toy, "-cpu", "300ms", "-source", source); code != 0 {
+				toy, "-cpu", "300ms", "-source", source, "-dir", jitDir); code != 0 {
 				t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
 			}
-			var st api.Status
-			e.mustJSON(&st, "status")
-			defer os.Remove("/tmp/jit-" + strconv.Itoa(st.Meta.Pid) + ".dump")
 			done := make(chan string, 1)
 			go func() {
 				out, errOut, _ := e.run("annotate", "jitted_func2")
@@ -256,4 +262,22 @@ func TestSystemWideRecording(t *testing.T) {
 		t.Errorf("the toy JIT's functions hold %d+%d of its %d samples in user code (%d in all): %+v", one, two, user, jit.Samples, jit.Rows)
 	}
 	os.Remove("/tmp/jit-" + strconv.Itoa(procs[0].Process.Pid) + ".dump")
+}
+
+// A short JIT run that writes its jitdump outside /tmp is found through its open files
+// before it exits (after its exit only /tmp can be searched): its code is named.
+func TestShortJITWithDumpOutsideTmp(t *testing.T) {
+	testutil.RequirePerf(t)
+	dir := t.TempDir()
+	toy := filepath.Join(dir, "toyjit")
+	testutil.Run(t, testutil.RepoRoot(t), "go", "build", "-o", toy, "./examples/toyjit")
+	e := newEnv(t)
+	if out, errOut, code := e.run("record", "-q", "--", toy, "-cpu", "300ms", "-dir", dir); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	var st api.Status
+	e.mustJSON(&st, "status")
+	if st.JITSamples < 100 || st.JITUnnamed != 0 {
+		t.Errorf("JIT samples %d, unnamed %d; sources %+v", st.JITSamples, st.JITUnnamed, st.JIT)
+	}
 }

@@ -33,8 +33,13 @@ const (
 	pollChunk = 1 << 20
 	// pollEvery is how often the files are looked at once every one has been read.
 	pollEvery = 20 * time.Millisecond
-	// scanEvery is how often each process is searched for new JIT files.
-	scanEvery = 500 * time.Millisecond
+	// scanEvery is how often each process is searched for new JIT files; a young one (see
+	// youngFor) every youngScanEvery, while there are at most maxYoungScans of them: a short
+	// run that writes its files outside /tmp (found through its open files) is over before
+	// a slower scan, and after its exit only /tmp can be searched.
+	scanEvery      = 500 * time.Millisecond
+	youngScanEvery = 50 * time.Millisecond
+	maxYoungScans  = 64
 )
 
 // JITWatcher finds the jitdump files and perf maps of every recorded process and tails them
@@ -54,7 +59,6 @@ type JITWatcher struct {
 	// reads one chunk; Sources and Owner wait at most that.
 	mu        sync.Mutex
 	pids      map[int]*watchedProc
-	lastScan  time.Time
 	nextOrig  uint32
 	defaultID uint32 // uid assumed for processes whose owner cannot be read any more
 
@@ -71,6 +75,7 @@ type watchedProc struct {
 	nsPid   int // pid in its own pid namespace: what its JIT files are named after
 	uid     uint32
 	since   time.Time                 // when it was first watched
+	scanned time.Time                 // when its files were last searched for; zero: never
 	sources map[string]*watchedSource // by the path as the process sees it
 }
 
@@ -216,7 +221,7 @@ func (w *JITWatcher) Finish(deadline time.Time) {
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
-// round discovers new files (at most every scanEvery; always when final) and reads a chunk
+// round discovers new files (see scanEvery; always when final) and reads a chunk
 // of every file, unless stop is closed meanwhile. It reports whether every file has been
 // read to its end, and then moves the watermark to the round's start.
 func (w *JITWatcher) round(final bool, stop <-chan struct{}) (caughtUp bool) {
@@ -259,13 +264,25 @@ func (w *JITWatcher) round(final bool, stop <-chan struct{}) (caughtUp bool) {
 	return caughtUp
 }
 
-// discover looks for new files; w.mu must be held.
+// discover looks for new files of the processes due a search (all of them when final);
+// w.mu must be held.
 func (w *JITWatcher) discover(final bool) {
-	if !final && time.Since(w.lastScan) < scanEvery {
-		return
-	}
-	w.lastScan = time.Now()
+	now := time.Now()
+	young := 0
 	for _, p := range w.pids {
+		if now.Sub(p.since) < youngFor {
+			young++
+		}
+	}
+	for _, p := range w.pids {
+		every := scanEvery
+		if young <= maxYoungScans && now.Sub(p.since) < youngFor {
+			every = youngScanEvery
+		}
+		if !final && !p.scanned.IsZero() && now.Sub(p.scanned) < every {
+			continue
+		}
+		p.scanned = now
 		p.refreshUID()
 		cands, err := jit.Discover(p.pid, p.nsPid)
 		if err != nil {
