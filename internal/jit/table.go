@@ -18,6 +18,8 @@ const (
 	SourceJitdump SourceKind = iota + 1
 	SourcePerfMap
 	SourceITTAPI
+	// SourceMarkers is a marker file (marker-PID.txt): spans, not code.
+	SourceMarkers
 )
 
 // String returns the kind's name.
@@ -29,6 +31,8 @@ func (k SourceKind) String() string {
 		return "perfmap"
 	case SourceITTAPI:
 		return "ittapi"
+	case SourceMarkers:
+		return "markers"
 	}
 	return "unknown"
 }

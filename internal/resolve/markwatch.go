@@ -1,0 +1,32 @@
+package resolve
+
+import (
+	"fmt"
+
+	"github.com/stax-profiler/stax/internal/spans"
+)
+
+// pollMarkers reads a chunk of a marker file into the span set. It reports whether the
+// file holds more to read now. w.mu must be held.
+func (w *JITWatcher) pollMarkers(s *watchedSource) (more bool) {
+	if pr := s.marks.Progress(); pr.Consumed >= MaxJITFileBytes {
+		s.stop(fmt.Sprintf("stopped reading after %s: stax reads at most %s of one marker file", mib(pr.Consumed), mib(MaxJITFileBytes)))
+		w.spans.SetError(s.spanSrc, s.stopped)
+		return false
+	}
+	markers, bad, _, more, err := s.marks.PollUpTo(pollChunk)
+	for _, m := range markers {
+		w.spans.Add(spans.Span{Name: m.Name, Pid: uint32(s.pid), Tid: s.tid, Start: m.Start, End: m.End, Source: s.spanSrc})
+	}
+	if bad > 0 {
+		w.spans.Count(s.spanSrc, uint64(bad), 0)
+	}
+	if err != nil {
+		s.openErr = err.Error()
+	}
+	w.spans.SetError(s.spanSrc, s.openErr)
+	return more
+}
+
+// Spans is the set the spans of marker files go to.
+func (w *JITWatcher) Spans() *spans.Set { return w.spans }
