@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/stax-profiler/stax/internal/jit"
-	"github.com/stax-profiler/stax/internal/spans"
 	"github.com/stax-profiler/stax/internal/perfevent"
 	"github.com/stax-profiler/stax/internal/proc"
 	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/spans"
 )
 
 type heldSample struct {

@@ -33,8 +33,8 @@ type Span struct {
 	Tid        uint32 `json:"tid"`
 	Start      uint64 `json:"start"`
 	End        uint64 `json:"end"`
-	Depth      uint32 `json:"depth,omitempty"`  // nesting level in its thread (ITT tasks)
-	Source     uint32 `json:"source"`           // index into the run's sources
+	Depth      uint32 `json:"depth,omitempty"` // nesting level in its thread (ITT tasks)
+	Source     uint32 `json:"source"`          // index into the run's sources
 	Unfinished bool   `json:"unfinished,omitempty"`
 }
 
