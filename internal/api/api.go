@@ -308,3 +308,11 @@ const (
 	TrailerCodeKept   = "Stax-Code-Kept"
 	TrailerCodeFailed = "Stax-Code-Failed"
 )
+
+// Mark is the answer of `stax mark`: the marker dropped into the live run.
+type Mark struct {
+	Schema int    `json:"schema"`
+	Run    string `json:"run"`
+	Name   string `json:"name"`
+	TimeNs uint64 `json:"time_ns"` // CLOCK_MONOTONIC, the clock of samples
+}

@@ -108,6 +108,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /v1/annotate", s.snapshotting(s.annotate))
 	mux.HandleFunc("GET /v1/wait", s.wait)
 	mux.HandleFunc("POST /v1/stop", s.stop)
+	mux.HandleFunc("POST /v1/mark", s.addMark)
 	return mux
 }
 
