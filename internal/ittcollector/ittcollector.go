@@ -30,10 +30,22 @@ const (
 	EnvCollect = "STAX_JIT_COLLECT"
 	// EnvDir overrides the directory of the dump files (default /tmp).
 	EnvDir = "STAX_JIT_DIR"
+	// EnvITT64 names the collector library to 64-bit programs instrumented with the ITT
+	// API (ittnotify.h), for their tasks and markers.
+	EnvITT64 = "INTEL_LIBITTNOTIFY64"
 )
 
 // SourceFile is the collector's C source, relative to the source directory.
 const SourceFile = "stax_jitcollector.c"
+
+// ITTSourceFile is the C source of the ITT API part (tasks and markers), built into the
+// same library.
+const ITTSourceFile = "stax_itt.c"
+
+// Sources are the paths of the library's C sources in the source directory src.
+func Sources(src string) []string {
+	return []string{filepath.Join(src, SourceFile), filepath.Join(src, ITTSourceFile)}
+}
 
 // CFlags are the compiler flags used for the collector library.
 var CFlags = []string{
@@ -44,7 +56,7 @@ var CFlags = []string{
 // Env returns the environment entries that make a JIT started with them
 // report its code to the collector at libPath.
 func Env(libPath string) []string {
-	return []string{EnvProfiler64 + "=" + libPath, EnvCollect + "=1"}
+	return []string{EnvProfiler64 + "=" + libPath, EnvITT64 + "=" + libPath, EnvCollect + "=1"}
 }
 
 // Find returns the path of the installed collector library: beside the
@@ -131,7 +143,7 @@ func Build(outDir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	args := append(append([]string{}, CFlags...), "-o", out, filepath.Join(src, SourceFile))
+	args := append(append(append([]string{}, CFlags...), "-o", out), Sources(src)...)
 	if err := runCC(args); err != nil {
 		return "", fmt.Errorf("building %s: %w", LibName, err)
 	}

@@ -88,7 +88,7 @@ func TestCollectorThreadSanitizer(t *testing.T) {
 	tsan := []string{"-fsanitize=thread", "-g", "-O1"}
 	lib := filepath.Join(dir, "tsan", LibName)
 	os.MkdirAll(filepath.Dir(lib), 0o755)
-	if err := runCC(append(append(append([]string{}, CFlags...), tsan...), "-o", lib, filepath.Join(src, SourceFile))); err != nil {
+	if err := runCC(append(append(append(append([]string{}, CFlags...), tsan...), "-o", lib), Sources(src)...)); err != nil {
 		t.Fatalf("build the collector with ThreadSanitizer: %v", err)
 	}
 	drv, err := buildTestProgram(dir, "itttsan", tsan...)

@@ -26,7 +26,8 @@ type Candidate struct {
 // jit-<pid>.dump (perf's convention, wherever the JIT put it). Marker files
 // (marker-<pid>.txt, samply's convention) are found the same way, in /tmp,
 // in the process's current directory and among its open files, with or
-// without a thread id (marker-<pid>-<tid>.txt). nsPid is the
+// without a thread id (marker-<pid>-<tid>.txt), and the spans files of stax's
+// ITT collector (itt-<pid>.spans) in /tmp and among its open files. nsPid is the
 // process's pid inside its own pid namespace (the one its files are named
 // after); pass pid when it is not in a child namespace.
 func Discover(pid, nsPid int) ([]Candidate, error) {
@@ -53,6 +54,7 @@ func Discover(pid, nsPid int) ([]Candidate, error) {
 	add("/tmp/jit-"+ns+".dump", SourceJitdump)
 	add("/tmp/perf-"+ns+".map", SourcePerfMap)
 	add("/tmp/marker-"+ns+".txt", SourceMarkers)
+	add("/tmp/itt-"+ns+".spans", SourceITTSpans)
 	if cwd, err := os.Readlink(proc + "/cwd"); err == nil && filepath.IsAbs(cwd) {
 		add(filepath.Join(cwd, "marker-"+ns+".txt"), SourceMarkers)
 	}
@@ -71,6 +73,9 @@ func Discover(pid, nsPid int) ([]Candidate, error) {
 		}
 		if p, _, ok := spans.IsMarkerName(target); ok && p == nsPid {
 			add(target, SourceMarkers)
+		}
+		if p, ok := spans.IsITTName(target); ok && p == nsPid {
+			add(target, SourceITTSpans)
 		}
 	}
 	return out, nil

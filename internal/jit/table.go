@@ -20,6 +20,8 @@ const (
 	SourceITTAPI
 	// SourceMarkers is a marker file (marker-PID.txt): spans, not code.
 	SourceMarkers
+	// SourceITTSpans is the spans file of stax's ITT collector (itt-PID.spans).
+	SourceITTSpans
 )
 
 // String returns the kind's name.
@@ -33,6 +35,8 @@ func (k SourceKind) String() string {
 		return "ittapi"
 	case SourceMarkers:
 		return "markers"
+	case SourceITTSpans:
+		return "itt_spans"
 	}
 	return "unknown"
 }

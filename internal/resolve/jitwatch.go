@@ -98,6 +98,7 @@ type watchedSource struct {
 	dump    *jit.Tailer
 	pmap    *jit.PerfMapTailer
 	marks   *jit.MarkerTailer
+	itt     *jit.ITTSpanTailer
 	spanSrc uint32 // marker files: the source's id in the span set
 	tid     uint32 // marker files: the thread its spans are given
 	pid     int
@@ -165,6 +166,9 @@ func (w *JITWatcher) add(p *watchedProc, inner, open string, kind jit.SourceKind
 	}
 	w.nextOrig++
 	s := &watchedSource{origin: w.nextOrig, kind: kind, path: open, pid: p.pid}
+	if kind == jit.SourceITTSpans {
+		s.spanSrc = w.spans.Source(spans.KindITT, p.pid, filepath.Clean(inner))
+	}
 	if kind == jit.SourceMarkers {
 		s.spanSrc = w.spans.Source(spans.KindMarkerFile, p.pid, filepath.Clean(inner))
 		s.tid = uint32(p.pid)
@@ -227,6 +231,8 @@ func (w *JITWatcher) Finish(deadline time.Time) {
 				pr = s.pmap.Progress()
 			case s.marks != nil:
 				pr = s.marks.Progress()
+			case s.itt != nil:
+				pr = s.itt.Progress()
 			default:
 				continue
 			}
@@ -305,6 +311,7 @@ func (w *JITWatcher) discover(final bool) {
 				{"/tmp/jit-" + strconv.Itoa(p.pid) + ".dump", jit.SourceJitdump},
 				{"/tmp/perf-" + strconv.Itoa(p.pid) + ".map", jit.SourcePerfMap},
 				{"/tmp/marker-" + strconv.Itoa(p.pid) + ".txt", jit.SourceMarkers},
+				{"/tmp/itt-" + strconv.Itoa(p.pid) + ".spans", jit.SourceITTSpans},
 			} {
 				if fi, err := os.Lstat(c.path); err == nil && fi.Mode().IsRegular() {
 					w.add(p, c.path, c.path, c.kind)
@@ -324,7 +331,7 @@ func (w *JITWatcher) pollSource(p *watchedProc, inner string, s *watchedSource, 
 	if s.stopped != "" {
 		return false
 	}
-	if s.dump == nil && s.pmap == nil && s.marks == nil {
+	if s.dump == nil && s.pmap == nil && s.marks == nil && s.itt == nil {
 		if !final && time.Now().Before(s.retryAt) {
 			return false
 		}
@@ -339,13 +346,15 @@ func (w *JITWatcher) pollSource(p *watchedProc, inner string, s *watchedSource, 
 			s.pmap, err = jit.OpenPerfMapTailer(path, p.uid)
 		case jit.SourceMarkers:
 			s.marks, err = jit.OpenMarkerTailer(path, p.uid)
+		case jit.SourceITTSpans:
+			s.itt, err = jit.OpenITTSpanTailer(path, p.nsPid, p.uid)
 		default:
 			s.dump, err = jit.OpenTailer(path, p.nsPid, p.uid)
 		}
 		if err != nil {
 			s.openErr = err.Error()
 			s.retryAt = time.Now().Add(2 * time.Second)
-			if s.kind == jit.SourceMarkers {
+			if s.kind == jit.SourceMarkers || s.kind == jit.SourceITTSpans {
 				w.spans.SetError(s.spanSrc, s.openErr)
 			}
 			return false
@@ -354,6 +363,9 @@ func (w *JITWatcher) pollSource(p *watchedProc, inner string, s *watchedSource, 
 	}
 	if s.marks != nil {
 		return w.pollMarkers(s)
+	}
+	if s.itt != nil {
+		return w.pollITT(s)
 	}
 	var pr jit.Progress
 	if s.dump != nil {
@@ -425,6 +437,9 @@ func (s *watchedSource) stop(why string) {
 	if s.marks != nil {
 		s.marks.Close()
 	}
+	if s.itt != nil {
+		s.itt.Close()
+	}
 }
 
 // Sources reports every JIT source found, for status and the saved run.
@@ -434,7 +449,7 @@ func (w *JITWatcher) Sources() []store.JITSource {
 	var out []store.JITSource
 	for _, p := range w.pids {
 		for inner, s := range p.sources {
-			if s.kind == jit.SourceMarkers {
+			if s.kind == jit.SourceMarkers || s.kind == jit.SourceITTSpans {
 				continue // spans, counted with the run's spans
 			}
 			js := store.JITSource{Pid: p.pid, Path: inner, Kind: s.kind.String(), Error: s.openErr}
@@ -493,6 +508,9 @@ func (w *JITWatcher) Close() {
 			if s.marks != nil {
 				s.marks.Close()
 			}
+			if s.itt != nil {
+				s.itt.Close()
+			}
 		}
 	}
 }
@@ -516,7 +534,7 @@ func (w *JITWatcher) Owner(pid int) (uint32, bool) {
 		return 0, false
 	}
 	for _, s := range p.sources {
-		if s.dump != nil || s.pmap != nil || s.marks != nil {
+		if s.dump != nil || s.pmap != nil || s.marks != nil || s.itt != nil {
 			return p.uid, true
 		}
 	}

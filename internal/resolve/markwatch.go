@@ -28,5 +28,32 @@ func (w *JITWatcher) pollMarkers(s *watchedSource) (more bool) {
 	return more
 }
 
+// pollITT reads a chunk of an ITT spans file into the span set. It reports whether the
+// file holds more to read now. w.mu must be held.
+func (w *JITWatcher) pollITT(s *watchedSource) (more bool) {
+	if pr := s.itt.Progress(); pr.Consumed >= MaxSpanFileBytes {
+		s.stop(fmt.Sprintf("stopped reading after %s: stax reads at most %s of one spans file", mib(pr.Consumed), mib(MaxSpanFileBytes)))
+		w.spans.SetError(s.spanSrc, s.stopped)
+		return false
+	}
+	bad, dropped, more, err := s.itt.PollUpTo(pollChunk, func(sp spans.Span) {
+		sp.Pid, sp.Source = uint32(s.pid), s.spanSrc
+		w.spans.Add(sp)
+	})
+	if bad > 0 || dropped > 0 {
+		w.spans.Count(s.spanSrc, uint64(bad), dropped)
+	}
+	s.openErr = ""
+	if err != nil {
+		s.openErr = err.Error()
+	}
+	w.spans.SetError(s.spanSrc, s.openErr)
+	return more
+}
+
+// MaxSpanFileBytes bounds the bytes read from one ITT spans file (the collector bounds
+// what it writes too, 256 MiB by default).
+const MaxSpanFileBytes = 512 << 20
+
 // Spans is the set the spans of marker files go to.
 func (w *JITWatcher) Spans() *spans.Set { return w.spans }
