@@ -40,6 +40,11 @@ func (f *runFlags) addWindow(c *cobra.Command) {
 	c.Flags().StringVar(&f.window.To, "to", "", "only samples before `SEC` seconds after the start (-N: before the end; +N: N seconds after --from)")
 }
 
+// addSpan adds --span, which keeps the samples taken inside spans of one name.
+func (f *runFlags) addSpan(c *cobra.Command) {
+	c.Flags().StringVar(&f.window.Span, "span", "", "only samples taken inside spans named `NAME`, on their thread (nested spans included; stax spans lists them)")
+}
+
 // transformHelp ends the help of every command that takes the stack transforms.
 const transformHelp = `
 
@@ -120,6 +125,9 @@ func (f *runFlags) query(q url.Values) url.Values {
 	if f.window.To != "" {
 		q.Set("to", f.window.To)
 	}
+	if f.window.Span != "" {
+		q.Set("span", f.window.Span)
+	}
 	f.transform.AddParams(q)
 	return q
 }
@@ -127,7 +135,7 @@ func (f *runFlags) query(q url.Values) url.Values {
 // need is what a stored run must give beyond its profile for the query's flags: the
 // samples' times when the query has a window.
 func (f *runFlags) need() store.Parts {
-	if f.window.From != "" || f.window.To != "" {
+	if f.window.From != "" || f.window.To != "" || f.window.Span != "" {
 		return store.Samples
 	}
 	return 0
@@ -137,6 +145,9 @@ func (f *runFlags) need() store.Parts {
 func windowText(w *api.Window) string {
 	if w == nil {
 		return ""
+	}
+	if w.Span != "" {
+		return fmt.Sprintf(" · in span %s · %.2fs–%.2fs", strconv.Quote(w.Span), w.FromSec, w.ToSec)
 	}
 	return fmt.Sprintf(" · %.2fs–%.2fs", w.FromSec, w.ToSec)
 }

@@ -109,6 +109,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /v1/wait", s.wait)
 	mux.HandleFunc("POST /v1/stop", s.stop)
 	mux.HandleFunc("POST /v1/mark", s.addMark)
+	mux.HandleFunc("GET /v1/spans", s.snapshotting(s.spans))
 	return mux
 }
 
@@ -200,7 +201,7 @@ func processes(r *http.Request) (query.Processes, error) {
 // window reads a query's from and to parameters (as the user wrote them; see query.Window).
 func window(r *http.Request) query.Window {
 	q := r.URL.Query()
-	return query.Window{From: q.Get("from"), To: q.Get("to")}
+	return query.Window{From: q.Get("from"), To: q.Get("to"), Span: q.Get("span")}
 }
 
 // transform reads a query's stack transform (see api.Transform).
