@@ -27,8 +27,8 @@ inside one (nested spans of the same name count once). Spans come from ITT tasks
 that take no time. stax top --span NAME and stax flame --span NAME show what ran inside.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := checkCount("-n", n); err != nil {
-				return err
+			if n < 0 {
+				return usageErr("-n must be 0 (all) or more, not %d", n)
 			}
 			r, err := rf.pick()
 			if err != nil {
