@@ -58,7 +58,9 @@ struct tbuf {
 	unsigned char buf[ITT_BUF];
 };
 
-static pthread_mutex_t list_mu = PTHREAD_MUTEX_INITIALIZER; /* the list, the file */
+/* Lock order: list_mu, then a thread's mu, then file_mu. */
+static pthread_mutex_t list_mu = PTHREAD_MUTEX_INITIALIZER; /* the list of threads */
+static pthread_mutex_t file_mu = PTHREAD_MUTEX_INITIALIZER; /* the file and its size */
 static struct tbuf *threads;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_key_t key;
@@ -70,7 +72,6 @@ static int file_failed;
 static uint64_t max_bytes;
 static uint64_t written; /* bytes in the file */
 
-static __thread struct tbuf *self;
 
 static uint64_t now_ns(void)
 {
@@ -80,7 +81,7 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* open_file creates the process's spans file; list_mu must be held. */
+/* open_file creates the process's spans file; file_mu must be held. */
 static void open_file(void)
 {
 	char path[4096];
@@ -144,7 +145,7 @@ static void flush(struct tbuf *t, uint64_t now)
 	t->last_write = now;
 	if (t->len == 0 && t->dropped == 0)
 		return;
-	pthread_mutex_lock(&list_mu);
+	pthread_mutex_lock(&file_mu);
 	open_file();
 	f = fd;
 	room = written < max_bytes ? max_bytes - written : 0;
@@ -171,7 +172,7 @@ static void flush(struct tbuf *t, uint64_t now)
 		if (write(f, t->buf, t->len) == (ssize_t)t->len)
 			written += t->len;
 	}
-	pthread_mutex_unlock(&list_mu);
+	pthread_mutex_unlock(&file_mu);
 	t->len = 0;
 }
 
@@ -218,12 +219,15 @@ static void thread_gone(void *p)
 	pthread_mutex_unlock(&t->mu);
 	pthread_mutex_destroy(&t->mu);
 	free(t);
-	self = NULL;
 }
+
+/* self is the calling thread's buffer (the key's value: no __thread in a library that
+ * is loaded with dlopen). */
+static struct tbuf *self(void) { return pthread_getspecific(key); }
 
 static struct tbuf *me(void)
 {
-	struct tbuf *t = self;
+	struct tbuf *t = self();
 
 	if (t)
 		return t;
@@ -238,7 +242,6 @@ static struct tbuf *me(void)
 	threads = t;
 	pthread_mutex_unlock(&list_mu);
 	pthread_setspecific(key, t);
-	self = t;
 	return t;
 }
 
@@ -264,7 +267,7 @@ static void task_begin(const stax_itt_domain *d, stax_itt_id id, stax_itt_id par
 
 static void task_end(const stax_itt_domain *d)
 {
-	struct tbuf *t = self;
+	struct tbuf *t = self();
 	uint64_t body[4], now;
 	const stax_itt_string_handle *name;
 
@@ -319,13 +322,22 @@ static void marker(const stax_itt_domain *d, stax_itt_id id, stax_itt_string_han
 
 /* ---- setup ---- */
 
-static void atfork_prepare(void) { pthread_mutex_lock(&list_mu); }
-static void atfork_parent(void) { pthread_mutex_unlock(&list_mu); }
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&list_mu);
+	pthread_mutex_lock(&file_mu);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&file_mu);
+	pthread_mutex_unlock(&list_mu);
+}
 
 /* The child keeps only its own thread, without the parent's records. */
 static void atfork_child(void)
 {
-	struct tbuf *t = self;
+	struct tbuf *t = self();
 
 	threads = NULL;
 	if (t) {
@@ -337,6 +349,7 @@ static void atfork_child(void)
 		threads = t;
 		pthread_mutex_init(&t->mu, NULL);
 	}
+	pthread_mutex_unlock(&file_mu);
 	pthread_mutex_unlock(&list_mu);
 }
 
@@ -375,19 +388,8 @@ __attribute__((destructor)) static void itt_fini(void)
 		return;
 	pthread_mutex_lock(&list_mu);
 	for (t = threads; t; t = t->next) {
-		/* flush takes list_mu: the buffer is written here, under it. */
 		pthread_mutex_lock(&t->mu);
-		if (t->len > 0 || t->dropped > 0) {
-			open_file();
-			if (t->dropped > 0 && t->len + 16 <= ITT_BUF) {
-				put(t, STAX_ITT_DROP, &t->dropped, 8);
-				t->dropped = 0;
-			}
-			if (fd >= 0 && written + t->len <= max_bytes && write(fd, t->buf, t->len) == (ssize_t)t->len)
-				written += t->len;
-			t->len = 0;
-			t->last_write = now;
-		}
+		flush(t, now);
 		pthread_mutex_unlock(&t->mu);
 	}
 	pthread_mutex_unlock(&list_mu);
