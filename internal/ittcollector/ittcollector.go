@@ -5,7 +5,9 @@
 // A program started with the variables returned by [Env] loads the
 // collector, which writes a perf jitdump file /tmp/jit-<pid>.dump (or
 // $STAX_JIT_DIR/jit-<pid>.dump) with stax's extension records; see
-// docs/jitdump-extensions.md. The collector itself is C (collector/
+// docs/jitdump-extensions.md. Programs instrumented with the ITT API load it
+// too (INTEL_LIBITTNOTIFY64), and their tasks and markers go to
+// itt-<pid>.spans in the same directory. The collector itself is C (collector/
 // in the source tree); it contains no Go code.
 package ittcollector
 
@@ -54,7 +56,8 @@ var CFlags = []string{
 }
 
 // Env returns the environment entries that make a JIT started with them
-// report its code to the collector at libPath.
+// report its code, and a program instrumented with the ITT API its tasks and
+// markers, to the collector at libPath.
 func Env(libPath string) []string {
 	return []string{EnvProfiler64 + "=" + libPath, EnvITT64 + "=" + libPath, EnvCollect + "=1"}
 }

@@ -794,7 +794,7 @@ func TestFind(t *testing.T) {
 
 func TestEnv(t *testing.T) {
 	got := Env("/x/" + LibName)
-	if w := []string{"INTEL_JIT_PROFILER64=/x/" + LibName, "STAX_JIT_COLLECT=1"}; !slices.Equal(got, w) {
+	if w := []string{"INTEL_JIT_PROFILER64=/x/" + LibName, "INTEL_LIBITTNOTIFY64=/x/" + LibName, "STAX_JIT_COLLECT=1"}; !slices.Equal(got, w) {
 		t.Errorf("Env = %v", got)
 	}
 }
