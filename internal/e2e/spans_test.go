@@ -153,6 +153,17 @@ func TestSpansFromITTMarkerFileAndMark(t *testing.T) {
 	txt, _, _ := e.run("spans")
 	t.Logf("\n%s", txt)
 
+	// A saved file, and the run imported from it, keep the spans.
+	saved := filepath.Join(t.TempDir(), "run.stax")
+	if out, errOut, code := e.run("save", saved); code != 0 {
+		t.Fatalf("stax save: exit %d\n%s%s", code, out, errOut)
+	}
+	var fromFile api.Spans
+	e.mustJSON(&fromFile, "spans", "--run", saved)
+	if f, _ := spanRow(fromFile, "render"); f != rend || len(fromFile.Sources) != 3 {
+		t.Errorf("spans of the saved file: render %+v (want %+v), %d sources", f, rend, len(fromFile.Sources))
+	}
+
 	// stax top --span render names render's functions only.
 	var top api.Top
 	e.mustJSON(&top, "top", "--span", "render", "-n", "50")
