@@ -3,7 +3,9 @@
  *
  * ittapi's static part loads the library named by INTEL_LIBITTNOTIFY64 and
  * calls __itt_api_init, which fills the entries of its API list this
- * collector implements: __itt_task_begin, __itt_task_end, __itt_marker.
+ * collector implements: __itt_task_begin, __itt_task_end, __itt_marker,
+ * __itt_frame_begin_v3 and __itt_frame_end_v3 (a frame is a span named
+ * after its domain).
  * Every other entry is left as the static part set it (domains and string
  * handles are made there).  Nothing is filled unless STAX_JIT_COLLECT=1.
  *
@@ -38,9 +40,15 @@
 #define ITT_FLUSH_NS 50000000ull  /* a buffer older than this is written */
 #define ITT_NAMES 256             /* keys whose NAME a thread remembers writing */
 #define ITT_MAX_MB_DEFAULT 256u
+#define ITT_FRAMES 8              /* domains with a frame open at once, per thread */
 
 struct open_task {
 	const stax_itt_string_handle *name;
+	uint64_t start;
+};
+
+struct open_frame {
+	const stax_itt_domain *domain;
 	uint64_t start;
 };
 
@@ -54,6 +62,8 @@ struct tbuf {
 	size_t len;
 	const void *named[ITT_NAMES];
 	struct open_task stack[STAX_ITT_MAX_DEPTH];
+	struct open_frame frames[ITT_FRAMES]; /* open frames, one per domain */
+	int nframes;
 	struct tbuf *next; /* in the process's list, under list_mu */
 	unsigned char buf[ITT_BUF];
 };
@@ -183,23 +193,30 @@ static void room(struct tbuf *t, size_t n, uint64_t now)
 		flush(t, now);
 }
 
-/* name_key writes the NAME record of h unless this thread has written it. */
-static void name_key(struct tbuf *t, const stax_itt_string_handle *h, uint64_t now)
+/*
+ * name_key writes the NAME record of key (a string handle, or a domain's
+ * address + 1 for its frames) unless this thread has written it.
+ */
+static void name_key(struct tbuf *t, const void *key, const char *s, uint64_t now)
 {
 	unsigned char body[8 + STAX_ITT_MAX_NAME];
-	uint64_t k = (uint64_t)(uintptr_t)h;
-	size_t slot = (size_t)((k >> 4) * 0x9E3779B97F4A7C15ull >> 56) % ITT_NAMES;
-	const char *s = h && h->strA ? h->strA : "(unnamed)";
-	size_t n = strnlen(s, STAX_ITT_MAX_NAME);
+	uint64_t k = (uint64_t)(uintptr_t)key;
+	size_t slot = (size_t)((k >> 3) * 0x9E3779B97F4A7C15ull >> 56) % ITT_NAMES;
+	size_t n;
 
-	if (t->named[slot] == h && h)
+	if (!s)
+		s = "(unnamed)";
+	n = strnlen(s, STAX_ITT_MAX_NAME);
+	if (t->named[slot] == key && key)
 		return;
 	room(t, 8 + 8 + n, now);
 	memcpy(body, &k, 8);
 	memcpy(body + 8, s, n);
 	put(t, STAX_ITT_NAME, body, 8 + n);
-	t->named[slot] = h;
+	t->named[slot] = key;
 }
+
+static const char *handle_name(const stax_itt_string_handle *h) { return h ? h->strA : NULL; }
 
 static void thread_gone(void *p)
 {
@@ -291,7 +308,7 @@ static void task_end(const stax_itt_domain *d)
 	body[2] = now;
 	body[3] = (uint64_t)t->depth;
 	pthread_mutex_lock(&t->mu);
-	name_key(t, name, now);
+	name_key(t, name, handle_name(name), now);
 	room(t, sizeof body + 8, now);
 	put(t, STAX_ITT_TASK, body, sizeof body);
 	if (now - t->last_write > ITT_FLUSH_NS)
@@ -312,9 +329,65 @@ static void marker(const stax_itt_domain *d, stax_itt_id id, stax_itt_string_han
 	body[0] = (uint64_t)(uintptr_t)name;
 	body[1] = now;
 	pthread_mutex_lock(&t->mu);
-	name_key(t, name, now);
+	name_key(t, name, handle_name(name), now);
 	room(t, sizeof body + 8, now);
 	put(t, STAX_ITT_MARK, body, sizeof body);
+	if (now - t->last_write > ITT_FLUSH_NS)
+		flush(t, now);
+	pthread_mutex_unlock(&t->mu);
+}
+
+/*
+ * Frames (__itt_frame_begin_v3/end_v3) are spans named after their domain,
+ * one open per domain and thread; a begin while one is open starts it again.
+ */
+static void frame_begin(const stax_itt_domain *d, stax_itt_id *id)
+{
+	struct tbuf *t = me();
+	int i;
+
+	(void)id;
+	if (!t || !d)
+		return;
+	for (i = 0; i < t->nframes && t->frames[i].domain != d; i++)
+		;
+	if (i == ITT_FRAMES) {
+		pthread_mutex_lock(&t->mu);
+		t->dropped++;
+		pthread_mutex_unlock(&t->mu);
+		return;
+	}
+	t->frames[i].domain = d;
+	t->frames[i].start = now_ns();
+	if (i == t->nframes)
+		t->nframes++;
+}
+
+static void frame_end(const stax_itt_domain *d, stax_itt_id *id)
+{
+	struct tbuf *t = self();
+	uint64_t body[4], now;
+	const char *key;
+	int i;
+
+	(void)id;
+	if (!t || !d)
+		return;
+	for (i = 0; i < t->nframes && t->frames[i].domain != d; i++)
+		;
+	if (i == t->nframes)
+		return; /* an end without a begin */
+	now = now_ns();
+	key = (const char *)d + 1;
+	body[0] = (uint64_t)(uintptr_t)key;
+	body[1] = t->frames[i].start;
+	body[2] = now;
+	body[3] = 0;
+	t->frames[i] = t->frames[--t->nframes];
+	pthread_mutex_lock(&t->mu);
+	name_key(t, key, d->nameA, now);
+	room(t, sizeof body + 8, now);
+	put(t, STAX_ITT_TASK, body, sizeof body);
 	if (now - t->last_write > ITT_FLUSH_NS)
 		flush(t, now);
 	pthread_mutex_unlock(&t->mu);
@@ -402,6 +475,8 @@ static const struct {
 	{ "__itt_task_begin", (void *)task_begin },
 	{ "__itt_task_end", (void *)task_end },
 	{ "__itt_marker", (void *)marker },
+	{ "__itt_frame_begin_v3", (void *)frame_begin },
+	{ "__itt_frame_end_v3", (void *)frame_end },
 };
 
 /*

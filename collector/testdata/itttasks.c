@@ -5,8 +5,9 @@
  *
  *   itttasks THREADS ITERATIONS DEPTH join|exit
  *
- * Each thread runs ITERATIONS times: DEPTH nested tasks (named a, b, c by
- * level) ended innermost first, then one marker m.  join: the threads are
+ * Each thread runs ITERATIONS frames of domain itttasks, each holding DEPTH
+ * nested tasks (named a, b, c by level) ended innermost first, then one
+ * marker m.  join: the threads are
  * joined before main runs them too, timed; exit: main exits while they
  * run.  Prints "pid P filled N" (N: API entries the library filled), and
  * in join mode the mean cost of a task on the main thread.
@@ -25,17 +26,21 @@
 typedef void (*task_begin_fn)(const stax_itt_domain *, stax_itt_id, stax_itt_id, stax_itt_string_handle *);
 typedef void (*task_end_fn)(const stax_itt_domain *);
 typedef void (*marker_fn)(const stax_itt_domain *, stax_itt_id, stax_itt_string_handle *, int);
+typedef void (*frame_fn)(const stax_itt_domain *, stax_itt_id *);
 typedef void (*api_init_fn)(stax_itt_global *, int);
 
 static task_begin_fn task_begin;
 static task_end_fn task_end;
 static marker_fn marker;
+static frame_fn frame_begin, frame_end;
 static void *other;
 
 static stax_itt_api_info api_list[] = {
 	{ "__itt_task_begin", (void **)&task_begin, NULL, NULL, 0x100 },
 	{ "__itt_task_end", (void **)&task_end, NULL, NULL, 0x100 },
 	{ "__itt_marker", (void **)&marker, NULL, NULL, 0x100 },
+	{ "__itt_frame_begin_v3", (void **)&frame_begin, NULL, NULL, 0x100 },
+	{ "__itt_frame_end_v3", (void **)&frame_end, NULL, NULL, 0x100 },
 	{ "__itt_string_handle_createA", &other, NULL, NULL, 0x100 },
 	{ NULL, NULL, NULL, NULL, 0 },
 };
@@ -57,11 +62,13 @@ static void *worker(void *arg)
 
 	(void)arg;
 	for (int i = 0; i < iterations; i++) {
+		frame_begin(&dom, NULL);
 		for (int d = 0; d < depth; d++)
 			task_begin(&dom, none, none, &names[d % 3]);
 		for (int d = 0; d < depth; d++)
 			task_end(&dom);
 		marker(&dom, none, &mark, 0);
+		frame_end(&dom, NULL);
 	}
 	return NULL;
 }
@@ -88,10 +95,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	init(&global, -1);
-	filled = (task_begin != NULL) + (task_end != NULL) + (marker != NULL) + (other != NULL);
+	filled = (task_begin != NULL) + (task_end != NULL) + (marker != NULL) + (frame_begin != NULL) + (frame_end != NULL) +
+		 (other != NULL);
 	printf("pid %d filled %d\n", getpid(), filled);
 	fflush(stdout);
-	if (!task_begin || !task_end || !marker)
+	if (!task_begin || !task_end || !marker || !frame_begin || !frame_end)
 		return 0;
 	th = calloc(n, sizeof *th);
 	for (int i = 0; i < n; i++)

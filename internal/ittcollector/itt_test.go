@@ -29,9 +29,10 @@ func readITT(t *testing.T, path string) (pid uint32, got []spans.Span, dropped u
 	return pid, got, dropped
 }
 
-// TestITTTasksFromThreads has 4 threads and main run nested tasks 70 deep: every thread's
-// 64 innermost-kept tasks per iteration and its marker are in the spans file, nested
-// within each other, and the 6 levels past the collector's depth are counted as dropped.
+// TestITTTasksFromThreads has 4 threads and main run frames of nested tasks 70 deep: every
+// thread's 64 outermost tasks per frame, its marker and the frame are in the spans file,
+// nested within each other, and the 6 levels past the collector's depth are counted as
+// dropped.
 func TestITTTasksFromThreads(t *testing.T) {
 	needBuild(t)
 	prog, err := buildTestProgram(t.TempDir(), "itttasks")
@@ -42,8 +43,8 @@ func TestITTTasksFromThreads(t *testing.T) {
 	const threads, iters, depth = 4, 300, 70
 	out, _ := runProg(t, time.Minute, append(collectEnv(dir), EnvITT64+"="+libPath), prog, "4", "300", "70", "join")
 	var pid, filled int
-	if _, err := fmt.Sscanf(out, "pid %d filled %d", &pid, &filled); err != nil || filled != 3 {
-		t.Fatalf("output %q: want 3 entries filled (the string handle's left alone)", out)
+	if _, err := fmt.Sscanf(out, "pid %d filled %d", &pid, &filled); err != nil || filled != 5 {
+		t.Fatalf("output %q: want 5 entries filled (the string handle's left alone)", out)
 	}
 	fpid, got, dropped := readITT(t, filepath.Join(dir, fmt.Sprintf("itt-%d.spans", pid)))
 	if int(fpid) != pid {
@@ -57,10 +58,18 @@ func TestITTTasksFromThreads(t *testing.T) {
 		t.Fatalf("spans of %d threads, want %d", len(perThread), threads+1)
 	}
 	for tid, ss := range perThread {
-		var tasks, marks int
+		var tasks, marks, frames int
 		for i, s := range ss {
-			if s.Name == "m" {
+			switch s.Name {
+			case "m":
 				marks++
+				continue
+			case "itttasks":
+				// The frame holds the tasks before it, back to the previous frame.
+				frames++
+				if s.Depth != 0 || i < 65 || ss[i-1].Name != "m" || ss[i-2].Depth != 0 || ss[i-2].Start < s.Start || ss[i-1].Start > s.End {
+					t.Fatalf("tid %d: frame %+v does not hold its tasks", tid, s)
+				}
 				continue
 			}
 			tasks++
@@ -75,8 +84,8 @@ func TestITTTasksFromThreads(t *testing.T) {
 				}
 			}
 		}
-		if tasks != iters*64 || marks != iters {
-			t.Errorf("tid %d: %d tasks, %d markers, want %d and %d", tid, tasks, marks, iters*64, iters)
+		if tasks != iters*64 || marks != iters || frames != iters {
+			t.Errorf("tid %d: %d tasks, %d markers, %d frames, want %d, %d and %d", tid, tasks, marks, frames, iters*64, iters, iters)
 		}
 	}
 	if want := uint64((threads + 1) * iters * (depth - 64)); dropped != want {
