@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/spans"
@@ -70,11 +71,20 @@ func TestSpansFromITTMarkerFileAndMark(t *testing.T) {
 	const frames = 20
 	l := e.startUntilReady(dir, prog, itoa(frames), "20")
 
-	// While it records: the tasks are there, and a marker goes in.
+	// While it records: the tasks reach the run (the collector writes a thread's tasks
+	// every 50 ms), and a marker goes in.
 	var live api.Spans
-	e.mustJSON(&live, "spans")
-	if s, ok := spanRow(live, "frame"); !ok || s.Count == 0 {
-		t.Errorf("the live run has no frame spans: %+v", live.Rows)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		e.mustJSON(&live, "spans")
+		if s, ok := spanRow(live, "frame"); ok && s.Count > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the live run has no frame spans after 30 s: %+v", live.Rows)
+		}
+	}
+	if !live.Live {
+		t.Errorf("stax spans of the live run does not say live")
 	}
 	if out, errOut, code := e.run("mark", "checkpoint", "one"); code != 0 {
 		t.Fatalf("stax mark: exit %d\n%s%s", code, out, errOut)
