@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strconv"
 
@@ -179,6 +180,9 @@ func ask[T any](ctx context.Context, g *globals, r *client.Run, path string, q u
 		if re := (*client.RequestError)(nil); errors.As(err, &re) {
 			return out, usageErr("%s", re.Msg)
 		}
+		if ae := (*client.AnswerError)(nil); errors.As(err, &ae) && ae.Code == http.StatusNotFound {
+			return out, notFound(errors.New(ae.Msg))
+		}
 		if !errors.Is(err, client.ErrGone) {
 			return out, err
 		}
@@ -192,6 +196,9 @@ func ask[T any](ctx context.Context, g *globals, r *client.Run, path string, q u
 		goneNote(g, r.ID, run.Meta, "asking", "answered from")
 	}
 	out, err = offline(run)
+	if errors.Is(err, query.ErrNoSpan) {
+		return out, notFound(err)
+	}
 	if err != nil {
 		return out, usageErr("%v", err)
 	}

@@ -188,6 +188,9 @@ func TestSpansFromITTMarkerFileAndMark(t *testing.T) {
 	if top.Window == nil || top.Window.Span != "render" {
 		t.Errorf("top --span render does not say so: %+v", top.Window)
 	}
+	if out, errOut, code := e.run("top", "--span", "nothing"); code != 5 || !strings.Contains(errOut, "no span named") {
+		t.Errorf("top --span nothing: exit %d, want 5 saying so\n%s%s", code, out, errOut)
+	}
 	var fl api.Flame
 	e.mustJSON(&fl, "flame", "--span", "physics", "-d", "40", "--threshold-pct", "0")
 	if !hasPath(fl.Root, []string{"main", "physics_work"}) || hasPath(fl.Root, []string{"main", "render_work"}) {

@@ -99,10 +99,6 @@ func (w Window) Apply(run *store.Run) (*store.Run, *api.Window, error) {
 	if w.IsAll() {
 		return run, nil, nil
 	}
-	from, to, err := w.bounds(run)
-	if err != nil {
-		return nil, nil, err
-	}
 	var keep func(uint64, uint32) bool
 	if w.Span != "" {
 		ix := spans.IndexOf(run.Spans, w.Span)
@@ -110,6 +106,10 @@ func (w Window) Apply(run *store.Run) (*store.Run, *api.Window, error) {
 			return nil, nil, fmt.Errorf("%w: no span named %q that lasts (stax spans lists the run's spans)", ErrNoSpan, w.Span)
 		}
 		keep = ix.Contains
+	}
+	from, to, err := w.bounds(run)
+	if err != nil {
+		return nil, nil, err
 	}
 	p, err := run.Profile.WindowWhere(from, to, keep)
 	if err != nil {

@@ -59,3 +59,14 @@ func TestMark(t *testing.T) {
 		t.Errorf("mark of a stored run: status %d, %q", code, e.Error)
 	}
 }
+
+// A query inside a span the run does not have is not found.
+func TestSpanNotFound(t *testing.T) {
+	_, hc := serve(t, newFake(3), 0)
+	var e api.Error
+	for _, path := range []string{"/v1/top?span=nothing", "/v1/flame?span=nothing"} {
+		if code := get(t, hc, path, &e); code != http.StatusNotFound || !strings.Contains(e.Error, "no span named") {
+			t.Errorf("%s: status %d, %q", path, code, e.Error)
+		}
+	}
+}

@@ -207,6 +207,16 @@ func window(r *http.Request) query.Window {
 // transform reads a query's stack transform (see api.Transform).
 func transform(r *http.Request) api.Transform { return api.TransformParams(r.URL.Query()) }
 
+// queryError answers a query that failed: not found when it names a span the run does not
+// have, a bad request else.
+func queryError(w http.ResponseWriter, err error) {
+	if errors.Is(err, query.ErrNoSpan) {
+		writeJSON(w, http.StatusNotFound, api.Error{Error: err.Error()})
+		return
+	}
+	badRequest(w, "%v", err)
+}
+
 func badRequest(w http.ResponseWriter, format string, args ...any) {
 	writeJSON(w, http.StatusBadRequest, api.Error{Error: fmt.Sprintf(format, args...)})
 }
@@ -297,7 +307,7 @@ func (s *Server) top(w http.ResponseWriter, r *http.Request) {
 		ByProcess: r.URL.Query().Get("by") == "process", Granularity: api.GranularityParams(r.URL.Query()),
 		Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r)})
 	if err != nil {
-		badRequest(w, "%v", err)
+		queryError(w, err)
 		return
 	}
 	s.mark(&res.Live, &res.State)
@@ -320,7 +330,7 @@ func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
 	res, err := query.Flame(s.rec.Snapshot(), query.FlameOptions{Depth: d, ThresholdPct: th, Inverted: r.URL.Query().Get("inverted") == "1",
 		Granularity: api.GranularityParams(r.URL.Query()), Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r), Match: r.URL.Query().Get("match")})
 	if err != nil {
-		badRequest(w, "%v", err)
+		queryError(w, err)
 		return
 	}
 	s.mark(&res.Live, &res.State)
