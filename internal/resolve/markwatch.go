@@ -15,6 +15,7 @@ func (w *JITWatcher) pollMarkers(s *watchedSource) (more bool) {
 		return false
 	}
 	markers, bad, _, more, err := s.marks.PollUpTo(pollChunk)
+	s.openErr = ""
 	for _, m := range markers {
 		w.spans.Add(spans.Span{Name: m.Name, Pid: uint32(s.pid), Tid: s.tid, Start: m.Start, End: m.End, Source: s.spanSrc})
 	}

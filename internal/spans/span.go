@@ -28,14 +28,13 @@ const (
 // Span is one named interval of a thread's time (CLOCK_MONOTONIC ns). End == Start: an
 // instant (a marker). Tid 0: no thread in particular (stax mark).
 type Span struct {
-	Name       string `json:"name"`
-	Pid        uint32 `json:"pid"`
-	Tid        uint32 `json:"tid"`
-	Start      uint64 `json:"start"`
-	End        uint64 `json:"end"`
-	Depth      uint32 `json:"depth,omitempty"` // nesting level in its thread (ITT tasks)
-	Source     uint32 `json:"source"`          // index into the run's sources
-	Unfinished bool   `json:"unfinished,omitempty"`
+	Name   string `json:"name"`
+	Pid    uint32 `json:"pid"`
+	Tid    uint32 `json:"tid"`
+	Start  uint64 `json:"start"`
+	End    uint64 `json:"end"`
+	Depth  uint32 `json:"depth,omitempty"` // nesting level in its thread (ITT tasks)
+	Source uint32 `json:"source"`          // index into the run's sources
 }
 
 // Source counts the spans of one source: a file a process wrote, or stax mark.

@@ -16,7 +16,7 @@ import (
 //
 // After the marker: uvarint count of names, each a uvarint length and its bytes; uvarint
 // count of spans, each as uvarints: name index, pid, tid, start, end-start, depth, source,
-// flags (1: unfinished).
+// flags (0; reserved).
 const spansMagic = "SPAN\x00\x00\x00\x01"
 
 var sizeSpan = int64(unsafe.Sizeof(spans.Span{}))
@@ -43,11 +43,7 @@ func encodeSpans(sp []spans.Span) []byte {
 	b = binary.AppendUvarint(b, uint64(len(sp)))
 	for i := range sp {
 		s := &sp[i]
-		var flags uint64
-		if s.Unfinished {
-			flags = 1
-		}
-		for _, v := range []uint64{ids[s.Name], uint64(s.Pid), uint64(s.Tid), s.Start, s.End - s.Start, uint64(s.Depth), uint64(s.Source), flags} {
+		for _, v := range []uint64{ids[s.Name], uint64(s.Pid), uint64(s.Tid), s.Start, s.End - s.Start, uint64(s.Depth), uint64(s.Source), 0} {
 			b = binary.AppendUvarint(b, v)
 		}
 	}
@@ -100,7 +96,7 @@ func readSpans(r *bufio.Reader, run *Run, b *budget, l *layout) error {
 	}
 	out := make([]spans.Span, 0, ns)
 	for range ns {
-		name, pid, tid, start, dur, depth, src, flags := next(), next(), next(), next(), next(), next(), next(), next()
+		name, pid, tid, start, dur, depth, src, _ := next(), next(), next(), next(), next(), next(), next(), next()
 		if bad {
 			return errors.New("spans: cut short")
 		}
@@ -108,7 +104,7 @@ func readSpans(r *bufio.Reader, run *Run, b *budget, l *layout) error {
 			return errors.New("spans: a span is out of range")
 		}
 		out = append(out, spans.Span{Name: names[name], Pid: uint32(pid), Tid: uint32(tid), Start: start, End: start + dur,
-			Depth: uint32(depth), Source: uint32(src), Unfinished: flags&1 != 0})
+			Depth: uint32(depth), Source: uint32(src)})
 	}
 	if len(c) != 0 {
 		return errors.New("spans: bytes after the last span")

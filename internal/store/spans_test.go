@@ -18,7 +18,7 @@ func spanRun() *Run {
 	r.Spans = []spans.Span{
 		{Name: "frame", Pid: 10, Tid: 10, Start: 1e9, End: 1e9 + 500e6, Source: 0},
 		{Name: "physics", Pid: 10, Tid: 10, Start: 1e9 + 1, End: 1e9 + 100e6, Depth: 1, Source: 0},
-		{Name: "frame", Pid: 10, Tid: 11, Start: 1e9 + 5, End: 1e9 + 5, Source: 1, Unfinished: true},
+		{Name: "frame", Pid: 10, Tid: 11, Start: 1e9 + 5, End: 1e9 + 5, Source: 1},
 	}
 	r.Meta.SpanSources = []spans.Source{{Kind: spans.KindITT, Pid: 10, Path: "/tmp/x", Received: 3, Dropped: 1}, {Kind: spans.KindMark, Received: 1}}
 	return r
