@@ -103,6 +103,7 @@ func TestSpansFromITTMarkerFileAndMark(t *testing.T) {
 		if s.Count != got.count[name] {
 			t.Errorf("%s: %d spans, the program ran %d", name, s.Count, got.count[name])
 		}
+		t.Logf("%s: %d spans, %d ns in all; the program measured %d ns", name, s.Count, s.TotalNs, got.total[name])
 		if d := math.Abs(float64(s.TotalNs)-float64(got.total[name])) / float64(got.total[name]); d > 0.05 {
 			t.Errorf("%s: %d ns in all, the program measured %d (%.1f%% apart)", name, s.TotalNs, got.total[name], d*100)
 		}
