@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds libstax-jitcollector.so, the JIT Profiling API collector of stax.
+# Builds libstax-jitcollector.so, the JIT Profiling API and ITT API collector of stax.
 # Usage: collector/build.sh OUTDIR      (compiler: $CC, default cc)
 set -eu
 if [ $# -ne 1 ]; then
@@ -9,4 +9,4 @@ fi
 src=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$1"
 ${CC:-cc} -std=gnu11 -Wall -Wextra -O2 -fPIC -shared -fvisibility=hidden -pthread \
-	-o "$1/libstax-jitcollector.so" "$src/stax_jitcollector.c"
+	-o "$1/libstax-jitcollector.so" "$src/stax_jitcollector.c" "$src/stax_itt.c"

@@ -141,16 +141,23 @@ func (p *Profile) HasTimes() bool { return len(p.Series.Chunks) > 0 && len(p.Key
 // to 0: no end): entry counts are recounted from the series, empty entries dropped, and
 // the series keeps only the window's samples. Frames, locations, stacks and threads are
 // shared with p.
-func (p *Profile) Window(from, to uint64) (*Profile, error) {
+func (p *Profile) Window(from, to uint64) (*Profile, error) { return p.WindowWhere(from, to, nil) }
+
+// WindowWhere is Window keeping, of the window's samples, those keep accepts (by time and
+// thread; nil: all). A sample whose entry is unknown is kept only when keep is nil.
+func (p *Profile) WindowWhere(from, to uint64, keep func(time uint64, tid uint32) bool) (*Profile, error) {
 	counts := make([]uint64, len(p.Entries))
 	first := make([]uint64, len(p.Entries))
 	var kept seriesWriter
 	err := p.Series.Each(from, to, func(s Sample) {
-		kept.add(s.Time, s.Key, s.CPU)
-		if int(s.Key) >= len(p.KeyEntry) {
+		e := int32(-1)
+		if int(s.Key) < len(p.KeyEntry) {
+			e = p.KeyEntry[s.Key]
+		}
+		if keep != nil && (e < 0 || int(e) >= len(counts) || !keep(s.Time, p.Entries[e].Tid)) {
 			return
 		}
-		e := p.KeyEntry[s.Key]
+		kept.add(s.Time, s.Key, s.CPU)
 		if e < 0 || int(e) >= len(counts) {
 			return
 		}

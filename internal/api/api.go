@@ -7,6 +7,7 @@ import (
 	"net/url"
 
 	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/spans"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
@@ -253,6 +254,9 @@ type RunRef struct {
 type Window struct {
 	FromSec float64 `json:"from_sec"`
 	ToSec   float64 `json:"to_sec"`
+	// Span keeps only the samples taken inside spans of this name, each on its span's
+	// thread (stax top --span).
+	Span string `json:"span,omitempty"`
 }
 
 // Wait outcomes.
@@ -308,3 +312,23 @@ const (
 	TrailerCodeKept   = "Stax-Code-Kept"
 	TrailerCodeFailed = "Stax-Code-Failed"
 )
+
+// Mark is the answer of `stax mark`: the marker dropped into the live run.
+type Mark struct {
+	Schema int    `json:"schema"`
+	Run    string `json:"run"`
+	Name   string `json:"name"`
+	TimeNs uint64 `json:"time_ns"` // CLOCK_MONOTONIC, the clock of samples
+}
+
+// Spans is the answer of `stax spans`: the run's spans summed by name.
+type Spans struct {
+	Schema  int            `json:"schema"`
+	Run     string         `json:"run"`
+	Live    bool           `json:"live"`
+	State   string         `json:"state"`
+	Sort    string         `json:"sort"`    // time, count, avg or max
+	Samples uint64         `json:"samples"` // the run's samples
+	Rows    []spans.Stat   `json:"rows"`
+	Sources []spans.Source `json:"sources"` // spans received and dropped, per source
+}

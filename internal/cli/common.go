@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strconv"
 
@@ -38,6 +39,11 @@ func (f *runFlags) add(c *cobra.Command) {
 func (f *runFlags) addWindow(c *cobra.Command) {
 	c.Flags().StringVar(&f.window.From, "from", "", "only samples from `SEC` seconds after the start (-N: N seconds before the end)")
 	c.Flags().StringVar(&f.window.To, "to", "", "only samples before `SEC` seconds after the start (-N: before the end; +N: N seconds after --from)")
+}
+
+// addSpan adds --span, which keeps the samples taken inside spans of one name.
+func (f *runFlags) addSpan(c *cobra.Command) {
+	c.Flags().StringVar(&f.window.Span, "span", "", "only samples taken inside spans named `NAME`, on their thread (nested spans included; stax spans lists them)")
 }
 
 // transformHelp ends the help of every command that takes the stack transforms.
@@ -120,6 +126,9 @@ func (f *runFlags) query(q url.Values) url.Values {
 	if f.window.To != "" {
 		q.Set("to", f.window.To)
 	}
+	if f.window.Span != "" {
+		q.Set("span", f.window.Span)
+	}
 	f.transform.AddParams(q)
 	return q
 }
@@ -127,7 +136,7 @@ func (f *runFlags) query(q url.Values) url.Values {
 // need is what a stored run must give beyond its profile for the query's flags: the
 // samples' times when the query has a window.
 func (f *runFlags) need() store.Parts {
-	if f.window.From != "" || f.window.To != "" {
+	if f.window.From != "" || f.window.To != "" || f.window.Span != "" {
 		return store.Samples
 	}
 	return 0
@@ -137,6 +146,9 @@ func (f *runFlags) need() store.Parts {
 func windowText(w *api.Window) string {
 	if w == nil {
 		return ""
+	}
+	if w.Span != "" {
+		return fmt.Sprintf(" · in span %s · %.2fs–%.2fs", strconv.Quote(w.Span), w.FromSec, w.ToSec)
 	}
 	return fmt.Sprintf(" · %.2fs–%.2fs", w.FromSec, w.ToSec)
 }
@@ -168,6 +180,9 @@ func ask[T any](ctx context.Context, g *globals, r *client.Run, path string, q u
 		if re := (*client.RequestError)(nil); errors.As(err, &re) {
 			return out, usageErr("%s", re.Msg)
 		}
+		if ae := (*client.AnswerError)(nil); errors.As(err, &ae) && ae.Code == http.StatusNotFound {
+			return out, notFound(errors.New(ae.Msg))
+		}
 		if !errors.Is(err, client.ErrGone) {
 			return out, err
 		}
@@ -181,6 +196,9 @@ func ask[T any](ctx context.Context, g *globals, r *client.Run, path string, q u
 		goneNote(g, r.ID, run.Meta, "asking", "answered from")
 	}
 	out, err = offline(run)
+	if errors.Is(err, query.ErrNoSpan) {
+		return out, notFound(err)
+	}
 	if err != nil {
 		return out, usageErr("%v", err)
 	}

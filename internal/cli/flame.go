@@ -107,6 +107,7 @@ BASE had that this run lacks are listed as (gone).` + granularityHelp + transfor
 	}
 	rf.add(c)
 	rf.addWindow(c)
+	rf.addSpan(c)
 	rf.addProcesses(c)
 	rf.addTransform(c)
 	gf.add(c, true)

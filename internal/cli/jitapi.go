@@ -24,16 +24,26 @@ func findCollector() string {
 	return ""
 }
 
-// withJITAPI points INTEL_JIT_PROFILER64 at stax's collector unless the user set it.
+// withJITAPI points INTEL_JIT_PROFILER64 (JIT Profiling API) and INTEL_LIBITTNOTIFY64 (ITT
+// API: tasks and markers) at stax's collector, each unless the user set it.
 func withJITAPI(env []string, notef func(string, ...any)) []string {
+	var jitSet, ittSet bool
 	for _, kv := range env {
-		if strings.HasPrefix(kv, "INTEL_JIT_PROFILER64=") {
-			return env
-		}
+		jitSet = jitSet || strings.HasPrefix(kv, "INTEL_JIT_PROFILER64=")
+		ittSet = ittSet || strings.HasPrefix(kv, "INTEL_LIBITTNOTIFY64=")
+	}
+	if jitSet && ittSet {
+		return env
 	}
 	lib := findCollector()
 	if lib == "" {
 		return env
 	}
-	return append(env, "INTEL_JIT_PROFILER64="+lib, "STAX_JIT_COLLECT=1")
+	if !jitSet {
+		env = append(env, "INTEL_JIT_PROFILER64="+lib)
+	}
+	if !ittSet {
+		env = append(env, "INTEL_LIBITTNOTIFY64="+lib)
+	}
+	return append(env, "STAX_JIT_COLLECT=1")
 }

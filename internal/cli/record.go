@@ -44,8 +44,10 @@ run's id (one line) to FILE once recording has begun, for --run:
   stax wait --run "$(cat run.id)" --for-samples 1000
 
 JIT'd code is named from /tmp/jit-PID.dump and /tmp/perf-PID.map files and jitdump files
-the process maps, read live. Launched commands also get INTEL_JIT_PROFILER64 pointing at
-stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
+the process maps, read live. Launched commands also get INTEL_JIT_PROFILER64 and
+INTEL_LIBITTNOTIFY64 pointing at stax's collector, for the JIT Profiling API and for ITT
+tasks and markers (each unless already set; neither with --no-jit-api). Spans and markers
+also come from marker-PID.txt files (samply's format) and stax mark.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			targets := 0
@@ -203,7 +205,7 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 	c.Flags().Float64VarP(&seconds, "duration", "l", 0, "stop recording after `SECS` seconds (0: when the command exits or on stax stop)")
 	c.Flags().IntVarP(&pid, "pid", "p", 0, "attach to the running process `PID` (all its threads)")
 	c.Flags().BoolVarP(&all, "all-cpus", "a", false, "record every process on every CPU (root or CAP_PERFMON); stop with -l, Ctrl-C or stax stop")
-	c.Flags().BoolVar(&noJITAPI, "no-jit-api", false, "do not set INTEL_JIT_PROFILER64 for the launched command")
+	c.Flags().BoolVar(&noJITAPI, "no-jit-api", false, "do not set INTEL_JIT_PROFILER64 and INTEL_LIBITTNOTIFY64 for the launched command")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors (--run-id-file tells scripts the run's id)")
 	c.Flags().StringVar(&runIDFile, "run-id-file", "", "write the run's id to `FILE` once recording has begun (for --run in scripts)")
 	c.Flags().BoolVar(&webOn, "web", false, "serve the recording to a browser too (stax web; its URL is printed on stderr), until the recording ends")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/client"
+	"github.com/stax-profiler/stax/internal/spans"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
@@ -139,6 +140,9 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 	if m.JITMemory > 0 {
 		fmt.Fprintf(w, "jit memory: %s of at most %s kept in JIT tables\n", bytesText(int64(m.JITMemory)), bytesText(int64(m.JITMemoryLimit)))
 	}
+	for _, src := range m.SpanSources {
+		fmt.Fprintln(w, esc(spanSourceLine(src)))
+	}
 	if st.JITSamples > 0 {
 		fmt.Fprintf(w, "jit code:  %s samples, %s unnamed (%.2f%%)\n", commas(st.JITSamples), commas(st.JITUnnamed),
 			float64(st.JITUnnamed)*100/float64(st.JITSamples))
@@ -196,4 +200,23 @@ func countsByKey(m map[string]uint64) string {
 		parts[i] = k + " " + commas(m[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// spanSourceLine is status's line for one source of spans.
+func spanSourceLine(s spans.Source) string {
+	where := s.Kind
+	switch {
+	case s.Kind == spans.KindMark:
+		where = "stax mark"
+	case s.Path != "":
+		where = fmt.Sprintf("pid %d %s %s", s.Pid, s.Kind, s.Path)
+	}
+	line := fmt.Sprintf("spans:     %s: %s received, %s dropped", where, commas(s.Received), commas(s.Dropped))
+	if s.Bad > 0 {
+		line += fmt.Sprintf(", %s unreadable", commas(s.Bad))
+	}
+	if s.Error != "" {
+		line += " (" + s.Error + ")"
+	}
+	return line
 }

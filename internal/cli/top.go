@@ -103,6 +103,7 @@ its time on), each with its share and hottest function; --pid and --comm keep so
 	}
 	rf.add(c)
 	rf.addWindow(c)
+	rf.addSpan(c)
 	rf.addProcesses(c)
 	rf.addTransform(c)
 	c.Flags().StringVar(&gf.by, "by", agg.ByFunction, "a row per `function`, line (file:line), address, image, or process")

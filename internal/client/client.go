@@ -191,6 +191,11 @@ func (r *Run) Post(ctx context.Context, path string, out any) error {
 	return r.do(ctx, http.MethodPost, path, nil, out, stopTimeout)
 }
 
+// PostQuery sends a command with parameters to a live run.
+func (r *Run) PostQuery(ctx context.Context, path string, q url.Values, out any) error {
+	return r.do(ctx, http.MethodPost, path, q, out, queryTimeout)
+}
+
 // do sends a request and decodes its JSON answer, bounded by timeout (0: by ctx alone) and
 // by the recorder being stopped.
 func (r *Run) do(ctx context.Context, method, path string, q url.Values, out any, timeout time.Duration) error {

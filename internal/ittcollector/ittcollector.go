@@ -5,7 +5,9 @@
 // A program started with the variables returned by [Env] loads the
 // collector, which writes a perf jitdump file /tmp/jit-<pid>.dump (or
 // $STAX_JIT_DIR/jit-<pid>.dump) with stax's extension records; see
-// docs/jitdump-extensions.md. The collector itself is C (collector/
+// docs/jitdump-extensions.md. Programs instrumented with the ITT API load it
+// too (INTEL_LIBITTNOTIFY64), and their tasks and markers go to
+// itt-<pid>.spans in the same directory. The collector itself is C (collector/
 // in the source tree); it contains no Go code.
 package ittcollector
 
@@ -30,10 +32,22 @@ const (
 	EnvCollect = "STAX_JIT_COLLECT"
 	// EnvDir overrides the directory of the dump files (default /tmp).
 	EnvDir = "STAX_JIT_DIR"
+	// EnvITT64 names the collector library to 64-bit programs instrumented with the ITT
+	// API (ittnotify.h), for their tasks and markers.
+	EnvITT64 = "INTEL_LIBITTNOTIFY64"
 )
 
 // SourceFile is the collector's C source, relative to the source directory.
 const SourceFile = "stax_jitcollector.c"
+
+// ITTSourceFile is the C source of the ITT API part (tasks and markers), built into the
+// same library.
+const ITTSourceFile = "stax_itt.c"
+
+// Sources are the paths of the library's C sources in the source directory src.
+func Sources(src string) []string {
+	return []string{filepath.Join(src, SourceFile), filepath.Join(src, ITTSourceFile)}
+}
 
 // CFlags are the compiler flags used for the collector library.
 var CFlags = []string{
@@ -42,9 +56,10 @@ var CFlags = []string{
 }
 
 // Env returns the environment entries that make a JIT started with them
-// report its code to the collector at libPath.
+// report its code, and a program instrumented with the ITT API its tasks and
+// markers, to the collector at libPath.
 func Env(libPath string) []string {
-	return []string{EnvProfiler64 + "=" + libPath, EnvCollect + "=1"}
+	return []string{EnvProfiler64 + "=" + libPath, EnvITT64 + "=" + libPath, EnvCollect + "=1"}
 }
 
 // Find returns the path of the installed collector library: beside the
@@ -131,7 +146,7 @@ func Build(outDir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	args := append(append([]string{}, CFlags...), "-o", out, filepath.Join(src, SourceFile))
+	args := append(append(append([]string{}, CFlags...), "-o", out), Sources(src)...)
 	if err := runCC(args); err != nil {
 		return "", fmt.Errorf("building %s: %w", LibName, err)
 	}

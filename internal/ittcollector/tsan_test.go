@@ -35,7 +35,7 @@ func tsanRun(t *testing.T, env []string, argv ...string) (stdout, stderr string,
 		defer cancel()
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		for _, e := range os.Environ() {
-			if !strings.HasPrefix(e, "STAX_JIT_") && !strings.HasPrefix(e, "INTEL_JIT_PROFILER") && !strings.HasPrefix(e, "TSAN_OPTIONS=") {
+			if !strings.HasPrefix(e, "STAX_JIT_") && !strings.HasPrefix(e, "INTEL_JIT_PROFILER") && !strings.HasPrefix(e, "INTEL_LIBITTNOTIFY") && !strings.HasPrefix(e, "TSAN_OPTIONS=") {
 				cmd.Env = append(cmd.Env, e)
 			}
 		}
@@ -67,11 +67,13 @@ func tsanRun(t *testing.T, env []string, argv ...string) (stdout, stderr string,
 	return stdout, stderr, err, !unmapped(stderr) && !strings.Contains(stderr, "setarch:")
 }
 
-// The collector under ThreadSanitizer, with many threads sending events while SHUTDOWN
-// arrives or the process exits: no data race is reported.
-func TestCollectorThreadSanitizer(t *testing.T) {
+// buildTSan builds the collector with ThreadSanitizer into a temporary directory, or skips
+// the test where such programs cannot be built or run. It returns the directory, the
+// library and the compiler flags for programs that load it.
+func buildTSan(t *testing.T) (dir, lib string, tsan []string) {
+	t.Helper()
 	needBuild(t)
-	dir := t.TempDir()
+	dir = t.TempDir()
 	probe := filepath.Join(dir, "probe.c")
 	os.WriteFile(probe, []byte("int main(void) { return 0; }\n"), 0o644)
 	if err := runCC([]string{"-fsanitize=thread", "-o", filepath.Join(dir, "probe"), probe}); err != nil {
@@ -80,17 +82,47 @@ func TestCollectorThreadSanitizer(t *testing.T) {
 	if _, stderr, err, ok := tsanRun(t, nil, filepath.Join(dir, "probe")); !ok || err != nil {
 		requireTSan(t, "ThreadSanitizer programs do not run here: "+strings.TrimSpace(stderr))
 	}
-
 	src, err := SourceDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tsan := []string{"-fsanitize=thread", "-g", "-O1"}
-	lib := filepath.Join(dir, "tsan", LibName)
+	tsan = []string{"-fsanitize=thread", "-g", "-O1"}
+	lib = filepath.Join(dir, "tsan", LibName)
 	os.MkdirAll(filepath.Dir(lib), 0o755)
-	if err := runCC(append(append(append([]string{}, CFlags...), tsan...), "-o", lib, filepath.Join(src, SourceFile))); err != nil {
+	if err := runCC(append(append(append(append([]string{}, CFlags...), tsan...), "-o", lib), Sources(src)...)); err != nil {
 		t.Fatalf("build the collector with ThreadSanitizer: %v", err)
 	}
+	return dir, lib, tsan
+}
+
+// The ITT part under ThreadSanitizer: threads run nested tasks and markers while the
+// others exit or the process exits under them; no data race is reported.
+func TestITTThreadSanitizer(t *testing.T) {
+	dir, lib, tsan := buildTSan(t)
+	drv, err := buildTestProgram(dir, "itttasks", tsan...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	threads := strconv.Itoa(max(8, runtime.NumCPU()))
+	for _, mode := range []string{"join", "exit"} {
+		t.Run(mode, func(t *testing.T) {
+			out := t.TempDir()
+			env := append(Env(lib), EnvDir+"="+out, "TSAN_OPTIONS=halt_on_error=0 exitcode=66")
+			_, stderr, err, ok := tsanRun(t, env, drv, threads, "200", "70", mode)
+			if !ok {
+				t.Fatalf("the driver did not run under ThreadSanitizer:\n%s", stderr)
+			}
+			if strings.Contains(stderr, "WARNING: ThreadSanitizer") || err != nil {
+				t.Fatalf("%s %s: %v\n%s", filepath.Base(drv), mode, err, stderr)
+			}
+		})
+	}
+}
+
+// The collector under ThreadSanitizer, with many threads sending events while SHUTDOWN
+// arrives or the process exits: no data race is reported.
+func TestCollectorThreadSanitizer(t *testing.T) {
+	dir, lib, tsan := buildTSan(t)
 	drv, err := buildTestProgram(dir, "itttsan", tsan...)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/stax-profiler/stax/internal/spans"
 )
 
 // Candidate is a file through which a process may announce JIT code.
@@ -21,7 +23,11 @@ type Candidate struct {
 // Discover lists the JIT files of process pid that exist now:
 // /tmp/jit-<pid>.dump and /tmp/perf-<pid>.map under the process's root,
 // and any file the process holds open whose base name is
-// jit-<pid>.dump (perf's convention, wherever the JIT put it). nsPid is the
+// jit-<pid>.dump (perf's convention, wherever the JIT put it). Marker files
+// (marker-<pid>.txt, samply's convention) are found the same way, in /tmp,
+// in the process's current directory and among its open files, with or
+// without a thread id (marker-<pid>-<tid>.txt), and the spans files of stax's
+// ITT collector (itt-<pid>.spans) in /tmp and among its open files. nsPid is the
 // process's pid inside its own pid namespace (the one its files are named
 // after); pass pid when it is not in a child namespace.
 func Discover(pid, nsPid int) ([]Candidate, error) {
@@ -47,6 +53,11 @@ func Discover(pid, nsPid int) ([]Candidate, error) {
 	ns := strconv.Itoa(nsPid)
 	add("/tmp/jit-"+ns+".dump", SourceJitdump)
 	add("/tmp/perf-"+ns+".map", SourcePerfMap)
+	add("/tmp/marker-"+ns+".txt", SourceMarkers)
+	add("/tmp/itt-"+ns+".spans", SourceITTSpans)
+	if cwd, err := os.Readlink(proc + "/cwd"); err == nil && filepath.IsAbs(cwd) {
+		add(filepath.Join(cwd, "marker-"+ns+".txt"), SourceMarkers)
+	}
 	fds, err := os.ReadDir(proc + "/fd")
 	if err != nil {
 		// Not being allowed to list descriptors still leaves the /tmp files.
@@ -59,6 +70,12 @@ func Discover(pid, nsPid int) ([]Candidate, error) {
 		}
 		if p, ok := IsJitdumpName(target); ok && p == nsPid {
 			add(target, SourceJitdump)
+		}
+		if p, _, ok := spans.IsMarkerName(target); ok && p == nsPid {
+			add(target, SourceMarkers)
+		}
+		if p, ok := spans.IsITTName(target); ok && p == nsPid {
+			add(target, SourceITTSpans)
 		}
 	}
 	return out, nil

@@ -18,6 +18,10 @@ const (
 	SourceJitdump SourceKind = iota + 1
 	SourcePerfMap
 	SourceITTAPI
+	// SourceMarkers is a marker file (marker-PID.txt): spans, not code.
+	SourceMarkers
+	// SourceITTSpans is the spans file of stax's ITT collector (itt-PID.spans).
+	SourceITTSpans
 )
 
 // String returns the kind's name.
@@ -29,6 +33,10 @@ func (k SourceKind) String() string {
 		return "perfmap"
 	case SourceITTAPI:
 		return "ittapi"
+	case SourceMarkers:
+		return "markers"
+	case SourceITTSpans:
+		return "itt_spans"
 	}
 	return "unknown"
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/spans"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
@@ -21,10 +22,16 @@ import (
 // Empty means the start (From) or the end (To).
 type Window struct {
 	From, To string
+	// Span keeps, of the window's samples, those taken inside a span of this name on the
+	// span's thread (spans nested in it included).
+	Span string
 }
 
 // IsAll says whether the window is the whole run.
-func (w Window) IsAll() bool { return w.From == "" && w.To == "" }
+func (w Window) IsAll() bool { return w.From == "" && w.To == "" && w.Span == "" }
+
+// ErrNoSpan says a run has no span of the name asked for.
+var ErrNoSpan = errors.New("no such span")
 
 // ErrNoTimes says a run keeps no sample times (saved by a stax before they were kept).
 var ErrNoTimes = errors.New("this run keeps no sample times (an older stax recorded it), so --from/--to cannot select from it")
@@ -92,18 +99,26 @@ func (w Window) Apply(run *store.Run) (*store.Run, *api.Window, error) {
 	if w.IsAll() {
 		return run, nil, nil
 	}
+	var keep func(uint64, uint32) bool
+	if w.Span != "" {
+		ix := spans.IndexOf(run.Spans, w.Span)
+		if len(ix) == 0 {
+			return nil, nil, fmt.Errorf("%w: no span named %q that lasts (stax spans lists the run's spans)", ErrNoSpan, w.Span)
+		}
+		keep = ix.Contains
+	}
 	from, to, err := w.bounds(run)
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := run.Profile.Window(from, to)
+	p, err := run.Profile.WindowWhere(from, to, keep)
 	if err != nil {
 		return nil, nil, err
 	}
 	out := *run
 	out.Profile = *p
 	start := runStart(run)
-	return &out, &api.Window{FromSec: secs(from, start), ToSec: secs(to, start)}, nil
+	return &out, &api.Window{FromSec: secs(from, start), ToSec: secs(to, start), Span: w.Span}, nil
 }
 
 // runStart is the monotonic time the run's seconds count from.

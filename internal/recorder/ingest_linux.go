@@ -15,6 +15,7 @@ import (
 	"github.com/stax-profiler/stax/internal/perfevent"
 	"github.com/stax-profiler/stax/internal/proc"
 	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/spans"
 )
 
 type heldSample struct {
@@ -32,7 +33,7 @@ func (r *Recorder) synthesize(pid int) {
 	}
 	for _, m := range maps {
 		r.tracker.AddMapping(pid, m)
-		if _, ok := jit.IsJitdumpName(m.Path); ok {
+		if watched(m.Path) {
 			r.jitw.AddMmapPath(pid, m.Path)
 		}
 	}
@@ -170,7 +171,7 @@ func (r *Recorder) handle(cpu int, h record.Header, rec []byte) {
 		}
 		r.tracker.AddMapping(int(m.Pid), proc.Mapping{Start: m.Addr, End: m.Addr + m.Len, Pgoff: m.Pgoff,
 			Path: m.Filename, BuildID: m.BuildID, Maj: m.Maj, Min: m.Min, Ino: m.Ino, Time: m.SampleID.Time})
-		if _, ok := jit.IsJitdumpName(m.Filename); ok {
+		if watched(m.Filename) {
 			r.jitw.AddMmapPath(int(m.Pid), m.Filename)
 		}
 	case record.TypeComm:
@@ -221,4 +222,14 @@ func (r *Recorder) countBad() {
 	r.mu.Lock()
 	r.bad++
 	r.mu.Unlock()
+}
+
+// watched says whether a mapped file is one the JIT watcher reads: a jitdump, or a marker
+// file (mapped to announce it, as for samply).
+func watched(path string) bool {
+	if _, ok := jit.IsJitdumpName(path); ok {
+		return true
+	}
+	_, _, ok := spans.IsMarkerName(path)
+	return ok
 }

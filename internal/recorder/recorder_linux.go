@@ -20,6 +20,7 @@ import (
 	"github.com/stax-profiler/stax/internal/record"
 	"github.com/stax-profiler/stax/internal/replay"
 	"github.com/stax-profiler/stax/internal/resolve"
+	"github.com/stax-profiler/stax/internal/spans"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/symconf"
 )
@@ -102,6 +103,7 @@ type Recorder struct {
 	res     *resolve.Resolver
 	jitw    *resolve.JITWatcher
 	run     *agg.Run
+	spans   *spans.Set // spans and markers the target reports, and stax mark's
 
 	in      ingestState  // the ingest goroutine's alone
 	namer   namerState   // collectCode's, under codeMu
@@ -289,7 +291,8 @@ func newRecorder(opts Options) *Recorder {
 		namer:     namerState{codeSeen: map[codeID]struct{}{}},
 	}
 	r.res = resolve.New(r.tracker, symconf.Options(r.note))
-	r.jitw = resolve.NewJITWatcher(r.res)
+	r.spans = spans.NewSet()
+	r.jitw = resolve.NewJITWatcher(r.res, r.spans)
 	st, regs := perfevent.SampleTypeFor(perfevent.Config{CallGraph: opts.CallGraph})
 	r.in.dec = record.Decoder{SampleType: st, RegsUserMask: regs, SampleIDAll: true}
 	dwarf := opts.CallGraph == "dwarf"

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stax-profiler/stax/internal/jit"
 	"github.com/stax-profiler/stax/internal/proc"
+	"github.com/stax-profiler/stax/internal/spans"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
@@ -48,7 +49,8 @@ const (
 // watcher's Watermark, so a function announced before it ran is known when its samples are
 // counted.
 type JITWatcher struct {
-	res *Resolver
+	res   *Resolver
+	spans *spans.Set // where the spans of marker files go
 
 	// inMu guards inbox, what the ingest goroutine asks to watch; it is never held while
 	// anything else is done, so asking never waits for a file being read.
@@ -100,6 +102,11 @@ type watchedSource struct {
 	path    string // path opened
 	dump    *jit.Tailer
 	pmap    *jit.PerfMapTailer
+	marks   *jit.MarkerTailer
+	itt     *jit.ITTSpanTailer
+	spanSrc uint32 // marker files: the source's id in the span set
+	tid     uint32 // marker files: the thread its spans are given
+	pid     int
 	openErr string
 	retryAt time.Time
 	// stopped says why the file is no longer read (a bound was reached); empty while it is.
@@ -108,16 +115,20 @@ type watchedSource struct {
 	overBudget uint64
 }
 
-// NewJITWatcher returns a watcher feeding res.
-func NewJITWatcher(res *Resolver) *JITWatcher {
-	return &JITWatcher{res: res, pids: map[int]*watchedProc{}, defaultID: uint32(os.Getuid())}
+// NewJITWatcher returns a watcher feeding res, and set with the spans of marker files.
+func NewJITWatcher(res *Resolver, set *spans.Set) *JITWatcher {
+	if set == nil {
+		set = spans.NewSet()
+	}
+	return &JITWatcher{res: res, spans: set, pids: map[int]*watchedProc{}, defaultID: uint32(os.Getuid())}
 }
 
 // Track adds a process to watch. It returns at once: the process is looked at by the
 // watcher's goroutine.
 func (w *JITWatcher) Track(pid int) { w.ask(watchRequest{pid: pid}) }
 
-// AddMmapPath is told about an mmap of a file named jit-<pid>.dump by process pid.
+// AddMmapPath is told about an mmap of a file named jit-<pid>.dump or marker-<pid>.txt by
+// process pid.
 func (w *JITWatcher) AddMmapPath(pid int, path string) { w.ask(watchRequest{pid: pid, path: path}) }
 
 func (w *JITWatcher) ask(req watchRequest) {
@@ -135,7 +146,11 @@ func (w *JITWatcher) takeRequests() {
 	for _, req := range reqs {
 		p := w.track(req.pid)
 		if req.path != "" {
-			w.add(p, req.path, "/proc/"+strconv.Itoa(req.pid)+"/root"+req.path, jit.SourceJitdump)
+			kind := jit.SourceJitdump
+			if _, _, ok := spans.IsMarkerName(req.path); ok {
+				kind = jit.SourceMarkers
+			}
+			w.add(p, req.path, "/proc/"+strconv.Itoa(req.pid)+"/root"+req.path, kind)
 		}
 	}
 }
@@ -155,7 +170,18 @@ func (w *JITWatcher) add(p *watchedProc, inner, open string, kind jit.SourceKind
 		return
 	}
 	w.nextOrig++
-	p.sources[inner] = &watchedSource{origin: w.nextOrig, kind: kind, path: open}
+	s := &watchedSource{origin: w.nextOrig, kind: kind, path: open, pid: p.pid}
+	if kind == jit.SourceITTSpans {
+		s.spanSrc = w.spans.Source(spans.KindITT, p.pid, filepath.Clean(inner))
+	}
+	if kind == jit.SourceMarkers {
+		s.spanSrc = w.spans.Source(spans.KindMarkerFile, p.pid, filepath.Clean(inner))
+		s.tid = uint32(p.pid)
+		if _, tid, _ := spans.IsMarkerName(inner); tid != 0 && p.nsPid == p.pid {
+			s.tid = uint32(tid)
+		}
+	}
+	p.sources[inner] = s
 }
 
 // Watermark is the CLOCK_MONOTONIC time before which every JIT record written to a watched
@@ -208,6 +234,10 @@ func (w *JITWatcher) Finish(deadline time.Time) {
 				pr = s.dump.Progress()
 			case s.pmap != nil:
 				pr = s.pmap.Progress()
+			case s.marks != nil:
+				pr = s.marks.Progress()
+			case s.itt != nil:
+				pr = s.itt.Progress()
 			default:
 				continue
 			}
@@ -297,6 +327,8 @@ func (w *JITWatcher) discover(final bool) {
 			}{
 				{"/tmp/jit-" + strconv.Itoa(p.pid) + ".dump", jit.SourceJitdump},
 				{"/tmp/perf-" + strconv.Itoa(p.pid) + ".map", jit.SourcePerfMap},
+				{"/tmp/marker-" + strconv.Itoa(p.pid) + ".txt", jit.SourceMarkers},
+				{"/tmp/itt-" + strconv.Itoa(p.pid) + ".spans", jit.SourceITTSpans},
 			} {
 				if fi, err := os.Lstat(c.path); err == nil && fi.Mode().IsRegular() {
 					w.add(p, c.path, c.path, c.kind)
@@ -316,7 +348,7 @@ func (w *JITWatcher) pollSource(p *watchedProc, inner string, s *watchedSource, 
 	if s.stopped != "" {
 		return false
 	}
-	if s.dump == nil && s.pmap == nil {
+	if s.dump == nil && s.pmap == nil && s.marks == nil && s.itt == nil {
 		if !final && time.Now().Before(s.retryAt) {
 			return false
 		}
@@ -329,15 +361,28 @@ func (w *JITWatcher) pollSource(p *watchedProc, inner string, s *watchedSource, 
 		switch s.kind {
 		case jit.SourcePerfMap:
 			s.pmap, err = jit.OpenPerfMapTailer(path, p.uid)
+		case jit.SourceMarkers:
+			s.marks, err = jit.OpenMarkerTailer(path, p.uid)
+		case jit.SourceITTSpans:
+			s.itt, err = jit.OpenITTSpanTailer(path, p.nsPid, p.uid)
 		default:
 			s.dump, err = jit.OpenTailer(path, p.nsPid, p.uid)
 		}
 		if err != nil {
 			s.openErr = err.Error()
 			s.retryAt = time.Now().Add(2 * time.Second)
+			if s.kind == jit.SourceMarkers || s.kind == jit.SourceITTSpans {
+				w.spans.SetError(s.spanSrc, s.openErr)
+			}
 			return false
 		}
 		s.openErr = ""
+	}
+	if s.marks != nil {
+		return w.pollMarkers(s)
+	}
+	if s.itt != nil {
+		return w.pollITT(s)
 	}
 	var pr jit.Progress
 	if s.dump != nil {
@@ -406,6 +451,12 @@ func (s *watchedSource) stop(why string) {
 	if s.pmap != nil {
 		s.pmap.Close()
 	}
+	if s.marks != nil {
+		s.marks.Close()
+	}
+	if s.itt != nil {
+		s.itt.Close()
+	}
 }
 
 // Sources reports every JIT source found, for status and the saved run.
@@ -415,6 +466,9 @@ func (w *JITWatcher) Sources() []store.JITSource {
 	var out []store.JITSource
 	for _, p := range w.pids {
 		for inner, s := range p.sources {
+			if s.kind == jit.SourceMarkers || s.kind == jit.SourceITTSpans {
+				continue // spans, counted with the run's spans
+			}
 			js := store.JITSource{Pid: p.pid, Path: inner, Kind: s.kind.String(), Error: s.openErr}
 			var st jit.Source
 			switch {
@@ -468,6 +522,12 @@ func (w *JITWatcher) Close() {
 			if s.pmap != nil {
 				s.pmap.Close()
 			}
+			if s.marks != nil {
+				s.marks.Close()
+			}
+			if s.itt != nil {
+				s.itt.Close()
+			}
 		}
 	}
 }
@@ -491,7 +551,7 @@ func (w *JITWatcher) Owner(pid int) (uint32, bool) {
 		return 0, false
 	}
 	for _, s := range p.sources {
-		if s.dump != nil || s.pmap != nil {
+		if s.dump != nil || s.pmap != nil || s.marks != nil || s.itt != nil {
 			return p.uid, true
 		}
 	}

@@ -51,7 +51,7 @@ func TestJITWatcherKeepsToItsBudget(t *testing.T) {
 	writeOwnPerfMap(t, 50000)
 	r := New(proc.NewTracker(), symbol.Options{})
 	r.jitBudget = jit.NewBudget(1 << 20)
-	w := NewJITWatcher(r)
+	w := NewJITWatcher(r, nil)
 	w.Track(os.Getpid())
 	w.Finish(time.Now().Add(time.Minute))
 	defer w.Close()
@@ -80,7 +80,7 @@ func TestJITWatcherKeepsToItsBudget(t *testing.T) {
 func TestJITWatcherFinishStopsAtDeadline(t *testing.T) {
 	writeOwnPerfMap(t, 300000)
 	r := New(proc.NewTracker(), symbol.Options{})
-	w := NewJITWatcher(r)
+	w := NewJITWatcher(r, nil)
 	w.Track(os.Getpid())
 	w.Finish(time.Now()) // one round: one chunk of the file
 	defer w.Close()
@@ -96,7 +96,7 @@ func TestJITWatcherFinishStopsAtDeadline(t *testing.T) {
 func TestJITWatcherWatermark(t *testing.T) {
 	writeOwnPerfMap(t, 10)
 	r := New(proc.NewTracker(), symbol.Options{})
-	w := NewJITWatcher(r)
+	w := NewJITWatcher(r, nil)
 	w.Track(os.Getpid())
 	before := monotonicNow()
 	stop, done := make(chan struct{}), make(chan struct{})

@@ -108,6 +108,8 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /v1/annotate", s.snapshotting(s.annotate))
 	mux.HandleFunc("GET /v1/wait", s.wait)
 	mux.HandleFunc("POST /v1/stop", s.stop)
+	mux.HandleFunc("POST /v1/mark", s.addMark)
+	mux.HandleFunc("GET /v1/spans", s.snapshotting(s.spans))
 	return mux
 }
 
@@ -199,11 +201,21 @@ func processes(r *http.Request) (query.Processes, error) {
 // window reads a query's from and to parameters (as the user wrote them; see query.Window).
 func window(r *http.Request) query.Window {
 	q := r.URL.Query()
-	return query.Window{From: q.Get("from"), To: q.Get("to")}
+	return query.Window{From: q.Get("from"), To: q.Get("to"), Span: q.Get("span")}
 }
 
 // transform reads a query's stack transform (see api.Transform).
 func transform(r *http.Request) api.Transform { return api.TransformParams(r.URL.Query()) }
+
+// queryError answers a query that failed: not found when it names a span the run does not
+// have, a bad request else.
+func queryError(w http.ResponseWriter, err error) {
+	if errors.Is(err, query.ErrNoSpan) {
+		writeJSON(w, http.StatusNotFound, api.Error{Error: err.Error()})
+		return
+	}
+	badRequest(w, "%v", err)
+}
 
 func badRequest(w http.ResponseWriter, format string, args ...any) {
 	writeJSON(w, http.StatusBadRequest, api.Error{Error: fmt.Sprintf(format, args...)})
@@ -295,7 +307,7 @@ func (s *Server) top(w http.ResponseWriter, r *http.Request) {
 		ByProcess: r.URL.Query().Get("by") == "process", Granularity: api.GranularityParams(r.URL.Query()),
 		Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r)})
 	if err != nil {
-		badRequest(w, "%v", err)
+		queryError(w, err)
 		return
 	}
 	s.mark(&res.Live, &res.State)
@@ -318,7 +330,7 @@ func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
 	res, err := query.Flame(s.rec.Snapshot(), query.FlameOptions{Depth: d, ThresholdPct: th, Inverted: r.URL.Query().Get("inverted") == "1",
 		Granularity: api.GranularityParams(r.URL.Query()), Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r), Match: r.URL.Query().Get("match")})
 	if err != nil {
-		badRequest(w, "%v", err)
+		queryError(w, err)
 		return
 	}
 	s.mark(&res.Live, &res.State)

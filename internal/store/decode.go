@@ -59,6 +59,8 @@ type layout struct {
 	Mappings  int64 `json:"mappings,omitempty"`
 	Locations int64 `json:"locations,omitempty"`
 	LocLines  int64 `json:"location_lines,omitempty"` // lines of all locations together
+	Spans     int64 `json:"spans,omitempty"`
+	SpanText  int64 `json:"spans_bytes,omitempty"` // the spans section, its marker included
 }
 
 // metaSection is the meta section's JSON: the run's meta and the file's layout.
@@ -101,17 +103,17 @@ var (
 // check refuses a layout that declares more than the payload of size bytes can hold.
 func (l *layout) check(payload int64) error {
 	counts := []int64{l.Body, l.Frames, l.Stacks, l.StackIDs, l.Entries, l.Threads, l.Keys, l.JIT, l.Code, l.Series, l.Chunks, l.Samples, l.CodeText, l.Counts,
-		l.Mappings, l.Locations, l.LocLines}
+		l.Mappings, l.Locations, l.LocLines, l.Spans, l.SpanText}
 	for _, n := range counts {
 		if n < 0 || n > maxExpanded {
 			return errors.New("the file's layout is damaged (a size is out of range)")
 		}
 	}
-	text := l.Body + l.Counts + l.Series + l.CodeText
+	text := l.Body + l.Counts + l.Series + l.CodeText + l.SpanText
 	if text > textLimit(payload) {
 		return fmt.Errorf("the file declares %d bytes of data in a %d-byte payload, more than a run holds (the file is damaged or was not written by stax)", text, payload)
 	}
-	mem := l.Body + l.Counts + l.Series + l.CodeText + l.Frames*sizeFrame + l.Stacks*sizeStack + l.StackIDs*4 + l.Entries*sizeEntry +
+	mem := l.Body + l.Counts + l.Series + l.CodeText + l.SpanText + l.Spans*sizeSpan + l.Frames*sizeFrame + l.Stacks*sizeStack + l.StackIDs*4 + l.Entries*sizeEntry +
 		l.Threads*sizeThread + l.Keys*4 + l.JIT*sizeJIT + l.Code*sizeCode + l.Chunks*sizeChunk +
 		l.Mappings*sizeMapping + l.Locations*sizeLocation + l.LocLines*sizeLocLine
 	if mem > memLimit(payload) {
@@ -188,7 +190,7 @@ type budget struct {
 func newBudget(z io.Reader, in *countReader, payload int64, l *layout) *budget {
 	b := &budget{z: z, in: in, outLimit: textLimit(payload), memLimit: memLimit(payload)}
 	if l != nil {
-		b.outLimit, b.declared = l.Body+l.Counts+l.Series+l.CodeText, true
+		b.outLimit, b.declared = l.Body+l.Counts+l.Series+l.CodeText+l.SpanText, true
 	}
 	return b
 }
@@ -296,6 +298,11 @@ func decodeCompressed(r *Run, version uint32, rest *bytes.Reader, payload int64,
 	}
 	if !whole && want&(Samples|CodeParts) == 0 {
 		return nil
+	}
+	if version >= 4 && l != nil && l.SpanText > 0 {
+		if err := readSpans(tail, r, b, l); err != nil {
+			return firstLimit(b, err)
+		}
 	}
 	if version >= 3 {
 		if err := readSeries(tail, &r.Profile, b, l, version); err != nil {

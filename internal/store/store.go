@@ -10,6 +10,7 @@
 //   - the counts (counts.go), binary: the locations (an address, a mapping, and the source
 //     lines there: a frame and a line each, innermost inlined function first), the stacks
 //     (location ids, leaf first) and the entries;
+//   - the spans (spans.go), binary, when the run has any (its layout says);
 //   - the series (series.go): key entries and sample chunks, binary; in the run store's own
 //     copy, chunks already in the run's samples file (samples.go) are listed by reference;
 //   - the code: a JSON array.
@@ -46,6 +47,7 @@ import (
 	"time"
 
 	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/spans"
 )
 
 // FormatVersion is the saved-run format version written by this stax. Version 4 moves the
@@ -114,6 +116,8 @@ type Meta struct {
 	// JITSources are the run's JIT sources as status shows them (format 4), beside the
 	// copy in the body.
 	JITSources []JITSource `json:"jit_sources,omitempty"`
+	// SpanSources count the spans each source reported, kept and dropped.
+	SpanSources []spans.Source `json:"span_sources,omitempty"`
 }
 
 // JITSource is the state of one JIT symbol source (a jitdump file or perf map).
@@ -197,6 +201,8 @@ type Run struct {
 	Profile agg.Profile `json:"profile"`
 	JIT     []JITSource `json:"jit,omitempty"`
 	Code    []Code      `json:"code,omitempty"`
+	// Spans are the spans and markers the program reported (format 4's spans section).
+	Spans []spans.Span `json:"-"`
 }
 
 // body is what a file holds after its meta section: the profile without its series and
@@ -302,10 +308,13 @@ func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
 		return err
 	}
 	cj = append(append([]byte(codeMagic), cj...), '\n')
+	sp := encodeSpans(r.Spans)
 	m := r.Meta
 	sum := agg.Summarize(&r.Profile)
 	m.Summary, m.JITSources = &sum, r.JIT
-	meta, err := json.Marshal(metaSection{Meta: m, Layout: layoutOf(r, len(js), len(counts), series, len(cj))})
+	lay := layoutOf(r, len(js), len(counts), series, len(cj))
+	lay.Spans, lay.SpanText = int64(len(r.Spans)), int64(len(sp))
+	meta, err := json.Marshal(metaSection{Meta: m, Layout: lay})
 	if err != nil {
 		return err
 	}
@@ -323,6 +332,9 @@ func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
 		return err
 	}
 	if _, err := zw.Write(counts); err != nil {
+		return err
+	}
+	if _, err := zw.Write(sp); err != nil {
 		return err
 	}
 	if err := series.write(zw); err != nil {

@@ -1,0 +1,503 @@
+/*
+ * stax_itt.c - ITT API collector for stax: tasks and markers as spans.
+ *
+ * ittapi's static part loads the library named by INTEL_LIBITTNOTIFY64 and
+ * calls __itt_api_init, which fills the entries of its API list this
+ * collector implements: __itt_task_begin, __itt_task_end, __itt_marker,
+ * __itt_frame_begin_v3 and __itt_frame_end_v3 (a frame is a span named
+ * after its domain).
+ * Every other entry is left as the static part set it (domains and string
+ * handles are made there).  Nothing is filled unless STAX_JIT_COLLECT=1.
+ *
+ * Each thread keeps its open tasks (at most STAX_ITT_MAX_DEPTH nested) and
+ * a buffer of finished ones; no lock is shared by the threads on the hot
+ * path (each buffer has its own mutex, which only its thread and the exit
+ * flush take).  A buffer is appended to <dir>/itt-<pid>.spans (dir:
+ * STAX_JIT_DIR, default /tmp) with one write when it is full, when 50 ms
+ * have passed since its last write (so a live run sees its spans), when
+ * its thread exits, and at process exit.  The file is bounded by
+ * STAX_ITT_MAX_MB (default 256); what does not fit is counted in DROP
+ * records.  The format is described in stax_itt.h.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stax_itt.h"
+
+#define STAX_EXPORT __attribute__((visibility("default")))
+
+#define ITT_BUF (32u << 10)       /* bytes buffered per thread */
+#define ITT_FLUSH_NS 50000000ull  /* a buffer older than this is written */
+#define ITT_NAMES 256             /* keys whose NAME a thread remembers writing */
+#define ITT_MAX_MB_DEFAULT 256u
+#define ITT_FRAMES 8              /* domains with a frame open at once, per thread */
+
+struct open_task {
+	const stax_itt_string_handle *name;
+	uint64_t start;
+};
+
+struct open_frame {
+	const stax_itt_domain *domain;
+	uint64_t start;
+};
+
+struct tbuf {
+	pthread_mutex_t mu; /* the thread's own, and the exit flush's */
+	uint32_t tid;
+	int depth;         /* open tasks kept */
+	unsigned over;     /* open tasks past STAX_ITT_MAX_DEPTH */
+	uint64_t dropped;  /* not written yet: reported in a DROP record */
+	uint64_t last_write;
+	size_t len;
+	const void *named[ITT_NAMES];
+	struct open_task stack[STAX_ITT_MAX_DEPTH];
+	struct open_frame frames[ITT_FRAMES]; /* open frames, one per domain */
+	int nframes;
+	struct tbuf *next; /* in the process's list, under list_mu */
+	unsigned char buf[ITT_BUF];
+};
+
+/* Lock order: list_mu, then a thread's mu, then file_mu. */
+static pthread_mutex_t list_mu = PTHREAD_MUTEX_INITIALIZER; /* the list of threads */
+static pthread_mutex_t file_mu = PTHREAD_MUTEX_INITIALIZER; /* the file and its size */
+static struct tbuf *threads;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_key_t key;
+static int enabled;
+static char *dir;
+static int fd = -1;
+static int file_pid;   /* the process fd was opened by; fork makes a new file */
+static int file_failed;
+static uint64_t max_bytes;
+static uint64_t written; /* bytes in the file */
+
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* open_file creates the process's spans file; file_mu must be held. */
+static void open_file(void)
+{
+	char path[4096];
+	unsigned char hdr[STAX_ITT_HEADER] = STAX_ITT_FILE_MAGIC;
+	uint32_t pid = (uint32_t)getpid();
+	struct stat sb;
+
+	if (file_pid == (int)pid && (fd >= 0 || file_failed))
+		return;
+	if (fd >= 0)
+		close(fd); /* the parent's, inherited through fork */
+	fd = -1;
+	file_pid = (int)pid;
+	file_failed = 1;
+	written = 0;
+	if (snprintf(path, sizeof path, "%s/itt-%u.spans", dir, pid) >= (int)sizeof path)
+		return;
+	/* An old file of ours is replaced; a link or another user's file is left alone. */
+	if (lstat(path, &sb) == 0) {
+		if (!S_ISREG(sb.st_mode) || sb.st_uid != geteuid()) {
+			fprintf(stderr, "stax itt collector: %s exists and is not a file of this user; spans are not written\n", path);
+			return;
+		}
+		unlink(path);
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		fprintf(stderr, "stax itt collector: create %s: %s\n", path, strerror(errno));
+		return;
+	}
+	memcpy(hdr + 8, &pid, 4);
+	if (write(fd, hdr, sizeof hdr) != (ssize_t)sizeof hdr) {
+		close(fd);
+		fd = -1;
+		return;
+	}
+	written = sizeof hdr;
+	file_failed = 0;
+}
+
+/* put appends a record to t's buffer; the caller holds t->mu and made room. */
+static void put(struct tbuf *t, uint16_t type, const void *body, size_t n)
+{
+	uint16_t size = (uint16_t)((8 + n + 7) & ~(size_t)7);
+	unsigned char *p = t->buf + t->len;
+
+	memcpy(p, &type, 2);
+	memcpy(p + 2, &size, 2);
+	memcpy(p + 4, &t->tid, 4);
+	memcpy(p + 8, body, n);
+	memset(p + 8 + n, 0, size - 8 - n);
+	t->len += size;
+}
+
+/* flush writes t's buffer; the caller holds t->mu. */
+static void flush(struct tbuf *t, uint64_t now)
+{
+	int f;
+	uint64_t room;
+
+	t->last_write = now;
+	if (t->len == 0 && t->dropped == 0)
+		return;
+	pthread_mutex_lock(&file_mu);
+	open_file();
+	f = fd;
+	room = written < max_bytes ? max_bytes - written : 0;
+	if (f >= 0 && t->len > room) {
+		/* The file is at its bound: the records are dropped and counted. */
+		size_t off = 0;
+
+		while (off < t->len) {
+			uint16_t type, size;
+
+			memcpy(&type, t->buf + off, 2);
+			memcpy(&size, t->buf + off + 2, 2);
+			if (type == STAX_ITT_TASK || type == STAX_ITT_MARK)
+				t->dropped++;
+			off += size;
+		}
+		t->len = 0;
+	}
+	if (t->dropped > 0 && f >= 0 && t->len + 16 <= ITT_BUF) {
+		put(t, STAX_ITT_DROP, &t->dropped, 8);
+		t->dropped = 0;
+	}
+	if (f >= 0 && t->len > 0) {
+		if (write(f, t->buf, t->len) == (ssize_t)t->len)
+			written += t->len;
+	}
+	pthread_mutex_unlock(&file_mu);
+	t->len = 0;
+}
+
+/* room makes n bytes free in t's buffer, writing it if need be; t->mu held. */
+static void room(struct tbuf *t, size_t n, uint64_t now)
+{
+	if (t->len + n + 16 > ITT_BUF)
+		flush(t, now);
+}
+
+/*
+ * name_key writes the NAME record of key (a string handle, or a domain's
+ * address + 1 for its frames) unless this thread has written it.
+ */
+static void name_key(struct tbuf *t, const void *key, const char *s, uint64_t now)
+{
+	unsigned char body[8 + STAX_ITT_MAX_NAME];
+	uint64_t k = (uint64_t)(uintptr_t)key;
+	size_t slot = (size_t)((k >> 3) * 0x9E3779B97F4A7C15ull >> 56) % ITT_NAMES;
+	size_t n;
+
+	if (!s)
+		s = "(unnamed)";
+	n = strnlen(s, STAX_ITT_MAX_NAME);
+	if (t->named[slot] == key && key)
+		return;
+	room(t, 8 + 8 + n, now);
+	memcpy(body, &k, 8);
+	memcpy(body + 8, s, n);
+	put(t, STAX_ITT_NAME, body, 8 + n);
+	t->named[slot] = key;
+}
+
+static const char *handle_name(const stax_itt_string_handle *h) { return h ? h->strA : NULL; }
+
+static void thread_gone(void *p)
+{
+	struct tbuf *t = p, **pp;
+
+	pthread_mutex_lock(&list_mu);
+	for (pp = &threads; *pp; pp = &(*pp)->next) {
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&list_mu);
+	pthread_mutex_lock(&t->mu);
+	t->dropped += t->over;
+	flush(t, now_ns());
+	pthread_mutex_unlock(&t->mu);
+	pthread_mutex_destroy(&t->mu);
+	free(t);
+}
+
+/* self is the calling thread's buffer (the key's value: no __thread in a library that
+ * is loaded with dlopen). */
+static struct tbuf *self(void) { return pthread_getspecific(key); }
+
+static struct tbuf *me(void)
+{
+	struct tbuf *t = self();
+
+	if (t)
+		return t;
+	t = calloc(1, sizeof *t);
+	if (!t)
+		return NULL;
+	pthread_mutex_init(&t->mu, NULL);
+	t->tid = (uint32_t)syscall(SYS_gettid);
+	t->last_write = now_ns();
+	pthread_mutex_lock(&list_mu);
+	t->next = threads;
+	threads = t;
+	pthread_mutex_unlock(&list_mu);
+	pthread_setspecific(key, t);
+	return t;
+}
+
+/* ---- the API entries ---- */
+
+static void task_begin(const stax_itt_domain *d, stax_itt_id id, stax_itt_id parent, stax_itt_string_handle *name)
+{
+	struct tbuf *t = me();
+
+	(void)d;
+	(void)id;
+	(void)parent;
+	if (!t)
+		return;
+	if (t->depth >= STAX_ITT_MAX_DEPTH || t->over > 0) {
+		t->over++;
+		return;
+	}
+	t->stack[t->depth].name = name;
+	t->stack[t->depth].start = now_ns();
+	t->depth++;
+}
+
+static void task_end(const stax_itt_domain *d)
+{
+	struct tbuf *t = self();
+	uint64_t body[4], now;
+	const stax_itt_string_handle *name;
+
+	(void)d;
+	if (!t)
+		return;
+	if (t->over > 0) {
+		t->over--;
+		pthread_mutex_lock(&t->mu);
+		t->dropped++;
+		pthread_mutex_unlock(&t->mu);
+		return;
+	}
+	if (t->depth == 0)
+		return; /* an end without a begin */
+	now = now_ns();
+	t->depth--;
+	name = t->stack[t->depth].name;
+	body[0] = (uint64_t)(uintptr_t)name;
+	body[1] = t->stack[t->depth].start;
+	body[2] = now;
+	body[3] = (uint64_t)t->depth;
+	pthread_mutex_lock(&t->mu);
+	name_key(t, name, handle_name(name), now);
+	room(t, sizeof body + 8, now);
+	put(t, STAX_ITT_TASK, body, sizeof body);
+	if (now - t->last_write > ITT_FLUSH_NS)
+		flush(t, now);
+	pthread_mutex_unlock(&t->mu);
+}
+
+static void marker(const stax_itt_domain *d, stax_itt_id id, stax_itt_string_handle *name, int scope)
+{
+	struct tbuf *t = me();
+	uint64_t body[2], now = now_ns();
+
+	(void)d;
+	(void)id;
+	(void)scope;
+	if (!t)
+		return;
+	body[0] = (uint64_t)(uintptr_t)name;
+	body[1] = now;
+	pthread_mutex_lock(&t->mu);
+	name_key(t, name, handle_name(name), now);
+	room(t, sizeof body + 8, now);
+	put(t, STAX_ITT_MARK, body, sizeof body);
+	if (now - t->last_write > ITT_FLUSH_NS)
+		flush(t, now);
+	pthread_mutex_unlock(&t->mu);
+}
+
+/*
+ * Frames (__itt_frame_begin_v3/end_v3) are spans named after their domain,
+ * one open per domain and thread; a begin while one is open starts it again.
+ */
+static void frame_begin(const stax_itt_domain *d, stax_itt_id *id)
+{
+	struct tbuf *t = me();
+	int i;
+
+	(void)id;
+	if (!t || !d)
+		return;
+	for (i = 0; i < t->nframes && t->frames[i].domain != d; i++)
+		;
+	if (i == ITT_FRAMES) {
+		pthread_mutex_lock(&t->mu);
+		t->dropped++;
+		pthread_mutex_unlock(&t->mu);
+		return;
+	}
+	t->frames[i].domain = d;
+	t->frames[i].start = now_ns();
+	if (i == t->nframes)
+		t->nframes++;
+}
+
+static void frame_end(const stax_itt_domain *d, stax_itt_id *id)
+{
+	struct tbuf *t = self();
+	uint64_t body[4], now;
+	const char *key;
+	int i;
+
+	(void)id;
+	if (!t || !d)
+		return;
+	for (i = 0; i < t->nframes && t->frames[i].domain != d; i++)
+		;
+	if (i == t->nframes)
+		return; /* an end without a begin */
+	now = now_ns();
+	key = (const char *)d + 1;
+	body[0] = (uint64_t)(uintptr_t)key;
+	body[1] = t->frames[i].start;
+	body[2] = now;
+	body[3] = 0;
+	t->frames[i] = t->frames[--t->nframes];
+	pthread_mutex_lock(&t->mu);
+	name_key(t, key, d->nameA, now);
+	room(t, sizeof body + 8, now);
+	put(t, STAX_ITT_TASK, body, sizeof body);
+	if (now - t->last_write > ITT_FLUSH_NS)
+		flush(t, now);
+	pthread_mutex_unlock(&t->mu);
+}
+
+/* ---- setup ---- */
+
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&list_mu);
+	pthread_mutex_lock(&file_mu);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&file_mu);
+	pthread_mutex_unlock(&list_mu);
+}
+
+/* The child keeps only its own thread, without the parent's records. */
+static void atfork_child(void)
+{
+	struct tbuf *t = self();
+
+	threads = NULL;
+	if (t) {
+		t->len = 0;
+		t->dropped = 0;
+		memset(t->named, 0, sizeof t->named);
+		t->tid = (uint32_t)syscall(SYS_gettid);
+		t->next = NULL;
+		threads = t;
+		pthread_mutex_init(&t->mu, NULL);
+	}
+	pthread_mutex_unlock(&file_mu);
+	pthread_mutex_unlock(&list_mu);
+}
+
+static void init(void)
+{
+	const char *on = getenv("STAX_JIT_COLLECT");
+	const char *d = getenv("STAX_JIT_DIR");
+	const char *mb = getenv("STAX_ITT_MAX_MB");
+	unsigned long lim = ITT_MAX_MB_DEFAULT;
+
+	if (!on || strcmp(on, "1") != 0)
+		return;
+	if (mb && *mb && *mb != '-') {
+		char *end;
+		unsigned long v = strtoul(mb, &end, 10);
+
+		if (*end == 0 && v > 0 && v <= (1ul << 20))
+			lim = v;
+	}
+	max_bytes = (uint64_t)lim << 20;
+	dir = strdup(d && *d ? d : "/tmp");
+	if (!dir || pthread_key_create(&key, thread_gone) != 0)
+		return;
+	if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) != 0)
+		return;
+	__atomic_store_n(&enabled, 1, __ATOMIC_RELEASE);
+}
+
+/* At exit (and dlclose) every thread's buffer is written. */
+__attribute__((destructor)) static void itt_fini(void)
+{
+	struct tbuf *t;
+	uint64_t now = now_ns();
+
+	if (!__atomic_load_n(&enabled, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&list_mu);
+	for (t = threads; t; t = t->next) {
+		pthread_mutex_lock(&t->mu);
+		flush(t, now);
+		pthread_mutex_unlock(&t->mu);
+	}
+	pthread_mutex_unlock(&list_mu);
+}
+
+static const struct {
+	const char *name;
+	void *fn;
+} entries[] = {
+	{ "__itt_task_begin", (void *)task_begin },
+	{ "__itt_task_end", (void *)task_end },
+	{ "__itt_marker", (void *)marker },
+	{ "__itt_frame_begin_v3", (void *)frame_begin },
+	{ "__itt_frame_end_v3", (void *)frame_end },
+};
+
+/*
+ * __itt_api_init fills the entries of g's API list this collector
+ * implements, once g is an ITT global of version 3.
+ */
+STAX_EXPORT void __itt_api_init(stax_itt_global *g, int groups)
+{
+	static const unsigned char magic[8] = STAX_ITT_MAGIC;
+	stax_itt_api_info *a;
+	size_t i;
+
+	(void)groups;
+	pthread_once(&once, init);
+	if (!__atomic_load_n(&enabled, __ATOMIC_ACQUIRE) || !g || memcmp(g->magic, magic, 8) != 0 || g->version_major != 3 ||
+	    !g->api_list_ptr)
+		return;
+	for (a = g->api_list_ptr; a->name; a++) {
+		for (i = 0; i < sizeof entries / sizeof entries[0]; i++) {
+			if (strcmp(a->name, entries[i].name) == 0 && a->func_ptr)
+				*a->func_ptr = entries[i].fn;
+		}
+	}
+}

@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/client"
+	"github.com/stax-profiler/stax/internal/perfevent"
+)
+
+func markCmd(g *globals) *cobra.Command {
+	var run string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "mark LABEL",
+		Short: "Drop a marker into the live run, now",
+		Long: `Drop a marker named LABEL into the live run, at the time the command runs: stax spans
+lists it with the program's own spans and markers.`,
+		Args: argsBetween(1, -1, "a LABEL", "the marker's name (several words are joined by spaces)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			at := perfevent.MonotonicNow()
+			name := strings.Join(args, " ")
+			var r *client.Run
+			if run != "" {
+				var err error
+				if r, err = client.Pick(run); err != nil {
+					return withCode(err)
+				}
+			} else if len(client.LiveRuns()) > 0 {
+				if p, err := client.Pick(""); err == nil && p.Live {
+					r = p
+				}
+			}
+			if r == nil || !r.Live {
+				return notFound(fmt.Errorf("no live run to mark: markers go into a run while it records (stax list shows the runs)"))
+			}
+			q := url.Values{"name": {name}, "at": {strconv.FormatUint(at, 10)}}
+			var res api.Mark
+			if err := r.PostQuery(context.Background(), "/v1/mark", q, &res); err != nil {
+				return err
+			}
+			if asJSON {
+				e := json.NewEncoder(g.out)
+				e.SetIndent("", "  ")
+				return e.Encode(res)
+			}
+			fmt.Fprintf(g.out, "run %s: marker %s\n", res.Run, strconv.Quote(res.Name))
+			return nil
+		},
+	}
+	c.Flags().StringVar(&run, "run", "", "live run `ID` to mark (default: the live run; of several, the one started from this terminal, else the newest)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
+	return c
+}

@@ -1,0 +1,29 @@
+package cli
+
+import (
+	"testing"
+
+	"github.com/stax-profiler/stax/internal/spans"
+)
+
+func TestSpanSourceLine(t *testing.T) {
+	for _, c := range []struct {
+		src  spans.Source
+		want string
+	}{
+		{spans.Source{Kind: spans.KindITT, Pid: 7, Path: "/tmp/itt-7.spans", Received: 12345, Dropped: 2},
+			"spans:     pid 7 itt /tmp/itt-7.spans: 12,345 received, 2 dropped"},
+		{spans.Source{Kind: spans.KindMarkerFile, Pid: 7, Path: "/x/marker-7.txt", Received: 3, Bad: 1, Error: "gone"},
+			"spans:     pid 7 marker_file /x/marker-7.txt: 3 received, 0 dropped, 1 unreadable (gone)"},
+		{spans.Source{Kind: spans.KindMark, Received: 1}, "spans:     stax mark: 1 received, 0 dropped"},
+	} {
+		if got := spanSourceLine(c.src); got != c.want {
+			t.Errorf("%q, want %q", got, c.want)
+		}
+	}
+	for ns, want := range map[uint64]string{0: "0", 999: "999 ns", 1500: "1.50 µs", 2.5e6: "2.50 ms", 3.25e9: "3.250 s"} {
+		if got := spanDuration(ns); got != want {
+			t.Errorf("spanDuration(%d) = %q, want %q", ns, got, want)
+		}
+	}
+}

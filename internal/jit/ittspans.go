@@ -1,0 +1,97 @@
+package jit
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/stax-profiler/stax/internal/spans"
+)
+
+// ITTSpanTailer reads a growing spans file of stax's ITT collector (itt-PID.spans).
+type ITTSpanTailer struct {
+	f      tailFile
+	pid    uint32
+	hasHdr bool
+	failed error
+	dec    spans.ITTDecoder
+}
+
+// OpenITTSpanTailer opens the spans file at path for tailing, with the same checks as
+// OpenTailer (its header, once present, must name pid).
+func OpenITTSpanTailer(path string, pid int, uid uint32) (*ITTSpanTailer, error) {
+	t := &ITTSpanTailer{f: tailFile{path: path, uid: uid, fd: -1}, pid: uint32(pid)}
+	if err := t.f.open(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Close closes the file.
+func (t *ITTSpanTailer) Close() error { return t.f.close() }
+
+// Progress says how far the file has been read.
+func (t *ITTSpanTailer) Progress() Progress { return t.f.progress() }
+
+// PollUpTo reads the records appended since the last poll, at most about limit bytes,
+// calling emit for each span; it returns the records it could not use, the spans the
+// writer dropped, and whether the file holds more to read now. After a damaged record it
+// reads nothing more until the file is rewritten.
+func (t *ITTSpanTailer) PollUpTo(limit int64, emit func(spans.Span)) (bad int, dropped uint64, more bool, err error) {
+	size, reset, err := t.f.check()
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if reset {
+		t.hasHdr, t.failed = false, nil
+		t.dec.Reset()
+	}
+	if t.failed != nil {
+		return 0, 0, false, t.failed
+	}
+	if !t.hasHdr {
+		if size < spans.ITTHeaderSize {
+			return 0, 0, false, nil
+		}
+		b, err := t.f.read(0, spans.ITTHeaderSize)
+		if err != nil || len(b) < spans.ITTHeaderSize {
+			return 0, 0, false, err
+		}
+		pid, err := spans.ParseITTHeader(b)
+		if err == nil && pid != t.pid {
+			err = fmt.Errorf("%w: %d, expected %d", ErrWrongPid, pid, t.pid)
+		}
+		if err != nil {
+			t.failed = fmt.Errorf("read %s: %w", t.f.path, err)
+			return 0, 0, false, t.failed
+		}
+		t.hasHdr = true
+		t.f.advance(spans.ITTHeaderSize)
+	}
+	began := t.f.off
+	for t.f.off < size {
+		if t.f.off-began >= limit {
+			more = true
+			break
+		}
+		n := min(int64(readChunk), size-t.f.off)
+		b, err := t.f.read(t.f.off, int(n))
+		if err != nil {
+			return bad, dropped, false, err
+		}
+		consumed, nbad, ndrop, err := t.dec.Decode(b, emit)
+		bad += nbad
+		dropped += ndrop
+		t.f.advance(int64(consumed))
+		if err != nil {
+			if errors.Is(err, spans.ErrITTDamaged) {
+				t.failed = fmt.Errorf("read %s: %w", t.f.path, err)
+				return bad, dropped, false, t.failed
+			}
+			return bad, dropped, false, err
+		}
+		if consumed == 0 {
+			break
+		}
+	}
+	return bad, dropped, more, nil
+}

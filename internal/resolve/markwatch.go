@@ -1,0 +1,60 @@
+package resolve
+
+import (
+	"fmt"
+
+	"github.com/stax-profiler/stax/internal/spans"
+)
+
+// pollMarkers reads a chunk of a marker file into the span set. It reports whether the
+// file holds more to read now. w.mu must be held.
+func (w *JITWatcher) pollMarkers(s *watchedSource) (more bool) {
+	if pr := s.marks.Progress(); pr.Consumed >= MaxJITFileBytes {
+		s.stop(fmt.Sprintf("stopped reading after %s: stax reads at most %s of one marker file", mib(pr.Consumed), mib(MaxJITFileBytes)))
+		w.spans.SetError(s.spanSrc, s.stopped)
+		return false
+	}
+	markers, bad, _, more, err := s.marks.PollUpTo(pollChunk)
+	s.openErr = ""
+	for _, m := range markers {
+		w.spans.Add(spans.Span{Name: m.Name, Pid: uint32(s.pid), Tid: s.tid, Start: m.Start, End: m.End, Source: s.spanSrc})
+	}
+	if bad > 0 {
+		w.spans.Count(s.spanSrc, uint64(bad), 0)
+	}
+	if err != nil {
+		s.openErr = err.Error()
+	}
+	w.spans.SetError(s.spanSrc, s.openErr)
+	return more
+}
+
+// pollITT reads a chunk of an ITT spans file into the span set. It reports whether the
+// file holds more to read now. w.mu must be held.
+func (w *JITWatcher) pollITT(s *watchedSource) (more bool) {
+	if pr := s.itt.Progress(); pr.Consumed >= MaxSpanFileBytes {
+		s.stop(fmt.Sprintf("stopped reading after %s: stax reads at most %s of one spans file", mib(pr.Consumed), mib(MaxSpanFileBytes)))
+		w.spans.SetError(s.spanSrc, s.stopped)
+		return false
+	}
+	bad, dropped, more, err := s.itt.PollUpTo(pollChunk, func(sp spans.Span) {
+		sp.Pid, sp.Source = uint32(s.pid), s.spanSrc
+		w.spans.Add(sp)
+	})
+	if bad > 0 || dropped > 0 {
+		w.spans.Count(s.spanSrc, uint64(bad), dropped)
+	}
+	s.openErr = ""
+	if err != nil {
+		s.openErr = err.Error()
+	}
+	w.spans.SetError(s.spanSrc, s.openErr)
+	return more
+}
+
+// MaxSpanFileBytes bounds the bytes read from one ITT spans file (the collector bounds
+// what it writes too, 256 MiB by default).
+const MaxSpanFileBytes = 512 << 20
+
+// Spans is the set the spans of marker files go to.
+func (w *JITWatcher) Spans() *spans.Set { return w.spans }

@@ -1,0 +1,88 @@
+package spans
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+)
+
+// ittRec is one record of a spans file, as the collector writes it.
+func ittRec(typ uint16, tid uint32, body ...any) []byte {
+	var b []byte
+	for _, v := range body {
+		switch v := v.(type) {
+		case uint64:
+			b = binary.LittleEndian.AppendUint64(b, v)
+		case uint32:
+			b = binary.LittleEndian.AppendUint32(b, v)
+		case string:
+			b = append(b, v...)
+		}
+	}
+	for len(b)%8 != 0 {
+		b = append(b, 0)
+	}
+	h := binary.LittleEndian.AppendUint16(nil, typ)
+	h = binary.LittleEndian.AppendUint16(h, uint16(8+len(b)))
+	h = binary.LittleEndian.AppendUint32(h, tid)
+	return append(h, b...)
+}
+
+func ittSample() []byte {
+	var b []byte
+	b = append(b, ittRec(1, 7, uint64(0x10), "render")...)
+	b = append(b, ittRec(2, 7, uint64(0x10), uint64(100), uint64(150), uint32(1), uint32(0))...)
+	b = append(b, ittRec(2, 7, uint64(0x20), uint64(90), uint64(200), uint32(0), uint32(0))...)
+	b = append(b, ittRec(3, 8, uint64(0x10), uint64(300))...)
+	b = append(b, ittRec(4, 8, uint64(5))...)
+	b = append(b, ittRec(9, 8, uint64(5))...)
+	return b
+}
+
+func TestITTDecode(t *testing.T) {
+	var d ITTDecoder
+	var got []Span
+	b := ittSample()
+	consumed, bad, dropped, err := d.Decode(b[:len(b)-3], func(s Span) { got = append(got, s) })
+	if err != nil || consumed != len(b)-16 || bad != 0 || dropped != 5 {
+		t.Fatalf("consumed %d of %d, bad %d, dropped %d, %v", consumed, len(b), bad, dropped, err)
+	}
+	want := []Span{
+		{Name: "render", Tid: 7, Start: 100, End: 150, Depth: 1},
+		{Name: "itt_0x20", Tid: 7, Start: 90, End: 200},
+		{Name: "render", Tid: 8, Start: 300, End: 300},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("spans %+v", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("span %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if _, bad, _, _ = d.Decode(b[consumed:], func(Span) {}); bad != 1 {
+		t.Errorf("unknown record: bad %d, want 1", bad)
+	}
+	damaged := ittRec(2, 1, uint64(1))
+	binary.LittleEndian.PutUint16(damaged[2:], 12)
+	if _, _, _, err := d.Decode(damaged, func(Span) {}); !errors.Is(err, ErrITTDamaged) {
+		t.Errorf("a record of size 12: %v", err)
+	}
+}
+
+func FuzzITTDecode(f *testing.F) {
+	f.Add(ittSample())
+	f.Add(ittRec(1, 1, uint64(1), string(make([]byte, MaxName+100))))
+	f.Add(ittRec(2, 1, uint64(1), uint64(5), uint64(4), uint32(0), uint32(0)))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var d ITTDecoder
+		consumed, bad, _, _ := d.Decode(b, func(s Span) {
+			if s.End < s.Start || len(s.Name) > MaxName {
+				t.Fatalf("bad span %+v", s)
+			}
+		})
+		if consumed < 0 || consumed > len(b) || bad < 0 || len(d.names) > MaxITTNames {
+			t.Fatalf("consumed %d of %d, bad %d", consumed, len(b), bad)
+		}
+	})
+}
