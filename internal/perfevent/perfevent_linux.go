@@ -120,8 +120,8 @@ type Session struct {
 	rings []*mappedRing
 	// switchIDs are the ids of the context-switch events.
 	switchIDs map[uint64]bool
-	epfd  int // epoll over the rings, woken when one fills past its watermark
-	spans []ring.Span
+	epfd      int // epoll over the rings, woken when one fills past its watermark
+	spans     []ring.Span
 }
 
 // RingError says a ring of that size could not be mapped: over the locked-memory limit
