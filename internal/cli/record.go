@@ -24,7 +24,7 @@ func recordCmd(g *globals) *cobra.Command {
 	var all bool
 	var callGraph string
 	var seconds float64
-	var noJITAPI, quiet, webOn bool
+	var noJITAPI, quiet, webOn, noOffCPU bool
 	var webAddr, runIDFile string
 	c := &cobra.Command{
 		Use:   "record [-F HZ] [-l SECS] (-a | -p PID | -- CMD ARGS...)",
@@ -103,7 +103,7 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 			defer signal.Stop(sigs)
 			rec, err := recorder.Start(recorder.Options{
 				Argv: args, Pid: pid, SystemWide: all, Freq: freq, Duration: time.Duration(seconds * float64(time.Second)), RingPages: pages,
-				CallGraph: callGraph, StackSize: stackSize,
+				CallGraph: callGraph, StackSize: stackSize, OffCPU: !noOffCPU,
 				Env: env, Notef: notef,
 			})
 			if err != nil {
@@ -199,6 +199,7 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 	c.Flags().IntVarP(&freq, "freq", "F", 999, "samples per second per CPU")
 	c.Flags().StringVar(&callGraph, "call-graph", defaultCallGraph(), "how user stacks are walked: dwarf (.eh_frame, from a copy of each sample's user stack: complete stacks through code built without frame pointers) or `fp` (frame pointers, walked by the kernel: cheaper, but skips callers of code without them)")
 	c.Flags().IntVar(&stackSize, "stack-size", 0, "`BYTES` of user stack copied per sample with --call-graph dwarf (8192 to 65528; default 8192, as perf record; status says when deeper stacks were cut short)")
+	c.Flags().BoolVar(&noOffCPU, "no-off-cpu", false, "do not record where threads wait: the context switches of the target's threads, and the stack each blocked in (see stax top --off-cpu)")
 	c.Flags().IntVarP(&pages, "mmap-pages", "m", 0, "`PAGES` of ring buffer per CPU, a power of two (default: sized from -F to hold half a second)")
 	c.Flags().Float64VarP(&seconds, "duration", "l", 0, "stop recording after `SECS` seconds (0: when the command exits or on stax stop)")
 	c.Flags().IntVarP(&pid, "pid", "p", 0, "attach to the running process `PID` (all its threads)")

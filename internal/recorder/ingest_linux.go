@@ -153,8 +153,8 @@ func (r *Recorder) read(cpu int, rec []byte) {
 		r.countBad()
 		return
 	}
-	if h.Type == record.TypeSample {
-		r.addToBatch(cpu, rec)
+	if h.Type == record.TypeSample || (h.Type == record.TypeSwitch || h.Type == record.TypeSwitchCPU) && r.off.on {
+		r.addToBatch(cpu, rec) // a switch keeps its place among the stacks of switches
 		return
 	}
 	r.handle(cpu, h, rec)

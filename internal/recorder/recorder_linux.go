@@ -37,6 +37,7 @@ type Options struct {
 	CallGraph  string        // "fp" (default) or "dwarf": unwind user stacks from .eh_frame
 	StackSize  int           // bytes of user stack copied per sample in dwarf mode (0: perfevent.DefaultStackSize)
 	Workers    int           // goroutines that decode and unwind samples (0: GOMAXPROCS)
+	OffCPU     bool          // record the time threads spend switched out (not with SystemWide)
 	Notef      func(format string, args ...any)
 }
 
@@ -104,6 +105,7 @@ type Recorder struct {
 	run     *agg.Run
 
 	in      ingestState  // the ingest goroutine's alone
+	off     offCPUState  // the ingest goroutine's, but for its counters (under mu)
 	namer   namerState   // collectCode's, under codeMu
 	storage storageState // save's alone (one goroutine at a time)
 
@@ -175,7 +177,8 @@ func NewID(pid int) string {
 func Start(opts Options) (*Recorder, error) {
 	r := newRecorder(opts)
 	opts = r.opts
-	cfg := perfevent.Config{Freq: opts.Freq, RingPages: opts.RingPages, CallGraph: opts.CallGraph, StackSize: opts.StackSize}
+	cfg := perfevent.Config{Freq: opts.Freq, RingPages: opts.RingPages, CallGraph: opts.CallGraph, StackSize: opts.StackSize,
+		OffCPU: opts.OffCPU}
 	if len(opts.Argv) > 0 {
 		gate, err := launch.Start(opts.Argv, opts.Env)
 		if err != nil {
@@ -219,6 +222,12 @@ func Start(opts Options) (*Recorder, error) {
 		return nil, fmt.Errorf("attach to pid %d: %w", opts.Pid, err)
 	}
 	r.src = sess
+	if sess.OffCPU {
+		r.off.on, r.off.isSwitch = true, sess.IsSwitchEvent
+		for _, w := range r.in.workers {
+			w.isSwitch = sess.IsSwitchEvent
+		}
+	}
 	if sess.Note != "" {
 		r.note("%s", sess.Note)
 	}
@@ -271,6 +280,9 @@ func newRecorder(opts Options) *Recorder {
 			opts.Checkpoint = d
 		}
 	}
+	if opts.SystemWide {
+		opts.OffCPU = false // every thread of the machine: not yet
+	}
 	if opts.Notef == nil {
 		opts.Notef = func(string, ...any) {}
 	}
@@ -282,6 +294,7 @@ func newRecorder(opts Options) *Recorder {
 		lostByCPU: map[int]uint64{},
 		lostByTid: map[uint32]uint64{},
 		in:        ingestState{sampledPids: map[uint32]bool{}},
+		off:       newOffCPU(),
 		stopCh:    make(chan struct{}),
 		doneCh:    make(chan struct{}),
 		gateDone:  make(chan int, 1),
@@ -290,7 +303,7 @@ func newRecorder(opts Options) *Recorder {
 	}
 	r.res = resolve.New(r.tracker, symconf.Options(r.note))
 	r.jitw = resolve.NewJITWatcher(r.res)
-	st, regs := perfevent.SampleTypeFor(perfevent.Config{CallGraph: opts.CallGraph})
+	st, regs := perfevent.SampleTypeFor(perfevent.Config{CallGraph: opts.CallGraph, OffCPU: opts.OffCPU})
 	r.in.dec = record.Decoder{SampleType: st, RegsUserMask: regs, SampleIDAll: true}
 	dwarf := opts.CallGraph == "dwarf"
 	r.in.workers = newStackWorkers(opts.Workers, r.in.dec, dwarf, perfevent.MaxStack(), r.res)

@@ -100,6 +100,9 @@ type Meta struct {
 	// OverloadSamples were taken while the recorder was behind (its rings more than half
 	// full): their stacks are the kernel's frame-pointer chains, not unwound (dwarf mode).
 	OverloadSamples uint64 `json:"overload_samples,omitempty"`
+	// OffCPU counts what was recorded of the time threads spent switched out; nil when it
+	// was not recorded.
+	OffCPU *OffCPUMeta `json:"off_cpu,omitempty"`
 	// JITMemory is what the run's JIT tables keep (names, code, line tables), and
 	// JITMemoryLimit the most they may (a JIT file past it is not read further).
 	JITMemory      uint64 `json:"jit_memory,omitempty"`
@@ -195,8 +198,21 @@ type Line struct {
 type Run struct {
 	Meta    Meta        `json:"meta"`
 	Profile agg.Profile `json:"profile"`
-	JIT     []JITSource `json:"jit,omitempty"`
-	Code    []Code      `json:"code,omitempty"`
+	// OffCPU is the time threads spent switched out, in nanoseconds per stack (see
+	// agg.AddWeight); nil when it was not recorded.
+	OffCPU *agg.Profile `json:"off_cpu,omitempty"`
+	JIT    []JITSource  `json:"jit,omitempty"`
+	Code   []Code       `json:"code,omitempty"`
+}
+
+// OffCPUMeta counts the context switches of a run that records off-CPU time.
+type OffCPUMeta struct {
+	Switches  uint64 `json:"switches"`           // switch records read, out and in
+	Intervals uint64 `json:"intervals"`          // times off CPU counted (a switch out to the next in)
+	NoStack   uint64 `json:"no_stack,omitempty"` // of those, without the stack of the switch out
+	Lost      uint64 `json:"lost,omitempty"`     // intervals not counted: the off-CPU tables were full
+	LostNs    uint64 `json:"lost_ns,omitempty"`  // their time
+	Threads   int    `json:"threads,omitempty"`  // threads followed
 }
 
 // body is what a file holds after its meta section: the profile without its series and
