@@ -74,7 +74,7 @@ reason; --json gives nanoseconds. See docs/off-cpu.md.` + granularityHelp + tran
 			if offCPU {
 				q.Set("off_cpu", "1")
 			}
-			res, err := ask(context.Background(), g, r, "/v1/flame", q, rf.need(), func(run *store.Run) (api.Flame, error) {
+			res, err := ask(context.Background(), g, r, "/v1/flame", q, rf.need()|offCPUPart(offCPU), func(run *store.Run) (api.Flame, error) {
 				return query.Flame(run, query.FlameOptions{Depth: depth, ThresholdPct: threshold, Inverted: inverted, Granularity: gran,
 					Tid: uint32(tid), Processes: rf.processes, Window: rf.window, Transform: rf.transform, OffCPU: offCPU})
 			})

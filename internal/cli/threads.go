@@ -33,7 +33,7 @@ all of that time. Off-CPU time is for the whole run: with --from or --to it is l
 			if err != nil {
 				return err
 			}
-			res, err := ask(context.Background(), g, r, "/v1/threads", rf.query(url.Values{"n": {itoa(n)}}), rf.need(), func(run *store.Run) (api.Threads, error) {
+			res, err := ask(context.Background(), g, r, "/v1/threads", rf.query(url.Values{"n": {itoa(n)}}), rf.need()|store.OffCPUPart, func(run *store.Run) (api.Threads, error) {
 				return query.Threads(run, n, rf.window, rf.transform)
 			})
 			if err != nil {

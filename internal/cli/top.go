@@ -62,7 +62,7 @@ other); --json gives nanoseconds. See docs/off-cpu.md.` + granularityHelp + tran
 			if offCPU {
 				q.Set("off_cpu", "1")
 			}
-			res, err := ask(context.Background(), g, r, "/v1/top", q, rf.need(), func(run *store.Run) (api.Top, error) {
+			res, err := ask(context.Background(), g, r, "/v1/top", q, rf.need()|offCPUPart(offCPU), func(run *store.Run) (api.Top, error) {
 				return query.Top(run, query.TopOptions{N: n, ByTotal: sort == "total", ByProcess: by == "process", Granularity: gran,
 					Tid: uint32(tid), Processes: rf.processes, Window: rf.window, Transform: rf.transform, OffCPU: offCPU})
 			})

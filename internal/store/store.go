@@ -12,7 +12,10 @@
 //     (location ids, leaf first) and the entries;
 //   - the series (series.go): key entries and sample chunks, binary; in the run store's own
 //     copy, chunks already in the run's samples file (samples.go) are listed by reference;
-//   - the code: a JSON array.
+//   - the code: a JSON array;
+//   - where the run recorded off-CPU time, its aggregate (offcpu.go): a marker, then a
+//     complete run file of its own (header, meta section, gzip stream) whose profile is
+//     the off-CPU time; files without it are read as before.
 //
 // A reader stops where the parts it needs end: status reads the meta section alone, top and
 // flame the body and counts, windows and timelines the series too, annotate everything.
@@ -318,10 +321,16 @@ func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
 		return err
 	}
 	cj = append(append([]byte(codeMagic), cj...), '\n')
+	off, err := encodeOffCPU(r)
+	if err != nil {
+		return fmt.Errorf("off-CPU: %w", err)
+	}
 	m := r.Meta
 	sum := agg.Summarize(&r.Profile)
 	m.Summary, m.JITSources = &sum, r.JIT
-	meta, err := json.Marshal(metaSection{Meta: m, Layout: layoutOf(r, len(js), len(counts), series, len(cj))})
+	lay := layoutOf(r, len(js), len(counts), series, len(cj))
+	lay.OffCPU = int64(len(off))
+	meta, err := json.Marshal(metaSection{Meta: m, Layout: lay})
 	if err != nil {
 		return err
 	}
@@ -345,6 +354,9 @@ func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
 		return err
 	}
 	if _, err := zw.Write(cj); err != nil {
+		return err
+	}
+	if _, err := zw.Write(off); err != nil {
 		return err
 	}
 	return zw.Close()
@@ -391,7 +403,8 @@ const (
 	Samples   Parts = 1 << iota // the sample series (times), for windows, timelines, exports
 	CodeParts                   // the sampled code, for annotate
 	MetaOnly                    // the meta alone (its summary says what status shows)
-	All       = Samples | CodeParts
+	OffCPUPart                  // the off-CPU time (after the rest: reading it reads all)
+	All       = Samples | CodeParts | OffCPUPart
 )
 
 // Decode reads a run written by Encode (this format version or an older one), checking
