@@ -400,11 +400,11 @@ type Parts uint8
 
 // The parts of a run.
 const (
-	Samples   Parts = 1 << iota // the sample series (times), for windows, timelines, exports
-	CodeParts                   // the sampled code, for annotate
-	MetaOnly                    // the meta alone (its summary says what status shows)
-	OffCPUPart                  // the off-CPU time (after the rest: reading it reads all)
-	All       = Samples | CodeParts | OffCPUPart
+	Samples    Parts = 1 << iota // the sample series (times), for windows, timelines, exports
+	CodeParts                    // the sampled code, for annotate
+	MetaOnly                     // the meta alone (its summary says what status shows)
+	OffCPUPart                   // the off-CPU time (after the rest: reading it reads all)
+	All        = Samples | CodeParts | OffCPUPart
 )
 
 // Decode reads a run written by Encode (this format version or an older one), checking
