@@ -25,7 +25,7 @@ var Reasons = []string{ReasonLock, ReasonCond, ReasonSem, ReasonSleep, ReasonIOR
 
 // ReasonRule names the functions whose presence in a blocked stack gives its reason. A name
 // matches a function whose name, without leading underscores, a "GI_" or "libc_" prefix and
-// an "@version" suffix, equals it, or starts with it when it ends in "*". User-space rules
+// an "@version" or compiler clone suffix (".constprop.0", ".isra.0", ".part.0", ".cold"), equals it, or starts with it when it ends in "*". User-space rules
 // (libc, the Go runtime and syscall package) are tried first, from the leaf up; kernel ones
 // (the wait site, when kernel stacks are recorded) after; generic rules (a futex, which
 // every lock, condition and semaphore waits on) only when nothing more specific matched.
@@ -43,9 +43,9 @@ var ReasonRules = []ReasonRule{
 		"pthread_rwlock_timedrdlock", "pthread_rwlock_timedwrlock", "pthread_rwlock_clockrdlock", "pthread_rwlock_clockwrlock",
 		"mtx_lock", "mtx_timedlock", "flockfile", "runtime.lock2", "sync.(*Mutex).Lock", "sync.(*RWMutex).Lock", "sync.(*RWMutex).RLock"}},
 	{Reason: ReasonCond, Names: []string{"pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait",
-		"pthread_barrier_wait", "pthread_join", "pthread_clockjoin_np", "pthread_timedjoin_np", "cnd_wait", "cnd_timedwait",
+		"pthread_barrier_wait", "pthread_join", "pthread_clockjoin_np", "pthread_clockjoin_ex", "pthread_timedjoin_np", "cnd_wait", "cnd_timedwait",
 		"runtime.notesleep", "runtime.notetsleep", "runtime.notetsleepg", "sync.(*Cond).Wait", "sync.(*WaitGroup).Wait"}},
-	{Reason: ReasonSem, Names: []string{"sem_wait", "sem_timedwait", "sem_clockwait", "semop", "semtimedop", "runtime.semasleep"}},
+	{Reason: ReasonSem, Names: []string{"sem_wait", "sem_timedwait", "sem_clockwait", "new_sem_wait*", "old_sem_wait", "semop", "semtimedop", "runtime.semasleep"}},
 	{Reason: ReasonSleep, Names: []string{"nanosleep", "clock_nanosleep", "usleep", "sleep", "thrd_sleep",
 		"runtime.usleep", "time.Sleep", "runtime.timeSleep"}},
 	{Reason: ReasonIORead, Names: []string{"read", "read_nocancel", "pread", "pread64", "readv", "preadv", "preadv2",
@@ -86,6 +86,11 @@ var ReasonRules = []ReasonRule{
 func normalReasonName(s string) string {
 	if i := strings.IndexByte(s, '@'); i > 0 {
 		s = s[:i]
+	}
+	for _, suffix := range []string{".constprop", ".isra", ".part", ".cold"} { // the compiler's clones
+		if i := strings.Index(s, suffix); i > 0 {
+			s = s[:i]
+		}
 	}
 	for {
 		t := strings.TrimLeft(s, "_")

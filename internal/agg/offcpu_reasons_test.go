@@ -16,6 +16,8 @@ func TestStackReasons(t *testing.T) {
 		{ReasonLock, []Frame{k("schedule"), k("futex_wait_queue"), k("futex_wait"), u("__GI___lll_lock_wait"), u("___pthread_mutex_lock"), u("wait_for_lock"), u("main")}},
 		{ReasonCond, []Frame{k("futex_wait"), u("__futex_abstimed_wait_common64"), u("___pthread_cond_wait"), u("main")}},
 		{ReasonSem, []Frame{u("do_futex_wait"), u("__new_sem_wait_slow64"), u("sem_wait@@GLIBC_2.34"), u("main")}},
+		{ReasonSem, []Frame{k("futex_wait"), u("__futex_abstimed_wait_common"), u("__new_sem_wait_slow64.constprop.0"), u("filler")}},
+		{ReasonCond, []Frame{k("futex_wait"), u("__futex_abstimed_wait_common"), u("__pthread_clockjoin_ex"), u("main")}},
 		{ReasonSleep, []Frame{k("do_nanosleep"), u("__GI___clock_nanosleep"), u("__GI___nanosleep"), u("usleep"), u("nap")}},
 		{ReasonIORead, []Frame{k("pipe_read"), k("vfs_read"), u("__GI___libc_read"), u("read_pipe")}},
 		{ReasonIOWrite, []Frame{u("__libc_write"), u("main")}},
