@@ -46,12 +46,15 @@ func threadsNamed(e *staxEnv, name string, args ...string) []agg.ThreadRow {
 // thread's start.
 func TestOffCPUWaits(t *testing.T) {
 	testutil.RequirePerf(t)
-	// A loaded machine makes a wait overrun (a late wakeup) by up to overrun; the shares
-	// hold within tolerance when overrun over the loops' time is within it.
+	// A wait may overrun its time (a late wakeup: the program's threads wake ahead of
+	// ordinary ones where it may raise their priority, not otherwise) by up to overrun in
+	// the whole run; the shares hold within tolerance when that over the loops' time is
+	// within it. Each loop may also overrun by up to slack, in the total off CPU.
 	const (
-		overrun   = 0.150 // s, in the whole run
+		overrun   = 0.150 // s
 		tolerance = 5.0   // percentage points
 		perLoop   = 1.0   // s off CPU
+		slack     = 0.3   // s per loop
 	)
 	loops := int(math.Ceil(overrun / (tolerance / 100 * perLoop)))
 	e := newEnv(t)
@@ -64,7 +67,7 @@ func TestOffCPUWaits(t *testing.T) {
 	t.Logf("%d loops: worker %.3f s off CPU (%.3f s runnable), %.1f ms on CPU, mostly %s", loops, off, w.OffCPU.RunnableMs/1000,
 		w.OffCPU.OnCPUMs, w.OffCPU.Reason)
 	// Each wait lasts at least its time, less the moment a handoff between threads takes.
-	if min, max := float64(loops)*perLoop*0.95, float64(loops)*perLoop+overrun*float64(loops); off < min || off > max {
+	if min, max := float64(loops)*perLoop*0.95, float64(loops)*(perLoop+slack); off < min || off > max {
 		t.Errorf("worker off CPU %.3f s in %d loops, want %.2f to %.2f s", off, loops, min, max)
 	}
 	if w.OffCPU.Reason != agg.ReasonLock {
