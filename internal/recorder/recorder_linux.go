@@ -175,8 +175,15 @@ func NewID(pid int) string {
 // Start opens the events and starts the target (or attaches to it). Recording begins at
 // once; call Loop to process it.
 func Start(opts Options) (*Recorder, error) {
+	capturing := opts.OffCPU && os.Getenv("STAX_CAPTURE") != ""
+	if capturing {
+		opts.OffCPU = false // a capture replays with the CPU samples' layout alone
+	}
 	r := newRecorder(opts)
 	opts = r.opts
+	if capturing {
+		r.note("off-CPU time is not recorded while STAX_CAPTURE captures the records")
+	}
 	cfg := perfevent.Config{Freq: opts.Freq, RingPages: opts.RingPages, CallGraph: opts.CallGraph, StackSize: opts.StackSize,
 		OffCPU: opts.OffCPU}
 	if len(opts.Argv) > 0 {
