@@ -64,8 +64,8 @@ type ThreadOffCPU struct {
 
 // OffCPUThreads adds to rows (Threads of the CPU profile, all of them) each thread's time
 // on CPU (estimated from its samples at freq Hz) and off CPU, from off (an off-CPU
-// profile) and reasons (its StackReasons); threads seen only off CPU are added. Rows are
-// then sorted by their time on and off CPU, most first, and cut to n (0: all).
+// profile) and reasons (its StackReasons); threads seen only off CPU are added. Rows stay
+// sorted by samples, then by time off CPU, most first, and are cut to n (0: all).
 func OffCPUThreads(rows []ThreadRow, off *Profile, reasons []uint8, freq, n int) []ThreadRow {
 	byTid := map[uint32]int{}
 	for i := range rows {
@@ -116,9 +116,11 @@ func OffCPUThreads(rows []ThreadRow, off *Profile, reasons []uint8, freq, n int)
 		}
 		r.OffCPU = o
 	}
-	total := func(r *ThreadRow) float64 { return r.OffCPU.OnCPUMs + r.OffCPU.RunnableMs + r.OffCPU.OffCPUMs }
 	slices.SortStableFunc(rows, func(a, b ThreadRow) int {
-		if c := cmp.Compare(total(&b), total(&a)); c != 0 {
+		if c := cmp.Compare(b.Samples, a.Samples); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.OffCPU.OffCPUMs+b.OffCPU.RunnableMs, a.OffCPU.OffCPUMs+a.OffCPU.RunnableMs); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.Tid, b.Tid)

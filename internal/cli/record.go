@@ -175,8 +175,13 @@ stax's JIT Profiling API collector (unless already set, or --no-jit-api).`,
 				}
 				st := rec.Snapshot()
 				if m := st.Meta; m.Lost*1000 > m.Samples+m.Lost {
-					notef("lost %s of %s samples (%.2f%%): the reader fell behind; record with a larger ring (-m %d; now %d pages per CPU) or a lower -F",
-						commas(m.Lost), commas(m.Samples+m.Lost), float64(m.Lost)*100/float64(m.Samples+m.Lost), m.RingPages*4, m.RingPages)
+					how := "or a lower -F"
+					if m.OffCPU != nil && m.OffCPU.Switches > m.Samples {
+						// The switches and their stacks share the rings: they are most of what was lost.
+						how = fmt.Sprintf("or --no-off-cpu (its %s context switches share the rings)", commas(m.OffCPU.Switches))
+					}
+					notef("lost %s of %s samples (%.2f%%): the reader fell behind; record with a larger ring (-m %d; now %d pages per CPU) %s",
+						commas(m.Lost), commas(m.Samples+m.Lost), float64(m.Lost)*100/float64(m.Samples+m.Lost), m.RingPages*4, m.RingPages, how)
 				}
 				if rec.CommandRunsOn() {
 					notef("recording stopped: run %s saved (%s samples); %s keeps running, and stax exits with its status when it ends",

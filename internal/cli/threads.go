@@ -22,8 +22,9 @@ func threadsCmd(g *globals) *cobra.Command {
 
 Where the run recorded off-CPU time (the default; see docs/off-cpu.md), each thread also
 shows its time on CPU (from its samples), runnable (preempted, waiting for a CPU) and off
-CPU (waiting for an event), with the reason it waited most for, and threads are listed by
-all of that time. Off-CPU time is for the whole run: with --from or --to it is left out.` + transformHelp,
+CPU (waiting for an event), with the reason it waited most for; threads with as many
+samples are listed by time off CPU. Off-CPU time is for the whole run: with --from or
+--to it is left out.` + transformHelp,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := checkCount("-n", n); err != nil {

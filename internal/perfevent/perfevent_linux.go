@@ -105,6 +105,9 @@ func RingPagesFor(freq, maxStack, stackCopy int) int {
 	return pages
 }
 
+// offCPURingFactor is how much larger automatically sized rings are with Config.OffCPU.
+const offCPURingFactor = 4
+
 // Session is a set of open events, one ring per CPU.
 type Session struct {
 	Event     string // "cycles" or "cpu-clock"
@@ -172,7 +175,13 @@ func Open(cfg Config) (*Session, error) {
 		if cfg.CallGraph == "dwarf" {
 			stackCopy = int(stackSize(cfg)) + 32 // the copy, its sizes and three registers
 		}
-		for pages := RingPagesFor(cfg.Freq, maxStack, stackCopy); ; pages /= 2 {
+		pages := RingPagesFor(cfg.Freq, maxStack, stackCopy)
+		if cfg.OffCPU && !cfg.SystemWide {
+			// Every switch out writes a stack and two switch records into the same rings: a
+			// program that switches often fills them faster than it is sampled.
+			pages = min(pages*offCPURingFactor, 8192)
+		}
+		for ; ; pages /= 2 {
 			cfg.RingPages = pages
 			s, err := Open(cfg)
 			var re *RingError
