@@ -99,6 +99,9 @@ func (r *Recorder) step(final bool) {
 	if err != nil {
 		r.note("read samples: %v", err)
 	}
+	if _, ok := r.src.(orderedSource); ok {
+		r.offFlush(cut, final) // every switch before the cut has been read
+	}
 	r.mu.Lock()
 	held := r.pending
 	r.pending = nil

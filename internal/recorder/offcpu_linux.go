@@ -32,6 +32,9 @@ const (
 	// stackSlack is how long before its switch-out record the stack sample of a switch may
 	// be: the kernel writes both in the same call, on the same CPU.
 	stackSlack = 1_000_000
+	// offFlushAfter is how long a thread is off CPU before the time so far is counted,
+	// without waiting for its switch in.
+	offFlushAfter = 100_000_000
 )
 
 // offThread is a thread's off-CPU state.
@@ -40,8 +43,10 @@ type offThread struct {
 	chain     []uint64 // the stack of its last switch out
 	chainTime uint64   // when it was taken (0: none since it was used)
 	out       uint64   // when it went out (0: it is on a CPU, or not seen yet)
+	counted   uint64   // up to when its time off CPU is counted (0: none of it yet)
 	preempt   bool
 	hasStack  bool // chain is the stack it went out with
+	lost      bool // part of its time off CPU could not be counted
 }
 
 // offCPUState is the ingest stage's, but for its counters, read under Recorder.mu.
@@ -106,7 +111,28 @@ func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
 		th.out = 0
 		return // its switch out came before the recording began
 	}
-	d := t - th.out
+	r.offAccount(tid, th, t)
+	r.mu.Lock()
+	o.counts.Intervals++
+	if !th.hasStack {
+		o.counts.NoStack++
+	}
+	if th.lost {
+		o.counts.Lost++
+	}
+	r.mu.Unlock()
+	th.out, th.counted, th.hasStack, th.lost = 0, 0, false, false
+}
+
+// offAccount counts thread tid's time off CPU from what was counted of its interval so far
+// up to t.
+func (r *Recorder) offAccount(tid uint32, th *offThread, t uint64) {
+	o := &r.off
+	from := max(th.out, th.counted)
+	if t <= from {
+		return
+	}
+	d := t - from
 	chain := o.chainBuf[:0]
 	if th.preempt {
 		chain = append(chain, runnableMark)
@@ -117,18 +143,27 @@ func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
 		chain = append(chain, noStackMark)
 	}
 	o.chainBuf = chain
-	ok := o.run.AddWeight(th.pid, tid, th.out, r.res.Generation(th.pid, th.out), chain, d, maxOffBytes)
-	r.mu.Lock()
-	o.counts.Intervals++
-	if !th.hasStack {
-		o.counts.NoStack++
-	}
-	if !ok {
-		o.counts.Lost++
+	th.counted = t
+	if !o.run.AddWeight(th.pid, tid, th.out, r.res.Generation(th.pid, th.out), chain, d, maxOffBytes) {
+		th.lost = true
+		r.mu.Lock()
 		o.counts.LostNs += d
+		r.mu.Unlock()
 	}
-	r.mu.Unlock()
-	th.out, th.hasStack = 0, false
+}
+
+// offFlush counts, up to t, the time of the threads off CPU for longer than offFlushAfter
+// since it was last counted: a thread that waits long (or for ever) shows in the live run,
+// and one still waiting when the recording ends is counted up to its end.
+func (r *Recorder) offFlush(t uint64, final bool) {
+	if !r.off.on {
+		return
+	}
+	for tid, th := range r.off.threads {
+		if th.out != 0 && t > th.out && (final || t-max(th.out, th.counted) >= offFlushAfter) {
+			r.offAccount(tid, th, t)
+		}
+	}
 }
 
 // offCPUMeta is the run's off-CPU counters, nil when it is not recorded.

@@ -57,3 +57,29 @@ func TestOffSwitch(t *testing.T) {
 		}
 	}
 }
+
+// TestOffFlush counts a long wait as it goes, and a wait still open at the end up to it.
+func TestOffFlush(t *testing.T) {
+	r := newRecorder(Options{OffCPU: true})
+	r.off.on = true
+	const ms = 1_000_000
+	r.offStack(1, 4, 1000, []uint64{record.ContextUser, 0x401000})
+	r.offSwitch(1, 4, 1000, true, false)
+	r.offFlush(1000+50*ms, false)
+	if got := r.off.run.Samples(); got != 0 {
+		t.Errorf("%d ns counted 50 ms into a wait", got)
+	}
+	r.offFlush(1000+200*ms, false)
+	if got := r.off.run.Samples(); got != 200*ms {
+		t.Errorf("%d ns counted 200 ms into a wait, want %d", got, 200*ms)
+	}
+	r.offSwitch(1, 4, 1000+300*ms, false, false)
+	r.offSwitch(1, 5, 1000+400*ms, true, false) // another thread, still out at the end
+	r.offFlush(1000+410*ms, true)
+	if got := r.off.run.Samples(); got != 310*ms {
+		t.Errorf("%d ns counted, want %d", got, 310*ms)
+	}
+	if m := r.offCPUMeta(); m.Intervals != 1 {
+		t.Errorf("%d intervals ended, want 1", m.Intervals)
+	}
+}

@@ -213,7 +213,7 @@ type OffCPUMeta struct {
 	Switches  uint64 `json:"switches"`           // switch records read, out and in
 	Intervals uint64 `json:"intervals"`          // times off CPU counted (a switch out to the next in)
 	NoStack   uint64 `json:"no_stack,omitempty"` // of those, without the stack of the switch out
-	Lost      uint64 `json:"lost,omitempty"`     // intervals not counted: the off-CPU tables were full
+	Lost      uint64 `json:"lost,omitempty"`     // intervals not counted (in whole or in part): the off-CPU tables were full
 	LostNs    uint64 `json:"lost_ns,omitempty"`  // their time
 	Threads   int    `json:"threads,omitempty"`  // threads followed
 }
