@@ -1,7 +1,9 @@
 package perfevent
 
 import (
+	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +74,55 @@ func TestSwitchesThisThread(t *testing.T) {
 		if !userOnly && stacks < sleeps {
 			t.Errorf("%d stacks of switches out from %d sleeps", stacks, sleeps)
 		}
+	}
+}
+
+// TestSwitchEventsGiveWayToSamples: when the descriptors run out for the context-switch
+// events, they are closed and the CPU samples are recorded without them.
+func TestSwitchEventsGiveWayToSamples(t *testing.T) {
+	testutil.RequirePerf(t)
+	cpus, err := OnlineCPUs()
+	if err != nil || len(cpus) < 2 {
+		t.Skip("needs two CPUs")
+	}
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	// Fill the descriptors up to a limit, then free room for the CPU events, the epoll
+	// descriptor and one switch event: not two.
+	lim := old
+	lim.Cur = min(4096, old.Max)
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	var held []int
+	for {
+		fd, err := unix.Dup(0)
+		if err != nil {
+			break
+		}
+		held = append(held, fd)
+	}
+	for _, fd := range held[len(held)-(len(cpus)+2):] {
+		unix.Close(fd)
+	}
+	held = held[:len(held)-(len(cpus)+2)]
+	defer func() {
+		for _, fd := range held {
+			unix.Close(fd)
+		}
+	}()
+	s, err := Open(Config{Pids: []int{os.Getpid()}, Freq: 99, OffCPU: true, RingPages: 16})
+	unix.Setrlimit(unix.RLIMIT_NOFILE, &old)
+	if err != nil {
+		t.Fatalf("open with too few descriptors for the switch events: %v", err)
+	}
+	defer s.Close()
+	if s.OffCPU || !strings.Contains(s.Note, "off-CPU time is not recorded") {
+		t.Errorf("off-CPU %v, note %q; want it off, and said", s.OffCPU, s.Note)
+	}
+	if len(s.fds) != len(cpus) {
+		t.Errorf("%d events open, want the %d CPU events", len(s.fds), len(cpus))
 	}
 }

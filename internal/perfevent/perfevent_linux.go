@@ -303,6 +303,11 @@ func (s *Session) attr(cfg Config, typ uint32, config uint64, enableOnExec bool)
 func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) error {
 	s.OffCPU = cfg.OffCPU && !cfg.SystemWide
 	s.switchIDs = map[uint64]bool{}
+	type switchTarget struct {
+		pid, cpu int
+		r        *mappedRing
+	}
+	var switches []switchTarget
 	pids := cfg.Pids
 	if cfg.SystemWide {
 		pids = []int{-1}
@@ -344,7 +349,7 @@ func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) err
 				}
 			}
 			if s.OffCPU && target != nil {
-				s.openSwitch(cfg, pid, cpu, target)
+				switches = append(switches, switchTarget{pid, cpu, target})
 			}
 		}
 	}
@@ -361,6 +366,14 @@ func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) err
 		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, r.fd, &ev); err != nil {
 			return fmt.Errorf("watch perf ring on cpu %d: %w", r.cpu, err)
 		}
+	}
+	// The context-switch events come last: what they cannot have (descriptors) the CPU
+	// samples already hold.
+	for _, sw := range switches {
+		if !s.OffCPU {
+			break
+		}
+		s.openSwitch(cfg, sw.pid, sw.cpu, sw.r)
 	}
 	return nil
 }
@@ -482,6 +495,18 @@ func (s *Session) openSwitch(cfg Config, pid, cpu int, r *mappedRing) {
 	if errors.Is(err, unix.ESRCH) {
 		return // the thread ended while we attached
 	}
+	// Those already open go: off-CPU time of some threads alone would mislead.
+	kept := s.fds[:0]
+	for _, fd := range s.fds {
+		var id uint64
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_ID, uintptr(unsafe.Pointer(&id))); e == 0 && s.switchIDs[id] {
+			unix.Close(fd)
+			continue
+		}
+		kept = append(kept, fd)
+	}
+	s.fds = kept
+	clear(s.switchIDs)
 	s.OffCPU = false
 	s.Note = strings.TrimSpace(s.Note + "\noff-CPU time is not recorded: open the context-switch event: " + err.Error())
 }
