@@ -91,10 +91,16 @@ other); --json gives nanoseconds. See docs/off-cpu.md.` + granularityHelp + tran
 			}
 			extra += transformText(res.Transform)
 			if by == "process" {
-				header(g.out, res.Run, runState(res.State, r), res.Samples, " · by process"+extra[len(" · sort: "+res.Sort):]+windowText(res.Window))
-				fmt.Fprintf(g.out, "%8s %10s %8s %8s  %-16s  %s\n", "PID", "SAMPLES", "PCT", "THREADS", "COMMAND", "HOTTEST FUNCTION")
+				count, what := commas, "SAMPLES"
+				if offCPU {
+					count, what = ms, "OFF-CPU ms"
+					fmt.Fprintf(g.out, "run %s (%s) · %s ms off CPU · by process%s\n", res.Run, runState(res.State, r), ms(res.Samples), extra[len(" · sort: "+res.Sort):])
+				} else {
+					header(g.out, res.Run, runState(res.State, r), res.Samples, " · by process"+extra[len(" · sort: "+res.Sort):]+windowText(res.Window))
+				}
+				fmt.Fprintf(g.out, "%8s %10s %8s %8s  %-16s  %s\n", "PID", what, "PCT", "THREADS", "COMMAND", "HOTTEST FUNCTION")
 				for _, p := range res.Processes {
-					fmt.Fprintf(g.out, "%8d %10s %7.2f%% %8d  %-16s  %s\n", p.Pid, commas(p.Samples), p.Pct, p.Threads, esc(p.Comm), esc(p.TopFunc))
+					fmt.Fprintf(g.out, "%8d %10s %7.2f%% %8d  %-16s  %s\n", p.Pid, count(p.Samples), p.Pct, p.Threads, esc(p.Comm), esc(p.TopFunc))
 				}
 				return nil
 			}
