@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
@@ -210,5 +211,49 @@ func TestOffCPUNotRoot(t *testing.T) {
 	t.Logf("as nobody: %d switches, %d intervals, %d without a stack, user-only %v", o.Switches, o.Intervals, o.NoStack, st.Meta.UserOnly)
 	if !st.Meta.UserOnly && o.NoStack == o.Intervals {
 		t.Errorf("kernel samples are permitted, yet no off-CPU interval has a stack")
+	}
+}
+
+// TestOffCPUStuckThreadLive: a thread blocked on a lock shows, while it is still blocked,
+// in the live run's stax top --off-cpu, with the time it has waited so far; and in full in
+// the stored run once it is let go.
+func TestOffCPUStuckThreadLive(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	dir := t.TempDir()
+	prog := buildOffCPU(t, dir)
+	live := e.startUntilReady(dir, prog, "stuck", "1")
+	stuck := threadsNamed(e, "stuck")[0]
+	tid := strconv.Itoa(int(stuck.Tid))
+	// Its wait so far is counted every step once it is 100 ms long: poll until 300 ms of it.
+	const want = 300e6
+	var row agg.TopRow
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var top api.Top
+		e.mustJSON(&top, "top", "--off-cpu", "--tid", tid, "--sort", "total", "-n", "1000")
+		if !top.Live {
+			t.Fatalf("the run is not live: %+v", top)
+		}
+		if i := slices.IndexFunc(top.Rows, func(r agg.TopRow) bool { return r.Func == "wait_for_lock" }); i >= 0 {
+			row = top.Rows[i]
+			if row.Total >= want {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s, wait_for_lock has %d ns off CPU in the live run, want %d", row.Total, int64(want))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if row.Reason != agg.ReasonLock {
+		t.Errorf("wait_for_lock's reason is %q, want lock", row.Reason)
+	}
+	live.finish(t)
+	var top api.Top
+	e.mustJSON(&top, "top", "--off-cpu", "--tid", tid, "--sort", "total", "-n", "1000")
+	i := slices.IndexFunc(top.Rows, func(r agg.TopRow) bool { return r.Func == "wait_for_lock" })
+	if i < 0 || top.Rows[i].Total < row.Total {
+		t.Errorf("the stored run has less of wait_for_lock than the live one had (%d ns): %+v", row.Total, top.Rows)
 	}
 }

@@ -5,6 +5,9 @@
 //                        thread fills after 100 ms (read_pipe): about 1 s off CPU per loop.
 //                        The threads run SCHED_FIFO where permitted, so that a loaded
 //                        machine does not make their waits longer.
+//   offcpu stuck 1       a thread called stuck blocks on a mutex main holds (wait_for_lock);
+//                        once it sleeps, main prints "ready", and lets it go when a line
+//                        comes on its standard input.
 //   offcpu spin MS       four threads pinned to at most two CPUs each burn MS ms of their
 //                        own CPU time: each waits for a CPU about as long as it runs.
 #define _GNU_SOURCE
@@ -117,9 +120,55 @@ static int spin(void) {
 	return 0;
 }
 
+static void *stuck(void *arg) {
+	(void)arg;
+	wait_for_lock();
+	return NULL;
+}
+
+// asleep says whether thread tid of this process is sleeping (state S).
+static int asleep(pid_t tid) {
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'S';
+}
+
+static pid_t stuck_tid;
+
+static void *stuck_start(void *arg) {
+	__atomic_store_n(&stuck_tid, gettid(), __ATOMIC_SEQ_CST);
+	return stuck(arg);
+}
+
+static int run_stuck(void) {
+	pthread_mutex_lock(&lock);
+	pthread_t t;
+	pthread_create(&t, NULL, stuck_start, NULL);
+	pthread_setname_np(t, "stuck");
+	while (!__atomic_load_n(&stuck_tid, __ATOMIC_SEQ_CST) || !asleep(stuck_tid))
+		usleep(1000);
+	printf("ready\n");
+	fflush(stdout);
+	char line[16];
+	if (!fgets(line, sizeof line, stdin))
+		return 1;
+	pthread_mutex_unlock(&lock);
+	pthread_join(t, NULL);
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	if (argc != 3)
 		return 1;
+	if (strcmp(argv[1], "stuck") == 0)
+		return run_stuck();
 	if (strcmp(argv[1], "spin") == 0) {
 		spin_ms = atof(argv[2]);
 		return spin();
