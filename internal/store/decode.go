@@ -59,7 +59,6 @@ type layout struct {
 	Mappings  int64 `json:"mappings,omitempty"`
 	Locations int64 `json:"locations,omitempty"`
 	LocLines  int64 `json:"location_lines,omitempty"` // lines of all locations together
-	OffCPU    int64 `json:"off_cpu_bytes,omitempty"`  // the off-CPU section, its marker included
 }
 
 // metaSection is the meta section's JSON: the run's meta and the file's layout.
@@ -102,17 +101,17 @@ var (
 // check refuses a layout that declares more than the payload of size bytes can hold.
 func (l *layout) check(payload int64) error {
 	counts := []int64{l.Body, l.Frames, l.Stacks, l.StackIDs, l.Entries, l.Threads, l.Keys, l.JIT, l.Code, l.Series, l.Chunks, l.Samples, l.CodeText, l.Counts,
-		l.Mappings, l.Locations, l.LocLines, l.OffCPU}
+		l.Mappings, l.Locations, l.LocLines}
 	for _, n := range counts {
 		if n < 0 || n > maxExpanded {
 			return errors.New("the file's layout is damaged (a size is out of range)")
 		}
 	}
-	text := l.Body + l.Counts + l.Series + l.CodeText + l.OffCPU
+	text := l.Body + l.Counts + l.Series + l.CodeText
 	if text > textLimit(payload) {
 		return fmt.Errorf("the file declares %d bytes of data in a %d-byte payload, more than a run holds (the file is damaged or was not written by stax)", text, payload)
 	}
-	mem := l.Body + l.Counts + l.Series + l.CodeText + l.OffCPU + l.Frames*sizeFrame + l.Stacks*sizeStack + l.StackIDs*4 + l.Entries*sizeEntry +
+	mem := l.Body + l.Counts + l.Series + l.CodeText + l.Frames*sizeFrame + l.Stacks*sizeStack + l.StackIDs*4 + l.Entries*sizeEntry +
 		l.Threads*sizeThread + l.Keys*4 + l.JIT*sizeJIT + l.Code*sizeCode + l.Chunks*sizeChunk +
 		l.Mappings*sizeMapping + l.Locations*sizeLocation + l.LocLines*sizeLocLine
 	if mem > memLimit(payload) {
@@ -189,7 +188,7 @@ type budget struct {
 func newBudget(z io.Reader, in *countReader, payload int64, l *layout) *budget {
 	b := &budget{z: z, in: in, outLimit: textLimit(payload), memLimit: memLimit(payload)}
 	if l != nil {
-		b.outLimit, b.declared = l.Body+l.Counts+l.Series+l.CodeText+l.OffCPU, true
+		b.outLimit, b.declared = l.Body+l.Counts+l.Series+l.CodeText, true
 	}
 	return b
 }
@@ -242,6 +241,7 @@ type decoder struct {
 	dec     *json.Decoder
 	lay     *layout
 	version uint32
+	want    Parts
 }
 
 // decodeCompressed reads the compressed part of a payload into r: the JSON body (with the
@@ -260,7 +260,7 @@ func decodeCompressed(r *Run, version uint32, rest *bytes.Reader, payload int64,
 		}
 	}
 	b := newBudget(zr, in, payload, l)
-	d := &decoder{b: b, dec: json.NewDecoder(b), lay: l, version: version}
+	d := &decoder{b: b, dec: json.NewDecoder(b), lay: l, version: version, want: want}
 	if err := d.body(r, version); err != nil {
 		return firstLimit(b, err)
 	}
@@ -273,7 +273,7 @@ func decodeCompressed(r *Run, version uint32, rest *bytes.Reader, payload int64,
 			return fmt.Errorf("the body has %d bytes, the file declares %d", n, l.Body)
 		}
 	}
-	whole := want&OffCPUPart != 0 || want == All || version < 4
+	whole := want == All || version < 4
 	tail := bufio.NewReader(io.MultiReader(d.dec.Buffered(), b))
 	frameIDs := version < 4 // stacks of frame ids, to be turned into locations
 	if version >= 4 {
@@ -307,15 +307,8 @@ func decodeCompressed(r *Run, version uint32, rest *bytes.Reader, payload int64,
 		if !whole && want&CodeParts == 0 {
 			return nil
 		}
-		rest, err := d.code(tail, r)
-		if err != nil {
+		if err := d.code(tail, r); err != nil {
 			return firstLimit(b, err)
-		}
-		tail = rest
-		if l != nil && l.OffCPU > 0 && want&OffCPUPart != 0 {
-			if err := readOffCPU(tail, r, b, l.OffCPU); err != nil {
-				return firstLimit(b, err)
-			}
 		}
 	}
 	if l != nil {
@@ -344,29 +337,25 @@ func frameStackBytes(p *agg.Profile) int64 {
 	return int64(len(p.Stacks))*sizeStack + 4*p.FrameCount() + 4*int64(len(p.Locations))
 }
 
-// code reads format 4's code section, and returns what follows it.
-func (d *decoder) code(tail *bufio.Reader, r *Run) (*bufio.Reader, error) {
+// code reads format 4's code section.
+func (d *decoder) code(tail *bufio.Reader, r *Run) error {
 	marker := make([]byte, len(codeMagic))
 	if _, err := io.ReadFull(tail, marker); err != nil {
-		return nil, fmt.Errorf("code: %w", err)
+		return fmt.Errorf("code: %w", err)
 	}
 	if string(marker) != codeMagic {
-		return nil, errors.New("code: bad section marker")
+		return errors.New("code: bad section marker")
 	}
 	cd := &decoder{b: d.b, dec: json.NewDecoder(tail), lay: d.lay}
 	if err := decodeArray(cd, "code", &r.Code, cd.declared(func(l *layout) int64 { return l.Code }), sizeCode, codeBytes); err != nil {
-		return nil, err
+		return err
 	}
 	if d.lay != nil && int64(len(marker))+cd.dec.InputOffset()+1 != d.lay.CodeText {
-		return nil, fmt.Errorf("code: %d bytes, the file declares %d", int64(len(marker))+cd.dec.InputOffset()+1, d.lay.CodeText)
+		return fmt.Errorf("code: %d bytes, the file declares %d", int64(len(marker))+cd.dec.InputOffset()+1, d.lay.CodeText)
 	}
-	// What the JSON decoder read ahead starts with the newline that ends the section; what
-	// follows it is the next section's.
-	rest := bufio.NewReader(io.MultiReader(cd.dec.Buffered(), tail))
-	if c, err := rest.ReadByte(); err != nil || c != '\n' {
-		return nil, fmt.Errorf("code: the section does not end in a newline (%v)", err)
-	}
-	return rest, nil
+	// What the JSON decoder read ahead (the newline) is the section's end.
+	_, err := io.Copy(io.Discard, cd.dec.Buffered())
+	return err
 }
 
 // firstLimit prefers a broken bound to the error it caused further up (a JSON value cut
@@ -412,6 +401,11 @@ func (d *decoder) body(r *Run, version uint32) error {
 				return errors.New("code: in the body of a format 4 file")
 			}
 			return decodeArray(d, "code", &r.Code, d.declared(func(l *layout) int64 { return l.Code }), sizeCode, codeBytes)
+		case "off_cpu":
+			if d.want&OffCPUPart == 0 {
+				return d.skip()
+			}
+			return d.offCPU(r)
 		}
 		return d.skip()
 	})

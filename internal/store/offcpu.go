@@ -1,20 +1,17 @@
 package store
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 
 	"github.com/stax-profiler/stax/internal/agg"
 )
 
-// offCPUMagic starts the off-CPU section: after it, a complete run file (Encode's)
-// whose profile is the run's off-CPU time, so it is bounded and checked as a run is.
-const offCPUMagic = "OFFCPU\x00\x01"
+// The off-CPU time of a run is kept in the body, under "off_cpu", as a complete run file
+// (Encode's) whose profile is the off-CPU aggregate: it is bounded and checked as a run
+// is, and readers that do not know it skip one JSON string.
 
-// encodeOffCPU is r's off-CPU section, empty when r has no off-CPU time.
+// encodeOffCPU is r's off-CPU time as a run file, nil when r has none.
 func encodeOffCPU(r *Run) ([]byte, error) {
 	if r.OffCPU == nil {
 		return nil, nil
@@ -22,30 +19,27 @@ func encodeOffCPU(r *Run) ([]byte, error) {
 	p := *r.OffCPU
 	p.Series, p.KeyEntry = agg.Series{}, nil
 	var b bytes.Buffer
-	b.WriteString(offCPUMagic)
 	if err := Encode(&b, &Run{Meta: Meta{ID: r.Meta.ID, Event: "off-cpu"}, Profile: p}); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
 }
 
-// readOffCPU reads the off-CPU section of n bytes into r.OffCPU.
-func readOffCPU(tail *bufio.Reader, r *Run, b *budget, n int64) error {
-	if n < int64(len(offCPUMagic))+headerSize {
-		return fmt.Errorf("off-CPU: %d bytes declared", n)
-	}
-	if err := b.charge(n); err != nil {
-		return err
-	}
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(tail, buf); err != nil {
+// offCPU reads the body's off-CPU time into r.OffCPU.
+func (d *decoder) offCPU(r *Run) error {
+	start := d.dec.InputOffset()
+	limit := d.b.outLimit - start
+	d.b.element("off_cpu", start, limit)
+	var raw []byte
+	err := d.dec.Decode(&raw)
+	d.b.element("", 0, 0)
+	if err != nil {
 		return fmt.Errorf("off-CPU: %w", err)
 	}
-	if string(buf[:len(offCPUMagic)]) != offCPUMagic {
-		return errors.New("off-CPU: bad section marker")
+	if err := d.b.charge(2 * (d.dec.InputOffset() - start)); err != nil {
+		return err
 	}
-	in := buf[len(offCPUMagic):]
-	off, err := decode(bytes.NewReader(in), int64(len(in)), All&^OffCPUPart)
+	off, err := decode(bytes.NewReader(raw), int64(len(raw)), All&^OffCPUPart)
 	if err != nil {
 		return fmt.Errorf("off-CPU: %w", err)
 	}

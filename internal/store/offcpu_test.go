@@ -44,7 +44,7 @@ func TestOffCPURoundTrip(t *testing.T) {
 		t.Error("the rest of the run changed")
 	}
 
-	// A reader that does not ask for it stops before it; a run without it has none.
+	// A reader that does not ask for it skips it; a run without it has none.
 	path := filepath.Join(t.TempDir(), "run.stax")
 	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
 		t.Fatal(err)

@@ -12,10 +12,11 @@
 //     (location ids, leaf first) and the entries;
 //   - the series (series.go): key entries and sample chunks, binary; in the run store's own
 //     copy, chunks already in the run's samples file (samples.go) are listed by reference;
-//   - the code: a JSON array;
-//   - where the run recorded off-CPU time, its aggregate (offcpu.go): a marker, then a
-//     complete run file of its own (header, meta section, gzip stream) whose profile is
-//     the off-CPU time; files without it are read as before.
+//   - the code: a JSON array.
+//
+// Where the run recorded off-CPU time, the body's "off_cpu" holds it (offcpu.go): a
+// complete run file of its own whose profile is the off-CPU time, in base64; readers that
+// do not ask for it skip it, as readers older than it do.
 //
 // A reader stops where the parts it needs end: status reads the meta section alone, top and
 // flame the body and counts, windows and timelines the series too, annotate everything.
@@ -225,6 +226,7 @@ type body struct {
 	Profile agg.Profile `json:"profile"`
 	JIT     []JITSource `json:"jit,omitempty"`
 	Code    []Code      `json:"code,omitempty"`
+	OffCPU  []byte      `json:"off_cpu,omitempty"` // a run file (see offcpu.go)
 }
 
 // maxMeta bounds the meta section (the command line and notes live there).
@@ -304,7 +306,11 @@ func writePayload(w io.Writer, r *Run, refs bool) error {
 
 // writePayloadCounts is writePayload with the counts section given.
 func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
-	b := body{Profile: r.Profile, JIT: r.JIT}
+	off, err := encodeOffCPU(r)
+	if err != nil {
+		return fmt.Errorf("off-CPU: %w", err)
+	}
+	b := body{Profile: r.Profile, JIT: r.JIT, OffCPU: off}
 	b.Profile.Series = agg.Series{}
 	b.Profile.KeyEntry, b.Profile.Stacks, b.Profile.Entries, b.Profile.Locations = nil, nil, nil, nil
 	js, err := json.Marshal(b)
@@ -321,16 +327,10 @@ func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
 		return err
 	}
 	cj = append(append([]byte(codeMagic), cj...), '\n')
-	off, err := encodeOffCPU(r)
-	if err != nil {
-		return fmt.Errorf("off-CPU: %w", err)
-	}
 	m := r.Meta
 	sum := agg.Summarize(&r.Profile)
 	m.Summary, m.JITSources = &sum, r.JIT
-	lay := layoutOf(r, len(js), len(counts), series, len(cj))
-	lay.OffCPU = int64(len(off))
-	meta, err := json.Marshal(metaSection{Meta: m, Layout: lay})
+	meta, err := json.Marshal(metaSection{Meta: m, Layout: layoutOf(r, len(js), len(counts), series, len(cj))})
 	if err != nil {
 		return err
 	}
@@ -354,9 +354,6 @@ func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
 		return err
 	}
 	if _, err := zw.Write(cj); err != nil {
-		return err
-	}
-	if _, err := zw.Write(off); err != nil {
 		return err
 	}
 	return zw.Close()
