@@ -107,6 +107,17 @@ func TestOffCPUWaits(t *testing.T) {
 		}
 	}
 
+	// A saved file keeps it.
+	saved := filepath.Join(t.TempDir(), "waits.stax")
+	if out, errOut, code := e.run("save", saved); code != 0 {
+		t.Fatalf("save: exit %d\n%s%s", code, out, errOut)
+	}
+	var fromFile api.Top
+	e.mustJSON(&fromFile, "top", "--off-cpu", "--run", saved, "--tid", tid, "--sort", "total", "-n", "1000")
+	if fromFile.Samples != top.Samples || len(fromFile.Rows) != len(top.Rows) {
+		t.Errorf("the saved file has %d ns off CPU in %d rows, the run %d in %d", fromFile.Samples, len(fromFile.Rows), top.Samples, len(top.Rows))
+	}
+
 	// Each wait's stack reaches the thread's start: worker, start_thread.
 	var fl api.Flame
 	e.mustJSON(&fl, "flame", "--off-cpu", "--tid", tid, "--depth", "0", "--threshold-pct", "0")
