@@ -234,6 +234,10 @@ func TestOffCPUStuckThreadLive(t *testing.T) {
 	dir := t.TempDir()
 	prog := buildOffCPU(t, dir)
 	live := e.startUntilReady(dir, prog, "stuck", "1")
+	// The program is ready before stax answers on its socket: stax wait waits for that.
+	if out, errOut, code := e.run("wait", "--for-seconds", "0.1", "--timeout-ms", "60000"); code != 0 {
+		t.Fatalf("wait: exit %d\n%s%s", code, out, errOut)
+	}
 	stuck := threadsNamed(e, "stuck")[0]
 	tid := strconv.Itoa(int(stuck.Tid))
 	// Its wait so far is counted every step once it is 100 ms long: poll until 300 ms of it.
