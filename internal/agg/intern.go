@@ -30,16 +30,24 @@ func hashSeq(s []uint64) uint64 {
 	return h ^ uint64(len(s))
 }
 
-// Intern returns the id of s, adding it when new. s is copied.
-func (t *StackTable) Intern(s []uint64) uint32 {
-	h := hashSeq(s)
-	if id, ok := t.index[h]; ok {
+// Find returns the id of s, if it was interned.
+func (t *StackTable) Find(s []uint64) (uint32, bool) {
+	if id, ok := t.index[hashSeq(s)]; ok {
 		for ; id != noNext; id = t.next[id] {
 			if equal(t.Get(id), s) {
-				return id
+				return id, true
 			}
 		}
 	}
+	return 0, false
+}
+
+// Intern returns the id of s, adding it when new. s is copied.
+func (t *StackTable) Intern(s []uint64) uint32 {
+	if id, ok := t.Find(s); ok {
+		return id
+	}
+	h := hashSeq(s)
 	id := uint32(len(t.hash))
 	t.data = append(t.data, s...)
 	t.offs = append(t.offs, uint32(len(t.data)))

@@ -106,6 +106,8 @@ type TopRow struct {
 	Total    uint64  `json:"total"`
 	SelfPct  float64 `json:"self_pct"`
 	TotalPct float64 `json:"total_pct"`
+	// Reason is, in an off-CPU view, the reason with the most of the row's total time.
+	Reason string `json:"reason,omitempty"`
 }
 
 // stackCounts sums the samples f keeps per stack.
@@ -123,7 +125,37 @@ func stackCounts(p *Profile, f Filter) (perStack []uint64, samples uint64) {
 
 // Top returns the functions with the most samples, sorted by self or total samples.
 func Top(p *Profile, f Filter, n int, byTotal bool) (rows []TopRow, samples uint64) {
+	return top(p, f, n, byTotal, nil)
+}
+
+// OffCPUTop is Top over an off-CPU profile (counts are nanoseconds): each row also gets its
+// dominant reason, from reasons (StackReasons of the profile by function).
+func OffCPUTop(p *Profile, reasons []uint8, f Filter, n int, byTotal bool) (rows []TopRow, ns uint64) {
+	return top(p, f, n, byTotal, reasons)
+}
+
+// reasonSums sums time per reason (indexes of Reasons).
+type reasonSums [16]uint64
+
+func (r *reasonSums) dominant() string {
+	best := -1
+	for i := range Reasons {
+		if r[i] > 0 && (best < 0 || r[i] > r[best]) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	return Reasons[best]
+}
+
+func top(p *Profile, f Filter, n int, byTotal bool, reasons []uint8) (rows []TopRow, samples uint64) {
 	perStack, samples := stackCounts(p, f)
+	var byReason []reasonSums
+	if reasons != nil {
+		byReason = make([]reasonSums, len(p.Frames))
+	}
 	self := make([]uint64, len(p.Frames))
 	total := make([]uint64, len(p.Frames))
 	seen := make([]uint32, len(p.Frames)) // stack id+1 that last counted the frame
@@ -142,6 +174,9 @@ func Top(p *Profile, f Filter, n int, byTotal bool) (rows []TopRow, samples uint
 			if seen[id] != mark { // recursion counts once
 				seen[id] = mark
 				total[id] += c
+				if byReason != nil && sid < len(reasons) {
+					byReason[id][reasons[sid]] += c
+				}
 			}
 		}
 	}
@@ -152,6 +187,9 @@ func Top(p *Profile, f Filter, n int, byTotal bool) (rows []TopRow, samples uint
 		rows = append(rows, TopRow{Func: fr.Func, Image: fr.Image, Kind: fr.Kind, Inlined: fr.Inlined,
 			File: fr.File, Line: fr.Line, Addr: fr.Addr, Self: self[id], Total: total[id],
 			SelfPct: pct(self[id], samples), TotalPct: pct(total[id], samples)})
+		if byReason != nil {
+			rows[len(rows)-1].Reason = byReason[id].dominant()
+		}
 	}
 	sort.Slice(rows, func(i, j int) bool {
 		a, b := rows[i], rows[j]
@@ -206,6 +244,7 @@ type FlameNode struct {
 	Total    uint64       `json:"total"`
 	TotalPct float64      `json:"total_pct"`
 	BasePct  *float64     `json:"base_pct,omitempty"` // flame --diff: the same path's share in the base run
+	Reason   string       `json:"reason,omitempty"`   // off-CPU: the reason with the most of the node's time
 	Children []*FlameNode `json:"children,omitempty"`
 }
 
@@ -219,17 +258,23 @@ type flatNode struct {
 // (0: all) and to nodes with at least thresholdPct of the samples. It works on a flat node
 // table with one index, and makes output nodes only for what survives the pruning.
 func Flame(p *Profile, f Filter, depth int, thresholdPct float64) (*FlameNode, uint64) {
-	return flame(p, f, depth, thresholdPct, false)
+	return flame(p, f, depth, thresholdPct, false, nil)
+}
+
+// OffCPUFlame is Flame (or InvertedFlame) over an off-CPU profile: each node also gets its
+// dominant reason, from reasons (StackReasons of the profile by function).
+func OffCPUFlame(p *Profile, reasons []uint8, f Filter, depth int, thresholdPct float64, inverted bool) (*FlameNode, uint64) {
+	return flame(p, f, depth, thresholdPct, inverted, reasons)
 }
 
 // InvertedFlame builds the tree bottom-up: the leaf functions (where samples landed) under
 // the root, each with its callers below it, pruned as Flame. A node's Self counts the
 // samples whose stack ends there (the function is their outermost frame).
 func InvertedFlame(p *Profile, f Filter, depth int, thresholdPct float64) (*FlameNode, uint64) {
-	return flame(p, f, depth, thresholdPct, true)
+	return flame(p, f, depth, thresholdPct, true, nil)
 }
 
-func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool) (*FlameNode, uint64) {
+func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool, reasons []uint8) (*FlameNode, uint64) {
 	perStack, total := stackCounts(p, f)
 	fst := p.frameStacks()
 	frames := 0
@@ -245,6 +290,7 @@ func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool)
 		frames []uint32
 		count  uint64
 		whole  bool // not cut: its last frame gets the samples as self
+		reason uint8
 	}
 	paths := make([]path, 0, len(p.Stacks))
 	var slab []uint32
@@ -261,6 +307,9 @@ func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool)
 			keep = depth
 		}
 		pa := path{count: n, whole: keep == len(st)}
+		if sid < len(reasons) {
+			pa.reason = reasons[sid]
+		}
 		if inverted {
 			pa.frames = st[:keep:keep]
 		} else {
@@ -280,6 +329,10 @@ func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool)
 
 	nodes := make([]flatNode, 1, 1+frames)
 	nodes[0] = flatNode{parent: -1, total: total}
+	var byReason []reasonSums // per node, with reasons
+	if reasons != nil {
+		byReason = make([]reasonSums, 1, 1+frames)
+	}
 	var at []int32 // the nodes of the previous path, by level
 	var prev []uint32
 	for _, i := range order {
@@ -296,9 +349,18 @@ func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool)
 			}
 			at = append(at, int32(len(nodes)))
 			nodes = append(nodes, flatNode{frame: pa.frames[lvl], parent: parent})
+			if byReason != nil {
+				byReason = append(byReason, reasonSums{})
+			}
 		}
 		for _, c := range at {
 			nodes[c].total += pa.count
+			if byReason != nil {
+				byReason[c][pa.reason] += pa.count
+			}
+		}
+		if byReason != nil {
+			byReason[0][pa.reason] += pa.count
 		}
 		if pa.whole {
 			last := int32(0)
@@ -328,6 +390,9 @@ func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool)
 	block := make([]FlameNode, survivors)
 	children := make([]*FlameNode, survivors-1)
 	block[0] = FlameNode{Func: "all", Kind: "root", Self: nodes[0].self, Total: total, TotalPct: pct(total, total)}
+	if byReason != nil {
+		block[0].Reason = byReason[0].dominant()
+	}
 	used := 0
 	give := func(fn *FlameNode, n int32) {
 		if n > 0 {
@@ -348,6 +413,9 @@ func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool)
 			Self: nd.self, Total: nd.total, TotalPct: pct(nd.total, total)}
 		if sites {
 			fn.Place = &Place{File: fr.File, Line: fr.Line, Addr: fr.Addr}
+		}
+		if byReason != nil {
+			fn.Reason = byReason[i].dominant()
 		}
 		give(fn, kids[i])
 		parent := &block[out[nd.parent]]
@@ -378,6 +446,8 @@ type ThreadRow struct {
 	Samples uint64  `json:"samples"`
 	Pct     float64 `json:"pct"`
 	TopFunc string  `json:"top_func,omitempty"` // the thread's hottest function (self)
+	// OffCPU is the thread's time on and off CPU, where the run recorded it.
+	OffCPU *ThreadOffCPU `json:"off_cpu,omitempty"`
 }
 
 // Threads lists threads by samples; threads known but never sampled come last with zero.

@@ -70,7 +70,10 @@ type Top struct {
 	// Transform is how the stacks were rewritten first; absent: they were not.
 	Transform *Transform `json:"transform,omitempty"`
 	Samples   uint64     `json:"samples"`
-	Sort      string     `json:"sort"`
+	// OffCPU: the rows weigh the time threads spent off CPU (top --off-cpu): Samples, Self
+	// and Total are nanoseconds, and each row has its dominant reason.
+	OffCPU bool   `json:"off_cpu,omitempty"`
+	Sort   string `json:"sort"`
 	// By is what a row is: a function, line (a function's source line), address (an
 	// instruction), image, or process (top --by process: Processes is set).
 	By string `json:"by"`
@@ -95,11 +98,14 @@ type Flame struct {
 	// their callers below them.
 	Inverted bool `json:"inverted"`
 	// By, NoInline and Short say what a node is, as in Top.
-	By       string         `json:"by"`
-	NoInline bool           `json:"no_inline,omitempty"`
-	Short    bool           `json:"short,omitempty"`
-	Samples  uint64         `json:"samples"`
-	Root     *agg.FlameNode `json:"root"`
+	By       string `json:"by"`
+	NoInline bool   `json:"no_inline,omitempty"`
+	Short    bool   `json:"short,omitempty"`
+	// OffCPU: the tree weighs the time threads spent off CPU (flame --off-cpu): Samples,
+	// Self and Total are nanoseconds, and each node has its dominant reason.
+	OffCPU  bool           `json:"off_cpu,omitempty"`
+	Samples uint64         `json:"samples"`
+	Root    *agg.FlameNode `json:"root"`
 	// Matched counts the samples with a frame whose function the query's match parameter
 	// (a regular expression) matches, in the tree as built (transformed, filtered); absent
 	// without one.

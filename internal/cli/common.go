@@ -133,6 +133,14 @@ func (f *runFlags) query(q url.Values) url.Values {
 	return q
 }
 
+// offCPUPart is the part of a stored run that --off-cpu needs.
+func offCPUPart(on bool) store.Parts {
+	if on {
+		return store.OffCPUPart
+	}
+	return 0
+}
+
 // need is what a stored run must give beyond its profile for the query's flags: the
 // samples' times when the query has a window.
 func (f *runFlags) need() store.Parts {

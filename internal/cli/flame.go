@@ -23,7 +23,7 @@ func flameCmd(g *globals) *cobra.Command {
 	var depth, tid int
 	var threshold float64
 	var diff string
-	var inverted bool
+	var inverted, offCPU bool
 	c := &cobra.Command{
 		Use:   "flame",
 		Short: "Show the call tree, callers above callees (or bottom-up)",
@@ -37,7 +37,11 @@ so on; a line's share is that of the samples in the leaf reached through this pa
 
 With --diff BASE (a run id or a file from stax save), each line also shows how its share
 changed from the same call path in BASE, in percentage points: ▲ grew, ▼ shrank; paths
-BASE had that this run lacks are listed as (gone).` + granularityHelp + transformHelp,
+BASE had that this run lacks are listed as (gone).
+
+--off-cpu weighs the tree by the time threads spent off CPU (blocked, or runnable and
+waiting for a CPU) instead of by samples: each line shows milliseconds and its dominant
+reason; --json gives nanoseconds. See docs/off-cpu.md.` + granularityHelp + transformHelp,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if depth < 0 {
@@ -56,6 +60,9 @@ BASE had that this run lacks are listed as (gone).` + granularityHelp + transfor
 			if err != nil {
 				return err
 			}
+			if offCPU && diff != "" {
+				return usageErr("--off-cpu does not take --diff yet; leave one out")
+			}
 			r, err := rf.pick()
 			if err != nil {
 				return err
@@ -64,14 +71,17 @@ BASE had that this run lacks are listed as (gone).` + granularityHelp + transfor
 			if inverted {
 				q.Set("inverted", "1")
 			}
-			res, err := ask(context.Background(), g, r, "/v1/flame", q, rf.need(), func(run *store.Run) (api.Flame, error) {
+			if offCPU {
+				q.Set("off_cpu", "1")
+			}
+			res, err := ask(context.Background(), g, r, "/v1/flame", q, rf.need()|offCPUPart(offCPU), func(run *store.Run) (api.Flame, error) {
 				return query.Flame(run, query.FlameOptions{Depth: depth, ThresholdPct: threshold, Inverted: inverted, Granularity: gran,
-					Tid: uint32(tid), Processes: rf.processes, Window: rf.window, Transform: rf.transform})
+					Tid: uint32(tid), Processes: rf.processes, Window: rf.window, Transform: rf.transform, OffCPU: offCPU})
 			})
 			if err != nil {
 				return err
 			}
-			if err := tidHasSamples(tid, res.Run, res.Samples); err != nil {
+			if err := tidHasSamples(tid, res.Run, res.Samples); err != nil && !offCPU {
 				return err
 			}
 			if diff != "" && res.Root != nil {
@@ -96,7 +106,12 @@ BASE had that this run lacks are listed as (gone).` + granularityHelp + transfor
 			if res.Inverted {
 				extra += " · inverted: leaves first, callers below"
 			}
-			header(g.out, res.Run, runState(res.State, r), res.Samples, extra+granularityText(res.By, res.NoInline, res.Short)+transformText(res.Transform)+windowText(res.Window))
+			if offCPU {
+				fmt.Fprintf(g.out, "run %s (%s) · %s ms off CPU%s\n", res.Run, runState(res.State, r), ms(res.Samples),
+					extra+granularityText(res.By, res.NoInline, res.Short)+transformText(res.Transform))
+			} else {
+				header(g.out, res.Run, runState(res.State, r), res.Samples, extra+granularityText(res.By, res.NoInline, res.Short)+transformText(res.Transform)+windowText(res.Window))
+			}
 			if res.Root != nil {
 				for _, ch := range res.Root.Children {
 					printFlame(g.out, ch, 0, res.By)
@@ -115,6 +130,7 @@ BASE had that this run lacks are listed as (gone).` + granularityHelp + transfor
 	c.Flags().IntVarP(&depth, "depth", "d", 12, "how many levels to show (0: all)")
 	c.Flags().Float64Var(&threshold, "threshold-pct", 1.0, "hide branches with less than this percent of samples")
 	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")
+	c.Flags().BoolVar(&offCPU, "off-cpu", false, "weigh the tree by the time threads were off CPU, with each node's reason")
 	c.Flags().StringVar(&diff, "diff", "", "mark what grew and shrank since run `BASE` (an id or a saved file)")
 	return c
 }
@@ -136,6 +152,14 @@ func printFlame(w io.Writer, n *agg.FlameNode, level int, by string) {
 	if n.Self > 0 {
 		self = fmt.Sprintf("  self %s", commas(n.Self))
 	}
+	total := commas(n.Total)
+	if n.Reason != "" { // off CPU: nanoseconds
+		total = ms(n.Total) + " ms"
+		self = "  " + n.Reason
+		if n.Self > 0 {
+			self += fmt.Sprintf(", self %s ms", ms(n.Self))
+		}
+	}
 	change := ""
 	if n.BasePct != nil {
 		switch d := n.TotalPct - *n.BasePct; {
@@ -151,7 +175,7 @@ func printFlame(w io.Writer, n *agg.FlameNode, level int, by string) {
 	if by == agg.ByImage {
 		image = ""
 	}
-	fmt.Fprintf(w, "%6.2f%% %10s  %s%s%s%s%s\n", n.TotalPct, commas(n.Total), strings.Repeat("  ", level), name, image, self, change)
+	fmt.Fprintf(w, "%6.2f%% %10s  %s%s%s%s%s\n", n.TotalPct, total, strings.Repeat("  ", level), name, image, self, change)
 	for _, c := range n.Children {
 		printFlame(w, c, level+1, by)
 	}

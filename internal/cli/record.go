@@ -24,7 +24,7 @@ func recordCmd(g *globals) *cobra.Command {
 	var all bool
 	var callGraph string
 	var seconds float64
-	var noJITAPI, quiet, webOn bool
+	var noJITAPI, quiet, webOn, noOffCPU bool
 	var webAddr, runIDFile string
 	c := &cobra.Command{
 		Use:   "record [-F HZ] [-l SECS] (-a | -p PID | -- CMD ARGS...)",
@@ -105,7 +105,7 @@ also come from marker-PID.txt files (samply's format) and stax mark.`,
 			defer signal.Stop(sigs)
 			rec, err := recorder.Start(recorder.Options{
 				Argv: args, Pid: pid, SystemWide: all, Freq: freq, Duration: time.Duration(seconds * float64(time.Second)), RingPages: pages,
-				CallGraph: callGraph, StackSize: stackSize,
+				CallGraph: callGraph, StackSize: stackSize, OffCPU: !noOffCPU,
 				Env: env, Notef: notef,
 			})
 			if err != nil {
@@ -177,8 +177,13 @@ also come from marker-PID.txt files (samply's format) and stax mark.`,
 				}
 				st := rec.Snapshot()
 				if m := st.Meta; m.Lost*1000 > m.Samples+m.Lost {
-					notef("lost %s of %s samples (%.2f%%): the reader fell behind; record with a larger ring (-m %d; now %d pages per CPU) or a lower -F",
-						commas(m.Lost), commas(m.Samples+m.Lost), float64(m.Lost)*100/float64(m.Samples+m.Lost), m.RingPages*4, m.RingPages)
+					how := "or a lower -F"
+					if m.OffCPU != nil && m.OffCPU.Switches > m.Samples {
+						// The switches and their stacks share the rings: they are most of what was lost.
+						how = fmt.Sprintf("or --no-off-cpu (its %s context switches share the rings)", commas(m.OffCPU.Switches))
+					}
+					notef("lost %s of %s samples (%.2f%%): the reader fell behind; record with a larger ring (-m %d; now %d pages per CPU) %s",
+						commas(m.Lost), commas(m.Samples+m.Lost), float64(m.Lost)*100/float64(m.Samples+m.Lost), m.RingPages*4, m.RingPages, how)
 				}
 				if rec.CommandRunsOn() {
 					notef("recording stopped: run %s saved (%s samples); %s keeps running, and stax exits with its status when it ends",
@@ -201,6 +206,7 @@ also come from marker-PID.txt files (samply's format) and stax mark.`,
 	c.Flags().IntVarP(&freq, "freq", "F", 999, "samples per second per CPU")
 	c.Flags().StringVar(&callGraph, "call-graph", defaultCallGraph(), "how user stacks are walked: dwarf (.eh_frame, from a copy of each sample's user stack: complete stacks through code built without frame pointers) or `fp` (frame pointers, walked by the kernel: cheaper, but skips callers of code without them)")
 	c.Flags().IntVar(&stackSize, "stack-size", 0, "`BYTES` of user stack copied per sample with --call-graph dwarf (8192 to 65528; default 8192, as perf record; status says when deeper stacks were cut short)")
+	c.Flags().BoolVar(&noOffCPU, "no-off-cpu", false, "do not record where threads wait: the context switches of the target's threads, and the stack each blocked in (see stax top --off-cpu)")
 	c.Flags().IntVarP(&pages, "mmap-pages", "m", 0, "`PAGES` of ring buffer per CPU, a power of two (default: sized from -F to hold half a second)")
 	c.Flags().Float64VarP(&seconds, "duration", "l", 0, "stop recording after `SECS` seconds (0: when the command exits or on stax stop)")
 	c.Flags().IntVarP(&pid, "pid", "p", 0, "attach to the running process `PID` (all its threads)")

@@ -93,6 +93,17 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 				float64(cut)*100/float64(all), m.StackSize, min(2*m.StackSize, 65528))
 		}
 	}
+	if o := m.OffCPU; o != nil {
+		fmt.Fprintf(w, "off-cpu:   %s switches, %s times off CPU counted", commas(o.Switches), commas(o.Intervals))
+		if o.NoStack > 0 {
+			fmt.Fprintf(w, " (%s without a stack)", commas(o.NoStack))
+		}
+		fmt.Fprintf(w, ", %s lost", commas(o.Lost))
+		if o.Lost > 0 {
+			fmt.Fprintf(w, " (%.1f s: the off-CPU tables were full)", float64(o.LostNs)/1e9)
+		}
+		fmt.Fprintln(w)
+	}
 	if m.OverloadSamples > 0 {
 		fmt.Fprintf(w, "overload:  %s samples (%.1f%%) came while the recorder was behind: their stacks are the frame-pointer chains, not unwound (a busier machine than the recorder could keep up with; -F lower, or fewer busy threads, avoids it)\n",
 			commas(m.OverloadSamples), float64(m.OverloadSamples)*100/float64(max(m.Samples, 1)))

@@ -18,8 +18,14 @@ func threadsCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "threads",
 		Short: "List threads by samples, with their names",
-		Long:  "List threads by samples, with their names and hottest functions (by self samples)." + transformHelp,
-		Args:  noArgs,
+		Long: `List threads by samples, with their names and hottest functions (by self samples).
+
+Where the run recorded off-CPU time (the default; see docs/off-cpu.md), each thread also
+shows its time on CPU (from its samples), runnable (preempted, waiting for a CPU) and off
+CPU (waiting for an event), with the reason it waited most for; threads with as many
+samples are listed by time off CPU. Off-CPU time is for the whole run: with --from or
+--to it is left out.` + transformHelp,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := checkCount("-n", n); err != nil {
 				return err
@@ -28,7 +34,7 @@ func threadsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := ask(context.Background(), g, r, "/v1/threads", rf.query(url.Values{"n": {itoa(n)}}), rf.need(), func(run *store.Run) (api.Threads, error) {
+			res, err := ask(context.Background(), g, r, "/v1/threads", rf.query(url.Values{"n": {itoa(n)}}), rf.need()|store.OffCPUPart, func(run *store.Run) (api.Threads, error) {
 				return query.Threads(run, n, rf.window, rf.transform)
 			})
 			if err != nil {
@@ -38,6 +44,15 @@ func threadsCmd(g *globals) *cobra.Command {
 				return printJSON(g.out, res)
 			}
 			header(g.out, res.Run, runState(res.State, r), res.Samples, transformText(res.Transform)+windowText(res.Window))
+			if len(res.Rows) > 0 && res.Rows[0].OffCPU != nil {
+				fmt.Fprintf(g.out, "%8s %8s %10s %8s %10s %10s %10s  %-11s  %-16s  %s\n", "TID", "PID", "SAMPLES", "PCT", "ON-CPU ms", "RUNNABLE", "OFF-CPU ms", "REASON", "NAME", "HOTTEST FUNCTION")
+				for _, row := range res.Rows {
+					o := row.OffCPU
+					fmt.Fprintf(g.out, "%8d %8d %10s %7.2f%% %10.1f %10.1f %10.1f  %-11s  %-16s  %s\n", row.Tid, row.Pid, commas(row.Samples), row.Pct,
+						o.OnCPUMs, o.RunnableMs, o.OffCPUMs, o.Reason, esc(row.Name), esc(row.TopFunc))
+				}
+				return nil
+			}
 			fmt.Fprintf(g.out, "%8s %8s %10s %8s  %-16s  %s\n", "TID", "PID", "SAMPLES", "PCT", "NAME", "HOTTEST FUNCTION")
 			for _, row := range res.Rows {
 				fmt.Fprintf(g.out, "%8d %8d %10s %7.2f%%  %-16s  %s\n", row.Tid, row.Pid, commas(row.Samples), row.Pct, esc(row.Name), esc(row.TopFunc))

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ func topCmd(g *globals) *cobra.Command {
 	var gf granularityFlags
 	var n, tid int
 	var sort string
+	var offCPU bool
 	c := &cobra.Command{
 		Use:   "top",
 		Short: "List the functions with the most samples",
@@ -27,7 +29,12 @@ JIT'd functions show [jit] as their image; frames nothing could name show as
 image+0xOFFSET or [unknown] 0xADDRESS.
 
 --by process lists processes instead (what a system-wide run, stax record -a, spent
-its time on), each with its share and hottest function; --pid and --comm keep some.` + granularityHelp + transformHelp,
+its time on), each with its share and hottest function; --pid and --comm keep some.
+
+--off-cpu weighs functions by the time threads spent off CPU under them (blocked, or
+runnable and waiting for a CPU) instead of by samples, each row with its dominant reason
+(lock, cond, sem, sleep, io-read, io-write, poll, net-connect, net-accept, runnable,
+other); --json gives nanoseconds. See docs/off-cpu.md.` + granularityHelp + transformHelp,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if sort != "self" && sort != "total" {
@@ -52,18 +59,25 @@ its time on), each with its share and hottest function; --pid and --comm keep so
 				return err
 			}
 			q := rf.query(addGranularityParams(url.Values{"n": {itoa(n)}, "sort": {sort}, "tid": {itoa(tid)}}, gran))
-			res, err := ask(context.Background(), g, r, "/v1/top", q, rf.need(), func(run *store.Run) (api.Top, error) {
+			if offCPU {
+				q.Set("off_cpu", "1")
+			}
+			res, err := ask(context.Background(), g, r, "/v1/top", q, rf.need()|offCPUPart(offCPU), func(run *store.Run) (api.Top, error) {
 				return query.Top(run, query.TopOptions{N: n, ByTotal: sort == "total", ByProcess: by == "process", Granularity: gran,
-					Tid: uint32(tid), Processes: rf.processes, Window: rf.window, Transform: rf.transform})
+					Tid: uint32(tid), Processes: rf.processes, Window: rf.window, Transform: rf.transform, OffCPU: offCPU})
 			})
 			if err != nil {
 				return err
 			}
-			if err := tidHasSamples(tid, res.Run, res.Samples); err != nil {
+			if err := tidHasSamples(tid, res.Run, res.Samples); err != nil && !offCPU {
 				return err
 			}
 			if rf.json {
 				return printJSON(g.out, res)
+			}
+			if offCPU && by != "process" {
+				printOffCPUTop(g.out, res, runState(res.State, r))
+				return nil
 			}
 			extra := " · sort: " + res.Sort
 			if tid != 0 {
@@ -77,10 +91,16 @@ its time on), each with its share and hottest function; --pid and --comm keep so
 			}
 			extra += transformText(res.Transform)
 			if by == "process" {
-				header(g.out, res.Run, runState(res.State, r), res.Samples, " · by process"+extra[len(" · sort: "+res.Sort):]+windowText(res.Window))
-				fmt.Fprintf(g.out, "%8s %10s %8s %8s  %-16s  %s\n", "PID", "SAMPLES", "PCT", "THREADS", "COMMAND", "HOTTEST FUNCTION")
+				count, what := commas, "SAMPLES"
+				if offCPU {
+					count, what = ms, "OFF-CPU ms"
+					fmt.Fprintf(g.out, "run %s (%s) · %s ms off CPU · by process%s\n", res.Run, runState(res.State, r), ms(res.Samples), extra[len(" · sort: "+res.Sort):])
+				} else {
+					header(g.out, res.Run, runState(res.State, r), res.Samples, " · by process"+extra[len(" · sort: "+res.Sort):]+windowText(res.Window))
+				}
+				fmt.Fprintf(g.out, "%8s %10s %8s %8s  %-16s  %s\n", "PID", what, "PCT", "THREADS", "COMMAND", "HOTTEST FUNCTION")
 				for _, p := range res.Processes {
-					fmt.Fprintf(g.out, "%8d %10s %7.2f%% %8d  %-16s  %s\n", p.Pid, commas(p.Samples), p.Pct, p.Threads, esc(p.Comm), esc(p.TopFunc))
+					fmt.Fprintf(g.out, "%8d %10s %7.2f%% %8d  %-16s  %s\n", p.Pid, count(p.Samples), p.Pct, p.Threads, esc(p.Comm), esc(p.TopFunc))
 				}
 				return nil
 			}
@@ -111,5 +131,24 @@ its time on), each with its share and hottest function; --pid and --comm keep so
 	c.Flags().IntVarP(&n, "n", "n", 20, "how many functions to show")
 	c.Flags().StringVar(&sort, "sort", "self", "order by `self` or total samples")
 	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")
+	c.Flags().BoolVar(&offCPU, "off-cpu", false, "weigh functions by the time threads were off CPU under them, with the reason")
 	return c
+}
+
+// printOffCPUTop writes top --off-cpu as text: times in milliseconds.
+func printOffCPUTop(w io.Writer, res api.Top, state string) {
+	fmt.Fprintf(w, "run %s (%s) · %s ms off CPU · sort: %s%s%s\n", res.Run, state, ms(res.Samples), res.Sort,
+		transformText(res.Transform), granularityText(res.By, res.NoInline, res.Short))
+	fmt.Fprintf(w, "%8s %12s %8s %12s  %-11s  %s\n", "SELF%", "SELF ms", "TOTAL%", "TOTAL ms", "REASON", "FUNCTION  [IMAGE]")
+	for _, row := range res.Rows {
+		name := rowName(res.By, row.Func, row.Inlined, row.File, row.Line, row.Addr)
+		fmt.Fprintf(w, "%7.2f%% %12s %7.2f%% %12s  %-11s  %s  [%s]\n", row.SelfPct, ms(row.Self), row.TotalPct, ms(row.Total),
+			row.Reason, name, esc(trimBrackets(row.Image)))
+	}
+}
+
+// ms writes nanoseconds as milliseconds with one decimal.
+func ms(ns uint64) string {
+	whole := ns / 1e6
+	return fmt.Sprintf("%s.%d", commas(whole), ns/1e5%10)
 }

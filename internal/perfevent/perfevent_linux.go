@@ -46,6 +46,12 @@ type Config struct {
 	// StackSize is the user stack copy in bytes for "dwarf" (rounded down to 8; 0 means
 	// DefaultStackSize).
 	StackSize int
+	// OffCPU also records when the threads are switched out and in (PERF_RECORD_SWITCH),
+	// and the stack each is switched out with: a context-switch event sampled at every
+	// switch, with the CPU samples' call graph, into the same rings. Samples then carry
+	// their event's id (PERF_SAMPLE_IDENTIFIER), which Session.IsSwitchEvent tells apart.
+	// Not with SystemWide.
+	OffCPU bool
 }
 
 // RegsUserDwarf is sample_regs_user in "dwarf" mode: BP, SP, IP (perf x86-64 indices 6, 7, 8),
@@ -58,10 +64,14 @@ const DwarfSampleType = SampleType | record.SampleRegsUser | record.SampleStackU
 // SampleTypeFor returns the sample layout and sample_regs_user for cfg, to configure a
 // record.Decoder.
 func SampleTypeFor(cfg Config) (sampleType, regsMask uint64) {
+	sampleType = SampleType
 	if cfg.CallGraph == "dwarf" {
-		return DwarfSampleType, RegsUserDwarf
+		sampleType, regsMask = DwarfSampleType, RegsUserDwarf
 	}
-	return SampleType, 0
+	if cfg.OffCPU && !cfg.SystemWide {
+		sampleType |= record.SampleIdentifier
+	}
+	return sampleType, regsMask
 }
 
 // DefaultStackSize is the user stack copied per sample in dwarf mode, as perf record's
@@ -95,6 +105,9 @@ func RingPagesFor(freq, maxStack, stackCopy int) int {
 	return pages
 }
 
+// offCPURingFactor is how much larger automatically sized rings are with Config.OffCPU.
+const offCPURingFactor = 4
+
 // Session is a set of open events, one ring per CPU.
 type Session struct {
 	Event     string // "cycles" or "cpu-clock"
@@ -103,10 +116,15 @@ type Session struct {
 	MaxStack  int
 	RingPages int // data pages per CPU ring
 
+	// OffCPU says the context-switch events are open (Config.OffCPU).
+	OffCPU bool
+
 	fds   []int
 	rings []*mappedRing
-	epfd  int // epoll over the rings, woken when one fills past its watermark
-	spans []ring.Span
+	// switchIDs are the ids of the context-switch events.
+	switchIDs map[uint64]bool
+	epfd      int // epoll over the rings, woken when one fills past its watermark
+	spans     []ring.Span
 }
 
 // RingError says a ring of that size could not be mapped: over the locked-memory limit
@@ -157,7 +175,13 @@ func Open(cfg Config) (*Session, error) {
 		if cfg.CallGraph == "dwarf" {
 			stackCopy = int(stackSize(cfg)) + 32 // the copy, its sizes and three registers
 		}
-		for pages := RingPagesFor(cfg.Freq, maxStack, stackCopy); ; pages /= 2 {
+		pages := RingPagesFor(cfg.Freq, maxStack, stackCopy)
+		if cfg.OffCPU && !cfg.SystemWide {
+			// Every switch out writes a stack and two switch records into the same rings: a
+			// program that switches often fills them faster than it is sampled.
+			pages = min(pages*offCPURingFactor, 8192)
+		}
+		for ; ; pages /= 2 {
 			cfg.RingPages = pages
 			s, err := Open(cfg)
 			var re *RingError
@@ -190,7 +214,12 @@ func Open(cfg Config) (*Session, error) {
 			s.UserOnly = true
 			if err2 := s.openAll(cfg, cpus, ev.typ, ev.config); err2 == nil {
 				s.Event = ev.name
-				s.Note = "kernel sampling is not permitted (kernel.perf_event_paranoid=" + paranoid() + "); recording user space only"
+				note := "kernel sampling is not permitted (kernel.perf_event_paranoid=" + paranoid() + "); recording user space only"
+				if s.OffCPU {
+					// A context switch happens in the kernel: user-only, its samples are dropped.
+					note += "; off-CPU time is recorded without the stacks threads blocked in"
+				}
+				s.Note = strings.TrimSpace(note + "\n" + s.Note)
 				return s, nil
 			} else {
 				err = err2
@@ -247,7 +276,6 @@ func (s *Session) attr(cfg Config, typ uint32, config uint64, enableOnExec bool)
 		Size:             uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
 		Config:           config,
 		Sample:           uint64(cfg.Freq),
-		Sample_type:      SampleType,
 		Clockid:          unix.CLOCK_MONOTONIC,
 		Sample_max_stack: uint16(s.MaxStack),
 		// Wake the reader when a ring is a quarter full, rather than relying on its tick.
@@ -262,8 +290,8 @@ func (s *Session) attr(cfg Config, typ uint32, config uint64, enableOnExec bool)
 	if cfg.SystemWide {
 		a.Bits &^= unix.PerfBitInherit // a CPU-wide event sees every task already
 	}
+	a.Sample_type, a.Sample_regs_user = SampleTypeFor(cfg)
 	if cfg.CallGraph == "dwarf" {
-		a.Sample_type, a.Sample_regs_user = SampleTypeFor(cfg)
 		a.Sample_stack_user = stackSize(cfg)
 	}
 	if s.UserOnly {
@@ -273,6 +301,13 @@ func (s *Session) attr(cfg Config, typ uint32, config uint64, enableOnExec bool)
 }
 
 func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) error {
+	s.OffCPU = cfg.OffCPU && !cfg.SystemWide
+	s.switchIDs = map[uint64]bool{}
+	type switchTarget struct {
+		pid, cpu int
+		r        *mappedRing
+	}
+	var switches []switchTarget
 	pids := cfg.Pids
 	if cfg.SystemWide {
 		pids = []int{-1}
@@ -293,24 +328,28 @@ func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) err
 				return fmt.Errorf("open perf event for pid %d on cpu %d: %w", pid, cpu, err)
 			}
 			s.fds = append(s.fds, fd)
+			var target *mappedRing
 			if i == 0 {
 				r, err := mapRing(fd, cpu, cfg.RingPages)
 				if err != nil {
 					return err
 				}
 				s.rings = append(s.rings, r)
-				continue
-			}
-			var target *mappedRing
-			for _, r := range s.rings {
-				if r.cpu == cpu {
-					target = r
+				target = r
+			} else {
+				for _, r := range s.rings {
+					if r.cpu == cpu {
+						target = r
+					}
+				}
+				if target != nil {
+					if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, target.fd); err != nil {
+						return fmt.Errorf("redirect perf event of pid %d on cpu %d: %w", pid, cpu, err)
+					}
 				}
 			}
-			if target != nil {
-				if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, target.fd); err != nil {
-					return fmt.Errorf("redirect perf event of pid %d on cpu %d: %w", pid, cpu, err)
-				}
+			if s.OffCPU && target != nil {
+				switches = append(switches, switchTarget{pid, cpu, target})
 			}
 		}
 	}
@@ -327,6 +366,14 @@ func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) err
 		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, r.fd, &ev); err != nil {
 			return fmt.Errorf("watch perf ring on cpu %d: %w", r.cpu, err)
 		}
+	}
+	// The context-switch events come last: what they cannot have (descriptors) the CPU
+	// samples already hold.
+	for _, sw := range switches {
+		if !s.OffCPU {
+			break
+		}
+		s.openSwitch(cfg, sw.pid, sw.cpu, sw.r)
 	}
 	return nil
 }
@@ -425,6 +472,48 @@ func (s *Session) ReadOrdered(until uint64, timeOf func(rec []byte) uint64, fn f
 	}
 	return err
 }
+
+// openSwitch opens the context-switch event of pid on cpu into ring r. Off-CPU time is
+// an addition: if the kernel refuses it, the recording goes on without it and says why.
+func (s *Session) openSwitch(cfg Config, pid, cpu int, r *mappedRing) {
+	a := s.attr(cfg, unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CONTEXT_SWITCHES, cfg.EnableOnExec)
+	a.Sample = 1 // every switch out
+	a.Bits &^= unix.PerfBitFreq | unix.PerfBitMmap | unix.PerfBitComm | unix.PerfBitTask | unix.PerfBitMmap2 | unix.PerfBitCommExec
+	a.Bits |= unix.PerfBitContextSwitch
+	fd, err := unix.PerfEventOpen(a, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err == nil {
+		var id uint64
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_ID, uintptr(unsafe.Pointer(&id))); e != 0 {
+			err = e
+		} else if err = unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err == nil {
+			s.fds = append(s.fds, fd)
+			s.switchIDs[id] = true
+			return
+		}
+		unix.Close(fd)
+	}
+	if errors.Is(err, unix.ESRCH) {
+		return // the thread ended while we attached
+	}
+	// Those already open go: off-CPU time of some threads alone would mislead.
+	kept := s.fds[:0]
+	for _, fd := range s.fds {
+		var id uint64
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_ID, uintptr(unsafe.Pointer(&id))); e == 0 && s.switchIDs[id] {
+			unix.Close(fd)
+			continue
+		}
+		kept = append(kept, fd)
+	}
+	s.fds = kept
+	clear(s.switchIDs)
+	s.OffCPU = false
+	s.Note = strings.TrimSpace(s.Note + "\noff-CPU time is not recorded: open the context-switch event: " + err.Error())
+}
+
+// IsSwitchEvent says whether a sample's event id (record.Sample.ID) is a context-switch
+// event's: the sample is the stack its thread was switched out with.
+func (s *Session) IsSwitchEvent(id uint64) bool { return s.switchIDs[id] }
 
 func (s *Session) closeFDs() {
 	if s.epfd >= 0 {

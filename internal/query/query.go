@@ -3,6 +3,7 @@
 package query
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 
@@ -55,10 +56,29 @@ type TopOptions struct {
 	Processes   Processes
 	Window      Window
 	Transform   api.Transform
+	// OffCPU weighs rows by the time threads spent off CPU under them.
+	OffCPU bool
+}
+
+// offCPURun is run's off-CPU aggregate as a run to answer from.
+func offCPURun(run *store.Run, w Window) (*store.Run, error) {
+	if run.OffCPU == nil {
+		return nil, fmt.Errorf("run %s has no off-CPU time (recorded with --no-off-cpu or -a, or by an older stax): record it again without those to see where threads wait", run.Meta.ID)
+	}
+	if !w.IsAll() {
+		return nil, errors.New("--off-cpu takes no --from or --to: off-CPU time is kept without its times; leave them out")
+	}
+	return &store.Run{Meta: run.Meta, Profile: *run.OffCPU}, nil
 }
 
 // Top answers `stax top`.
 func Top(run *store.Run, o TopOptions) (api.Top, error) {
+	if o.OffCPU {
+		var err error
+		if run, err = offCPURun(run, o.Window); err != nil {
+			return api.Top{}, err
+		}
+	}
 	run, win, tr, err := view(run, o.Window, o.Transform)
 	if err != nil {
 		return api.Top{}, err
@@ -67,13 +87,19 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 	if o.ByProcess {
 		procs, samples := agg.Processes(&run.Profile, f, o.N)
 		return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples,
-			Sort: "samples", By: "process", Rows: []agg.TopRow{}, Processes: procs}, nil
+			OffCPU: o.OffCPU, Sort: "samples", By: "process", Rows: []agg.TopRow{}, Processes: procs}, nil
 	}
 	g, err := granularity(o.Granularity, true)
 	if err != nil {
 		return api.Top{}, err
 	}
-	rows, samples := agg.Top(run.Profile.At(g), f, o.N, o.ByTotal)
+	var rows []agg.TopRow
+	var samples uint64
+	if o.OffCPU {
+		rows, samples = agg.OffCPUTop(run.Profile.At(g), agg.StackReasons(&run.Profile), f, o.N, o.ByTotal)
+	} else {
+		rows, samples = agg.Top(run.Profile.At(g), f, o.N, o.ByTotal)
+	}
 	sort := "self"
 	if o.ByTotal {
 		sort = "total"
@@ -81,7 +107,7 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 	if rows == nil {
 		rows = []agg.TopRow{}
 	}
-	return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, Sort: sort,
+	return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, OffCPU: o.OffCPU, Sort: sort,
 		By: g.By, NoInline: g.NoInline, Short: g.Short, Rows: rows}, nil
 }
 
@@ -113,10 +139,18 @@ type FlameOptions struct {
 	// Match, a regular expression, asks how many samples have a frame whose function it
 	// matches (api.Flame.Matched).
 	Match string
+	// OffCPU weighs nodes by the time threads spent off CPU under them.
+	OffCPU bool
 }
 
 // Flame answers `stax flame`.
 func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
+	if o.OffCPU {
+		var err error
+		if run, err = offCPURun(run, o.Window); err != nil {
+			return api.Flame{}, err
+		}
+	}
 	run, win, tr, err := view(run, o.Window, o.Transform)
 	if err != nil {
 		return api.Flame{}, err
@@ -136,9 +170,15 @@ func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
 		build = agg.InvertedFlame
 	}
 	f := o.Processes.filter(&run.Profile, o.Tid)
-	root, samples := build(run.Profile.At(g), f, o.Depth, o.ThresholdPct)
+	var root *agg.FlameNode
+	var samples uint64
+	if o.OffCPU {
+		root, samples = agg.OffCPUFlame(run.Profile.At(g), agg.StackReasons(&run.Profile), f, o.Depth, o.ThresholdPct, o.Inverted)
+	} else {
+		root, samples = build(run.Profile.At(g), f, o.Depth, o.ThresholdPct)
+	}
 	res := api.Flame{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
-		Inverted: o.Inverted, By: g.By, NoInline: g.NoInline, Short: g.Short, Samples: samples, Root: root}
+		Inverted: o.Inverted, By: g.By, NoInline: g.NoInline, Short: g.Short, OffCPU: o.OffCPU, Samples: samples, Root: root}
 	if match != nil {
 		// Focus keeps the samples with a matching function; a tree one level deep counts them.
 		_, n := agg.Flame(run.Profile.Transform(&agg.Transform{Focus: match}), f, 1, 100)
@@ -195,11 +235,24 @@ func Callers(run *store.Run, o CallersOptions) (api.Callers, error) {
 
 // Threads answers `stax threads`.
 func Threads(run *store.Run, n int, w Window, t api.Transform) (api.Threads, error) {
+	offCPU, meta := run.OffCPU, run.Meta
 	run, win, tr, err := view(run, w, t)
 	if err != nil {
 		return api.Threads{}, err
 	}
-	rows, samples := agg.Threads(&run.Profile, n)
+	var rows []agg.ThreadRow
+	var samples uint64
+	if offCPU != nil && w.IsAll() {
+		// Off-CPU time is kept without its times: shown for the whole run only.
+		off, _, _, err := view(&store.Run{Meta: meta, Profile: *offCPU}, Window{}, t)
+		if err != nil {
+			return api.Threads{}, err
+		}
+		rows, samples = agg.Threads(&run.Profile, 0)
+		rows = agg.OffCPUThreads(rows, &off.Profile, agg.StackReasons(&off.Profile), run.Meta.Freq, n)
+	} else {
+		rows, samples = agg.Threads(&run.Profile, n)
+	}
 	if rows == nil {
 		rows = []agg.ThreadRow{}
 	}

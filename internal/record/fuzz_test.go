@@ -22,6 +22,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{9, 0, 0, 0, 0, 0, 8, 0}, uint64(staxSampleType), true)
 	f.Add(dwarfSampleRec(sampleFields{ip: 1, chain: []uint64{ContextUser, 1}}, 2, []uint64{1, 2, 3}, []byte{1, 2, 3, 4, 5, 6, 7, 8}, 8, 8), uint64(dwarfSampleType), true)
 	f.Add(dwarfSampleRec(sampleFields{ip: 1}, 0, nil, nil, 0, 0), uint64(dwarfSampleType), true)
+	f.Add(switchRec(TypeSwitchCPU, MiscSwitchOut|MiscSwitchPreempt, id, 5), uint64(staxSampleType|SampleIdentifier), true)
 	f.Fuzz(func(t *testing.T, data []byte, sampleType uint64, idAll bool) {
 		for _, d := range []*Decoder{
 			{SampleType: staxSampleType, SampleIDAll: true},
@@ -51,6 +52,7 @@ func FuzzDecode(f *testing.F) {
 			}
 			_, _ = d.Task(data)
 			_, _ = d.Lost(data)
+			_, _ = d.Switch(data)
 		}
 	})
 }

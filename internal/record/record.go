@@ -24,6 +24,8 @@ const (
 	TypeSample      = 9
 	TypeMmap2       = 10
 	TypeLostSamples = 13
+	TypeSwitch      = 14 // PERF_RECORD_SWITCH: the thread of the sample_id trailer went out or in
+	TypeSwitchCPU   = 15 // PERF_RECORD_SWITCH_CPU_WIDE: the same, with the other thread's ids
 )
 
 // Sample type bits used by stax.
@@ -52,13 +54,15 @@ const maxRegsUser = 64
 
 // Header misc bits.
 const (
-	MiscCPUModeMask  = 7
-	MiscKernel       = 1
-	MiscUser         = 2
-	MiscCommExec     = 1 << 13
-	MiscMmapBuildID  = 1 << 14
-	headerSize       = 8
-	maxCallchainSize = 4096
+	MiscCPUModeMask   = 7
+	MiscKernel        = 1
+	MiscUser          = 2
+	MiscCommExec      = 1 << 13
+	MiscSwitchOut     = 1 << 13 // a switch record: the thread went out (else in)
+	MiscSwitchPreempt = 1 << 14 // a switch out: the thread was preempted, still runnable
+	MiscMmapBuildID   = 1 << 14
+	headerSize        = 8
+	maxCallchainSize  = 4096
 )
 
 // Callchain context markers: values at or above ContextMax are not addresses.
@@ -95,6 +99,9 @@ type Sample struct {
 	Period    uint64
 	Callchain []uint64 // raw, with context markers; aliases the record bytes' copy in the decoder
 	Misc      uint16
+	// ID is the event's id (PERF_SAMPLE_IDENTIFIER: the id of the event opened, for inherited
+	// events too), 0 without it.
+	ID uint64
 
 	// RegsABI is PERF_SAMPLE_REGS_ABI_* (0 none, 1 32-bit, 2 64-bit); Regs holds the registers
 	// of Decoder.RegsUserMask in ascending bit order, valid when RegsABI != 0. It aliases a
@@ -134,6 +141,13 @@ type Task struct {
 	Pid, PPid, Tid, PTid uint32
 	Time                 uint64
 	SampleID             SampleID
+}
+
+// Switch is a PERF_RECORD_SWITCH or PERF_RECORD_SWITCH_CPU_WIDE: SampleID's thread was
+// switched out (Out; Preempt when it was still runnable) or in.
+type Switch struct {
+	Out, Preempt bool
+	SampleID     SampleID
 }
 
 // Lost is a PERF_RECORD_LOST or PERF_RECORD_LOST_SAMPLES.
@@ -261,6 +275,29 @@ func (d *Decoder) sampleID(body []byte) SampleID {
 	return id
 }
 
+// Switch decodes a PERF_RECORD_SWITCH or PERF_RECORD_SWITCH_CPU_WIDE.
+func (d *Decoder) Switch(rec []byte) (Switch, error) {
+	h, err := ParseHeader(rec)
+	if err != nil {
+		return Switch{}, err
+	}
+	if h.Type != TypeSwitch && h.Type != TypeSwitchCPU {
+		return Switch{}, fmt.Errorf("decode switch: record type %d is not a switch", h.Type)
+	}
+	n := d.sampleIDTrailerSize()
+	if h.Type == TypeSwitchCPU {
+		n += 8 // next_prev_pid, next_prev_tid
+	}
+	if int(h.Size) > len(rec) || int(h.Size) < headerSize+n {
+		return Switch{}, fmt.Errorf("decode switch: %w", ErrShort)
+	}
+	return Switch{
+		Out:      h.Misc&MiscSwitchOut != 0,
+		Preempt:  h.Misc&MiscSwitchOut != 0 && h.Misc&MiscSwitchPreempt != 0,
+		SampleID: d.sampleID(rec[headerSize:h.Size]),
+	}, nil
+}
+
 // Time is the time of any record: a sample's own, or the sample_id trailer's of the
 // others. A record too short to hold one, or without times, is at 0.
 func (d *Decoder) Time(rec []byte) uint64 {
@@ -298,7 +335,7 @@ func (d *Decoder) Sample(rec []byte, s *Sample) error {
 	st := d.SampleType
 	*s = Sample{Misc: h.Misc}
 	if st&SampleIdentifier != 0 {
-		r.u64()
+		s.ID = r.u64()
 	}
 	if st&SampleIP != 0 {
 		s.IP = r.u64()

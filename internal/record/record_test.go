@@ -290,7 +290,7 @@ func TestSampleOtherLayouts(t *testing.T) {
 				w.u32(0)
 				w.u64(10) // period
 			},
-			want: Sample{IP: 0x1234, Pid: 5, Tid: 6, Time: 77, CPU: 2, Period: 10},
+			want: Sample{IP: 0x1234, Pid: 5, Tid: 6, Time: 77, CPU: 2, Period: 10, ID: 0xdead},
 		},
 		{
 			name:       "read is refused",

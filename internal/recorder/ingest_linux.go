@@ -100,6 +100,9 @@ func (r *Recorder) step(final bool) {
 	if err != nil {
 		r.note("read samples: %v", err)
 	}
+	if _, ok := r.src.(orderedSource); ok {
+		r.offFlush(cut, final) // every switch before the cut has been read
+	}
 	r.mu.Lock()
 	held := r.pending
 	r.pending = nil
@@ -154,8 +157,8 @@ func (r *Recorder) read(cpu int, rec []byte) {
 		r.countBad()
 		return
 	}
-	if h.Type == record.TypeSample {
-		r.addToBatch(cpu, rec)
+	if h.Type == record.TypeSample || (h.Type == record.TypeSwitch || h.Type == record.TypeSwitchCPU) && r.off.on {
+		r.addToBatch(cpu, rec) // a switch keeps its place among the stacks of switches
 		return
 	}
 	r.handle(cpu, h, rec)

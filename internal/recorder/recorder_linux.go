@@ -38,6 +38,7 @@ type Options struct {
 	CallGraph  string        // "fp" (default) or "dwarf": unwind user stacks from .eh_frame
 	StackSize  int           // bytes of user stack copied per sample in dwarf mode (0: perfevent.DefaultStackSize)
 	Workers    int           // goroutines that decode and unwind samples (0: GOMAXPROCS)
+	OffCPU     bool          // record the time threads spend switched out (not with SystemWide)
 	Notef      func(format string, args ...any)
 }
 
@@ -106,6 +107,7 @@ type Recorder struct {
 	spans   *spans.Set // spans and markers the target reports, and stax mark's
 
 	in      ingestState  // the ingest goroutine's alone
+	off     offCPUState  // the ingest goroutine's, but for its counters (under mu)
 	namer   namerState   // collectCode's, under codeMu
 	storage storageState // save's alone (one goroutine at a time)
 
@@ -175,9 +177,17 @@ func NewID(pid int) string {
 // Start opens the events and starts the target (or attaches to it). Recording begins at
 // once; call Loop to process it.
 func Start(opts Options) (*Recorder, error) {
+	capturing := opts.OffCPU && os.Getenv("STAX_CAPTURE") != ""
+	if capturing {
+		opts.OffCPU = false // a capture replays with the CPU samples' layout alone
+	}
 	r := newRecorder(opts)
 	opts = r.opts
-	cfg := perfevent.Config{Freq: opts.Freq, RingPages: opts.RingPages, CallGraph: opts.CallGraph, StackSize: opts.StackSize}
+	if capturing {
+		r.note("off-CPU time is not recorded while STAX_CAPTURE captures the records")
+	}
+	cfg := perfevent.Config{Freq: opts.Freq, RingPages: opts.RingPages, CallGraph: opts.CallGraph, StackSize: opts.StackSize,
+		OffCPU: opts.OffCPU}
 	if len(opts.Argv) > 0 {
 		gate, err := launch.Start(opts.Argv, opts.Env)
 		if err != nil {
@@ -221,6 +231,12 @@ func Start(opts Options) (*Recorder, error) {
 		return nil, fmt.Errorf("attach to pid %d: %w", opts.Pid, err)
 	}
 	r.src = sess
+	if sess.OffCPU {
+		r.off.on, r.off.isSwitch = true, sess.IsSwitchEvent
+		for _, w := range r.in.workers {
+			w.isSwitch = sess.IsSwitchEvent
+		}
+	}
 	if sess.Note != "" {
 		r.note("%s", sess.Note)
 	}
@@ -273,6 +289,9 @@ func newRecorder(opts Options) *Recorder {
 			opts.Checkpoint = d
 		}
 	}
+	if opts.SystemWide {
+		opts.OffCPU = false // every thread of the machine: not yet
+	}
 	if opts.Notef == nil {
 		opts.Notef = func(string, ...any) {}
 	}
@@ -284,6 +303,7 @@ func newRecorder(opts Options) *Recorder {
 		lostByCPU: map[int]uint64{},
 		lostByTid: map[uint32]uint64{},
 		in:        ingestState{sampledPids: map[uint32]bool{}},
+		off:       newOffCPU(),
 		stopCh:    make(chan struct{}),
 		doneCh:    make(chan struct{}),
 		gateDone:  make(chan int, 1),
@@ -293,7 +313,7 @@ func newRecorder(opts Options) *Recorder {
 	r.res = resolve.New(r.tracker, symconf.Options(r.note))
 	r.spans = spans.NewSet()
 	r.jitw = resolve.NewJITWatcher(r.res, r.spans)
-	st, regs := perfevent.SampleTypeFor(perfevent.Config{CallGraph: opts.CallGraph})
+	st, regs := perfevent.SampleTypeFor(perfevent.Config{CallGraph: opts.CallGraph, OffCPU: opts.OffCPU})
 	r.in.dec = record.Decoder{SampleType: st, RegsUserMask: regs, SampleIDAll: true}
 	dwarf := opts.CallGraph == "dwarf"
 	r.in.workers = newStackWorkers(opts.Workers, r.in.dec, dwarf, perfevent.MaxStack(), r.res)

@@ -42,6 +42,9 @@ type stackWorker struct {
 	dwarf *dwarfUnwinder // nil with frame pointers
 	fp    fpStacks
 	leaf  [2]uint64 // the chain of a sample that has none: its ip
+	// isSwitch tells the context-switch event's samples by their event id (nil: off-CPU
+	// time is not recorded).
+	isSwitch func(id uint64) bool
 	// frames holds the batch's stacks, back to back.
 	frames []uint64
 }
@@ -50,10 +53,22 @@ type stackWorker struct {
 type batchedSample struct {
 	pid, tid, cpu uint32
 	bad           bool // the record could not be decoded
+	kind          batchKind
+	preempt       bool // a switch out: the thread was still runnable
 	time          uint64
 	worker        uint32
 	lo, hi        uint32 // its chain is workers[worker].frames[lo:hi]
 }
+
+// batchKind is what a batched record is.
+type batchKind uint8
+
+const (
+	kindSample    batchKind = iota // a CPU sample
+	kindOffStack                   // the stack a thread is switched out with
+	kindSwitchOut                  // a thread switched out (no stack)
+	kindSwitchIn                   // a thread switched in (no stack)
+)
 
 type sampleBatch struct {
 	cpus []uint32
@@ -125,10 +140,23 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 		w.dwarf.cache.reset()
 	}
 	for k, rec := range recs {
+		if h, err := record.ParseHeader(rec); err == nil && (h.Type == record.TypeSwitch || h.Type == record.TypeSwitchCPU) {
+			sw, err := w.dec.Switch(rec)
+			id := sw.SampleID
+			out[k] = batchedSample{bad: err != nil, kind: kindSwitchIn, pid: id.Pid, tid: id.Tid, cpu: cpus[k], time: id.Time, preempt: sw.Preempt}
+			if sw.Out {
+				out[k].kind = kindSwitchOut
+			}
+			continue
+		}
 		var s record.Sample
 		if err := w.dec.Sample(rec, &s); err != nil {
 			out[k] = batchedSample{bad: true}
 			continue
+		}
+		kind := kindSample
+		if w.isSwitch != nil && w.isSwitch(s.ID) {
+			kind = kindOffStack
 		}
 		chain := s.Callchain
 		if len(chain) == 0 {
@@ -145,7 +173,7 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 		}
 		lo := len(w.frames)
 		w.frames = append(w.frames, chain...)
-		out[k] = batchedSample{pid: s.Pid, tid: s.Tid, cpu: cpus[k], time: s.Time, worker: index, lo: uint32(lo), hi: uint32(len(w.frames))}
+		out[k] = batchedSample{pid: s.Pid, tid: s.Tid, cpu: cpus[k], time: s.Time, worker: index, lo: uint32(lo), hi: uint32(len(w.frames)), kind: kind}
 	}
 }
 
@@ -243,7 +271,14 @@ func (r *Recorder) flushBatch() {
 			r.countBad()
 			continue
 		}
-		r.commit(s.pid, s.tid, s.cpu, s.time, ws[s.worker].frames[s.lo:s.hi])
+		switch s.kind {
+		case kindSample:
+			r.commit(s.pid, s.tid, s.cpu, s.time, ws[s.worker].frames[s.lo:s.hi])
+		case kindOffStack:
+			r.offStack(s.pid, s.tid, s.time, ws[s.worker].frames[s.lo:s.hi])
+		default:
+			r.offSwitch(s.pid, s.tid, s.time, s.kind == kindSwitchOut, s.preempt)
+		}
 	}
 	clear(b.recs) // the ring's bytes are not kept past the step
 	b.cpus, b.recs = b.cpus[:0], b.recs[:0]

@@ -43,6 +43,8 @@ func (r *Recorder) threads() []agg.ThreadInfo {
 
 func (r *Recorder) snapshot(final bool) *store.Run {
 	st := r.run.Stats()
+	threads := r.threads()
+	offCPU := r.offCPUProfile(threads)
 	r.mu.Lock()
 	meta := r.meta
 	meta.Lost = r.lost
@@ -75,7 +77,8 @@ func (r *Recorder) snapshot(final bool) *store.Run {
 	meta.Unresolved = st.UnresolvedFrames
 	meta.Finished = final
 	meta.End = time.Now() // for a checkpoint, its time: a crashed run's last known moment
-	run := &store.Run{Meta: meta, Profile: *r.run.Profile(r.threads()), JIT: r.jitw.Sources(), Code: codes}
+	meta.OffCPU = r.offCPUMeta()
+	run := &store.Run{Meta: meta, Profile: *r.run.Profile(threads), OffCPU: offCPU, JIT: r.jitw.Sources(), Code: codes}
 	run.Spans, run.Meta.SpanSources = r.spans.Snapshot()
 	run.Meta.Notes = append(run.Meta.Notes, unnamedJITNotes(run, r.comm)...)
 	return run

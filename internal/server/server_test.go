@@ -305,7 +305,8 @@ func framesFor(t *testing.T, size int) int {
 // FuzzQuery sends arbitrary query strings to every endpoint: each answer is 200 or 400
 // with a JSON body, never a panic.
 func FuzzQuery(f *testing.F) {
-	for _, q := range []string{"n=5", "n=-1&sort=total", "depth=abc", "threshold_pct=1e309", "tid=99999999999999999999", "samples=1&seconds=NaN&timeout_ms=1", "%zz", "n=5&n=6"} {
+	for _, q := range []string{"n=5", "n=-1&sort=total", "depth=abc", "threshold_pct=1e309", "tid=99999999999999999999", "samples=1&seconds=NaN&timeout_ms=1", "%zz", "n=5&n=6",
+		"off_cpu=1", "off_cpu=1&inverted=1&sort=total&by=process"} {
 		f.Add(q)
 	}
 	rec := newFake(5)

@@ -243,6 +243,7 @@ type decoder struct {
 	dec     *json.Decoder
 	lay     *layout
 	version uint32
+	want    Parts
 }
 
 // decodeCompressed reads the compressed part of a payload into r: the JSON body (with the
@@ -261,7 +262,7 @@ func decodeCompressed(r *Run, version uint32, rest *bytes.Reader, payload int64,
 		}
 	}
 	b := newBudget(zr, in, payload, l)
-	d := &decoder{b: b, dec: json.NewDecoder(b), lay: l, version: version}
+	d := &decoder{b: b, dec: json.NewDecoder(b), lay: l, version: version, want: want}
 	if err := d.body(r, version); err != nil {
 		return firstLimit(b, err)
 	}
@@ -407,6 +408,11 @@ func (d *decoder) body(r *Run, version uint32) error {
 				return errors.New("code: in the body of a format 4 file")
 			}
 			return decodeArray(d, "code", &r.Code, d.declared(func(l *layout) int64 { return l.Code }), sizeCode, codeBytes)
+		case "off_cpu":
+			if d.want&OffCPUPart == 0 {
+				return d.skip()
+			}
+			return d.offCPU(r)
 		}
 		return d.skip()
 	})

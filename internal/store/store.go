@@ -15,6 +15,10 @@
 //     copy, chunks already in the run's samples file (samples.go) are listed by reference;
 //   - the code: a JSON array.
 //
+// Where the run recorded off-CPU time, the body's "off_cpu" holds it (offcpu.go): a
+// complete run file of its own whose profile is the off-CPU time, in base64; readers that
+// do not ask for it skip it, as readers older than it do.
+//
 // A reader stops where the parts it needs end: status reads the meta section alone, top and
 // flame the body and counts, windows and timelines the series too, annotate everything.
 // Readers decode the gzip stream as a stream, bounded by the declared layout, by the
@@ -102,6 +106,9 @@ type Meta struct {
 	// OverloadSamples were taken while the recorder was behind (its rings more than half
 	// full): their stacks are the kernel's frame-pointer chains, not unwound (dwarf mode).
 	OverloadSamples uint64 `json:"overload_samples,omitempty"`
+	// OffCPU counts what was recorded of the time threads spent switched out; nil when it
+	// was not recorded.
+	OffCPU *OffCPUMeta `json:"off_cpu,omitempty"`
 	// JITMemory is what the run's JIT tables keep (names, code, line tables), and
 	// JITMemoryLimit the most they may (a JIT file past it is not read further).
 	JITMemory      uint64 `json:"jit_memory,omitempty"`
@@ -199,10 +206,23 @@ type Line struct {
 type Run struct {
 	Meta    Meta        `json:"meta"`
 	Profile agg.Profile `json:"profile"`
-	JIT     []JITSource `json:"jit,omitempty"`
-	Code    []Code      `json:"code,omitempty"`
+	// OffCPU is the time threads spent switched out, in nanoseconds per stack (see
+	// agg.AddWeight); nil when it was not recorded.
+	OffCPU *agg.Profile `json:"off_cpu,omitempty"`
+	JIT    []JITSource  `json:"jit,omitempty"`
+	Code   []Code       `json:"code,omitempty"`
 	// Spans are the spans and markers the program reported (format 4's spans section).
 	Spans []spans.Span `json:"-"`
+}
+
+// OffCPUMeta counts the context switches of a run that records off-CPU time.
+type OffCPUMeta struct {
+	Switches  uint64 `json:"switches"`           // switch records read, out and in
+	Intervals uint64 `json:"intervals"`          // times off CPU counted (a switch out to the next in)
+	NoStack   uint64 `json:"no_stack,omitempty"` // of those, without the stack of the switch out
+	Lost      uint64 `json:"lost,omitempty"`     // intervals not counted (in whole or in part): the off-CPU tables were full
+	LostNs    uint64 `json:"lost_ns,omitempty"`  // their time
+	Threads   int    `json:"threads,omitempty"`  // threads followed
 }
 
 // body is what a file holds after its meta section: the profile without its series and
@@ -212,6 +232,7 @@ type body struct {
 	Profile agg.Profile `json:"profile"`
 	JIT     []JITSource `json:"jit,omitempty"`
 	Code    []Code      `json:"code,omitempty"`
+	OffCPU  []byte      `json:"off_cpu,omitempty"` // a run file (see offcpu.go)
 }
 
 // maxMeta bounds the meta section (the command line and notes live there).
@@ -291,7 +312,11 @@ func writePayload(w io.Writer, r *Run, refs bool) error {
 
 // writePayloadCounts is writePayload with the counts section given.
 func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
-	b := body{Profile: r.Profile, JIT: r.JIT}
+	off, err := encodeOffCPU(r)
+	if err != nil {
+		return fmt.Errorf("off-CPU: %w", err)
+	}
+	b := body{Profile: r.Profile, JIT: r.JIT, OffCPU: off}
 	b.Profile.Series = agg.Series{}
 	b.Profile.KeyEntry, b.Profile.Stacks, b.Profile.Entries, b.Profile.Locations = nil, nil, nil, nil
 	js, err := json.Marshal(b)
@@ -384,10 +409,11 @@ type Parts uint8
 
 // The parts of a run.
 const (
-	Samples   Parts = 1 << iota // the sample series (times), for windows, timelines, exports
-	CodeParts                   // the sampled code, for annotate
-	MetaOnly                    // the meta alone (its summary says what status shows)
-	All       = Samples | CodeParts
+	Samples    Parts = 1 << iota // the sample series (times), for windows, timelines, exports
+	CodeParts                    // the sampled code, for annotate
+	MetaOnly                     // the meta alone (its summary says what status shows)
+	OffCPUPart                   // the off-CPU time (after the rest: reading it reads all)
+	All        = Samples | CodeParts | OffCPUPart
 )
 
 // Decode reads a run written by Encode (this format version or an older one), checking

@@ -533,6 +533,7 @@ func FuzzDecode(f *testing.F) {
 	good := encode(f, sampleRun())
 	f.Add(good)
 	f.Add(encode(f, timedRun()))
+	f.Add(encode(f, offCPURun()))
 	f.Add(good[:len(good)-1])
 	f.Add(frame(FormatVersion, gz(`{"profile":{"frames":[{}],"stacks":[[0]],"entries":[{"stack":0,"leaf_func":-1}]}}`)))
 	f.Add(frame(FormatVersion, gz(`{"profile":{"stacks":[[5]]}}`)))
@@ -544,6 +545,13 @@ func FuzzDecode(f *testing.F) {
 		}
 		p := &r.Profile
 		checkIndexes(p, r)
+		if o := r.OffCPU; o != nil {
+			reasons := agg.StackReasons(o)
+			agg.OffCPUTop(o, reasons, agg.Filter{}, 10, false)
+			agg.OffCPUFlame(o, reasons, agg.Filter{}, 0, 0, true)
+			rows, _ := agg.Threads(p, 0)
+			agg.OffCPUThreads(rows, o, reasons, 999, 0)
+		}
 		// The views must work on whatever decoded.
 		agg.Top(p, agg.Filter{}, 10, false)
 		agg.Flame(p, agg.Filter{}, 0, 0)

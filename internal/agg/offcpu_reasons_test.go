@@ -1,0 +1,74 @@
+package agg
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestStackReasons(t *testing.T) {
+	u := func(name string) Frame { return Frame{Func: name, Image: "libc.so.6", Kind: KindUser} }
+	k := func(name string) Frame { return Frame{Func: name, Image: "[kernel]", Kind: KindKernel} }
+	stacks := []struct {
+		want   string
+		frames []Frame // leaf first
+	}{
+		{ReasonLock, []Frame{k("schedule"), k("futex_wait_queue"), k("futex_wait"), u("__GI___lll_lock_wait"), u("___pthread_mutex_lock"), u("wait_for_lock"), u("main")}},
+		{ReasonCond, []Frame{k("futex_wait"), u("__futex_abstimed_wait_common64"), u("___pthread_cond_wait"), u("main")}},
+		{ReasonSem, []Frame{u("do_futex_wait"), u("__new_sem_wait_slow64"), u("sem_wait@@GLIBC_2.34"), u("main")}},
+		{ReasonSem, []Frame{k("futex_wait"), u("__futex_abstimed_wait_common"), u("__new_sem_wait_slow64.constprop.0"), u("filler")}},
+		{ReasonCond, []Frame{k("futex_wait"), u("__futex_abstimed_wait_common"), u("__pthread_clockjoin_ex"), u("main")}},
+		{ReasonSleep, []Frame{k("do_nanosleep"), u("__GI___clock_nanosleep"), u("__GI___nanosleep"), u("usleep"), u("nap")}},
+		{ReasonIORead, []Frame{k("pipe_read"), k("vfs_read"), u("__GI___libc_read"), u("read_pipe")}},
+		{ReasonIOWrite, []Frame{u("__libc_write"), u("main")}},
+		{ReasonPoll, []Frame{k("do_epoll_wait"), u("epoll_wait"), u("main")}},
+		{ReasonConnect, []Frame{u("__libc_connect"), u("main")}},
+		{ReasonAccept, []Frame{u("accept4"), u("main")}},
+		{ReasonRunnable, []Frame{{Func: FuncRunnable, Image: ImageSched, Kind: KindUnknown}, k("schedule"), u("spin"), u("main")}},
+		{ReasonOther, []Frame{k("schedule"), u("main")}},
+		{ReasonSleep, []Frame{k("do_nanosleep"), k("hrtimer_nanosleep"), u("[unknown] 0x1234")}}, // kernel site alone
+		{ReasonLock, []Frame{k("futex_wait"), u("syscall"), u("main")}},                          // a futex alone: generic
+		{ReasonOther, []Frame{{Func: FuncNoStack, Image: ImageSched, Kind: KindUnknown}}},
+		{ReasonLock, []Frame{u("runtime.futex"), u("runtime.lock2"), u("runtime.main")}},
+		{ReasonIORead, []Frame{u("syscall.Syscall"), u("syscall.read"), u("internal/poll.(*FD).Read")}},
+		{ReasonOther, []Frame{u("readdir"), u("mysleep"), u("main")}}, // near names are not names
+	}
+	tab := NewFrameTable()
+	p := &Profile{}
+	for _, s := range stacks {
+		var ids []uint32
+		for _, f := range s.frames {
+			ids = append(ids, tab.Intern(f))
+		}
+		p.FrameStacks = append(p.FrameStacks, ids)
+		p.Stacks = append(p.Stacks, ids)
+	}
+	p.Frames = tab.Frames
+	got := StackReasons(p)
+	for i, s := range stacks {
+		if Reasons[got[i]] != s.want {
+			t.Errorf("stack %d (%s...): reason %s, want %s", i, s.frames[0].Func, Reasons[got[i]], s.want)
+		}
+	}
+}
+
+// TestReasonsDocumented checks that docs/off-cpu.md lists every name of the table.
+func TestReasonsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/off-cpu.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, r := range ReasonRules {
+		for _, n := range r.Names {
+			if !strings.Contains(doc, "`"+n+"`") {
+				t.Errorf("docs/off-cpu.md does not list %s (%s)", n, r.Reason)
+			}
+		}
+	}
+	for _, r := range Reasons {
+		if !strings.Contains(doc, "`"+r+"`") {
+			t.Errorf("docs/off-cpu.md does not describe the reason %s", r)
+		}
+	}
+}

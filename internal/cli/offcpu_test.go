@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+// TestOffCPUCommands runs the off-CPU views over a stored run with off-CPU time: worker-b
+// waits 700 ms on a lock and 300 ms in a sleep under run_jit, and is runnable 50 ms.
+func TestOffCPUCommands(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("STAX_HOME", home)
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	r := fixtureRun("20261101-120000-100", true)
+	frames := []agg.Frame{
+		{Func: "__lll_lock_wait", Image: "libc.so.6", Kind: agg.KindUser},
+		{Func: "clock_nanosleep", Image: "libc.so.6", Kind: agg.KindUser},
+		{Func: "run_jit", Image: "/opt/app/bin/app", Kind: agg.KindUser},
+		{Func: "main", Image: "/opt/app/bin/app", Kind: agg.KindUser},
+		{Func: agg.FuncRunnable, Image: agg.ImageSched, Kind: agg.KindUnknown},
+	}
+	loc := func(f uint32) agg.Location { return agg.Location{Lines: []agg.Line{{Func: f}}} }
+	off := &agg.Profile{Frames: frames, Locations: []agg.Location{loc(0), loc(1), loc(2), loc(3), loc(4)},
+		Stacks: [][]uint32{{0, 2, 3}, {1, 2, 3}, {4, 2, 3}},
+		Entries: []agg.Entry{{Tid: 102, Pid: 100, Stack: 0, Count: 700e6, LeafFunc: -1}, {Tid: 102, Pid: 100, Stack: 1, Count: 300e6, LeafFunc: -1},
+			{Tid: 102, Pid: 100, Stack: 2, Count: 50e6, LeafFunc: -1}},
+		Threads: r.Profile.Threads}
+	off.ExpandStacks()
+	r.OffCPU = off
+	r.Meta.OffCPU = &store.OffCPUMeta{Switches: 40, Intervals: 20, NoStack: 1}
+	if err := store.Save(store.Path(r.Meta.ID), r); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"top", "--off-cpu", "--sort", "total"}, []string{"1,050.0 ms off CPU", "lock         __lll_lock_wait", "sleep        clock_nanosleep", "runnable     [runnable]", "lock         run_jit"}},
+		{[]string{"flame", "--off-cpu"}, []string{"1,050.0 ms off CPU", "1,050.0 ms    run_jit  [/opt/app/bin/app]  lock", "700.0 ms      __lll_lock_wait  [libc.so.6]  lock, self 700.0 ms"}},
+		{[]string{"threads"}, []string{"ON-CPU ms", "102      100      1,000   64.72%     1001.0       50.0     1000.0  lock         worker-b"}},
+		{[]string{"status"}, []string{"off-cpu:   40 switches, 20 times off CPU counted (1 without a stack), 0 lost"}},
+		{[]string{"top", "--off-cpu", "--json"}, []string{`"off_cpu": true`, `"reason": "lock"`, `"samples": 1050000000`}},
+	} {
+		var out, errOut bytes.Buffer
+		if code := Main(c.args, &out, &errOut); code != 0 {
+			t.Fatalf("stax %v: exit %d: %s", c.args, code, errOut.String())
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("stax %v lacks %q:\n%s", c.args, w, out.String())
+			}
+		}
+	}
+	// A run without off-CPU time says so, in one line that says what to do.
+	r = fixtureRun("20261101-120000-101", true)
+	if err := store.Save(store.Path(r.Meta.ID), r); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"top", "--off-cpu", "--run", r.Meta.ID}, &out, &errOut); code == 0 || !strings.Contains(errOut.String(), "no off-CPU time") {
+		t.Errorf("top --off-cpu of a run without it: exit %d, %q", code, errOut.String())
+	}
+}

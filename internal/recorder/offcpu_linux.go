@@ -1,0 +1,204 @@
+// Off-CPU time: the kernel writes a record when a thread is switched out and when it is
+// switched back in, and the context-switch event samples the stack of each switch out
+// (perfevent.Config.OffCPU). Both go through the batch in time order with the CPU samples,
+// so a stack is unwound and named as theirs are. An interval, a switch out to the thread's
+// next switch in, is counted in the run's off-CPU aggregate (an agg.Run whose counts are
+// nanoseconds) with the stack of the switch out, marked runnable when the thread was
+// preempted rather than waiting.
+
+package recorder
+
+import (
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/resolve"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+// Markers put at the leaf of an off-CPU chain, named by offResolver: not contexts, not
+// canonical addresses, not record.TruncatedMark.
+const (
+	runnableMark = ^uint64(16384 - 1)
+	noStackMark  = ^uint64(16384 - 2)
+)
+
+// Bounds on the off-CPU state.
+const (
+	// maxOffBytes bounds the off-CPU aggregate's raw stacks and keys: intervals with new
+	// stacks beyond it are counted as lost.
+	maxOffBytes = 64 << 20
+	// maxOffThreads bounds the threads followed; threads not mid-interval are forgotten
+	// first when it is reached.
+	maxOffThreads = 8192
+	// stackSlack is how long before its switch-out record the stack sample of a switch may
+	// be: the kernel writes both in the same call, on the same CPU.
+	stackSlack = 1_000_000
+	// offFlushAfter is how long a thread is off CPU before the time so far is counted,
+	// without waiting for its switch in.
+	offFlushAfter = 100_000_000
+)
+
+// offThread is a thread's off-CPU state.
+type offThread struct {
+	pid       uint32
+	chain     []uint64 // the stack of its last switch out
+	chainTime uint64   // when it was taken (0: none since it was used)
+	out       uint64   // when it went out (0: it is on a CPU, or not seen yet)
+	counted   uint64   // up to when its time off CPU is counted (0: none of it yet)
+	preempt   bool
+	hasStack  bool // chain is the stack it went out with
+	lost      bool // part of its time off CPU could not be counted
+}
+
+// offCPUState is the ingest stage's, but for its counters, read under Recorder.mu.
+type offCPUState struct {
+	on       bool
+	isSwitch func(id uint64) bool
+	run      *agg.Run
+	threads  map[uint32]*offThread
+	counts   store.OffCPUMeta
+	chainBuf []uint64
+}
+
+func newOffCPU() offCPUState {
+	return offCPUState{run: agg.NewRun(), threads: map[uint32]*offThread{}}
+}
+
+func (r *Recorder) offThread(pid, tid uint32) *offThread {
+	o := &r.off
+	th := o.threads[tid]
+	if th != nil {
+		return th
+	}
+	if len(o.threads) >= maxOffThreads {
+		for t, x := range o.threads {
+			if x.out == 0 {
+				delete(o.threads, t)
+			}
+		}
+		if len(o.threads) >= maxOffThreads {
+			clear(o.threads) // every thread followed is off CPU: start again
+		}
+	}
+	th = &offThread{pid: pid}
+	o.threads[tid] = th
+	r.mu.Lock()
+	o.counts.Threads = len(o.threads)
+	r.mu.Unlock()
+	return th
+}
+
+// offStack takes the stack a thread is being switched out with.
+func (r *Recorder) offStack(pid, tid uint32, t uint64, chain []uint64) {
+	th := r.offThread(pid, tid)
+	th.chain = append(th.chain[:0], chain...)
+	th.chainTime = t
+}
+
+// offSwitch takes a switch of thread tid out (preempted or not) or in at time t.
+func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
+	o := &r.off
+	th := r.offThread(pid, tid)
+	r.mu.Lock()
+	o.counts.Switches++
+	r.mu.Unlock()
+	if out {
+		th.out, th.preempt, th.pid = t, preempt, pid
+		th.hasStack = th.chainTime != 0 && th.chainTime <= t && t-th.chainTime < stackSlack
+		th.chainTime = 0
+		return
+	}
+	if th.out == 0 || t < th.out {
+		th.out = 0
+		return // its switch out came before the recording began
+	}
+	r.offAccount(tid, th, t)
+	r.mu.Lock()
+	o.counts.Intervals++
+	if !th.hasStack {
+		o.counts.NoStack++
+	}
+	if th.lost {
+		o.counts.Lost++
+	}
+	r.mu.Unlock()
+	th.out, th.counted, th.hasStack, th.lost = 0, 0, false, false
+}
+
+// offAccount counts thread tid's time off CPU from what was counted of its interval so far
+// up to t.
+func (r *Recorder) offAccount(tid uint32, th *offThread, t uint64) {
+	o := &r.off
+	from := max(th.out, th.counted)
+	if t <= from {
+		return
+	}
+	d := t - from
+	chain := o.chainBuf[:0]
+	if th.preempt {
+		chain = append(chain, runnableMark)
+	}
+	if th.hasStack {
+		chain = append(chain, th.chain...)
+	} else {
+		chain = append(chain, noStackMark)
+	}
+	o.chainBuf = chain
+	th.counted = t
+	if !o.run.AddWeight(th.pid, tid, th.out, r.res.Generation(th.pid, th.out), chain, d, maxOffBytes) {
+		th.lost = true
+		r.mu.Lock()
+		o.counts.LostNs += d
+		r.mu.Unlock()
+	}
+}
+
+// offFlush counts, up to t, the time of the threads off CPU for longer than offFlushAfter
+// since it was last counted: a thread that waits long (or for ever) shows in the live run,
+// and one still waiting when the recording ends is counted up to its end.
+func (r *Recorder) offFlush(t uint64, final bool) {
+	if !r.off.on {
+		return
+	}
+	for tid, th := range r.off.threads {
+		if th.out != 0 && t > th.out && (final || t-max(th.out, th.counted) >= offFlushAfter) {
+			r.offAccount(tid, th, t)
+		}
+	}
+}
+
+// offCPUMeta is the run's off-CPU counters, nil when it is not recorded.
+func (r *Recorder) offCPUMeta() *store.OffCPUMeta {
+	if !r.off.on {
+		return nil
+	}
+	r.mu.Lock()
+	m := r.off.counts
+	r.mu.Unlock()
+	return &m
+}
+
+// offCPUProfile names the off-CPU aggregate's new stacks and returns it, nil when it is
+// not recorded.
+func (r *Recorder) offCPUProfile(threads []agg.ThreadInfo) *agg.Profile {
+	if !r.off.on {
+		return nil
+	}
+	r.off.run.Resolve(offResolver{r.res})
+	return r.off.run.Profile(threads)
+}
+
+// offResolver names the off-CPU chains: their markers, then the stack as the CPU
+// samples' are named.
+type offResolver struct{ *resolve.Resolver }
+
+func (o offResolver) Resolve(pid uint32, t uint64, chain []uint64, out []agg.Site) ([]agg.Site, int, uint64, int) {
+	for len(chain) > 0 && (chain[0] == runnableMark || chain[0] == noStackMark) {
+		name := agg.FuncRunnable
+		if chain[0] == noStackMark {
+			name = agg.FuncNoStack
+		}
+		out = append(out, agg.Site{Frame: agg.Frame{Func: name, Image: agg.ImageSched, Kind: agg.KindUnknown}})
+		chain = chain[1:]
+	}
+	return o.Resolver.Resolve(pid, t, chain, out)
+}

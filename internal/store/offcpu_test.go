@@ -1,0 +1,107 @@
+package store
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/stax-profiler/stax/internal/agg"
+)
+
+// offCPURun is sampleRun with off-CPU time: 700 ms of thread 1235 blocked under work.
+func offCPURun() *Run {
+	r := sampleRun()
+	off := &agg.Profile{
+		Frames:    []agg.Frame{{Func: "work", Image: "/bin/app", Kind: agg.KindUser}, {Func: agg.FuncRunnable, Image: agg.ImageSched, Kind: agg.KindUnknown}},
+		Locations: []agg.Location{{Addr: 0x401010, Lines: []agg.Line{{Func: 0}}}, {Lines: []agg.Line{{Func: 1}}}},
+		Stacks:    [][]uint32{{0}, {1, 0}},
+		Entries: []agg.Entry{{Tid: 1235, Pid: 1234, Stack: 0, Count: 700e6, LeafFunc: -1, Time: 100},
+			{Tid: 1235, Pid: 1234, Stack: 1, Count: 3e6, LeafFunc: -1, Time: 200}},
+		Threads: []agg.ThreadInfo{{Tid: 1235, Pid: 1234, Name: "worker"}},
+	}
+	off.ExpandStacks()
+	r.OffCPU = off
+	return r
+}
+
+func TestOffCPURoundTrip(t *testing.T) {
+	r := offCPURun()
+	var b bytes.Buffer
+	if err := Encode(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(bytes.NewReader(b.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.OffCPU == nil || !reflect.DeepEqual(got.OffCPU.Entries, r.OffCPU.Entries) || !reflect.DeepEqual(got.OffCPU.Frames, r.OffCPU.Frames) ||
+		!reflect.DeepEqual(got.OffCPU.Stacks, r.OffCPU.Stacks) {
+		t.Fatalf("off-CPU read back as %+v, want %+v", got.OffCPU, r.OffCPU)
+	}
+	if !reflect.DeepEqual(got.Profile.Entries, r.Profile.Entries) || len(got.Code) != len(r.Code) {
+		t.Error("the rest of the run changed")
+	}
+
+	// A reader that does not ask for it skips it; a run without it has none.
+	path := filepath.Join(t.TempDir(), "run.stax")
+	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if part, err := LoadParts(path, 0); err != nil || part.OffCPU != nil {
+		t.Errorf("LoadParts without it: off-CPU %v, %v", part.OffCPU, err)
+	}
+	if part, err := LoadParts(path, OffCPUPart); err != nil || part.OffCPU == nil {
+		t.Errorf("LoadParts with it: off-CPU %v, %v", part.OffCPU, err)
+	}
+	b.Reset()
+	if err := Encode(&b, sampleRun()); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Decode(bytes.NewReader(b.Bytes())); err != nil || got.OffCPU != nil {
+		t.Errorf("a run without off-CPU time read back with %v, %v", got.OffCPU, err)
+	}
+}
+
+// TestOffCPUDamaged checks that a damaged off-CPU section is an error, not a crash.
+func TestOffCPUDamaged(t *testing.T) {
+	r := offCPURun()
+	r.OffCPU.Entries[0].Stack = 9 // no such stack
+	var b bytes.Buffer
+	if err := Encode(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Decode(bytes.NewReader(b.Bytes())); err == nil {
+		t.Error("an off-CPU entry of a stack that does not exist was read")
+	}
+}
+
+// A run with spans and off-CPU time keeps both, each with the rest of the run, and each
+// part is read alone.
+func TestOffCPUAndSpansRoundTrip(t *testing.T) {
+	r := spanRun()
+	r.OffCPU = offCPURun().OffCPU
+	var b bytes.Buffer
+	if err := Encode(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(bytes.NewReader(b.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.OffCPU == nil || !reflect.DeepEqual(got.OffCPU.Entries, r.OffCPU.Entries) || !reflect.DeepEqual(got.Spans, r.Spans) ||
+		!reflect.DeepEqual(got.Profile.Series, r.Profile.Series) || len(got.Code) != len(r.Code) {
+		t.Fatalf("read back: off-CPU %+v, spans %+v", got.OffCPU, got.Spans)
+	}
+	path := filepath.Join(t.TempDir(), "run.stax")
+	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if part, err := LoadParts(path, OffCPUPart); err != nil || part.OffCPU == nil {
+		t.Errorf("LoadParts(OffCPUPart): off-CPU %v, %v", part.OffCPU, err)
+	}
+	if part, err := LoadParts(path, All); err != nil || part.OffCPU == nil || len(part.Spans) != len(r.Spans) {
+		t.Errorf("LoadParts(All): %v", err)
+	}
+}
