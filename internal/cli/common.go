@@ -345,3 +345,21 @@ func tidHasSamples(tid int, run string, samples uint64) error {
 	}
 	return nil
 }
+
+// liveRun is the run --run names, else the live run a query would ask (of several, the one
+// from this terminal), else nil. The caller checks that it is live.
+func liveRun(run string) (*client.Run, error) {
+	if run != "" {
+		r, err := client.Pick(run)
+		if err != nil {
+			return nil, withCode(err)
+		}
+		return r, nil
+	}
+	if len(client.LiveRuns()) > 0 {
+		if p, err := client.Pick(""); err == nil && p.Live {
+			return p, nil
+		}
+	}
+	return nil, nil
+}

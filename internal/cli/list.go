@@ -100,17 +100,9 @@ func stopCmd(g *globals) *cobra.Command {
 		Short: "End a live run cleanly (an attached process keeps running)",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			var r *client.Run
-			if run != "" {
-				var err error
-				if r, err = client.Pick(run); err != nil {
-					return withCode(err)
-				}
-			} else if len(client.LiveRuns()) > 0 {
-				// The live run a query would ask: of several, the one from this terminal.
-				if p, err := client.Pick(""); err == nil && p.Live {
-					r = p
-				}
+			r, err := liveRun(run)
+			if err != nil {
+				return err
 			}
 			if r == nil || !r.Live {
 				if run == "" {

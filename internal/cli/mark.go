@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stax-profiler/stax/internal/api"
-	"github.com/stax-profiler/stax/internal/client"
 	"github.com/stax-profiler/stax/internal/perfevent"
 )
 
@@ -27,16 +26,9 @@ lists it with the program's own spans and markers.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			at := perfevent.MonotonicNow()
 			name := strings.Join(args, " ")
-			var r *client.Run
-			if run != "" {
-				var err error
-				if r, err = client.Pick(run); err != nil {
-					return withCode(err)
-				}
-			} else if len(client.LiveRuns()) > 0 {
-				if p, err := client.Pick(""); err == nil && p.Live {
-					r = p
-				}
+			r, err := liveRun(run)
+			if err != nil {
+				return err
 			}
 			if r == nil || !r.Live {
 				return notFound(fmt.Errorf("no live run to mark: markers go into a run while it records (stax list shows the runs)"))
