@@ -288,3 +288,16 @@ func TestStoredAnswersAreKept(t *testing.T) {
 type storedCounting struct{ *counting }
 
 func (storedCounting) fixed() bool { return true }
+
+// BenchmarkFlameViewHide1M is BenchmarkFlameView1M with a hide transform, as the page's
+// frame menu asks it.
+func BenchmarkFlameViewHide1M(b *testing.B) {
+	s := serve(b, big(b), "")
+	src := s.src
+	for b.Loop() {
+		body, code := src.Get(context.Background(), "/v1/flame", params(&http.Request{URL: mustURL("/?")}, map[string]string{"depth": "0", "threshold_pct": "0.1", "hide": "^func_1"}))
+		if code != 200 {
+			b.Fatalf("%d %s", code, body)
+		}
+	}
+}
