@@ -71,6 +71,13 @@ func view(run *store.Run, w Window, t api.Transform) (*store.Run, *api.Window, *
 	if _, err := CompileTransform(t); err != nil {
 		return nil, nil, nil, err
 	}
+	if w.IsAll() && t.IsZero() {
+		return run, nil, nil, nil
+	}
+	return views.get(run, w, t, func() (*store.Run, *api.Window, *api.Transform, error) { return computeView(run, w, t) })
+}
+
+func computeView(run *store.Run, w Window, t api.Transform) (*store.Run, *api.Window, *api.Transform, error) {
 	run, win, err := w.Apply(run)
 	if err != nil {
 		return nil, nil, nil, err
