@@ -1,6 +1,7 @@
 package agg_test
 
 import (
+	"fmt"
 	"regexp"
 	"sync"
 	"testing"
@@ -106,5 +107,34 @@ func BenchmarkViews1M(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestFlamePrunedIsTheWholeTreeCut checks that a pruned tree (built visiting only what it
+// keeps) is the whole tree with the nodes under the threshold, and their subtrees, cut.
+func TestFlamePrunedIsTheWholeTreeCut(t *testing.T) {
+	p := synthrun.Profile(20_000, 2_000)
+	var cut func(n *agg.FlameNode, pct float64, depth, max int) string
+	cut = func(n *agg.FlameNode, pct float64, depth, max int) string {
+		s := fmt.Sprintf("%s:%d/%d(", n.Func, n.Total, n.Self)
+		for _, c := range n.Children {
+			if c.TotalPct >= pct && (max == 0 || depth < max) {
+				s += cut(c, pct, depth+1, max) + " "
+			}
+		}
+		return s + ")"
+	}
+	for _, inverted := range []bool{false, true} {
+		build := agg.Flame
+		if inverted {
+			build = agg.InvertedFlame
+		}
+		whole, _ := build(p, agg.Filter{}, 0, 0)
+		for _, pct := range []float64{0.05, 0.5, 3} {
+			pruned, _ := build(p, agg.Filter{}, 0, pct)
+			if got, want := cut(pruned, 0, 0, 0), cut(whole, pct, 0, 0); got != want {
+				t.Errorf("inverted %v, threshold %v%%: the pruned tree differs from the whole tree cut:\n%.300s\n%.300s", inverted, pct, got, want)
+			}
+		}
 	}
 }
