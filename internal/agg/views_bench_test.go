@@ -138,3 +138,38 @@ func TestFlamePrunedIsTheWholeTreeCut(t *testing.T) {
 		}
 	}
 }
+
+// TestTransformThreadIsTransformOfTheThread checks that a transform of one thread's samples
+// gives that thread the same tree as the transform of the whole run, and holds no other.
+func TestTransformThreadIsTransformOfTheThread(t *testing.T) {
+	p := synthrun.Profile(20_000, 2_000)
+	tids := map[uint32]bool{}
+	for _, e := range p.Entries {
+		tids[e.Tid] = true
+	}
+	tr := agg.Transform{Hide: regexp.MustCompile("^func_1"), FoldRecursion: true}
+	whole := p.Transform(&tr)
+	for tid := range tids {
+		one := p.TransformThread(&tr, tid)
+		for _, e := range one.Entries {
+			if e.Tid != tid {
+				t.Fatalf("the view of thread %d holds a sample of thread %d", tid, e.Tid)
+			}
+		}
+		got, n := agg.Flame(one, agg.Filter{}, 0, 0)
+		want, m := agg.Flame(whole, agg.Filter{Tid: tid}, 0, 0)
+		if a, b := fmt.Sprint(flat(got)), fmt.Sprint(flat(want)); n != m || a != b {
+			t.Errorf("thread %d: %d samples in its own view, %d in the run's:\n%.300s\n%.300s", tid, n, m, a, b)
+		}
+	}
+}
+
+func flat(n *agg.FlameNode) []string {
+	out := []string{fmt.Sprintf("%s:%d/%d", n.Func, n.Total, n.Self)}
+	for _, c := range n.Children {
+		out = append(out, "(")
+		out = append(out, flat(c)...)
+		out = append(out, ")")
+	}
+	return out
+}

@@ -18,6 +18,7 @@ type viewKey struct {
 	run *store.Run // runs are not changed once made: a live run's snapshot is a new one
 	w   Window
 	t   string
+	tid uint32
 }
 
 type viewEntry struct {
@@ -35,8 +36,8 @@ type viewCache struct {
 	entries []*viewEntry // most recently asked last
 }
 
-func (c *viewCache) get(run *store.Run, w Window, t api.Transform, compute func() (*store.Run, *api.Window, *api.Transform, error)) (*store.Run, *api.Window, *api.Transform, error) {
-	key := viewKey{run: run, w: w, t: fmt.Sprintf("%q %q %q %v %q", t.Focus, t.Ignore, t.Hide, t.FoldRecursion, t.CollapseImage)}
+func (c *viewCache) get(run *store.Run, w Window, t api.Transform, tid uint32, compute func() (*store.Run, *api.Window, *api.Transform, error)) (*store.Run, *api.Window, *api.Transform, error) {
+	key := viewKey{run: run, w: w, t: fmt.Sprintf("%q %q %q %v %q", t.Focus, t.Ignore, t.Hide, t.FoldRecursion, t.CollapseImage), tid: tid}
 	c.mu.Lock()
 	for i, e := range c.entries {
 		if e.key == key {

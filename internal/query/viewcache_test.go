@@ -23,7 +23,7 @@ func TestViewCacheComputesAViewOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	got := make([]*store.Run, 8)
 	for i := range got {
-		wg.Go(func() { got[i], _, _, _ = c.get(a, Window{}, hide, compute) })
+		wg.Go(func() { got[i], _, _, _ = c.get(a, Window{}, hide, 0, compute) })
 	}
 	wg.Wait()
 	if n := computed.Load(); n != 1 {
@@ -34,15 +34,19 @@ func TestViewCacheComputesAViewOnce(t *testing.T) {
 			t.Fatal("askers of one view got different runs")
 		}
 	}
-	c.get(a, Window{}, api.Transform{Hide: "y"}, compute)
-	c.get(b, Window{}, hide, compute)
-	c.get(a, Window{From: "1"}, hide, compute)
+	c.get(a, Window{}, api.Transform{Hide: "y"}, 0, compute)
+	c.get(b, Window{}, hide, 0, compute)
+	c.get(a, Window{From: "1"}, hide, 0, compute)
 	if n := computed.Load(); n != 4 {
 		t.Errorf("three other views: %d computations in all, want 4", n)
 	}
-	c.get(a, Window{From: "1"}, hide, compute) // kept
-	c.get(a, Window{}, hide, compute)          // the first: pushed out by the two after it
+	c.get(a, Window{From: "1"}, hide, 0, compute) // kept
+	c.get(a, Window{}, hide, 0, compute)          // the first: pushed out by the two after it
 	if n := computed.Load(); n != 5 {
 		t.Errorf("%d computations in all, want 5", n)
+	}
+	c.get(a, Window{}, hide, 101, compute) // one thread's view is a view of its own
+	if n := computed.Load(); n != 6 {
+		t.Errorf("a thread's view: %d computations in all, want 6", n)
 	}
 }
