@@ -258,6 +258,12 @@ func (l *locator) part(lid uint32, positions []int32) uint32 {
 // the time series, windows and timelines work on the result. Frames, threads and the
 // series are shared with p. A zero t returns p itself.
 func (p *Profile) Transform(t *Transform) *Profile {
+	return p.TransformThread(t, 0)
+}
+
+// TransformThread is Transform of the samples of thread tid alone (0: every thread), for
+// views that show one thread: the others' stacks are not rewritten.
+func (p *Profile) TransformThread(t *Transform, tid uint32) *Profile {
 	if t.IsZero() {
 		return p
 	}
@@ -280,7 +286,7 @@ func (p *Profile) Transform(t *Transform) *Profile {
 	var seq []uint64
 	merges := false // two stacks became one: entries may merge
 	for _, e := range p.Entries {
-		if int(e.Stack) >= len(p.Stacks) || newID[e.Stack] != unseen {
+		if int(e.Stack) >= len(p.Stacks) || newID[e.Stack] != unseen || tid != 0 && e.Tid != tid {
 			continue
 		}
 		fr := fst[e.Stack]
@@ -331,7 +337,7 @@ func (p *Profile) Transform(t *Transform) *Profile {
 	q.Entries = make([]Entry, 0, len(p.Entries))
 	for i, e := range p.Entries {
 		index[i] = -1
-		if int(e.Stack) >= len(p.Stacks) || newID[e.Stack] < 0 {
+		if int(e.Stack) >= len(p.Stacks) || newID[e.Stack] < 0 || tid != 0 && e.Tid != tid {
 			continue
 		}
 		e.Stack = uint32(newID[e.Stack])

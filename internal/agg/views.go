@@ -327,65 +327,57 @@ func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool,
 	}
 	slices.SortFunc(order, func(a, b int32) int { return slices.Compare(paths[a].frames, paths[b].frames) })
 
-	nodes := make([]flatNode, 1, 1+frames)
-	nodes[0] = flatNode{parent: -1, total: total}
+	// The sorted paths below a node are one range, split by their next frame into its
+	// children's ranges: only the children wide enough to keep are visited further, so a
+	// pruned tree costs what it keeps, not the whole tree.
+	nodes := []flatNode{{parent: -1, total: total}}
 	var byReason []reasonSums // per node, with reasons
 	if reasons != nil {
-		byReason = make([]reasonSums, 1, 1+frames)
+		byReason = make([]reasonSums, 1)
+		for i := range paths {
+			byReason[0][paths[i].reason] += paths[i].count
+		}
 	}
-	var at []int32 // the nodes of the previous path, by level
-	var prev []uint32
-	for _, i := range order {
-		pa := &paths[i]
-		common := 0
-		for common < len(prev) && common < len(pa.frames) && prev[common] == pa.frames[common] {
-			common++
-		}
-		at = at[:common]
-		for lvl := common; lvl < len(pa.frames); lvl++ {
-			parent := int32(0)
-			if lvl > 0 {
-				parent = at[lvl-1]
+	var split func(lo, hi, lvl int, parent int32)
+	split = func(lo, hi, lvl int, parent int32) {
+		for lo < hi && len(paths[order[lo]].frames) == lvl { // sorted first: they end at parent
+			if pa := &paths[order[lo]]; pa.whole {
+				nodes[parent].self += pa.count
 			}
-			at = append(at, int32(len(nodes)))
-			nodes = append(nodes, flatNode{frame: pa.frames[lvl], parent: parent})
-			if byReason != nil {
-				byReason = append(byReason, reasonSums{})
+			lo++
+		}
+		for lo < hi {
+			frame := paths[order[lo]].frames[lvl]
+			end, sum := lo, uint64(0)
+			for end < hi && paths[order[end]].frames[lvl] == frame {
+				sum += paths[order[end]].count
+				end++
 			}
-		}
-		for _, c := range at {
-			nodes[c].total += pa.count
-			if byReason != nil {
-				byReason[c][pa.reason] += pa.count
+			if pct(sum, total) >= thresholdPct {
+				id := int32(len(nodes))
+				nodes = append(nodes, flatNode{frame: frame, parent: parent, total: sum})
+				if byReason != nil {
+					var rs reasonSums
+					for i := lo; i < end; i++ {
+						rs[paths[order[i]].reason] += paths[order[i]].count
+					}
+					byReason = append(byReason, rs)
+				}
+				split(lo, end, lvl+1, id)
 			}
+			lo = end
 		}
-		if byReason != nil {
-			byReason[0][pa.reason] += pa.count
-		}
-		if pa.whole {
-			last := int32(0)
-			if len(at) > 0 {
-				last = at[len(at)-1]
-			}
-			nodes[last].self += pa.count
-		}
-		prev = pa.frames
 	}
+	split(0, len(order), 0, 0)
 
-	// Parents come before their children in nodes: one pass finds the survivors of the
-	// pruning and counts their children, a second makes their output nodes in one block.
-	out := make([]int32, len(nodes)) // output index of a survivor, -1 for the others
+	// Parents come before their children in nodes: one pass counts the children, a second
+	// makes the output nodes in one block.
+	survivors := len(nodes)
+	out := make([]int32, len(nodes))
 	kids := make([]int32, len(nodes))
-	survivors := 1
 	for i := 1; i < len(nodes); i++ {
-		nd := &nodes[i]
-		out[i] = -1
-		if out[nd.parent] < 0 || pct(nd.total, total) < thresholdPct {
-			continue
-		}
-		out[i] = int32(survivors)
-		survivors++
-		kids[nd.parent]++
+		out[i] = int32(i)
+		kids[nodes[i].parent]++
 	}
 	block := make([]FlameNode, survivors)
 	children := make([]*FlameNode, survivors-1)

@@ -1,6 +1,7 @@
 package agg_test
 
 import (
+	"fmt"
 	"regexp"
 	"sync"
 	"testing"
@@ -107,4 +108,68 @@ func BenchmarkViews1M(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestFlamePrunedIsTheWholeTreeCut checks that a pruned tree (built visiting only what it
+// keeps) is the whole tree with the nodes under the threshold, and their subtrees, cut.
+func TestFlamePrunedIsTheWholeTreeCut(t *testing.T) {
+	p := synthrun.Profile(20_000, 2_000)
+	var cut func(n *agg.FlameNode, pct float64, depth, max int) string
+	cut = func(n *agg.FlameNode, pct float64, depth, max int) string {
+		s := fmt.Sprintf("%s:%d/%d(", n.Func, n.Total, n.Self)
+		for _, c := range n.Children {
+			if c.TotalPct >= pct && (max == 0 || depth < max) {
+				s += cut(c, pct, depth+1, max) + " "
+			}
+		}
+		return s + ")"
+	}
+	for _, inverted := range []bool{false, true} {
+		build := agg.Flame
+		if inverted {
+			build = agg.InvertedFlame
+		}
+		whole, _ := build(p, agg.Filter{}, 0, 0)
+		for _, pct := range []float64{0.05, 0.5, 3} {
+			pruned, _ := build(p, agg.Filter{}, 0, pct)
+			if got, want := cut(pruned, 0, 0, 0), cut(whole, pct, 0, 0); got != want {
+				t.Errorf("inverted %v, threshold %v%%: the pruned tree differs from the whole tree cut:\n%.300s\n%.300s", inverted, pct, got, want)
+			}
+		}
+	}
+}
+
+// TestTransformThreadIsTransformOfTheThread checks that a transform of one thread's samples
+// gives that thread the same tree as the transform of the whole run, and holds no other.
+func TestTransformThreadIsTransformOfTheThread(t *testing.T) {
+	p := synthrun.Profile(20_000, 2_000)
+	tids := map[uint32]bool{}
+	for _, e := range p.Entries {
+		tids[e.Tid] = true
+	}
+	tr := agg.Transform{Hide: regexp.MustCompile("^func_1"), FoldRecursion: true}
+	whole := p.Transform(&tr)
+	for tid := range tids {
+		one := p.TransformThread(&tr, tid)
+		for _, e := range one.Entries {
+			if e.Tid != tid {
+				t.Fatalf("the view of thread %d holds a sample of thread %d", tid, e.Tid)
+			}
+		}
+		got, n := agg.Flame(one, agg.Filter{}, 0, 0)
+		want, m := agg.Flame(whole, agg.Filter{Tid: tid}, 0, 0)
+		if a, b := fmt.Sprint(flat(got)), fmt.Sprint(flat(want)); n != m || a != b {
+			t.Errorf("thread %d: %d samples in its own view, %d in the run's:\n%.300s\n%.300s", tid, n, m, a, b)
+		}
+	}
+}
+
+func flat(n *agg.FlameNode) []string {
+	out := []string{fmt.Sprintf("%s:%d/%d", n.Func, n.Total, n.Self)}
+	for _, c := range n.Children {
+		out = append(out, "(")
+		out = append(out, flat(c)...)
+		out = append(out, ")")
+	}
+	return out
 }

@@ -79,7 +79,7 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 			return api.Top{}, err
 		}
 	}
-	run, win, tr, err := view(run, o.Window, o.Transform)
+	run, win, tr, err := view(run, o.Window, o.Transform, o.Tid)
 	if err != nil {
 		return api.Top{}, err
 	}
@@ -151,7 +151,7 @@ func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
 			return api.Flame{}, err
 		}
 	}
-	run, win, tr, err := view(run, o.Window, o.Transform)
+	run, win, tr, err := view(run, o.Window, o.Transform, o.Tid)
 	if err != nil {
 		return api.Flame{}, err
 	}
@@ -204,7 +204,7 @@ type CallersOptions struct {
 // Callers answers `stax callers` and `stax callees`. No function matching is no error: the
 // answer lists none.
 func Callers(run *store.Run, o CallersOptions) (api.Callers, error) {
-	run, win, tr, err := view(run, o.Window, o.Transform)
+	run, win, tr, err := view(run, o.Window, o.Transform, o.Tid)
 	if err != nil {
 		return api.Callers{}, err
 	}
@@ -236,7 +236,7 @@ func Callers(run *store.Run, o CallersOptions) (api.Callers, error) {
 // Threads answers `stax threads`.
 func Threads(run *store.Run, n int, w Window, t api.Transform) (api.Threads, error) {
 	offCPU, meta := run.OffCPU, run.Meta
-	run, win, tr, err := view(run, w, t)
+	run, win, tr, err := view(run, w, t, 0)
 	if err != nil {
 		return api.Threads{}, err
 	}
@@ -244,7 +244,7 @@ func Threads(run *store.Run, n int, w Window, t api.Transform) (api.Threads, err
 	var samples uint64
 	if offCPU != nil && w.IsAll() {
 		// Off-CPU time is kept without its times: shown for the whole run only.
-		off, _, _, err := view(&store.Run{Meta: meta, Profile: *offCPU}, Window{}, t)
+		off, _, _, err := view(&store.Run{Meta: meta, Profile: *offCPU}, Window{}, t, 0)
 		if err != nil {
 			return api.Threads{}, err
 		}

@@ -54,28 +54,44 @@ func reError(err error) string {
 // ApplyTransform returns run with its stacks rewritten by t (run itself when t rewrites
 // nothing), and t for the answer (nil when it rewrites nothing).
 func ApplyTransform(run *store.Run, t api.Transform) (*store.Run, *api.Transform, error) {
+	return applyTransform(run, t, 0)
+}
+
+// applyTransform is ApplyTransform of thread tid's samples alone (0: every thread).
+func applyTransform(run *store.Run, t api.Transform, tid uint32) (*store.Run, *api.Transform, error) {
 	at, err := CompileTransform(t)
 	if err != nil || at == nil {
 		return run, nil, err
 	}
 	out := *run
-	out.Profile = *run.Profile.Transform(at)
+	out.Profile = *run.Profile.TransformThread(at, tid)
 	desc := t
 	desc.CollapseImage = slices.Clone(t.CollapseImage)
 	return &out, &desc, nil
 }
 
 // view restricts run to a window, then rewrites its stacks: what every view is computed
-// from.
-func view(run *store.Run, w Window, t api.Transform) (*store.Run, *api.Window, *api.Transform, error) {
+// from. A view of one thread (tid, 0: every thread) rewrites that thread's stacks alone,
+// and holds no other thread's samples.
+func view(run *store.Run, w Window, t api.Transform, tid uint32) (*store.Run, *api.Window, *api.Transform, error) {
 	if _, err := CompileTransform(t); err != nil {
 		return nil, nil, nil, err
 	}
+	if w.IsAll() && t.IsZero() {
+		return run, nil, nil, nil
+	}
+	if t.IsZero() {
+		tid = 0 // a window alone is cheap to share between the threads' views
+	}
+	return views.get(run, w, t, tid, func() (*store.Run, *api.Window, *api.Transform, error) { return computeView(run, w, t, tid) })
+}
+
+func computeView(run *store.Run, w Window, t api.Transform, tid uint32) (*store.Run, *api.Window, *api.Transform, error) {
 	run, win, err := w.Apply(run)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	run, tr, err := ApplyTransform(run, t)
+	run, tr, err := applyTransform(run, t, tid)
 	if err != nil {
 		return nil, nil, nil, err
 	}

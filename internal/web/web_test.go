@@ -288,3 +288,19 @@ func TestStoredAnswersAreKept(t *testing.T) {
 type storedCounting struct{ *counting }
 
 func (storedCounting) fixed() bool { return true }
+
+// BenchmarkFlameViewHide1M is BenchmarkFlameView1M of one thread with one function
+// hidden, as the page's frame menu asks it: each time another function, so that no
+// answer or view computed before serves it.
+func BenchmarkFlameViewHide1M(b *testing.B) {
+	s := serve(b, big(b), "")
+	src := s.src
+	i := 0
+	for b.Loop() {
+		i++
+		body, code := src.Get(context.Background(), "/v1/flame", params(&http.Request{URL: mustURL("/?")}, map[string]string{"depth": "0", "threshold_pct": "0.1", "tid": "101", "hide": fmt.Sprintf("^func_%d$", i)}))
+		if code != 200 {
+			b.Fatalf("%d %s", code, body)
+		}
+	}
+}

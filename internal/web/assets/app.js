@@ -1129,6 +1129,9 @@ const filterKey = () => query({ inverted: false }).toString();
 // change applies a change of the view (a function of view), keeps it in the URL and
 // redraws; perf.changes times it to the flame graph on screen.
 function change(what, apply) {
+  // A selection's callers asked a moment ago would be of the view being left, and would
+  // slow the new view's graph: the refresh asks them again if the selection stays.
+  cancel(callsTimer);
   apply();
   writeURL(true);
   drawControls();
