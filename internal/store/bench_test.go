@@ -64,3 +64,16 @@ func BenchmarkLoadParts1M(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCheckpoint writes the run store's copy of a short recording's run (20,000
+// samples over 500 stacks) again and again, as the recorder's checkpoints do.
+func BenchmarkCheckpoint(b *testing.B) {
+	run := &Run{Meta: Meta{ID: "bench", Samples: 20_000, Freq: 999}, Profile: *synthrun.Profile(20_000, 500)}
+	path := filepath.Join(b.TempDir(), "run.stax")
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := SaveStored(path, run); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -48,6 +48,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stax-profiler/stax/internal/agg"
@@ -352,7 +353,9 @@ func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
 	if _, err := w.Write(meta); err != nil {
 		return err
 	}
-	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	zw := gzipWriters.get()
+	defer gzipWriters.put(zw)
+	zw.Reset(w)
 	if _, err := zw.Write(js); err != nil {
 		return err
 	}
@@ -369,6 +372,40 @@ func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
 		return err
 	}
 	return zw.Close()
+}
+
+// The compressor and file buffer of a save are kept for the next one: a recorder saves its
+// run every few seconds, and each save would otherwise allocate some 2 MiB for them.
+var (
+	gzipWriters = spare[*gzip.Writer]{new: func() *gzip.Writer {
+		zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+		return zw
+	}}
+	fileBuffers = spare[*bufio.Writer]{new: func() *bufio.Writer { return bufio.NewWriterSize(nil, 1<<20) }}
+)
+
+// spare keeps one T for reuse (unlike a sync.Pool, which the garbage collector empties).
+type spare[T any] struct {
+	mu   sync.Mutex
+	v    T
+	have bool
+	new  func() T
+}
+
+func (s *spare[T]) get() T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.have {
+		return s.new()
+	}
+	s.have = false
+	return s.v
+}
+
+func (s *spare[T]) put(v T) {
+	s.mu.Lock()
+	s.v, s.have = v, true
+	s.mu.Unlock()
 }
 
 // codeMagic starts format 4's code section: the JSON array of the run's code, after the
@@ -666,11 +703,14 @@ func save(path string, r *Run, refs bool) error {
 		return fmt.Errorf("save run: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	bw := bufio.NewWriterSize(tmp, 1<<20)
+	bw := fileBuffers.get()
+	bw.Reset(tmp)
 	sum, size, err := encodeStream(bw, r, refs)
 	if err == nil {
 		err = bw.Flush()
 	}
+	bw.Reset(nil)
+	fileBuffers.put(bw)
 	if err == nil {
 		err = FinishStream(tmp, sum, size)
 	}

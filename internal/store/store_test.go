@@ -818,3 +818,33 @@ func writeSeriesV3(w io.Writer, s *agg.Series) {
 	}
 	w.Write(b)
 }
+
+// TestSaveStoredReusesBuffers: a recorder rewrites its run every few seconds; a save of a
+// small run allocates about what the run holds, not a new compressor and file buffer (some
+// 2 MiB) each time.
+func TestSaveStoredReusesBuffers(t *testing.T) {
+	run := &Run{Meta: Meta{ID: "small", Samples: 1000, Freq: 999}, Profile: *synthrun.Profile(1000, 20)}
+	path := filepath.Join(t.TempDir(), "run.stax")
+	if err := SaveStored(path, run); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const saves = 10
+	for range saves {
+		if err := SaveStored(path, run); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / saves; per > 512<<10 {
+		t.Errorf("a save of a 1,000-sample run allocated %d bytes, want at most 512 KiB", per)
+	}
+	got, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Profile.Series.Len() != 1000 {
+		t.Fatalf("%d samples read back, want 1000", got.Profile.Series.Len())
+	}
+}

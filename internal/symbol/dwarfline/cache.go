@@ -2,11 +2,13 @@ package dwarfline
 
 import (
 	"bufio"
+	"bytes"
 	"debug/dwarf"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"sort"
 )
@@ -33,8 +35,13 @@ func (t *Table) Export(w io.Writer) error {
 	t.mu.Lock()
 	offs := make([]dwarf.Offset, 0, len(t.units))
 	units := make(map[dwarf.Offset]*unit, len(t.units))
+	raws := map[dwarf.Offset][]byte{}
 	for off, ue := range t.units {
-		if ue.u != nil && ue.err == nil {
+		switch {
+		case ue.raw != nil:
+			offs = append(offs, off)
+			raws[off] = ue.raw
+		case ue.u != nil && ue.err == nil:
 			offs = append(offs, off)
 			units[off] = ue.u
 		}
@@ -66,6 +73,13 @@ func (t *Table) Export(w io.Writer) error {
 	}
 	u(uint64(len(offs)))
 	for _, off := range offs {
+		if raw := raws[off]; raw != nil {
+			b = append(b, raw...) // as imported: the offset and the fields
+			if err := flush(); err != nil {
+				return err
+			}
+			continue
+		}
 		un := units[off]
 		u(uint64(off))
 		str(un.name)
@@ -177,11 +191,117 @@ func (r *cacheReader) i32(limit int) int32 {
 	return int32(v)
 }
 
+// unit reads a unit's fields after its offset, checking them all; with keep it returns the
+// unit, else it only walks the bytes (and returns nil).
+func (r *cacheReader) unit(keep bool) *unit {
+	var un *unit
+	str := func() string {
+		if keep {
+			return r.str()
+		}
+		r.b = r.b[min(r.count(maxCacheStr, 1), len(r.b)):]
+		return ""
+	}
+	name, compDir := str(), str()
+	if keep {
+		un = &unit{name: name, compDir: compDir}
+	}
+	nf := r.count(MaxLineRows, 1)
+	if keep {
+		un.files = make([]string, nf)
+	}
+	for i := range nf {
+		if f := str(); keep {
+			un.files[i] = f
+		}
+	}
+	nc := r.count(MaxLineRows, 1)
+	if keep {
+		un.callFiles = make([]string, nc)
+	}
+	for i := range nc {
+		if f := str(); keep {
+			un.callFiles[i] = f
+		}
+	}
+	nr := r.count(MaxLineRows, 4)
+	if keep {
+		un.rows = make([]row, nr)
+	}
+	var addr uint64
+	for i := range nr {
+		addr += r.u()
+		file := r.i32(nf) - 1
+		line := r.i32(1 << 30)
+		end := r.u() != 0
+		if keep {
+			un.rows[i] = row{addr: addr, file: file, line: line, end: end}
+		}
+	}
+	nfn := r.count(MaxUnitEntries, 7)
+	if keep {
+		un.funcs = make([]fn, nfn)
+	}
+	for i := range nfn {
+		f := fn{name: str()}
+		f.parent = r.i32(nfn) - 1
+		f.end = r.i32(nfn)
+		f.callFile = r.i32(nc+1) - 1
+		f.callLine = r.i32(1 << 30)
+		f.inlined = r.u() != 0
+		nrg := r.count(MaxUnitEntries, 2)
+		if keep {
+			f.ranges = make([][2]uint64, nrg)
+		}
+		for k := range nrg {
+			lo := r.u()
+			if hi := lo + r.u(); keep {
+				f.ranges[k] = [2]uint64{lo, hi}
+			}
+		}
+		if r.err == nil && (f.parent >= int32(i) || f.end < int32(i)) {
+			r.err = errCache // parents precede children; end covers the descendants
+		}
+		if keep {
+			un.funcs[i] = f
+		}
+	}
+	nt := r.count(MaxUnitEntries, 3)
+	if keep {
+		un.tops = make([]topRange, nt)
+	}
+	for i := range nt {
+		lo := r.u()
+		hi := lo + r.u()
+		if f := r.i32(max(nfn-1, 0)); keep {
+			un.tops[i] = topRange{lo: lo, hi: hi, fn: f}
+		}
+	}
+	if r.err == nil && nfn == 0 && nt > 0 {
+		r.err = errCache
+	}
+	if r.err != nil {
+		return nil
+	}
+	return un
+}
+
 // Import reads a table exported by Export. open loads the file's DWARF when a unit that is
 // not in the cache is needed (it may be nil: such units are then unknown). A damaged cache
 // is an error, never a panic.
 func Import(rd io.Reader, open func() (*dwarf.Data, error)) (*Table, error) {
-	data, err := io.ReadAll(io.LimitReader(rd, maxCacheSize+1))
+	size := 0 // the cache's size when known: read into a buffer of that size
+	switch v := rd.(type) {
+	case interface{ Stat() (os.FileInfo, error) }:
+		if fi, err := v.Stat(); err == nil && fi.Size() <= maxCacheSize {
+			size = int(fi.Size())
+		}
+	case interface{ Len() int }:
+		size = min(v.Len(), maxCacheSize)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	_, err := buf.ReadFrom(io.LimitReader(rd, maxCacheSize+1))
+	data := buf.Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("read DWARF cache: %w", err)
 	}
@@ -210,63 +330,15 @@ func Import(rd io.Reader, open func() (*dwarf.Data, error)) (*Table, error) {
 	}
 	nu := r.count(MaxUnits, 8)
 	for range nu {
+		// Each unit is checked whole now and kept as its bytes: it is decoded when an
+		// address in it is first looked up (most of a large cache never is in one run).
+		at := r.b
 		off := dwarf.Offset(r.u())
-		un := &unit{name: r.str(), compDir: r.str()}
-		nf := r.count(MaxLineRows, 1)
-		un.files = make([]string, nf)
-		for i := range un.files {
-			un.files[i] = r.str()
-		}
-		nc := r.count(MaxLineRows, 1)
-		un.callFiles = make([]string, nc)
-		for i := range un.callFiles {
-			un.callFiles[i] = r.str()
-		}
-		nr := r.count(MaxLineRows, 4)
-		un.rows = make([]row, nr)
-		var addr uint64
-		for i := range un.rows {
-			addr += r.u()
-			file := r.i32(nf) - 1
-			line := r.i32(1 << 30)
-			end := r.u() != 0
-			un.rows[i] = row{addr: addr, file: file, line: line, end: end}
-		}
-		nfn := r.count(MaxUnitEntries, 7)
-		un.funcs = make([]fn, nfn)
-		for i := range un.funcs {
-			f := fn{name: r.str()}
-			f.parent = r.i32(nfn) - 1
-			f.end = r.i32(nfn)
-			f.callFile = r.i32(nc+1) - 1
-			f.callLine = r.i32(1 << 30)
-			f.inlined = r.u() != 0
-			nrg := r.count(MaxUnitEntries, 2)
-			f.ranges = make([][2]uint64, nrg)
-			for k := range f.ranges {
-				lo := r.u()
-				f.ranges[k] = [2]uint64{lo, lo + r.u()}
-			}
-			if r.err == nil && (f.parent >= int32(i) || f.end < int32(i)) {
-				r.err = errCache // parents precede children; end covers the descendants
-			}
-			un.funcs[i] = f
-		}
-		nt := r.count(MaxUnitEntries, 3)
-		un.tops = make([]topRange, nt)
-		for i := range un.tops {
-			lo := r.u()
-			un.tops[i] = topRange{lo: lo, hi: lo + r.u(), fn: r.i32(max(nfn-1, 0))}
-		}
-		if r.err == nil && nfn == 0 && nt > 0 {
-			r.err = errCache
-		}
+		r.unit(false)
 		if r.err != nil {
 			break
 		}
-		ue := &unitEntry{u: un}
-		ue.once.Do(func() {}) // already decoded
-		t.units[off] = ue
+		t.units[off] = &unitEntry{raw: at[:len(at)-len(r.b)]}
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = errCache
@@ -281,3 +353,14 @@ func Import(rd io.Reader, open func() (*dwarf.Data, error)) (*Table, error) {
 // Data returns the DWARF data behind a table opened from a file (nil for one imported from
 // a cache that has not needed it).
 func (t *Table) Data() *dwarf.Data { return t.d }
+
+// importUnit decodes a unit that Import checked and kept as its bytes.
+func importUnit(raw []byte) (*unit, error) {
+	r := &cacheReader{b: raw}
+	r.u() // the offset
+	un := r.unit(true)
+	if r.err != nil {
+		return nil, fmt.Errorf("read DWARF cache: %w", r.err)
+	}
+	return un, nil
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -108,6 +109,11 @@ func FuzzImport(f *testing.F) {
 		if err != nil {
 			return
 		}
+		for off, ue := range tab.units { // Import checked every unit it kept undecoded
+			if _, err := importUnit(ue.raw); err != nil {
+				t.Fatalf("unit at %#x accepted by Import: %v", off, err)
+			}
+		}
 		for _, pc := range []uint64{0, 1, 0x1000, 0x401000, ^uint64(0)} {
 			tab.Frames(pc)
 		}
@@ -146,4 +152,87 @@ func p0(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return filepath.Join(wd, "x")
+}
+
+// manyUnits is a table of n decoded units of a few functions and rows each, as a large
+// program's cache holds after a few runs.
+func manyUnits(n int) *Table {
+	t := &Table{units: map[dwarf.Offset]*unitEntry{}}
+	for i := range n {
+		lo := uint64(0x1000 + i*0x100)
+		off := dwarf.Offset(i * 0x40)
+		t.spans = append(t.spans, span{lo, lo + 0x100, off})
+		u := &unit{name: fmt.Sprintf("src/file%d.c", i), compDir: "/build", files: []string{"src/a.h", "src/b.c"}, callFiles: []string{"", "src/a.h"}}
+		for k := range 20 {
+			u.rows = append(u.rows, row{addr: lo + uint64(k*8), file: int32(k % 2), line: int32(10 + k)})
+		}
+		u.funcs = []fn{
+			{name: fmt.Sprintf("function_%d", i), parent: -1, end: 2, callFile: -1, ranges: [][2]uint64{{lo, lo + 0x100}}},
+			{name: "inlined_helper", parent: 0, end: 2, callFile: 1, callLine: 7, inlined: true, ranges: [][2]uint64{{lo + 0x10, lo + 0x20}}},
+		}
+		u.tops = []topRange{{lo, lo + 0x100, 0}}
+		ue := &unitEntry{u: u}
+		ue.once.Do(func() {})
+		t.units[off] = ue
+	}
+	t.maxHi = make([]uint64, len(t.spans))
+	for i, s := range t.spans {
+		t.maxHi[i] = s.hi
+	}
+	t.indexOnce.Do(func() {})
+	return t
+}
+
+// TestImportDecodesUnitsOnDemand: importing a cache checks it but decodes a unit only when
+// an address in it is looked up, and exporting again writes the same bytes.
+func TestImportDecodesUnitsOnDemand(t *testing.T) {
+	orig := manyUnits(3000)
+	var buf bytes.Buffer
+	if err := orig.Export(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	imp, err := Import(bytes.NewReader(buf.Bytes()), nil)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 3*uint64(buf.Len()) {
+		t.Errorf("importing a %d-byte cache of 3,000 units allocated %d bytes, want at most 3 times the cache", buf.Len(), got)
+	}
+	for _, pc := range []uint64{0x1000 + 5*0x100 + 0x14, 0x1000 + 2999*0x100 + 8} {
+		got, err := imp.Frames(pc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := orig.Frames(pc)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%#x: imported %v, original %v", pc, got, want)
+		}
+	}
+	var again bytes.Buffer
+	if err := imp.Export(&again); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again.Bytes(), buf.Bytes()) {
+		t.Errorf("exported again: %d bytes differ from the %d imported", again.Len(), buf.Len())
+	}
+}
+
+// BenchmarkImport imports a cache of 3,000 units and looks up one address.
+func BenchmarkImport(b *testing.B) {
+	var buf bytes.Buffer
+	if err := manyUnits(3000).Export(&buf); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(buf.Len()))
+	b.ReportAllocs()
+	for b.Loop() {
+		imp, err := Import(bytes.NewReader(buf.Bytes()), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		imp.Frames(0x1000 + 5*0x100 + 0x14)
+	}
 }

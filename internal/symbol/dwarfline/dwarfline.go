@@ -75,6 +75,7 @@ type unitEntry struct {
 	once sync.Once
 	u    *unit
 	err  error
+	raw  []byte // a unit imported from a cache and not yet decoded: its cached bytes
 }
 
 // New returns a table over d.
@@ -301,6 +302,10 @@ func (t *Table) unit(off dwarf.Offset) (*unit, error) {
 	}
 	t.mu.Unlock()
 	ue.once.Do(func() {
+		if ue.raw != nil {
+			ue.u, ue.err = importUnit(ue.raw)
+			return
+		}
 		ue.err = guard("decode DWARF unit", func() error {
 			var err error
 			ue.u, err = t.decodeUnit(off)

@@ -4,11 +4,13 @@
 package kallsyms
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
+	"sort"
 	"strings"
 )
 
@@ -54,7 +56,28 @@ func (s Symbol) String() string {
 // Table is a sorted set of kernel text symbols. It is immutable after
 // construction and safe for concurrent use.
 type Table struct {
-	syms []Symbol
+	ents    [][]entry // chunks of entChunk symbols, the last one possibly shorter
+	n       int       // symbols in all
+	names   []string  // chunks of names, back to back, of up to nameChunk bytes
+	modules []string  // modules[entry.mod]; modules[0] is "" (the core kernel)
+}
+
+// The symbols and their names are kept in chunks, so that growing the table as lines come
+// copies nothing.
+const (
+	entShift  = 12
+	entChunk  = 1 << entShift
+	nameChunk = 64 << 10
+)
+
+// entry is one symbol of a Table: 24 bytes where a Symbol takes 56, so that the 100,000 or
+// more symbols of a kernel cost a few MiB.
+type entry struct {
+	addr uint64
+	name uint32 // index in Table.names << 16 | offset in that chunk
+	nlen uint16
+	mod  uint16
+	typ  byte
 }
 
 // Load reads and parses the table at path (usually [DefaultPath]).
@@ -72,81 +95,110 @@ func Load(path string) (*Table, error) {
 }
 
 // Parse parses kallsyms text ("addr type name [module]" per line). A kernel lists about
-// 100,000-200,000 symbols and stax loads them on every run, so the text is read whole, the
-// symbols are allocated once for its line count, lines are split in place and every name is
-// a slice of one string.
+// 100,000-200,000 symbols and stax loads them on every run that meets a kernel frame, so the
+// text is read line by line through one small buffer, only text symbols are kept, and their
+// names are copied into one arena.
 func Parse(r io.Reader) (*Table, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("parse kallsyms: %w", err)
-	}
-	if len(data) > MaxBytes {
-		return nil, fmt.Errorf("parse kallsyms: more than %d bytes", MaxBytes)
-	}
-	text := string(data)
-	nl := strings.Count(text, "\n") + 1
-	if nl > MaxLines {
-		return nil, fmt.Errorf("parse kallsyms: more than %d lines", MaxLines)
-	}
-	syms := make([]Symbol, 0, nl)
-	var fields [4]string // a line's first four fields
-	nonzero, total := false, 0
-	names := map[string]string{} // interns module names
-	for lines := 1; len(text) > 0; lines++ {
-		line := text
-		if i := strings.IndexByte(text, '\n'); i >= 0 {
-			line, text = text[:i], text[i+1:]
-		} else {
-			text = ""
+	br := bufio.NewReaderSize(io.LimitReader(r, MaxBytes+1), 64<<10)
+	var (
+		ents    [][]entry
+		cur     []entry
+		names   []string
+		curName strings.Builder
+		count   int
+		modules = []string{""}
+		modIdx  = map[string]uint16{}
+		fields  [4][]byte // a line's first four fields
+		nonzero bool
+		total   int
+		read    int
+	)
+	for lines := 1; ; lines++ {
+		line, err := br.ReadSlice('\n')
+		read += len(line)
+		if read > MaxBytes {
+			return nil, fmt.Errorf("parse kallsyms: more than %d bytes", MaxBytes)
 		}
-		if len(line) > MaxLineLen {
+		if lines > MaxLines {
+			return nil, fmt.Errorf("parse kallsyms: more than %d lines", MaxLines)
+		}
+		if n := len(line); n > 0 && line[n-1] == '\n' {
+			line = line[:n-1]
+		}
+		if err == bufio.ErrBufferFull || len(line) > MaxLineLen {
 			return nil, fmt.Errorf("parse kallsyms: line %d: line too long (over %d bytes)", lines, MaxLineLen)
 		}
-		n := splitFields(line, &fields)
-		if n == 0 {
-			continue
+		if err != nil && err != io.EOF {
+			return nil, fmt.Errorf("parse kallsyms: %w", err)
 		}
-		if n < 3 || len(fields[1]) != 1 {
-			return nil, fmt.Errorf("parse kallsyms: line %d: malformed entry %.80q", lines, line)
-		}
-		addr, ok := parseHex(fields[0])
-		if !ok {
-			return nil, fmt.Errorf("parse kallsyms: line %d: bad address %.40q", lines, fields[0])
-		}
-		total++
-		if addr != 0 {
-			nonzero = true
-		}
-		typ := fields[1][0]
-		switch typ {
-		case 't', 'T', 'w', 'W':
-		default:
-			continue
-		}
-		var mod string
-		if n >= 4 {
-			m := fields[3]
-			if len(m) < 2 || m[0] != '[' || m[len(m)-1] != ']' {
-				return nil, fmt.Errorf("parse kallsyms: line %d: bad module field %.80q", lines, m)
+		if n := splitFields(line, &fields); n > 0 {
+			if n < 3 || len(fields[1]) != 1 {
+				return nil, fmt.Errorf("parse kallsyms: line %d: malformed entry %.80q", lines, line)
 			}
-			m = m[1 : len(m)-1]
-			var ok bool
-			if mod, ok = names[m]; !ok {
-				mod = strings.Clone(m)
-				names[mod] = mod
+			addr, ok := parseHex(fields[0])
+			if !ok {
+				return nil, fmt.Errorf("parse kallsyms: line %d: bad address %.40q", lines, fields[0])
+			}
+			total++
+			if addr != 0 {
+				nonzero = true
+			}
+			switch typ := fields[1][0]; typ {
+			case 't', 'T', 'w', 'W':
+				var mod uint16
+				if n >= 4 {
+					m := fields[3]
+					if len(m) < 2 || m[0] != '[' || m[len(m)-1] != ']' {
+						return nil, fmt.Errorf("parse kallsyms: line %d: bad module field %.80q", lines, m)
+					}
+					m = m[1 : len(m)-1]
+					var ok bool
+					if mod, ok = modIdx[string(m)]; !ok {
+						if len(modules) > 0xffff {
+							return nil, fmt.Errorf("parse kallsyms: line %d: more than %d modules", lines, 0xffff)
+						}
+						mod = uint16(len(modules))
+						modules = append(modules, string(m))
+						modIdx[string(m)] = mod
+					}
+				}
+				if len(cur) == cap(cur) {
+					if cur != nil {
+						ents = append(ents, cur)
+					}
+					cur = make([]entry, 0, entChunk)
+				}
+				if curName.Len()+len(fields[2]) > nameChunk || curName.Cap() == 0 {
+					if curName.Cap() != 0 {
+						names = append(names, curName.String())
+						curName = strings.Builder{}
+					}
+					curName.Grow(nameChunk)
+				}
+				cur = append(cur, entry{addr: addr, name: uint32(len(names))<<16 | uint32(curName.Len()), nlen: uint16(len(fields[2])), mod: mod, typ: typ})
+				curName.Write(fields[2])
+				count++
 			}
 		}
-		syms = append(syms, Symbol{Addr: addr, Name: fields[2], Module: mod, Type: typ})
+		if err == io.EOF {
+			break
+		}
 	}
 	if total > 0 && !nonzero {
 		return nil, ErrRestricted
 	}
-	return newTable(syms), nil
+	if len(cur) > 0 {
+		ents = append(ents, cur)
+	}
+	if curName.Len() > 0 {
+		names = append(names, curName.String())
+	}
+	return newTable(&Table{ents: ents, n: count, names: names, modules: modules}), nil
 }
 
 // splitFields puts up to four whitespace-separated fields of line in f and returns how
 // many it found (more than four count as four).
-func splitFields(line string, f *[4]string) int {
+func splitFields(line []byte, f *[4][]byte) int {
 	n := 0
 	for i := 0; i < len(line) && n < len(f); {
 		for i < len(line) && isSpace(line[i]) {
@@ -169,7 +221,7 @@ func splitFields(line string, f *[4]string) int {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' }
 
 // parseHex parses a hexadecimal address of 1 to 16 digits.
-func parseHex(b string) (uint64, bool) {
+func parseHex(b []byte) (uint64, bool) {
 	if len(b) == 0 || len(b) > 16 {
 		return 0, false
 	}
@@ -191,31 +243,59 @@ func parseHex(b string) (uint64, bool) {
 	return v, true
 }
 
-func newTable(syms []Symbol) *Table {
-	slices.SortStableFunc(syms, func(a, b Symbol) int {
-		switch {
-		case a.Addr < b.Addr:
-			return -1
-		case a.Addr > b.Addr:
-			return 1
-		}
-		// Prefer global over local, then the first listed.
-		return rank(a.Type) - rank(b.Type)
-	})
-	// Keep one symbol per address.
-	syms = slices.CompactFunc(syms, func(a, b Symbol) bool { return a.Addr == b.Addr })
-	for i := range syms {
-		end := syms[i].Addr + LastSymbolSpan
-		if end < syms[i].Addr {
-			end = ^uint64(0)
-		}
-		if i+1 < len(syms) && (syms[i+1].Module == syms[i].Module || syms[i+1].Addr < end) {
-			end = syms[i+1].Addr
-		}
-		syms[i].end = end
+func compareAddr(a, b entry) int {
+	switch {
+	case a.addr < b.addr:
+		return -1
+	case a.addr > b.addr:
+		return 1
 	}
-	return &Table{syms: slices.Clip(syms)}
+	return 0
 }
+
+// newTable sorts t's symbols if the text did not list them in address order and keeps one
+// symbol per address.
+func newTable(t *Table) *Table {
+	sorted := true
+	for i := 1; i < t.n && sorted; i++ {
+		sorted = t.at(i-1).addr <= t.at(i).addr
+	}
+	if !sorted {
+		flat := make([]entry, 0, t.n)
+		for _, c := range t.ents {
+			flat = append(flat, c...)
+		}
+		slices.SortStableFunc(flat, compareAddr)
+		t.ents = t.ents[:0]
+		for i := 0; i < len(flat); i += entChunk {
+			j := min(i+entChunk, len(flat))
+			t.ents = append(t.ents, flat[i:j:j])
+		}
+	}
+	// Keep a global symbol over a local one, then the first listed.
+	w := 0
+	for i := 0; i < t.n; {
+		best := *t.at(i)
+		j := i + 1
+		for ; j < t.n && t.at(j).addr == best.addr; j++ {
+			if rank(t.at(j).typ) < rank(best.typ) {
+				best = *t.at(j)
+			}
+		}
+		*t.at(w) = best
+		w++
+		i = j
+	}
+	t.n = w
+	t.ents = t.ents[:(w+entChunk-1)/entChunk]
+	if w%entChunk != 0 {
+		last := len(t.ents) - 1
+		t.ents[last] = t.ents[last][:w%entChunk]
+	}
+	return t
+}
+
+func (t *Table) at(i int) *entry { return &t.ents[i>>entShift][i&(entChunk-1)] }
 
 func rank(t byte) int {
 	switch t {
@@ -229,31 +309,47 @@ func rank(t byte) int {
 	return 3
 }
 
-// Len returns the number of symbols.
-func (t *Table) Len() int { return len(t.syms) }
+// symbol expands entry i, with its end: the next symbol's address when that symbol is of
+// the same module or starts within LastSymbolSpan, else Addr+LastSymbolSpan.
+func (t *Table) symbol(i int) Symbol {
+	e := *t.at(i)
+	end := e.addr + LastSymbolSpan
+	if end < e.addr {
+		end = ^uint64(0)
+	}
+	if i+1 < t.n {
+		if next := t.at(i + 1); next.mod == e.mod || next.addr < end {
+			end = next.addr
+		}
+	}
+	chunk, off := e.name>>16, e.name&0xffff
+	return Symbol{Addr: e.addr, Name: t.names[chunk][off : off+uint32(e.nlen)], Module: t.modules[e.mod], Type: e.typ, end: end}
+}
 
-// Symbols returns the sorted symbols; the slice must not be modified.
-func (t *Table) Symbols() []Symbol { return t.syms }
+// Len returns the number of symbols.
+func (t *Table) Len() int { return t.n }
+
+// Symbols returns the sorted symbols, in a new slice.
+func (t *Table) Symbols() []Symbol {
+	syms := make([]Symbol, t.n)
+	for i := range syms {
+		syms[i] = t.symbol(i)
+	}
+	return syms
+}
 
 // Lookup returns the symbol containing addr.
 func (t *Table) Lookup(addr uint64) (Symbol, bool) {
-	i, _ := slices.BinarySearchFunc(t.syms, addr, func(s Symbol, a uint64) int {
-		switch {
-		case s.Addr < a:
-			return -1
-		case s.Addr > a:
-			return 1
-		}
-		return 0
-	})
-	// i is the first symbol with Addr >= addr.
-	if i < len(t.syms) && t.syms[i].Addr == addr {
-		return t.syms[i], true
+	i := sort.Search(t.n, func(k int) bool { return t.at(k).addr >= addr })
+	found := i < t.n && t.at(i).addr == addr
+	// i is the first symbol with addr >= addr.
+	if found {
+		return t.symbol(i), true
 	}
 	if i == 0 {
 		return Symbol{}, false
 	}
-	s := t.syms[i-1]
+	s := t.symbol(i - 1)
 	if addr >= s.end {
 		return Symbol{}, false
 	}

@@ -3,7 +3,9 @@ package kallsyms
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -159,5 +161,59 @@ func BenchmarkParseProc(b *testing.B) {
 			b.Skip(err)
 		}
 		b.ReportMetric(float64(tab.Len()), "symbols")
+	}
+}
+
+// synthetic returns kallsyms text of n text symbols 0x40 bytes apart, listed in reverse
+// when reverse is set, with a local alias listed before each tenth global symbol.
+func synthetic(n int, reverse bool) string {
+	var b strings.Builder
+	for k := range n {
+		i := k
+		if reverse {
+			i = n - 1 - k
+		}
+		addr := 0xffffffff81000000 + uint64(i)*0x40
+		if i%10 == 0 {
+			fmt.Fprintf(&b, "%016x t alias_%d\n", addr, i)
+		}
+		fmt.Fprintf(&b, "%016x T some_kernel_function_%d\n", addr, i)
+	}
+	return b.String()
+}
+
+// TestParseManySymbols parses more symbols than one chunk of the table holds.
+func TestParseManySymbols(t *testing.T) {
+	for _, reverse := range []bool{false, true} {
+		tab, err := Parse(strings.NewReader(synthetic(12305, reverse)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tab.Len() != 12305 {
+			t.Fatalf("reverse=%v: %d symbols, want %d", reverse, tab.Len(), 12305)
+		}
+		for i := 0; i < tab.Len(); i++ {
+			addr := 0xffffffff81000000 + uint64(i)*0x40
+			s, ok := tab.Lookup(addr + 0x3f)
+			if want := fmt.Sprintf("some_kernel_function_%d", i); !ok || s.Name != want || s.Addr != addr {
+				t.Fatalf("reverse=%v: Lookup(%#x) = %v, %v; want %s", reverse, addr+0x3f, s, ok, want)
+			}
+		}
+	}
+}
+
+// TestParseMemory keeps what parsing costs in memory near the size of the text: a kernel
+// lists 100,000 symbols and more, and stax reads them on every run that meets kernel code.
+func TestParseMemory(t *testing.T) {
+	text := synthetic(150_000, false)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	tab, err := Parse(strings.NewReader(text))
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > uint64(len(text))*3/2 {
+		t.Errorf("parsing %d bytes of %d symbols allocated %d bytes, want at most 1.5 times the text", len(text), tab.Len(), got)
 	}
 }
