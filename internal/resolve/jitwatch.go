@@ -172,7 +172,7 @@ func (w *JITWatcher) add(p *watchedProc, inner, open string, kind jit.SourceKind
 	w.nextOrig++
 	s := &watchedSource{origin: w.nextOrig, kind: kind, path: open, pid: p.pid}
 	if kind == jit.SourceITTSpans {
-		s.spanSrc = w.spans.Source(spans.KindITT, p.pid, filepath.Clean(inner))
+		s.spanSrc = w.spans.Source(spans.KindOf(inner), p.pid, filepath.Clean(inner))
 	}
 	if kind == jit.SourceMarkers {
 		s.spanSrc = w.spans.Source(spans.KindMarkerFile, p.pid, filepath.Clean(inner))
@@ -329,6 +329,7 @@ func (w *JITWatcher) discover(final bool) {
 				{"/tmp/perf-" + strconv.Itoa(p.pid) + ".map", jit.SourcePerfMap},
 				{"/tmp/marker-" + strconv.Itoa(p.pid) + ".txt", jit.SourceMarkers},
 				{"/tmp/itt-" + strconv.Itoa(p.pid) + ".spans", jit.SourceITTSpans},
+				{"/tmp/stax-" + strconv.Itoa(p.pid) + ".spans", jit.SourceITTSpans},
 			} {
 				if fi, err := os.Lstat(c.path); err == nil && fi.Mode().IsRegular() {
 					w.add(p, c.path, c.path, c.kind)

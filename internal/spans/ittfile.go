@@ -25,6 +25,14 @@ const (
 	MaxITTNames = 1 << 16
 )
 
+// KindOf returns the kind of source of a spans file named as IsITTName accepts.
+func KindOf(path string) string {
+	if strings.HasPrefix(filepath.Base(path), "stax-") {
+		return KindGo
+	}
+	return KindITT
+}
+
 // ErrITTDamaged says a spans file holds a record that cannot be a record: reading cannot
 // find the next one.
 var ErrITTDamaged = errors.New("damaged ITT spans record")
@@ -103,9 +111,14 @@ func (d *ITTDecoder) name(key uint64) string {
 }
 
 // IsITTName reports whether path names a spans file of stax's ITT collector,
-// itt-PID.spans, and returns the pid.
+// itt-PID.spans, or of stax's Go package (pkg/stax), stax-PID.spans (the same format),
+// and returns the pid.
 func IsITTName(path string) (pid int, ok bool) {
-	rest, found := strings.CutPrefix(filepath.Base(path), "itt-")
+	base := filepath.Base(path)
+	rest, found := strings.CutPrefix(base, "itt-")
+	if !found {
+		rest, found = strings.CutPrefix(base, "stax-")
+	}
 	if !found {
 		return 0, false
 	}

@@ -86,3 +86,26 @@ func FuzzITTDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestITTNames(t *testing.T) {
+	for _, c := range []struct {
+		path string
+		pid  int
+		ok   bool
+		kind string
+	}{
+		{"/tmp/itt-12.spans", 12, true, KindITT},
+		{"/x/stax-34.spans", 34, true, KindGo},
+		{"/tmp/stax-34.recording", 0, false, ""},
+		{"/tmp/stax-.spans", 0, false, ""},
+		{"/tmp/other-1.spans", 0, false, ""},
+	} {
+		pid, ok := IsITTName(c.path)
+		if pid != c.pid || ok != c.ok {
+			t.Errorf("IsITTName(%s) = %d, %v", c.path, pid, ok)
+		}
+		if ok && KindOf(c.path) != c.kind {
+			t.Errorf("KindOf(%s) = %s, want %s", c.path, KindOf(c.path), c.kind)
+		}
+	}
+}

@@ -10,6 +10,7 @@ const (
 	KindMarkerFile = "marker_file" // marker-PID.txt lines, as samply reads them
 	KindITT        = "itt"         // ITT tasks and markers through stax's collector
 	KindMark       = "mark"        // stax mark
+	KindGo         = "go"          // stax-PID.spans of stax's Go package (pkg/stax)
 )
 
 // Bounds on what a run keeps.

@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/spans"
+	"github.com/stax-profiler/stax/internal/testutil"
+)
+
+// TestSpansFromGoPackage records a Go program that times two phases (1:2) in spans of
+// stax's Go package: stax spans counts and times them as the program did, and --span
+// keeps only the samples inside a phase.
+func TestSpansFromGoPackage(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	dir := t.TempDir()
+	e.env = append(e.env, "STAX_JIT_DIR="+dir)
+	prog := filepath.Join(t.TempDir(), "gospans")
+	testutil.Run(t, testutil.RepoRoot(t), "go", "build", "-o", prog, "./internal/e2e/testdata/gospans")
+	const rounds = 30
+	out, errOut, code := e.run("record", "-q", "--", prog, itoa(rounds), "10")
+	if code != 0 {
+		t.Fatalf("stax record: exit %d\n%s%s", code, out, errOut)
+	}
+	if strings.Contains(out, "not recorded") {
+		t.Fatalf("the program was not told it is recorded:\n%s", out)
+	}
+	measured := map[string][2]uint64{}
+	for _, line := range strings.Split(out, "\n") {
+		var name string
+		var n, ns uint64
+		if _, err := fmt.Sscanf(line, "measured %s %d %d", &name, &n, &ns); err == nil {
+			measured[name] = [2]uint64{n, ns}
+		}
+	}
+	if len(measured) != 3 {
+		t.Fatalf("the program printed no measurements:\n%s", out)
+	}
+
+	var res api.Spans
+	e.mustJSON(&res, "spans")
+	for _, name := range []string{"round", "phaseA", "phaseB"} {
+		s, ok := spanRow(res, name)
+		if !ok {
+			t.Errorf("no %s spans: %+v", name, res.Rows)
+			continue
+		}
+		want := measured[name]
+		t.Logf("%s: %d spans, %d ns in all; the program measured %d in %d ns", name, s.Count, s.TotalNs, want[0], want[1])
+		if s.Count != want[0] {
+			t.Errorf("%s: %d spans, the program ran %d", name, s.Count, want[0])
+		}
+		if d := math.Abs(float64(s.TotalNs)-float64(want[1])) / float64(want[1]); d > 0.05 {
+			t.Errorf("%s: %d ns in all, the program measured %d (%.1f%% apart)", name, s.TotalNs, want[1], d*100)
+		}
+	}
+	if m, ok := spanRow(res, "halfway"); !ok || m.Count != 1 || m.TotalNs != 0 {
+		t.Errorf("marker halfway: %+v, want one instant", m)
+	}
+	var src *spans.Source
+	for i := range res.Sources {
+		if res.Sources[i].Kind == spans.KindGo {
+			src = &res.Sources[i]
+		}
+	}
+	if src == nil || src.Received != 3*rounds+1 || src.Dropped != 0 || src.Bad != 0 {
+		t.Errorf("Go package source %+v, want %d received, none dropped or bad", src, 3*rounds+1)
+	}
+
+	var top api.Top
+	e.mustJSON(&top, "top", "--span", "phaseB", "-n", "50")
+	if self, _, ok := row(top, "main.phaseBWork"); !ok || self < top.Samples*7/10 || top.Samples < 20 {
+		t.Errorf("top --span phaseB: main.phaseBWork has %d of %d samples, want most", self, top.Samples)
+	}
+	if _, total, ok := row(top, "main.phaseAWork"); ok && total > 0 {
+		t.Errorf("top --span phaseB names main.phaseAWork (%d samples)", total)
+	}
+}
