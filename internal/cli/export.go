@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -60,7 +61,9 @@ it is written (the samples they leave out are not written).` + transformHelp,
 			if err != nil {
 				return withCode(err)
 			}
-			if run, _, err = rf.window.Apply(run); err != nil {
+			if run, _, err = rf.window.Apply(run); errors.Is(err, query.ErrNoSpan) {
+				return notFound(err)
+			} else if err != nil {
 				return usageErr("%v", err)
 			}
 			if run, _, err = query.ApplyTransform(run, rf.transform); err != nil {
@@ -90,6 +93,7 @@ it is written (the samples they leave out are not written).` + transformHelp,
 	}
 	c.Flags().StringVar(&rf.run, "run", "", "run `ID` to export, or a file written by stax save (default: the live run, else the newest stored one with samples, from this terminal first; see stax list)")
 	rf.addWindow(c)
+	rf.addSpan(c)
 	rf.addTransform(c)
 	c.Flags().StringVarP(&format, "format", "f", "", "output `FORMAT`: "+strings.Join(export.Names(), ", "))
 	c.Flags().StringVarP(&output, "output", "o", "", "write to `FILE` (- for stdout; default <run-id>.<ext>)")

@@ -80,4 +80,35 @@ func TestSpansFromGoPackage(t *testing.T) {
 	if _, total, ok := row(top, "main.phaseAWork"); ok && total > 0 {
 		t.Errorf("top --span phaseB names main.phaseAWork (%d samples)", total)
 	}
+
+	// The other views take --span with the same meaning.
+	var cl api.Callers
+	e.mustJSON(&cl, "callers", "main.phaseBWork", "--span", "phaseB")
+	if cl.Window == nil || cl.Window.Span != "phaseB" || cl.Samples != top.Samples {
+		t.Errorf("callers --span phaseB: window %+v, %d samples; top --span phaseB has %d", cl.Window, cl.Samples, top.Samples)
+	}
+	for _, args := range [][]string{
+		{"callers", "main.phaseAWork", "--span", "phaseB"},
+		{"callees", "main.phaseAWork", "--span", "phaseB"},
+		{"annotate", "main.phaseAWork", "--span", "phaseB"},
+		{"export", "-f", "folded", "-o", "-", "--span", "nothing"},
+		{"annotate", "main.phaseBWork", "--span", "nothing"},
+	} {
+		if out, errOut, code := e.run(args...); code != 5 {
+			t.Errorf("stax %s: exit %d, want 5 (not found)\n%s%s", strings.Join(args, " "), code, out, errOut)
+		}
+	}
+	var an struct {
+		Annotation struct{ Total uint64 } `json:"annotation"`
+		Window     *api.Window            `json:"window"`
+	}
+	e.mustJSON(&an, "annotate", "main.phaseBWork", "--span", "phaseB")
+	bSelf, _, _ := row(top, "main.phaseBWork")
+	if an.Window == nil || an.Window.Span != "phaseB" || an.Annotation.Total != bSelf {
+		t.Errorf("annotate --span phaseB: window %+v, %d samples; top --span phaseB gives main.phaseBWork %d", an.Window, an.Annotation.Total, bSelf)
+	}
+	folded, errOut, code := e.run("export", "-f", "folded", "-o", "-", "--span", "phaseA")
+	if code != 0 || !strings.Contains(folded, "main.phaseAWork") || strings.Contains(folded, "main.phaseBWork") {
+		t.Errorf("export --span phaseA: exit %d, want phaseAWork's stacks alone:\n%.2000s%s", code, folded, errOut)
+	}
 }
