@@ -111,4 +111,49 @@ func TestSpansFromGoPackage(t *testing.T) {
 	if code != 0 || !strings.Contains(folded, "main.phaseAWork") || strings.Contains(folded, "main.phaseBWork") {
 		t.Errorf("export --span phaseA: exit %d, want phaseAWork's stacks alone:\n%.2000s%s", code, folded, errOut)
 	}
+
+	// The timeline draws the spans in lanes: the phases below their round, on its thread.
+	var tl api.Timeline
+	e.mustJSON(&tl, "timeline")
+	lanes := map[string]map[int]int{}
+	var roundTid uint32
+	for _, sp := range tl.Spans {
+		if lanes[sp.Name] == nil {
+			lanes[sp.Name] = map[int]int{}
+		}
+		lanes[sp.Name][sp.Lane]++
+		if sp.Name == "round" {
+			roundTid = sp.Tid
+		}
+	}
+	if lanes["round"][0] != rounds || lanes["phaseA"][1] != rounds || lanes["phaseB"][1] != rounds {
+		t.Errorf("timeline lanes: %v, want %d rounds in lane 0 and as many of each phase in lane 1", lanes, rounds)
+	}
+	if len(tl.Markers) != 1 || tl.Markers[0].Name != "halfway" || tl.Markers[0].Tid == 0 {
+		t.Errorf("timeline markers: %+v, want halfway on a thread", tl.Markers)
+	}
+	text, _, _ := e.run("timeline")
+	if !strings.Contains(text, "A round · B phaseA · C phaseB") || !strings.Contains(text, "halfway") || roundTid == 0 {
+		t.Errorf("timeline text has no spans legend or markers:\n%s", text)
+	}
+	t.Logf("\n%s", text)
+
+	// --from mark:halfway starts the window at the marker.
+	var half api.Timeline
+	e.mustJSON(&half, "timeline", "--from", "mark:halfway")
+	if len(half.Markers) != 1 || half.Markers[0].AtSec != half.StartSec || half.Window == nil || half.Window.FromSec != tl.Markers[0].AtSec {
+		t.Errorf("timeline --from mark:halfway: window %+v from %.6f s, markers %+v; halfway was at %.6f s", half.Window, half.StartSec, half.Markers, tl.Markers[0].AtSec)
+	}
+	var nb int
+	for _, sp := range half.Spans {
+		if sp.Name == "phaseB" {
+			nb++
+		}
+	}
+	if nb != rounds-rounds/2 {
+		t.Errorf("timeline --from mark:halfway holds %d phaseB spans, want %d", nb, rounds-rounds/2)
+	}
+	if out, errOut, code := e.run("top", "--from", "mark:nothing"); code != 5 || !strings.Contains(errOut, "no marker or span named") {
+		t.Errorf("top --from mark:nothing: exit %d, want 5 saying so\n%s%s", code, out, errOut)
+	}
 }

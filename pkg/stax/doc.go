@@ -19,12 +19,13 @@
 // format of stax's ITT collector, each span or marker in one write system call when it
 // ends. stax finds the file among the process's open files.
 //
-// A span belongs to the OS thread its goroutine ran on when Begin was called: the samples
-// stax links to it are that thread's between Begin and End. A goroutine that moves to
-// another thread in the middle of a span (Go's scheduler may move it at any time) has
-// the samples taken after the move left out of the span; runtime.LockOSThread prevents
-// the move where that matters. Spans carry no nesting depth (goroutines have no
-// identity to nest them by): nested spans are told apart by their times.
+// stax links a span to the samples its thread took between its start and end. So that
+// these are the goroutine's, Begin locks the goroutine to its thread (runtime.LockOSThread)
+// while stax records, and End unlocks it: call End on the goroutine that called Begin,
+// as defer does. While a goroutine is inside a span, Go's scheduler runs it on that
+// thread alone (a span that blocks holds its thread). When stax does not record, nothing
+// is locked. Spans carry no nesting depth (goroutines have no identity to nest them by):
+// stax tells nested spans apart by their times.
 //
 // The package works on Linux; elsewhere its calls do nothing.
 package stax

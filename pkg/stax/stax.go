@@ -33,10 +33,10 @@ func Begin(name string) Span {
 	return begin(name)
 }
 
-// End ends the span. Ending a span twice writes it twice; ending the zero Span, or a span
-// begun before stax stopped recording, does nothing.
+// End ends the span; call it on the goroutine that called Begin. Ending the zero Span
+// does nothing; a span begun in an earlier recording is not written.
 func (s Span) End() {
-	if s.w == nil || state.Load() != stateOn {
+	if s.w == nil {
 		return
 	}
 	end(s)

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -164,17 +165,24 @@ func begin(name string) Span {
 		return Span{}
 	}
 	k := w.key(name)
+	runtime.LockOSThread()
 	return Span{w: w, key: k, tid: uint32(unix.Gettid()), start: w.now()}
 }
 
 var bufs = sync.Pool{New: func() any { return new([40]byte) }}
 
 func end(s Span) {
-	w := cur.Load()
-	if w == nil || w != s.w {
+	at := s.w.now()
+	// Begin locked the goroutine to its thread, so that the thread's samples are the
+	// span's: on that thread this is the goroutine that began it (another goroutine
+	// ending it must not undo a lock of its own).
+	if uint32(unix.Gettid()) == s.tid {
+		runtime.UnlockOSThread()
+	}
+	if state.Load() != stateOn || cur.Load() != s.w {
 		return // begun under an earlier recording: its name is not this file's
 	}
-	at := w.now()
+	w := s.w
 	b := bufs.Get().(*[40]byte)
 	head(b[:], recTask, s.tid)
 	le := binary.LittleEndian
