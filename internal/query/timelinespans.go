@@ -62,6 +62,26 @@ func timelineSpans(run *store.Run, from, to, start uint64, tid uint32) api.Timel
 	return out
 }
 
+// withSpans widens the timeline's [from, to) over the run's spans and markers, on the
+// sides the window leaves open, from the run's start on: a marker made after the last
+// sample (or a span before the first) is still drawn.
+func withSpans(run *store.Run, w Window, from, to uint64) (uint64, uint64) {
+	start := runStart(run)
+	for i := range run.Spans {
+		s := &run.Spans[i]
+		if s.End < start {
+			continue
+		}
+		if w.From == "" && s.Start < from {
+			from = max(s.Start, start)
+		}
+		if w.To == "" && s.End >= to {
+			to = s.End + 1
+		}
+	}
+	return from, to
+}
+
 // MarkPrefix starts a --from or --to that names a marker or span instead of seconds.
 const MarkPrefix = "mark:"
 

@@ -153,6 +153,7 @@ func Timeline(run *store.Run, o TimelineOptions) (api.Timeline, error) {
 	if err != nil {
 		return api.Timeline{}, err
 	}
+	from, to = withSpans(run, o.Window, from, to)
 	bucket := uint64(o.BucketMs * 1e6)
 	if o.BucketMs == 0 {
 		n := uint64(60)
