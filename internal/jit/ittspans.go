@@ -29,6 +29,11 @@ func OpenITTSpanTailer(path string, pid int, uid uint32) (*ITTSpanTailer, error)
 // Close closes the file.
 func (t *ITTSpanTailer) Close() error { return t.f.close() }
 
+// Notes returns the task ends without a begin and the unfinished tasks read so far.
+func (t *ITTSpanTailer) Notes() (unmatched, unfinished uint64) {
+	return t.dec.Unmatched, t.dec.Unfinished
+}
+
 // Progress says how far the file has been read.
 func (t *ITTSpanTailer) Progress() Progress { return t.f.progress() }
 

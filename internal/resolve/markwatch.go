@@ -44,6 +44,9 @@ func (w *JITWatcher) pollITT(s *watchedSource) (more bool) {
 	if bad > 0 || dropped > 0 {
 		w.spans.Count(s.spanSrc, uint64(bad), dropped)
 	}
+	if um, uf := s.itt.Notes(); um > 0 || uf > 0 {
+		w.spans.SetNotes(s.spanSrc, um, uf)
+	}
 	s.openErr = ""
 	if err != nil {
 		s.openErr = err.Error()

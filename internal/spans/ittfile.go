@@ -18,6 +18,9 @@ const (
 	ittTask       = 2
 	ittMark       = 3
 	ittDrop       = 4
+	ittNote       = 5
+	// ittUnfinished flags a task still open when its thread or the process ended.
+	ittUnfinished = 1
 	// maxITTRecord is the largest record the collector writes (a NAME of MaxName bytes).
 	maxITTRecord = 16 + MaxName + 8
 	// MaxITTNames bounds the names one file may define; spans of names past it are named
@@ -51,6 +54,10 @@ func ParseITTHeader(b []byte) (pid uint32, err error) {
 // ITTDecoder decodes the records of one spans file, remembering the names they define.
 type ITTDecoder struct {
 	names map[uint64]string
+	// Unmatched counts the task ends without a begin the writer reported; Unfinished the
+	// tasks still open when their thread or the process ended (written as ending then, or
+	// reported as not written).
+	Unmatched, Unfinished uint64
 }
 
 // Reset forgets the names (the file was rewritten).
@@ -90,12 +97,18 @@ func (d *ITTDecoder) Decode(b []byte, emit func(Span)) (consumed, bad int, dropp
 				bad++
 				continue
 			}
+			if le.Uint32(body[28:])&ittUnfinished != 0 {
+				d.Unfinished++
+			}
 			emit(Span{Name: d.name(le.Uint64(body)), Tid: tid, Start: start, End: end, Depth: le.Uint32(body[24:])})
 		case typ == ittMark && len(body) >= 16:
 			at := le.Uint64(body[8:])
 			emit(Span{Name: d.name(le.Uint64(body)), Tid: tid, Start: at, End: at})
 		case typ == ittDrop && len(body) >= 8:
 			dropped += le.Uint64(body)
+		case typ == ittNote && len(body) >= 16:
+			d.Unmatched += le.Uint64(body)
+			d.Unfinished += le.Uint64(body[8:])
 		default:
 			bad++
 		}

@@ -74,6 +74,7 @@ func FuzzITTDecode(f *testing.F) {
 	f.Add(ittSample())
 	f.Add(ittRec(1, 1, uint64(1), string(make([]byte, MaxName+100))))
 	f.Add(ittRec(2, 1, uint64(1), uint64(5), uint64(4), uint32(0), uint32(0)))
+	f.Add(append(ittRec(2, 1, uint64(1), uint64(4), uint64(5), uint32(0), uint32(1)), ittRec(5, 1, uint64(2), uint64(3))...))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var d ITTDecoder
 		consumed, bad, _, _ := d.Decode(b, func(s Span) {
@@ -107,5 +108,24 @@ func TestITTNames(t *testing.T) {
 		if ok && KindOf(c.path) != c.kind {
 			t.Errorf("KindOf(%s) = %s, want %s", c.path, KindOf(c.path), c.kind)
 		}
+	}
+}
+
+// TestITTNotes: tasks flagged unfinished and NOTE records are counted; a short NOTE is not
+// a record the decoder can use.
+func TestITTNotes(t *testing.T) {
+	var b []byte
+	b = append(b, ittRec(2, 7, uint64(1), uint64(10), uint64(20), uint32(0), uint32(1))...)
+	b = append(b, ittRec(2, 7, uint64(1), uint64(10), uint64(20), uint32(0), uint32(0))...)
+	b = append(b, ittRec(5, 7, uint64(2), uint64(3))...)
+	b = append(b, ittRec(5, 7, uint64(9))...)
+	var d ITTDecoder
+	n := 0
+	consumed, bad, _, err := d.Decode(b, func(Span) { n++ })
+	if err != nil || consumed != len(b) || bad != 1 || n != 2 {
+		t.Fatalf("decode: %v, %d of %d bytes, %d bad, %d spans", err, consumed, len(b), bad, n)
+	}
+	if d.Unmatched != 2 || d.Unfinished != 4 {
+		t.Errorf("unmatched %d, unfinished %d: want 2 and 4", d.Unmatched, d.Unfinished)
 	}
 }

@@ -47,8 +47,12 @@ type Source struct {
 	Dropped  uint64 `json:"dropped,omitempty"` // of those, not kept (a bound was reached)
 	// Bad counts what could not be read as a span (garbage lines, damaged records); the
 	// writer's own drops (a full buffer) are in Dropped.
-	Bad   uint64 `json:"bad,omitempty"`
-	Error string `json:"error,omitempty"`
+	Bad uint64 `json:"bad,omitempty"`
+	// Unmatched counts task ends without a begin; Unfinished tasks still open when their
+	// thread or the process ended (ITT spans files).
+	Unmatched  uint64 `json:"unmatched,omitempty"`
+	Unfinished uint64 `json:"unfinished,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 // Set is a run's spans, bounded: appending never changes what earlier snapshots hold.
@@ -133,6 +137,15 @@ func (s *Set) Count(src uint32, bad, dropped uint64) {
 		s.sources[src].Bad += bad
 		s.sources[src].Received += dropped
 		s.sources[src].Dropped += dropped
+	}
+}
+
+// SetNotes sets a source's counts of task ends without a begin and of unfinished tasks.
+func (s *Set) SetNotes(src uint32, unmatched, unfinished uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if int(src) < len(s.sources) {
+		s.sources[src].Unmatched, s.sources[src].Unfinished = unmatched, unfinished
 	}
 }
 
