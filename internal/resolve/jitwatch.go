@@ -241,7 +241,14 @@ func (w *JITWatcher) Finish(deadline time.Time) {
 			default:
 				continue
 			}
-			if pr.Offset < pr.Size {
+			if pr.Offset < pr.Size && s.itt != nil {
+				// The spans left are counted, as dropped, so that every one the program
+				// reported is accounted for.
+				n, _ := s.itt.CountRest(MaxSpanFileBytes - pr.Offset)
+				w.spans.Count(s.spanSrc, 0, n)
+				s.stopped = fmt.Sprintf("not read to its end when the run ended (%s of %s): its last %d spans are counted dropped", mib(pr.Offset), mib(pr.Size), n)
+				w.spans.SetError(s.spanSrc, s.stopped)
+			} else if pr.Offset < pr.Size {
 				s.stopped = fmt.Sprintf("not read to its end: %s of %s read when the run ended (its last functions are unnamed)",
 					mib(pr.Offset), mib(pr.Size))
 			}

@@ -141,3 +141,28 @@ func IsITTName(path string) (pid int, ok bool) {
 	}
 	return number(rest)
 }
+
+// CountITT counts the tasks and markers of the whole records at the start of b, and the
+// drops its DROP records report, without decoding them. It returns the count, the bytes
+// consumed, and ErrITTDamaged where a record's size cannot be right.
+func CountITT(b []byte) (n uint64, consumed int, err error) {
+	le := binary.LittleEndian
+	for len(b)-consumed >= 8 {
+		r := b[consumed:]
+		typ, size := le.Uint16(r), int(le.Uint16(r[2:]))
+		if size < 8 || size%8 != 0 || size > maxITTRecord {
+			return n, consumed, fmt.Errorf("%w: size %d at its offset %d", ErrITTDamaged, size, consumed)
+		}
+		if size > len(r) {
+			break
+		}
+		switch {
+		case typ == ittTask || typ == ittMark:
+			n++
+		case typ == ittDrop && size >= 16:
+			n += le.Uint64(r[8:])
+		}
+		consumed += size
+	}
+	return n, consumed, nil
+}

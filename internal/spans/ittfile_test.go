@@ -129,3 +129,25 @@ func TestITTNotes(t *testing.T) {
 		t.Errorf("unmatched %d, unfinished %d: want 2 and 4", d.Unmatched, d.Unfinished)
 	}
 }
+
+func TestCountITT(t *testing.T) {
+	var b []byte
+	b = append(b, ittRec(1, 7, uint64(1), "name")...)
+	b = append(b, ittRec(2, 7, uint64(1), uint64(10), uint64(20), uint32(0), uint32(0))...)
+	b = append(b, ittRec(3, 7, uint64(1), uint64(15))...)
+	b = append(b, ittRec(4, 7, uint64(5))...)
+	whole := len(b)
+	b = append(b, ittRec(2, 7, uint64(1), uint64(10), uint64(20), uint32(0), uint32(0))[:20]...)
+	n, consumed, err := CountITT(b)
+	if n != 7 || consumed != whole || err != nil {
+		t.Errorf("CountITT: %d spans, %d of %d bytes, %v: want 7 (a task, a marker, 5 dropped)", n, consumed, whole, err)
+	}
+	if _, _, err := CountITT(ittRec(2, 7, uint64(1))[:2:2]); err != nil {
+		t.Errorf("a cut header: %v", err)
+	}
+	bad := ittRec(2, 7, uint64(1))
+	bad[2] = 3
+	if _, _, err := CountITT(bad); !errors.Is(err, ErrITTDamaged) {
+		t.Errorf("a size of 3: %v, want ErrITTDamaged", err)
+	}
+}
