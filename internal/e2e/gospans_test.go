@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"bufio"
 	"fmt"
 	"math"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -155,5 +158,61 @@ func TestSpansFromGoPackage(t *testing.T) {
 	}
 	if out, errOut, code := e.run("top", "--from", "mark:nothing"); code != 5 || !strings.Contains(errOut, "no marker or span named") {
 		t.Errorf("top --from mark:nothing: exit %d, want 5 saying so\n%s%s", code, out, errOut)
+	}
+}
+
+// TestSpansFromGoPackageAttached attaches stax to a Go program already running its phases:
+// the package sees that it is recorded (the file stax creates in /tmp) and its spans reach
+// the run; once stax is done the file is gone.
+func TestSpansFromGoPackageAttached(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	prog := filepath.Join(t.TempDir(), "gospans")
+	testutil.Run(t, testutil.RepoRoot(t), "go", "build", "-o", prog, "./internal/e2e/testdata/gospans")
+	cmd := exec.Command(prog, "150", "10") // about 4.5 s of rounds
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "STAX_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "STAX_JIT_DIR="+t.TempDir())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() || sc.Text() != "not recorded" {
+		t.Fatalf("gospans started with %q, want it not recorded yet", sc.Text())
+	}
+	pid := cmd.Process.Pid
+	if out, errOut, code := e.run("record", "-q", "-p", itoa(pid), "-l", "1.5"); code != 0 {
+		t.Fatalf("stax record -p: exit %d\n%s%s", code, out, errOut)
+	}
+	flag := fmt.Sprintf("/tmp/stax-%d.recording", pid)
+	if _, err := os.Stat(flag); err == nil {
+		t.Errorf("%s is left after the recording", flag)
+	}
+	var res api.Spans
+	e.mustJSON(&res, "spans")
+	a, _ := spanRow(res, "phaseA")
+	b, _ := spanRow(res, "phaseB")
+	var src *spans.Source
+	for i := range res.Sources {
+		if res.Sources[i].Kind == spans.KindGo {
+			src = &res.Sources[i]
+		}
+	}
+	t.Logf("phaseA %+v, phaseB %+v, source %+v", a, b, src)
+	if a.Count == 0 || b.Count == 0 || src == nil || src.Pid != pid {
+		t.Errorf("the attached run has phaseA %+v and phaseB %+v from %+v: want both, from pid %d's Go package", a, b, src, pid)
+	}
+	for sc.Scan() {
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("gospans after the recording: %v", err)
 	}
 }
