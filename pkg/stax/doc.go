@@ -17,7 +17,9 @@
 //
 // While on, spans go to the file stax-PID.spans in STAX_JIT_DIR (default /tmp), in the
 // format of stax's ITT collector, each span or marker in one write system call when it
-// ends. stax finds the file among the process's open files.
+// ends, so that none is lost when the program exits: a span then costs a few
+// microseconds, which suits requests, frames and phases rather than tight loops. stax
+// finds the file among the process's open files.
 //
 // stax links a span to the samples its thread took between its start and end. So that
 // these are the goroutine's, Begin locks the goroutine to its thread (runtime.LockOSThread)
