@@ -168,6 +168,14 @@ func TestSpansFromITTMarkerFileAndMark(t *testing.T) {
 	// the program saw them (seconds from the run's start: compared with each other).
 	var tl api.Timeline
 	e.mustJSON(&tl, "timeline")
+	// __itt_thread_set_name named the main thread.
+	var named bool
+	for _, th := range tl.Threads {
+		named = named || th.Name == "frames-main"
+	}
+	if !named {
+		t.Errorf("no thread named frames-main (__itt_thread_set_name): %+v", tl.Threads)
+	}
 	marks := map[string]float64{}
 	for _, m := range tl.Markers {
 		marks[m.Name] = m.AtSec
