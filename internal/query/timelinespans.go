@@ -63,13 +63,18 @@ func timelineSpans(run *store.Run, from, to, start uint64, tid uint32) api.Timel
 }
 
 // withSpans widens the timeline's [from, to) over the run's spans and markers, on the
-// sides the window leaves open, from the run's start on: a marker made after the last
-// sample (or a span before the first) is still drawn.
+// sides the window leaves open, within the recording (from its start to its end, or twice
+// the samples' time while it runs): a marker made after the last sample (or a span before
+// the first) is still drawn, one with a wild time is not.
 func withSpans(run *store.Run, w Window, from, to uint64) (uint64, uint64) {
 	start := runStart(run)
+	limit := to + (to - from)
+	if m := &run.Meta; m.StartNs != 0 && !m.Start.IsZero() && m.End.After(m.Start) {
+		limit = max(to, m.StartNs+uint64(m.End.Sub(m.Start))+1)
+	}
 	for i := range run.Spans {
 		s := &run.Spans[i]
-		if s.End < start {
+		if s.End < start || s.End > limit {
 			continue
 		}
 		if w.From == "" && s.Start < from {

@@ -11,6 +11,8 @@ func TestTimelineSpans(t *testing.T) {
 	run := spanRun()
 	// A marker after the last sample widens the timeline to it.
 	run.Spans = append(run.Spans, spans.Span{Name: "late", Pid: 1, Tid: 2, Start: 2.5e9, End: 2.5e9})
+	// One with a wild time does not widen it to years.
+	run.Spans = append(run.Spans, spans.Span{Name: "wild", Pid: 1, Tid: 3, Start: 1 << 62, End: 1 << 62})
 	tl, err := Timeline(run, TimelineOptions{BucketMs: 100})
 	if err != nil {
 		t.Fatal(err)
@@ -25,8 +27,8 @@ func TestTimelineSpans(t *testing.T) {
 	if len(tl.Markers) != 2 || tl.Markers[0].Name != "tick" || tl.Markers[0].AtSec != 0.5 || tl.Markers[1].AtSec != 1.5 {
 		t.Errorf("markers %+v: want tick at 0.5 s and late at 1.5 s", tl.Markers)
 	}
-	if end := tl.StartSec + float64(tl.Buckets)*tl.BucketSec; end < 1.5 {
-		t.Errorf("the timeline ends at %.2f s, before the late marker", end)
+	if end := tl.StartSec + float64(tl.Buckets)*tl.BucketSec; end < 1.5 || end > 2 {
+		t.Errorf("the timeline ends at %.2f s: want it past the late marker (1.5 s), not at the wild one", end)
 	}
 
 	// --from mark:NAME starts at a marker, --to mark:NAME ends with a span.
