@@ -31,22 +31,22 @@ const (
 	watchEvery = 100 * time.Millisecond
 )
 
-// writer appends records to the spans file. Its descriptor stays open for the life of
+// writer appends records to one spans file. Its descriptor stays open for the life of
 // the process (a write racing a close could reach a reused descriptor); a new recording
-// truncates it.
+// gets a new file, and a late write of the last one goes to the old, removed file.
 type writer struct {
 	fd    int
 	mono0 uint64    // CLOCK_MONOTONIC at t0
 	t0    time.Time // carries Go's monotonic reading, the same clock
 	mu    sync.Mutex
 	names sync.Map // name -> key
-	next  uint64
 }
 
 var (
 	cur       atomic.Pointer[writer]
 	watchOnce sync.Once
-	openMu    sync.Mutex // serialises opening and restarting the file
+	openMu    sync.Mutex    // serialises opening the file
+	nextKey   atomic.Uint64 // name keys, unique across files
 )
 
 // init turns spans on in a command stax launched. Without the variable the watcher
@@ -61,25 +61,19 @@ func init() {
 func on() bool {
 	openMu.Lock()
 	defer openMu.Unlock()
-	w := cur.Load()
-	if w == nil {
-		dir := os.Getenv(envDir)
-		if dir == "" {
-			dir = "/tmp"
-		}
-		path := filepath.Join(dir, "stax-"+strconv.Itoa(os.Getpid())+".spans")
-		fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_APPEND|unix.O_CLOEXEC, 0o644)
-		if err != nil {
-			return false
-		}
-		w = &writer{fd: fd}
-	} else {
-		// A new recording: the file starts over, and so do its names.
-		if unix.Ftruncate(w.fd, 0) != nil {
-			return false
-		}
-		w = &writer{fd: w.fd}
+	dir := os.Getenv(envDir)
+	if dir == "" {
+		dir = "/tmp"
 	}
+	// A new file each time (an earlier recording's, or one another user left, is removed
+	// first), never through a link.
+	path := filepath.Join(dir, "stax-"+strconv.Itoa(os.Getpid())+".spans")
+	unix.Unlink(path)
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_APPEND|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return false
+	}
+	w := &writer{fd: fd}
 	var ts unix.Timespec
 	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
 		return false
@@ -133,8 +127,7 @@ func (w *writer) key(name string) uint64 {
 	if k, ok := w.names.Load(name); ok {
 		return k.(uint64)
 	}
-	w.next++
-	k := w.next
+	k := nextKey.Add(1)
 	n := name
 	if len(n) > maxName {
 		i := maxName
