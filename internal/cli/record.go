@@ -126,6 +126,9 @@ also come from marker-PID.txt files (samply's format) and stax mark.`,
 			}
 			if pid != 0 {
 				defer attachSpans(pid)()
+				if !quiet {
+					noteITTHint(pid, notef)
+				}
 			}
 			if idFile != nil {
 				if err := writeRunID(idFile, runIDFile, rec.ID()); err != nil {
