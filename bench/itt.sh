@@ -23,6 +23,7 @@ bench_uint RATE "$rate"
 bench_init itt 5
 bench_need_perf
 bench_build_stax
+export STAX_JIT_DIR=$tmp # the spans files (tens of MB a run) go with the rest
 "$root/collector/build.sh" "$tmp" || bench_die "collector/build.sh failed"
 bench_cc "$tmp/ittrate" "$root/collector/testdata/ittrate.c" -std=gnu11 -O2 -ldl
 
@@ -39,6 +40,7 @@ run() {
 	case $1 in
 	baseline) "$tmp/ittrate" "$threads" "$secs" "$work" | awk '{ print $4 }' ;;
 	stax)
+		rm -f "$tmp"/itt-*.spans
 		"$STAX" record -q -- "$tmp/ittrate" "$threads" "$secs" "$work" | awk '{ printf "%s ", $4 }'
 		"$STAX" status --json 2>/dev/null | python3 -c 'import json,sys
 m = json.load(sys.stdin)["meta"]
