@@ -61,7 +61,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		out[$n]=$(run "$n") || out[$n]="none"
 	done
 	read -r base <<<"${out[baseline]}"
-	read -r with received dropped <<<"${out[stax]} none none none"
+	read -r with received dropped _ <<<"${out[stax]} none none none"
 	bench_add rate_baseline "$base"
 	bench_add rate_stax "$with"
 	bench_add tasks_per_sec "$(bench_div "$received" "$secs")"
