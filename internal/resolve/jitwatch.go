@@ -49,8 +49,9 @@ const (
 // watcher's Watermark, so a function announced before it ran is known when its samples are
 // counted.
 type JITWatcher struct {
-	res   *Resolver
-	spans *spans.Set // where the spans of marker files go
+	res      *Resolver
+	spans    *spans.Set   // where the spans of marker files go
+	ittBatch []spans.Span // the spans of one ITT poll, reused (w.mu held)
 
 	// inMu guards inbox, what the ingest goroutine asks to watch; it is never held while
 	// anything else is done, so asking never waits for a file being read.

@@ -98,6 +98,22 @@ func (s *Set) Source(kind string, pid int, path string) uint32 {
 func (s *Set) Add(sp Span) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.add(sp)
+}
+
+// AddAll adds the spans as Add does, under one lock, and returns how many were kept.
+func (s *Set) AddAll(sp []Span) (kept int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range sp {
+		if s.add(sp[i]) {
+			kept++
+		}
+	}
+	return kept
+}
+
+func (s *Set) add(sp Span) bool {
 	if int(sp.Source) >= len(s.sources) {
 		return false
 	}
