@@ -5,7 +5,11 @@
  * calls __itt_api_init, which fills the entries of its API list this
  * collector implements: __itt_task_begin, __itt_task_end, __itt_marker,
  * __itt_frame_begin_v3 and __itt_frame_end_v3 (a frame is a span named
- * after its domain).
+ * after its domain), and __itt_thread_set_name, which names the thread as
+ * pthread_setname_np does (its first 15 bytes), so that stax shows it.
+ * Tasks still open when their thread exits, or on the exiting thread at
+ * process exit, are written as ending then, marked unfinished; ends
+ * without a begin are counted (NOTE records).
  * Every other entry is left as the static part set it (domains and string
  * handles are made there).  Nothing is filled unless STAX_JIT_COLLECT=1.
  *
@@ -27,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -58,6 +63,8 @@ struct tbuf {
 	int depth;         /* open tasks kept */
 	unsigned over;     /* open tasks past STAX_ITT_MAX_DEPTH */
 	uint64_t dropped;  /* not written yet: reported in a DROP record */
+	uint64_t unmatched;  /* task ends without a begin, not reported yet */
+	uint64_t unfinished; /* open tasks not written (process exit), not reported yet */
 	uint64_t last_write;
 	size_t len;
 	const void *named[ITT_NAMES];
@@ -153,7 +160,7 @@ static void flush(struct tbuf *t, uint64_t now)
 	uint64_t room;
 
 	t->last_write = now;
-	if (t->len == 0 && t->dropped == 0)
+	if (t->len == 0 && t->dropped == 0 && t->unmatched == 0 && t->unfinished == 0)
 		return;
 	pthread_mutex_lock(&file_mu);
 	open_file();
@@ -177,6 +184,12 @@ static void flush(struct tbuf *t, uint64_t now)
 	if (t->dropped > 0 && f >= 0 && t->len + 16 <= ITT_BUF) {
 		put(t, STAX_ITT_DROP, &t->dropped, 8);
 		t->dropped = 0;
+	}
+	if ((t->unmatched > 0 || t->unfinished > 0) && f >= 0 && t->len + 24 <= ITT_BUF) {
+		uint64_t note[2] = { t->unmatched, t->unfinished };
+
+		put(t, STAX_ITT_NOTE, note, sizeof note);
+		t->unmatched = t->unfinished = 0;
 	}
 	if (f >= 0 && t->len > 0) {
 		if (write(f, t->buf, t->len) == (ssize_t)t->len)
@@ -218,6 +231,27 @@ static void name_key(struct tbuf *t, const void *key, const char *s, uint64_t no
 
 static const char *handle_name(const stax_itt_string_handle *h) { return h ? h->strA : NULL; }
 
+/* close_open writes t's open tasks as ending now, marked unfinished; t->mu held, and
+ * the caller is t's thread (the only one that changes its stack). */
+static void close_open(struct tbuf *t, uint64_t now)
+{
+	while (t->depth > 0) {
+		uint64_t body[4];
+		const stax_itt_string_handle *name;
+		int d = t->depth - 1;
+
+		name = t->stack[d].name;
+		body[0] = (uint64_t)(uintptr_t)name;
+		body[1] = t->stack[d].start;
+		body[2] = now;
+		body[3] = (uint64_t)d | (uint64_t)STAX_ITT_TASK_UNFINISHED << 32;
+		name_key(t, name, handle_name(name), now);
+		room(t, sizeof body + 8, now);
+		put(t, STAX_ITT_TASK, body, sizeof body);
+		__atomic_store_n(&t->depth, d, __ATOMIC_RELAXED);
+	}
+}
+
 static void thread_gone(void *p)
 {
 	struct tbuf *t = p, **pp;
@@ -232,6 +266,7 @@ static void thread_gone(void *p)
 	pthread_mutex_unlock(&list_mu);
 	pthread_mutex_lock(&t->mu);
 	t->dropped += t->over;
+	close_open(t, now_ns());
 	flush(t, now_ns());
 	pthread_mutex_unlock(&t->mu);
 	pthread_mutex_destroy(&t->mu);
@@ -279,7 +314,7 @@ static void task_begin(const stax_itt_domain *d, stax_itt_id id, stax_itt_id par
 	}
 	t->stack[t->depth].name = name;
 	t->stack[t->depth].start = now_ns();
-	t->depth++;
+	__atomic_store_n(&t->depth, t->depth + 1, __ATOMIC_RELEASE);
 }
 
 static void task_end(const stax_itt_domain *d)
@@ -289,8 +324,15 @@ static void task_end(const stax_itt_domain *d)
 	const stax_itt_string_handle *name;
 
 	(void)d;
-	if (!t)
+	if (!t) {
+		t = me();
+		if (t) {
+			pthread_mutex_lock(&t->mu);
+			t->unmatched++; /* an end before any begin of this thread */
+			pthread_mutex_unlock(&t->mu);
+		}
 		return;
+	}
 	if (t->over > 0) {
 		t->over--;
 		pthread_mutex_lock(&t->mu);
@@ -298,10 +340,14 @@ static void task_end(const stax_itt_domain *d)
 		pthread_mutex_unlock(&t->mu);
 		return;
 	}
-	if (t->depth == 0)
-		return; /* an end without a begin */
+	if (t->depth == 0) {
+		pthread_mutex_lock(&t->mu);
+		t->unmatched++; /* an end without a begin */
+		pthread_mutex_unlock(&t->mu);
+		return;
+	}
 	now = now_ns();
-	t->depth--;
+	__atomic_store_n(&t->depth, t->depth - 1, __ATOMIC_RELAXED);
 	name = t->stack[t->depth].name;
 	body[0] = (uint64_t)(uintptr_t)name;
 	body[1] = t->stack[t->depth].start;
@@ -365,7 +411,7 @@ static void frame_begin(const stax_itt_domain *d, stax_itt_id *id)
 
 static void frame_end(const stax_itt_domain *d, stax_itt_id *id)
 {
-	struct tbuf *t = self();
+	struct tbuf *t = me();
 	uint64_t body[4], now;
 	const char *key;
 	int i;
@@ -375,8 +421,12 @@ static void frame_end(const stax_itt_domain *d, stax_itt_id *id)
 		return;
 	for (i = 0; i < t->nframes && t->frames[i].domain != d; i++)
 		;
-	if (i == t->nframes)
-		return; /* an end without a begin */
+	if (i == t->nframes) {
+		pthread_mutex_lock(&t->mu);
+		t->unmatched++; /* an end without a begin */
+		pthread_mutex_unlock(&t->mu);
+		return;
+	}
 	now = now_ns();
 	key = (const char *)d + 1;
 	body[0] = (uint64_t)(uintptr_t)key;
@@ -462,10 +512,25 @@ __attribute__((destructor)) static void itt_fini(void)
 	pthread_mutex_lock(&list_mu);
 	for (t = threads; t; t = t->next) {
 		pthread_mutex_lock(&t->mu);
+		if (t == self())
+			close_open(t, now);
+		else
+			t->unfinished += (uint64_t)__atomic_load_n(&t->depth, __ATOMIC_ACQUIRE);
 		flush(t, now);
 		pthread_mutex_unlock(&t->mu);
 	}
 	pthread_mutex_unlock(&list_mu);
+}
+
+static void thread_set_name(const char *name)
+{
+	char comm[16];
+
+	if (!name)
+		return;
+	strncpy(comm, name, sizeof comm - 1);
+	comm[sizeof comm - 1] = 0;
+	prctl(PR_SET_NAME, comm, 0, 0, 0);
 }
 
 static const struct {
@@ -477,6 +542,7 @@ static const struct {
 	{ "__itt_marker", (void *)marker },
 	{ "__itt_frame_begin_v3", (void *)frame_begin },
 	{ "__itt_frame_end_v3", (void *)frame_end },
+	{ "__itt_thread_set_name", (void *)thread_set_name },
 };
 
 /*

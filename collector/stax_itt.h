@@ -79,10 +79,15 @@ typedef struct stax_itt_id {
  *              the name of key (a string handle) for the records of this
  *              thread that follow
  *     2 TASK:  u64 key, u64 start, u64 end (CLOCK_MONOTONIC ns), u32 depth,
- *              u32 0: a task that ended (depth 0: outermost)
+ *              u32 flags: a task that ended (depth 0: outermost); flags 1:
+ *              it was still open when its thread or the process ended, and
+ *              ends there
  *     3 MARK:  u64 key, u64 time: a marker
  *     4 DROP:  u64 count: tasks and markers of this thread not written
  *              (its nesting was too deep, or the file reached its bound)
+ *     5 NOTE:  u64 unmatched, u64 unfinished: task ends without a begin, and
+ *              tasks still open at process exit on another thread than the
+ *              exiting one (not written), since the thread's last NOTE
  */
 #define STAX_ITT_FILE_MAGIC "STAXITT\1"
 #define STAX_ITT_HEADER 16
@@ -91,7 +96,9 @@ enum {
 	STAX_ITT_TASK = 2,
 	STAX_ITT_MARK = 3,
 	STAX_ITT_DROP = 4,
+	STAX_ITT_NOTE = 5,
 };
+#define STAX_ITT_TASK_UNFINISHED 1u
 #define STAX_ITT_MAX_NAME 1024 /* bytes of a name written; longer names are cut */
 #define STAX_ITT_MAX_DEPTH 64  /* open tasks per thread kept; deeper ones are dropped */
 

@@ -162,6 +162,7 @@ type Timeline struct {
 	StartSec  float64    `json:"start_sec"`
 	BucketSec float64    `json:"bucket_sec"`
 	agg.Timeline
+	TimelineSpans
 }
 
 // Transform says how a query rewrites the run's stacks before answering (see agg.Transform):

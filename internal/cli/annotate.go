@@ -47,14 +47,24 @@ samples taken under main_loop.` + transformHelp,
 			if err != nil {
 				return err
 			}
-			run, err := readRun(context.Background(), g, r, store.CodeParts)
+			run, err := readRun(context.Background(), g, r, store.CodeParts|rf.need())
 			if err != nil {
 				return err
+			}
+			run, win, err := rf.window.Apply(run)
+			if errors.Is(err, query.ErrNoSpan) {
+				return notFound(err)
+			}
+			if err != nil {
+				return usageErr("%v", err)
 			}
 			if run, _, err = query.ApplyTransform(run, rf.transform); err != nil {
 				return usageErr("%v", err)
 			}
 			res, err := query.Annotate(run, query.AnnotateOptions{Target: args[0], Tid: uint32(tid), Intel: intel, Version: version})
+			if err == nil {
+				res.Window = win
+			}
 			if err != nil {
 				if errors.Is(err, query.ErrNoMatch) {
 					return notFound(errors.New(strings.TrimSuffix(err.Error(), ": "+query.ErrNoMatch.Error())))
@@ -86,6 +96,8 @@ samples taken under main_loop.` + transformHelp,
 		},
 	}
 	rf.add(c)
+	rf.addWindow(c)
+	rf.addSpan(c)
 	rf.addTransform(c)
 	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")
 	c.Flags().IntVar(&version, "version", 0, "annotate code version `N` of the function (as the header lists them; default the hottest)")
@@ -98,6 +110,9 @@ samples taken under main_loop.` + transformHelp,
 // is and how the samples split among all of them, and what an inlined target is marked.
 func writeAnnotateHeader(w io.Writer, res *query.AnnotateResult) {
 	a := res.Annotation
+	if res.Window != nil {
+		fmt.Fprintf(w, " only the samples%s\n", esc(windowText(res.Window)))
+	}
 	if in := res.Inlined; in != nil {
 		fmt.Fprintf(w, " %s is inlined into %s: its %s samples here are marked ▶\n", esc(in.Func), esc(in.Into), commas(in.Samples))
 	}

@@ -92,6 +92,7 @@ func callersCmd(g *globals, callees bool) *cobra.Command {
 	}
 	rf.add(c)
 	rf.addWindow(c)
+	rf.addSpan(c)
 	rf.addProcesses(c)
 	rf.addTransform(c)
 	gf.add(c, true)

@@ -37,8 +37,8 @@ func (f *runFlags) add(c *cobra.Command) {
 
 // addWindow adds --from and --to, which restrict a query to part of the run.
 func (f *runFlags) addWindow(c *cobra.Command) {
-	c.Flags().StringVar(&f.window.From, "from", "", "only samples from `SEC` seconds after the start (-N: N seconds before the end)")
-	c.Flags().StringVar(&f.window.To, "to", "", "only samples before `SEC` seconds after the start (-N: before the end; +N: N seconds after --from)")
+	c.Flags().StringVar(&f.window.From, "from", "", "only samples from `SEC` seconds after the start (-N: N seconds before the end; mark:NAME: from the first marker or span named NAME)")
+	c.Flags().StringVar(&f.window.To, "to", "", "only samples before `SEC` seconds after the start (-N: before the end; +N: N seconds after --from; mark:NAME: until the first marker named NAME, or the end of the first span)")
 }
 
 // addSpan adds --span, which keeps the samples taken inside spans of one name.

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,12 +25,13 @@ func exportCmd(g *globals) *cobra.Command {
 		Long: `Write a whole run (live or stored) to a file in another profiler's format:
 
   pprof       gzip'd profile.proto: go tool pprof -http=: RUN.pb.gz (or pprof, or any
-              tool that reads pprof). Samples carry pid, tid and thread labels; inlined
-              functions are lines of their caller's location.
+              tool that reads pprof). Samples carry pid, tid and thread labels, and
+              span (the innermost span they were taken in: pprof -tagfocus span=NAME);
+              inlined functions are lines of their caller's location.
   firefox     the Firefox Profiler's processed format: load RUN.json at
               https://profiler.firefox.com (Load a profile from file). One track per
               thread, samples in time order; JIT, native and kernel frames in their own
-              colours.
+              colours; the run's spans and markers in the Marker Chart.
   speedscope  speedscope's JSON format: drop RUN.speedscope.json on https://www.speedscope.app
               (or run speedscope on it). One profile per thread, samples in time order.
   folded      folded stacks, one "root;...;leaf count" line per stack: flamegraph.pl
@@ -41,7 +43,7 @@ func exportCmd(g *globals) *cobra.Command {
 The file is <run-id> plus the format's extension (.pb.gz, .json, .speedscope.json,
 .folded, .svg) in the current directory unless -o names one; -o - writes to stdout.
 
---from/--to export part of the run, and the stack transforms rewrite its stacks before
+--from/--to or --span export part of the run, and the stack transforms rewrite its stacks before
 it is written (the samples they leave out are not written).` + transformHelp,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -60,7 +62,9 @@ it is written (the samples they leave out are not written).` + transformHelp,
 			if err != nil {
 				return withCode(err)
 			}
-			if run, _, err = rf.window.Apply(run); err != nil {
+			if run, _, err = rf.window.Apply(run); errors.Is(err, query.ErrNoSpan) {
+				return notFound(err)
+			} else if err != nil {
 				return usageErr("%v", err)
 			}
 			if run, _, err = query.ApplyTransform(run, rf.transform); err != nil {
@@ -90,6 +94,7 @@ it is written (the samples they leave out are not written).` + transformHelp,
 	}
 	c.Flags().StringVar(&rf.run, "run", "", "run `ID` to export, or a file written by stax save (default: the live run, else the newest stored one with samples, from this terminal first; see stax list)")
 	rf.addWindow(c)
+	rf.addSpan(c)
 	rf.addTransform(c)
 	c.Flags().StringVarP(&format, "format", "f", "", "output `FORMAT`: "+strings.Join(export.Names(), ", "))
 	c.Flags().StringVarP(&output, "output", "o", "", "write to `FILE` (- for stdout; default <run-id>.<ext>)")

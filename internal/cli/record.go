@@ -84,6 +84,9 @@ also come from marker-PID.txt files (samply's format) and stax mark.`,
 			if len(args) > 0 && !noJITAPI {
 				env = withJITAPI(env, notef)
 			}
+			if len(args) > 0 {
+				env = withGoSpans(env)
+			}
 			// Catch signals before the command starts: a Ctrl-C the moment it runs must not
 			// kill stax (the signals wait in the channel until the recorder is up).
 			// The id file is created before the recording starts, so a path it cannot be
@@ -120,6 +123,12 @@ also come from marker-PID.txt files (samply's format) and stax mark.`,
 					return notFound(err)
 				}
 				return err
+			}
+			if pid != 0 {
+				defer attachSpans(pid)()
+				if !quiet {
+					noteITTHint(pid, notef)
+				}
 			}
 			if idFile != nil {
 				if err := writeRunID(idFile, runIDFile, rec.ID()); err != nil {

@@ -226,6 +226,12 @@ func spanSourceLine(s spans.Source) string {
 	if s.Bad > 0 {
 		line += fmt.Sprintf(", %s unreadable", commas(s.Bad))
 	}
+	if s.Unfinished > 0 {
+		line += fmt.Sprintf(", %s still open when their thread or the process ended", commas(s.Unfinished))
+	}
+	if s.Unmatched > 0 {
+		line += fmt.Sprintf(", %s task ends without a begin", commas(s.Unmatched))
+	}
 	if s.Error != "" {
 		line += " (" + s.Error + ")"
 	}

@@ -29,9 +29,15 @@ of time in which one function is the hottest (by self samples). A bucket with fe
 samples, or one led by another function between two of the phase's own, does not end a
 phase.
 
+Spans the program reported (stax spans) are drawn in lanes under their thread, a span
+inside another in the lane below it, each span name a letter (the legend names them);
+markers are ticks (^) in the markers row, listed with their times.
+
 Find the slow second here, then ask about it alone:
   stax timeline
-  stax top --from 3.2 --to 3.9` + transformHelp,
+  stax top --from 3.2 --to 3.9
+--from and --to also take mark:NAME, the time of the first marker (or span) named NAME:
+  stax top --from mark:warmup_done --to +2` + transformHelp,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if bucket < 0 || math.IsNaN(bucket) || math.IsInf(bucket, 0) {
@@ -117,13 +123,16 @@ func printTimeline(w io.Writer, res api.Timeline) {
 	endLabel := fmt.Sprintf("%.2fs", end)
 	pad := max(res.Buckets-len(axis)-len(endLabel), 1)
 	fmt.Fprintf(w, "%8s %-16s %10s  |%s%s%s|\n", "TID", "NAME", "SAMPLES", axis, strings.Repeat(" ", pad), endLabel)
+	letters, order := spanLegend(res)
 	for _, th := range res.Threads {
 		name := th.Name
 		if len(name) > 16 {
 			name = name[:16]
 		}
 		fmt.Fprintf(w, "%8d %-16s %10s  |%s|\n", th.Tid, esc(name), commas(th.Samples), sparkline(th.Counts, peak))
+		printLanes(w, res, th.Tid, letters)
 	}
+	printSpanThreads(w, res, letters, order)
 	if len(res.Phases) == 0 {
 		return
 	}

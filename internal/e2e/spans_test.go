@@ -164,6 +164,36 @@ func TestSpansFromITTMarkerFileAndMark(t *testing.T) {
 	txt, _, _ := e.run("spans")
 	t.Logf("\n%s", txt)
 
+	// The timeline places the marker file's span and markers and stax mark's marker where
+	// the program saw them (seconds from the run's start: compared with each other).
+	var tl api.Timeline
+	e.mustJSON(&tl, "timeline")
+	// __itt_thread_set_name named the main thread.
+	var named bool
+	for _, th := range tl.Threads {
+		named = named || th.Name == "frames-main"
+	}
+	if !named {
+		t.Errorf("no thread named frames-main (__itt_thread_set_name): %+v", tl.Threads)
+	}
+	marks := map[string]float64{}
+	for _, m := range tl.Markers {
+		marks[m.Name] = m.AtSec
+	}
+	var setupAt float64 = -1
+	for _, s := range tl.Spans {
+		if s.Name == "setup" {
+			setupAt = s.StartSec
+		}
+	}
+	rel := func(ns uint64) float64 { return float64(ns-got.setupStart) / 1e9 }
+	if at, ok := marks["after_go"]; !ok || setupAt < 0 || math.Abs(at-setupAt-rel(got.goAt)) > 0.010 {
+		t.Errorf("timeline: after_go at %.4f s, setup from %.4f s; the program wrote them %.4f s apart", at, setupAt, rel(got.goAt))
+	}
+	if at, ok := marks["checkpoint one"]; !ok || at-setupAt < rel(got.ready)-0.010 || at-setupAt > rel(got.goAt)+0.010 {
+		t.Errorf("timeline: stax mark's marker at %.4f s, want between the program's ready (%.4f) and go (%.4f) after setup at %.4f", at, setupAt+rel(got.ready), setupAt+rel(got.goAt), setupAt)
+	}
+
 	// A saved file, and the run imported from it, keep the spans.
 	saved := filepath.Join(t.TempDir(), "run.stax")
 	if out, errOut, code := e.run("save", saved); code != 0 {

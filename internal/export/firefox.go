@@ -273,6 +273,7 @@ func WriteFirefox(w io.Writer, run *store.Run) error {
 			t.Samples.Weight = append(t.Samples.Weight, s.weight)
 		}
 	}
+	addFirefoxMarkers(out.Threads, index, run, base)
 	for i := range out.Threads {
 		t := &out.Threads[i]
 		t.Samples.Length = len(t.Samples.Time)

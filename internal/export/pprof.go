@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/google/pprof/profile"
@@ -14,7 +15,8 @@ import (
 // WritePprof writes the run as a gzip'd pprof profile (profile.proto), for go tool pprof.
 //
 // Each entry becomes a sample with two values, samples/count and cpu/nanoseconds (count
-// times the sampling period), labelled pid, tid (numeric) and thread (the thread's name).
+// times the sampling period), labelled pid, tid (numeric), thread (the thread's name) and,
+// for samples taken inside spans, span (the innermost span's name).
 // Each location of the run is a location: its address (the sampled instruction for a leaf,
 // the call instruction for a caller: the return address minus one), its mapping, and its
 // lines, innermost inlined function first, each with its source line. Mappings are the
@@ -75,7 +77,8 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 		}
 	}
 	names := threadNames(prof)
-	for _, e := range prof.Entries {
+	inSpans := spanCounts(run)
+	for i, e := range prof.Entries {
 		if e.Count == 0 {
 			continue
 		}
@@ -97,7 +100,7 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 		if name := names[threadKey{e.Pid, e.Tid}]; name != "" {
 			s.Label = map[string][]string{"thread": {cleanText(name)}}
 		}
-		out.Sample = append(out.Sample, s)
+		out.Sample = append(out.Sample, splitBySpan(s, inSpans[int32(i)], e.Count, period)...)
 	}
 	x.rangeMappings()
 	mainFirst(out, run)
@@ -279,4 +282,38 @@ func mainFirst(out *profile.Profile, run *store.Run) {
 	for i, m := range out.Mapping {
 		m.ID = uint64(i + 1)
 	}
+}
+
+// splitBySpan labels s's samples taken inside spans with the innermost span's name
+// ("span"): one sample per span name, and s itself for the rest.
+func splitBySpan(s *profile.Sample, in map[string]uint64, count uint64, period int64) []*profile.Sample {
+	if len(in) == 0 {
+		return []*profile.Sample{s}
+	}
+	names := make([]string, 0, len(in))
+	for name := range in {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := make([]*profile.Sample, 0, len(in)+1)
+	left := count
+	for _, name := range names {
+		n := min(in[name], left)
+		if n == 0 {
+			continue
+		}
+		left -= n
+		c := *s
+		c.Value = []int64{int64(n), int64(n) * period}
+		c.Label = map[string][]string{"span": {cleanText(name)}}
+		for k, v := range s.Label {
+			c.Label[k] = v
+		}
+		out = append(out, &c)
+	}
+	if left > 0 {
+		s.Value = []int64{int64(left), int64(left) * period}
+		out = append(out, s)
+	}
+	return out
 }

@@ -27,7 +27,8 @@ type Candidate struct {
 // (marker-<pid>.txt, samply's convention) are found the same way, in /tmp,
 // in the process's current directory and among its open files, with or
 // without a thread id (marker-<pid>-<tid>.txt), and the spans files of stax's
-// ITT collector (itt-<pid>.spans) in /tmp and among its open files. nsPid is the
+// ITT collector (itt-<pid>.spans) and of stax's Go package (stax-<pid>.spans) in /tmp
+// and among its open files. nsPid is the
 // process's pid inside its own pid namespace (the one its files are named
 // after); pass pid when it is not in a child namespace.
 func Discover(pid, nsPid int) ([]Candidate, error) {
@@ -55,6 +56,7 @@ func Discover(pid, nsPid int) ([]Candidate, error) {
 	add("/tmp/perf-"+ns+".map", SourcePerfMap)
 	add("/tmp/marker-"+ns+".txt", SourceMarkers)
 	add("/tmp/itt-"+ns+".spans", SourceITTSpans)
+	add("/tmp/stax-"+ns+".spans", SourceITTSpans)
 	if cwd, err := os.Readlink(proc + "/cwd"); err == nil && filepath.IsAbs(cwd) {
 		add(filepath.Join(cwd, "marker-"+ns+".txt"), SourceMarkers)
 	}

@@ -29,6 +29,11 @@ func OpenITTSpanTailer(path string, pid int, uid uint32) (*ITTSpanTailer, error)
 // Close closes the file.
 func (t *ITTSpanTailer) Close() error { return t.f.close() }
 
+// Notes returns the task ends without a begin and the unfinished tasks read so far.
+func (t *ITTSpanTailer) Notes() (unmatched, unfinished uint64) {
+	return t.dec.Unmatched, t.dec.Unfinished
+}
+
 // Progress says how far the file has been read.
 func (t *ITTSpanTailer) Progress() Progress { return t.f.progress() }
 
@@ -94,4 +99,28 @@ func (t *ITTSpanTailer) PollUpTo(limit int64, emit func(spans.Span)) (bad int, d
 		}
 	}
 	return bad, dropped, more, nil
+}
+
+// CountRest counts the spans of the records not read yet, without keeping them, reading at
+// most limit bytes: for a file the run could not read to its end in time. It returns the
+// tasks and markers counted, and the writer's drops the records report.
+func (t *ITTSpanTailer) CountRest(limit int64) (n uint64, err error) {
+	size, _, err := t.f.check()
+	if err != nil || !t.hasHdr || t.failed != nil {
+		return 0, err
+	}
+	end := min(size, t.f.off+limit)
+	for t.f.off < end {
+		b, err := t.f.read(t.f.off, int(min(int64(readChunk), end-t.f.off)))
+		if err != nil {
+			return n, err
+		}
+		c, consumed, err := spans.CountITT(b)
+		n += c
+		t.f.advance(int64(consumed))
+		if err != nil || consumed == 0 {
+			return n, err
+		}
+	}
+	return n, nil
 }

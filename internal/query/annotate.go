@@ -54,6 +54,8 @@ type AnnotateResult struct {
 	Inlined *InlinedTarget `json:"inlined,omitempty"`
 	// Warning says why the annotated bytes may not be the code that ran.
 	Warning string `json:"warning,omitempty"`
+	// Window is the part of the run whose samples count (--from/--to, --span); nil: all.
+	Window *api.Window `json:"window,omitempty"`
 }
 
 // CodeVersion is one piece of a function's code.

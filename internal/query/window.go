@@ -18,6 +18,7 @@ import (
 //	N   N seconds after the run's start
 //	-N  N seconds before its end (its last sample)
 //	+N  (--to only) N seconds after --from
+//	mark:NAME  the first marker or span named NAME (its end for --to)
 //
 // Empty means the start (From) or the end (To).
 type Window struct {
@@ -52,6 +53,9 @@ func (w Window) bounds(run *store.Run) (from, to uint64, err error) {
 	}
 	end := last + 1
 	at := func(flag, s string, rel uint64, relOK bool) (uint64, error) {
+		if strings.HasPrefix(s, MarkPrefix) {
+			return anchor(run, flag, s, flag == "to")
+		}
 		v, err := strconv.ParseFloat(strings.TrimLeft(s, "+-"), 64)
 		if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
 			return 0, fmt.Errorf("--%s %q: want seconds (3.2), seconds before the end (-2) or, for --to, seconds after --from (+0.5)", flag, s)
@@ -149,6 +153,7 @@ func Timeline(run *store.Run, o TimelineOptions) (api.Timeline, error) {
 	if err != nil {
 		return api.Timeline{}, err
 	}
+	from, to = withSpans(run, o.Window, from, to)
 	bucket := uint64(o.BucketMs * 1e6)
 	if o.BucketMs == 0 {
 		n := uint64(60)
@@ -175,7 +180,8 @@ func Timeline(run *store.Run, o TimelineOptions) (api.Timeline, error) {
 		win = &api.Window{FromSec: secs(from, start), ToSec: secs(to, start)}
 	}
 	return api.Timeline{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
-		StartSec: secs(from, start), BucketSec: float64(bucket) / 1e9, Timeline: tl}, nil
+		StartSec: secs(from, start), BucketSec: float64(bucket) / 1e9, Timeline: tl,
+		TimelineSpans: timelineSpans(run, from, to, start, o.Tid)}, nil
 }
 
 // niceBucket rounds ns up to 1, 2 or 5 times a power of ten milliseconds (1 ms at least).

@@ -49,8 +49,9 @@ const (
 // watcher's Watermark, so a function announced before it ran is known when its samples are
 // counted.
 type JITWatcher struct {
-	res   *Resolver
-	spans *spans.Set // where the spans of marker files go
+	res      *Resolver
+	spans    *spans.Set   // where the spans of marker files go
+	ittBatch []spans.Span // the spans of one ITT poll, reused (w.mu held)
 
 	// inMu guards inbox, what the ingest goroutine asks to watch; it is never held while
 	// anything else is done, so asking never waits for a file being read.
@@ -172,7 +173,7 @@ func (w *JITWatcher) add(p *watchedProc, inner, open string, kind jit.SourceKind
 	w.nextOrig++
 	s := &watchedSource{origin: w.nextOrig, kind: kind, path: open, pid: p.pid}
 	if kind == jit.SourceITTSpans {
-		s.spanSrc = w.spans.Source(spans.KindITT, p.pid, filepath.Clean(inner))
+		s.spanSrc = w.spans.Source(spans.KindOf(inner), p.pid, filepath.Clean(inner))
 	}
 	if kind == jit.SourceMarkers {
 		s.spanSrc = w.spans.Source(spans.KindMarkerFile, p.pid, filepath.Clean(inner))
@@ -241,7 +242,14 @@ func (w *JITWatcher) Finish(deadline time.Time) {
 			default:
 				continue
 			}
-			if pr.Offset < pr.Size {
+			if pr.Offset < pr.Size && s.itt != nil {
+				// The spans left are counted, as dropped, so that every one the program
+				// reported is accounted for.
+				n, _ := s.itt.CountRest(MaxSpanFileBytes - pr.Offset)
+				w.spans.Count(s.spanSrc, 0, n)
+				s.stopped = fmt.Sprintf("not read to its end when the run ended (%s of %s): its last %d spans are counted dropped", mib(pr.Offset), mib(pr.Size), n)
+				w.spans.SetError(s.spanSrc, s.stopped)
+			} else if pr.Offset < pr.Size {
 				s.stopped = fmt.Sprintf("not read to its end: %s of %s read when the run ended (its last functions are unnamed)",
 					mib(pr.Offset), mib(pr.Size))
 			}
@@ -329,6 +337,7 @@ func (w *JITWatcher) discover(final bool) {
 				{"/tmp/perf-" + strconv.Itoa(p.pid) + ".map", jit.SourcePerfMap},
 				{"/tmp/marker-" + strconv.Itoa(p.pid) + ".txt", jit.SourceMarkers},
 				{"/tmp/itt-" + strconv.Itoa(p.pid) + ".spans", jit.SourceITTSpans},
+				{"/tmp/stax-" + strconv.Itoa(p.pid) + ".spans", jit.SourceITTSpans},
 			} {
 				if fi, err := os.Lstat(c.path); err == nil && fi.Mode().IsRegular() {
 					w.add(p, c.path, c.path, c.kind)

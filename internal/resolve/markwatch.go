@@ -37,12 +37,18 @@ func (w *JITWatcher) pollITT(s *watchedSource) (more bool) {
 		w.spans.SetError(s.spanSrc, s.stopped)
 		return false
 	}
+	batch := w.ittBatch[:0]
 	bad, dropped, more, err := s.itt.PollUpTo(pollChunk, func(sp spans.Span) {
 		sp.Pid, sp.Source = uint32(s.pid), s.spanSrc
-		w.spans.Add(sp)
+		batch = append(batch, sp)
 	})
+	w.spans.AddAll(batch)
+	w.ittBatch = batch[:0]
 	if bad > 0 || dropped > 0 {
 		w.spans.Count(s.spanSrc, uint64(bad), dropped)
+	}
+	if um, uf := s.itt.Notes(); um > 0 || uf > 0 {
+		w.spans.SetNotes(s.spanSrc, um, uf)
 	}
 	s.openErr = ""
 	if err != nil {

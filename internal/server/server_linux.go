@@ -420,12 +420,12 @@ func (s *Server) annotate(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "parameter target: give a function name or an address")
 		return
 	}
-	run, _, err := window(r).Apply(s.rec.Snapshot())
+	run, win, err := window(r).Apply(s.rec.Snapshot())
 	if err == nil {
 		run, _, err = query.ApplyTransform(run, transform(r))
 	}
 	if err != nil {
-		badRequest(w, "%v", err)
+		queryError(w, err)
 		return
 	}
 	res, err := query.Annotate(run, query.AnnotateOptions{Target: target, Tid: uint32(tid), Version: version,
@@ -438,6 +438,7 @@ func (s *Server) annotate(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "%v", err)
 		return
 	}
+	res.Window = win
 	writeJSON(w, http.StatusOK, res)
 }
 

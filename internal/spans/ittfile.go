@@ -18,12 +18,23 @@ const (
 	ittTask       = 2
 	ittMark       = 3
 	ittDrop       = 4
+	ittNote       = 5
+	// ittUnfinished flags a task still open when its thread or the process ended.
+	ittUnfinished = 1
 	// maxITTRecord is the largest record the collector writes (a NAME of MaxName bytes).
 	maxITTRecord = 16 + MaxName + 8
 	// MaxITTNames bounds the names one file may define; spans of names past it are named
 	// by their key.
 	MaxITTNames = 1 << 16
 )
+
+// KindOf returns the kind of source of a spans file named as IsITTName accepts.
+func KindOf(path string) string {
+	if strings.HasPrefix(filepath.Base(path), "stax-") {
+		return KindGo
+	}
+	return KindITT
+}
 
 // ErrITTDamaged says a spans file holds a record that cannot be a record: reading cannot
 // find the next one.
@@ -43,6 +54,10 @@ func ParseITTHeader(b []byte) (pid uint32, err error) {
 // ITTDecoder decodes the records of one spans file, remembering the names they define.
 type ITTDecoder struct {
 	names map[uint64]string
+	// Unmatched counts the task ends without a begin the writer reported; Unfinished the
+	// tasks still open when their thread or the process ended (written as ending then, or
+	// reported as not written).
+	Unmatched, Unfinished uint64
 }
 
 // Reset forgets the names (the file was rewritten).
@@ -82,12 +97,18 @@ func (d *ITTDecoder) Decode(b []byte, emit func(Span)) (consumed, bad int, dropp
 				bad++
 				continue
 			}
+			if le.Uint32(body[28:])&ittUnfinished != 0 {
+				d.Unfinished++
+			}
 			emit(Span{Name: d.name(le.Uint64(body)), Tid: tid, Start: start, End: end, Depth: le.Uint32(body[24:])})
 		case typ == ittMark && len(body) >= 16:
 			at := le.Uint64(body[8:])
 			emit(Span{Name: d.name(le.Uint64(body)), Tid: tid, Start: at, End: at})
 		case typ == ittDrop && len(body) >= 8:
 			dropped += le.Uint64(body)
+		case typ == ittNote && len(body) >= 16:
+			d.Unmatched += le.Uint64(body)
+			d.Unfinished += le.Uint64(body[8:])
 		default:
 			bad++
 		}
@@ -103,9 +124,14 @@ func (d *ITTDecoder) name(key uint64) string {
 }
 
 // IsITTName reports whether path names a spans file of stax's ITT collector,
-// itt-PID.spans, and returns the pid.
+// itt-PID.spans, or of stax's Go package (pkg/stax), stax-PID.spans (the same format),
+// and returns the pid.
 func IsITTName(path string) (pid int, ok bool) {
-	rest, found := strings.CutPrefix(filepath.Base(path), "itt-")
+	base := filepath.Base(path)
+	rest, found := strings.CutPrefix(base, "itt-")
+	if !found {
+		rest, found = strings.CutPrefix(base, "stax-")
+	}
 	if !found {
 		return 0, false
 	}
@@ -114,4 +140,29 @@ func IsITTName(path string) (pid int, ok bool) {
 		return 0, false
 	}
 	return number(rest)
+}
+
+// CountITT counts the tasks and markers of the whole records at the start of b, and the
+// drops its DROP records report, without decoding them. It returns the count, the bytes
+// consumed, and ErrITTDamaged where a record's size cannot be right.
+func CountITT(b []byte) (n uint64, consumed int, err error) {
+	le := binary.LittleEndian
+	for len(b)-consumed >= 8 {
+		r := b[consumed:]
+		typ, size := le.Uint16(r), int(le.Uint16(r[2:]))
+		if size < 8 || size%8 != 0 || size > maxITTRecord {
+			return n, consumed, fmt.Errorf("%w: size %d at its offset %d", ErrITTDamaged, size, consumed)
+		}
+		if size > len(r) {
+			break
+		}
+		switch {
+		case typ == ittTask || typ == ittMark:
+			n++
+		case typ == ittDrop && size >= 16:
+			n += le.Uint64(r[8:])
+		}
+		consumed += size
+	}
+	return n, consumed, nil
 }

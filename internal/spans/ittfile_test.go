@@ -74,6 +74,7 @@ func FuzzITTDecode(f *testing.F) {
 	f.Add(ittSample())
 	f.Add(ittRec(1, 1, uint64(1), string(make([]byte, MaxName+100))))
 	f.Add(ittRec(2, 1, uint64(1), uint64(5), uint64(4), uint32(0), uint32(0)))
+	f.Add(append(ittRec(2, 1, uint64(1), uint64(4), uint64(5), uint32(0), uint32(1)), ittRec(5, 1, uint64(2), uint64(3))...))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var d ITTDecoder
 		consumed, bad, _, _ := d.Decode(b, func(s Span) {
@@ -85,4 +86,68 @@ func FuzzITTDecode(f *testing.F) {
 			t.Fatalf("consumed %d of %d, bad %d", consumed, len(b), bad)
 		}
 	})
+}
+
+func TestITTNames(t *testing.T) {
+	for _, c := range []struct {
+		path string
+		pid  int
+		ok   bool
+		kind string
+	}{
+		{"/tmp/itt-12.spans", 12, true, KindITT},
+		{"/x/stax-34.spans", 34, true, KindGo},
+		{"/tmp/stax-34.recording", 0, false, ""},
+		{"/tmp/stax-.spans", 0, false, ""},
+		{"/tmp/other-1.spans", 0, false, ""},
+	} {
+		pid, ok := IsITTName(c.path)
+		if pid != c.pid || ok != c.ok {
+			t.Errorf("IsITTName(%s) = %d, %v", c.path, pid, ok)
+		}
+		if ok && KindOf(c.path) != c.kind {
+			t.Errorf("KindOf(%s) = %s, want %s", c.path, KindOf(c.path), c.kind)
+		}
+	}
+}
+
+// TestITTNotes: tasks flagged unfinished and NOTE records are counted; a short NOTE is not
+// a record the decoder can use.
+func TestITTNotes(t *testing.T) {
+	var b []byte
+	b = append(b, ittRec(2, 7, uint64(1), uint64(10), uint64(20), uint32(0), uint32(1))...)
+	b = append(b, ittRec(2, 7, uint64(1), uint64(10), uint64(20), uint32(0), uint32(0))...)
+	b = append(b, ittRec(5, 7, uint64(2), uint64(3))...)
+	b = append(b, ittRec(5, 7, uint64(9))...)
+	var d ITTDecoder
+	n := 0
+	consumed, bad, _, err := d.Decode(b, func(Span) { n++ })
+	if err != nil || consumed != len(b) || bad != 1 || n != 2 {
+		t.Fatalf("decode: %v, %d of %d bytes, %d bad, %d spans", err, consumed, len(b), bad, n)
+	}
+	if d.Unmatched != 2 || d.Unfinished != 4 {
+		t.Errorf("unmatched %d, unfinished %d: want 2 and 4", d.Unmatched, d.Unfinished)
+	}
+}
+
+func TestCountITT(t *testing.T) {
+	var b []byte
+	b = append(b, ittRec(1, 7, uint64(1), "name")...)
+	b = append(b, ittRec(2, 7, uint64(1), uint64(10), uint64(20), uint32(0), uint32(0))...)
+	b = append(b, ittRec(3, 7, uint64(1), uint64(15))...)
+	b = append(b, ittRec(4, 7, uint64(5))...)
+	whole := len(b)
+	b = append(b, ittRec(2, 7, uint64(1), uint64(10), uint64(20), uint32(0), uint32(0))[:20]...)
+	n, consumed, err := CountITT(b)
+	if n != 7 || consumed != whole || err != nil {
+		t.Errorf("CountITT: %d spans, %d of %d bytes, %v: want 7 (a task, a marker, 5 dropped)", n, consumed, whole, err)
+	}
+	if _, _, err := CountITT(ittRec(2, 7, uint64(1))[:2:2]); err != nil {
+		t.Errorf("a cut header: %v", err)
+	}
+	bad := ittRec(2, 7, uint64(1))
+	bad[2] = 3
+	if _, _, err := CountITT(bad); !errors.Is(err, ErrITTDamaged) {
+		t.Errorf("a size of 3: %v, want ErrITTDamaged", err)
+	}
 }

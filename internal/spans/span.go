@@ -10,6 +10,7 @@ const (
 	KindMarkerFile = "marker_file" // marker-PID.txt lines, as samply reads them
 	KindITT        = "itt"         // ITT tasks and markers through stax's collector
 	KindMark       = "mark"        // stax mark
+	KindGo         = "go"          // stax-PID.spans of stax's Go package (pkg/stax)
 )
 
 // Bounds on what a run keeps.
@@ -46,8 +47,12 @@ type Source struct {
 	Dropped  uint64 `json:"dropped,omitempty"` // of those, not kept (a bound was reached)
 	// Bad counts what could not be read as a span (garbage lines, damaged records); the
 	// writer's own drops (a full buffer) are in Dropped.
-	Bad   uint64 `json:"bad,omitempty"`
-	Error string `json:"error,omitempty"`
+	Bad uint64 `json:"bad,omitempty"`
+	// Unmatched counts task ends without a begin; Unfinished tasks still open when their
+	// thread or the process ended (ITT spans files).
+	Unmatched  uint64 `json:"unmatched,omitempty"`
+	Unfinished uint64 `json:"unfinished,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 // Set is a run's spans, bounded: appending never changes what earlier snapshots hold.
@@ -93,6 +98,22 @@ func (s *Set) Source(kind string, pid int, path string) uint32 {
 func (s *Set) Add(sp Span) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.add(sp)
+}
+
+// AddAll adds the spans as Add does, under one lock, and returns how many were kept.
+func (s *Set) AddAll(sp []Span) (kept int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range sp {
+		if s.add(sp[i]) {
+			kept++
+		}
+	}
+	return kept
+}
+
+func (s *Set) add(sp Span) bool {
 	if int(sp.Source) >= len(s.sources) {
 		return false
 	}
@@ -132,6 +153,15 @@ func (s *Set) Count(src uint32, bad, dropped uint64) {
 		s.sources[src].Bad += bad
 		s.sources[src].Received += dropped
 		s.sources[src].Dropped += dropped
+	}
+}
+
+// SetNotes sets a source's counts of task ends without a begin and of unfinished tasks.
+func (s *Set) SetNotes(src uint32, unmatched, unfinished uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if int(src) < len(s.sources) {
+		s.sources[src].Unmatched, s.sources[src].Unfinished = unmatched, unfinished
 	}
 }
 

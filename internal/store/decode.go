@@ -27,6 +27,10 @@ import (
 //     run may compress far better than the whole, but not as well as a compression bomb,
 //     about 1000-fold), nor may one element of an array be larger than a run's ever is; so
 //     a bomb is refused within its first megabytes.
+//
+// The spans are bounded by their count instead (spans.MaxSpans, and one per 8 bytes of their
+// section at most): a program's loop of one task makes spans that compress far better than
+// the ratios allow for the rest of a run.
 const (
 	maxRatio      = 64       // uncompressed bytes per compressed byte, in all
 	burstRatio    = 256      // uncompressed bytes per compressed byte read so far
@@ -113,7 +117,7 @@ func (l *layout) check(payload int64) error {
 	if text > textLimit(payload) {
 		return fmt.Errorf("the file declares %d bytes of data in a %d-byte payload, more than a run holds (the file is damaged or was not written by stax)", text, payload)
 	}
-	mem := l.Body + l.Counts + l.Series + l.CodeText + l.SpanText + l.Spans*sizeSpan + l.Frames*sizeFrame + l.Stacks*sizeStack + l.StackIDs*4 + l.Entries*sizeEntry +
+	mem := l.Body + l.Counts + l.Series + l.CodeText + l.SpanText + l.Frames*sizeFrame + l.Stacks*sizeStack + l.StackIDs*4 + l.Entries*sizeEntry +
 		l.Threads*sizeThread + l.Keys*4 + l.JIT*sizeJIT + l.Code*sizeCode + l.Chunks*sizeChunk +
 		l.Mappings*sizeMapping + l.Locations*sizeLocation + l.LocLines*sizeLocLine
 	if mem > memLimit(payload) {

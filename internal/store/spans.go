@@ -52,10 +52,13 @@ func encodeSpans(sp []spans.Span) []byte {
 
 // readSpans reads the spans section the layout declares.
 func readSpans(r *bufio.Reader, run *Run, b *budget, l *layout) error {
-	if l.SpanText < int64(len(spansMagic)) || l.SpanText > b.outLimit || l.Spans > spans.MaxSpans {
+	// A span is 8 varints: at least 8 bytes of the section.
+	if l.SpanText < int64(len(spansMagic)) || l.SpanText > b.outLimit || l.Spans > spans.MaxSpans || l.Spans > l.SpanText/8 {
 		return fmt.Errorf("spans: %d bytes, %d spans declared", l.SpanText, l.Spans)
 	}
-	if err := b.charge(l.SpanText + l.Spans*sizeSpan); err != nil {
+	// The section's bytes count against the bounds; the spans made of them are bounded by
+	// their count (see the bounds above).
+	if err := b.charge(l.SpanText); err != nil {
 		return err
 	}
 	buf := make([]byte, l.SpanText)

@@ -107,3 +107,21 @@ func TestWriteSpanSeed(t *testing.T) {
 }
 
 func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
+
+// TestDecodeManyLikeSpans: a run of as many spans as a run keeps, all alike (a program's
+// tight loop of one task), compresses far better than other parts of a run; it still opens.
+func TestDecodeManyLikeSpans(t *testing.T) {
+	want := spanRun()
+	want.Spans = make([]spans.Span, spans.MaxSpans)
+	for i := range want.Spans {
+		at := uint64(1e9 + i*1000)
+		want.Spans[i] = spans.Span{Name: "unit", Pid: 10, Tid: 10, Start: at, End: at + 500}
+	}
+	got, err := Decode(bytes.NewReader(encode(t, want)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Spans) != len(want.Spans) || got.Spans[len(got.Spans)-1] != want.Spans[len(want.Spans)-1] {
+		t.Fatalf("%d spans back, want %d", len(got.Spans), len(want.Spans))
+	}
+}

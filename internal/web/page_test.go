@@ -17,6 +17,7 @@ import (
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/server"
+	"github.com/stax-profiler/stax/internal/spans"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/testutil/browser"
 )
@@ -817,6 +818,36 @@ func TestDiffOfTwoWindows(t *testing.T) {
 			}
 		}
 		return false, "work_b not drawn"
+	})
+	noErrors(t, ctx)
+}
+
+// The program's spans are lanes under their thread, a span inside another in the lane
+// below; markers are lines; a click on a span sets the window to it.
+func TestTimelineSpanLanes(t *testing.T) {
+	bctx := browser.Require(t)
+	run := callersRun()
+	run.Spans = []spans.Span{
+		{Name: "work", Pid: 100, Tid: 101, Start: 1.0e9, End: 1.1e9},
+		{Name: "inner", Pid: 100, Tid: 101, Start: 1.02e9, End: 1.05e9, Depth: 1},
+		{Name: "tick", Pid: 100, Tid: 101, Start: 1.2e9, End: 1.2e9},
+	}
+	s := serve(t, run, "")
+	ctx := open(t, bctx, s, "")
+	until(t, ctx, "the spans drawn", func() (bool, string) {
+		got := eval[string](t, ctx, `[...document.querySelectorAll("#timeline rect.span, #timeline line.marker")].map((e) => e.textContent.split(" ")[0] + "@" + (e.getAttribute("y") || "line")).join(" ")`)
+		return strings.HasPrefix(got, "work@") && strings.Contains(got, " inner@") && strings.HasSuffix(got, " tick@line"), got
+	})
+	ys := eval[[]float64](t, ctx, `[...document.querySelectorAll("#timeline rect.span")].map((e) => Number(e.getAttribute("y")))`)
+	if len(ys) != 2 || ys[1] <= ys[0] {
+		t.Errorf("span lanes at y %v: want inner below work", ys)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`#timeline rect.span`)); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, "the window set to the span", func() (bool, string) {
+		q := pageURL(t, ctx).Query()
+		return q.Get("from") == "0" && q.Get("to") == "0.1", q.Encode()
 	})
 	noErrors(t, ctx)
 }

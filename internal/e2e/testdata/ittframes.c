@@ -70,6 +70,7 @@ typedef void (*api_init_fn)(itt_global *, int);
 
 static task_begin_fn task_begin;
 static task_end_fn task_end;
+static void (*thread_set_name)(const char *);
 static void domain_create_init(void) {}
 // The static part's own, pointing at its init function: the collector must leave it.
 static void *domain_create = (void *)domain_create_init;
@@ -78,6 +79,7 @@ static api_info api_list[] = {
 	{ "__itt_domain_createA", &domain_create, (void *)domain_create_init, (void *)domain_create_init, 1 },
 	{ "__itt_task_begin", (void **)&task_begin, NULL, NULL, 1 << 8 },
 	{ "__itt_task_end", (void **)&task_end, NULL, NULL, 1 << 8 },
+	{ "__itt_thread_set_name", (void **)&thread_set_name, NULL, NULL, 1 << 2 },
 	{ NULL, NULL, NULL, NULL, 0 },
 };
 static itt_global global = {
@@ -149,11 +151,12 @@ int main(int argc, char **argv) {
 		return 1;
 	}
 	init(&global, -1);
-	if (!task_begin || !task_end || domain_create != (void *)domain_create_init) {
-		fprintf(stderr, "__itt_api_init filled task_begin %p, task_end %p, changed domain_create: %d\n",
-			(void *)task_begin, (void *)task_end, domain_create != (void *)domain_create_init);
+	if (!task_begin || !task_end || !thread_set_name || domain_create != (void *)domain_create_init) {
+		fprintf(stderr, "__itt_api_init filled task_begin %p, task_end %p, thread_set_name %p, changed domain_create: %d\n",
+			(void *)task_begin, (void *)task_end, (void *)thread_set_name, domain_create != (void *)domain_create_init);
 		return 1;
 	}
+	thread_set_name("frames-main");
 	for (int f = 0; f < frames; f++) {
 		t0 = now_ns();
 		task_begin(&dom, none, none, &h_frame);

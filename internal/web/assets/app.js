@@ -205,7 +205,7 @@ function drawSummary(s) {
 
 // ---- timeline ----
 
-const TL = { label: 150, total: 40, row: 13, axis: 16 };
+const TL = { label: 150, total: 40, row: 13, axis: 16, lane: 7, lanes: 4 };
 
 function drawTimeline() {
   const tl = state.timeline;
@@ -219,7 +219,17 @@ function drawTimeline() {
   const W = Math.max(el.clientWidth, 300);
   const plotW = W - TL.label;
   const threads = tl.threads || [];
-  const H = TL.total + threads.length * TL.row + TL.axis;
+  // The program's spans, in lanes under their thread (at most TL.lanes drawn).
+  const spans = tl.spans || [];
+  const lanes = {};
+  for (const s of spans) lanes[s.tid] = Math.min(Math.max(lanes[s.tid] || 0, s.lane + 1), TL.lanes);
+  const rowY = [];
+  let yAt = TL.total;
+  for (const t of threads) {
+    rowY.push(yAt);
+    yAt += TL.row + (lanes[t.tid] || 0) * TL.lane;
+  }
+  const H = yAt + TL.axis;
   const bw = plotW / tl.buckets;
   const maxTotal = Math.max(1, ...tl.total);
   const parts = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">`];
@@ -230,7 +240,7 @@ function drawTimeline() {
     parts.push(`<rect x="${TL.label + i * bw}" y="${TL.total - h}" width="${Math.max(bw - 0.5, 0.5)}" height="${h}" fill="var(--bar)"/>`);
   });
   threads.forEach((t, r) => {
-    const y = TL.total + r * TL.row;
+    const y = rowY[r];
     const max = Math.max(1, ...t.counts);
     parts.push(`<text class="label thread" data-tid="${t.tid}" data-pid="${t.pid}" x="4" y="${y + TL.row - 3}">${esc(t.name || "?")} ${t.tid}</text>`);
     t.counts.forEach((c, i) => {
@@ -239,6 +249,19 @@ function drawTimeline() {
     });
   });
   const span = tl.buckets * tl.bucket_sec;
+  const xOf = (sec) => TL.label + ((sec - tl.start_sec) / span) * plotW;
+  const rowOf = {};
+  threads.forEach((t, r) => (rowOf[t.tid] = rowY[r]));
+  for (const s of spans) {
+    if (rowOf[s.tid] === undefined || s.lane >= TL.lanes) continue;
+    const x1 = Math.max(xOf(s.start_sec), TL.label), x2 = Math.min(xOf(s.end_sec), W);
+    const y = rowOf[s.tid] + TL.row + s.lane * TL.lane;
+    parts.push(`<rect class="span" data-from="${s.start_sec}" data-to="${s.end_sec}" x="${x1}" y="${y}" width="${Math.max(x2 - x1, 1)}" height="${TL.lane - 1}" fill="var(--span)"><title>${esc(s.name)} · ${((s.end_sec - s.start_sec) * 1000).toFixed(3)} ms (click: this span's window)</title></rect>`);
+  }
+  for (const m of tl.markers || []) {
+    const x = xOf(m.at_sec);
+    parts.push(`<line class="marker" x1="${x}" x2="${x}" y1="0" y2="${H - TL.axis}" stroke="var(--marker)"><title>${esc(m.name)} · ${m.at_sec.toFixed(3)}s</title></line>`);
+  }
   for (let k = 0; k <= 5; k++) {
     const x = TL.label + (k / 5) * plotW;
     const anchor = k === 0 ? "start" : k === 5 ? "end" : "middle";
@@ -308,6 +331,15 @@ function setupBrush() {
     const a = Math.min(start, end), b = Math.max(start, end);
     start = null;
     if (b - a < 3) {
+      // A click on a span sets the window to it.
+      const s = e.target && e.target.closest ? e.target.closest("#timeline rect.span") : null;
+      if (s) {
+        change("window", () => {
+          view.from = Number(s.dataset.from);
+          view.to = Number(s.dataset.to);
+        });
+        return;
+      }
       drawBrush();
       return;
     }
