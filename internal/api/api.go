@@ -338,3 +338,15 @@ type Spans struct {
 	Rows    []spans.Stat   `json:"rows"`
 	Sources []spans.Source `json:"sources"` // spans received and dropped, per source
 }
+
+// Wakers is the answer of `stax wakers`: which threads woke which, how often, the time off
+// CPU their wakeups ended, and from which stacks.
+type Wakers struct {
+	Schema int            `json:"schema"`
+	Run    string         `json:"run"`
+	Live   bool           `json:"live"`
+	State  string         `json:"state"`
+	Tid    uint32         `json:"tid,omitempty"` // the thread woken asked for; 0: all
+	Woken  uint64         `json:"woken"`         // waits matched to the wakeup that ended them
+	Rows   []agg.WakerRow `json:"rows"`
+}

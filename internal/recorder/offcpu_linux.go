@@ -57,10 +57,73 @@ type offCPUState struct {
 	threads  map[uint32]*offThread
 	counts   store.OffCPUMeta
 	chainBuf []uint64
+
+	// wakers: the sched_waking events are recorded. wakes holds each thread's latest
+	// wakeup not yet matched to its switch in; wakeNs and wakeN count, per waker thread
+	// and stack (with a leaf naming the woken thread), the time off CPU the wakeups ended
+	// and how many they were.
+	wakers        bool
+	wakes         map[uint32]*pendingWake
+	wakeNs, wakeN *agg.Run
+	wakeChainBuf  []uint64
 }
 
+// pendingWake is a wakeup: who made it, when, and its stack.
+type pendingWake struct {
+	pid, tid uint32
+	time     uint64
+	chain    []uint64
+}
+
+// wakeeMark | tid leads a waker's chain: the thread it woke (named by offResolver).
+const (
+	wakeeMark = uint64(0xffff_fffe_0000_0000)
+	wakeeMask = uint64(0xffff_ffff)
+)
+
 func newOffCPU() offCPUState {
-	return offCPUState{run: agg.NewRun(), threads: map[uint32]*offThread{}}
+	return offCPUState{run: agg.NewRun(), threads: map[uint32]*offThread{}, wakes: map[uint32]*pendingWake{}, wakeNs: agg.NewRun(), wakeN: agg.NewRun()}
+}
+
+// offWaking takes a wakeup of thread wakee by thread tid at time t, made with chain.
+func (r *Recorder) offWaking(pid, tid, wakee uint32, t uint64, chain []uint64) {
+	o := &r.off
+	w := o.wakes[wakee]
+	if w == nil {
+		if len(o.wakes) >= maxOffThreads {
+			clear(o.wakes)
+		}
+		w = &pendingWake{}
+		o.wakes[wakee] = w
+	}
+	w.pid, w.tid, w.time = pid, tid, t
+	w.chain = append(w.chain[:0], chain...)
+	r.mu.Lock()
+	o.counts.Wakeups++
+	r.mu.Unlock()
+}
+
+// offWoken counts the wakeup that ended thread tid's wait from out to in, if one was seen.
+func (r *Recorder) offWoken(tid uint32, out, in uint64) {
+	o := &r.off
+	w := o.wakes[tid]
+	if w == nil {
+		return
+	}
+	delete(o.wakes, tid)
+	if w.time < out || w.time > in {
+		return // a wakeup of an earlier wait, or none seen for this one
+	}
+	chain := append(o.wakeChainBuf[:0], wakeeMark|uint64(tid))
+	chain = append(chain, w.chain...)
+	o.wakeChainBuf = chain
+	gen := r.res.Generation(w.pid, w.time)
+	if o.wakeNs.AddWeight(w.pid, w.tid, w.time, gen, chain, in-out, maxOffBytes/4) {
+		o.wakeN.AddWeight(w.pid, w.tid, w.time, gen, chain, 1, maxOffBytes/4)
+		r.mu.Lock()
+		o.counts.Woken++
+		r.mu.Unlock()
+	}
 }
 
 func (r *Recorder) offThread(pid, tid uint32) *offThread {
@@ -112,6 +175,9 @@ func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
 		return // its switch out came before the recording began
 	}
 	r.offAccount(tid, th, t)
+	if o.wakers && !th.preempt {
+		r.offWoken(tid, th.out, t)
+	}
 	r.mu.Lock()
 	o.counts.Intervals++
 	if !th.hasStack {
@@ -187,15 +253,29 @@ func (r *Recorder) offCPUProfile(threads []agg.ThreadInfo) *agg.Profile {
 	return r.off.run.Profile(threads)
 }
 
+// wakersProfiles names the wakers' aggregates' new stacks and returns them (time ended,
+// wakeups), nil when wakers are not recorded.
+func (r *Recorder) wakersProfiles(threads []agg.ThreadInfo) (ns, n *agg.Profile) {
+	if !r.off.on || !r.off.wakers {
+		return nil, nil
+	}
+	r.off.wakeNs.Resolve(offResolver{r.res})
+	r.off.wakeN.Resolve(offResolver{r.res})
+	return r.off.wakeNs.Profile(threads), r.off.wakeN.Profile(threads)
+}
+
 // offResolver names the off-CPU chains: their markers, then the stack as the CPU
 // samples' are named.
 type offResolver struct{ *resolve.Resolver }
 
 func (o offResolver) Resolve(pid uint32, t uint64, chain []uint64, out []agg.Site) ([]agg.Site, int, uint64, int) {
-	for len(chain) > 0 && (chain[0] == runnableMark || chain[0] == noStackMark) {
+	for len(chain) > 0 && (chain[0] == runnableMark || chain[0] == noStackMark || chain[0]&^wakeeMask == wakeeMark) {
 		name := agg.FuncRunnable
-		if chain[0] == noStackMark {
+		switch {
+		case chain[0] == noStackMark:
 			name = agg.FuncNoStack
+		case chain[0]&^wakeeMask == wakeeMark:
+			name = agg.WakeeFunc(uint32(chain[0] & wakeeMask))
 		}
 		out = append(out, agg.Site{Frame: agg.Frame{Func: name, Image: agg.ImageSched, Kind: agg.KindUnknown}})
 		chain = chain[1:]

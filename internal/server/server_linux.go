@@ -104,6 +104,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /v1/callers", s.snapshotting(s.callers(false)))
 	mux.HandleFunc("GET /v1/callees", s.snapshotting(s.callers(true)))
 	mux.HandleFunc("GET /v1/threads", s.snapshotting(s.threads))
+	mux.HandleFunc("GET /v1/wakers", s.snapshotting(s.wakers))
 	mux.HandleFunc("GET /v1/timeline", s.snapshotting(s.timeline))
 	mux.HandleFunc("GET /v1/annotate", s.snapshotting(s.annotate))
 	mux.HandleFunc("GET /v1/wait", s.wait)
@@ -368,6 +369,29 @@ func (s *Server) callers(callees bool) http.HandlerFunc {
 		s.mark(&res.Live, &res.State)
 		writeJSON(w, http.StatusOK, res)
 	}
+}
+
+func (s *Server) wakers(w http.ResponseWriter, r *http.Request) {
+	tid, err := intParam(r, "tid", 0)
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	stacks, err := intParam(r, "stacks", 3)
+	if err == nil && (tid < 0 || tid > 1<<32-1 || stacks < 0) {
+		err = fmt.Errorf("parameters tid and stacks: %d and %d: give numbers from 0", tid, stacks)
+	}
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	res, err := query.Wakers(s.rec.Snapshot(), uint32(tid), stacks)
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	s.mark(&res.Live, &res.State)
+	writeJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) threads(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,76 @@
+package e2e
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/testutil"
+)
+
+// TestOffCPUWakers records the worker that waits on a lock, a sleep and a pipe: as root,
+// stax wakers --tid <worker> names the thread that held the lock and the one that filled
+// the pipe, each with the stack it woke the worker from (release_lock, fill_pipe), and
+// their wakeups end about the time the worker waited on each (700 and 100 ms a loop).
+func TestOffCPUWakers(t *testing.T) {
+	testutil.RequirePerf(t)
+	testutil.RequireRoot(t)
+	const loops = 3
+	e := newEnv(t)
+	prog := buildOffCPU(t, t.TempDir())
+	if out, errOut, code := e.run("record", "-q", "--", prog, "waits", strconv.Itoa(loops)); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	worker := threadsNamed(e, "worker")[0].Tid
+	holder := threadsNamed(e, "holder")[0].Tid
+	filler := threadsNamed(e, "filler")[0].Tid
+	var res api.Wakers
+	e.mustJSON(&res, "wakers", "--tid", strconv.Itoa(int(worker)), "--json", "--stacks", "10")
+	t.Logf("%+v", res.Rows)
+	row := func(waker uint32) agg.WakerRow {
+		i := slices.IndexFunc(res.Rows, func(r agg.WakerRow) bool { return r.Waker == waker })
+		if i < 0 {
+			t.Fatalf("no wakeups of the worker by thread %d in %+v", waker, res.Rows)
+		}
+		return res.Rows[i]
+	}
+	for _, c := range []struct {
+		waker   uint32
+		name    string
+		fn      string
+		perLoop float64 // ms of the worker's wait each loop
+	}{{holder, "holder", "release_lock", 700}, {filler, "filler", "fill_pipe", 100}} {
+		r := row(c.waker)
+		if r.Wakee != worker || r.WakerName != c.name {
+			t.Errorf("row %+v: want thread %d (%s) waking %d", r, c.waker, c.name, worker)
+		}
+		var fromFn uint64
+		var ns uint64
+		for _, s := range r.Stacks {
+			if slices.Contains(s.Frames, c.fn) {
+				fromFn += s.Count
+				ns += s.Ns
+			}
+		}
+		if fromFn != loops {
+			t.Errorf("%s woke the worker from %s %d times, want %d: %+v", c.name, c.fn, fromFn, loops, r.Stacks)
+		}
+		// Each such wait lasts at least its time, less a handoff's moment.
+		if ms := float64(ns) / 1e6; ms < loops*c.perLoop*0.9 {
+			t.Errorf("%s's wakeups from %s ended %.1f ms of waiting, want at least %.0f", c.name, c.fn, ms, loops*c.perLoop*0.9)
+		}
+	}
+
+	out, errOut, code := e.run("wakers", "--tid", strconv.Itoa(int(worker)))
+	if code != 0 {
+		t.Fatalf("wakers: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"holder", "filler", "release_lock", "fill_pipe"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stax wakers does not show %s:\n%s", want, out)
+		}
+	}
+}
