@@ -105,3 +105,48 @@ func TestOffCPUAndSpansRoundTrip(t *testing.T) {
 		t.Errorf("LoadParts(All): %v", err)
 	}
 }
+
+// TestWakersRoundTrip: the wakers' profiles are saved and read back with the off-CPU time,
+// and agg.Wakers reads who woke whom from them.
+func TestWakersRoundTrip(t *testing.T) {
+	r := offCPURun()
+	wake := func(w uint64) *agg.Profile {
+		p := &agg.Profile{
+			Frames:    []agg.Frame{{Func: agg.WakeeFunc(1235), Image: agg.ImageSched, Kind: agg.KindUnknown}, {Func: "release_lock", Image: "/bin/app", Kind: agg.KindUser}},
+			Locations: []agg.Location{{Lines: []agg.Line{{Func: 0}}}, {Addr: 0x401020, Lines: []agg.Line{{Func: 1}}}},
+			Stacks:    [][]uint32{{0, 1}},
+			Entries:   []agg.Entry{{Tid: 1236, Pid: 1234, Stack: 0, Count: w, LeafFunc: -1, Time: 100}},
+			Threads:   []agg.ThreadInfo{{Tid: 1235, Pid: 1234, Name: "worker"}, {Tid: 1236, Pid: 1234, Name: "holder"}},
+		}
+		p.ExpandStacks()
+		return p
+	}
+	r.WakersNs, r.WakersN = wake(700e6), wake(3)
+	var b bytes.Buffer
+	if err := Encode(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(bytes.NewReader(b.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.WakersNs == nil || got.WakersN == nil {
+		t.Fatalf("wakers not read back: %v %v", got.WakersNs, got.WakersN)
+	}
+	rows := agg.Wakers(got.WakersNs, got.WakersN, 1235, 3)
+	want := []agg.WakerRow{{Wakee: 1235, WakeeName: "worker", Waker: 1236, WakerPid: 1234, WakerName: "holder", Count: 3, Ns: 700e6,
+		Stacks: []agg.WakerStack{{Frames: []string{"release_lock"}, Count: 3, Ns: 700e6}}}}
+	if !reflect.DeepEqual(rows, want) {
+		t.Errorf("wakers %+v, want %+v", rows, want)
+	}
+	if rows := agg.Wakers(got.WakersNs, got.WakersN, 99, 3); len(rows) != 0 {
+		t.Errorf("wakers of a thread never woken: %+v", rows)
+	}
+	path := filepath.Join(t.TempDir(), "run.stax")
+	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if part, err := LoadParts(path, 0); err != nil || part.WakersNs != nil {
+		t.Errorf("LoadParts without off-CPU: wakers %v, %v", part.WakersNs, err)
+	}
+}
