@@ -72,8 +72,12 @@ type Top struct {
 	Samples   uint64     `json:"samples"`
 	// OffCPU: the rows weigh the time threads spent off CPU (top --off-cpu): Samples, Self
 	// and Total are nanoseconds, and each row has its dominant reason.
-	OffCPU bool   `json:"off_cpu,omitempty"`
-	Sort   string `json:"sort"`
+	OffCPU bool `json:"off_cpu,omitempty"`
+	// Wall: the rows weigh time on CPU (samples over the frequency) and off CPU together
+	// (--wall), in nanoseconds, and "on-cpu" is a reason; Runnable: runnable time alone.
+	Wall     bool   `json:"wall,omitempty"`
+	Runnable bool   `json:"runnable,omitempty"`
+	Sort     string `json:"sort"`
 	// By is what a row is: a function, line (a function's source line), address (an
 	// instruction), image, or process (top --by process: Processes is set).
 	By string `json:"by"`
@@ -103,9 +107,12 @@ type Flame struct {
 	Short    bool   `json:"short,omitempty"`
 	// OffCPU: the tree weighs the time threads spent off CPU (flame --off-cpu): Samples,
 	// Self and Total are nanoseconds, and each node has its dominant reason.
-	OffCPU  bool           `json:"off_cpu,omitempty"`
-	Samples uint64         `json:"samples"`
-	Root    *agg.FlameNode `json:"root"`
+	OffCPU bool `json:"off_cpu,omitempty"`
+	// Wall and Runnable: as Top's.
+	Wall     bool           `json:"wall,omitempty"`
+	Runnable bool           `json:"runnable,omitempty"`
+	Samples  uint64         `json:"samples"`
+	Root     *agg.FlameNode `json:"root"`
 	// Matched counts the samples with a frame whose function the query's match parameter
 	// (a regular expression) matches, in the tree as built (transformed, filtered); absent
 	// without one.

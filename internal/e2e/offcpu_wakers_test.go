@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -72,5 +74,52 @@ func TestOffCPUWakers(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("stax wakers does not show %s:\n%s", want, out)
 		}
+	}
+}
+
+// TestOffCPUWall records the worker that waits on a lock, a sleep and a pipe: stax flame
+// --wall and top --wall of it add its time on and off CPU up to its wall clock, which the
+// program measures itself, within 5%; its main reason in the wall view is still the lock.
+func TestOffCPUWall(t *testing.T) {
+	testutil.RequirePerf(t)
+	const loops = 2
+	e := newEnv(t)
+	prog := buildOffCPU(t, t.TempDir())
+	out, errOut, code := e.run("record", "-q", "--", prog, "waits", strconv.Itoa(loops))
+	if code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	var wallMs float64
+	if _, err := fmt.Sscanf(out[strings.Index(out, "worker wall ms"):], "worker wall ms %g", &wallMs); err != nil || wallMs <= 0 {
+		t.Fatalf("the program did not print its worker's wall clock: %v\n%s", err, out)
+	}
+	tid := strconv.Itoa(int(threadsNamed(e, "worker")[0].Tid))
+	var fl api.Flame
+	e.mustJSON(&fl, "flame", "--wall", "--tid", tid, "--json")
+	var top api.Top
+	e.mustJSON(&top, "top", "--wall", "--tid", tid, "--json", "--sort", "total", "-n", "1000")
+	t.Logf("worker: %.1f ms by the program, %.1f ms in flame --wall, %.1f in top --wall", wallMs, float64(fl.Root.Total)/1e6, float64(top.Samples)/1e6)
+	if !fl.Wall || !top.Wall {
+		t.Errorf("the answers are not marked wall: flame %v, top %v", fl.Wall, top.Wall)
+	}
+	for name, ns := range map[string]uint64{"flame": fl.Root.Total, "top": top.Samples} {
+		if got := float64(ns) / 1e6; math.Abs(got-wallMs) > 0.05*wallMs {
+			t.Errorf("%s --wall gives the worker %.1f ms, its wall clock is %.1f ms: more than 5%% apart", name, got, wallMs)
+		}
+	}
+	i := slices.IndexFunc(top.Rows, func(r agg.TopRow) bool { return r.Func == "worker" })
+	if i < 0 || top.Rows[i].Reason != agg.ReasonLock {
+		t.Errorf("worker's row in top --wall: %+v, want it with reason lock", top.Rows)
+	}
+	// --runnable keeps runnable time alone; --wall takes no transform.
+	var run api.Top
+	e.mustJSON(&run, "top", "--runnable", "--json", "-n", "1000")
+	for _, r := range run.Rows {
+		if r.Reason != agg.ReasonRunnable {
+			t.Errorf("top --runnable has a row of reason %s: %+v", r.Reason, r)
+		}
+	}
+	if _, _, code := e.run("top", "--wall", "--focus", "worker"); code == 0 {
+		t.Error("top --wall --focus did not refuse the transform")
 	}
 }

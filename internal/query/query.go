@@ -56,8 +56,9 @@ type TopOptions struct {
 	Processes   Processes
 	Window      Window
 	Transform   api.Transform
-	// OffCPU weighs rows by the time threads spent off CPU under them.
-	OffCPU bool
+	// OffCPU weighs rows by the time threads spent off CPU under them; Wall by their time
+	// on CPU (their samples) and off CPU together; Runnable by their runnable time alone.
+	OffCPU, Wall, Runnable bool
 }
 
 // offCPURun is run's off-CPU aggregate as a run to answer from.
@@ -73,11 +74,13 @@ func offCPURun(run *store.Run, w Window) (*store.Run, error) {
 
 // Top answers `stax top`.
 func Top(run *store.Run, o TopOptions) (api.Top, error) {
-	if o.OffCPU {
+	cpuStacks := -1
+	if o.OffCPU || o.Wall || o.Runnable {
 		var err error
-		if run, err = offCPURun(run, o.Window); err != nil {
+		if run, cpuStacks, err = timeRun(run, o.Wall, o.Runnable, o.Window, o.Transform); err != nil {
 			return api.Top{}, err
 		}
+		o.OffCPU = true
 	}
 	run, win, tr, err := view(run, o.Window, o.Transform)
 	if err != nil {
@@ -96,7 +99,7 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 	var rows []agg.TopRow
 	var samples uint64
 	if o.OffCPU {
-		rows, samples = agg.OffCPUTop(run.Profile.At(g), agg.StackReasons(&run.Profile), f, o.N, o.ByTotal)
+		rows, samples = agg.OffCPUTop(run.Profile.At(g), timeReasons(&run.Profile, cpuStacks), f, o.N, o.ByTotal)
 	} else {
 		rows, samples = agg.Top(run.Profile.At(g), f, o.N, o.ByTotal)
 	}
@@ -107,7 +110,7 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 	if rows == nil {
 		rows = []agg.TopRow{}
 	}
-	return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, OffCPU: o.OffCPU, Sort: sort,
+	return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Sort: sort,
 		By: g.By, NoInline: g.NoInline, Short: g.Short, Rows: rows}, nil
 }
 
@@ -139,17 +142,20 @@ type FlameOptions struct {
 	// Match, a regular expression, asks how many samples have a frame whose function it
 	// matches (api.Flame.Matched).
 	Match string
-	// OffCPU weighs nodes by the time threads spent off CPU under them.
-	OffCPU bool
+	// OffCPU weighs nodes by the time threads spent off CPU under them; Wall by their
+	// time on CPU (their samples) and off CPU together; Runnable by their runnable time.
+	OffCPU, Wall, Runnable bool
 }
 
 // Flame answers `stax flame`.
 func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
-	if o.OffCPU {
+	cpuStacks := -1
+	if o.OffCPU || o.Wall || o.Runnable {
 		var err error
-		if run, err = offCPURun(run, o.Window); err != nil {
+		if run, cpuStacks, err = timeRun(run, o.Wall, o.Runnable, o.Window, o.Transform); err != nil {
 			return api.Flame{}, err
 		}
+		o.OffCPU = true
 	}
 	run, win, tr, err := view(run, o.Window, o.Transform)
 	if err != nil {
@@ -173,12 +179,12 @@ func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
 	var root *agg.FlameNode
 	var samples uint64
 	if o.OffCPU {
-		root, samples = agg.OffCPUFlame(run.Profile.At(g), agg.StackReasons(&run.Profile), f, o.Depth, o.ThresholdPct, o.Inverted)
+		root, samples = agg.OffCPUFlame(run.Profile.At(g), timeReasons(&run.Profile, cpuStacks), f, o.Depth, o.ThresholdPct, o.Inverted)
 	} else {
 		root, samples = build(run.Profile.At(g), f, o.Depth, o.ThresholdPct)
 	}
 	res := api.Flame{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
-		Inverted: o.Inverted, By: g.By, NoInline: g.NoInline, Short: g.Short, OffCPU: o.OffCPU, Samples: samples, Root: root}
+		Inverted: o.Inverted, By: g.By, NoInline: g.NoInline, Short: g.Short, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Samples: samples, Root: root}
 	if match != nil {
 		// Focus keeps the samples with a matching function; a tree one level deep counts them.
 		_, n := agg.Flame(run.Profile.Transform(&agg.Transform{Focus: match}), f, 1, 100)

@@ -306,7 +306,8 @@ func (s *Server) top(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := query.Top(s.rec.Snapshot(), query.TopOptions{N: n, ByTotal: r.URL.Query().Get("sort") == "total",
 		ByProcess: r.URL.Query().Get("by") == "process", Granularity: api.GranularityParams(r.URL.Query()),
-		Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r), OffCPU: r.URL.Query().Get("off_cpu") == "1"})
+		Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r), OffCPU: r.URL.Query().Get("off_cpu") == "1",
+		Wall: r.URL.Query().Get("wall") == "1", Runnable: r.URL.Query().Get("runnable") == "1"})
 	if err != nil {
 		queryError(w, err)
 		return
@@ -330,7 +331,7 @@ func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := query.Flame(s.rec.Snapshot(), query.FlameOptions{Depth: d, ThresholdPct: th, Inverted: r.URL.Query().Get("inverted") == "1",
 		Granularity: api.GranularityParams(r.URL.Query()), Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r), Match: r.URL.Query().Get("match"),
-		OffCPU: r.URL.Query().Get("off_cpu") == "1"})
+		OffCPU: r.URL.Query().Get("off_cpu") == "1", Wall: r.URL.Query().Get("wall") == "1", Runnable: r.URL.Query().Get("runnable") == "1"})
 	if err != nil {
 		queryError(w, err)
 		return

@@ -3,6 +3,7 @@
 //   offcpu waits LOOPS   a worker thread waits, per loop, ~700 ms on a mutex another thread
 //                        holds (wait_for_lock), sleeps 200 ms (nap), and reads a pipe a third
 //                        thread fills after 100 ms (read_pipe): about 1 s off CPU per loop.
+//                        It prints the worker's wall clock: "worker wall ms MS".
 //                        The holder lets go of the lock in release_lock and the third
 //                        thread writes in fill_pipe. The threads run SCHED_FIFO where permitted, so that a loaded
 //                        machine does not make their waits longer.
@@ -72,8 +73,17 @@ static void *filler(void *arg) {
 	return NULL;
 }
 
+static double worker_ms; // the worker's wall clock, from its start to the end of its loops
+
+static double now_ms(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 static void *worker(void *arg) {
 	(void)arg;
+	double start = now_ms();
 	for (int i = 0; i < loops; i++) {
 		sem_post(&want_lock);
 		sem_wait(&locked); // the holder has the lock now
@@ -82,6 +92,7 @@ static void *worker(void *arg) {
 		sem_post(&want_data);
 		read_pipe();
 	}
+	worker_ms = now_ms() - start;
 	return NULL;
 }
 
@@ -204,5 +215,6 @@ int main(int argc, char **argv) {
 	pthread_join(w, NULL);
 	pthread_join(h, NULL);
 	pthread_join(f, NULL);
+	printf("worker wall ms %.3f\n", worker_ms);
 	return 0;
 }
