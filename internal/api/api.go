@@ -249,12 +249,15 @@ func GranularityParams(q url.Values) agg.Granularity {
 
 // Compare is the answer of `stax compare`.
 type Compare struct {
-	Schema          int              `json:"schema"`
-	Base            RunRef           `json:"base"`
-	Cand            RunRef           `json:"cand"`
-	SamplesDeltaPct float64          `json:"samples_delta_pct"` // how much more (or less) CPU time cand used
-	Rows            []agg.CompareRow `json:"rows"`
-	Failures        []string         `json:"failures,omitempty"` // thresholds passed (--fail-*)
+	Schema          int     `json:"schema"`
+	Base            RunRef  `json:"base"`
+	Cand            RunRef  `json:"cand"`
+	SamplesDeltaPct float64 `json:"samples_delta_pct"` // how much more (or less) CPU time cand used
+	// OffCPU: the runs' time off CPU is compared (compare --off-cpu): Samples are
+	// nanoseconds off CPU, the shares are of that time.
+	OffCPU   bool             `json:"off_cpu,omitempty"`
+	Rows     []agg.CompareRow `json:"rows"`
+	Failures []string         `json:"failures,omitempty"` // thresholds passed (--fail-*)
 }
 
 // RunRef names a run and its size.

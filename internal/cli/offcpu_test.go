@@ -44,6 +44,9 @@ func TestOffCPUCommands(t *testing.T) {
 		{[]string{"threads"}, []string{"ON-CPU ms", "102      100      1,000   64.72%     1001.0       50.0     1000.0  lock         worker-b"}},
 		{[]string{"status"}, []string{"off-cpu:   40 switches, 20 times off CPU counted (1 without a stack), 0 lost"}},
 		{[]string{"top", "--off-cpu", "--json"}, []string{`"off_cpu": true`, `"reason": "lock"`, `"samples": 1050000000`}},
+		// --wall adds the samples (1 ms each at 1000 Hz) to the time off CPU.
+		{[]string{"top", "--wall", "--tid", "102", "--sort", "total"}, []string{"ms on and off CPU (wall clock)", "lock         run_jit"}},
+		{[]string{"top", "--runnable"}, []string{"50.0 ms runnable (waiting for a CPU)", "runnable     [runnable]"}},
 	} {
 		var out, errOut bytes.Buffer
 		if code := Main(c.args, &out, &errOut); code != 0 {
@@ -63,5 +66,37 @@ func TestOffCPUCommands(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := Main([]string{"top", "--off-cpu", "--run", r.Meta.ID}, &out, &errOut); code == 0 || !strings.Contains(errOut.String(), "no off-CPU time") {
 		t.Errorf("top --off-cpu of a run without it: exit %d, %q", code, errOut.String())
+	}
+}
+
+// TestCompareOffCPU: compare --off-cpu compares the runs' time off CPU, function by
+// function, and --fail-total-pct gates its growth.
+func TestCompareOffCPU(t *testing.T) {
+	t.Setenv("STAX_HOME", t.TempDir())
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	save := func(id string, lockNs uint64) {
+		r := fixtureRun(id, true)
+		frames := []agg.Frame{{Func: "__lll_lock_wait", Image: "libc.so.6", Kind: agg.KindUser}, {Func: "clock_nanosleep", Image: "libc.so.6", Kind: agg.KindUser}}
+		off := &agg.Profile{Frames: frames, Locations: []agg.Location{{Lines: []agg.Line{{Func: 0}}}, {Lines: []agg.Line{{Func: 1}}}},
+			Stacks:  [][]uint32{{0}, {1}},
+			Entries: []agg.Entry{{Tid: 102, Pid: 100, Stack: 0, Count: lockNs, LeafFunc: -1}, {Tid: 102, Pid: 100, Stack: 1, Count: 300e6, LeafFunc: -1}},
+			Threads: r.Profile.Threads}
+		off.ExpandStacks()
+		r.OffCPU = off
+		if err := store.Save(store.Path(r.Meta.ID), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save("20261101-120000-200", 100e6)
+	save("20261101-120000-201", 300e6)
+	var out, errOut bytes.Buffer
+	code := Main([]string{"compare", "--off-cpu", "--fail-total-pct", "10", "20261101-120000-200", "20261101-120000-201"}, &out, &errOut)
+	if code != ExitRegression {
+		t.Errorf("compare --off-cpu: exit %d, want %d: %s", code, ExitRegression, errOut.String())
+	}
+	for _, w := range []string{"base 20261101-120000-200: 400.0 ms off CPU · cand 20261101-120000-201: 600.0 ms off CPU (+50.00%)", "+25.00%", "__lll_lock_wait"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("compare --off-cpu lacks %q:\n%s", w, out.String())
+		}
 	}
 }
