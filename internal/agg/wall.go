@@ -103,3 +103,41 @@ func OnlyReason(p *Profile, reasons []uint8, reason string) *Profile {
 	q.Series, q.KeyEntry = Series{}, nil
 	return &q
 }
+
+// IntervalsIn is off (an off-CPU profile) with its entries recounted from ivs (its
+// intervals) clipped to [from, to): the time off CPU inside that window. Intervals of no
+// stack of off are left out.
+func IntervalsIn(off *Profile, ivs []Interval, from, to uint64) *Profile {
+	type key struct{ tid, stack uint32 }
+	pids := map[uint32]uint32{}
+	for _, t := range off.Threads {
+		pids[t.Tid] = t.Pid
+	}
+	for _, e := range off.Entries {
+		pids[e.Tid] = e.Pid
+	}
+	sums := map[key]uint64{}
+	var order []key
+	for _, iv := range ivs {
+		if iv.Stack == NoStack || int(iv.Stack) >= len(off.Stacks) {
+			continue
+		}
+		a, b := max(iv.Start, from), min(iv.End, to)
+		if b <= a {
+			continue
+		}
+		k := key{iv.Tid, iv.Stack}
+		if _, ok := sums[k]; !ok {
+			order = append(order, k)
+		}
+		sums[k] += b - a
+	}
+	q := *off
+	q.Series, q.KeyEntry = Series{}, nil
+	q.Entries = make([]Entry, 0, len(order))
+	for _, k := range order {
+		q.Entries = append(q.Entries, Entry{Tid: k.tid, Pid: pids[k.tid], Stack: k.stack, Count: sums[k], LeafFunc: -1})
+	}
+	q.sortEntries()
+	return &q
+}

@@ -103,6 +103,9 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 			fmt.Fprintf(w, " (%.1f s: the off-CPU tables were full)", float64(o.LostNs)/1e9)
 		}
 		fmt.Fprintln(w)
+		if o.IntervalsDropped > 0 {
+			fmt.Fprintf(w, "note:      %s intervals off CPU were counted but not kept with their times (over the bound): --from/--to views of off-CPU time miss them\n", commas(o.IntervalsDropped))
+		}
 		if o.Wakers {
 			fmt.Fprintf(w, "wakers:    %s wakeups, %s waits matched to the wakeup that ended them (stax wakers)\n", commas(o.Wakeups), commas(o.Woken))
 		}

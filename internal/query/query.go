@@ -67,7 +67,14 @@ func offCPURun(run *store.Run, w Window) (*store.Run, error) {
 		return nil, fmt.Errorf("run %s has no off-CPU time (recorded with --no-off-cpu or -a, or by an older stax): record it again without those to see where threads wait", run.Meta.ID)
 	}
 	if !w.IsAll() {
-		return nil, errors.New("--off-cpu takes no --from or --to: off-CPU time is kept without its times; leave them out")
+		if run.OffCPUIntervals == nil || w.Span != "" {
+			return nil, errors.New("--off-cpu takes no --span, nor --from or --to for a run that kept no off-CPU intervals (an older stax recorded it); leave them out")
+		}
+		from, to, err := w.bounds(run)
+		if err != nil {
+			return nil, err
+		}
+		return &store.Run{Meta: run.Meta, Profile: *agg.IntervalsIn(run.OffCPU, run.OffCPUIntervals, from, to)}, nil
 	}
 	return &store.Run{Meta: run.Meta, Profile: *run.OffCPU}, nil
 }
@@ -75,16 +82,21 @@ func offCPURun(run *store.Run, w Window) (*store.Run, error) {
 // Top answers `stax top`.
 func Top(run *store.Run, o TopOptions) (api.Top, error) {
 	cpuStacks := -1
+	var timeWin *api.Window
+	vw := o.Window
 	if o.OffCPU || o.Wall || o.Runnable {
 		var err error
-		if run, cpuStacks, err = timeRun(run, o.Wall, o.Runnable, o.Window, o.Transform); err != nil {
+		if run, cpuStacks, timeWin, err = timeRun(run, o.Wall, o.Runnable, o.Window, o.Transform); err != nil {
 			return api.Top{}, err
 		}
-		o.OffCPU = true
+		o.OffCPU, vw = true, Window{}
 	}
-	run, win, tr, err := view(run, o.Window, o.Transform)
+	run, win, tr, err := view(run, vw, o.Transform)
 	if err != nil {
 		return api.Top{}, err
+	}
+	if timeWin != nil {
+		win = timeWin
 	}
 	f := o.Processes.filter(&run.Profile, o.Tid)
 	if o.ByProcess {
@@ -150,16 +162,21 @@ type FlameOptions struct {
 // Flame answers `stax flame`.
 func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
 	cpuStacks := -1
+	var timeWin *api.Window
+	vw := o.Window
 	if o.OffCPU || o.Wall || o.Runnable {
 		var err error
-		if run, cpuStacks, err = timeRun(run, o.Wall, o.Runnable, o.Window, o.Transform); err != nil {
+		if run, cpuStacks, timeWin, err = timeRun(run, o.Wall, o.Runnable, o.Window, o.Transform); err != nil {
 			return api.Flame{}, err
 		}
-		o.OffCPU = true
+		o.OffCPU, vw = true, Window{}
 	}
-	run, win, tr, err := view(run, o.Window, o.Transform)
+	run, win, tr, err := view(run, vw, o.Transform)
 	if err != nil {
 		return api.Flame{}, err
+	}
+	if timeWin != nil {
+		win = timeWin
 	}
 	var match *regexp.Regexp
 	if o.Match != "" {
@@ -242,14 +259,21 @@ func Callers(run *store.Run, o CallersOptions) (api.Callers, error) {
 // Threads answers `stax threads`.
 func Threads(run *store.Run, n int, w Window, t api.Transform) (api.Threads, error) {
 	offCPU, meta := run.OffCPU, run.Meta
+	if offCPU != nil && !w.IsAll() {
+		// Off-CPU time in a window is that of its intervals; without them (an older run),
+		// it is shown for the whole run only.
+		offCPU = nil
+		if off, err := offCPURun(run, w); err == nil {
+			offCPU = &off.Profile
+		}
+	}
 	run, win, tr, err := view(run, w, t)
 	if err != nil {
 		return api.Threads{}, err
 	}
 	var rows []agg.ThreadRow
 	var samples uint64
-	if offCPU != nil && w.IsAll() {
-		// Off-CPU time is kept without its times: shown for the whole run only.
+	if offCPU != nil {
 		off, _, _, err := view(&store.Run{Meta: meta, Profile: *offCPU}, Window{}, t)
 		if err != nil {
 			return api.Threads{}, err

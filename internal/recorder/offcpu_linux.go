@@ -32,6 +32,9 @@ const (
 	// stackSlack is how long before its switch-out record the stack sample of a switch may
 	// be: the kernel writes both in the same call, on the same CPU.
 	stackSlack = 1_000_000
+	// maxIntervals bounds the intervals kept with their times (28 bytes each): those past
+	// it are counted (store.OffCPUMeta.IntervalsDropped) but not kept.
+	maxIntervals = 1 << 20
 	// offFlushAfter is how long a thread is off CPU before the time so far is counted,
 	// without waiting for its switch in.
 	offFlushAfter = 100_000_000
@@ -45,8 +48,10 @@ type offThread struct {
 	out       uint64   // when it went out (0: it is on a CPU, or not seen yet)
 	counted   uint64   // up to when its time off CPU is counted (0: none of it yet)
 	preempt   bool
-	hasStack  bool // chain is the stack it went out with
-	lost      bool // part of its time off CPU could not be counted
+	hasStack  bool   // chain is the stack it went out with
+	lost      bool   // part of its time off CPU could not be counted
+	key       uint32 // the off-CPU run's key its time is counted under (keyOK)
+	keyOK     bool
 }
 
 // offCPUState is the ingest stage's, but for its counters, read under Recorder.mu.
@@ -66,6 +71,10 @@ type offCPUState struct {
 	wakes         map[uint32]*pendingWake
 	wakeNs, wakeN *agg.Run
 	wakeChainBuf  []uint64
+
+	// intervals are the intervals with their times, under their keys (agg.Interval's
+	// Stack holds the key until offIntervals names it).
+	intervals []agg.Interval
 }
 
 // pendingWake is a wakeup: who made it, when, and its stack.
@@ -103,16 +112,17 @@ func (r *Recorder) offWaking(pid, tid, wakee uint32, t uint64, chain []uint64) {
 	r.mu.Unlock()
 }
 
-// offWoken counts the wakeup that ended thread tid's wait from out to in, if one was seen.
-func (r *Recorder) offWoken(tid uint32, out, in uint64) {
+// offWoken counts the wakeup that ended thread tid's wait from out to in, if one was seen,
+// and returns its waker (0: none).
+func (r *Recorder) offWoken(tid uint32, out, in uint64) uint32 {
 	o := &r.off
 	w := o.wakes[tid]
 	if w == nil {
-		return
+		return 0
 	}
 	delete(o.wakes, tid)
 	if w.time < out || w.time > in {
-		return // a wakeup of an earlier wait, or none seen for this one
+		return 0 // a wakeup of an earlier wait, or none seen for this one
 	}
 	chain := append(o.wakeChainBuf[:0], wakeeMark|uint64(tid))
 	chain = append(chain, w.chain...)
@@ -124,6 +134,25 @@ func (r *Recorder) offWoken(tid uint32, out, in uint64) {
 		o.counts.Woken++
 		r.mu.Unlock()
 	}
+	return w.tid
+}
+
+// offInterval keeps thread tid's interval from out to in, ended by waker.
+func (r *Recorder) offInterval(tid uint32, th *offThread, out, in uint64, waker uint32) {
+	o := &r.off
+	key := agg.NoStack
+	if th.keyOK {
+		key = th.key
+	}
+	if len(o.intervals) >= maxIntervals {
+		r.mu.Lock()
+		o.counts.IntervalsDropped++
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Lock()
+	o.intervals = append(o.intervals, agg.Interval{Tid: tid, Stack: key, Start: out, End: in, Waker: waker})
+	r.mu.Unlock()
 }
 
 func (r *Recorder) offThread(pid, tid uint32) *offThread {
@@ -175,9 +204,11 @@ func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
 		return // its switch out came before the recording began
 	}
 	r.offAccount(tid, th, t)
+	var waker uint32
 	if o.wakers && !th.preempt {
-		r.offWoken(tid, th.out, t)
+		waker = r.offWoken(tid, th.out, t)
 	}
+	r.offInterval(tid, th, th.out, t, waker)
 	r.mu.Lock()
 	o.counts.Intervals++
 	if !th.hasStack {
@@ -187,7 +218,7 @@ func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
 		o.counts.Lost++
 	}
 	r.mu.Unlock()
-	th.out, th.counted, th.hasStack, th.lost = 0, 0, false, false
+	th.out, th.counted, th.hasStack, th.lost, th.keyOK = 0, 0, false, false, false
 }
 
 // offAccount counts thread tid's time off CPU from what was counted of its interval so far
@@ -210,7 +241,10 @@ func (r *Recorder) offAccount(tid uint32, th *offThread, t uint64) {
 	}
 	o.chainBuf = chain
 	th.counted = t
-	if !o.run.AddWeight(th.pid, tid, th.out, r.res.Generation(th.pid, th.out), chain, d, maxOffBytes) {
+	key, ok := o.run.AddWeightKey(th.pid, tid, th.out, r.res.Generation(th.pid, th.out), chain, d, maxOffBytes)
+	if ok {
+		th.key, th.keyOK = key, true
+	} else {
 		th.lost = true
 		r.mu.Lock()
 		o.counts.LostNs += d
@@ -228,6 +262,9 @@ func (r *Recorder) offFlush(t uint64, final bool) {
 	for tid, th := range r.off.threads {
 		if th.out != 0 && t > th.out && (final || t-max(th.out, th.counted) >= offFlushAfter) {
 			r.offAccount(tid, th, t)
+			if final {
+				r.offInterval(tid, th, th.out, t, 0)
+			}
 		}
 	}
 }
@@ -251,6 +288,25 @@ func (r *Recorder) offCPUProfile(threads []agg.ThreadInfo) *agg.Profile {
 	}
 	r.off.run.Resolve(offResolver{r.res})
 	return r.off.run.Profile(threads)
+}
+
+// offIntervals is the intervals kept, each under its stack of p (the off-CPU profile).
+func (r *Recorder) offIntervals(p *agg.Profile) []agg.Interval {
+	if p == nil {
+		return nil
+	}
+	r.mu.Lock()
+	out := append([]agg.Interval(nil), r.off.intervals...)
+	r.mu.Unlock()
+	for i := range out {
+		iv := &out[i]
+		if k := iv.Stack; k != agg.NoStack && int(k) < len(p.KeyEntry) && p.KeyEntry[k] >= 0 && int(p.KeyEntry[k]) < len(p.Entries) {
+			iv.Stack = p.Entries[p.KeyEntry[k]].Stack
+		} else {
+			iv.Stack = agg.NoStack
+		}
+	}
+	return out
 }
 
 // wakersProfiles names the wakers' aggregates' new stacks and returns them (time ended,

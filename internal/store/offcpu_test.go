@@ -150,3 +150,44 @@ func TestWakersRoundTrip(t *testing.T) {
 		t.Errorf("LoadParts without off-CPU: wakers %v, %v", part.WakersNs, err)
 	}
 }
+
+// TestOffCPUIntervalsRoundTrip: the intervals off CPU keep their times through a saved run,
+// and a window counts the part of each inside it.
+func TestOffCPUIntervalsRoundTrip(t *testing.T) {
+	r := offCPURun()
+	r.OffCPUIntervals = []agg.Interval{{Tid: 1235, Stack: 0, Start: 1000, End: 701000, Waker: 1236}, {Tid: 1235, Stack: 1, Start: 800000, End: 803000}}
+	var b bytes.Buffer
+	if err := Encode(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(bytes.NewReader(b.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.OffCPUIntervals, r.OffCPUIntervals) {
+		t.Fatalf("intervals read back as %+v, want %+v", got.OffCPUIntervals, r.OffCPUIntervals)
+	}
+	w := agg.IntervalsIn(got.OffCPU, got.OffCPUIntervals, 501000, 802000)
+	want := map[uint32]uint64{0: 200000, 1: 2000}
+	for _, e := range w.Entries {
+		if want[e.Stack] != e.Count {
+			t.Errorf("stack %d: %d ns in the window, want %d", e.Stack, e.Count, want[e.Stack])
+		}
+		delete(want, e.Stack)
+	}
+	if len(want) != 0 {
+		t.Errorf("stacks missing from the window: %v", want)
+	}
+
+	// An interval that ends before it starts, or a section cut short, is an error.
+	for _, bad := range [][]agg.Interval{{{Tid: 1, Start: 5, End: 4}}} {
+		r.OffCPUIntervals = bad
+		b.Reset()
+		if err := Encode(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Decode(bytes.NewReader(b.Bytes())); err == nil {
+			t.Errorf("intervals %+v were read", bad)
+		}
+	}
+}

@@ -212,10 +212,12 @@ type Run struct {
 	// WakersNs and WakersN are the wakeups that ended waits, per waker thread and stack
 	// (its leaf frame names the thread woken, agg.WakeeFunc): the time off CPU they ended,
 	// in nanoseconds, and how many; nil when wakers were not recorded.
-	WakersNs *agg.Profile `json:"wakers_ns,omitempty"`
-	WakersN  *agg.Profile `json:"wakers_n,omitempty"`
-	JIT      []JITSource  `json:"jit,omitempty"`
-	Code     []Code       `json:"code,omitempty"`
+	// OffCPUIntervals are the intervals off CPU with their times, under OffCPU's stacks.
+	OffCPUIntervals []agg.Interval `json:"-"`
+	WakersNs        *agg.Profile   `json:"wakers_ns,omitempty"`
+	WakersN         *agg.Profile   `json:"wakers_n,omitempty"`
+	JIT             []JITSource    `json:"jit,omitempty"`
+	Code            []Code         `json:"code,omitempty"`
 	// Spans are the spans and markers the program reported (format 4's spans section).
 	Spans []spans.Span `json:"-"`
 }
@@ -233,6 +235,9 @@ type OffCPUMeta struct {
 	Wakers  bool   `json:"wakers,omitempty"`
 	Wakeups uint64 `json:"wakeups,omitempty"`
 	Woken   uint64 `json:"woken,omitempty"`
+	// IntervalsDropped counts the intervals counted but not kept with their times (past
+	// the bound on them).
+	IntervalsDropped uint64 `json:"intervals_dropped,omitempty"`
 }
 
 // body is what a file holds after its meta section: the profile without its series and
@@ -246,6 +251,8 @@ type body struct {
 	// The wakers (see offcpu.go), run files too.
 	WakersNs []byte `json:"wakers_ns,omitempty"`
 	WakersN  []byte `json:"wakers_n,omitempty"`
+	// OffCPUIntervals are Run.OffCPUIntervals, packed (see offcpu.go).
+	OffCPUIntervals []byte `json:"off_cpu_intervals,omitempty"`
 }
 
 // maxMeta bounds the meta section (the command line and notes live there).
@@ -336,6 +343,7 @@ func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
 	if b.WakersN, err = encodePart(r, r.WakersN, "wakers-n"); err != nil {
 		return fmt.Errorf("wakers: %w", err)
 	}
+	b.OffCPUIntervals = packIntervals(r.OffCPUIntervals)
 	b.Profile.Series = agg.Series{}
 	b.Profile.KeyEntry, b.Profile.Stacks, b.Profile.Entries, b.Profile.Locations = nil, nil, nil, nil
 	js, err := json.Marshal(b)
