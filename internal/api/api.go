@@ -360,3 +360,17 @@ type Wakers struct {
 	Woken  uint64         `json:"woken"`         // waits matched to the wakeup that ended them
 	Rows   []agg.WakerRow `json:"rows"`
 }
+
+// ThreadStates is the answer of `stax timeline --states`: each thread's time running,
+// runnable and blocked (by reason) in buckets of BucketSec seconds, the first starting
+// StartSec seconds after the run's start.
+type ThreadStates struct {
+	Schema    int                `json:"schema"`
+	Run       string             `json:"run"`
+	Live      bool               `json:"live"`
+	State     string             `json:"state"`
+	Window    *Window            `json:"window,omitempty"`
+	StartSec  float64            `json:"start_sec"`
+	BucketSec float64            `json:"bucket_sec"`
+	Threads   []agg.ThreadStates `json:"threads"`
+}

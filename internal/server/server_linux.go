@@ -105,6 +105,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /v1/callees", s.snapshotting(s.callers(true)))
 	mux.HandleFunc("GET /v1/threads", s.snapshotting(s.threads))
 	mux.HandleFunc("GET /v1/wakers", s.snapshotting(s.wakers))
+	mux.HandleFunc("GET /v1/thread_states", s.snapshotting(s.threadStates))
 	mux.HandleFunc("GET /v1/timeline", s.snapshotting(s.timeline))
 	mux.HandleFunc("GET /v1/annotate", s.snapshotting(s.annotate))
 	mux.HandleFunc("GET /v1/wait", s.wait)
@@ -491,4 +492,27 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 	case <-time.After(30 * time.Second):
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"schema": api.Schema, "run": s.rec.ID(), "stopped": true})
+}
+
+func (s *Server) threadStates(w http.ResponseWriter, r *http.Request) {
+	tid, err1 := intParam(r, "tid", 0)
+	threads, err2 := intParam(r, "threads", 0)
+	bucket, err3 := floatParam(r, "bucket_ms", 0)
+	buckets, err4 := intParam(r, "buckets", 0)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	ps, err := processes(r)
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	res, err := query.ThreadStates(s.rec.Snapshot(), query.TimelineOptions{Tid: uint32(tid), Processes: ps, BucketMs: bucket, Buckets: buckets, MaxThreads: threads, Window: window(r)})
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	s.mark(&res.Live, &res.State)
+	writeJSON(w, http.StatusOK, res)
 }

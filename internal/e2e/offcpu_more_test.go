@@ -137,4 +137,32 @@ func TestOffCPUWall(t *testing.T) {
 	if _, _, code := e.run("top", "--wall", "--focus", "worker"); code == 0 {
 		t.Error("top --wall --focus did not refuse the transform")
 	}
+
+	// timeline --states: the worker's time by state adds up to its wall clock, 70% lock,
+	// 20% sleep and 10% io-read within 5 points; its row shows the three.
+	var st api.ThreadStates
+	e.mustJSON(&st, "timeline", "--states", "--tid", tid, "--json", "--bucket", "50")
+	if len(st.Threads) != 1 {
+		t.Fatalf("timeline --states --tid %s: %d threads, want the worker alone", tid, len(st.Threads))
+	}
+	var all uint64
+	for _, v := range st.Threads[0].Total {
+		all += v
+	}
+	t.Logf("worker's states: %v", st.Threads[0].Total)
+	if got := float64(all) / 1e6; math.Abs(got-wallMs) > 0.05*wallMs {
+		t.Errorf("timeline --states gives the worker %.1f ms in all, its wall clock is %.1f ms", got, wallMs)
+	}
+	for reason, want := range map[string]float64{agg.ReasonLock: 70, agg.ReasonSleep: 20, agg.ReasonIORead: 10} {
+		if got := float64(st.Threads[0].Total[reason]) * 100 / float64(all); math.Abs(got-want) > 5 {
+			t.Errorf("worker %s %.1f%% of its time, want %.0f%%", reason, got, want)
+		}
+	}
+	text, errText, code := e.run("timeline", "--states", "--tid", tid, "--bucket", "50")
+	if code != 0 {
+		t.Fatalf("timeline --states: exit %d\n%s%s", code, text, errText)
+	}
+	if !strings.Contains(text, "LLLL") || !strings.Contains(text, "SS") || !strings.Contains(text, "R") {
+		t.Errorf("timeline --states does not show the worker's lock, sleep and read:\n%s", text)
+	}
 }
