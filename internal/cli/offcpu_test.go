@@ -2,8 +2,12 @@ package cli
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/pprof/profile"
 
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/store"
@@ -47,6 +51,9 @@ func TestOffCPUCommands(t *testing.T) {
 		// --wall adds the samples (1 ms each at 1000 Hz) to the time off CPU.
 		{[]string{"top", "--wall", "--tid", "102", "--sort", "total"}, []string{"ms on and off CPU (wall clock)", "lock         run_jit"}},
 		{[]string{"top", "--runnable"}, []string{"50.0 ms runnable (waiting for a CPU)", "runnable     [runnable]"}},
+		// Exports: the off-CPU profile in nanoseconds.
+		{[]string{"export", "--format", "folded", "--off-cpu", "-o", "-"}, []string{"main;run_jit;__lll_lock_wait 700000000", "main;run_jit;clock_nanosleep 300000000"}},
+		{[]string{"export", "--format", "speedscope", "--off-cpu", "-o", "-"}, []string{`"unit":"nanoseconds"`, `"endValue":1050000000`}},
 	} {
 		var out, errOut bytes.Buffer
 		if code := Main(c.args, &out, &errOut); code != 0 {
@@ -58,6 +65,41 @@ func TestOffCPUCommands(t *testing.T) {
 			}
 		}
 	}
+	// pprof: off_cpu and wall values beside the samples, the blocked stacks labelled.
+	pb := filepath.Join(t.TempDir(), "run.pb.gz")
+	if code := Main([]string{"export", "--format", "pprof", "-o", pb}, &bytes.Buffer{}, &bytes.Buffer{}); code != 0 {
+		t.Fatalf("export pprof: exit %d", code)
+	}
+	f, err := os.Open(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := profile.Parse(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, st := range prof.SampleType {
+		types = append(types, st.Type)
+	}
+	if strings.Join(types, ",") != "samples,cpu,off_cpu,wall" {
+		t.Fatalf("pprof sample types %v, want samples,cpu,off_cpu,wall", types)
+	}
+	var sums [4]int64
+	reasons := map[string]int64{}
+	for _, smp := range prof.Sample {
+		for i, v := range smp.Value {
+			sums[i] += v
+		}
+		if r := smp.Label["reason"]; len(r) == 1 {
+			reasons[r[0]] += smp.Value[2]
+		}
+	}
+	if sums[2] != 1050e6 || sums[3] != sums[1]+sums[2] || reasons["lock"] != 700e6 {
+		t.Errorf("pprof sums %v (reasons %v): want off_cpu 1050000000, wall = cpu + off_cpu, lock 700000000", sums, reasons)
+	}
+
 	// A run without off-CPU time says so, in one line that says what to do.
 	r = fixtureRun("20261101-120000-101", true)
 	if err := store.Save(store.Path(r.Meta.ID), r); err != nil {

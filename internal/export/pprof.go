@@ -2,12 +2,14 @@ package export
 
 import (
 	"encoding/binary"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
 
 	"github.com/google/pprof/profile"
 
+	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
@@ -37,8 +39,21 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 	if err := check(run); err != nil {
 		return nil, err
 	}
-	prof := &run.Profile
 	period := int64(periodNs(&run.Meta))
+	// With off-CPU time, the blocked stacks are samples too, after the CPU ones (the first
+	// cpuStacks stacks), with values off_cpu and wall.
+	cpuStacks := -1
+	var reasons []uint8
+	if run.OffCPU != nil {
+		if err := run.OffCPU.CheckIndexes(); err != nil {
+			return nil, fmt.Errorf("export: off-CPU: %w", err)
+		}
+		merged, n := agg.WallProfile(&run.Profile, run.OffCPU, 1)
+		r := *run
+		r.Profile = *merged
+		run, cpuStacks, reasons = &r, n, agg.WallReasons(merged, n)
+	}
+	prof := &run.Profile
 	out := &profile.Profile{
 		SampleType: []*profile.ValueType{
 			{Type: "samples", Unit: "count"},
@@ -53,6 +68,9 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 		if !run.Meta.End.IsZero() && run.Meta.End.After(run.Meta.Start) {
 			out.DurationNanos = run.Meta.End.Sub(run.Meta.Start).Nanoseconds()
 		}
+	}
+	if cpuStacks >= 0 {
+		out.SampleType = append(out.SampleType, &profile.ValueType{Type: "off_cpu", Unit: "nanoseconds"}, &profile.ValueType{Type: "wall", Unit: "nanoseconds"})
 	}
 	if run.Meta.Event != "" {
 		out.Comments = append(out.Comments, "event: "+cleanText(run.Meta.Event))
@@ -84,6 +102,13 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 			Value:    []int64{int64(e.Count), int64(e.Count) * period},
 			NumLabel: map[string][]int64{"pid": {int64(e.Pid)}, "tid": {int64(e.Tid)}},
 		}
+		if cpuStacks >= 0 {
+			if int(e.Stack) < cpuStacks {
+				s.Value = append(s.Value, 0, int64(e.Count)*period)
+			} else {
+				s.Value = []int64{0, 0, int64(e.Count), int64(e.Count)}
+			}
+		}
 		if len(stack) > 0 {
 			s.Location = make([]*profile.Location, len(stack))
 			for i, lid := range stack {
@@ -96,6 +121,12 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 		}
 		if name := names[threadKey{e.Pid, e.Tid}]; name != "" {
 			s.Label = map[string][]string{"thread": {cleanText(name)}}
+		}
+		if cpuStacks >= 0 && int(e.Stack) >= cpuStacks && int(e.Stack) < len(reasons) {
+			if s.Label == nil {
+				s.Label = map[string][]string{}
+			}
+			s.Label["reason"] = []string{agg.Reasons[reasons[e.Stack]]}
 		}
 		out.Sample = append(out.Sample, s)
 	}

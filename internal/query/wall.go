@@ -47,3 +47,20 @@ func timeReasons(p *agg.Profile, cpuStacks int) []uint8 {
 	}
 	return agg.StackReasons(p)
 }
+
+// OffCPUIn is run's time off CPU inside window w (all of it for the whole run), with the
+// stack transform t applied; nil when the run has none, or keeps no intervals to window.
+func OffCPUIn(run *store.Run, w Window, t api.Transform) (*agg.Profile, error) {
+	if run.OffCPU == nil {
+		return nil, nil
+	}
+	off, err := offCPURun(run, w)
+	if err != nil {
+		return nil, err
+	}
+	off, _, err = ApplyTransform(off, t)
+	if err != nil {
+		return nil, err
+	}
+	return &off.Profile, nil
+}
