@@ -93,6 +93,9 @@ nanoseconds), and the Firefox Profiler's gets a marker for each interval off CPU
 			if offErr != nil {
 				r2.OffCPU, r2.OffCPUIntervals = nil, nil
 			}
+			if !rf.window.IsAll() || !rf.transform.IsZero() {
+				r2.OffCPUIntervals = nil // their stacks are the whole run's, untransformed
+			}
 			if offCPU {
 				// Weights in nanoseconds: a period of 1 ns.
 				r2.Profile, r2.Meta.Freq, r2.Meta.Event = *off, 1e9, "off-cpu"

@@ -35,6 +35,7 @@ func TestOffCPUCommands(t *testing.T) {
 		Threads: r.Profile.Threads}
 	off.ExpandStacks()
 	r.OffCPU = off
+	r.OffCPUIntervals = []agg.Interval{{Tid: 102, Stack: 0, Start: 1e6, End: 701e6, Waker: 103}}
 	r.Meta.OffCPU = &store.OffCPUMeta{Switches: 40, Intervals: 20, NoStack: 1}
 	if err := store.Save(store.Path(r.Meta.ID), r); err != nil {
 		t.Fatal(err)
@@ -54,6 +55,8 @@ func TestOffCPUCommands(t *testing.T) {
 		// Exports: the off-CPU profile in nanoseconds.
 		{[]string{"export", "--format", "folded", "--off-cpu", "-o", "-"}, []string{"main;run_jit;__lll_lock_wait 700000000", "main;run_jit;clock_nanosleep 300000000"}},
 		{[]string{"export", "--format", "speedscope", "--off-cpu", "-o", "-"}, []string{`"unit":"nanoseconds"`, `"endValue":1050000000`}},
+		// The Firefox Profiler's: a marker for the interval, with its reason and waker.
+		{[]string{"export", "--format", "firefox", "-o", "-"}, []string{`"name":"OffCPU"`, `{"reason":"lock","type":"OffCPU","waker":103}`, `"endTime":[700.999]`, `"Blocked"`}},
 	} {
 		var out, errOut bytes.Buffer
 		if code := Main(c.args, &out, &errOut); code != 0 {
