@@ -108,7 +108,6 @@ func OnlyReason(p *Profile, reasons []uint8, reason string) *Profile {
 // intervals) clipped to [from, to): the time off CPU inside that window. Intervals of no
 // stack of off are left out.
 func IntervalsIn(off *Profile, ivs []Interval, from, to uint64) *Profile {
-	type key struct{ tid, stack uint32 }
 	pids := map[uint32]uint32{}
 	for _, t := range off.Threads {
 		pids[t.Tid] = t.Pid
@@ -116,8 +115,10 @@ func IntervalsIn(off *Profile, ivs []Interval, from, to uint64) *Profile {
 	for _, e := range off.Entries {
 		pids[e.Tid] = e.Pid
 	}
-	sums := map[key]uint64{}
-	var order []key
+	q := *off
+	q.Series, q.KeyEntry = Series{}, nil
+	q.Entries = make([]Entry, 0, len(off.Entries))
+	index := make(map[uint64]int32, len(off.Entries))
 	for _, iv := range ivs {
 		if iv.Stack == NoStack || int(iv.Stack) >= len(off.Stacks) {
 			continue
@@ -126,18 +127,16 @@ func IntervalsIn(off *Profile, ivs []Interval, from, to uint64) *Profile {
 		if b <= a {
 			continue
 		}
-		k := key{iv.Tid, iv.Stack}
-		if _, ok := sums[k]; !ok {
-			order = append(order, k)
+		k := uint64(iv.Tid)<<32 | uint64(iv.Stack)
+		i, ok := index[k]
+		if !ok {
+			i = int32(len(q.Entries))
+			index[k] = i
+			q.Entries = append(q.Entries, Entry{Tid: iv.Tid, Pid: pids[iv.Tid], Stack: iv.Stack, LeafFunc: -1})
 		}
-		sums[k] += b - a
+		q.Entries[i].Count += b - a
 	}
-	q := *off
-	q.Series, q.KeyEntry = Series{}, nil
-	q.Entries = make([]Entry, 0, len(order))
-	for _, k := range order {
-		q.Entries = append(q.Entries, Entry{Tid: k.tid, Pid: pids[k.tid], Stack: k.stack, Count: sums[k], LeafFunc: -1})
-	}
-	q.sortEntries()
+	// The entries are in the order their first intervals came: the views do not need them
+	// sorted by count.
 	return &q
 }
