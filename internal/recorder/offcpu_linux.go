@@ -32,7 +32,7 @@ const (
 	// stackSlack is how long before its switch-out record the stack sample of a switch may
 	// be: the kernel writes both in the same call, on the same CPU.
 	stackSlack = 1_000_000
-	// maxIntervals bounds the intervals kept with their times (28 bytes each): those past
+	// maxIntervals bounds the intervals kept with their times (32 bytes each): those past
 	// it are counted (store.OffCPUMeta.IntervalsDropped) but not kept.
 	maxIntervals = 1 << 20
 	// offFlushAfter is how long a thread is off CPU before the time so far is counted,
