@@ -111,20 +111,29 @@ func TestOffCPUWall(t *testing.T) {
 	if i < 0 || top.Rows[i].Reason != agg.ReasonLock {
 		t.Errorf("worker's row in top --wall: %+v, want it with reason lock", top.Rows)
 	}
-	// In a window inside its life, its time on, runnable and off CPU is the window's.
+	// In a window inside its life (which begins when the program has started, some time
+	// into the run), its time on, runnable and off CPU is the window's.
+	var life api.ThreadStates
+	e.mustJSON(&life, "timeline", "--states", "--tid", tid, "--json", "--bucket", "10")
+	if len(life.Threads) != 1 {
+		t.Fatalf("timeline --states --tid %s: %d threads, want the worker alone", tid, len(life.Threads))
+	}
+	first := slices.IndexFunc(life.Threads[0].Buckets, func(b map[string]uint64) bool { return len(b) > 0 })
+	from := life.StartSec + float64(first+1)*life.BucketSec + 0.2
+	win := []string{"--from", strconv.FormatFloat(from, 'f', 3, 64), "--to", strconv.FormatFloat(from+1, 'f', 3, 64)}
 	var th api.Threads
-	e.mustJSON(&th, "threads", "--from", "0.5", "--to", "1.5", "--json", "-n", "1000")
+	e.mustJSON(&th, append([]string{"threads", "--json", "-n", "1000"}, win...)...)
 	i = slices.IndexFunc(th.Rows, func(r agg.ThreadRow) bool { return strconv.Itoa(int(r.Tid)) == tid })
 	if i < 0 || th.Rows[i].OffCPU == nil {
-		t.Fatalf("no worker with off-CPU time in threads --from 0.5 --to 1.5: %+v", th.Rows)
+		t.Fatalf("no worker with off-CPU time in threads %v: %+v", win, th.Rows)
 	}
 	if o := th.Rows[i].OffCPU; math.Abs(o.OnCPUMs+o.RunnableMs+o.OffCPUMs-1000) > 50 {
-		t.Errorf("worker in a 1 s window: %.1f ms on CPU, %.1f runnable, %.1f off CPU, want 1000 ms in all within 5%%", o.OnCPUMs, o.RunnableMs, o.OffCPUMs)
+		t.Errorf("worker in the 1 s window %v: %.1f ms on CPU, %.1f runnable, %.1f off CPU, want 1000 ms in all within 5%%", win, o.OnCPUMs, o.RunnableMs, o.OffCPUMs)
 	}
 	var wtop api.Top
-	e.mustJSON(&wtop, "top", "--wall", "--tid", tid, "--from", "0.5", "--to", "1.5", "--json")
+	e.mustJSON(&wtop, append([]string{"top", "--wall", "--tid", tid, "--json"}, win...)...)
 	if got := float64(wtop.Samples) / 1e6; math.Abs(got-1000) > 50 || wtop.Window == nil {
-		t.Errorf("top --wall of the worker in a 1 s window: %.1f ms (window %+v), want 1000 within 5%%", got, wtop.Window)
+		t.Errorf("top --wall of the worker in the 1 s window %v: %.1f ms (window %+v), want 1000 within 5%%", win, got, wtop.Window)
 	}
 	// --runnable keeps runnable time alone; --wall takes no transform.
 	var run api.Top
