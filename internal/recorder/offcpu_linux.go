@@ -75,6 +75,9 @@ type offCPUState struct {
 	// intervals are the intervals with their times, under their keys (agg.Interval's
 	// Stack holds the key until offIntervals names it).
 	intervals []agg.Interval
+	// open are the waits counted so far but not ended (offFlush's), up to when they are
+	// counted, under Recorder.mu: a live run shows them.
+	open map[uint32]agg.Interval
 }
 
 // pendingWake is a wakeup: who made it, when, and its stack.
@@ -91,7 +94,8 @@ const (
 )
 
 func newOffCPU() offCPUState {
-	return offCPUState{run: agg.NewRun(), threads: map[uint32]*offThread{}, wakes: map[uint32]*pendingWake{}, wakeNs: agg.NewRun(), wakeN: agg.NewRun()}
+	return offCPUState{run: agg.NewRun(), threads: map[uint32]*offThread{}, wakes: map[uint32]*pendingWake{}, wakeNs: agg.NewRun(), wakeN: agg.NewRun(),
+		open: map[uint32]agg.Interval{}}
 }
 
 // offWaking takes a wakeup of thread wakee by thread tid at time t, made with chain.
@@ -144,15 +148,14 @@ func (r *Recorder) offInterval(tid uint32, th *offThread, out, in uint64, waker 
 	if th.keyOK {
 		key = th.key
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(o.open, tid)
 	if len(o.intervals) >= maxIntervals {
-		r.mu.Lock()
 		o.counts.IntervalsDropped++
-		r.mu.Unlock()
 		return
 	}
-	r.mu.Lock()
 	o.intervals = append(o.intervals, agg.Interval{Tid: tid, Stack: key, Start: out, End: in, Waker: waker})
-	r.mu.Unlock()
 }
 
 func (r *Recorder) offThread(pid, tid uint32) *offThread {
@@ -264,6 +267,10 @@ func (r *Recorder) offFlush(t uint64, final bool) {
 			r.offAccount(tid, th, t)
 			if final {
 				r.offInterval(tid, th, th.out, t, 0)
+			} else if th.keyOK && len(r.off.open) < maxOffThreads {
+				r.mu.Lock()
+				r.off.open[tid] = agg.Interval{Tid: tid, Stack: th.key, Start: th.out, End: t}
+				r.mu.Unlock()
 			}
 		}
 	}
@@ -297,6 +304,9 @@ func (r *Recorder) offIntervals(p *agg.Profile) []agg.Interval {
 	}
 	r.mu.Lock()
 	out := append([]agg.Interval(nil), r.off.intervals...)
+	for _, iv := range r.off.open {
+		out = append(out, iv)
+	}
 	r.mu.Unlock()
 	for i := range out {
 		iv := &out[i]
