@@ -106,6 +106,24 @@ func TestOffCPUAndSpansRoundTrip(t *testing.T) {
 	}
 }
 
+// offCPUWakersRun is offCPURun with its intervals and wakers.
+func offCPUWakersRun() *Run {
+	r := offCPURun()
+	r.OffCPUIntervals = []agg.Interval{{Tid: 1235, Stack: 0, Start: 1000, End: 701000, Waker: 1236}, {Tid: 1235, Stack: 1, Start: 800000, End: 803000}}
+	p := &agg.Profile{
+		Frames:    []agg.Frame{{Func: agg.WakeeFunc(1235), Image: agg.ImageSched, Kind: agg.KindUnknown}, {Func: "release_lock", Image: "/bin/app", Kind: agg.KindUser}},
+		Locations: []agg.Location{{Lines: []agg.Line{{Func: 0}}}, {Addr: 0x401020, Lines: []agg.Line{{Func: 1}}}},
+		Stacks:    [][]uint32{{0, 1}},
+		Entries:   []agg.Entry{{Tid: 1236, Pid: 1234, Stack: 0, Count: 700e6, LeafFunc: -1, Time: 100}},
+		Threads:   []agg.ThreadInfo{{Tid: 1235, Pid: 1234, Name: "worker"}, {Tid: 1236, Pid: 1234, Name: "holder"}},
+	}
+	p.ExpandStacks()
+	n := *p
+	n.Entries = []agg.Entry{{Tid: 1236, Pid: 1234, Stack: 0, Count: 1, LeafFunc: -1, Time: 100}}
+	r.WakersNs, r.WakersN = p, &n
+	return r
+}
+
 // TestWakersRoundTrip: the wakers' profiles are saved and read back with the off-CPU time,
 // and agg.Wakers reads who woke whom from them.
 func TestWakersRoundTrip(t *testing.T) {
