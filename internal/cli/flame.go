@@ -119,7 +119,7 @@ frequency, reason on-cpu) and off CPU together, so a thread's width is its wall 
 			}
 			if offCPU {
 				fmt.Fprintf(g.out, "run %s (%s) · %s ms %s%s\n", res.Run, runState(res.State, r), ms(res.Samples), timeWord(res.Wall, res.Runnable),
-					extra+granularityText(res.By, res.NoInline, res.Short)+transformText(res.Transform))
+					extra+granularityText(res.By, res.NoInline, res.Short)+transformText(res.Transform)+windowText(res.Window))
 			} else {
 				header(g.out, res.Run, runState(res.State, r), res.Samples, extra+granularityText(res.By, res.NoInline, res.Short)+transformText(res.Transform)+windowText(res.Window))
 			}

@@ -151,7 +151,7 @@ frequency, reason on-cpu) and off CPU together, so a thread's total is its wall 
 // printOffCPUTop writes top --off-cpu as text: times in milliseconds.
 func printOffCPUTop(w io.Writer, res api.Top, state string) {
 	fmt.Fprintf(w, "run %s (%s) · %s ms %s · sort: %s%s%s\n", res.Run, state, ms(res.Samples), timeWord(res.Wall, res.Runnable), res.Sort,
-		transformText(res.Transform), granularityText(res.By, res.NoInline, res.Short))
+		transformText(res.Transform)+windowText(res.Window), granularityText(res.By, res.NoInline, res.Short))
 	fmt.Fprintf(w, "%8s %12s %8s %12s  %-11s  %s\n", "SELF%", "SELF ms", "TOTAL%", "TOTAL ms", "REASON", "FUNCTION  [IMAGE]")
 	for _, row := range res.Rows {
 		name := rowName(res.By, row.Func, row.Inlined, row.File, row.Line, row.Addr)
