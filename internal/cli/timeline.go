@@ -35,7 +35,7 @@ Find the slow second here, then ask about it alone:
   stax top --from 3.2 --to 3.9
 
 --states shows instead each thread's state over time: running, runnable or blocked, by
-reason (see timelineStatesHelp below and docs/off-cpu.md).` + timelineStatesHelp + transformHelp,
+reason (docs/off-cpu.md).` + timelineStatesHelp + transformHelp,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if bucket < 0 || math.IsNaN(bucket) || math.IsInf(bucket, 0) {
