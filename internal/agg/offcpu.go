@@ -29,12 +29,18 @@ const keyBytes = 96
 // without a time series. A new stack is refused once the run's raw stacks hold maxBytes
 // (0: no bound), and so is a new key once the keys would; AddWeight then returns false and counts nothing.
 func (r *Run) AddWeight(pid, tid uint32, t uint64, gen uint32, chain []uint64, w uint64, maxBytes int) bool {
+	_, ok := r.AddWeightKey(pid, tid, t, gen, chain, w, maxBytes)
+	return ok
+}
+
+// AddWeightKey is AddWeight that also returns the key counted (Profile.KeyEntry's index).
+func (r *Run) AddWeightKey(pid, tid uint32, t uint64, gen uint32, chain []uint64, w uint64, maxBytes int) (uint32, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	stack, ok := r.raw.Find(chain)
 	if !ok {
 		if maxBytes > 0 && r.raw.Bytes()+len(chain)*8 > maxBytes {
-			return false
+			return 0, false
 		}
 		stack = r.raw.Intern(chain)
 	}
@@ -43,16 +49,29 @@ func (r *Run) AddWeight(pid, tid uint32, t uint64, gen uint32, chain []uint64, w
 	if ok {
 		r.keys[i].count += w
 		r.samples += w
-		return true
+		return i, true
 	}
 	if maxBytes > 0 && len(r.keys)*keyBytes > maxBytes {
-		return false
+		return 0, false
 	}
 	r.samples += w
-	r.keyIndex[k] = uint32(len(r.keys))
+	i = uint32(len(r.keys))
+	r.keyIndex[k] = i
 	r.keys = append(r.keys, keyState{rawKey: k, count: w, time: t, rstack: -1, leafFunc: -1})
-	return true
+	return i, true
 }
+
+// Interval is a thread's time off CPU, from Start to End (CLOCK_MONOTONIC nanoseconds),
+// under stack Stack of the run's off-CPU profile (NoStack: not counted, for want of
+// memory), ended by a wakeup from thread Waker (0: not known).
+type Interval struct {
+	Tid, Stack uint32
+	Start, End uint64
+	Waker      uint32
+}
+
+// NoStack is the Stack of an interval that was not counted.
+const NoStack = ^uint32(0)
 
 // ThreadOffCPU is a thread's time on and off CPU.
 type ThreadOffCPU struct {

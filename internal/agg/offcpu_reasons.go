@@ -21,7 +21,7 @@ const (
 
 // Reasons lists every reason, in the order of their indexes in StackReasons.
 var Reasons = []string{ReasonLock, ReasonCond, ReasonSem, ReasonSleep, ReasonIORead, ReasonIOWrite,
-	ReasonPoll, ReasonConnect, ReasonAccept, ReasonRunnable, ReasonOther}
+	ReasonPoll, ReasonConnect, ReasonAccept, ReasonRunnable, ReasonOther, ReasonOnCPU}
 
 // ReasonRule names the functions whose presence in a blocked stack gives its reason. A name
 // matches a function whose name, without leading underscores, a "GI_" or "libc_" prefix and
@@ -145,7 +145,7 @@ func reasonIndex(r string) int {
 			return i
 		}
 	}
-	return len(Reasons) - 1
+	return reasonIndex(ReasonOther)
 }
 
 func (m *reasonMatcher) match(class int, name string) (uint8, bool) {

@@ -72,8 +72,12 @@ type Top struct {
 	Samples   uint64     `json:"samples"`
 	// OffCPU: the rows weigh the time threads spent off CPU (top --off-cpu): Samples, Self
 	// and Total are nanoseconds, and each row has its dominant reason.
-	OffCPU bool   `json:"off_cpu,omitempty"`
-	Sort   string `json:"sort"`
+	OffCPU bool `json:"off_cpu,omitempty"`
+	// Wall: the rows weigh time on CPU (samples over the frequency) and off CPU together
+	// (--wall), in nanoseconds, and "on-cpu" is a reason; Runnable: runnable time alone.
+	Wall     bool   `json:"wall,omitempty"`
+	Runnable bool   `json:"runnable,omitempty"`
+	Sort     string `json:"sort"`
 	// By is what a row is: a function, line (a function's source line), address (an
 	// instruction), image, or process (top --by process: Processes is set).
 	By string `json:"by"`
@@ -103,9 +107,12 @@ type Flame struct {
 	Short    bool   `json:"short,omitempty"`
 	// OffCPU: the tree weighs the time threads spent off CPU (flame --off-cpu): Samples,
 	// Self and Total are nanoseconds, and each node has its dominant reason.
-	OffCPU  bool           `json:"off_cpu,omitempty"`
-	Samples uint64         `json:"samples"`
-	Root    *agg.FlameNode `json:"root"`
+	OffCPU bool `json:"off_cpu,omitempty"`
+	// Wall and Runnable: as Top's.
+	Wall     bool           `json:"wall,omitempty"`
+	Runnable bool           `json:"runnable,omitempty"`
+	Samples  uint64         `json:"samples"`
+	Root     *agg.FlameNode `json:"root"`
 	// Matched counts the samples with a frame whose function the query's match parameter
 	// (a regular expression) matches, in the tree as built (transformed, filtered); absent
 	// without one.
@@ -243,12 +250,15 @@ func GranularityParams(q url.Values) agg.Granularity {
 
 // Compare is the answer of `stax compare`.
 type Compare struct {
-	Schema          int              `json:"schema"`
-	Base            RunRef           `json:"base"`
-	Cand            RunRef           `json:"cand"`
-	SamplesDeltaPct float64          `json:"samples_delta_pct"` // how much more (or less) CPU time cand used
-	Rows            []agg.CompareRow `json:"rows"`
-	Failures        []string         `json:"failures,omitempty"` // thresholds passed (--fail-*)
+	Schema          int     `json:"schema"`
+	Base            RunRef  `json:"base"`
+	Cand            RunRef  `json:"cand"`
+	SamplesDeltaPct float64 `json:"samples_delta_pct"` // how much more (or less) CPU time cand used
+	// OffCPU: the runs' time off CPU is compared (compare --off-cpu): Samples are
+	// nanoseconds off CPU, the shares are of that time.
+	OffCPU   bool             `json:"off_cpu,omitempty"`
+	Rows     []agg.CompareRow `json:"rows"`
+	Failures []string         `json:"failures,omitempty"` // thresholds passed (--fail-*)
 }
 
 // RunRef names a run and its size.
@@ -338,4 +348,30 @@ type Spans struct {
 	Samples uint64         `json:"samples"` // the run's samples
 	Rows    []spans.Stat   `json:"rows"`
 	Sources []spans.Source `json:"sources"` // spans received and dropped, per source
+}
+
+// Wakers is the answer of `stax wakers`: which threads woke which, how often, the time off
+// CPU their wakeups ended, and from which stacks.
+type Wakers struct {
+	Schema int            `json:"schema"`
+	Run    string         `json:"run"`
+	Live   bool           `json:"live"`
+	State  string         `json:"state"`
+	Tid    uint32         `json:"tid,omitempty"` // the thread woken asked for; 0: all
+	Woken  uint64         `json:"woken"`         // waits matched to the wakeup that ended them
+	Rows   []agg.WakerRow `json:"rows"`
+}
+
+// ThreadStates is the answer of `stax timeline --states`: each thread's time running,
+// runnable and blocked (by reason) in buckets of BucketSec seconds, the first starting
+// StartSec seconds after the run's start.
+type ThreadStates struct {
+	Schema    int                `json:"schema"`
+	Run       string             `json:"run"`
+	Live      bool               `json:"live"`
+	State     string             `json:"state"`
+	Window    *Window            `json:"window,omitempty"`
+	StartSec  float64            `json:"start_sec"`
+	BucketSec float64            `json:"bucket_sec"`
+	Threads   []agg.ThreadStates `json:"threads"`
 }

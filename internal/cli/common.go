@@ -133,6 +133,29 @@ func (f *runFlags) query(q url.Values) url.Values {
 	return q
 }
 
+// timeFlags checks --off-cpu, --wall and --runnable: at most one of the last two, and
+// either makes the view one weighed by time, as --off-cpu does.
+func timeFlags(offCPU *bool, wall, runnable bool) error {
+	if wall && runnable {
+		return usageErr("--wall and --runnable do not go together; keep one")
+	}
+	if wall || runnable {
+		*offCPU = true
+	}
+	return nil
+}
+
+// timeWord says what a view weighed by time counts.
+func timeWord(wall, runnable bool) string {
+	switch {
+	case wall:
+		return "on and off CPU (wall clock)"
+	case runnable:
+		return "runnable (waiting for a CPU)"
+	}
+	return "off CPU"
+}
+
 // offCPUPart is the part of a stored run that --off-cpu needs.
 func offCPUPart(on bool) store.Parts {
 	if on {

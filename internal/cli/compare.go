@@ -19,7 +19,7 @@ const ExitRegression = 6
 
 func compareCmd(g *globals) *cobra.Command {
 	var n int
-	var asJSON bool
+	var asJSON, offCPU bool
 	var failTotal, failFunc float64
 	var win query.Window
 	c := &cobra.Command{
@@ -31,7 +31,10 @@ largest change first. Shares, not counts, so runs of different lengths compare.
 
 As a CI gate, exit with status 6 when:
   --fail-total-pct P      CAND took more than P percent more samples (CPU time) than BASE
-  --fail-function-pct P   a function's self share grew by more than P points`,
+  --fail-function-pct P   a function's self share grew by more than P points
+
+--off-cpu compares the time threads spent off CPU instead (see docs/off-cpu.md): each
+function's share of each run's time blocked, and --fail-total-pct the growth of that time.`,
 		Args: argsBetween(2, 2, "two runs, BASE and CAND", "run ids (stax list shows them) or files written by stax save"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if n < 0 {
@@ -50,9 +53,21 @@ As a CI gate, exit with status 6 when:
 			if err != nil {
 				return err
 			}
-			rows, bs, cs := agg.Compare(&base.Profile, &cand.Profile)
+			bp, cp := &base.Profile, &cand.Profile
+			if offCPU {
+				if !win.IsAll() {
+					return usageErr("compare --off-cpu takes no --from or --to: off-CPU time is kept without its times; leave them out")
+				}
+				for _, r := range []*store.Run{base, cand} {
+					if r.OffCPU == nil {
+						return fmt.Errorf("run %s has no off-CPU time (recorded with --no-off-cpu or -a, or by an older stax): record it again without those to compare where threads wait", r.Meta.ID)
+					}
+				}
+				bp, cp = base.OffCPU, cand.OffCPU
+			}
+			rows, bs, cs := agg.Compare(bp, cp)
 			res := api.Compare{Schema: api.Schema, Base: api.RunRef{Run: base.Meta.ID, Samples: bs},
-				Cand: api.RunRef{Run: cand.Meta.ID, Samples: cs}, Rows: rows}
+				Cand: api.RunRef{Run: cand.Meta.ID, Samples: cs}, OffCPU: offCPU, Rows: rows}
 			if bs > 0 {
 				res.SamplesDeltaPct = (float64(cs) - float64(bs)) * 100 / float64(bs)
 			}
@@ -84,6 +99,7 @@ As a CI gate, exit with status 6 when:
 	}
 	c.Flags().IntVarP(&n, "n", "n", 20, "how many functions to show (0: all)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON (schema-versioned) for scripts")
+	c.Flags().BoolVar(&offCPU, "off-cpu", false, "compare the time threads spent off CPU, function by function")
 	c.Flags().Float64Var(&failTotal, "fail-total-pct", 0, "exit 6 if CAND has more than `P` percent more samples than BASE")
 	c.Flags().Float64Var(&failFunc, "fail-function-pct", 0, "exit 6 if a function's self share grows more than `P` points")
 	c.Flags().StringVar(&win.From, "from", "", "compare only samples from `SEC` seconds after each run's start")
@@ -109,8 +125,13 @@ func loadRun(g *globals, id string, win query.Window) (*store.Run, error) {
 }
 
 func printCompare(g *globals, res api.Compare) {
-	fmt.Fprintf(g.out, "base %s: %s samples · cand %s: %s samples (%+.2f%%)\n", res.Base.Run, commas(res.Base.Samples),
-		res.Cand.Run, commas(res.Cand.Samples), res.SamplesDeltaPct)
+	if res.OffCPU {
+		fmt.Fprintf(g.out, "base %s: %s ms off CPU · cand %s: %s ms off CPU (%+.2f%%)\n", res.Base.Run, ms(res.Base.Samples),
+			res.Cand.Run, ms(res.Cand.Samples), res.SamplesDeltaPct)
+	} else {
+		fmt.Fprintf(g.out, "base %s: %s samples · cand %s: %s samples (%+.2f%%)\n", res.Base.Run, commas(res.Base.Samples),
+			res.Cand.Run, commas(res.Cand.Samples), res.SamplesDeltaPct)
+	}
 	fmt.Fprintf(g.out, "%9s %9s  %17s  %17s  %s\n", "ΔSELF", "ΔTOTAL", "SELF base→cand", "TOTAL base→cand", "FUNCTION  [IMAGE]")
 	for _, r := range res.Rows {
 		fmt.Fprintf(g.out, "%+8.2f%% %+8.2f%%  %7.2f%%→%7.2f%%  %7.2f%%→%7.2f%%  %s  [%s]\n", r.DeltaSelfPct, r.DeltaTotalPct,

@@ -19,6 +19,7 @@ import (
 func exportCmd(g *globals) *cobra.Command {
 	var rf runFlags
 	var format, output string
+	var offCPU bool
 	c := &cobra.Command{
 		Use:   "export --format FORMAT [--run ID] [-o FILE]",
 		Short: "Write a run in a format other tools read (pprof, Firefox Profiler, speedscope, ...)",
@@ -44,7 +45,13 @@ The file is <run-id> plus the format's extension (.pb.gz, .json, .speedscope.jso
 .folded, .svg) in the current directory unless -o names one; -o - writes to stdout.
 
 --from/--to or --span export part of the run, and the stack transforms rewrite its stacks before
-it is written (the samples they leave out are not written).` + transformHelp,
+it is written (the samples they leave out are not written).
+
+Where the run recorded off-CPU time (docs/off-cpu.md), pprof adds two values to each
+sample, off_cpu and wall (nanoseconds: go tool pprof -sample_index=off_cpu, or wall),
+with the blocked stacks as samples of their own labelled with their reason; --off-cpu
+writes the time off CPU instead of the samples in the other formats (weights in
+nanoseconds), and the Firefox Profiler's gets a marker for each interval off CPU.` + transformHelp,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if format == "" {
@@ -62,6 +69,18 @@ it is written (the samples they leave out are not written).` + transformHelp,
 			if err != nil {
 				return withCode(err)
 			}
+			// The time off CPU, inside the window and transformed as the samples are; left
+			// out where it cannot be windowed (a run that kept no intervals).
+			off, offErr := query.OffCPUIn(run, rf.window, rf.transform)
+			if offCPU && (off == nil || offErr != nil) {
+				if offErr == nil {
+					offErr = fmt.Errorf("run %s has no off-CPU time (recorded with --no-off-cpu or -a, or by an older stax)", run.Meta.ID)
+				}
+				return usageErr("export --off-cpu: %v", offErr)
+			}
+			if offCPU && format == "pprof" {
+				return usageErr("export --off-cpu: pprof has the off-CPU time as a value of its own (off_cpu); leave --off-cpu out")
+			}
 			if run, _, err = rf.window.Apply(run); errors.Is(err, query.ErrNoSpan) {
 				return notFound(err)
 			} else if err != nil {
@@ -70,6 +89,22 @@ it is written (the samples they leave out are not written).` + transformHelp,
 			if run, _, err = query.ApplyTransform(run, rf.transform); err != nil {
 				return usageErr("%v", err)
 			}
+			if run == nil {
+				return usageErr("no run")
+			}
+			r2 := *run
+			r2.OffCPU = off
+			if offErr != nil {
+				r2.OffCPU, r2.OffCPUIntervals = nil, nil
+			}
+			if !rf.window.IsAll() || !rf.transform.IsZero() {
+				r2.OffCPUIntervals = nil // their stacks are the whole run's, untransformed
+			}
+			if offCPU {
+				// Weights in nanoseconds: a period of 1 ns.
+				r2.Profile, r2.Meta.Freq, r2.Meta.Event = *off, 1e9, "off-cpu"
+			}
+			run = &r2
 			if output == "-" {
 				bw := bufio.NewWriterSize(g.out, 256<<10)
 				if err := f.Write(bw, run); err != nil {
@@ -88,6 +123,10 @@ it is written (the samples they leave out are not written).` + transformHelp,
 			if err := writeFile(path, func(w *bufio.Writer) error { return f.Write(w, run) }); err != nil {
 				return err
 			}
+			if offCPU {
+				fmt.Fprintf(g.out, "wrote %s (%s, %s ms off CPU) to %s\n", format, run.Meta.ID, ms(run.Profile.TotalSamples()), path)
+				return nil
+			}
 			fmt.Fprintf(g.out, "wrote %s (%s, %s samples) to %s\n", format, run.Meta.ID, commas(run.Profile.TotalSamples()), path)
 			return nil
 		},
@@ -98,6 +137,7 @@ it is written (the samples they leave out are not written).` + transformHelp,
 	rf.addTransform(c)
 	c.Flags().StringVarP(&format, "format", "f", "", "output `FORMAT`: "+strings.Join(export.Names(), ", "))
 	c.Flags().StringVarP(&output, "output", "o", "", "write to `FILE` (- for stdout; default <run-id>.<ext>)")
+	c.Flags().BoolVar(&offCPU, "off-cpu", false, "write the time threads spent off CPU (nanoseconds) instead of the samples")
 	return c
 }
 

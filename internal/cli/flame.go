@@ -23,7 +23,7 @@ func flameCmd(g *globals) *cobra.Command {
 	var depth, tid int
 	var threshold float64
 	var diff string
-	var inverted, offCPU bool
+	var inverted, offCPU, wall, runnable bool
 	c := &cobra.Command{
 		Use:   "flame",
 		Short: "Show the call tree, callers above callees (or bottom-up)",
@@ -41,7 +41,9 @@ BASE had that this run lacks are listed as (gone).
 
 --off-cpu weighs the tree by the time threads spent off CPU (blocked, or runnable and
 waiting for a CPU) instead of by samples: each line shows milliseconds and its dominant
-reason; --json gives nanoseconds. See docs/off-cpu.md.` + granularityHelp + transformHelp,
+reason; --json gives nanoseconds. --wall weighs it by time on CPU (samples over the
+frequency, reason on-cpu) and off CPU together, so a thread's width is its wall clock;
+--runnable by runnable time alone. See docs/off-cpu.md.` + granularityHelp + transformHelp,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if depth < 0 {
@@ -60,6 +62,9 @@ reason; --json gives nanoseconds. See docs/off-cpu.md.` + granularityHelp + tran
 			if err != nil {
 				return err
 			}
+			if err := timeFlags(&offCPU, wall, runnable); err != nil {
+				return err
+			}
 			if offCPU && diff != "" {
 				return usageErr("--off-cpu does not take --diff yet; leave one out")
 			}
@@ -74,9 +79,15 @@ reason; --json gives nanoseconds. See docs/off-cpu.md.` + granularityHelp + tran
 			if offCPU {
 				q.Set("off_cpu", "1")
 			}
+			if wall {
+				q.Set("wall", "1")
+			}
+			if runnable {
+				q.Set("runnable", "1")
+			}
 			res, err := ask(context.Background(), g, r, "/v1/flame", q, rf.need()|offCPUPart(offCPU), func(run *store.Run) (api.Flame, error) {
 				return query.Flame(run, query.FlameOptions{Depth: depth, ThresholdPct: threshold, Inverted: inverted, Granularity: gran,
-					Tid: uint32(tid), Processes: rf.processes, Window: rf.window, Transform: rf.transform, OffCPU: offCPU})
+					Tid: uint32(tid), Processes: rf.processes, Window: rf.window, Transform: rf.transform, OffCPU: offCPU, Wall: wall, Runnable: runnable})
 			})
 			if err != nil {
 				return err
@@ -107,8 +118,8 @@ reason; --json gives nanoseconds. See docs/off-cpu.md.` + granularityHelp + tran
 				extra += " · inverted: leaves first, callers below"
 			}
 			if offCPU {
-				fmt.Fprintf(g.out, "run %s (%s) · %s ms off CPU%s\n", res.Run, runState(res.State, r), ms(res.Samples),
-					extra+granularityText(res.By, res.NoInline, res.Short)+transformText(res.Transform))
+				fmt.Fprintf(g.out, "run %s (%s) · %s ms %s%s\n", res.Run, runState(res.State, r), ms(res.Samples), timeWord(res.Wall, res.Runnable),
+					extra+granularityText(res.By, res.NoInline, res.Short)+transformText(res.Transform)+windowText(res.Window))
 			} else {
 				header(g.out, res.Run, runState(res.State, r), res.Samples, extra+granularityText(res.By, res.NoInline, res.Short)+transformText(res.Transform)+windowText(res.Window))
 			}
@@ -131,6 +142,8 @@ reason; --json gives nanoseconds. See docs/off-cpu.md.` + granularityHelp + tran
 	c.Flags().Float64Var(&threshold, "threshold-pct", 1.0, "hide branches with less than this percent of samples")
 	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")
 	c.Flags().BoolVar(&offCPU, "off-cpu", false, "weigh the tree by the time threads were off CPU, with each node's reason")
+	c.Flags().BoolVar(&wall, "wall", false, "weigh the tree by the time threads were on and off CPU (wall clock)")
+	c.Flags().BoolVar(&runnable, "runnable", false, "weigh the tree by the time threads waited for a CPU")
 	c.Flags().StringVar(&diff, "diff", "", "mark what grew and shrank since run `BASE` (an id or a saved file)")
 	return c
 }

@@ -103,6 +103,12 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 			fmt.Fprintf(w, " (%.1f s: the off-CPU tables were full)", float64(o.LostNs)/1e9)
 		}
 		fmt.Fprintln(w)
+		if o.IntervalsDropped > 0 {
+			fmt.Fprintf(w, "note:      %s intervals off CPU were counted but not kept with their times (over the bound): --from/--to views of off-CPU time miss them\n", commas(o.IntervalsDropped))
+		}
+		if o.Wakers {
+			fmt.Fprintf(w, "wakers:    %s wakeups, %s waits matched to the wakeup that ended them (stax wakers)\n", commas(o.Wakeups), commas(o.Woken))
+		}
 	}
 	if m.OverloadSamples > 0 {
 		fmt.Fprintf(w, "overload:  %s samples (%.1f%%) came while the recorder was behind: their stacks are the frame-pointer chains, not unwound (a busier machine than the recorder could keep up with; -F lower, or fewer busy threads, avoids it)\n",

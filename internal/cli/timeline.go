@@ -20,6 +20,7 @@ func timelineCmd(g *globals) *cobra.Command {
 	var rf runFlags
 	var tid, threads int
 	var bucket float64
+	var states bool
 	c := &cobra.Command{
 		Use:   "timeline",
 		Short: "Show activity over time, per thread, and the phases of the run",
@@ -37,7 +38,10 @@ Find the slow second here, then ask about it alone:
   stax timeline
   stax top --from 3.2 --to 3.9
 --from and --to also take mark:NAME, the time of the first marker (or span) named NAME:
-  stax top --from mark:warmup_done --to +2` + transformHelp,
+  stax top --from mark:warmup_done --to +2
+
+--states shows instead each thread's state over time: running, runnable or blocked, by
+reason (docs/off-cpu.md).` + timelineStatesHelp + transformHelp,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if bucket < 0 || math.IsNaN(bucket) || math.IsInf(bucket, 0) {
@@ -57,6 +61,9 @@ Find the slow second here, then ask about it alone:
 				return err
 			}
 			q := rf.query(url.Values{"tid": {itoa(tid)}, "threads": {itoa(threads)}, "bucket_ms": {strconv.FormatFloat(bucket, 'f', -1, 64)}})
+			if states {
+				return timelineStates(g, &rf, r, q, query.TimelineOptions{Tid: uint32(tid), Processes: rf.processes, BucketMs: bucket, MaxThreads: threads, Window: rf.window})
+			}
 			res, err := ask(context.Background(), g, r, "/v1/timeline", q, store.Samples, func(run *store.Run) (api.Timeline, error) {
 				return query.Timeline(run, query.TimelineOptions{Tid: uint32(tid), Processes: rf.processes, BucketMs: bucket, MaxThreads: threads, Window: rf.window, Transform: rf.transform})
 			})
@@ -85,6 +92,7 @@ Find the slow second here, then ask about it alone:
 	c.Flags().Float64Var(&bucket, "bucket", 0, "bucket width in `MS` milliseconds (default: about 60 buckets over the window)")
 	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")
 	c.Flags().IntVar(&threads, "threads", 10, "show the `N` busiest threads (0: all)")
+	c.Flags().BoolVar(&states, "states", false, "show each thread's states over time: running, runnable, blocked by reason")
 	return c
 }
 

@@ -19,7 +19,7 @@ func topCmd(g *globals) *cobra.Command {
 	var gf granularityFlags
 	var n, tid int
 	var sort string
-	var offCPU bool
+	var offCPU, wall, runnable bool
 	c := &cobra.Command{
 		Use:   "top",
 		Short: "List the functions with the most samples",
@@ -34,9 +34,14 @@ its time on), each with its share and hottest function; --pid and --comm keep so
 --off-cpu weighs functions by the time threads spent off CPU under them (blocked, or
 runnable and waiting for a CPU) instead of by samples, each row with its dominant reason
 (lock, cond, sem, sleep, io-read, io-write, poll, net-connect, net-accept, runnable,
-other); --json gives nanoseconds. See docs/off-cpu.md.` + granularityHelp + transformHelp,
+other); --json gives nanoseconds. --wall weighs them by time on CPU (samples over the
+frequency, reason on-cpu) and off CPU together, so a thread's total is its wall clock;
+--runnable by runnable time alone (threads waiting for a CPU). See docs/off-cpu.md.` + granularityHelp + transformHelp,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if err := timeFlags(&offCPU, wall, runnable); err != nil {
+				return err
+			}
 			if sort != "self" && sort != "total" {
 				return usageErr("--sort must be self or total, not %q", sort)
 			}
@@ -62,9 +67,15 @@ other); --json gives nanoseconds. See docs/off-cpu.md.` + granularityHelp + tran
 			if offCPU {
 				q.Set("off_cpu", "1")
 			}
+			if wall {
+				q.Set("wall", "1")
+			}
+			if runnable {
+				q.Set("runnable", "1")
+			}
 			res, err := ask(context.Background(), g, r, "/v1/top", q, rf.need()|offCPUPart(offCPU), func(run *store.Run) (api.Top, error) {
 				return query.Top(run, query.TopOptions{N: n, ByTotal: sort == "total", ByProcess: by == "process", Granularity: gran,
-					Tid: uint32(tid), Processes: rf.processes, Window: rf.window, Transform: rf.transform, OffCPU: offCPU})
+					Tid: uint32(tid), Processes: rf.processes, Window: rf.window, Transform: rf.transform, OffCPU: offCPU, Wall: wall, Runnable: runnable})
 			})
 			if err != nil {
 				return err
@@ -94,7 +105,7 @@ other); --json gives nanoseconds. See docs/off-cpu.md.` + granularityHelp + tran
 				count, what := commas, "SAMPLES"
 				if offCPU {
 					count, what = ms, "OFF-CPU ms"
-					fmt.Fprintf(g.out, "run %s (%s) · %s ms off CPU · by process%s\n", res.Run, runState(res.State, r), ms(res.Samples), extra[len(" · sort: "+res.Sort):])
+					fmt.Fprintf(g.out, "run %s (%s) · %s ms %s · by process%s\n", res.Run, runState(res.State, r), ms(res.Samples), timeWord(res.Wall, res.Runnable), extra[len(" · sort: "+res.Sort):])
 				} else {
 					header(g.out, res.Run, runState(res.State, r), res.Samples, " · by process"+extra[len(" · sort: "+res.Sort):]+windowText(res.Window))
 				}
@@ -132,13 +143,15 @@ other); --json gives nanoseconds. See docs/off-cpu.md.` + granularityHelp + tran
 	c.Flags().StringVar(&sort, "sort", "self", "order by `self` or total samples")
 	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")
 	c.Flags().BoolVar(&offCPU, "off-cpu", false, "weigh functions by the time threads were off CPU under them, with the reason")
+	c.Flags().BoolVar(&wall, "wall", false, "weigh functions by the time threads were on and off CPU under them (wall clock)")
+	c.Flags().BoolVar(&runnable, "runnable", false, "weigh functions by the time threads waited for a CPU under them")
 	return c
 }
 
 // printOffCPUTop writes top --off-cpu as text: times in milliseconds.
 func printOffCPUTop(w io.Writer, res api.Top, state string) {
-	fmt.Fprintf(w, "run %s (%s) · %s ms off CPU · sort: %s%s%s\n", res.Run, state, ms(res.Samples), res.Sort,
-		transformText(res.Transform), granularityText(res.By, res.NoInline, res.Short))
+	fmt.Fprintf(w, "run %s (%s) · %s ms %s · sort: %s%s%s\n", res.Run, state, ms(res.Samples), timeWord(res.Wall, res.Runnable), res.Sort,
+		transformText(res.Transform)+windowText(res.Window), granularityText(res.By, res.NoInline, res.Short))
 	fmt.Fprintf(w, "%8s %12s %8s %12s  %-11s  %s\n", "SELF%", "SELF ms", "TOTAL%", "TOTAL ms", "REASON", "FUNCTION  [IMAGE]")
 	for _, row := range res.Rows {
 		name := rowName(res.By, row.Func, row.Inlined, row.File, row.Line, row.Addr)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,6 +223,13 @@ func TestOffCPUNotRoot(t *testing.T) {
 	t.Logf("as nobody: %d switches, %d intervals, %d without a stack, user-only %v", o.Switches, o.Intervals, o.NoStack, st.Meta.UserOnly)
 	if !st.Meta.UserOnly && o.NoStack == o.Intervals {
 		t.Errorf("kernel samples are permitted, yet no off-CPU interval has a stack")
+	}
+	// Wakers take root: one note says so, and stax wakers says what to do.
+	if notes := strings.Join(st.Meta.Notes, "\n"); o.Wakers || strings.Count(notes, "wakers are not recorded (root or CAP_PERFMON") != 1 {
+		t.Errorf("wakers %v as nobody, notes %q: want none, and one note saying root records them", o.Wakers, st.Meta.Notes)
+	}
+	if out, errOut, code := e.runAs(setpriv, "wakers"); code == 0 || !strings.Contains(errOut, "root") {
+		t.Errorf("wakers as nobody: exit %d, want an error that names root\n%s%s", code, out, errOut)
 	}
 }
 

@@ -234,6 +234,9 @@ func WriteFirefox(w io.Writer, run *store.Run) error {
 	libIndex := map[string]int{}
 	names := threadNames(p)
 	keys := sortedThreads(p)
+	if run.OffCPU != nil && len(run.OffCPUIntervals) > 0 {
+		keys = withOffCPUThreads(keys, names, run.OffCPU)
+	}
 	index := make(map[threadKey]int, len(keys))
 	out.Threads = make([]fxThread, len(keys))
 	for i, k := range keys {
@@ -274,6 +277,25 @@ func WriteFirefox(w io.Writer, run *store.Run) error {
 		}
 	}
 	addFirefoxMarkers(out.Threads, index, run, base)
+	if run.OffCPU != nil && len(run.OffCPUIntervals) > 0 {
+		out.Meta.MarkerSchema = append(out.Meta.MarkerSchema, offCPUMarkerSchema)
+		byTid := map[uint32]int{}
+		for i, k := range keys {
+			byTid[k.tid] = i
+		}
+		reasons := agg.StackReasons(run.OffCPU)
+		for _, iv := range run.OffCPUIntervals {
+			i, ok := byTid[iv.Tid]
+			if !ok || iv.Start < base {
+				continue
+			}
+			reason := agg.ReasonOther
+			if iv.Stack != agg.NoStack && int(iv.Stack) < len(reasons) {
+				reason = agg.Reasons[reasons[iv.Stack]]
+			}
+			out.Threads[i].offCPUMarker(reason, (float64(iv.Start)-float64(base))/1e6, (float64(iv.End)-float64(base))/1e6, iv.Waker)
+		}
+	}
 	for i := range out.Threads {
 		t := &out.Threads[i]
 		t.Samples.Length = len(t.Samples.Time)
@@ -452,4 +474,57 @@ func (t *fxThread) finish() {
 	t.FrameTable.Length = len(t.FrameTable.Func)
 	t.FuncTable.Length = len(t.FuncTable.Name)
 	t.ResourceTable.Length = len(t.ResourceTable.Name)
+}
+
+// offCPUMarkerSchema describes the markers of intervals off CPU: "Blocked" (with the
+// reason, and the thread that woke it where known) and "Runnable".
+var offCPUMarkerSchema = map[string]any{
+	"name":         "OffCPU",
+	"display":      []string{"marker-chart", "marker-table", "timeline-overview"},
+	"chartLabel":   "{marker.data.reason}",
+	"tooltipLabel": "off CPU: {marker.data.reason}",
+	"tableLabel":   "{marker.data.reason}",
+	"fields": []map[string]any{
+		{"key": "reason", "label": "Reason", "format": "string"},
+		{"key": "waker", "label": "Woken by thread", "format": "integer"},
+	},
+}
+
+// offCPUMarker adds an interval off CPU, from start to end (milliseconds), as a marker.
+func (t *fxThread) offCPUMarker(reason string, start, end float64, waker uint32) {
+	name := "Blocked"
+	if reason == agg.ReasonRunnable {
+		name = "Runnable"
+	}
+	data := map[string]any{"type": "OffCPU", "reason": reason}
+	if waker != 0 {
+		data["waker"] = waker
+	}
+	m := &t.Markers
+	m.Name = append(m.Name, t.str(name))
+	m.StartTime = append(m.StartTime, start)
+	m.EndTime = append(m.EndTime, end)
+	m.Phase = append(m.Phase, 1) // an interval
+	m.Category = append(m.Category, 0)
+	m.Data = append(m.Data, data)
+	m.Length++
+}
+
+// withOffCPUThreads adds to keys the threads seen only off CPU, and their names to names.
+func withOffCPUThreads(keys []threadKey, names map[threadKey]string, off *agg.Profile) []threadKey {
+	seen := map[uint32]bool{}
+	for _, k := range keys {
+		seen[k.tid] = true
+	}
+	offNames := threadNames(off)
+	for _, k := range sortedThreads(off) {
+		if !seen[k.tid] {
+			seen[k.tid] = true
+			keys = append(keys, k)
+			if names[k] == "" {
+				names[k] = offNames[k]
+			}
+		}
+	}
+	return keys
 }

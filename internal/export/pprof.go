@@ -2,6 +2,7 @@ package export
 
 import (
 	"encoding/binary"
+	"fmt"
 	"io"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
@@ -39,8 +41,22 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 	if err := check(run); err != nil {
 		return nil, err
 	}
-	prof := &run.Profile
 	period := int64(periodNs(&run.Meta))
+	// With off-CPU time, the blocked stacks are samples too, after the CPU ones (the first
+	// cpuStacks stacks), with values off_cpu and wall.
+	cpuStacks := -1
+	var reasons []uint8
+	inSpans := spanCounts(run)
+	if run.OffCPU != nil {
+		if err := run.OffCPU.CheckIndexes(); err != nil {
+			return nil, fmt.Errorf("export: off-CPU: %w", err)
+		}
+		merged, n := agg.WallProfile(&run.Profile, run.OffCPU, 1)
+		r := *run
+		r.Profile = *merged
+		run, cpuStacks, reasons = &r, n, agg.WallReasons(merged, n)
+	}
+	prof := &run.Profile
 	out := &profile.Profile{
 		SampleType: []*profile.ValueType{
 			{Type: "samples", Unit: "count"},
@@ -55,6 +71,9 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 		if !run.Meta.End.IsZero() && run.Meta.End.After(run.Meta.Start) {
 			out.DurationNanos = run.Meta.End.Sub(run.Meta.Start).Nanoseconds()
 		}
+	}
+	if cpuStacks >= 0 {
+		out.SampleType = append(out.SampleType, &profile.ValueType{Type: "off_cpu", Unit: "nanoseconds"}, &profile.ValueType{Type: "wall", Unit: "nanoseconds"})
 	}
 	if run.Meta.Event != "" {
 		out.Comments = append(out.Comments, "event: "+cleanText(run.Meta.Event))
@@ -77,8 +96,7 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 		}
 	}
 	names := threadNames(prof)
-	inSpans := spanCounts(run)
-	for i, e := range prof.Entries {
+	for _, e := range prof.Entries {
 		if e.Count == 0 {
 			continue
 		}
@@ -86,6 +104,13 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 		s := &profile.Sample{
 			Value:    []int64{int64(e.Count), int64(e.Count) * period},
 			NumLabel: map[string][]int64{"pid": {int64(e.Pid)}, "tid": {int64(e.Tid)}},
+		}
+		if cpuStacks >= 0 {
+			if int(e.Stack) < cpuStacks {
+				s.Value = append(s.Value, 0, int64(e.Count)*period)
+			} else {
+				s.Value = []int64{0, 0, int64(e.Count), int64(e.Count)}
+			}
 		}
 		if len(stack) > 0 {
 			s.Location = make([]*profile.Location, len(stack))
@@ -100,7 +125,13 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 		if name := names[threadKey{e.Pid, e.Tid}]; name != "" {
 			s.Label = map[string][]string{"thread": {cleanText(name)}}
 		}
-		out.Sample = append(out.Sample, splitBySpan(s, inSpans[int32(i)], e.Count, period)...)
+		if cpuStacks >= 0 && int(e.Stack) >= cpuStacks && int(e.Stack) < len(reasons) {
+			if s.Label == nil {
+				s.Label = map[string][]string{}
+			}
+			s.Label["reason"] = []string{agg.Reasons[reasons[e.Stack]]}
+		}
+		out.Sample = append(out.Sample, splitBySpan(s, inSpans.of(e), e.Count)...)
 	}
 	x.rangeMappings()
 	mainFirst(out, run)
@@ -286,9 +317,17 @@ func mainFirst(out *profile.Profile, run *store.Run) {
 
 // splitBySpan labels s's samples taken inside spans with the innermost span's name
 // ("span"): one sample per span name, and s itself for the rest.
-func splitBySpan(s *profile.Sample, in map[string]uint64, count uint64, period int64) []*profile.Sample {
-	if len(in) == 0 {
+func splitBySpan(s *profile.Sample, in map[string]uint64, count uint64) []*profile.Sample {
+	if len(in) == 0 || count == 0 {
 		return []*profile.Sample{s}
+	}
+	// Every value is the count times a constant (a period, 0, ...).
+	scaled := func(n uint64) []int64 {
+		v := make([]int64, len(s.Value))
+		for i, x := range s.Value {
+			v[i] = x / int64(count) * int64(n)
+		}
+		return v
 	}
 	names := make([]string, 0, len(in))
 	for name := range in {
@@ -304,7 +343,7 @@ func splitBySpan(s *profile.Sample, in map[string]uint64, count uint64, period i
 		}
 		left -= n
 		c := *s
-		c.Value = []int64{int64(n), int64(n) * period}
+		c.Value = scaled(n)
 		c.Label = map[string][]string{"span": {cleanText(name)}}
 		for k, v := range s.Label {
 			c.Label[k] = v
@@ -312,7 +351,7 @@ func splitBySpan(s *profile.Sample, in map[string]uint64, count uint64, period i
 		out = append(out, &c)
 	}
 	if left > 0 {
-		s.Value = []int64{int64(left), int64(left) * period}
+		s.Value = scaled(left)
 		out = append(out, s)
 	}
 	return out

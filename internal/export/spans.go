@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/spans"
 	"github.com/stax-profiler/stax/internal/store"
 )
@@ -91,9 +92,19 @@ func (ix innermost) at(tid uint32, t uint64) string {
 	return ""
 }
 
-// spanCounts counts each entry's samples by the innermost span they were taken in; nil
-// when the run has no spans or no sample times.
-func spanCounts(run *store.Run) map[int32]map[string]uint64 {
+// entrySpans holds an entry's samples by the innermost span they were taken in, found by
+// the entry's thread, stack and leaf: a profile merged with off-CPU time (WallProfile)
+// keeps the CPU entries' stacks but not their order.
+type entrySpans map[entryKey]map[string]uint64
+
+type entryKey struct {
+	pid, tid, stack uint32
+	leaf            uint64
+}
+
+// spanCounts counts the samples of run's entries by the innermost span they were taken
+// in; nil when the run has no spans or no sample times.
+func spanCounts(run *store.Run) entrySpans {
 	p := &run.Profile
 	if len(run.Spans) == 0 || !p.HasTimes() {
 		return nil
@@ -103,21 +114,30 @@ func spanCounts(run *store.Run) map[int32]map[string]uint64 {
 	if err != nil {
 		return nil
 	}
-	out := map[int32]map[string]uint64{}
+	out := entrySpans{}
 	for _, s := range samples {
 		e := &p.Entries[s.entry]
 		name := ix.at(e.Tid, s.time)
 		if name == "" {
 			continue
 		}
-		m := out[s.entry]
+		k := entryKey{e.Pid, e.Tid, e.Stack, e.Leaf}
+		m := out[k]
 		if m == nil {
 			m = map[string]uint64{}
-			out[s.entry] = m
+			out[k] = m
 		}
 		m[name] += uint64(s.weight)
 	}
 	return out
+}
+
+// of gives the span counts of entry e (nil: none).
+func (es entrySpans) of(e agg.Entry) map[string]uint64 {
+	if es == nil {
+		return nil
+	}
+	return es[entryKey{e.Pid, e.Tid, e.Stack, e.Leaf}]
 }
 
 // addFirefoxMarkers adds the run's spans to the Firefox threads as UserTiming markers:

@@ -64,6 +64,17 @@ func TestPprofSpanLabels(t *testing.T) {
 			want["frame"]++
 		}
 	}
+	// With off-CPU time the CPU samples are merged with the blocked stacks (values
+	// off_cpu and wall): their spans stay.
+	withOff := spanFixture()
+	withOff.OffCPU = &spanFixture().Profile
+	for _, r := range []*store.Run{r, withOff} {
+		checkPprofSpanLabels(t, r, want)
+	}
+}
+
+func checkPprofSpanLabels(t *testing.T, r *store.Run, want map[string]int64) {
+	t.Helper()
 	var b bytes.Buffer
 	if err := WritePprof(&b, r); err != nil {
 		t.Fatal(err)
@@ -81,7 +92,7 @@ func TestPprofSpanLabels(t *testing.T) {
 		}
 	}
 	if got["physics"] != want["physics"] || got["frame"] != want["frame"] || len(got) != 2 || want["physics"] == 0 {
-		t.Errorf("span labels %v, want %v", got, want)
+		t.Errorf("off-CPU %v: span labels %v, want %v", r.OffCPU != nil, got, want)
 	}
 	if total != int64(r.Profile.TotalSamples()) {
 		t.Errorf("%d samples, want %d", total, r.Profile.TotalSamples())

@@ -119,11 +119,18 @@ type Session struct {
 
 	// OffCPU says the context-switch events are open (Config.OffCPU).
 	OffCPU bool
+	// Wakers says the sched:sched_waking events are open too (with OffCPU, where
+	// permitted): their samples carry the woken thread in WakingPid of their raw data.
+	Wakers    bool
+	WakingPid TraceField
 
 	fds   []int
 	rings []*mappedRing
 	// switchIDs are the ids of the context-switch events.
 	switchIDs map[uint64]bool
+	// wakingIDs are the ids of the sched_waking events, waking its tracepoint.
+	wakingIDs map[uint64]bool
+	waking    tracepoint
 	epfd      int // epoll over the rings, woken when one fills past its watermark
 	// epoll holds epfd in Go's network poller when it could be put there: Wait then parks
 	// its goroutine instead of holding a thread in epoll_wait, which the runtime's monitor
@@ -132,6 +139,12 @@ type Session struct {
 	epoll   *os.File
 	epollRC syscall.RawConn
 	spans   []ring.Span
+}
+
+// switchTarget is a thread and CPU the context-switch events are opened for.
+type switchTarget struct {
+	pid, cpu int
+	r        *mappedRing
 }
 
 // RingError says a ring of that size could not be mapped: over the locked-memory limit
@@ -310,10 +323,7 @@ func (s *Session) attr(cfg Config, typ uint32, config uint64, enableOnExec bool)
 func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) error {
 	s.OffCPU = cfg.OffCPU && !cfg.SystemWide
 	s.switchIDs = map[uint64]bool{}
-	type switchTarget struct {
-		pid, cpu int
-		r        *mappedRing
-	}
+	s.wakingIDs = map[uint64]bool{}
 	var switches []switchTarget
 	pids := cfg.Pids
 	if cfg.SystemWide {
@@ -383,8 +393,73 @@ func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) err
 		}
 		s.openSwitch(cfg, sw.pid, sw.cpu, sw.r)
 	}
+	if s.OffCPU {
+		s.openWakers(cfg, switches)
+	}
 	return nil
 }
+
+// openWakers opens sched:sched_waking for each of the context-switch events' threads and
+// CPUs, into their rings: the wakeups the target's threads make, with their stacks. It
+// takes root or CAP_PERFMON; without, or if the kernel refuses, the recording goes on
+// without wakers and says why.
+func (s *Session) openWakers(cfg Config, targets []switchTarget) {
+	tp, err := readTracepoint("sched", "sched_waking")
+	if err == nil {
+		f, ok := tp.fields["pid"]
+		if !ok || (f.Size != 4 && f.Size != 8) {
+			err = errors.New("sched_waking has no pid field")
+		}
+		s.WakingPid = f
+	}
+	opened := []int{}
+	for _, t := range targets {
+		if err != nil {
+			break
+		}
+		a := s.attr(cfg, unix.PERF_TYPE_TRACEPOINT, tp.id, cfg.EnableOnExec)
+		a.Sample = 1
+		a.Sample_type |= record.SampleRaw
+		// The tracepoint fires in the kernel: excluding the kernel would exclude it.
+		a.Bits &^= unix.PerfBitFreq | unix.PerfBitMmap | unix.PerfBitComm | unix.PerfBitTask | unix.PerfBitMmap2 | unix.PerfBitCommExec | unix.PerfBitExcludeKernel
+		fd, e := unix.PerfEventOpen(a, t.pid, t.cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if e != nil {
+			if errors.Is(e, unix.ESRCH) {
+				continue
+			}
+			err = fmt.Errorf("open sched_waking: %w", e)
+			break
+		}
+		var id uint64
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_ID, uintptr(unsafe.Pointer(&id))); e != 0 {
+			unix.Close(fd)
+			err = fmt.Errorf("read sched_waking id: %w", e)
+			break
+		}
+		if e := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, t.r.fd); e != nil {
+			unix.Close(fd)
+			err = fmt.Errorf("redirect sched_waking: %w", e)
+			break
+		}
+		opened = append(opened, fd)
+		s.wakingIDs[id] = true
+	}
+	if err != nil {
+		for _, fd := range opened {
+			unix.Close(fd)
+		}
+		clear(s.wakingIDs)
+		s.Note = strings.TrimSpace(s.Note + "\nwakers are not recorded (root or CAP_PERFMON records which thread ended each wait): " + err.Error())
+		return
+	}
+	s.fds = append(s.fds, opened...)
+	s.waking = tp
+	s.Wakers = len(opened) > 0
+}
+
+// IsWakingEvent says whether a sample's event id is a sched_waking event's: the sample
+// is a wakeup its thread made, with its stack, and the woken thread in its raw data.
+func (s *Session) IsWakingEvent(id uint64) bool { return s.wakingIDs[id] }
 
 // Wait blocks until a ring passes its watermark or timeout passes.
 func (s *Session) Wait(timeout time.Duration) {

@@ -56,8 +56,9 @@ type TopOptions struct {
 	Processes   Processes
 	Window      Window
 	Transform   api.Transform
-	// OffCPU weighs rows by the time threads spent off CPU under them.
-	OffCPU bool
+	// OffCPU weighs rows by the time threads spent off CPU under them; Wall by their time
+	// on CPU (their samples) and off CPU together; Runnable by their runnable time alone.
+	OffCPU, Wall, Runnable bool
 }
 
 // offCPURun is run's off-CPU aggregate as a run to answer from.
@@ -66,22 +67,36 @@ func offCPURun(run *store.Run, w Window) (*store.Run, error) {
 		return nil, fmt.Errorf("run %s has no off-CPU time (recorded with --no-off-cpu or -a, or by an older stax): record it again without those to see where threads wait", run.Meta.ID)
 	}
 	if !w.IsAll() {
-		return nil, errors.New("--off-cpu takes no --from or --to: off-CPU time is kept without its times; leave them out")
+		if run.OffCPUIntervals == nil || w.Span != "" {
+			return nil, errors.New("--off-cpu takes no --span, nor --from or --to for a run that kept no off-CPU intervals (an older stax recorded it); leave them out")
+		}
+		from, to, err := w.bounds(run)
+		if err != nil {
+			return nil, err
+		}
+		return &store.Run{Meta: run.Meta, Profile: *agg.IntervalsIn(run.OffCPU, run.OffCPUIntervals, from, to)}, nil
 	}
 	return &store.Run{Meta: run.Meta, Profile: *run.OffCPU}, nil
 }
 
 // Top answers `stax top`.
 func Top(run *store.Run, o TopOptions) (api.Top, error) {
-	if o.OffCPU {
+	cpuStacks := -1
+	var timeWin *api.Window
+	vw := o.Window
+	if o.OffCPU || o.Wall || o.Runnable {
 		var err error
-		if run, err = offCPURun(run, o.Window); err != nil {
+		if run, cpuStacks, timeWin, err = timeRun(run, o.Wall, o.Runnable, o.Window, o.Transform); err != nil {
 			return api.Top{}, err
 		}
+		o.OffCPU, vw = true, Window{}
 	}
-	run, win, tr, err := view(run, o.Window, o.Transform, o.Tid)
+	run, win, tr, err := view(run, vw, o.Transform, o.Tid)
 	if err != nil {
 		return api.Top{}, err
+	}
+	if timeWin != nil {
+		win = timeWin
 	}
 	f := o.Processes.filter(&run.Profile, o.Tid)
 	if o.ByProcess {
@@ -96,7 +111,7 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 	var rows []agg.TopRow
 	var samples uint64
 	if o.OffCPU {
-		rows, samples = agg.OffCPUTop(run.Profile.At(g), agg.StackReasons(&run.Profile), f, o.N, o.ByTotal)
+		rows, samples = agg.OffCPUTop(run.Profile.At(g), timeReasons(&run.Profile, cpuStacks), f, o.N, o.ByTotal)
 	} else {
 		rows, samples = agg.Top(run.Profile.At(g), f, o.N, o.ByTotal)
 	}
@@ -107,7 +122,7 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 	if rows == nil {
 		rows = []agg.TopRow{}
 	}
-	return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, OffCPU: o.OffCPU, Sort: sort,
+	return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Sort: sort,
 		By: g.By, NoInline: g.NoInline, Short: g.Short, Rows: rows}, nil
 }
 
@@ -139,21 +154,29 @@ type FlameOptions struct {
 	// Match, a regular expression, asks how many samples have a frame whose function it
 	// matches (api.Flame.Matched).
 	Match string
-	// OffCPU weighs nodes by the time threads spent off CPU under them.
-	OffCPU bool
+	// OffCPU weighs nodes by the time threads spent off CPU under them; Wall by their
+	// time on CPU (their samples) and off CPU together; Runnable by their runnable time.
+	OffCPU, Wall, Runnable bool
 }
 
 // Flame answers `stax flame`.
 func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
-	if o.OffCPU {
+	cpuStacks := -1
+	var timeWin *api.Window
+	vw := o.Window
+	if o.OffCPU || o.Wall || o.Runnable {
 		var err error
-		if run, err = offCPURun(run, o.Window); err != nil {
+		if run, cpuStacks, timeWin, err = timeRun(run, o.Wall, o.Runnable, o.Window, o.Transform); err != nil {
 			return api.Flame{}, err
 		}
+		o.OffCPU, vw = true, Window{}
 	}
-	run, win, tr, err := view(run, o.Window, o.Transform, o.Tid)
+	run, win, tr, err := view(run, vw, o.Transform, o.Tid)
 	if err != nil {
 		return api.Flame{}, err
+	}
+	if timeWin != nil {
+		win = timeWin
 	}
 	var match *regexp.Regexp
 	if o.Match != "" {
@@ -173,12 +196,12 @@ func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
 	var root *agg.FlameNode
 	var samples uint64
 	if o.OffCPU {
-		root, samples = agg.OffCPUFlame(run.Profile.At(g), agg.StackReasons(&run.Profile), f, o.Depth, o.ThresholdPct, o.Inverted)
+		root, samples = agg.OffCPUFlame(run.Profile.At(g), timeReasons(&run.Profile, cpuStacks), f, o.Depth, o.ThresholdPct, o.Inverted)
 	} else {
 		root, samples = build(run.Profile.At(g), f, o.Depth, o.ThresholdPct)
 	}
 	res := api.Flame{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
-		Inverted: o.Inverted, By: g.By, NoInline: g.NoInline, Short: g.Short, OffCPU: o.OffCPU, Samples: samples, Root: root}
+		Inverted: o.Inverted, By: g.By, NoInline: g.NoInline, Short: g.Short, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Samples: samples, Root: root}
 	if match != nil {
 		// Focus keeps the samples with a matching function; a tree one level deep counts them.
 		_, n := agg.Flame(run.Profile.Transform(&agg.Transform{Focus: match}), f, 1, 100)
@@ -236,14 +259,21 @@ func Callers(run *store.Run, o CallersOptions) (api.Callers, error) {
 // Threads answers `stax threads`.
 func Threads(run *store.Run, n int, w Window, t api.Transform) (api.Threads, error) {
 	offCPU, meta := run.OffCPU, run.Meta
+	if offCPU != nil && !w.IsAll() {
+		// Off-CPU time in a window is that of its intervals; without them (an older run),
+		// it is shown for the whole run only.
+		offCPU = nil
+		if off, err := offCPURun(run, w); err == nil {
+			offCPU = &off.Profile
+		}
+	}
 	run, win, tr, err := view(run, w, t, 0)
 	if err != nil {
 		return api.Threads{}, err
 	}
 	var rows []agg.ThreadRow
 	var samples uint64
-	if offCPU != nil && w.IsAll() {
-		// Off-CPU time is kept without its times: shown for the whole run only.
+	if offCPU != nil {
 		off, _, _, err := view(&store.Run{Meta: meta, Profile: *offCPU}, Window{}, t, 0)
 		if err != nil {
 			return api.Threads{}, err

@@ -99,6 +99,9 @@ type Sample struct {
 	Period    uint64
 	Callchain []uint64 // raw, with context markers; aliases the record bytes' copy in the decoder
 	Misc      uint16
+	// Raw is the event's raw data (PERF_SAMPLE_RAW: a tracepoint's fields); it aliases
+	// the record bytes.
+	Raw []byte
 	// ID is the event's id (PERF_SAMPLE_IDENTIFIER: the id of the event opened, for inherited
 	// events too), 0 without it.
 	ID uint64
@@ -386,7 +389,7 @@ func (d *Decoder) Sample(rec []byte, s *Sample) error {
 	}
 	if st&SampleRaw != 0 {
 		n := r.u32()
-		r.bytes(int(n))
+		s.Raw = r.bytes(int(n))
 		if r.err {
 			return fmt.Errorf("decode sample: raw data: %w", ErrShort)
 		}

@@ -32,6 +32,9 @@ const (
 	// stackSlack is how long before its switch-out record the stack sample of a switch may
 	// be: the kernel writes both in the same call, on the same CPU.
 	stackSlack = 1_000_000
+	// maxIntervals bounds the intervals kept with their times (32 bytes each): those past
+	// it are counted (store.OffCPUMeta.IntervalsDropped) but not kept.
+	maxIntervals = 1 << 20
 	// offFlushAfter is how long a thread is off CPU before the time so far is counted,
 	// without waiting for its switch in.
 	offFlushAfter = 100_000_000
@@ -45,8 +48,10 @@ type offThread struct {
 	out       uint64   // when it went out (0: it is on a CPU, or not seen yet)
 	counted   uint64   // up to when its time off CPU is counted (0: none of it yet)
 	preempt   bool
-	hasStack  bool // chain is the stack it went out with
-	lost      bool // part of its time off CPU could not be counted
+	hasStack  bool   // chain is the stack it went out with
+	lost      bool   // part of its time off CPU could not be counted
+	key       uint32 // the off-CPU run's key its time is counted under (keyOK)
+	keyOK     bool
 }
 
 // offCPUState is the ingest stage's, but for its counters, read under Recorder.mu.
@@ -57,10 +62,100 @@ type offCPUState struct {
 	threads  map[uint32]*offThread
 	counts   store.OffCPUMeta
 	chainBuf []uint64
+
+	// wakers: the sched_waking events are recorded. wakes holds each thread's latest
+	// wakeup not yet matched to its switch in; wakeNs and wakeN count, per waker thread
+	// and stack (with a leaf naming the woken thread), the time off CPU the wakeups ended
+	// and how many they were.
+	wakers        bool
+	wakes         map[uint32]*pendingWake
+	wakeNs, wakeN *agg.Run
+	wakeChainBuf  []uint64
+
+	// intervals are the intervals with their times, under their keys (agg.Interval's
+	// Stack holds the key until offIntervals names it).
+	intervals []agg.Interval
+	// open are the waits counted so far but not ended (offFlush's), up to when they are
+	// counted, under Recorder.mu: a live run shows them.
+	open map[uint32]agg.Interval
 }
 
+// pendingWake is a wakeup: who made it, when, and its stack.
+type pendingWake struct {
+	pid, tid uint32
+	time     uint64
+	chain    []uint64
+}
+
+// wakeeMark | tid leads a waker's chain: the thread it woke (named by offResolver).
+const (
+	wakeeMark = uint64(0xffff_fffe_0000_0000)
+	wakeeMask = uint64(0xffff_ffff)
+)
+
 func newOffCPU() offCPUState {
-	return offCPUState{run: agg.NewRun(), threads: map[uint32]*offThread{}}
+	return offCPUState{run: agg.NewRun(), threads: map[uint32]*offThread{}, wakes: map[uint32]*pendingWake{}, wakeNs: agg.NewRun(), wakeN: agg.NewRun(),
+		open: map[uint32]agg.Interval{}}
+}
+
+// offWaking takes a wakeup of thread wakee by thread tid at time t, made with chain.
+func (r *Recorder) offWaking(pid, tid, wakee uint32, t uint64, chain []uint64) {
+	o := &r.off
+	w := o.wakes[wakee]
+	if w == nil {
+		if len(o.wakes) >= maxOffThreads {
+			clear(o.wakes)
+		}
+		w = &pendingWake{}
+		o.wakes[wakee] = w
+	}
+	w.pid, w.tid, w.time = pid, tid, t
+	w.chain = append(w.chain[:0], chain...)
+	r.mu.Lock()
+	o.counts.Wakeups++
+	r.mu.Unlock()
+}
+
+// offWoken counts the wakeup that ended thread tid's wait from out to in, if one was seen,
+// and returns its waker (0: none).
+func (r *Recorder) offWoken(tid uint32, out, in uint64) uint32 {
+	o := &r.off
+	w := o.wakes[tid]
+	if w == nil {
+		return 0
+	}
+	delete(o.wakes, tid)
+	if w.time < out || w.time > in {
+		return 0 // a wakeup of an earlier wait, or none seen for this one
+	}
+	chain := append(o.wakeChainBuf[:0], wakeeMark|uint64(tid))
+	chain = append(chain, w.chain...)
+	o.wakeChainBuf = chain
+	gen := r.res.Generation(w.pid, w.time)
+	if o.wakeNs.AddWeight(w.pid, w.tid, w.time, gen, chain, in-out, maxOffBytes/4) {
+		o.wakeN.AddWeight(w.pid, w.tid, w.time, gen, chain, 1, maxOffBytes/4)
+		r.mu.Lock()
+		o.counts.Woken++
+		r.mu.Unlock()
+	}
+	return w.tid
+}
+
+// offInterval keeps thread tid's interval from out to in, ended by waker.
+func (r *Recorder) offInterval(tid uint32, th *offThread, out, in uint64, waker uint32) {
+	o := &r.off
+	key := agg.NoStack
+	if th.keyOK {
+		key = th.key
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(o.open, tid)
+	if len(o.intervals) >= maxIntervals {
+		o.counts.IntervalsDropped++
+		return
+	}
+	o.intervals = append(o.intervals, agg.Interval{Tid: tid, Stack: key, Start: out, End: in, Waker: waker})
 }
 
 func (r *Recorder) offThread(pid, tid uint32) *offThread {
@@ -112,6 +207,11 @@ func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
 		return // its switch out came before the recording began
 	}
 	r.offAccount(tid, th, t)
+	var waker uint32
+	if o.wakers && !th.preempt {
+		waker = r.offWoken(tid, th.out, t)
+	}
+	r.offInterval(tid, th, th.out, t, waker)
 	r.mu.Lock()
 	o.counts.Intervals++
 	if !th.hasStack {
@@ -121,7 +221,7 @@ func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
 		o.counts.Lost++
 	}
 	r.mu.Unlock()
-	th.out, th.counted, th.hasStack, th.lost = 0, 0, false, false
+	th.out, th.counted, th.hasStack, th.lost, th.keyOK = 0, 0, false, false, false
 }
 
 // offAccount counts thread tid's time off CPU from what was counted of its interval so far
@@ -144,7 +244,10 @@ func (r *Recorder) offAccount(tid uint32, th *offThread, t uint64) {
 	}
 	o.chainBuf = chain
 	th.counted = t
-	if !o.run.AddWeight(th.pid, tid, th.out, r.res.Generation(th.pid, th.out), chain, d, maxOffBytes) {
+	key, ok := o.run.AddWeightKey(th.pid, tid, th.out, r.res.Generation(th.pid, th.out), chain, d, maxOffBytes)
+	if ok {
+		th.key, th.keyOK = key, true
+	} else {
 		th.lost = true
 		r.mu.Lock()
 		o.counts.LostNs += d
@@ -162,6 +265,13 @@ func (r *Recorder) offFlush(t uint64, final bool) {
 	for tid, th := range r.off.threads {
 		if th.out != 0 && t > th.out && (final || t-max(th.out, th.counted) >= offFlushAfter) {
 			r.offAccount(tid, th, t)
+			if final {
+				r.offInterval(tid, th, th.out, t, 0)
+			} else if th.keyOK && len(r.off.open) < maxOffThreads {
+				r.mu.Lock()
+				r.off.open[tid] = agg.Interval{Tid: tid, Stack: th.key, Start: th.out, End: t}
+				r.mu.Unlock()
+			}
 		}
 	}
 }
@@ -187,15 +297,51 @@ func (r *Recorder) offCPUProfile(threads []agg.ThreadInfo) *agg.Profile {
 	return r.off.run.Profile(threads)
 }
 
+// offIntervals is the intervals kept, each under its stack of p (the off-CPU profile).
+func (r *Recorder) offIntervals(p *agg.Profile) []agg.Interval {
+	if p == nil {
+		return nil
+	}
+	r.mu.Lock()
+	out := append([]agg.Interval(nil), r.off.intervals...)
+	for _, iv := range r.off.open {
+		out = append(out, iv)
+	}
+	r.mu.Unlock()
+	for i := range out {
+		iv := &out[i]
+		if k := iv.Stack; k != agg.NoStack && int(k) < len(p.KeyEntry) && p.KeyEntry[k] >= 0 && int(p.KeyEntry[k]) < len(p.Entries) {
+			iv.Stack = p.Entries[p.KeyEntry[k]].Stack
+		} else {
+			iv.Stack = agg.NoStack
+		}
+	}
+	return out
+}
+
+// wakersProfiles names the wakers' aggregates' new stacks and returns them (time ended,
+// wakeups), nil when wakers are not recorded.
+func (r *Recorder) wakersProfiles(threads []agg.ThreadInfo) (ns, n *agg.Profile) {
+	if !r.off.on || !r.off.wakers {
+		return nil, nil
+	}
+	r.off.wakeNs.Resolve(offResolver{r.res})
+	r.off.wakeN.Resolve(offResolver{r.res})
+	return r.off.wakeNs.Profile(threads), r.off.wakeN.Profile(threads)
+}
+
 // offResolver names the off-CPU chains: their markers, then the stack as the CPU
 // samples' are named.
 type offResolver struct{ *resolve.Resolver }
 
 func (o offResolver) Resolve(pid uint32, t uint64, chain []uint64, out []agg.Site) ([]agg.Site, int, uint64, int) {
-	for len(chain) > 0 && (chain[0] == runnableMark || chain[0] == noStackMark) {
+	for len(chain) > 0 && (chain[0] == runnableMark || chain[0] == noStackMark || chain[0]&^wakeeMask == wakeeMark) {
 		name := agg.FuncRunnable
-		if chain[0] == noStackMark {
+		switch {
+		case chain[0] == noStackMark:
 			name = agg.FuncNoStack
+		case chain[0]&^wakeeMask == wakeeMark:
+			name = agg.WakeeFunc(uint32(chain[0] & wakeeMask))
 		}
 		out = append(out, agg.Site{Frame: agg.Frame{Func: name, Image: agg.ImageSched, Kind: agg.KindUnknown}})
 		chain = chain[1:]

@@ -83,3 +83,48 @@ func TestOffFlush(t *testing.T) {
 		t.Errorf("%d intervals ended, want 1", m.Intervals)
 	}
 }
+
+// TestOffWakersAndIntervals: a wait is matched to the latest wakeup of its thread inside
+// it, not to one before it; each wait is kept with its times and waker; a long wait still
+// going shows up to when it was last counted, and ends where its switch in is.
+func TestOffWakersAndIntervals(t *testing.T) {
+	r := newRecorder(Options{OffCPU: true})
+	r.off.on, r.off.wakers = true, true
+	blocked := []uint64{record.ContextUser, 0x401000, 0x401100}
+	waker := []uint64{record.ContextUser, 0x402000, 0x402100}
+	r.offWaking(1, 3, 2, 900, waker) // before the wait: not its waker
+	r.offStack(1, 2, 1000, blocked)
+	r.offSwitch(1, 2, 1000, true, false)
+	r.offWaking(1, 4, 2, 1500, waker)
+	r.offWaking(1, 3, 2, 4000, waker) // the latest inside the wait
+	r.offSwitch(1, 2, 5000, false, false)
+	// Thread 5 waits long: counted so far at each flush, and kept open.
+	r.offStack(1, 5, 10_000, blocked)
+	r.offSwitch(1, 5, 10_000, true, false)
+	r.offFlush(10_000+offFlushAfter, false)
+
+	p := r.offCPUProfile(nil)
+	ivs := r.offIntervals(p)
+	if len(ivs) != 2 {
+		t.Fatalf("intervals %+v, want the ended wait and the open one", ivs)
+	}
+	if iv := ivs[0]; iv.Tid != 2 || iv.Start != 1000 || iv.End != 5000 || iv.Waker != 3 || iv.Stack == agg.NoStack {
+		t.Errorf("ended wait %+v, want thread 2 from 1000 to 5000 woken by 3", iv)
+	}
+	if iv := ivs[1]; iv.Tid != 5 || iv.Start != 10_000 || iv.End != 10_000+offFlushAfter {
+		t.Errorf("open wait %+v, want thread 5 from 10000 so far", iv)
+	}
+	ns, n := r.wakersProfiles(nil)
+	rows := agg.Wakers(ns, n, 2, 3)
+	if len(rows) != 1 || rows[0].Waker != 3 || rows[0].Count != 1 || rows[0].Ns != 4000 {
+		t.Errorf("wakers of thread 2: %+v, want thread 3 once for 4000 ns", rows)
+	}
+	r.offSwitch(1, 5, 10_000+2*offFlushAfter, false, false)
+	ivs = r.offIntervals(r.offCPUProfile(nil))
+	if len(ivs) != 2 || ivs[1].End != 10_000+2*offFlushAfter {
+		t.Errorf("after its switch in, the long wait is %+v", ivs)
+	}
+	if m := r.offCPUMeta(); m.Wakeups != 3 || m.Woken != 1 {
+		t.Errorf("counts %+v, want 3 wakeups, 1 wait woken", *m)
+	}
+}

@@ -235,7 +235,13 @@ func Start(opts Options) (*Recorder, error) {
 		r.off.on, r.off.isSwitch = true, sess.IsSwitchEvent
 		for _, w := range r.in.workers {
 			w.isSwitch = sess.IsSwitchEvent
+			if sess.Wakers {
+				w.isWaking, w.wakingPid = sess.IsWakingEvent, sess.WakingPid
+				w.wakeDec = w.dec
+				w.wakeDec.SampleType |= record.SampleRaw
+			}
 		}
+		r.off.wakers, r.off.counts.Wakers = sess.Wakers, sess.Wakers
 	}
 	if sess.Note != "" {
 		r.note("%s", sess.Note)

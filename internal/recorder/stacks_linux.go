@@ -1,11 +1,13 @@
 package recorder
 
 import (
+	"encoding/binary"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/stax-profiler/stax/internal/perfevent"
 	"github.com/stax-profiler/stax/internal/proc"
 	"github.com/stax-profiler/stax/internal/record"
 	"github.com/stax-profiler/stax/internal/resolve"
@@ -45,6 +47,12 @@ type stackWorker struct {
 	// isSwitch tells the context-switch event's samples by their event id (nil: off-CPU
 	// time is not recorded).
 	isSwitch func(id uint64) bool
+	// isWaking tells the sched_waking events' samples by their event id (nil: wakers are
+	// not recorded); wakeDec decodes them (with their raw data), wakingPid is where their
+	// raw data holds the woken thread.
+	isWaking  func(id uint64) bool
+	wakeDec   record.Decoder
+	wakingPid perfevent.TraceField
 	// frames holds the batch's stacks, back to back.
 	frames []uint64
 }
@@ -54,7 +62,8 @@ type batchedSample struct {
 	pid, tid, cpu uint32
 	bad           bool // the record could not be decoded
 	kind          batchKind
-	preempt       bool // a switch out: the thread was still runnable
+	preempt       bool   // a switch out: the thread was still runnable
+	wakee         uint32 // a wakeup: the thread woken
 	time          uint64
 	worker        uint32
 	lo, hi        uint32 // its chain is workers[worker].frames[lo:hi]
@@ -68,6 +77,7 @@ const (
 	kindOffStack                   // the stack a thread is switched out with
 	kindSwitchOut                  // a thread switched out (no stack)
 	kindSwitchIn                   // a thread switched in (no stack)
+	kindWaking                     // a thread woke another (with its stack)
 )
 
 type sampleBatch struct {
@@ -150,12 +160,26 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 			continue
 		}
 		var s record.Sample
-		if err := w.dec.Sample(rec, &s); err != nil {
+		dec := &w.dec
+		waking := w.isWaking != nil && len(rec) >= 16 && w.isWaking(binary.LittleEndian.Uint64(rec[8:]))
+		if waking {
+			dec = &w.wakeDec
+		}
+		if err := dec.Sample(rec, &s); err != nil {
 			out[k] = batchedSample{bad: true}
 			continue
 		}
 		kind := kindSample
-		if w.isSwitch != nil && w.isSwitch(s.ID) {
+		var wakee uint32
+		switch {
+		case waking:
+			v, ok := w.wakingPid.Value(s.Raw)
+			if !ok || v <= 0 || v > 1<<30 {
+				out[k] = batchedSample{bad: true}
+				continue
+			}
+			kind, wakee = kindWaking, uint32(v)
+		case w.isSwitch != nil && w.isSwitch(s.ID):
 			kind = kindOffStack
 		}
 		chain := s.Callchain
@@ -173,7 +197,7 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 		}
 		lo := len(w.frames)
 		w.frames = append(w.frames, chain...)
-		out[k] = batchedSample{pid: s.Pid, tid: s.Tid, cpu: cpus[k], time: s.Time, worker: index, lo: uint32(lo), hi: uint32(len(w.frames)), kind: kind}
+		out[k] = batchedSample{pid: s.Pid, tid: s.Tid, cpu: cpus[k], time: s.Time, worker: index, lo: uint32(lo), hi: uint32(len(w.frames)), kind: kind, wakee: wakee}
 	}
 }
 
@@ -276,6 +300,8 @@ func (r *Recorder) flushBatch() {
 			r.commit(s.pid, s.tid, s.cpu, s.time, ws[s.worker].frames[s.lo:s.hi])
 		case kindOffStack:
 			r.offStack(s.pid, s.tid, s.time, ws[s.worker].frames[s.lo:s.hi])
+		case kindWaking:
+			r.offWaking(s.pid, s.tid, s.wakee, s.time, ws[s.worker].frames[s.lo:s.hi])
 		default:
 			r.offSwitch(s.pid, s.tid, s.time, s.kind == kindSwitchOut, s.preempt)
 		}

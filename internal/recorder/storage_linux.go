@@ -45,6 +45,8 @@ func (r *Recorder) snapshot(final bool) *store.Run {
 	st := r.run.Stats()
 	threads := r.threads()
 	offCPU := r.offCPUProfile(threads)
+	wakeNs, wakeN := r.wakersProfiles(threads)
+	intervals := r.offIntervals(offCPU)
 	r.mu.Lock()
 	meta := r.meta
 	meta.Lost = r.lost
@@ -78,7 +80,7 @@ func (r *Recorder) snapshot(final bool) *store.Run {
 	meta.Finished = final
 	meta.End = time.Now() // for a checkpoint, its time: a crashed run's last known moment
 	meta.OffCPU = r.offCPUMeta()
-	run := &store.Run{Meta: meta, Profile: *r.run.Profile(threads), OffCPU: offCPU, JIT: r.jitw.Sources(), Code: codes}
+	run := &store.Run{Meta: meta, Profile: *r.run.Profile(threads), OffCPU: offCPU, OffCPUIntervals: intervals, WakersNs: wakeNs, WakersN: wakeN, JIT: r.jitw.Sources(), Code: codes}
 	run.Spans, run.Meta.SpanSources = r.spans.Snapshot()
 	run.Meta.Notes = append(run.Meta.Notes, unnamedJITNotes(run, r.comm)...)
 	return run

@@ -104,6 +104,8 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /v1/callers", s.snapshotting(s.callers(false)))
 	mux.HandleFunc("GET /v1/callees", s.snapshotting(s.callers(true)))
 	mux.HandleFunc("GET /v1/threads", s.snapshotting(s.threads))
+	mux.HandleFunc("GET /v1/wakers", s.snapshotting(s.wakers))
+	mux.HandleFunc("GET /v1/thread_states", s.snapshotting(s.threadStates))
 	mux.HandleFunc("GET /v1/timeline", s.snapshotting(s.timeline))
 	mux.HandleFunc("GET /v1/annotate", s.snapshotting(s.annotate))
 	mux.HandleFunc("GET /v1/wait", s.wait)
@@ -305,7 +307,8 @@ func (s *Server) top(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := query.Top(s.rec.Snapshot(), query.TopOptions{N: n, ByTotal: r.URL.Query().Get("sort") == "total",
 		ByProcess: r.URL.Query().Get("by") == "process", Granularity: api.GranularityParams(r.URL.Query()),
-		Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r), OffCPU: r.URL.Query().Get("off_cpu") == "1"})
+		Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r), OffCPU: r.URL.Query().Get("off_cpu") == "1",
+		Wall: r.URL.Query().Get("wall") == "1", Runnable: r.URL.Query().Get("runnable") == "1"})
 	if err != nil {
 		queryError(w, err)
 		return
@@ -329,7 +332,7 @@ func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := query.Flame(s.rec.Snapshot(), query.FlameOptions{Depth: d, ThresholdPct: th, Inverted: r.URL.Query().Get("inverted") == "1",
 		Granularity: api.GranularityParams(r.URL.Query()), Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r), Match: r.URL.Query().Get("match"),
-		OffCPU: r.URL.Query().Get("off_cpu") == "1"})
+		OffCPU: r.URL.Query().Get("off_cpu") == "1", Wall: r.URL.Query().Get("wall") == "1", Runnable: r.URL.Query().Get("runnable") == "1"})
 	if err != nil {
 		queryError(w, err)
 		return
@@ -368,6 +371,29 @@ func (s *Server) callers(callees bool) http.HandlerFunc {
 		s.mark(&res.Live, &res.State)
 		writeJSON(w, http.StatusOK, res)
 	}
+}
+
+func (s *Server) wakers(w http.ResponseWriter, r *http.Request) {
+	tid, err := intParam(r, "tid", 0)
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	stacks, err := intParam(r, "stacks", 3)
+	if err == nil && (tid < 0 || tid > 1<<32-1 || stacks < 0) {
+		err = fmt.Errorf("parameters tid and stacks: %d and %d: give numbers from 0", tid, stacks)
+	}
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	res, err := query.Wakers(s.rec.Snapshot(), uint32(tid), stacks)
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	s.mark(&res.Live, &res.State)
+	writeJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) threads(w http.ResponseWriter, r *http.Request) {
@@ -467,4 +493,27 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 	case <-time.After(30 * time.Second):
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"schema": api.Schema, "run": s.rec.ID(), "stopped": true})
+}
+
+func (s *Server) threadStates(w http.ResponseWriter, r *http.Request) {
+	tid, err1 := intParam(r, "tid", 0)
+	threads, err2 := intParam(r, "threads", 0)
+	bucket, err3 := floatParam(r, "bucket_ms", 0)
+	buckets, err4 := intParam(r, "buckets", 0)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	ps, err := processes(r)
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	res, err := query.ThreadStates(s.rec.Snapshot(), query.TimelineOptions{Tid: uint32(tid), Processes: ps, BucketMs: bucket, Buckets: buckets, MaxThreads: threads, Window: window(r)})
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	s.mark(&res.Live, &res.State)
+	writeJSON(w, http.StatusOK, res)
 }

@@ -417,6 +417,19 @@ func (d *decoder) body(r *Run, version uint32) error {
 				return d.skip()
 			}
 			return d.offCPU(r)
+		case "off_cpu_intervals":
+			if d.want&OffCPUPart == 0 {
+				return d.skip()
+			}
+			return d.intervals(r)
+		case "wakers_ns", "wakers_n":
+			if d.want&OffCPUPart == 0 {
+				return d.skip()
+			}
+			if key == "wakers_ns" {
+				return d.part(key, &r.WakersNs)
+			}
+			return d.part(key, &r.WakersN)
 		}
 		return d.skip()
 	})

@@ -105,3 +105,107 @@ func TestOffCPUAndSpansRoundTrip(t *testing.T) {
 		t.Errorf("LoadParts(All): %v", err)
 	}
 }
+
+// offCPUWakersRun is offCPURun with its intervals and wakers.
+func offCPUWakersRun() *Run {
+	r := offCPURun()
+	r.OffCPUIntervals = []agg.Interval{{Tid: 1235, Stack: 0, Start: 1000, End: 701000, Waker: 1236}, {Tid: 1235, Stack: 1, Start: 800000, End: 803000}}
+	p := &agg.Profile{
+		Frames:    []agg.Frame{{Func: agg.WakeeFunc(1235), Image: agg.ImageSched, Kind: agg.KindUnknown}, {Func: "release_lock", Image: "/bin/app", Kind: agg.KindUser}},
+		Locations: []agg.Location{{Lines: []agg.Line{{Func: 0}}}, {Addr: 0x401020, Lines: []agg.Line{{Func: 1}}}},
+		Stacks:    [][]uint32{{0, 1}},
+		Entries:   []agg.Entry{{Tid: 1236, Pid: 1234, Stack: 0, Count: 700e6, LeafFunc: -1, Time: 100}},
+		Threads:   []agg.ThreadInfo{{Tid: 1235, Pid: 1234, Name: "worker"}, {Tid: 1236, Pid: 1234, Name: "holder"}},
+	}
+	p.ExpandStacks()
+	n := *p
+	n.Entries = []agg.Entry{{Tid: 1236, Pid: 1234, Stack: 0, Count: 1, LeafFunc: -1, Time: 100}}
+	r.WakersNs, r.WakersN = p, &n
+	return r
+}
+
+// TestWakersRoundTrip: the wakers' profiles are saved and read back with the off-CPU time,
+// and agg.Wakers reads who woke whom from them.
+func TestWakersRoundTrip(t *testing.T) {
+	r := offCPURun()
+	wake := func(w uint64) *agg.Profile {
+		p := &agg.Profile{
+			Frames:    []agg.Frame{{Func: agg.WakeeFunc(1235), Image: agg.ImageSched, Kind: agg.KindUnknown}, {Func: "release_lock", Image: "/bin/app", Kind: agg.KindUser}},
+			Locations: []agg.Location{{Lines: []agg.Line{{Func: 0}}}, {Addr: 0x401020, Lines: []agg.Line{{Func: 1}}}},
+			Stacks:    [][]uint32{{0, 1}},
+			Entries:   []agg.Entry{{Tid: 1236, Pid: 1234, Stack: 0, Count: w, LeafFunc: -1, Time: 100}},
+			Threads:   []agg.ThreadInfo{{Tid: 1235, Pid: 1234, Name: "worker"}, {Tid: 1236, Pid: 1234, Name: "holder"}},
+		}
+		p.ExpandStacks()
+		return p
+	}
+	r.WakersNs, r.WakersN = wake(700e6), wake(3)
+	var b bytes.Buffer
+	if err := Encode(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(bytes.NewReader(b.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.WakersNs == nil || got.WakersN == nil {
+		t.Fatalf("wakers not read back: %v %v", got.WakersNs, got.WakersN)
+	}
+	rows := agg.Wakers(got.WakersNs, got.WakersN, 1235, 3)
+	want := []agg.WakerRow{{Wakee: 1235, WakeeName: "worker", Waker: 1236, WakerPid: 1234, WakerName: "holder", Count: 3, Ns: 700e6,
+		Stacks: []agg.WakerStack{{Frames: []string{"release_lock"}, Count: 3, Ns: 700e6}}}}
+	if !reflect.DeepEqual(rows, want) {
+		t.Errorf("wakers %+v, want %+v", rows, want)
+	}
+	if rows := agg.Wakers(got.WakersNs, got.WakersN, 99, 3); len(rows) != 0 {
+		t.Errorf("wakers of a thread never woken: %+v", rows)
+	}
+	path := filepath.Join(t.TempDir(), "run.stax")
+	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if part, err := LoadParts(path, 0); err != nil || part.WakersNs != nil {
+		t.Errorf("LoadParts without off-CPU: wakers %v, %v", part.WakersNs, err)
+	}
+}
+
+// TestOffCPUIntervalsRoundTrip: the intervals off CPU keep their times through a saved run,
+// and a window counts the part of each inside it.
+func TestOffCPUIntervalsRoundTrip(t *testing.T) {
+	r := offCPURun()
+	r.OffCPUIntervals = []agg.Interval{{Tid: 1235, Stack: 0, Start: 1000, End: 701000, Waker: 1236}, {Tid: 1235, Stack: 1, Start: 800000, End: 803000}}
+	var b bytes.Buffer
+	if err := Encode(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(bytes.NewReader(b.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.OffCPUIntervals, r.OffCPUIntervals) {
+		t.Fatalf("intervals read back as %+v, want %+v", got.OffCPUIntervals, r.OffCPUIntervals)
+	}
+	w := agg.IntervalsIn(got.OffCPU, got.OffCPUIntervals, 501000, 802000)
+	want := map[uint32]uint64{0: 200000, 1: 2000}
+	for _, e := range w.Entries {
+		if want[e.Stack] != e.Count {
+			t.Errorf("stack %d: %d ns in the window, want %d", e.Stack, e.Count, want[e.Stack])
+		}
+		delete(want, e.Stack)
+	}
+	if len(want) != 0 {
+		t.Errorf("stacks missing from the window: %v", want)
+	}
+
+	// An interval that ends before it starts, or a section cut short, is an error.
+	for _, bad := range [][]agg.Interval{{{Tid: 1, Start: 5, End: 4}}} {
+		r.OffCPUIntervals = bad
+		b.Reset()
+		if err := Encode(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Decode(bytes.NewReader(b.Bytes())); err == nil {
+			t.Errorf("intervals %+v were read", bad)
+		}
+	}
+}

@@ -210,8 +210,15 @@ type Run struct {
 	// OffCPU is the time threads spent switched out, in nanoseconds per stack (see
 	// agg.AddWeight); nil when it was not recorded.
 	OffCPU *agg.Profile `json:"off_cpu,omitempty"`
-	JIT    []JITSource  `json:"jit,omitempty"`
-	Code   []Code       `json:"code,omitempty"`
+	// WakersNs and WakersN are the wakeups that ended waits, per waker thread and stack
+	// (its leaf frame names the thread woken, agg.WakeeFunc): the time off CPU they ended,
+	// in nanoseconds, and how many; nil when wakers were not recorded.
+	// OffCPUIntervals are the intervals off CPU with their times, under OffCPU's stacks.
+	OffCPUIntervals []agg.Interval `json:"-"`
+	WakersNs        *agg.Profile   `json:"wakers_ns,omitempty"`
+	WakersN         *agg.Profile   `json:"wakers_n,omitempty"`
+	JIT             []JITSource    `json:"jit,omitempty"`
+	Code            []Code         `json:"code,omitempty"`
 	// Spans are the spans and markers the program reported (format 4's spans section).
 	Spans []spans.Span `json:"-"`
 }
@@ -224,6 +231,14 @@ type OffCPUMeta struct {
 	Lost      uint64 `json:"lost,omitempty"`     // intervals not counted (in whole or in part): the off-CPU tables were full
 	LostNs    uint64 `json:"lost_ns,omitempty"`  // their time
 	Threads   int    `json:"threads,omitempty"`  // threads followed
+	// Wakers says which thread ended each wait was recorded (sched_waking); Wakeups counts
+	// the wakeups read and Woken the waits matched to the wakeup that ended them.
+	Wakers  bool   `json:"wakers,omitempty"`
+	Wakeups uint64 `json:"wakeups,omitempty"`
+	Woken   uint64 `json:"woken,omitempty"`
+	// IntervalsDropped counts the intervals counted but not kept with their times (past
+	// the bound on them).
+	IntervalsDropped uint64 `json:"intervals_dropped,omitempty"`
 }
 
 // body is what a file holds after its meta section: the profile without its series and
@@ -234,6 +249,11 @@ type body struct {
 	JIT     []JITSource `json:"jit,omitempty"`
 	Code    []Code      `json:"code,omitempty"`
 	OffCPU  []byte      `json:"off_cpu,omitempty"` // a run file (see offcpu.go)
+	// The wakers (see offcpu.go), run files too.
+	WakersNs []byte `json:"wakers_ns,omitempty"`
+	WakersN  []byte `json:"wakers_n,omitempty"`
+	// OffCPUIntervals are Run.OffCPUIntervals, packed (see offcpu.go).
+	OffCPUIntervals []byte `json:"off_cpu_intervals,omitempty"`
 }
 
 // maxMeta bounds the meta section (the command line and notes live there).
@@ -318,6 +338,13 @@ func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
 		return fmt.Errorf("off-CPU: %w", err)
 	}
 	b := body{Profile: r.Profile, JIT: r.JIT, OffCPU: off}
+	if b.WakersNs, err = encodePart(r, r.WakersNs, "wakers-ns"); err != nil {
+		return fmt.Errorf("wakers: %w", err)
+	}
+	if b.WakersN, err = encodePart(r, r.WakersN, "wakers-n"); err != nil {
+		return fmt.Errorf("wakers: %w", err)
+	}
+	b.OffCPUIntervals = packIntervals(r.OffCPUIntervals)
 	b.Profile.Series = agg.Series{}
 	b.Profile.KeyEntry, b.Profile.Stacks, b.Profile.Entries, b.Profile.Locations = nil, nil, nil, nil
 	js, err := json.Marshal(b)

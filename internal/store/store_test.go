@@ -534,6 +534,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(good)
 	f.Add(encode(f, timedRun()))
 	f.Add(encode(f, offCPURun()))
+	f.Add(encode(f, offCPUWakersRun()))
 	f.Add(good[:len(good)-1])
 	f.Add(frame(FormatVersion, gz(`{"profile":{"frames":[{}],"stacks":[[0]],"entries":[{"stack":0,"leaf_func":-1}]}}`)))
 	f.Add(frame(FormatVersion, gz(`{"profile":{"stacks":[[5]]}}`)))
@@ -551,6 +552,14 @@ func FuzzDecode(f *testing.F) {
 			agg.OffCPUFlame(o, reasons, agg.Filter{}, 0, 0, true)
 			rows, _ := agg.Threads(p, 0)
 			agg.OffCPUThreads(rows, o, reasons, 999, 0)
+			if ivs := r.OffCPUIntervals; ivs != nil {
+				w := agg.IntervalsIn(o, ivs, 0, ^uint64(0))
+				agg.OffCPUTop(w, agg.StackReasons(w), agg.Filter{}, 10, false)
+				agg.MakeThreadStates(p, agg.Filter{}, o, reasons, ivs, 0, 1e9, 1e8, 1e6, 0)
+			}
+		}
+		if r.WakersNs != nil {
+			agg.Wakers(r.WakersNs, r.WakersN, 0, 3)
 		}
 		// The views must work on whatever decoded.
 		agg.Top(p, agg.Filter{}, 10, false)

@@ -356,7 +356,7 @@ func (s *Server) asset(name, ctype string) http.HandlerFunc {
 
 // passed are the query parameters the page may set; anything else is dropped.
 var passed = []string{"from", "to", "tid", "pid", "comm", "sort", "n", "threshold_pct", "depth", "bucket_ms", "buckets", "threads",
-	"target", "version", "syntax", "inverted", "match", "fn", "functions",
+	"target", "version", "syntax", "inverted", "match", "fn", "functions", "off_cpu", "wall",
 	api.ParamFocus, api.ParamIgnore, api.ParamHide, api.ParamCollapseImage, api.ParamFoldRecursion}
 
 func params(r *http.Request, defaults map[string]string) url.Values {

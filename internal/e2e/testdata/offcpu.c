@@ -3,7 +3,9 @@
 //   offcpu waits LOOPS   a worker thread waits, per loop, ~700 ms on a mutex another thread
 //                        holds (wait_for_lock), sleeps 200 ms (nap), and reads a pipe a third
 //                        thread fills after 100 ms (read_pipe): about 1 s off CPU per loop.
-//                        The threads run SCHED_FIFO where permitted, so that a loaded
+//                        It prints the worker's wall clock: "worker wall ms MS".
+//                        The holder lets go of the lock in release_lock and the third
+//                        thread writes in fill_pipe. The threads run SCHED_FIFO where permitted, so that a loaded
 //                        machine does not make their waits longer.
 //   offcpu stuck 1       a thread called stuck blocks on a mutex main holds (wait_for_lock);
 //                        once it sleeps, main prints "ready", and lets it go when a line
@@ -38,6 +40,17 @@ __attribute__((noinline)) void read_pipe(void) {
 		exit(2);
 }
 
+__attribute__((noinline)) void release_lock(void) {
+	pthread_mutex_unlock(&lock);
+	__asm__ volatile("" ::: "memory"); // not a tail call: release_lock stays on the stack
+}
+
+__attribute__((noinline)) void fill_pipe(void) {
+	if (write(fds[1], "x", 1) != 1)
+		exit(2);
+	__asm__ volatile("" ::: "memory");
+}
+
 static void *holder(void *arg) {
 	(void)arg;
 	for (int i = 0; i < loops; i++) {
@@ -45,7 +58,7 @@ static void *holder(void *arg) {
 		pthread_mutex_lock(&lock);
 		sem_post(&locked);
 		usleep(700 * 1000);
-		pthread_mutex_unlock(&lock);
+		release_lock();
 	}
 	return NULL;
 }
@@ -55,14 +68,22 @@ static void *filler(void *arg) {
 	for (int i = 0; i < loops; i++) {
 		sem_wait(&want_data);
 		usleep(100 * 1000);
-		if (write(fds[1], "x", 1) != 1)
-			exit(2);
+		fill_pipe();
 	}
 	return NULL;
 }
 
+static double worker_ms; // the worker's wall clock, from its start to the end of its loops
+
+static double now_ms(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 static void *worker(void *arg) {
 	(void)arg;
+	double start = now_ms();
 	for (int i = 0; i < loops; i++) {
 		sem_post(&want_lock);
 		sem_wait(&locked); // the holder has the lock now
@@ -71,6 +92,7 @@ static void *worker(void *arg) {
 		sem_post(&want_data);
 		read_pipe();
 	}
+	worker_ms = now_ms() - start;
 	return NULL;
 }
 
@@ -193,5 +215,6 @@ int main(int argc, char **argv) {
 	pthread_join(w, NULL);
 	pthread_join(h, NULL);
 	pthread_join(f, NULL);
+	printf("worker wall ms %.3f\n", worker_ms);
 	return 0;
 }

@@ -30,6 +30,7 @@ const view = {
   code: "", // the function in the code panel
   version: 0,
   diff: true, // colour by change (when the server has a base)
+  mode: "cpu", // what the flame graph and top weigh: cpu (samples), off_cpu or wall (nanoseconds)
 };
 
 const state = {
@@ -118,6 +119,7 @@ function readURL() {
   view.code = u.get("code") || "";
   view.version = num("version");
   view.diff = u.get("diff") !== "0";
+  view.mode = ["off_cpu", "wall"].includes(u.get("mode")) ? u.get("mode") : "cpu";
 }
 
 // A path's elements in the URL are function names.
@@ -149,6 +151,7 @@ function writeURL(push) {
   if (view.code) u.set("code", view.code);
   if (view.version) u.set("version", view.version);
   if (!view.diff) u.set("diff", "0");
+  if (view.mode !== "cpu") u.set("mode", view.mode);
   const url = `${location.pathname}?${u}`;
   if (url === location.pathname + location.search) return;
   if (push) history.pushState(null, "", url);
@@ -174,8 +177,14 @@ function query({ window = true, inverted = true } = {}) {
   for (const v of view.collapse) q.append("collapse_image", v);
   if (view.fold) q.set("fold_recursion", "1");
   if (inverted && view.inverted) q.set("inverted", "1");
+  // Off-CPU and wall time are views of time, not samples (docs/off-cpu.md).
+  if (view.mode === "off_cpu") q.set("off_cpu", "1");
+  if (view.mode === "wall") q.set("wall", "1");
   return q;
 }
+
+// amount is a flame graph's weight as the mode counts it: samples, or milliseconds.
+const amount = (v) => (view.mode === "cpu" ? commas(v) : `${commas(Math.round(v / 1e6))} ms`);
 
 // ---- status strip ----
 
@@ -801,7 +810,7 @@ function setupFlame() {
     let change = "";
     if (item.change !== undefined) change = `<div>${n.base_pct.toFixed(2)}% in the base → ${n.total_pct.toFixed(2)}% (${item.change >= 0 ? "+" : ""}${item.change.toFixed(2)} points)</div>`;
     tip.innerHTML = `<div><b>${esc(n.func)}</b>${n.inlined ? " (inlined)" : ""}</div><div class="img">${esc(n.image || "")} · ${esc(n.kind)}</div>` +
-      `<div>total ${commas(n.total)} (${pct(n.total, root.total)}) · self ${commas(n.self)}</div>${change}`;
+      `<div>total ${amount(n.total)} (${pct(n.total, root.total)}) · self ${amount(n.self)}${n.reason ? " · " + esc(n.reason) : ""}</div>${change}`;
     tip.hidden = false;
     tip.style.left = `${Math.min(e.clientX + 12, window.innerWidth - tip.offsetWidth - 4)}px`;
     tip.style.top = `${e.clientY + 14}px`;
@@ -820,6 +829,14 @@ function setupFlame() {
     countMatches();
   });
   $("#reset-zoom").addEventListener("click", resetZoom);
+  $("#mode").addEventListener("change", (e) =>
+    change("mode", () => {
+      view.mode = e.target.value;
+      view.zoom = [];
+      view.sel = null;
+      state.top = null;
+    }),
+  );
   $("#inverted").addEventListener("change", (e) =>
     change("inverted", () => {
       view.inverted = e.target.checked;
@@ -914,12 +931,12 @@ function drawFrameInfo() {
   const n = f.n;
   const root = state.flame.root;
   if (n.kind === "root") {
-    info.innerHTML = `<b>all samples</b> · ${commas(n.total)}`;
+    info.innerHTML = `<b>all ${view.mode === "cpu" ? "samples" : view.mode === "wall" ? "time on and off CPU" : "time off CPU"}</b> · ${amount(n.total)}`;
     return;
   }
   let change = "";
   if (f.change !== undefined) change = ` · ${n.base_pct.toFixed(2)}% → ${n.total_pct.toFixed(2)}% (${f.change >= 0 ? "+" : ""}${f.change.toFixed(2)} points)`;
-  info.innerHTML = `<b>${esc(frameLabel(n))}</b> · ${esc(n.image || "")} · total ${commas(n.total)} (${pct(n.total, root.total)}) · self ${commas(n.self)}${change}` +
+  info.innerHTML = `<b>${esc(frameLabel(n))}</b> · ${esc(n.image || "")} · total ${amount(n.total)} (${pct(n.total, root.total)}) · self ${amount(n.self)}${n.reason ? " · " + esc(n.reason) : ""}${change}` +
     ACTIONS.filter(([a]) => a !== "collapse" || n.image).map(([a, label, title]) => `<button data-act="${a}" title="${esc(title)}"${a === "code" ? ' id="show-code"' : ""}>${label}</button>`).join("");
   info.onclick = (e) => {
     const b = e.target.closest("button");
@@ -1174,6 +1191,7 @@ function change(what, apply) {
 function drawControls() {
   markThreads();
   $("#inverted").checked = view.inverted;
+  $("#mode").value = view.mode;
   $("#search").value = view.search;
   drawThreads();
   drawTransforms();
@@ -1202,7 +1220,7 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
   let bytes = 0;
   try {
     const fq = query();
-    if (state.summary && state.summary.diff && view.diff) fq.set("diff", "1");
+    if (state.summary && state.summary.diff && view.diff && view.mode === "cpu") fq.set("diff", "1");
     const tq = query({ inverted: false });
     tq.set("sort", view.sort);
     tq.set("n", 100);

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# offcpu.sh: what recording off-CPU time costs.
+#   1. A ping-pong of two threads that hand a token back and forth through two pipes
+#      (about 200,000 context switches a second on two CPUs), run alone, under stax with
+#      off-CPU time (the default), and under `perf record -e cs -c 1 -g` (the context-switch
+#      event sampled at every switch with call graphs: what perf needs for blocked stacks), in an order that
+#      rotates from round to round.
+#        stax/baseline wall   target <= 1.2
+#        stax/perf wall       target <= 1.0
+#        switches lost        target <= 0 (stax status: off-CPU intervals not counted)
+#   2. A CPU-bound single thread (no switching) under stax with and without --no-off-cpu.
+#        on/off wall          target <= 1.01
+# Each round gives the ratios of its own runs; the verdicts judge all rounds (see lib.sh).
+#
+# Usage: bench/offcpu.sh [HANDOFFS] [ITERATIONS]
+#   HANDOFFS    token round trips of the ping-pong (default 400000: about 2-4 s)
+#   ITERATIONS  work units of the CPU-bound program (default 100: about 3 s)
+# Environment: ROUNDS=5, FREQ=999, and those of lib.sh.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+handoffs=${1:-400000}
+iters=${2:-100}
+bench_uint HANDOFFS "$handoffs"
+bench_uint ITERATIONS "$iters"
+bench_init offcpu 5
+freq=${FREQ:-999}
+bench_uint FREQ "$freq"
+bench_build_stax
+
+cat >"$tmp/pingpong.c" <<'EOF'
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static int ab[2], ba[2];
+static long n;
+
+__attribute__((noinline)) static void pong_once(void) {
+	char c;
+	if (read(ab[0], &c, 1) != 1 || write(ba[1], &c, 1) != 1)
+		exit(2);
+}
+
+static void *pong(void *arg) {
+	(void)arg;
+	for (long i = 0; i < n; i++)
+		pong_once();
+	return NULL;
+}
+
+__attribute__((noinline)) static void ping_once(void) {
+	char c = 'x';
+	if (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1)
+		exit(2);
+}
+
+int main(int argc, char **argv) {
+	n = argc > 1 ? atol(argv[1]) : 100000;
+	if (pipe(ab) || pipe(ba))
+		return 1;
+	pthread_t t;
+	pthread_create(&t, NULL, pong, NULL);
+	for (long i = 0; i < n; i++)
+		ping_once();
+	pthread_join(t, NULL);
+	printf("%ld\n", n);
+	return 0;
+}
+EOF
+cat >"$tmp/spin.c" <<'EOF'
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static volatile uint64_t sink;
+
+__attribute__((noinline)) static uint64_t mix(uint64_t x) {
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	return x ^ (x >> 33);
+}
+
+int main(int argc, char **argv) {
+	int units = argc > 1 ? atoi(argv[1]) : 60;
+	uint64_t acc = 1;
+	for (int u = 0; u < units; u++)
+		for (int k = 0; k < 10000000; k++)
+			acc += mix(acc + (uint64_t)k);
+	sink = acc;
+	printf("%llu\n", (unsigned long long)sink);
+	return 0;
+}
+EOF
+bench_cc "$tmp/pingpong" "$tmp/pingpong.c" -O2 -g -fno-omit-frame-pointer -pthread
+bench_cc "$tmp/spin" "$tmp/spin.c" -O2 -g -fno-omit-frame-pointer
+
+pp=(baseline stax)
+have_perf=0
+if command -v perf >/dev/null && perf record -q -e cs -c 1 -g -o "$tmp/probe.data" -- true >/dev/null 2>&1; then
+	have_perf=1
+	pp+=(perf)
+else
+	echo "perf is not installed or may not record: stax against the baseline only"
+fi
+export STAX_HOME="$tmp/home"
+
+# run NAME: one run of configuration NAME under /usr/bin/time into $tmp/t.NAME.
+run() {
+	case $1 in
+	baseline) bench_time "$tmp/t.$1" "$tmp/pingpong" "$handoffs" >/dev/null ;;
+	stax) bench_time "$tmp/t.$1" "$STAX" record --call-graph fp -F "$freq" -q -- "$tmp/pingpong" "$handoffs" >/dev/null ;;
+	perf) bench_time "$tmp/t.$1" perf record -q -e cs -c 1 -g -o "$tmp/perf.data" -- "$tmp/pingpong" "$handoffs" >/dev/null 2>&1 ;;
+	spin_on) bench_time "$tmp/t.$1" "$STAX" record --call-graph fp -F "$freq" -q -- "$tmp/spin" "$iters" >/dev/null ;;
+	spin_off) bench_time "$tmp/t.$1" "$STAX" record --call-graph fp -F "$freq" -q --no-off-cpu -- "$tmp/spin" "$iters" >/dev/null ;;
+	esac
+}
+
+# lost_switches: intervals the last stax run could not count, and the switches it read.
+lost_switches() {
+	"$STAX" status --json 2>/dev/null | python3 -c 'import json,sys
+try:
+    o = json.load(sys.stdin)["meta"].get("off_cpu") or {}; print(o.get("lost", 0), o.get("switches", 0))
+except Exception:
+    print("none none")'
+}
+
+echo "ping-pong of $handoffs round trips, spin of $iters units, -F $freq; a warm-up run each, then $ROUNDS rounds"
+for n in "${pp[@]}" spin_on spin_off; do run "$n" || bench_die "the $n run failed"; done
+declare -A wall
+for ((r = 1; r <= ROUNDS; r++)); do
+	bench_log "round $r/$ROUNDS..."
+	k=${#pp[@]}
+	for ((i = 0; i < k; i++)); do
+		n=${pp[$(((i + r - 1) % k))]}
+		if run "$n"; then wall[$n]=$(bench_wall "$tmp/t.$n"); else wall[$n]=none; fi
+		bench_add "wall_$n" "${wall[$n]}"
+		if [ "$n" = stax ]; then
+			read -r lost switches < <(lost_switches)
+			bench_add lost "$lost"
+			bench_add rate "$(bench_div "$switches" "${wall[stax]}")"
+		fi
+	done
+	bench_add stax_base "$(bench_div "${wall[stax]}" "${wall[baseline]}")"
+	[ "$have_perf" = 1 ] && bench_add stax_perf "$(bench_div "${wall[stax]}" "${wall[perf]}")"
+	order=(spin_on spin_off)
+	[ $((r % 2)) = 0 ] && order=(spin_off spin_on)
+	for n in "${order[@]}"; do
+		if run "$n"; then wall[$n]=$(bench_wall "$tmp/t.$n"); else wall[$n]=none; fi
+		bench_add "wall_$n" "${wall[$n]}"
+	done
+	bench_add spin_ratio "$(bench_div "${wall[spin_on]}" "${wall[spin_off]}")"
+done
+
+bench_end_load
+bench_header "run (seconds)"
+for n in "${pp[@]}" spin_on spin_off; do bench_show -u s "$n wall" "wall_$n"; done
+bench_show "switches recorded per second (stax)" rate
+bench_header "ratios"
+bench_check "ping-pong stax/baseline wall" stax_base "<=" 1.2
+[ "$have_perf" = 1 ] && bench_check "ping-pong stax/perf -e cs -c 1 -g wall" stax_perf "<=" 1.0
+bench_check -o zero,spread=none "ping-pong off-CPU intervals lost" lost "<=" 0
+bench_check -o floor=0.99 "spin off-CPU on/off wall" spin_ratio "<=" 1.01
+bench_finish

@@ -1,0 +1,142 @@
+package agg
+
+// ReasonOnCPU is the reason of on-CPU time in a wall-clock profile (WallProfile).
+const ReasonOnCPU = "on-cpu"
+
+// WallProfile is cpu's samples, each weighing nsPerSample nanoseconds, and off's time off
+// CPU, in one profile whose counts are nanoseconds: a thread's time on and off CPU
+// together, its wall clock while it was followed. Its first cpuStacks stacks are cpu's.
+// It has no time series.
+func WallProfile(cpu, off *Profile, nsPerSample uint64) (p *Profile, cpuStacks int) {
+	p = &Profile{}
+	frameIDs := map[Frame]uint32{}
+	frameMap := func(src *Profile) []uint32 {
+		m := make([]uint32, len(src.Frames))
+		for i, f := range src.Frames {
+			id, ok := frameIDs[f]
+			if !ok {
+				id = uint32(len(p.Frames))
+				frameIDs[f] = id
+				p.Frames = append(p.Frames, f)
+			}
+			m[i] = id
+		}
+		return m
+	}
+	threads := map[uint32]bool{}
+	add := func(src *Profile, weight uint64) {
+		fm := frameMap(src)
+		mapBase := uint32(len(p.Mappings))
+		p.Mappings = append(p.Mappings, src.Mappings...)
+		locBase := uint32(len(p.Locations))
+		for _, l := range src.Locations {
+			nl := Location{Addr: l.Addr, Lines: make([]Line, len(l.Lines))}
+			if l.Mapping != 0 {
+				nl.Mapping = l.Mapping + mapBase
+			}
+			for i, ln := range l.Lines {
+				nl.Lines[i] = Line{Func: remap(fm, ln.Func), Line: ln.Line}
+			}
+			p.Locations = append(p.Locations, nl)
+		}
+		stackBase := uint32(len(p.Stacks))
+		for _, st := range src.Stacks {
+			ns := make([]uint32, len(st))
+			for i, l := range st {
+				ns[i] = l + locBase
+			}
+			p.Stacks = append(p.Stacks, ns)
+		}
+		for _, e := range src.Entries {
+			e.Stack += stackBase
+			e.Count *= weight
+			if e.LeafFunc >= 0 && int(e.LeafFunc) < len(fm) {
+				e.LeafFunc = int32(fm[e.LeafFunc])
+			} else {
+				e.LeafFunc = -1
+			}
+			p.Entries = append(p.Entries, e)
+		}
+		for _, t := range src.Threads {
+			if !threads[t.Tid] {
+				threads[t.Tid] = true
+				p.Threads = append(p.Threads, t)
+			}
+		}
+	}
+	add(cpu, nsPerSample)
+	cpuStacks = len(p.Stacks)
+	add(off, 1)
+	p.sortEntries()
+	p.ExpandStacks()
+	return p, cpuStacks
+}
+
+func remap(m []uint32, id uint32) uint32 {
+	if int(id) < len(m) {
+		return m[id]
+	}
+	return 0
+}
+
+// WallReasons is StackReasons of a WallProfile whose first cpuStacks stacks are on CPU.
+func WallReasons(p *Profile, cpuStacks int) []uint8 {
+	r := StackReasons(p)
+	on := uint8(reasonIndex(ReasonOnCPU))
+	for i := 0; i < cpuStacks && i < len(r); i++ {
+		r[i] = on
+	}
+	return r
+}
+
+// OnlyReason is p with only the entries whose stack's reason (of reasons, StackReasons of
+// p) is reason.
+func OnlyReason(p *Profile, reasons []uint8, reason string) *Profile {
+	want := uint8(reasonIndex(reason))
+	q := *p
+	q.Entries = make([]Entry, 0, len(p.Entries))
+	for _, e := range p.Entries {
+		if int(e.Stack) < len(reasons) && reasons[e.Stack] == want {
+			q.Entries = append(q.Entries, e)
+		}
+	}
+	q.Series, q.KeyEntry = Series{}, nil
+	return &q
+}
+
+// IntervalsIn is off (an off-CPU profile) with its entries recounted from ivs (its
+// intervals) clipped to [from, to): the time off CPU inside that window. Intervals of no
+// stack of off are left out.
+func IntervalsIn(off *Profile, ivs []Interval, from, to uint64) *Profile {
+	pids := map[uint32]uint32{}
+	for _, t := range off.Threads {
+		pids[t.Tid] = t.Pid
+	}
+	for _, e := range off.Entries {
+		pids[e.Tid] = e.Pid
+	}
+	q := *off
+	q.Series, q.KeyEntry = Series{}, nil
+	q.Entries = make([]Entry, 0, len(off.Entries))
+	index := make(map[uint64]int32, len(off.Entries))
+	for _, iv := range ivs {
+		if iv.Stack == NoStack || int(iv.Stack) >= len(off.Stacks) {
+			continue
+		}
+		a, b := max(iv.Start, from), min(iv.End, to)
+		if b <= a {
+			continue
+		}
+		k := uint64(iv.Tid)<<32 | uint64(iv.Stack)
+		i, ok := index[k]
+		if !ok {
+			i = int32(len(q.Entries))
+			index[k] = i
+			q.Entries = append(q.Entries, Entry{Tid: iv.Tid, Pid: pids[iv.Tid], Stack: iv.Stack, LeafFunc: -1})
+		}
+		q.Entries[i].Count += b - a
+	}
+	// The entries are in the order their first intervals came: the views do not need them
+	// sorted by count.
+	return &q
+}

@@ -1,0 +1,66 @@
+package query
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+// timeRun is the run to answer a view weighted by time from: with wall, its samples (each
+// its sampling period's share of a second) and its time off CPU together; with runnable,
+// its runnable time alone; else its time off CPU. cpuStacks is how many of the profile's
+// first stacks are on CPU (with wall), else -1.
+// The run returned is already restricted to the window w, which win describes.
+func timeRun(run *store.Run, wall, runnable bool, w Window, t api.Transform) (_ *store.Run, cpuStacks int, win *api.Window, err error) {
+	off, err := offCPURun(run, w)
+	if err != nil {
+		return nil, -1, nil, err
+	}
+	cpu, win, err := w.Apply(run)
+	if err != nil {
+		return nil, -1, nil, err
+	}
+	switch {
+	case wall:
+		if !t.IsZero() {
+			return nil, -1, nil, errors.New("--wall takes no stack transform: leave --focus, --ignore, --collapse and the like out, or use --off-cpu")
+		}
+		if run.Meta.Freq <= 0 {
+			return nil, -1, nil, fmt.Errorf("run %s has no sampling frequency to give its samples a time: use --off-cpu", run.Meta.ID)
+		}
+		p, n := agg.WallProfile(&cpu.Profile, &off.Profile, uint64(1e9/run.Meta.Freq))
+		return &store.Run{Meta: run.Meta, Profile: *p}, n, win, nil
+	case runnable:
+		p := agg.OnlyReason(&off.Profile, agg.StackReasons(&off.Profile), agg.ReasonRunnable)
+		return &store.Run{Meta: run.Meta, Profile: *p}, -1, win, nil
+	}
+	return off, -1, win, nil
+}
+
+// timeReasons is the reasons of the stacks of p, from timeRun.
+func timeReasons(p *agg.Profile, cpuStacks int) []uint8 {
+	if cpuStacks >= 0 {
+		return agg.WallReasons(p, cpuStacks)
+	}
+	return agg.StackReasons(p)
+}
+
+// OffCPUIn is run's time off CPU inside window w (all of it for the whole run), with the
+// stack transform t applied; nil when the run has none, or keeps no intervals to window.
+func OffCPUIn(run *store.Run, w Window, t api.Transform) (*agg.Profile, error) {
+	if run.OffCPU == nil {
+		return nil, nil
+	}
+	off, err := offCPURun(run, w)
+	if err != nil {
+		return nil, err
+	}
+	off, _, err = ApplyTransform(off, t)
+	if err != nil {
+		return nil, err
+	}
+	return &off.Profile, nil
+}
