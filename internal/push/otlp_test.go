@@ -1,6 +1,9 @@
 package push
 
 import (
+	"bytes"
+	"compress/gzip"
+	"io"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/pprofile"
@@ -19,6 +22,11 @@ type decoded struct {
 
 func decodeOTLP(t *testing.T, body []byte) decoded {
 	t.Helper()
+	if zr, err := gzip.NewReader(bytes.NewReader(body)); err == nil {
+		if body, err = io.ReadAll(zr); err != nil {
+			t.Fatalf("gunzip OTLP: %v", err)
+		}
+	}
 	pd, err := (&pprofile.ProtoUnmarshaler{}).UnmarshalProfiles(body)
 	if err != nil {
 		t.Fatalf("decode OTLP: %v", err)
@@ -93,7 +101,7 @@ func TestOTLPNamesValuesAndAttributes(t *testing.T) {
 	if err != nil || empty {
 		t.Fatalf("encode: %v (empty %v)", err, empty)
 	}
-	if r.Path != "/v1development/profiles" || r.ContentType != "application/x-protobuf" {
+	if r.Path != "/v1development/profiles" || r.ContentType != "application/x-protobuf" || r.ContentEncoding != "gzip" {
 		t.Errorf("request %q %q", r.Path, r.ContentType)
 	}
 	got := decodeOTLP(t, r.Body)

@@ -20,7 +20,9 @@ type Request struct {
 	Seq         uint64 `json:"seq"`
 	Path        string `json:"path"` // path and query, appended to the target's base URL
 	ContentType string `json:"content_type"`
-	Body        []byte `json:"-"`
+	// ContentEncoding is gzip when Body is compressed.
+	ContentEncoding string `json:"content_encoding,omitempty"`
+	Body            []byte `json:"-"`
 }
 
 // maxRequestBytes bounds a queued request read back from disk.

@@ -139,6 +139,9 @@ func (s *Sender) send(ctx context.Context, r Request) (retry bool, err error) {
 		}
 	}
 	req.Header.Set("Content-Type", r.ContentType)
+	if r.ContentEncoding != "" {
+		req.Header.Set("Content-Encoding", r.ContentEncoding)
+	}
 	req.Header.Set("User-Agent", "stax")
 	if s.target.Base.User != nil && req.Header.Get("Authorization") == "" {
 		pw, _ := s.target.Base.User.Password()

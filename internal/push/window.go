@@ -1,6 +1,8 @@
 package push
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"time"
 
@@ -44,11 +46,28 @@ func (e Encoder) Window(run *store.Run, from, to uint64, seq uint64) (r Request,
 		}
 		r, err = PyroscopeRequest(prof, e.Resource.Service, labels, start, end, run.Meta.Freq)
 	default:
-		r.Body, err = EncodeOTLP(prof, e.Resource, seq)
-		r.Path, r.ContentType = "/v1development/profiles", "application/x-protobuf"
+		var raw []byte
+		if raw, err = EncodeOTLP(prof, e.Resource, seq); err == nil {
+			r.Body, err = gzipBytes(raw)
+		}
+		r.Path, r.ContentType, r.ContentEncoding = "/v1development/profiles", "application/x-protobuf", "gzip"
 	}
 	r.Seq = seq
 	return r, false, err
+}
+
+// gzipBytes compresses an OTLP request: OTLP/HTTP receivers take Content-Encoding gzip, and
+// the repetitive tables of a profile shrink to a third or less.
+func gzipBytes(b []byte) ([]byte, error) {
+	var out bytes.Buffer
+	zw := gzip.NewWriter(&out)
+	if _, err := zw.Write(b); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }
 
 // wallTimes is the window in wall-clock time: sample times are CLOCK_MONOTONIC, and the
