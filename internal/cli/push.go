@@ -42,11 +42,13 @@ type pushFlags struct {
 func (f *pushFlags) add(c *cobra.Command, live bool) {
 	if live {
 		c.Flags().StringVar(&f.url, "push", "", "push the profile to `URL` every --push-every while recording (otlp+http://HOST:4318, pyroscope+http://HOST:4040; see below)")
-		c.Flags().DurationVar(&f.every, "push-every", 10*time.Second, "how often --push sends the samples since the last push (`DURATION`)")
+		c.Flags().DurationVar(&f.every, "push-every", 10*time.Second, "send the samples since the last push every `DURATION` (at least 100ms)")
+		c.Flags().DurationVar(&f.timeout, "push-timeout", 10*time.Second, "give up one push attempt after `DURATION` (it is retried; at the end, what is queued is sent for this long)")
+	} else {
+		c.Flags().DurationVar(&f.timeout, "push-timeout", 10*time.Second, "give up after `DURATION`")
 	}
 	c.Flags().StringArrayVar(&f.headers, "push-header", nil, "add the HTTP header `NAME=VALUE` to every push (repeatable), e.g. Authorization=Bearer TOKEN")
-	c.Flags().StringVar(&f.service, "service", "", "service.name (Pyroscope: the application name) pushed profiles carry (default: the command's name)")
-	c.Flags().DurationVar(&f.timeout, "push-timeout", 10*time.Second, "give up one push attempt after `DURATION` (it is retried)")
+	c.Flags().StringVar(&f.service, "service", "", "`NAME` pushed profiles carry as service.name (Pyroscope: the application name; default: the program's file name, stax with -a)")
 }
 
 // target checks the flags and reads the URL.
