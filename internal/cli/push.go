@@ -117,7 +117,7 @@ func (f *pushFlags) startPush(src push.Source, id string, meta store.Meta, exe s
 	}
 	return push.Start(src, push.Options{Target: t, Headers: h, Every: f.every, Timeout: f.timeout,
 		Encoder:  push.Encoder{Protocol: t.Protocol, Resource: f.resource(&meta, exe)},
-		QueueDir: filepath.Join(store.Dir(), id+".push")})
+		QueueDir: store.PushQueuePath(id)})
 }
 
 func pushCmd(g *globals) *cobra.Command {

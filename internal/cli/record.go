@@ -202,7 +202,7 @@ At the end, what is queued is sent for up to --push-timeout.
 				if pusher != nil {
 					if left := pusher.Close(pf.timeout); left > 0 {
 						notef("push: %d windows not sent to %s (%s); they stay in %s", left, pf.url, pusher.Status().LastError,
-							filepath.Join(store.Dir(), rec.ID()+".push"))
+							store.PushQueuePath(rec.ID()))
 					}
 				}
 				if srv != nil {
