@@ -2,8 +2,8 @@ package push
 
 import (
 	"bytes"
-	"compress/gzip"
 	"fmt"
+	"github.com/klauspost/compress/gzip"
 	"time"
 
 	"github.com/stax-profiler/stax/internal/export"
@@ -60,7 +60,7 @@ func (e Encoder) Window(run *store.Run, from, to uint64, seq uint64) (r Request,
 // the repetitive tables of a profile shrink to a third or less.
 func gzipBytes(b []byte) ([]byte, error) {
 	var out bytes.Buffer
-	zw := gzip.NewWriter(&out)
+	zw, _ := gzip.NewWriterLevel(&out, gzip.BestSpeed)
 	if _, err := zw.Write(b); err != nil {
 		return nil, err
 	}
