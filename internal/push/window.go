@@ -57,7 +57,7 @@ func (e Encoder) Window(run *store.Run, from, to uint64, seq uint64) (r Request,
 }
 
 // gzipBytes compresses an OTLP request: OTLP/HTTP receivers take Content-Encoding gzip, and
-// the repetitive tables of a profile shrink to a third or less.
+// the repetitive tables of a profile shrink to about half at the fastest level.
 func gzipBytes(b []byte) ([]byte, error) {
 	var out bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&out, gzip.BestSpeed)
