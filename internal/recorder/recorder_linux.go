@@ -94,20 +94,21 @@ type finiteSource interface {
 // codeMu; agg.Run's locks (resolveMu, then its mu); the JIT watcher's mu; the resolver's,
 // the JIT tables' and the tracker's locks; mu, held only for bookkeeping, last of all.
 type Recorder struct {
-	opts Options
+	opts    Options
+	id      string
+	meta    store.Meta
+	start   time.Time
+	src     Source
+	capture *replay.Writer // STAX_CAPTURE: every record read is also written here
+	gate    *launch.Gate
+	tracker *proc.Tracker
+	res     *resolve.Resolver
+	jitw    *resolve.JITWatcher
+	run     *agg.Run
+	spans   *spans.Set // spans and markers the target reports, and stax mark's
+
 	// pushStatus reports pushing to a fleet store (set before queries are served; nil: none).
 	pushStatus func() *api.PushStatus
-	id         string
-	meta       store.Meta
-	start      time.Time
-	src        Source
-	capture    *replay.Writer // STAX_CAPTURE: every record read is also written here
-	gate       *launch.Gate
-	tracker    *proc.Tracker
-	res        *resolve.Resolver
-	jitw       *resolve.JITWatcher
-	run        *agg.Run
-	spans      *spans.Set // spans and markers the target reports, and stax mark's
 
 	in      ingestState  // the ingest goroutine's alone
 	off     offCPUState  // the ingest goroutine's, but for its counters (under mu)
