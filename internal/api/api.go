@@ -47,6 +47,8 @@ type Status struct {
 	// Unsymbolized counts, by image, the samples whose leaf is native code no symbol names
 	// (an image+0xOFF row), most first.
 	Unsymbolized []ImageSamples `json:"unsymbolized,omitempty"`
+	// Push is how pushing to a fleet store goes (record --push); absent: not pushing.
+	Push *PushStatus `json:"push,omitempty"`
 }
 
 // ImageSamples is a count of samples in one image.

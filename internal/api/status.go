@@ -35,3 +35,15 @@ type WaitCondition struct {
 	Seconds float64
 	Symbol  string
 }
+
+// PushStatus is how pushing the live run's profile to a fleet store goes (stax record
+// --push).
+type PushStatus struct {
+	Target    string  `json:"target"`
+	EverySec  float64 `json:"every_sec"`
+	Pushed    uint64  `json:"pushed"`  // windows the endpoint accepted
+	Queued    int     `json:"queued"`  // windows waiting on disk to be sent
+	Failed    uint64  `json:"failed"`  // attempts that failed (each is retried unless refused)
+	Dropped   uint64  `json:"dropped"` // windows lost: the queue was full, or the endpoint refused them
+	LastError string  `json:"last_error,omitempty"`
+}

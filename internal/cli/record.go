@@ -14,8 +14,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stax-profiler/stax/internal/launch"
+	"github.com/stax-profiler/stax/internal/push"
 	"github.com/stax-profiler/stax/internal/recorder"
 	"github.com/stax-profiler/stax/internal/server"
+	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/web"
 )
 
@@ -26,6 +28,7 @@ func recordCmd(g *globals) *cobra.Command {
 	var seconds float64
 	var noJITAPI, quiet, webOn, noOffCPU bool
 	var webAddr, runIDFile string
+	var pf pushFlags
 	c := &cobra.Command{
 		Use:   "record [-F HZ] [-l SECS] (-a | -p PID | -- CMD ARGS...)",
 		Short: "Record a command, or attach to a running process, and answer queries while it runs",
@@ -47,7 +50,15 @@ JIT'd code is named from /tmp/jit-PID.dump and /tmp/perf-PID.map files and jitdu
 the process maps, read live. Launched commands also get INTEL_JIT_PROFILER64 and
 INTEL_LIBITTNOTIFY64 pointing at stax's collector, for the JIT Profiling API and for ITT
 tasks and markers (each unless already set; neither with --no-jit-api). Spans and markers
-also come from marker-PID.txt files (samply's format) and stax mark.`,
+also come from marker-PID.txt files (samply's format) and stax mark.
+
+--push URL sends the profile to an OpenTelemetry Collector or Pyroscope every
+--push-every, as a machine-wide agent too (stax record -a --push URL). Each window is
+queued on disk beside the run (at most 360 windows; the oldest is dropped past that) and
+sent in order, retried with backoff while the endpoint is down: recording never waits
+on it. stax status shows what was pushed, queued, failed and dropped, and the last error.
+At the end, what is queued is sent for up to --push-timeout.
+` + pushHelp,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			targets := 0
@@ -76,6 +87,14 @@ also come from marker-PID.txt files (samply's format) and stax mark.`,
 			}
 			if pages != 0 && (pages < 1 || pages&(pages-1) != 0 || pages > 1<<20) {
 				return usageErr("-m must be a power of two number of pages (e.g. 512 or 2048), not %d", pages)
+			}
+			if pf.url != "" {
+				if _, _, err := pf.target(pf.url); err != nil {
+					return err
+				}
+				if pf.every < 100*time.Millisecond {
+					return usageErr("--push-every must be at least 100ms, not %s", pf.every)
+				}
 			}
 			notef := func(format string, a ...any) {
 				fmt.Fprintf(g.errOut, "stax: %s\n", esc(fmt.Sprintf(format, a...)))
@@ -135,6 +154,14 @@ also come from marker-PID.txt files (samply's format) and stax mark.`,
 					notef("--run-id-file: %v", err)
 				}
 			}
+			var pusher *push.Pusher
+			if pf.url != "" {
+				if pusher, err = pf.startPush(rec, rec.ID(), rec.Snapshot().Meta, targetExe(args, pid)); err != nil {
+					notef("--push is off: %v", err)
+				} else {
+					rec.SetPushStatus(pusher.Status)
+				}
+			}
 			srv, err := server.Listen(rec)
 			if err != nil {
 				notef("live queries are off: %v", err)
@@ -181,6 +208,12 @@ also come from marker-PID.txt files (samply's format) and stax mark.`,
 			go func() {
 				defer close(summarized)
 				<-rec.Done()
+				if pusher != nil {
+					if left := pusher.Close(pf.timeout); left > 0 {
+						notef("push: %d windows not sent to %s (%s); they stay in %s", left, pf.url, pusher.Status().LastError,
+							store.PushQueuePath(rec.ID()))
+					}
+				}
 				if srv != nil {
 					srv.Close()
 				}
@@ -225,6 +258,7 @@ also come from marker-PID.txt files (samply's format) and stax mark.`,
 	c.Flags().StringVar(&runIDFile, "run-id-file", "", "write the run's id to `FILE` once recording has begun (for --run in scripts)")
 	c.Flags().BoolVar(&webOn, "web", false, "serve the recording to a browser too (stax web; its URL is printed on stderr), until the recording ends")
 	c.Flags().StringVar(&webAddr, "web-addr", "127.0.0.1:0", "`HOST:PORT` for --web")
+	pf.add(c, true)
 	return c
 }
 

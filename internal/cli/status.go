@@ -164,6 +164,13 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 		fmt.Fprintf(w, "jit code:  %s samples, %s unnamed (%.2f%%)\n", commas(st.JITSamples), commas(st.JITUnnamed),
 			float64(st.JITUnnamed)*100/float64(st.JITSamples))
 	}
+	if ps := st.Push; ps != nil {
+		fmt.Fprintf(w, "push:      %s every %gs: %s pushed, %d queued, %s failed attempts, %s dropped\n",
+			esc(ps.Target), ps.EverySec, commas(ps.Pushed), ps.Queued, commas(ps.Failed), commas(ps.Dropped))
+		if ps.LastError != "" {
+			fmt.Fprintf(w, "push error: %s\n", esc(ps.LastError))
+		}
+	}
 	for _, n := range m.Notes {
 		fmt.Fprintf(w, "note:      %s\n", esc(n))
 	}

@@ -79,7 +79,13 @@ type liveRecording struct {
 // printed "ready".
 func (e *staxEnv) startUntilReady(dir string, args ...string) *liveRecording {
 	e.t.Helper()
-	l := &liveRecording{cmd: e.cmd(append([]string{"record", "-q", "--"}, args...)...)}
+	return e.startRecordUntilReady(dir, nil, args...)
+}
+
+// startRecordUntilReady is startUntilReady with record's flags.
+func (e *staxEnv) startRecordUntilReady(dir string, flags []string, args ...string) *liveRecording {
+	e.t.Helper()
+	l := &liveRecording{cmd: e.cmd(append(append(append([]string{"record", "-q"}, flags...), "--"), args...)...)}
 	l.cmd.Dir = dir
 	var err error
 	if l.stdin, err = l.cmd.StdinPipe(); err != nil {

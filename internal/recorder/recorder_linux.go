@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/launch"
 	"github.com/stax-profiler/stax/internal/perfevent"
 	"github.com/stax-profiler/stax/internal/proc"
@@ -105,6 +106,9 @@ type Recorder struct {
 	jitw    *resolve.JITWatcher
 	run     *agg.Run
 	spans   *spans.Set // spans and markers the target reports, and stax mark's
+
+	// pushStatus reports pushing to a fleet store (set before queries are served; nil: none).
+	pushStatus func() *api.PushStatus
 
 	in      ingestState  // the ingest goroutine's alone
 	off     offCPUState  // the ingest goroutine's, but for its counters (under mu)

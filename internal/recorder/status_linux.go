@@ -110,6 +110,9 @@ func (r *Recorder) symbolNotes() []string {
 	return notes
 }
 
+// SetPushStatus makes Status report pushing through f; call it before serving queries.
+func (r *Recorder) SetPushStatus(f func() *api.PushStatus) { r.pushStatus = f }
+
 // Status describes the live run.
 func (r *Recorder) Status() api.Status {
 	run := r.Snapshot()
@@ -121,6 +124,9 @@ func (r *Recorder) Status() api.Status {
 	default:
 	}
 	st.ElapsedSec = time.Since(r.start).Seconds()
+	if r.pushStatus != nil {
+		st.Push = r.pushStatus()
+	}
 	for _, p := range r.tracker.Processes() {
 		st.Processes = append(st.Processes, api.ProcessStatus{Pid: p.Pid, PPid: p.PPid, Comm: p.Comm, Exited: p.ExitTime != 0})
 	}

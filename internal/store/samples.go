@@ -166,12 +166,18 @@ func (s *SampleFile) Close() error {
 	return err
 }
 
-// Remove deletes the stored run with id: its file and its samples file. A run whose file
-// does not exist gives an error satisfying errors.Is(err, os.ErrNotExist).
+// PushQueuePath is the directory of the windows of run id not yet pushed (record --push).
+func PushQueuePath(id string) string { return filepath.Join(Dir(), id+".push") }
+
+// Remove deletes the stored run with id: its file, its samples file and its push queue. A
+// run whose file does not exist gives an error satisfying errors.Is(err, os.ErrNotExist).
 func Remove(id string) error {
 	err := os.Remove(Path(id))
 	if serr := os.Remove(SamplesPath(id)); err == nil && serr != nil && !errors.Is(serr, os.ErrNotExist) {
 		err = serr
+	}
+	if qerr := os.RemoveAll(PushQueuePath(id)); err == nil && qerr != nil {
+		err = qerr
 	}
 	return err
 }

@@ -857,3 +857,23 @@ func TestSaveStoredReusesBuffers(t *testing.T) {
 		t.Fatalf("%d samples read back, want 1000", got.Profile.Series.Len())
 	}
 }
+
+// TestRemoveTakesThePushQueue: removing a run removes the windows it left unpushed.
+func TestRemoveTakesThePushQueue(t *testing.T) {
+	t.Setenv("STAX_HOME", t.TempDir())
+	if err := os.MkdirAll(PushQueuePath("r1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(PushQueuePath("r1"), "00000000000000000001.req"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(Path("r1"), []byte("run"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Remove("r1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(PushQueuePath("r1")); !os.IsNotExist(err) {
+		t.Errorf("the push queue is still there: %v", err)
+	}
+}

@@ -1,0 +1,186 @@
+package push
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stax-profiler/stax/internal/textesc"
+)
+
+// Sender drains a queue to a target: oldest first, each request until the endpoint takes
+// it (2xx) or refuses it for good (4xx other than 408 and 429), with exponential backoff
+// between failed attempts.
+type Sender struct {
+	target  Target
+	headers map[string][]string
+	client  *http.Client
+	q       *Queue
+	// MinBackoff and MaxBackoff bound the wait after a failed attempt.
+	MinBackoff, MaxBackoff time.Duration
+
+	mu      sync.Mutex
+	pushed  uint64
+	failed  uint64
+	refused uint64
+	lastErr string
+}
+
+// NewSender sends q's requests to t with headers, each attempt bounded by timeout.
+func NewSender(t Target, headers map[string][]string, timeout time.Duration, q *Queue) *Sender {
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	return &Sender{target: t, headers: headers, q: q, client: &http.Client{Timeout: timeout},
+		MinBackoff: 250 * time.Millisecond, MaxBackoff: 30 * time.Second}
+}
+
+// Counts are what a sender did so far.
+type Counts struct {
+	Pushed, Failed, Refused uint64
+	LastError               string
+}
+
+// Counts returns the sender's counts.
+func (s *Sender) Counts() Counts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Counts{s.pushed, s.failed, s.refused, s.lastErr}
+}
+
+// Run sends until ctx ends.
+func (s *Sender) Run(ctx context.Context) {
+	backoff := time.Duration(0)
+	for {
+		if backoff > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+		}
+		r, ok := s.q.Peek()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.q.Wake():
+			}
+			continue
+		}
+		retry, err := s.send(ctx, r)
+		if ctx.Err() != nil {
+			return
+		}
+		s.mu.Lock()
+		switch {
+		case err == nil:
+			s.pushed++
+		case retry:
+			s.failed++
+		default:
+			s.failed++
+			s.refused++
+		}
+		if err != nil {
+			s.lastErr = oneLine(err.Error())
+		}
+		s.mu.Unlock()
+		if err == nil || !retry {
+			s.q.Remove(r.Seq)
+			backoff = 0
+			continue
+		}
+		backoff = min(max(backoff*2, s.MinBackoff), s.MaxBackoff)
+	}
+}
+
+// Drain sends what is queued until the queue is empty or ctx ends; it says whether the
+// queue emptied.
+func (s *Sender) Drain(ctx context.Context) bool {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx)
+	}()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for s.q.Len() > 0 {
+		select {
+		case <-ctx.Done():
+			cancel()
+			<-done
+			return s.q.Len() == 0
+		case <-tick.C:
+		}
+	}
+	cancel()
+	<-done
+	return true
+}
+
+// send makes one attempt; retry says whether a failure may succeed later.
+func (s *Sender) send(ctx context.Context, r Request) (retry bool, err error) {
+	u := s.target.Base.String() + r.Path
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(r.Body))
+	if err != nil {
+		return false, fmt.Errorf("push window %d: %w", r.Seq, err)
+	}
+	for k, vs := range s.headers {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	req.Header.Set("Content-Type", r.ContentType)
+	if r.ContentEncoding != "" {
+		req.Header.Set("Content-Encoding", r.ContentEncoding)
+	}
+	req.Header.Set("User-Agent", "stax")
+	if s.target.Base.User != nil && req.Header.Get("Authorization") == "" {
+		pw, _ := s.target.Base.User.Password()
+		req.SetBasicAuth(s.target.Base.User.Username(), pw)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return true, fmt.Errorf("push window %d to %s: %w", r.Seq, s.target, unwrapURL(err))
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode/100 == 2 {
+		return false, nil
+	}
+	err = fmt.Errorf("push window %d to %s: %s: %s", r.Seq, s.target, resp.Status, strings.TrimSpace(string(msg)))
+	retry = resp.StatusCode >= 500 || resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode == http.StatusTooManyRequests
+	return retry, err
+}
+
+// unwrapURL drops url.Error's repetition of the method and URL.
+func unwrapURL(err error) error {
+	type unwrapper interface{ Unwrap() error }
+	if u, ok := err.(unwrapper); ok && strings.HasPrefix(err.Error(), "Post ") {
+		return u.Unwrap()
+	}
+	return err
+}
+
+// oneLine makes an error fit one line of status.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	return textesc.Escape(s)
+}
+
+// Send makes one attempt to send r to t, as stax push does for a stored run.
+func Send(ctx context.Context, t Target, headers map[string][]string, timeout time.Duration, r Request) error {
+	_, err := NewSender(t, headers, timeout, nil).send(ctx, r)
+	return err
+}
