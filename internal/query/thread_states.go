@@ -27,16 +27,9 @@ func ThreadStates(run *store.Run, o TimelineOptions) (api.ThreadStates, error) {
 			to = max(to, iv.End)
 		}
 	}
-	bucket := uint64(o.BucketMs * 1e6)
-	if o.BucketMs == 0 {
-		n := uint64(60)
-		if o.Buckets > 0 {
-			n = uint64(min(o.Buckets, maxBuckets/2))
-		}
-		bucket = niceBucket((to - from) / n)
-	}
-	if bucket == 0 || (to-from)/bucket >= maxBuckets {
-		return api.ThreadStates{}, fmt.Errorf("--bucket %gms makes more than %d buckets of this %.1f s window: take a larger one", o.BucketMs, maxBuckets, float64(to-from)/1e9)
+	bucket, err := o.bucket(from, to)
+	if err != nil {
+		return api.ThreadStates{}, err
 	}
 	var nsPerSample uint64
 	if run.Meta.Freq > 0 {

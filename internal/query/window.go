@@ -147,13 +147,9 @@ type TimelineOptions struct {
 
 const maxBuckets = 10_000
 
-// Timeline answers `stax timeline`.
-func Timeline(run *store.Run, o TimelineOptions) (api.Timeline, error) {
-	from, to, err := o.Window.bounds(run)
-	if err != nil {
-		return api.Timeline{}, err
-	}
-	from, to = withSpans(run, o.Window, from, to)
+// bucket is the width of the timeline's buckets over [from, to): --bucket, or a round
+// width that makes about --buckets (60 by default).
+func (o TimelineOptions) bucket(from, to uint64) (uint64, error) {
 	bucket := uint64(o.BucketMs * 1e6)
 	if o.BucketMs == 0 {
 		n := uint64(60)
@@ -163,7 +159,21 @@ func Timeline(run *store.Run, o TimelineOptions) (api.Timeline, error) {
 		bucket = niceBucket((to - from) / n)
 	}
 	if bucket == 0 || (to-from)/bucket >= maxBuckets {
-		return api.Timeline{}, fmt.Errorf("--bucket %gms makes more than %d buckets of this %.1f s window: take a larger one", o.BucketMs, maxBuckets, float64(to-from)/1e9)
+		return 0, fmt.Errorf("--bucket %gms makes more than %d buckets of this %.1f s window: take a larger one", o.BucketMs, maxBuckets, float64(to-from)/1e9)
+	}
+	return bucket, nil
+}
+
+// Timeline answers `stax timeline`.
+func Timeline(run *store.Run, o TimelineOptions) (api.Timeline, error) {
+	from, to, err := o.Window.bounds(run)
+	if err != nil {
+		return api.Timeline{}, err
+	}
+	from, to = withSpans(run, o.Window, from, to)
+	bucket, err := o.bucket(from, to)
+	if err != nil {
+		return api.Timeline{}, err
 	}
 	// The transform is of the whole run: the window is taken in the timeline's buckets.
 	run, tr, err := ApplyTransform(run, o.Transform)

@@ -411,21 +411,30 @@ func (s *Server) threads(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
+// timelineOptions reads the parameters of the timeline and of the threads' states.
+func timelineOptions(r *http.Request) (query.TimelineOptions, error) {
 	tid, err1 := intParam(r, "tid", 0)
 	threads, err2 := intParam(r, "threads", 0)
 	bucket, err3 := floatParam(r, "bucket_ms", 0)
 	buckets, err4 := intParam(r, "buckets", 0)
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		badRequest(w, "%v", err)
-		return
+		return query.TimelineOptions{}, err
 	}
 	ps, err := processes(r)
+	if err != nil {
+		return query.TimelineOptions{}, err
+	}
+	return query.TimelineOptions{Tid: uint32(tid), Processes: ps, BucketMs: bucket, Buckets: buckets, MaxThreads: threads,
+		Window: window(r), Transform: transform(r)}, nil
+}
+
+func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
+	o, err := timelineOptions(r)
 	if err != nil {
 		badRequest(w, "%v", err)
 		return
 	}
-	res, err := query.Timeline(s.rec.Snapshot(), query.TimelineOptions{Tid: uint32(tid), Processes: ps, BucketMs: bucket, Buckets: buckets, MaxThreads: threads, Window: window(r), Transform: transform(r)})
+	res, err := query.Timeline(s.rec.Snapshot(), o)
 	if err != nil {
 		badRequest(w, "%v", err)
 		return
@@ -496,20 +505,12 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) threadStates(w http.ResponseWriter, r *http.Request) {
-	tid, err1 := intParam(r, "tid", 0)
-	threads, err2 := intParam(r, "threads", 0)
-	bucket, err3 := floatParam(r, "bucket_ms", 0)
-	buckets, err4 := intParam(r, "buckets", 0)
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	ps, err := processes(r)
+	o, err := timelineOptions(r)
 	if err != nil {
 		badRequest(w, "%v", err)
 		return
 	}
-	res, err := query.ThreadStates(s.rec.Snapshot(), query.TimelineOptions{Tid: uint32(tid), Processes: ps, BucketMs: bucket, Buckets: buckets, MaxThreads: threads, Window: window(r)})
+	res, err := query.ThreadStates(s.rec.Snapshot(), o)
 	if err != nil {
 		badRequest(w, "%v", err)
 		return
