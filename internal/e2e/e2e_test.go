@@ -149,7 +149,7 @@ func (e *staxEnv) mustJSON(v any, args ...string) {
 	e.t.Helper()
 	out, errOut, code := e.run(append(args, "--json")...)
 	if code != 0 {
-		e.t.Fatalf("stax %v: exit %d\n%s%s", args, code, out, errOut)
+		e.t.Fatalf("stax %v: exit %d\n%s%s\n%s", args, code, out, errOut, e.diagnosis())
 	}
 	if err := json.Unmarshal([]byte(out), v); err != nil {
 		e.t.Fatalf("stax %v: bad JSON: %v\n%s", args, err, out)

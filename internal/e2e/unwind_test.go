@@ -281,7 +281,8 @@ func TestStaticAndDynamicStacksEndAtStart(t *testing.T) {
 // they keep their kernel frames, lose their user frames, and count as stacks ended
 // "unmapped"; no stack has an [unknown] frame from the old program. 150,000 arguments
 // keep the kernel busy after the old program is gone (it copies them onto the new stack)
-// for long enough to be sampled.
+// for long enough to be sampled. Off-CPU recording is off: the stacks of switches and
+// wakeups during exec end unmapped too, and would be counted with the samples' ends.
 func TestExecSamplesHaveNoFramesOfTheOldProgram(t *testing.T) {
 	testutil.RequirePerf(t)
 	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/spin.c")
@@ -294,7 +295,7 @@ func TestExecSamplesHaveNoFramesOfTheOldProgram(t *testing.T) {
 	for _, graph := range []string{"fp", "dwarf"} {
 		t.Run(graph, func(t *testing.T) {
 			e := newEnv(t)
-			if out, errOut, code := e.run(append([]string{"record", "-q", "-F", "4000", "--call-graph", graph, "--"}, args...)...); code != 0 {
+			if out, errOut, code := e.run(append([]string{"record", "-q", "--no-off-cpu", "-F", "4000", "--call-graph", graph, "--"}, args...)...); code != 0 {
 				t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
 			}
 			var st api.Status
