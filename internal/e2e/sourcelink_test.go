@@ -59,6 +59,15 @@ func TestAnnotateSourceThroughLink(t *testing.T) {
 		}
 	}
 
+	// The toy writes its dump in a directory of its user's: one left in /tmp by a failed
+	// run would make a later root process of the same pid refuse to write its own.
+	jitDir := filepath.Join(dir, "jit")
+	if err := os.Mkdir(jitDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(jitDir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		link string
 		show bool
@@ -67,12 +76,11 @@ func TestAnnotateSourceThroughLink(t *testing.T) {
 			source := filepath.Join(dir, tc.link)
 			e := newEnv(t)
 			if out, errOut, code := e.run("record", "-q", "--", setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
-				toy, "-cpu", "300ms", "-source", source); code != 0 {
+				toy, "-cpu", "300ms", "-source", source, "-dir", jitDir); code != 0 {
 				t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
 			}
 			var st api.Status
 			e.mustJSON(&st, "status")
-			defer os.Remove("/tmp/jit-" + strconv.Itoa(st.Meta.Pid) + ".dump")
 			out, errOut, code := e.run("annotate", "jitted_func2")
 			if code != 0 || !strings.Contains(out, "add") {
 				top, _, _ := e.run("top", "-n", "10")
