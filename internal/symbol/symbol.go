@@ -238,7 +238,15 @@ func (im *Image) cachedTable() *dwarfline.Table {
 // persist writes the image's decoded DWARF to the table cache when it decoded anything new.
 func (im *Image) persist() error {
 	p := im.tableCachePath()
-	if p == "" || im.dw == nil || im.dw.Decoded() == 0 {
+	if p == "" || im.dw == nil {
+		return nil
+	}
+	if im.dw.MissedCache() {
+		// The cache lacked a unit this run needed, and its DWARF was loaded for it: decode
+		// the rest too, so no later run pays for that load again.
+		im.dw.DecodeAll()
+	}
+	if im.dw.Decoded() == 0 {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
