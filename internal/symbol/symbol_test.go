@@ -459,3 +459,38 @@ func TestTableCacheCompletedAfterAMiss(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelFromTheTableCache: the kernel's symbols are saved in the table cache by the
+// first run and read from there by the next; a lookup that misses reads /proc/kallsyms
+// again, once.
+func TestKernelFromTheTableCache(t *testing.T) {
+	if _, err := kallsyms.Load(kallsyms.DefaultPath); err != nil {
+		testutil.Require(t, testutil.EnvRoot, "read the kernel's symbols: %v", err)
+	}
+	dir := t.TempDir()
+	first := NewCache(Options{TableCache: dir})
+	k1, err := first.Kernel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k1.FromCache() {
+		t.Fatal("the first run read a copy that did not exist")
+	}
+	if _, again := first.KernelRefresh(); again {
+		t.Error("a table read from /proc/kallsyms was read again")
+	}
+	second := NewCache(Options{TableCache: dir})
+	k2, err := second.Kernel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !k2.FromCache() || k2.Len() != k1.Len() {
+		t.Fatalf("second run: from the copy %v, %d symbols, want %d", k2.FromCache(), k2.Len(), k1.Len())
+	}
+	if k3, again := second.KernelRefresh(); !again || k3.FromCache() {
+		t.Fatal("a miss did not read /proc/kallsyms again")
+	}
+	if _, again := second.KernelRefresh(); again {
+		t.Error("a second miss read /proc/kallsyms again")
+	}
+}
