@@ -14,6 +14,8 @@
 #   complete stacks           the share of stax's samples whose stack reaches main, and of
 #                             stacks its unwinder ended at the outermost frame (printed)
 #
+# Each frequency starts with a warm-up run of each recorder, not counted.
+#
 # Usage: bench/dwarf-cost.sh [MS]     CPU time of each recording (default 5000)
 # Environment: ROUNDS=3 FREQS="999 4999" DEPTH=30; STACK_SIZE=BYTES gives both recorders
 # the same stack copy (default: each its own default, stax 16384 and perf 8192).
@@ -85,6 +87,10 @@ for f0 in $freqs; do
 	f=$(bench_freq "$f0")
 	echo
 	echo "== $f Hz"
+	# A warm-up run of each, not counted: the first run on a machine fills stax's symbol
+	# cache and perf's build-id cache, which a user pays once, not per recording.
+	stax_round
+	perf_round
 	printf '%6s | %10s %10s %12s %10s %8s | %10s %10s %12s %10s\n' round "stax kept" "work" "ns/work" "rec cpu s" "main %" "perf kept" work "ns/work" "rec cpu s"
 	for ((r = 1; r <= ROUNDS; r++)); do
 		skept=none swork=none sprog=none srec=none smain=none scomplete=none

@@ -179,7 +179,13 @@ func (r *Resolver) Resolve(pid uint32, t uint64, chain []uint64, out []agg.Site)
 func (r *Resolver) kernelFrame(lookup, addr uint64) (agg.Frame, bool) {
 	r.kernelAsked.Store(true)
 	if k, _ := r.syms.Kernel(); k != nil {
-		if s, ok := k.Lookup(lookup); ok {
+		s, ok := k.Lookup(lookup)
+		if !ok {
+			if k, fresh := r.syms.KernelRefresh(); fresh {
+				s, ok = k.Lookup(lookup)
+			}
+		}
+		if ok {
 			img := ImageKernel
 			if s.Module != "" {
 				img = "[" + s.Module + "]"

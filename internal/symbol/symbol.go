@@ -238,7 +238,15 @@ func (im *Image) cachedTable() *dwarfline.Table {
 // persist writes the image's decoded DWARF to the table cache when it decoded anything new.
 func (im *Image) persist() error {
 	p := im.tableCachePath()
-	if p == "" || im.dw == nil || im.dw.Decoded() == 0 {
+	if p == "" || im.dw == nil {
+		return nil
+	}
+	if im.dw.MissedCache() {
+		// The cache lacked a unit this run needed, and its DWARF was loaded for it: decode
+		// the rest too, so no later run pays for that load again.
+		im.dw.DecodeAll()
+	}
+	if im.dw.Decoded() == 0 {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
@@ -337,8 +345,10 @@ type Cache struct {
 	byFile map[fileKey]*entry
 
 	kernelOnce sync.Once
+	kernelMu   sync.Mutex // guards kernel once loaded, for KernelRefresh
 	kernel     *kallsyms.Table
 	kernelErr  error
+	refreshed  bool // KernelRefresh read the text once
 }
 
 type entry struct {
@@ -541,12 +551,37 @@ func (c *Cache) findDebug(el *elfsym.Image) (string, error) {
 	return p, nil
 }
 
-// Kernel returns the kernel symbol table from /proc/kallsyms, loaded once.
+// Kernel returns the kernel symbol table from /proc/kallsyms, loaded once (from the table
+// cache's copy, when there is a cache and it was saved for the running kernel).
 func (c *Cache) Kernel() (*kallsyms.Table, error) {
 	c.kernelOnce.Do(func() {
-		c.kernel, c.kernelErr = kallsyms.Load(kallsyms.DefaultPath)
+		t, err := kallsyms.LoadCached(kallsyms.DefaultPath, c.opts.TableCache)
+		c.kernelMu.Lock()
+		c.kernel, c.kernelErr = t, err
+		c.kernelMu.Unlock()
 	})
+	c.kernelMu.Lock()
+	defer c.kernelMu.Unlock()
 	return c.kernel, c.kernelErr
+}
+
+// KernelRefresh reads /proc/kallsyms again when the table in use came from the cache's
+// copy, which lacks what was loaded since it was saved (a BPF program, a module): call it
+// when an address is not found. It does so once per cache, and reports whether it did.
+func (c *Cache) KernelRefresh() (*kallsyms.Table, bool) {
+	k, _ := c.Kernel()
+	c.kernelMu.Lock()
+	defer c.kernelMu.Unlock()
+	if k == nil || !k.FromCache() || c.refreshed {
+		return c.kernel, false
+	}
+	c.refreshed = true
+	t, err := kallsyms.Reload(kallsyms.DefaultPath, c.opts.TableCache)
+	if err != nil {
+		return c.kernel, false
+	}
+	c.kernel = t
+	return t, true
 }
 
 // KernelLocation resolves a kernel address with table t. The frame's

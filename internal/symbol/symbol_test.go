@@ -404,3 +404,93 @@ func TestTableCachePersists(t *testing.T) {
 		t.Errorf("second run decoded %d units (err %v), want 0", dw.Decoded(), err)
 	}
 }
+
+// TestTableCacheCompletedAfterAMiss: a run that misses the table cache pays for loading
+// the image's DWARF once, and saves every unit, so the next run meets none missing.
+func TestTableCacheCompletedAfterAMiss(t *testing.T) {
+	dir := t.TempDir()
+	var args []string
+	for _, name := range []string{"alpha", "beta", "gamma"} {
+		code := fmt.Sprintf("int %s(int x) { return x * %d + 1; }\n", name, len(name))
+		if name == "alpha" {
+			code += "int beta(int); int gamma(int);\nint main(int c, char **v) { (void)v; return alpha(c) + beta(c) + gamma(c); }\n"
+		}
+		src := filepath.Join(dir, name+".c")
+		if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, src)
+	}
+	prog := filepath.Join(dir, "prog")
+	if out, err := exec.Command(testutil.RequireTool(t, "gcc"), append([]string{"-O0", "-g", "-o", prog}, args...)...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	cacheDir := filepath.Join(dir, "cache")
+	// run looks up the function name in a new cache, as a new process does, and saves it.
+	run := func(name string) *Image {
+		t.Helper()
+		c := NewCache(Options{TableCache: cacheDir})
+		im, err := c.Open(prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pc uint64
+		for _, s := range im.ELF().Symbols() {
+			if s.Name == name {
+				pc = s.Addr
+			}
+		}
+		fr := im.Frames(pc)
+		if len(fr) == 0 || fr[len(fr)-1].Func != name {
+			t.Fatalf("%s at %#x: frames %v", name, pc, fr)
+		}
+		if err := c.Persist(); err != nil {
+			t.Fatal(err)
+		}
+		return im
+	}
+	run("alpha")
+	if dw, _ := run("beta").DWARF(); dw.Decoded() == 0 || !dw.MissedCache() {
+		t.Fatalf("beta was not missing from the cache: decoded %d", dw.Decoded())
+	}
+	for _, name := range []string{"gamma", "main"} {
+		if dw, _ := run(name).DWARF(); dw.Decoded() != 0 || dw.MissedCache() {
+			t.Errorf("%s: the run after a miss decoded %d units again", name, dw.Decoded())
+		}
+	}
+}
+
+// TestKernelFromTheTableCache: the kernel's symbols are saved in the table cache by the
+// first run and read from there by the next; a lookup that misses reads /proc/kallsyms
+// again, once.
+func TestKernelFromTheTableCache(t *testing.T) {
+	if _, err := kallsyms.Load(kallsyms.DefaultPath); err != nil {
+		testutil.Require(t, testutil.EnvRoot, "read the kernel's symbols: %v", err)
+	}
+	dir := t.TempDir()
+	first := NewCache(Options{TableCache: dir})
+	k1, err := first.Kernel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k1.FromCache() {
+		t.Fatal("the first run read a copy that did not exist")
+	}
+	if _, again := first.KernelRefresh(); again {
+		t.Error("a table read from /proc/kallsyms was read again")
+	}
+	second := NewCache(Options{TableCache: dir})
+	k2, err := second.Kernel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !k2.FromCache() || k2.Len() != k1.Len() {
+		t.Fatalf("second run: from the copy %v, %d symbols, want %d", k2.FromCache(), k2.Len(), k1.Len())
+	}
+	if k3, again := second.KernelRefresh(); !again || k3.FromCache() {
+		t.Fatal("a miss did not read /proc/kallsyms again")
+	}
+	if _, again := second.KernelRefresh(); again {
+		t.Error("a second miss read /proc/kallsyms again")
+	}
+}

@@ -3,6 +3,7 @@ package dwarfline
 import (
 	"bytes"
 	"debug/dwarf"
+	"debug/elf"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -234,5 +235,99 @@ func BenchmarkImport(b *testing.B) {
 			b.Fatal(err)
 		}
 		imp.Frames(0x1000 + 5*0x100 + 0x14)
+	}
+}
+
+// TestDecodeAllAfterCacheMiss: once a run misses the cache and loads the DWARF, the table
+// decodes every unit, so a table imported from its export answers for every unit without
+// loading the DWARF again.
+func TestDecodeAllAfterCacheMiss(t *testing.T) {
+	dir := t.TempDir()
+	var srcs []string
+	for _, name := range []string{"alpha", "beta", "gamma"} {
+		src := filepath.Join(dir, name+".c")
+		code := fmt.Sprintf("int %s(int x) { return x * %d + 1; }\n", name, len(name))
+		if name == "alpha" {
+			code += "int beta(int); int gamma(int);\nint main(int c, char **v) { (void)v; return alpha(c) + beta(c) + gamma(c); }\n"
+		}
+		if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, src)
+	}
+	p := build(t, "gcc", append([]string{"-O0", "-g"}, srcs...)...)
+	ef, err := elf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := ef.Symbols()
+	ef.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := map[string]uint64{}
+	for _, s := range syms {
+		addr[s.Name] = s.Value
+	}
+	open := func(loads *int) func() (*dwarf.Data, error) {
+		return func() (*dwarf.Data, error) {
+			*loads++
+			full, err := Open(p)
+			if err != nil {
+				return nil, err
+			}
+			return full.Data(), nil
+		}
+	}
+	frameFunc := func(tab *Table, name string) string {
+		t.Helper()
+		fr, err := tab.Frames(addr[name])
+		if err != nil || len(fr) == 0 {
+			t.Fatalf("%s at %#x: %v, %v", name, addr[name], fr, err)
+		}
+		return fr[len(fr)-1].Func
+	}
+
+	first, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frameFunc(first, "alpha")
+	var cache bytes.Buffer
+	if err := first.Export(&cache); err != nil {
+		t.Fatal(err)
+	}
+
+	loads := 0
+	second, err := Import(bytes.NewReader(cache.Bytes()), open(&loads))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if frameFunc(second, "alpha"); loads != 0 || second.MissedCache() {
+		t.Fatalf("a unit in the cache loaded the DWARF (%d loads)", loads)
+	}
+	if got := frameFunc(second, "beta"); got != "beta" || loads != 1 || !second.MissedCache() {
+		t.Fatalf("beta: %q after %d loads, missed %v", got, loads, second.MissedCache())
+	}
+	if !second.DecodeAll() {
+		t.Fatal("DecodeAll declined a three-unit table")
+	}
+	cache.Reset()
+	if err := second.Export(&cache); err != nil {
+		t.Fatal(err)
+	}
+
+	loads = 0
+	third, err := Import(bytes.NewReader(cache.Bytes()), open(&loads))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"alpha", "beta", "gamma", "main"} {
+		if got := frameFunc(third, name); got != name {
+			t.Errorf("%s: named %q", name, got)
+		}
+	}
+	if loads != 0 || third.MissedCache() {
+		t.Errorf("a table exported after DecodeAll loaded the DWARF %d times", loads)
 	}
 }

@@ -31,6 +31,11 @@ const (
 	MaxLineRows     = 1 << 24 // line table rows kept per compilation unit
 	MaxInlineDepth  = 64      // longest inline chain reported
 	MaxDWARFSection = 2 << 30 // largest (decompressed) DWARF section accepted
+
+	// DecodeAll's bounds: a table with more units, or whose units cover more code, is left
+	// to decode its units one at a time.
+	MaxDecodeAllUnits = 1 << 13
+	MaxDecodeAllCode  = 64 << 20
 )
 
 // ErrNoDWARF is returned when a file has no usable debugging information.
@@ -55,6 +60,7 @@ type Table struct {
 	dOnce   sync.Once
 	dErr    error
 	decoded atomic.Int32 // units decoded from DWARF (not imported)
+	missed  atomic.Bool  // imported, then a unit missing from the cache loaded the DWARF
 
 	indexOnce sync.Once
 	indexErr  error
@@ -373,6 +379,7 @@ type topRange struct {
 func (t *Table) data() (*dwarf.Data, error) {
 	t.dOnce.Do(func() {
 		if t.d == nil && t.open != nil {
+			t.missed.Store(true)
 			t.d, t.dErr = t.open()
 		}
 		if t.d == nil && t.dErr == nil {
@@ -380,6 +387,42 @@ func (t *Table) data() (*dwarf.Data, error) {
 		}
 	})
 	return t.d, t.dErr
+}
+
+// MissedCache says whether the table, imported from a cache, had to load its file's DWARF
+// for a unit the cache lacked: the cache did not hold what this run needed.
+func (t *Table) MissedCache() bool { return t.missed.Load() }
+
+// DecodeAll decodes every unit not decoded yet, so that an export holds them all and a
+// table imported from it never loads the DWARF again. Loading a large file's DWARF (its
+// sections inflated, every abbreviation table parsed) costs far more than the units one
+// run looks up, and a program's samples meet a few new units of a library like libc in
+// nearly every run. It does nothing (and reports false) past MaxDecodeAllUnits units or
+// MaxDecodeAllCode bytes of code; a unit that fails to decode is left out.
+func (t *Table) DecodeAll() bool {
+	if err := t.index(); err != nil {
+		return false
+	}
+	cus := make(map[dwarf.Offset]bool, len(t.spans))
+	var code uint64
+	for _, s := range t.spans {
+		cus[s.cu] = true
+		code += s.hi - s.lo
+	}
+	if len(cus) > MaxDecodeAllUnits || code > MaxDecodeAllCode {
+		return false
+	}
+	t.mu.Lock()
+	for cu := range cus {
+		if t.units[cu] != nil {
+			delete(cus, cu) // decoded, or imported from the cache
+		}
+	}
+	t.mu.Unlock()
+	for cu := range cus {
+		t.unit(cu)
+	}
+	return true
 }
 
 func (t *Table) decodeUnit(off dwarf.Offset) (*unit, error) {

@@ -60,6 +60,7 @@ type Table struct {
 	n       int       // symbols in all
 	names   []string  // chunks of names, back to back, of up to nameChunk bytes
 	modules []string  // modules[entry.mod]; modules[0] is "" (the core kernel)
+	cached  bool      // read from a saved copy (LoadCached)
 }
 
 // The symbols and their names are kept in chunks, so that growing the table as lines come
