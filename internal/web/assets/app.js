@@ -387,6 +387,12 @@ function chainOf(path) {
 // Chromium; drawn, they take a few milliseconds. Frames keep their geometry (CSS pixels
 // within the canvas) for hit testing, the tooltip and tests.
 const LABEL_MIN_PX = 28;
+// The reasons a thread is off CPU (and on-cpu, running, in wall views), as the API names
+// them; each has a colour in the style sheet (--r-NAME).
+const REASONS = ["on-cpu", "runnable", "lock", "cond", "sem", "sleep", "io-read", "io-write", "poll", "net-connect", "net-accept", "other"];
+// byReason says whether frames are coloured by their dominant reason: in the off-CPU and
+// wall views, whose nodes carry one.
+const byReason = () => view.mode !== "cpu" && !diffing();
 let palette = null; // colours from the style sheet's variables, read again when the theme changes
 
 function colours() {
@@ -397,6 +403,7 @@ function colours() {
     user: v("--k-user"), jit: v("--k-jit"), kernel: v("--k-kernel"), unknown: v("--k-unknown"), root: v("--k-unknown"),
     match: v("--match"), matchText: v("--match-text"), text: v("--frame-text"), select: v("--select"),
     grow: rgb(v("--grow")), shrink: rgb(v("--shrink")), same: rgb(v("--same")),
+    reason: Object.fromEntries(REASONS.map((r) => [r, v(`--r-${r}`)])),
   };
   return palette;
 }
@@ -527,10 +534,15 @@ function paintFlame() {
   g.font = '11px system-ui, -apple-system, "Segoe UI", sans-serif';
   g.textBaseline = "middle";
   const diff = diffing();
+  const reasons = byReason();
   for (const f of state.flameEls) {
     const y = f.depth * ROW;
     g.globalAlpha = f.ancestor ? 0.55 : 1;
-    g.fillStyle = f.match ? p.match : diff && f.change !== undefined ? changeColour(f.change, state.changeScale) : p[f.n.kind] || p.unknown;
+    g.fillStyle = f.match
+      ? p.match
+      : diff && f.change !== undefined
+        ? changeColour(f.change, state.changeScale)
+        : (reasons && p.reason[f.n.reason]) || p[f.n.kind] || p.unknown;
     // Edges on whole device pixels, a one-pixel gap right and below: frames stay apart.
     const x0 = Math.round(f.x * dpr), x1 = Math.round((f.x + f.w) * dpr);
     const w = Math.max(x1 - x0 - 1, 1) / dpr;
@@ -567,9 +579,13 @@ function fitLabel(g, text, px) {
 
 function drawLegend() {
   const item = (cls, label) => `<i class="${cls}"></i>${label}`;
-  const parts = diffing()
-    ? [item("k-grow", "grew"), item("k-same", "same"), item("k-shrink", "shrank")]
-    : [item("k-user", "native"), item("k-jit", "JIT"), item("k-kernel", "kernel"), item("k-unknown", "unknown")];
+  let parts;
+  if (diffing()) parts = [item("k-grow", "grew"), item("k-same", "same"), item("k-shrink", "shrank")];
+  else if (byReason()) {
+    // The reasons of the frames drawn, in the table's order.
+    const seen = new Set(state.flameEls.map((f) => f.n.reason));
+    parts = REASONS.filter((r) => seen.has(r)).map((r) => `<span data-reason="${r}">${item(`r-${r}`, r)}</span>`);
+  } else parts = [item("k-user", "native"), item("k-jit", "JIT"), item("k-kernel", "kernel"), item("k-unknown", "unknown")];
   if (view.search) parts.push(item("k-match", "match"));
   const html = parts.join(" ");
   if ($("#legend").innerHTML !== html) $("#legend").innerHTML = html;
