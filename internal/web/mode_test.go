@@ -130,3 +130,63 @@ func TestModeReasonColours(t *testing.T) {
 	}
 	noErrors(t, ctx)
 }
+
+// wakersRun is offCPURun with wakers: alpha (101) woke beta (102) 3 times from
+// release_lock under main, ending 700 ms of its waits; main (100) woke alpha once.
+func wakersRun() *store.Run {
+	run := offCPURun()
+	p := &agg.Profile{
+		Frames: []agg.Frame{{Func: agg.WakeeFunc(102), Image: agg.ImageSched, Kind: agg.KindUnknown}, {Func: "release_lock", Image: "app", Kind: agg.KindUser},
+			{Func: "main", Image: "app", Kind: agg.KindUser}, {Func: agg.WakeeFunc(101), Image: agg.ImageSched, Kind: agg.KindUnknown}, {Func: "start_worker", Image: "app", Kind: agg.KindUser}},
+		Locations: []agg.Location{{Lines: []agg.Line{{Func: 0}}}, {Addr: 0x401020, Lines: []agg.Line{{Func: 1}}}, {Addr: 0x401000, Lines: []agg.Line{{Func: 2}}},
+			{Lines: []agg.Line{{Func: 3}}}, {Addr: 0x401040, Lines: []agg.Line{{Func: 4}}}},
+		Stacks:  [][]uint32{{0, 1, 2}, {3, 4, 2}},
+		Entries: []agg.Entry{{Tid: 101, Pid: 100, Stack: 0, Count: 700e6, LeafFunc: -1}, {Tid: 100, Pid: 100, Stack: 1, Count: 5e6, LeafFunc: -1}},
+		Threads: run.Profile.Threads,
+	}
+	p.ExpandStacks()
+	n := *p
+	n.Entries = []agg.Entry{{Tid: 101, Pid: 100, Stack: 0, Count: 3, LeafFunc: -1}, {Tid: 100, Pid: 100, Stack: 1, Count: 1, LeafFunc: -1}}
+	run.WakersNs, run.WakersN = p, &n
+	return run
+}
+
+// TestWakersPanel: in the off-CPU mode the page shows who woke the selected thread (as
+// stax wakers --tid does): the waker, its wakeups, the time they ended and its stack; all
+// threads' wakers with no thread selected; nothing in the CPU mode.
+func TestWakersPanel(t *testing.T) {
+	bctx := browser.Require(t)
+	s := serve(t, wakersRun(), "")
+	ctx := open(t, bctx, s, "&mode=off_cpu&tid=102&sel=")
+	rows := func() string {
+		return eval[string](t, ctx, `document.querySelector("#wakers-panel").hidden ? "(hidden)" : [...document.querySelectorAll("#wakers tbody tr")].map((r) => r.innerText.replace(/\s+/g, " ").trim()).join(" | ")`)
+	}
+	until(t, ctx, "beta's wakers", func() (bool, string) {
+		got := rows()
+		return got == "beta 102 alpha 101 3 700 ms 3× 700 ms: release_lock ← main", got
+	})
+	// All threads.
+	eval[bool](t, ctx, `(() => { const m = document.querySelector("#thread"); m.value = ""; m.dispatchEvent(new Event("change")); return true; })()`)
+	until(t, ctx, "every thread's wakers", func() (bool, string) {
+		got := rows()
+		return got == "beta 102 alpha 101 3 700 ms 3× 700 ms: release_lock ← main | alpha 101 prog 100 1 5 ms 1× 5 ms: start_worker ← main", got
+	})
+	eval[bool](t, ctx, `(() => { const m = document.querySelector("#mode"); m.value = "cpu"; m.dispatchEvent(new Event("change")); return true; })()`)
+	until(t, ctx, "no wakers in the CPU mode", func() (bool, string) {
+		got := rows()
+		return got == "(hidden)", got
+	})
+	noErrors(t, ctx)
+}
+
+// TestWakersPanelNone: a run without wakers says why in the panel.
+func TestWakersPanelNone(t *testing.T) {
+	bctx := browser.Require(t)
+	s := serve(t, offCPURun(), "")
+	ctx := open(t, bctx, s, "&mode=off_cpu&sel=")
+	until(t, ctx, "the panel says there are no wakers", func() (bool, string) {
+		got := text(ctx, "#wakers tbody")
+		return strings.Contains(got, "has no wakers"), got
+	})
+	noErrors(t, ctx)
+}

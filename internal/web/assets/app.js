@@ -1043,6 +1043,40 @@ function setupTop() {
   }
 }
 
+// ---- who woke the selected thread ----
+
+// drawWakers shows stax wakers for the selected thread (all threads when none is): who
+// woke it, how often, the time off CPU their wakeups ended, and from which stacks.
+function drawWakers() {
+  const w = state.wakers;
+  $("#wakers-panel").hidden = false;
+  const body = $("#wakers tbody");
+  if (w instanceof Error) {
+    $("#wakers-title").textContent = "";
+    body.innerHTML = `<tr><td colspan="5" class="placeholder">${esc(w.message)}</td></tr>`;
+    return;
+  }
+  const rows = (w && w.rows) || [];
+  const who = w && w.tid ? `thread ${w.tid}` : "every thread";
+  $("#wakers-title").textContent = `who woke ${who} (whole run; ${commas((w && w.woken) || 0)} waits matched to their wakeup)`;
+  if (!rows.length) {
+    body.innerHTML = `<tr><td colspan="5" class="placeholder">no wakeups of ${who} by the program's threads</td></tr>`;
+    return;
+  }
+  const ms = (ns) => `${commas(Math.round(ns / 1e6))} ms`;
+  body.innerHTML = rows
+    .slice(0, 20)
+    .map((r) => {
+      // A stack's leaf is the [woke TID] frame: the functions that woke start past it.
+      const stacks = (r.stacks || []).map((s) => {
+        const fns = s.frames.filter((f) => !/^\[woke \d+\]$/.test(f)).slice(0, 8);
+        return `<div class="waker-stack" title="${esc(s.frames.join("\n"))}">${commas(s.count)}× ${ms(s.ns)}: ${esc(fns.join(" ← "))}</div>`;
+      });
+      return `<tr data-waker="${r.waker_tid}" data-wakee="${r.wakee_tid}"><td>${esc(r.wakee_name || "?")} ${r.wakee_tid}</td><td>${esc(r.waker_name || "?")} ${r.waker_tid}</td><td class="num">${commas(r.count)}</td><td class="num">${ms(r.ns)}</td><td>${stacks.join("")}</td></tr>`;
+    })
+    .join("");
+}
+
 // ---- callers and callees of the selected function ----
 
 function loadCalls() {
@@ -1318,6 +1352,24 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
         state.keys.changes = cq.toString();
       }
       drawChanges();
+    }
+    // Who woke the threads: off CPU and wall views only, after the rest.
+    if (view.mode === "cpu") $("#wakers-panel").hidden = true;
+    else {
+      const wq = new URLSearchParams({ tid: view.tid || 0, stacks: 3 });
+      if (need("wakers", wq)) {
+        try {
+          const wk = await api("wakers", wq, signal);
+          if (signal.aborted) return;
+          bytes += wk._bytes;
+          state.wakers = wk;
+        } catch (err) {
+          if (signal.aborted) return;
+          state.wakers = err;
+        }
+        state.keys.wakers = wq.toString();
+      }
+      drawWakers();
     }
     if (view.code && (live || what)) await loadFunc();
     if (live) {
