@@ -1,6 +1,11 @@
 package web
 
 import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -187,6 +192,66 @@ func TestWakersPanelNone(t *testing.T) {
 	until(t, ctx, "the panel says there are no wakers", func() (bool, string) {
 		got := text(ctx, "#wakers tbody")
 		return strings.Contains(got, "has no wakers"), got
+	})
+	noErrors(t, ctx)
+}
+
+// TestTimelineStates: in the off-CPU and wall modes the timeline shows each thread's
+// state in each bucket (the one with the most of its time, as stax timeline --states
+// counts it): running, or blocked by reason; the CPU mode shows the samples alone.
+func TestTimelineStates(t *testing.T) {
+	bctx := browser.Require(t)
+	run := offCPURun()
+	// beta (102) waits for the lock 0-100 ms while alpha runs; alpha sleeps 150-450 ms
+	// while beta runs (the samples: alpha 0-100 and 460-500 ms, beta 100-460 ms).
+	run.OffCPUIntervals = []agg.Interval{{Tid: 102, Stack: 0, Start: 1.0e9, End: 1.1e9}, {Tid: 101, Stack: 1, Start: 1.15e9, End: 1.45e9}}
+	s := serve(t, run, "")
+	res, err := query.ThreadStates(run, query.TimelineOptions{Buckets: 200, MaxThreads: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	seen := map[string]bool{}
+	for _, th := range res.Threads {
+		for i, b := range th.Buckets {
+			keys := slices.Sorted(maps.Keys(b))
+			top, most := "", uint64(0)
+			for _, k := range keys {
+				if b[k] > most {
+					top, most = k, b[k]
+				}
+			}
+			if top != "" {
+				want = append(want, fmt.Sprintf("%d:%d:%s", th.Tid, i, top))
+				seen[top] = true
+			}
+		}
+	}
+	if !seen["running"] || !seen[agg.ReasonLock] || !seen[agg.ReasonSleep] {
+		t.Fatalf("the run's states are not running, lock and sleep: %v", seen)
+	}
+	sort.Strings(want)
+	states := func(ctx context.Context) string {
+		return eval[string](t, ctx, `[...document.querySelectorAll("#timeline rect.state")].map((r) => r.dataset.tid + ":" + r.dataset.i + ":" + r.dataset.state).sort().join(" ")`)
+	}
+	ctx := open(t, bctx, s, "&mode=off_cpu&sel=")
+	until(t, ctx, "the threads' states", func() (bool, string) {
+		got := states(ctx)
+		return got == strings.Join(want, " "), got
+	})
+	// Each in its reason's colour.
+	if got := eval[string](t, ctx, `(document.querySelector('#timeline rect.state[data-state="lock"]') || {getAttribute: () => ""}).getAttribute("fill")`); !strings.Contains(got, "--r-lock") {
+		t.Errorf("a lock bucket is filled with %q", got)
+	}
+	eval[bool](t, ctx, `(() => { const m = document.querySelector("#mode"); m.value = "cpu"; m.dispatchEvent(new Event("change")); return true; })()`)
+	until(t, ctx, "no states in the CPU mode", func() (bool, string) {
+		got := states(ctx)
+		return got == "", got
+	})
+	eval[bool](t, ctx, `(() => { const m = document.querySelector("#mode"); m.value = "wall"; m.dispatchEvent(new Event("change")); return true; })()`)
+	until(t, ctx, "the states again in the wall mode", func() (bool, string) {
+		got := states(ctx)
+		return got == strings.Join(want, " "), got
 	})
 	noErrors(t, ctx)
 }

@@ -227,7 +227,11 @@ function drawTimeline() {
   }
   const W = Math.max(el.clientWidth, 300);
   const plotW = W - TL.label;
-  const threads = tl.threads || [];
+  // Off CPU and wall: each thread's state in each bucket (stax timeline --states), for the
+  // threads with the most time running and off CPU.
+  const st = view.mode !== "cpu" && state.states && !(state.states instanceof Error) ? state.states : null;
+  state.tlStates = view.mode !== "cpu" ? state.states : null;
+  const threads = st ? st.threads || [] : tl.threads || [];
   // The program's spans, in lanes under their thread (at most TL.lanes drawn).
   const spans = tl.spans || [];
   const lanes = {};
@@ -240,6 +244,8 @@ function drawTimeline() {
   }
   const H = yAt + TL.axis;
   const bw = plotW / tl.buckets;
+  const span = tl.buckets * tl.bucket_sec;
+  const xOf = (sec) => TL.label + ((sec - tl.start_sec) / span) * plotW;
   const maxTotal = Math.max(1, ...tl.total);
   const parts = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">`];
   parts.push(`<text class="label" x="4" y="${TL.total - 4}">all threads</text>`);
@@ -250,15 +256,32 @@ function drawTimeline() {
   });
   threads.forEach((t, r) => {
     const y = rowY[r];
-    const max = Math.max(1, ...t.counts);
+    const max = st ? 1 : Math.max(1, ...t.counts);
     parts.push(`<text class="label thread" data-tid="${t.tid}" data-pid="${t.pid}" x="4" y="${y + TL.row - 3}">${esc(t.name || "?")} ${t.tid}</text>`);
+    if (st) {
+      // The state with the most of each bucket, in its reason's colour, as opaque as the
+      // bucket is full of the thread's time.
+      const bucketNs = st.bucket_sec * 1e9;
+      t.buckets.forEach((b, i) => {
+        let top = "", most = 0, sum = 0;
+        for (const k in b) {
+          sum += b[k];
+          if (b[k] > most) [top, most] = [k, b[k]];
+        }
+        if (!top) return;
+        const x1 = Math.max(xOf(st.start_sec + i * st.bucket_sec), TL.label);
+        const x2 = Math.min(xOf(st.start_sec + (i + 1) * st.bucket_sec), W);
+        if (x2 <= x1) return;
+        const colour = top === "running" ? "on-cpu" : top;
+        parts.push(`<rect class="state" data-tid="${t.tid}" data-i="${i}" data-state="${top}" x="${x1}" y="${y + 1}" width="${Math.max(x2 - x1, 0.5)}" height="${TL.row - 2}" fill="var(--r-${colour}, var(--r-other))" fill-opacity="${(0.35 + (0.65 * Math.min(sum, bucketNs)) / bucketNs).toFixed(2)}"/>`);
+      });
+      return;
+    }
     t.counts.forEach((c, i) => {
       if (!c) return;
       parts.push(`<rect x="${TL.label + i * bw}" y="${y + 1}" width="${Math.max(bw, 0.5)}" height="${TL.row - 2}" fill="var(--heat)" fill-opacity="${(0.15 + (0.85 * c) / max).toFixed(2)}"/>`);
     });
   });
-  const span = tl.buckets * tl.bucket_sec;
-  const xOf = (sec) => TL.label + ((sec - tl.start_sec) / span) * plotW;
   const rowOf = {};
   threads.forEach((t, r) => (rowOf[t.tid] = rowY[r]));
   for (const s of spans) {
@@ -1280,10 +1303,13 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
     // The top table comes with the first answers too; after a change, once the graph is
     // drawn (on two cores its query would slow the graph's).
     const first = !state.top;
-    const [fl, top, tl] = await Promise.all([
+    // Off CPU and wall: the timeline shows the threads' states too.
+    const states = view.mode !== "cpu";
+    const [fl, top, tl, st] = await Promise.all([
       need("flame", fq) ? api("flame", fq, signal) : state.flame,
       first ? api("top", tq, signal) : state.top,
       need("timeline", tlq) ? api("timeline", tlq, signal).catch((err) => err) : state.timeline,
+      states && need("states", tlq) ? api("thread_states", tlq, signal).catch((err) => err) : state.states,
     ]);
     if (signal.aborted) return;
     const answered = performance.now();
@@ -1295,7 +1321,14 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
     }
     state.flame = fl;
     state.keys.flame = fq.toString();
+    let redraw = (states ? st : null) !== state.tlStates;
+    if (states && st !== state.states) {
+      state.states = st;
+      state.keys.states = tlq.toString();
+      if (!(st instanceof Error)) bytes += st._bytes;
+    }
     if (tl !== state.timeline || !state.keys.timeline) {
+      redraw = false;
       state.keys.timeline = tlq.toString();
       if (tl instanceof Error) {
         state.timeline = null;
@@ -1308,6 +1341,7 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
         drawTimeline();
       }
     }
+    if (redraw && state.timeline) drawTimeline();
     // The answer says the window in seconds: the brush and the URL take it.
     if (fl.window) {
       view.from = fl.window.from_sec;
