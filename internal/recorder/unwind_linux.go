@@ -188,7 +188,7 @@ func (d *dwarfUnwinder) chainOf(tr *proc.Tracker, s *record.Sample, fallback []u
 	d.view = trackerView{tr: tr, pid: int(s.Pid), time: s.Time, loader: d.loader, c: &d.cache}
 	pcs, end := d.u.Unwind(&d.view, &unwind.Sample{Pid: s.Pid, Time: s.Time,
 		Regs:  unwind.Regs{BP: s.Regs[0], SP: s.Regs[1], IP: s.Regs[2]},
-		Stack: s.Stack, StackSize: s.StackSize, FPChain: user, FPChainCut: d.maxStack > 0 && len(kernel)+len(user) >= d.maxStack,
+		Stack: s.Stack, FPChain: user, FPChainCut: d.maxStack > 0 && len(kernel)+len(user) >= d.maxStack,
 		InKernel: inKernel(s)}, d.buf[:0])
 	d.buf = pcs
 	d.chain = d.chain[:0]

@@ -148,36 +148,3 @@ func TestUnmappedUserRegisters(t *testing.T) {
 		}
 	}
 }
-
-// A walk that needs the memory above the stack copy ends truncated when the copy is all
-// that was asked for, and complete when the copy is shorter than asked: the kernel stopped
-// where the thread's stack memory ended (a Go runtime thread's stack, at runtime.clone),
-// and nothing lies above it.
-func TestStackCopyEndsAtStackTop(t *testing.T) {
-	tab, err := ParseEHFrame(loopCFI(), 0x1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name  string
-		asked uint64
-		want  EndReason
-	}{
-		{"the copy as asked", 0x10, EndTruncated},
-		{"size unknown", 0, EndTruncated},
-		{"the copy short of what was asked", 8192, EndComplete},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var u Unwinder
-			// The function at 0x3000 has its return address at rsp+0x18, past the copy.
-			s := &Sample{Regs: Regs{IP: 0x3008, SP: 0x7ff000}, Stack: make([]byte, 0x10), StackSize: tc.asked}
-			pcs, end := u.Unwind(fuzzProc{tab}, s, make([]uint64, 0, 64))
-			if !slices.Equal(pcs, []uint64{0x3008}) || end != tc.want {
-				t.Errorf("pcs %#x (%v), want [0x3008] (%v)", pcs, end, tc.want)
-			}
-			if u.Counts[tc.want].Load() != 1 {
-				t.Errorf("%v counted %d times", tc.want, u.Counts[tc.want].Load())
-			}
-		})
-	}
-}

@@ -149,9 +149,6 @@ type Sample struct {
 	Regs Regs
 	// Stack is the valid part of the user stack copy; it starts at Regs.SP.
 	Stack []byte
-	// StackSize is the size of the copy asked for (0: unknown). A copy shorter than it
-	// ended where the thread's stack memory did: nothing lies above it.
-	StackSize uint64
 	// FPChain is the user part of the kernel's frame-pointer callchain, leaf first, if
 	// the sample has one: the walk continues along it where CFI runs out.
 	FPChain []uint64
@@ -176,12 +173,6 @@ const maxCanonical = 0x00007fffffffffff
 func (u *Unwinder) Unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, EndReason) {
 	u.fpEnd = -1
 	pcs, end := u.unwind(view, s, out)
-	if end == EndTruncated && uint64(len(s.Stack)) < s.StackSize {
-		// The walk needed the memory above the thread's stack, which could not be read:
-		// its last frame is the outermost (a thread whose stack starts where its memory
-		// ends, as the Go runtime's threads do).
-		end = EndComplete
-	}
 	if end != EndComplete && end != EndUnmapped && len(s.FPChain) > len(pcs) {
 		// Never return less than the frame-pointer chain alone gives.
 		if fp, fend := u.fpChain(view, s); len(fp) > len(pcs) && len(fp) <= cap(out) {
