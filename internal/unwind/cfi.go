@@ -41,6 +41,20 @@ type Table struct {
 	// [entry, entryEnd) is the code at the image's entry point when no FDE describes it
 	// (setEntry); entryEnd is 0 when there is none.
 	entry, entryEnd uint64
+	// tops are the Go runtime's outermost functions (setGoTops): a walk ends at them.
+	tops []span
+}
+
+type span struct{ start, end uint64 }
+
+// isTop reports whether the image address pc lies in one of t's outermost functions.
+func (t *Table) isTop(pc uint64) bool {
+	for _, s := range t.tops {
+		if pc >= s.start && pc < s.end {
+			return true
+		}
+	}
+	return false
 }
 
 type segment struct{ off, vaddr, filesz uint64 }

@@ -57,7 +57,31 @@ func loadELF(f *elf.File, path, debugPath string) (*Table, error) {
 		}
 	}
 	t.setEntry(f)
+	t.setGoTops(f)
 	return t, nil
+}
+
+// goTops are the Go runtime's functions marked TOPFRAME (its own traceback ends at them):
+// the outermost frame of the runtime's thread start (mstart), of every goroutine (goexit)
+// and of the process (rt0_go). Above mstart lies runtime.clone, whose caller is what the
+// thread's stack holds above its top: garbage, or memory the stack copy does not have.
+var goTops = map[string]bool{"runtime.mstart": true, "runtime.mstart.abi0": true, "runtime.goexit": true,
+	"runtime.goexit.abi0": true, "runtime.rt0_go": true, "runtime.rt0_go.abi0": true}
+
+// setGoTops finds goTops in a Go program's symbol table.
+func (t *Table) setGoTops(f *elf.File) {
+	if f.Section(".gopclntab") == nil && f.Section(".go.buildinfo") == nil {
+		return
+	}
+	syms, err := f.Symbols()
+	if err != nil {
+		return
+	}
+	for _, s := range syms {
+		if goTops[s.Name] && elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Size > 0 && len(t.tops) < len(goTops) {
+			t.tops = append(t.tops, span{s.Value, s.Value + s.Size})
+		}
+	}
 }
 
 // setEntry records the code at the image's entry point when no FDE describes it, as with

@@ -148,3 +148,24 @@ func TestUnmappedUserRegisters(t *testing.T) {
 		}
 	}
 }
+
+// A walk ends complete at a function its image marks outermost (the Go runtime's
+// TOPFRAME functions), without reading what lies above it: above a Go thread's mstart is
+// runtime.clone, and above that the top of its stack.
+func TestUnwindEndsAtTopFrame(t *testing.T) {
+	tab, err := ParseEHFrame(loopCFI(), 0x1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The function at 0x3000 has its return address at rsp+0x18, past the copy.
+	s := &Sample{Regs: Regs{IP: 0x3008, SP: 0x7ff000}, Stack: make([]byte, 0x10)}
+	var u Unwinder
+	if pcs, end := u.Unwind(fuzzProc{tab}, s, make([]uint64, 0, 64)); end != EndTruncated {
+		t.Fatalf("pcs %#x (%v), want truncated", pcs, end)
+	}
+	tab.tops = []span{{0x3000, 0x3010}}
+	pcs, end := u.Unwind(fuzzProc{tab}, s, make([]uint64, 0, 64))
+	if !slices.Equal(pcs, []uint64{0x3008}) || end != EndComplete {
+		t.Errorf("pcs %#x (%v), want [0x3008] (complete)", pcs, end)
+	}
+}

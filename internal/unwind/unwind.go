@@ -223,6 +223,9 @@ func (u *Unwinder) unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 			lookup-- // a return address points after the call, maybe past the function's end
 		}
 		m, _ := view.Mapping(f.pc)
+		if u.inTopFrame(view, m, lookup) {
+			return out, EndComplete
+		}
 		rw, ok := u.row(view, s, m, lookup)
 		var next frameRegs
 		var end EndReason
@@ -289,6 +292,20 @@ func (u *Unwinder) inEntryCode(view ProcessView, m Mapping, pc uint64) bool {
 	}
 	bias, ok := t.bias(m)
 	return ok && pc-bias >= t.entry && pc-bias < t.entryEnd
+}
+
+// inTopFrame reports whether pc, in mapping m, lies in a function its image marks as
+// outermost (Table.tops): nothing called it.
+func (u *Unwinder) inTopFrame(view ProcessView, m Mapping, pc uint64) bool {
+	if proc.CodeOf(m.Path) != proc.CodeFile {
+		return false
+	}
+	t := view.Table(m)
+	if t == nil || len(t.tops) == 0 {
+		return false
+	}
+	bias, ok := t.bias(m)
+	return ok && t.isTop(pc-bias)
 }
 
 // seen reports whether the walk was already in frame f (the same pc and stack pointer).

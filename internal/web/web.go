@@ -325,6 +325,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/changes", s.changes)
 	mux.HandleFunc("GET /api/top", s.proxy("/v1/top", map[string]string{"n": "100"}))
 	mux.HandleFunc("GET /api/threads", s.proxy("/v1/threads", map[string]string{"n": "200"}))
+	mux.HandleFunc("GET /api/thread_states", s.proxy("/v1/thread_states", map[string]string{"threads": "16", "buckets": "200"}))
+	mux.HandleFunc("GET /api/wakers", s.proxy("/v1/wakers", map[string]string{"stacks": "3"}))
 	mux.HandleFunc("GET /api/callers", s.proxy("/v1/callers", map[string]string{"n": "12", "functions": "4"}))
 	mux.HandleFunc("GET /api/callees", s.proxy("/v1/callees", map[string]string{"n": "12", "functions": "4"}))
 	mux.HandleFunc("GET /api/annotate", s.annotate)

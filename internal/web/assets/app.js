@@ -227,7 +227,11 @@ function drawTimeline() {
   }
   const W = Math.max(el.clientWidth, 300);
   const plotW = W - TL.label;
-  const threads = tl.threads || [];
+  // Off CPU and wall: each thread's state in each bucket (stax timeline --states), for the
+  // threads with the most time running and off CPU.
+  const st = view.mode !== "cpu" && state.states && !(state.states instanceof Error) ? state.states : null;
+  state.tlStates = view.mode !== "cpu" ? state.states : null;
+  const threads = st ? st.threads || [] : tl.threads || [];
   // The program's spans, in lanes under their thread (at most TL.lanes drawn).
   const spans = tl.spans || [];
   const lanes = {};
@@ -240,6 +244,8 @@ function drawTimeline() {
   }
   const H = yAt + TL.axis;
   const bw = plotW / tl.buckets;
+  const span = tl.buckets * tl.bucket_sec;
+  const xOf = (sec) => TL.label + ((sec - tl.start_sec) / span) * plotW;
   const maxTotal = Math.max(1, ...tl.total);
   const parts = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">`];
   parts.push(`<text class="label" x="4" y="${TL.total - 4}">all threads</text>`);
@@ -250,15 +256,32 @@ function drawTimeline() {
   });
   threads.forEach((t, r) => {
     const y = rowY[r];
-    const max = Math.max(1, ...t.counts);
+    const max = st ? 1 : Math.max(1, ...t.counts);
     parts.push(`<text class="label thread" data-tid="${t.tid}" data-pid="${t.pid}" x="4" y="${y + TL.row - 3}">${esc(t.name || "?")} ${t.tid}</text>`);
+    if (st) {
+      // The state with the most of each bucket, in its reason's colour, as opaque as the
+      // bucket is full of the thread's time.
+      const bucketNs = st.bucket_sec * 1e9;
+      t.buckets.forEach((b, i) => {
+        let top = "", most = 0, sum = 0;
+        for (const k in b) {
+          sum += b[k];
+          if (b[k] > most) [top, most] = [k, b[k]];
+        }
+        if (!top) return;
+        const x1 = Math.max(xOf(st.start_sec + i * st.bucket_sec), TL.label);
+        const x2 = Math.min(xOf(st.start_sec + (i + 1) * st.bucket_sec), W);
+        if (x2 <= x1) return;
+        const colour = top === "running" ? "on-cpu" : top;
+        parts.push(`<rect class="state" data-tid="${t.tid}" data-i="${i}" data-state="${top}" x="${x1}" y="${y + 1}" width="${Math.max(x2 - x1, 0.5)}" height="${TL.row - 2}" fill="var(--r-${colour}, var(--r-other))" fill-opacity="${(0.35 + (0.65 * Math.min(sum, bucketNs)) / bucketNs).toFixed(2)}"/>`);
+      });
+      return;
+    }
     t.counts.forEach((c, i) => {
       if (!c) return;
       parts.push(`<rect x="${TL.label + i * bw}" y="${y + 1}" width="${Math.max(bw, 0.5)}" height="${TL.row - 2}" fill="var(--heat)" fill-opacity="${(0.15 + (0.85 * c) / max).toFixed(2)}"/>`);
     });
   });
-  const span = tl.buckets * tl.bucket_sec;
-  const xOf = (sec) => TL.label + ((sec - tl.start_sec) / span) * plotW;
   const rowOf = {};
   threads.forEach((t, r) => (rowOf[t.tid] = rowY[r]));
   for (const s of spans) {
@@ -387,6 +410,12 @@ function chainOf(path) {
 // Chromium; drawn, they take a few milliseconds. Frames keep their geometry (CSS pixels
 // within the canvas) for hit testing, the tooltip and tests.
 const LABEL_MIN_PX = 28;
+// The reasons a thread is off CPU (and on-cpu, running, in wall views), as the API names
+// them; each has a colour in the style sheet (--r-NAME).
+const REASONS = ["on-cpu", "runnable", "lock", "cond", "sem", "sleep", "io-read", "io-write", "poll", "net-connect", "net-accept", "other"];
+// byReason says whether frames are coloured by their dominant reason: in the off-CPU and
+// wall views, whose nodes carry one.
+const byReason = () => view.mode !== "cpu" && !diffing();
 let palette = null; // colours from the style sheet's variables, read again when the theme changes
 
 function colours() {
@@ -397,6 +426,7 @@ function colours() {
     user: v("--k-user"), jit: v("--k-jit"), kernel: v("--k-kernel"), unknown: v("--k-unknown"), root: v("--k-unknown"),
     match: v("--match"), matchText: v("--match-text"), text: v("--frame-text"), select: v("--select"),
     grow: rgb(v("--grow")), shrink: rgb(v("--shrink")), same: rgb(v("--same")),
+    reason: Object.fromEntries(REASONS.map((r) => [r, v(`--r-${r}`)])),
   };
   return palette;
 }
@@ -527,10 +557,15 @@ function paintFlame() {
   g.font = '11px system-ui, -apple-system, "Segoe UI", sans-serif';
   g.textBaseline = "middle";
   const diff = diffing();
+  const reasons = byReason();
   for (const f of state.flameEls) {
     const y = f.depth * ROW;
     g.globalAlpha = f.ancestor ? 0.55 : 1;
-    g.fillStyle = f.match ? p.match : diff && f.change !== undefined ? changeColour(f.change, state.changeScale) : p[f.n.kind] || p.unknown;
+    g.fillStyle = f.match
+      ? p.match
+      : diff && f.change !== undefined
+        ? changeColour(f.change, state.changeScale)
+        : (reasons && p.reason[f.n.reason]) || p[f.n.kind] || p.unknown;
     // Edges on whole device pixels, a one-pixel gap right and below: frames stay apart.
     const x0 = Math.round(f.x * dpr), x1 = Math.round((f.x + f.w) * dpr);
     const w = Math.max(x1 - x0 - 1, 1) / dpr;
@@ -567,9 +602,13 @@ function fitLabel(g, text, px) {
 
 function drawLegend() {
   const item = (cls, label) => `<i class="${cls}"></i>${label}`;
-  const parts = diffing()
-    ? [item("k-grow", "grew"), item("k-same", "same"), item("k-shrink", "shrank")]
-    : [item("k-user", "native"), item("k-jit", "JIT"), item("k-kernel", "kernel"), item("k-unknown", "unknown")];
+  let parts;
+  if (diffing()) parts = [item("k-grow", "grew"), item("k-same", "same"), item("k-shrink", "shrank")];
+  else if (byReason()) {
+    // The reasons of the frames drawn, in the table's order.
+    const seen = new Set(state.flameEls.map((f) => f.n.reason));
+    parts = REASONS.filter((r) => seen.has(r)).map((r) => `<span data-reason="${r}">${item(`r-${r}`, r)}</span>`);
+  } else parts = [item("k-user", "native"), item("k-jit", "JIT"), item("k-kernel", "kernel"), item("k-unknown", "unknown")];
   if (view.search) parts.push(item("k-match", "match"));
   const html = parts.join(" ");
   if ($("#legend").innerHTML !== html) $("#legend").innerHTML = html;
@@ -1027,6 +1066,40 @@ function setupTop() {
   }
 }
 
+// ---- who woke the selected thread ----
+
+// drawWakers shows stax wakers for the selected thread (all threads when none is): who
+// woke it, how often, the time off CPU their wakeups ended, and from which stacks.
+function drawWakers() {
+  const w = state.wakers;
+  $("#wakers-panel").hidden = false;
+  const body = $("#wakers tbody");
+  if (w instanceof Error) {
+    $("#wakers-title").textContent = "";
+    body.innerHTML = `<tr><td colspan="5" class="placeholder">${esc(w.message)}</td></tr>`;
+    return;
+  }
+  const rows = (w && w.rows) || [];
+  const who = w && w.tid ? `thread ${w.tid}` : "every thread";
+  $("#wakers-title").textContent = `who woke ${who} (whole run; ${commas((w && w.woken) || 0)} waits matched to their wakeup)`;
+  if (!rows.length) {
+    body.innerHTML = `<tr><td colspan="5" class="placeholder">no wakeups of ${who} by the program's threads</td></tr>`;
+    return;
+  }
+  const ms = (ns) => `${commas(Math.round(ns / 1e6))} ms`;
+  body.innerHTML = rows
+    .slice(0, 20)
+    .map((r) => {
+      // A stack's leaf is the [woke TID] frame: the functions that woke start past it.
+      const stacks = (r.stacks || []).map((s) => {
+        const fns = s.frames.filter((f) => !/^\[woke \d+\]$/.test(f)).slice(0, 8);
+        return `<div class="waker-stack" title="${esc(s.frames.join("\n"))}">${commas(s.count)}× ${ms(s.ns)}: ${esc(fns.join(" ← "))}</div>`;
+      });
+      return `<tr data-waker="${r.waker_tid}" data-wakee="${r.wakee_tid}"><td>${esc(r.wakee_name || "?")} ${r.wakee_tid}</td><td>${esc(r.waker_name || "?")} ${r.waker_tid}</td><td class="num">${commas(r.count)}</td><td class="num">${ms(r.ns)}</td><td>${stacks.join("")}</td></tr>`;
+    })
+    .join("");
+}
+
 // ---- callers and callees of the selected function ----
 
 function loadCalls() {
@@ -1230,10 +1303,13 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
     // The top table comes with the first answers too; after a change, once the graph is
     // drawn (on two cores its query would slow the graph's).
     const first = !state.top;
-    const [fl, top, tl] = await Promise.all([
+    // Off CPU and wall: the timeline shows the threads' states too.
+    const states = view.mode !== "cpu";
+    const [fl, top, tl, st] = await Promise.all([
       need("flame", fq) ? api("flame", fq, signal) : state.flame,
       first ? api("top", tq, signal) : state.top,
       need("timeline", tlq) ? api("timeline", tlq, signal).catch((err) => err) : state.timeline,
+      states && need("states", tlq) ? api("thread_states", tlq, signal).catch((err) => err) : state.states,
     ]);
     if (signal.aborted) return;
     const answered = performance.now();
@@ -1245,7 +1321,14 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
     }
     state.flame = fl;
     state.keys.flame = fq.toString();
+    let redraw = (states ? st : null) !== state.tlStates;
+    if (states && st !== state.states) {
+      state.states = st;
+      state.keys.states = tlq.toString();
+      if (!(st instanceof Error)) bytes += st._bytes;
+    }
     if (tl !== state.timeline || !state.keys.timeline) {
+      redraw = false;
       state.keys.timeline = tlq.toString();
       if (tl instanceof Error) {
         state.timeline = null;
@@ -1258,6 +1341,7 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
         drawTimeline();
       }
     }
+    if (redraw && state.timeline) drawTimeline();
     // The answer says the window in seconds: the brush and the URL take it.
     if (fl.window) {
       view.from = fl.window.from_sec;
@@ -1302,6 +1386,24 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
         state.keys.changes = cq.toString();
       }
       drawChanges();
+    }
+    // Who woke the threads: off CPU and wall views only, after the rest.
+    if (view.mode === "cpu") $("#wakers-panel").hidden = true;
+    else {
+      const wq = new URLSearchParams({ tid: view.tid || 0, stacks: 3 });
+      if (need("wakers", wq)) {
+        try {
+          const wk = await api("wakers", wq, signal);
+          if (signal.aborted) return;
+          bytes += wk._bytes;
+          state.wakers = wk;
+        } catch (err) {
+          if (signal.aborted) return;
+          state.wakers = err;
+        }
+        state.keys.wakers = wq.toString();
+      }
+      drawWakers();
     }
     if (view.code && (live || what)) await loadFunc();
     if (live) {
