@@ -218,12 +218,10 @@ func TestOffCPUSampledPingPong(t *testing.T) {
 	if m == nil || run.OffCPU == nil {
 		t.Fatalf("no off-CPU time recorded: %v", run.Meta.Notes)
 	}
+	// Records lost while the recorder was behind take intervals away, but not the rest.
 	t.Logf("off-CPU counts %+v, %d records lost", *m, run.Meta.Lost)
-	if run.Meta.Lost > 0 {
-		t.Skipf("%d records lost: the recorder did not keep up", run.Meta.Lost)
-	}
-	if m.StackRate != rate || m.Intervals < rounds/2 || m.IntervalsDropped > 0 {
-		t.Fatalf("counts %+v: want a stack rate of %d and at least %d intervals, all kept", *m, rate, rounds/2)
+	if m.StackRate != rate || m.Intervals < rounds/4 || m.IntervalsDropped > 0 {
+		t.Fatalf("counts %+v: want a stack rate of %d and at least %d intervals, all kept", *m, rate, rounds/4)
 	}
 	own := m.Intervals - m.Sampled - m.NoStack
 	if own*10 > m.Intervals || m.NoStack*10 > m.Intervals {
