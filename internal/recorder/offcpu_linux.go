@@ -36,6 +36,8 @@ const (
 	// maxIntervals bounds the intervals kept with their times (32 bytes each): those past
 	// it are counted (store.OffCPUMeta.IntervalsDropped) but not kept.
 	maxIntervals = 1 << 20
+	// intervalChunk is how many intervals are kept in one allocation.
+	intervalChunk = 1 << 14
 	// offFlushAfter is how long a thread is off CPU before the time so far is counted,
 	// without waiting for its switch in.
 	offFlushAfter = 100_000_000
@@ -86,8 +88,11 @@ type offCPUState struct {
 	wakeChainBuf  []uint64
 
 	// intervals are the intervals with their times, under their keys (agg.Interval's
-	// Stack holds the key until offIntervals names it).
-	intervals []agg.Interval
+	// Stack holds the key until offIntervals names it), nIntervals of them, in chunks of
+	// intervalChunk: one slice grown by append would copy them all, under Recorder.mu,
+	// each time it grew.
+	intervals  [][]agg.Interval
+	nIntervals int
 	// open are the waits counted so far but not ended (offFlush's), up to when they are
 	// counted, under Recorder.mu: a live run shows them.
 	open map[uint32]agg.Interval
@@ -171,11 +176,16 @@ func (r *Recorder) offInterval(tid uint32, th *offThread, out, in uint64, waker 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(o.open, tid)
-	if len(o.intervals) >= maxIntervals {
+	if o.nIntervals >= maxIntervals {
 		o.counts.IntervalsDropped++
 		return
 	}
-	o.intervals = append(o.intervals, agg.Interval{Tid: tid, Stack: key, Start: out, End: in, Waker: waker})
+	if o.nIntervals%intervalChunk == 0 {
+		o.intervals = append(o.intervals, make([]agg.Interval, 0, intervalChunk))
+	}
+	last := &o.intervals[len(o.intervals)-1]
+	*last = append(*last, agg.Interval{Tid: tid, Stack: key, Start: out, End: in, Waker: waker})
+	o.nIntervals++
 }
 
 func (r *Recorder) offThread(pid, tid uint32) *offThread {
@@ -415,7 +425,10 @@ func (r *Recorder) offIntervals(p *agg.Profile) []agg.Interval {
 		return nil
 	}
 	r.mu.Lock()
-	out := append([]agg.Interval(nil), r.off.intervals...)
+	out := make([]agg.Interval, 0, r.off.nIntervals+len(r.off.open))
+	for _, c := range r.off.intervals {
+		out = append(out, c...)
+	}
 	for _, iv := range r.off.open {
 		out = append(out, iv)
 	}
