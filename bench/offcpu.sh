@@ -7,7 +7,8 @@
 #      rotates from round to round.
 #        stax/baseline wall   target <= 1.2
 #        stax/perf wall       target <= 1.0
-#        switches lost        target <= 0 (stax status: off-CPU intervals not counted)
+#        switches lost        target <= 0 (stax status: off-CPU intervals not counted, and
+#                             switch records found missing)
 #   2. A CPU-bound single thread (no switching) under stax with and without --no-off-cpu.
 #        on/off wall          target <= 1.01
 # Each round gives the ratios of its own runs; the verdicts judge all rounds (see lib.sh).
@@ -117,11 +118,12 @@ run() {
 	esac
 }
 
-# lost_switches: intervals the last stax run could not count, and the switches it read.
+# lost_switches: intervals the last stax run could not count and switch records it found
+# missing, and the switches it read.
 lost_switches() {
 	"$STAX" status --json 2>/dev/null | python3 -c 'import json,sys
 try:
-    o = json.load(sys.stdin)["meta"].get("off_cpu") or {}; print(o.get("lost", 0), o.get("switches", 0))
+    o = json.load(sys.stdin)["meta"].get("off_cpu") or {}; print(o.get("lost", 0) + o.get("unpaired", 0), o.get("switches", 0))
 except Exception:
     print("none none")'
 }

@@ -362,6 +362,10 @@ type Wakers struct {
 	Tid    uint32         `json:"tid,omitempty"` // the thread woken asked for; 0: all
 	Woken  uint64         `json:"woken"`         // waits matched to the wakeup that ended them
 	Rows   []agg.WakerRow `json:"rows"`
+	// Wakeups are the wakeups seen; WakeupsAll, when more, about how many the kernel
+	// counted: their stacks were sampled, and the rows count those seen alone.
+	Wakeups    uint64 `json:"wakeups"`
+	WakeupsAll uint64 `json:"wakeups_all,omitempty"`
 }
 
 // ThreadStates is the answer of `stax timeline --states`: each thread's time running,

@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -27,7 +28,7 @@ func recordCmd(g *globals) *cobra.Command {
 	var callGraph string
 	var seconds float64
 	var noJITAPI, quiet, webOn, noOffCPU bool
-	var webAddr, runIDFile string
+	var webAddr, runIDFile, offCPURate string
 	var pf pushFlags
 	c := &cobra.Command{
 		Use:   "record [-F HZ] [-l SECS] (-a | -p PID | -- CMD ARGS...)",
@@ -82,6 +83,10 @@ At the end, what is queued is sent for up to --push-timeout.
 			if callGraph != "fp" && callGraph != "dwarf" {
 				return usageErr("--call-graph must be fp or dwarf, not %q", callGraph)
 			}
+			offRate, err := parseOffCPURate(offCPURate)
+			if err != nil {
+				return err
+			}
 			if stackSize != 0 && (stackSize < 8<<10 || stackSize > 64<<10-8 || stackSize%8 != 0) {
 				return usageErr("--stack-size must be a multiple of 8 from 8192 to 65528 bytes, not %d", stackSize)
 			}
@@ -127,7 +132,7 @@ At the end, what is queued is sent for up to --push-timeout.
 			defer signal.Stop(sigs)
 			rec, err := recorder.Start(recorder.Options{
 				Argv: args, Pid: pid, SystemWide: all, Freq: freq, Duration: time.Duration(seconds * float64(time.Second)), RingPages: pages,
-				CallGraph: callGraph, StackSize: stackSize, OffCPU: !noOffCPU,
+				CallGraph: callGraph, StackSize: stackSize, OffCPU: !noOffCPU, OffCPURate: offRate,
 				Env: env, Notef: notef,
 			})
 			if err != nil {
@@ -249,6 +254,7 @@ At the end, what is queued is sent for up to --push-timeout.
 	c.Flags().StringVar(&callGraph, "call-graph", defaultCallGraph(), "how user stacks are walked: dwarf (.eh_frame, from a copy of each sample's user stack: complete stacks through code built without frame pointers) or `fp` (frame pointers, walked by the kernel: cheaper, but skips callers of code without them)")
 	c.Flags().IntVar(&stackSize, "stack-size", 0, "`BYTES` of user stack copied per sample with --call-graph dwarf (8192 to 65528; default 8192, as perf record; status says when deeper stacks were cut short)")
 	c.Flags().BoolVar(&noOffCPU, "no-off-cpu", false, "do not record where threads wait: the context switches of the target's threads, and the stack each blocked in (see stax top --off-cpu)")
+	c.Flags().StringVar(&offCPURate, "off-cpu-rate", strconv.Itoa(defaultOffCPURate), "stacks of switches out (and of wakeups) taken per second per thread, about (`HZ`, or all): a thread that switches more often than that has its time off CPU counted at every switch still, each wait with its own stack or its latest sampled one (stax status counts those)")
 	c.Flags().IntVarP(&pages, "mmap-pages", "m", 0, "`PAGES` of ring buffer per CPU, a power of two (default: sized from -F to hold half a second)")
 	c.Flags().Float64VarP(&seconds, "duration", "l", 0, "stop recording after `SECS` seconds (0: when the command exits or on stax stop)")
 	c.Flags().IntVarP(&pid, "pid", "p", 0, "attach to the running process `PID` (all its threads)")
@@ -281,4 +287,21 @@ func defaultCallGraph() string {
 		return "dwarf"
 	}
 	return "fp"
+}
+
+// defaultOffCPURate is --off-cpu-rate's default: at every switch while a thread switches
+// less than this many times a second; above, the stacks that the kernel takes at each
+// switch and wakeup would cost the program more than its switches.
+const defaultOffCPURate = 4000
+
+// parseOffCPURate reads --off-cpu-rate: a rate in Hz, or all (0: every switch).
+func parseOffCPURate(v string) (int, error) {
+	if v == "all" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 100000 {
+		return 0, usageErr("--off-cpu-rate must be a rate from 1 to 100000 Hz, or all (a stack at every switch), not %q", v)
+	}
+	return n, nil
 }

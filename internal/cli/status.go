@@ -103,11 +103,22 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 			fmt.Fprintf(w, " (%.1f s: the off-CPU tables were full)", float64(o.LostNs)/1e9)
 		}
 		fmt.Fprintln(w)
+		if o.Unpaired > 0 {
+			fmt.Fprintf(w, "note:      at least %s switch records were lost (a switch out with no switch in, or the reverse): the time off CPU around them is miscounted; the lost samples above count every record lost, switch records and samples alike (the kernel does not say which)\n", commas(o.Unpaired))
+		}
+		if o.StackRate > 0 && o.SampledTimes > 0 {
+			fmt.Fprintf(w, "sampled:   blocked stacks sampled: %s of %s intervals took their thread's latest sampled stack of the same kind, not their own (the target switched out more than %d times a second: stacks were sampled at about %d a second per thread and CPU; --off-cpu-rate all takes every one)\n",
+				commas(o.Sampled), commas(o.Intervals), o.StackRate, o.StackRate)
+		}
 		if o.IntervalsDropped > 0 {
 			fmt.Fprintf(w, "note:      %s intervals off CPU were counted but not kept with their times (over the bound): --from/--to views of off-CPU time miss them\n", commas(o.IntervalsDropped))
 		}
 		if o.Wakers {
-			fmt.Fprintf(w, "wakers:    %s wakeups, %s waits matched to the wakeup that ended them (stax wakers)\n", commas(o.Wakeups), commas(o.Woken))
+			fmt.Fprintf(w, "wakers:    %s wakeups, %s waits matched to the wakeup that ended them (stax wakers)", commas(o.Wakeups), commas(o.Woken))
+			if o.WakeupsAll > o.Wakeups {
+				fmt.Fprintf(w, "; sampled: %s wakeups seen of about %s made", commas(o.Wakeups), commas(o.WakeupsAll))
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	if m.OverloadSamples > 0 {

@@ -280,3 +280,61 @@ func TestOffCPUStuckThreadLive(t *testing.T) {
 		t.Errorf("the stored run has less of wait_for_lock than the live one had (%d ns): %+v", row.Total, top.Rows)
 	}
 }
+
+// TestOffCPUSampledStacks records two threads that hand a byte back and forth far more
+// often than --off-cpu-rate: status says most intervals took a sampled stack, their time
+// is all counted, under the stack they wait in; with --off-cpu-rate all none is sampled.
+func TestOffCPUSampledStacks(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	prog := buildOffCPU(t, t.TempDir())
+	if _, errOut, code := e.run("record", "-q", "--off-cpu-rate", "0", "--", prog, "pingpong", "1"); code == 0 || !strings.Contains(errOut, "--off-cpu-rate") {
+		t.Errorf("--off-cpu-rate 0: exit %d, want a usage error naming it\n%s", code, errOut)
+	}
+	const rounds = 100000
+	for _, rate := range []string{"200", "all"} {
+		if out, errOut, code := e.run("record", "-q", "--off-cpu-rate", rate, "--", prog, "pingpong", strconv.Itoa(rounds)); code != 0 {
+			t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+		}
+		var st api.Status
+		e.mustJSON(&st, "status", "--json")
+		o := st.Meta.OffCPU
+		if o == nil {
+			t.Fatalf("--off-cpu-rate %s: no off-CPU time (notes %q)", rate, st.Meta.Notes)
+		}
+		t.Logf("--off-cpu-rate %s: %+v, %d records lost", rate, *o, st.Meta.Lost)
+		text, _, _ := e.run("status")
+		if rate == "all" {
+			if o.StackRate != 0 || o.Sampled != 0 || strings.Contains(text, "blocked stacks sampled") {
+				t.Errorf("--off-cpu-rate all: stack rate %d, %d intervals sampled: want none\n%s", o.StackRate, o.Sampled, text)
+			}
+			continue
+		}
+		if o.StackRate != 200 || o.SampledTimes == 0 || o.Sampled*2 < o.Intervals || o.Intervals < rounds/4 {
+			t.Errorf("--off-cpu-rate 200: %+v: want most of at least %d intervals to take a sampled stack", *o, rounds/4)
+		}
+		if want := "blocked stacks sampled: " + commasOf(o.Sampled) + " of " + commasOf(o.Intervals) + " intervals"; !strings.Contains(text, want) {
+			t.Errorf("status does not say %q:\n%s", want, text)
+		}
+		var top api.Top
+		e.mustJSON(&top, "top", "--off-cpu", "--json", "-n", "1000")
+		var wait float64
+		for _, row := range top.Rows {
+			if row.Func == "pingpong_wait" {
+				wait = row.TotalPct
+			}
+		}
+		if wait < 50 {
+			t.Errorf("pingpong_wait has %.1f%% of the time off CPU, want most: %+v", wait, top.Rows)
+		}
+		if !o.Wakers {
+			continue // not root
+		}
+		var wk api.Wakers
+		e.mustJSON(&wk, "wakers", "--json")
+		text, _, _ = e.run("wakers")
+		if wk.WakeupsAll <= wk.Wakeups || !strings.Contains(text, "sampled: "+commasOf(wk.Wakeups)+" wakeups seen of about "+commasOf(wk.WakeupsAll)) {
+			t.Errorf("wakers: %d wakeups seen of %d: want the sampling said\n%s", wk.Wakeups, wk.WakeupsAll, text)
+		}
+	}
+}

@@ -126,3 +126,167 @@ func TestSwitchEventsGiveWayToSamples(t *testing.T) {
 		t.Errorf("%d events open, want the %d CPU events", len(s.fds), len(cpus))
 	}
 }
+
+// pingPong hands a byte back and forth between two threads of this process through two
+// pipes, rounds times, once they are attached to: each round switches both out.
+func pingPong(t *testing.T, rounds int, attach func(tids []int)) {
+	t.Helper()
+	var ab, ba [2]int
+	if err := unix.Pipe2(ab[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Pipe2(ba[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, fd := range []int{ab[0], ab[1], ba[0], ba[1]} {
+			unix.Close(fd)
+		}
+	}()
+	tids := make(chan int, 2)
+	start := make(chan struct{})
+	done := make(chan error, 2)
+	side := func(in, out int, first bool) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tids <- unix.Gettid()
+		<-start
+		b := []byte{'x'}
+		for range rounds {
+			if first {
+				if _, err := unix.Write(out, b); err != nil {
+					done <- err
+					return
+				}
+			}
+			if _, err := unix.Read(in, b); err != nil {
+				done <- err
+				return
+			}
+			if !first {
+				if _, err := unix.Write(out, b); err != nil {
+					done <- err
+					return
+				}
+			}
+		}
+		done <- nil
+	}
+	go side(ba[0], ab[1], true)
+	go side(ab[0], ba[1], false)
+	attach([]int{<-tids, <-tids})
+	close(start)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatalf("ping-pong: %v", err)
+		}
+	}
+}
+
+// switchCounts are a session's switch records and switch-event samples.
+type switchCounts struct {
+	outs, ins, stacks, lost int
+	period                  uint64 // the switches out the stack samples stand for
+}
+
+// readSwitches reads s from now on, until the function it returns is called: that one
+// disables s, reads what is left and returns the counts.
+func readSwitches(t *testing.T, s *Session, cfg Config) func() switchCounts {
+	st, _ := SampleTypeFor(cfg)
+	dec := record.Decoder{SampleType: st, SampleIDAll: true}
+	var c switchCounts
+	read := func() {
+		err := s.Read(func(cpu int, rec []byte) {
+			h, _ := record.ParseHeader(rec)
+			switch h.Type {
+			case record.TypeSwitch:
+				sw, err := dec.Switch(rec)
+				switch {
+				case err != nil:
+					t.Errorf("decode switch: %v", err)
+				case sw.Out:
+					c.outs++
+				default:
+					c.ins++
+				}
+			case record.TypeSample:
+				var smp record.Sample
+				if err := dec.Sample(rec, &smp); err == nil && s.IsSwitchEvent(smp.ID) && len(smp.Callchain) > 0 {
+					c.stacks++
+					c.period += smp.Period
+				}
+			case record.TypeLost:
+				c.lost++
+			}
+		})
+		if err != nil {
+			t.Errorf("read the rings: %v", err)
+		}
+	}
+	stop := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			s.Wait(10 * time.Millisecond)
+			read()
+		}
+	}()
+	return func() switchCounts {
+		close(stop)
+		<-stopped
+		s.Disable()
+		read()
+		return c
+	}
+}
+
+// TestSampledSwitchStacks: with OffCPURate, sampled, a ping-pong of two threads that switch far
+// more often than the rate gets far fewer stacks of switches out than switches, and every
+// switch record still: each stack sample stands for the switches of its period.
+func TestSampledSwitchStacks(t *testing.T) {
+	testutil.RequirePerf(t)
+	const rounds = 50_000
+	const rate = 100
+	var s *Session
+	var stop func() switchCounts
+	pingPong(t, rounds, func(tids []int) {
+		cfg := Config{Pids: tids, Freq: 99, OffCPU: true, OffCPURate: rate}
+		var err error
+		if s, err = Open(cfg); err != nil {
+			t.Fatal(err)
+		}
+		if !s.OffCPU || s.OffCPURate != rate {
+			t.Fatalf("off-CPU %v at %d Hz: %s", s.OffCPU, s.OffCPURate, s.Note)
+		}
+		if err := s.Enable(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SampleOffCPU(true); err != nil {
+			t.Fatal(err)
+		}
+		stop = readSwitches(t, s, cfg)
+	})
+	c := stop()
+	s.Close()
+	t.Logf("%d switches out, %d in, %d stacks standing for %d switches, %d lost records", c.outs, c.ins, c.stacks, c.period, c.lost)
+	if c.lost > 0 {
+		t.Skipf("%d records lost: the rings were not read in time", c.lost)
+	}
+	// Not every round switches both threads out: the other may answer before one blocks.
+	if c.outs < rounds/4 || c.ins < rounds/4 {
+		t.Fatalf("%d switches out and %d in from %d rounds of two threads", c.outs, c.ins, rounds)
+	}
+	if c.stacks*10 > c.outs {
+		t.Errorf("%d stacks of %d switches out at %d Hz: want far fewer", c.stacks, c.outs, rate)
+	}
+	// Each sample stands for the switches out since the one before it: together, about all.
+	if c.period > 2*uint64(c.outs) || c.period < uint64(c.outs)/2 {
+		t.Errorf("the stack samples stand for %d switches out, of %d", c.period, c.outs)
+	}
+}

@@ -53,6 +53,32 @@ type Config struct {
 	// their event's id (PERF_SAMPLE_IDENTIFIER), which Session.IsSwitchEvent tells apart.
 	// Not with SystemWide.
 	OffCPU bool
+	// OffCPURate, when above 0, lets the stacks of switches out (and of wakeups) be
+	// sampled at about that many a second per thread and CPU (SampleOffCPU) instead of
+	// taken at every one: the kernel skips more the more often a thread switches. The
+	// switch records, and so the time off CPU, are still every one.
+	OffCPURate int
+}
+
+// offCPUPeriod sets a context-switch or sched_waking event's sampling: every event, or,
+// sampled, about Session.OffCPURate a second (the kernel's frequency mode).
+func (s *Session) offCPUPeriod(a *unix.PerfEventAttr, sampled bool) {
+	a.Bits &^= unix.PerfBitFreq
+	a.Sample = 1
+	if sampled {
+		a.Bits |= unix.PerfBitFreq
+		a.Sample = uint64(s.OffCPURate)
+	}
+}
+
+// maxSampleRate is kernel.perf_event_max_sample_rate: a frequency above it is refused.
+func maxSampleRate() int {
+	if b, err := os.ReadFile("/proc/sys/kernel/perf_event_max_sample_rate"); err == nil {
+		if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && v > 0 {
+			return v
+		}
+	}
+	return 100000
 }
 
 // RegsUserDwarf is sample_regs_user in "dwarf" mode: BP, SP, IP (perf x86-64 indices 6, 7, 8),
@@ -123,6 +149,16 @@ type Session struct {
 	// permitted): their samples carry the woken thread in WakingPid of their raw data.
 	Wakers    bool
 	WakingPid TraceField
+	// OffCPURate is the rate the switches' and wakeups' stacks are sampled at, per second
+	// per thread and CPU, while SampleOffCPU says so (0: never): Config.OffCPURate within
+	// the kernel's bound.
+	OffCPURate int
+
+	// everyFDs are, with OffCPURate, the events that take the stack of every switch out
+	// and wakeup, beside those that sample them: disabled while offSampled.
+	everyFDs   []int
+	everyIDs   map[uint64]bool
+	offSampled bool
 
 	fds   []int
 	rings []*mappedRing
@@ -322,6 +358,10 @@ func (s *Session) attr(cfg Config, typ uint32, config uint64, enableOnExec bool)
 
 func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) error {
 	s.OffCPU = cfg.OffCPU && !cfg.SystemWide
+	s.OffCPURate, s.everyFDs, s.everyIDs, s.offSampled = 0, nil, map[uint64]bool{}, false
+	if s.OffCPU && cfg.OffCPURate > 0 {
+		s.OffCPURate = min(cfg.OffCPURate, maxSampleRate())
+	}
 	s.switchIDs = map[uint64]bool{}
 	s.wakingIDs = map[uint64]bool{}
 	var switches []switchTarget
@@ -412,16 +452,28 @@ func (s *Session) openWakers(cfg Config, targets []switchTarget) {
 		}
 		s.WakingPid = f
 	}
-	opened := []int{}
+	opened, every, everyIDs := []int{}, []int{}, []uint64{}
+	type waking struct {
+		t       switchTarget
+		sampled bool
+	}
+	var events []waking
 	for _, t := range targets {
+		events = append(events, waking{t, s.OffCPURate > 0})
+		if s.OffCPURate > 0 {
+			events = append(events, waking{t, false})
+		}
+	}
+	for _, ev := range events {
 		if err != nil {
 			break
 		}
+		t := ev.t
 		a := s.attr(cfg, unix.PERF_TYPE_TRACEPOINT, tp.id, cfg.EnableOnExec)
-		a.Sample = 1
 		a.Sample_type |= record.SampleRaw
 		// The tracepoint fires in the kernel: excluding the kernel would exclude it.
-		a.Bits &^= unix.PerfBitFreq | unix.PerfBitMmap | unix.PerfBitComm | unix.PerfBitTask | unix.PerfBitMmap2 | unix.PerfBitCommExec | unix.PerfBitExcludeKernel
+		a.Bits &^= unix.PerfBitMmap | unix.PerfBitComm | unix.PerfBitTask | unix.PerfBitMmap2 | unix.PerfBitCommExec | unix.PerfBitExcludeKernel
+		s.offCPUPeriod(a, ev.sampled)
 		fd, e := unix.PerfEventOpen(a, t.pid, t.cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		if e != nil {
 			if errors.Is(e, unix.ESRCH) {
@@ -442,6 +494,10 @@ func (s *Session) openWakers(cfg Config, targets []switchTarget) {
 			break
 		}
 		opened = append(opened, fd)
+		if s.OffCPURate > 0 && !ev.sampled {
+			every = append(every, fd)
+			everyIDs = append(everyIDs, id)
+		}
 		s.wakingIDs[id] = true
 	}
 	if err != nil {
@@ -453,6 +509,10 @@ func (s *Session) openWakers(cfg Config, targets []switchTarget) {
 		return
 	}
 	s.fds = append(s.fds, opened...)
+	s.everyFDs = append(s.everyFDs, every...)
+	for _, id := range everyIDs {
+		s.everyIDs[id] = true
+	}
 	s.waking = tp
 	s.Wakers = len(opened) > 0
 }
@@ -589,21 +649,15 @@ func (s *Session) ReadOrdered(until uint64, timeOf func(rec []byte) uint64, fn f
 // openSwitch opens the context-switch event of pid on cpu into ring r. Off-CPU time is
 // an addition: if the kernel refuses it, the recording goes on without it and says why.
 func (s *Session) openSwitch(cfg Config, pid, cpu int, r *mappedRing) {
-	a := s.attr(cfg, unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CONTEXT_SWITCHES, cfg.EnableOnExec)
-	a.Sample = 1 // every switch out
-	a.Bits &^= unix.PerfBitFreq | unix.PerfBitMmap | unix.PerfBitComm | unix.PerfBitTask | unix.PerfBitMmap2 | unix.PerfBitCommExec
-	a.Bits |= unix.PerfBitContextSwitch
-	fd, err := unix.PerfEventOpen(a, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	// The first event writes the switch records and samples the stacks (every one, or at
+	// OffCPURate); with OffCPURate the second takes the stack of every switch out while
+	// enabled (SampleOffCPU).
+	err := s.openSwitchEvent(cfg, pid, cpu, r, s.OffCPURate > 0)
+	if err == nil && s.OffCPURate > 0 {
+		err = s.openSwitchEvent(cfg, pid, cpu, r, false)
+	}
 	if err == nil {
-		var id uint64
-		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_ID, uintptr(unsafe.Pointer(&id))); e != 0 {
-			err = e
-		} else if err = unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err == nil {
-			s.fds = append(s.fds, fd)
-			s.switchIDs[id] = true
-			return
-		}
-		unix.Close(fd)
+		return
 	}
 	if errors.Is(err, unix.ESRCH) {
 		return // the thread ended while we attached
@@ -620,9 +674,70 @@ func (s *Session) openSwitch(cfg Config, pid, cpu int, r *mappedRing) {
 	}
 	s.fds = kept
 	clear(s.switchIDs)
+	clear(s.everyIDs)
+	s.everyFDs = nil
 	s.OffCPU = false
 	s.Note = strings.TrimSpace(s.Note + "\noff-CPU time is not recorded: open the context-switch event: " + err.Error())
 }
+
+// openSwitchEvent opens a context-switch event of pid on cpu into ring r: sampled at
+// OffCPURate with the switch records, or at every switch without them.
+func (s *Session) openSwitchEvent(cfg Config, pid, cpu int, r *mappedRing, sampled bool) error {
+	a := s.attr(cfg, unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CONTEXT_SWITCHES, cfg.EnableOnExec)
+	a.Bits &^= unix.PerfBitMmap | unix.PerfBitComm | unix.PerfBitTask | unix.PerfBitMmap2 | unix.PerfBitCommExec
+	if sampled || s.OffCPURate == 0 {
+		a.Bits |= unix.PerfBitContextSwitch
+	}
+	s.offCPUPeriod(a, sampled)
+	fd, err := unix.PerfEventOpen(a, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	var id uint64
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_ID, uintptr(unsafe.Pointer(&id))); e != 0 {
+		unix.Close(fd)
+		return e
+	}
+	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
+		unix.Close(fd)
+		return err
+	}
+	s.fds = append(s.fds, fd)
+	s.switchIDs[id] = true
+	if s.OffCPURate > 0 && !sampled {
+		s.everyFDs = append(s.everyFDs, fd)
+		s.everyIDs[id] = true
+	}
+	return nil
+}
+
+// SampleOffCPU switches, with Config.OffCPURate, between taking the stack of every switch
+// out and wakeup (false, as the events start) and sampling them at OffCPURate (true):
+// for a target that switches too often for the one, the other. The switch records are
+// every one either way.
+func (s *Session) SampleOffCPU(on bool) error {
+	if on == s.offSampled || len(s.everyFDs) == 0 {
+		return nil
+	}
+	req := uint(unix.PERF_EVENT_IOC_ENABLE)
+	if on {
+		req = unix.PERF_EVENT_IOC_DISABLE
+	}
+	for _, fd := range s.everyFDs {
+		// Without PERF_IOC_FLAG_GROUP the kernel applies it to the event's inherited
+		// copies too: every thread the target started since.
+		if err := unix.IoctlSetInt(fd, req, 0); err != nil {
+			return fmt.Errorf("switch the off-CPU stacks' sampling: %w", err)
+		}
+	}
+	s.offSampled = on
+	return nil
+}
+
+// IsEveryEvent says whether a sample's event id is, with Config.OffCPURate, a context-switch
+// or sched_waking event's that takes every stack while the stacks are not sampled: its
+// samples and those of the sampled events stand for the same switches and wakeups then.
+func (s *Session) IsEveryEvent(id uint64) bool { return s.everyIDs[id] }
 
 // IsSwitchEvent says whether a sample's event id (record.Sample.ID) is a context-switch
 // event's: the sample is the stack its thread was switched out with.
@@ -643,7 +758,7 @@ func (s *Session) closeFDs() {
 	for _, fd := range s.fds {
 		unix.Close(fd)
 	}
-	s.rings, s.fds = nil, nil
+	s.rings, s.fds, s.everyFDs, s.offSampled = nil, nil, nil, false
 }
 
 // Close releases every event and ring.

@@ -21,7 +21,11 @@ func Wakers(run *store.Run, tid uint32, stacks int) (api.Wakers, error) {
 	res := api.Wakers{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Tid: tid,
 		Rows: agg.Wakers(run.WakersNs, run.WakersN, tid, stacks)}
 	if run.Meta.OffCPU != nil {
-		res.Woken = run.Meta.OffCPU.Woken
+		o := run.Meta.OffCPU
+		res.Woken, res.Wakeups = o.Woken, o.Wakeups
+		if o.WakeupsAll > o.Wakeups {
+			res.WakeupsAll = o.WakeupsAll
+		}
 	}
 	return res, nil
 }

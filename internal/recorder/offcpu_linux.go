@@ -10,6 +10,7 @@ package recorder
 
 import (
 	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/perfevent"
 	"github.com/stax-profiler/stax/internal/resolve"
 	"github.com/stax-profiler/stax/internal/store"
 )
@@ -35,6 +36,8 @@ const (
 	// maxIntervals bounds the intervals kept with their times (32 bytes each): those past
 	// it are counted (store.OffCPUMeta.IntervalsDropped) but not kept.
 	maxIntervals = 1 << 20
+	// intervalChunk is how many intervals are kept in one allocation.
+	intervalChunk = 1 << 14
 	// offFlushAfter is how long a thread is off CPU before the time so far is counted,
 	// without waiting for its switch in.
 	offFlushAfter = 100_000_000
@@ -43,25 +46,37 @@ const (
 // offThread is a thread's off-CPU state.
 type offThread struct {
 	pid       uint32
-	chain     []uint64 // the stack of its last switch out
+	chain     []uint64 // the stack of its last switch-out sample, not yet taken by a switch out
 	chainTime uint64   // when it was taken (0: none since it was used)
-	out       uint64   // when it went out (0: it is on a CPU, or not seen yet)
-	counted   uint64   // up to when its time off CPU is counted (0: none of it yet)
-	preempt   bool
-	hasStack  bool   // chain is the stack it went out with
-	lost      bool   // part of its time off CPU could not be counted
-	key       uint32 // the off-CPU run's key its time is counted under (keyOK)
-	keyOK     bool
+	// last holds the stack its latest sampled switch out of each kind had (0: waiting,
+	// 1: preempted): when the stacks are sampled, a switch out without a sample of its own
+	// has the one of its kind.
+	last     [2][]uint64
+	out      uint64 // when it went out (0: it is on a CPU, or not seen yet)
+	counted  uint64 // up to when its time off CPU is counted (0: none of it yet)
+	preempt  bool
+	hasStack bool   // last[preempt] is the stack it went out with, or stands for it
+	sampled  bool   // it stands for it: the switch out had no stack sample of its own
+	switched bool   // a switch record of it was read
+	lost     bool   // part of its time off CPU could not be counted
+	key      uint32 // the off-CPU run's key its time is counted under (keyOK)
+	keyOK    bool
 }
 
 // offCPUState is the ingest stage's, but for its counters, read under Recorder.mu.
 type offCPUState struct {
-	on       bool
-	isSwitch func(id uint64) bool
-	run      *agg.Run
-	threads  map[uint32]*offThread
-	counts   store.OffCPUMeta
-	chainBuf []uint64
+	on      bool
+	sampled bool // the stacks of the switches out may be sampled (perfevent.Config.OffCPURate)
+	// sampling says they are now (offRate), since modeTime; rateFrom and rateSwitches
+	// are when the target's switch rate was last looked at, and its switch records then.
+	sampling               bool
+	modeTime               uint64
+	rateFrom, rateSwitches uint64
+	isSwitch               func(id uint64) bool
+	run                    *agg.Run
+	threads                map[uint32]*offThread
+	counts                 store.OffCPUMeta
+	chainBuf               []uint64
 
 	// wakers: the sched_waking events are recorded. wakes holds each thread's latest
 	// wakeup not yet matched to its switch in; wakeNs and wakeN count, per waker thread
@@ -73,8 +88,11 @@ type offCPUState struct {
 	wakeChainBuf  []uint64
 
 	// intervals are the intervals with their times, under their keys (agg.Interval's
-	// Stack holds the key until offIntervals names it).
-	intervals []agg.Interval
+	// Stack holds the key until offIntervals names it), nIntervals of them, in chunks of
+	// intervalChunk: one slice grown by append would copy them all, under Recorder.mu,
+	// each time it grew.
+	intervals  [][]agg.Interval
+	nIntervals int
 	// open are the waits counted so far but not ended (offFlush's), up to when they are
 	// counted, under Recorder.mu: a live run shows them.
 	open map[uint32]agg.Interval
@@ -100,6 +118,12 @@ func newOffCPU() offCPUState {
 
 // offWaking takes a wakeup of thread wakee by thread tid at time t, made with chain.
 func (r *Recorder) offWaking(pid, tid, wakee uint32, t uint64, chain []uint64) {
+	r.offWakingSampled(pid, tid, wakee, t, 1, chain)
+}
+
+// offWakingSampled is offWaking for a sample that stands for period wakeups (1 unless
+// they are sampled).
+func (r *Recorder) offWakingSampled(pid, tid, wakee uint32, t uint64, period uint32, chain []uint64) {
 	o := &r.off
 	w := o.wakes[wakee]
 	if w == nil {
@@ -113,6 +137,7 @@ func (r *Recorder) offWaking(pid, tid, wakee uint32, t uint64, chain []uint64) {
 	w.chain = append(w.chain[:0], chain...)
 	r.mu.Lock()
 	o.counts.Wakeups++
+	o.counts.WakeupsAll += uint64(max(period, 1))
 	r.mu.Unlock()
 }
 
@@ -151,11 +176,16 @@ func (r *Recorder) offInterval(tid uint32, th *offThread, out, in uint64, waker 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(o.open, tid)
-	if len(o.intervals) >= maxIntervals {
+	if o.nIntervals >= maxIntervals {
 		o.counts.IntervalsDropped++
 		return
 	}
-	o.intervals = append(o.intervals, agg.Interval{Tid: tid, Stack: key, Start: out, End: in, Waker: waker})
+	if o.nIntervals%intervalChunk == 0 {
+		o.intervals = append(o.intervals, make([]agg.Interval, 0, intervalChunk))
+	}
+	last := &o.intervals[len(o.intervals)-1]
+	*last = append(*last, agg.Interval{Tid: tid, Stack: key, Start: out, End: in, Waker: waker})
+	o.nIntervals++
 }
 
 func (r *Recorder) offThread(pid, tid uint32) *offThread {
@@ -193,13 +223,27 @@ func (r *Recorder) offStack(pid, tid uint32, t uint64, chain []uint64) {
 func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
 	o := &r.off
 	th := r.offThread(pid, tid)
+	// Switch records alternate, out and in: one missing was lost (the thread's first may
+	// be an in: it was switched out when the recording began).
+	unpaired := th.switched && out == (th.out != 0)
+	th.switched = true
 	r.mu.Lock()
 	o.counts.Switches++
+	if unpaired {
+		o.counts.Unpaired++
+	}
 	r.mu.Unlock()
 	if out {
 		th.out, th.preempt, th.pid = t, preempt, pid
-		th.hasStack = th.chainTime != 0 && th.chainTime <= t && t-th.chainTime < stackSlack
+		k := kindOf(preempt)
+		own := th.chainTime != 0 && th.chainTime <= t && t-th.chainTime < stackSlack
 		th.chainTime = 0
+		th.hasStack = own
+		if own {
+			th.chain, th.last[k] = th.last[k], th.chain
+		} else if o.sampled && len(th.last[k]) > 0 {
+			th.hasStack, th.sampled = true, true
+		}
 		return
 	}
 	if th.out == 0 || t < th.out {
@@ -217,11 +261,21 @@ func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
 	if !th.hasStack {
 		o.counts.NoStack++
 	}
+	if th.sampled {
+		o.counts.Sampled++
+	}
 	if th.lost {
 		o.counts.Lost++
 	}
 	r.mu.Unlock()
-	th.out, th.counted, th.hasStack, th.lost, th.keyOK = 0, 0, false, false, false
+	th.out, th.counted, th.hasStack, th.sampled, th.lost, th.keyOK = 0, 0, false, false, false, false
+}
+
+func kindOf(preempt bool) int {
+	if preempt {
+		return 1
+	}
+	return 0
 }
 
 // offAccount counts thread tid's time off CPU from what was counted of its interval so far
@@ -238,7 +292,7 @@ func (r *Recorder) offAccount(tid uint32, th *offThread, t uint64) {
 		chain = append(chain, runnableMark)
 	}
 	if th.hasStack {
-		chain = append(chain, th.chain...)
+		chain = append(chain, th.last[kindOf(th.preempt)]...)
 	} else {
 		chain = append(chain, noStackMark)
 	}
@@ -276,6 +330,74 @@ func (r *Recorder) offFlush(t uint64, final bool) {
 	}
 }
 
+// offSampler is a Source whose off-CPU stacks can be sampled (*perfevent.Session).
+type offSampler interface{ SampleOffCPU(on bool) error }
+
+// offRateWindow is how often, in ns, the target's switch rate is looked at by offRate.
+const offRateWindow = 100_000_000
+
+// offRate looks at the target's switch rate at t, once a window: while it switches out
+// more than the stack rate a second, the stacks are sampled at that rate; from when it
+// switches out less than half as often again, every one is taken.
+func (r *Recorder) offRate(t uint64) {
+	o := &r.off
+	smp, ok := r.src.(offSampler)
+	if !o.on || !o.sampled || !ok {
+		return
+	}
+	if o.rateFrom == 0 || t < o.rateFrom {
+		o.rateFrom, o.rateSwitches = t, o.counts.Switches
+		return
+	}
+	if t-o.rateFrom < offRateWindow {
+		return
+	}
+	outs := (o.counts.Switches - o.rateSwitches) / 2
+	perSec := outs * 1_000_000_000 / (t - o.rateFrom)
+	o.rateFrom, o.rateSwitches = t, o.counts.Switches
+	rate := uint64(o.counts.StackRate)
+	want := o.sampling
+	switch {
+	case perSec > rate:
+		want = true
+	case perSec < rate/2:
+		want = false
+	}
+	if want == o.sampling {
+		return
+	}
+	// A stack taken at t is kept from the events of the mode at t (offKeep): from when
+	// every one is taken again, a few may be missed, but none is counted twice.
+	from := perfevent.MonotonicNow()
+	if err := smp.SampleOffCPU(want); err != nil {
+		r.note("%v", err)
+		return
+	}
+	if want {
+		from = perfevent.MonotonicNow()
+	}
+	o.sampling, o.modeTime = want, from
+	r.mu.Lock()
+	if want {
+		o.counts.SampledTimes++
+	}
+	r.mu.Unlock()
+}
+
+// offKeep says whether to keep a stack of a switch out or a wakeup taken at t by an event
+// that takes every one (every) or by one that samples them: the one of the mode at t.
+func (r *Recorder) offKeep(t uint64, every bool) bool {
+	o := &r.off
+	if !o.sampled {
+		return true
+	}
+	sampling := o.sampling
+	if t < o.modeTime {
+		sampling = !sampling
+	}
+	return every != sampling
+}
+
 // offCPUMeta is the run's off-CPU counters, nil when it is not recorded.
 func (r *Recorder) offCPUMeta() *store.OffCPUMeta {
 	if !r.off.on {
@@ -303,7 +425,10 @@ func (r *Recorder) offIntervals(p *agg.Profile) []agg.Interval {
 		return nil
 	}
 	r.mu.Lock()
-	out := append([]agg.Interval(nil), r.off.intervals...)
+	out := make([]agg.Interval, 0, r.off.nIntervals+len(r.off.open))
+	for _, c := range r.off.intervals {
+		out = append(out, c...)
+	}
 	for _, iv := range r.off.open {
 		out = append(out, iv)
 	}

@@ -2,10 +2,15 @@ package recorder
 
 import (
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/testutil"
 )
 
 // TestOffSwitch pairs switches out and in per thread: the stack of the switch out, a
@@ -126,5 +131,130 @@ func TestOffWakersAndIntervals(t *testing.T) {
 	}
 	if m := r.offCPUMeta(); m.Wakeups != 3 || m.Woken != 1 {
 		t.Errorf("counts %+v, want 3 wakeups, 1 wait woken", *m)
+	}
+}
+
+// TestOffSampledStacks: when the stacks of switches out are sampled, a switch out without
+// a sample of its own takes its thread's latest sampled stack of a switch out like it
+// (waiting, or preempted), and is counted as sampled; its time is its own. When every
+// switch out is sampled, one without its stack has none.
+func TestOffSampledStacks(t *testing.T) {
+	blocked := []uint64{record.ContextUser, 0x401000, 0x401100}
+	running := []uint64{record.ContextUser, 0x403000}
+	for _, sampled := range []bool{true, false} {
+		r := newRecorder(Options{OffCPU: true})
+		r.off.on, r.off.sampled = true, sampled
+		r.offSwitch(1, 2, 500, true, false) // no stack seen yet for the thread
+		r.offSwitch(1, 2, 600, false, false)
+		r.offStack(1, 2, 1000, blocked)
+		r.offSwitch(1, 2, 1000, true, false)
+		r.offSwitch(1, 2, 2000, false, false)
+		r.offStack(1, 2, 3000, running)
+		r.offSwitch(1, 2, 3000, true, true)
+		r.offSwitch(1, 2, 3100, false, false)
+		r.offSwitch(1, 2, 4000, true, false) // not sampled: blocked where it last blocked
+		r.offSwitch(1, 2, 7000, false, false)
+		r.offSwitch(1, 2, 8000, true, true) // not sampled: preempted where it last was
+		r.offSwitch(1, 2, 8050, false, false)
+
+		m := r.offCPUMeta()
+		want := map[string]uint64{"no stack": 100, "blocked": 1000 + 3000, "runnable": 100 + 50}
+		wantSampled, wantNoStack := uint64(2), uint64(1)
+		if !sampled {
+			want = map[string]uint64{"no stack": 100 + 3000, "blocked": 1000, "runnable": 100, "runnable, no stack": 50}
+			wantSampled, wantNoStack = 0, 3
+		}
+		if m.Intervals != 5 || m.Sampled != wantSampled || m.NoStack != wantNoStack {
+			t.Errorf("sampled %v: counts %+v, want 5 intervals, %d sampled, %d without a stack", sampled, *m, wantSampled, wantNoStack)
+		}
+		got := map[string]uint64{}
+		p := r.offCPUProfile(nil)
+		for _, e := range p.Entries {
+			var names []string
+			for _, f := range p.FrameStacks[e.Stack] {
+				names = append(names, p.Frames[f].Func)
+			}
+			name := fmt.Sprint(names)
+			switch {
+			case len(names) == 1 && names[0] == agg.FuncNoStack:
+				name = "no stack"
+			case len(names) == 2 && names[0] == agg.FuncRunnable && names[1] == agg.FuncNoStack:
+				name = "runnable, no stack"
+			case strings.Contains(name, "401000") && names[0] != agg.FuncRunnable:
+				name = "blocked"
+			case strings.Contains(name, "403000") && names[0] == agg.FuncRunnable:
+				name = "runnable"
+			}
+			got[name] += e.Count
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("sampled %v: ns by stack %v, want %v", sampled, got, want)
+		}
+	}
+}
+
+// TestOffCPUSampledPingPong records two threads that hand a byte back and forth far more
+// often than the stacks are sampled: far fewer stacks than waits, each thread's time off
+// CPU still that of its switch records.
+func TestOffCPUSampledPingPong(t *testing.T) {
+	testutil.RequirePerf(t)
+	t.Setenv("STAX_HOME", t.TempDir())
+	const rounds = 100_000
+	const rate = 100
+	env := append(os.Environ(), "STAX_TEST_PINGPONG="+strconv.Itoa(rounds))
+	r, err := Start(Options{Argv: []string{os.Args[0]}, Freq: 99, Env: env, OffCPU: true, OffCPURate: rate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := r.Loop(); code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+	<-r.Done()
+	run, err := store.Load(r.StorePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := run.Meta.OffCPU
+	if m == nil || run.OffCPU == nil {
+		t.Fatalf("no off-CPU time recorded: %v", run.Meta.Notes)
+	}
+	// Records lost while the recorder was behind take intervals away, but not the rest.
+	t.Logf("off-CPU counts %+v, %d records lost", *m, run.Meta.Lost)
+	if m.StackRate != rate || m.Intervals < rounds/4 || m.IntervalsDropped > 0 {
+		t.Fatalf("counts %+v: want a stack rate of %d and at least %d intervals, all kept", *m, rate, rounds/4)
+	}
+	own := m.Intervals - m.Sampled - m.NoStack
+	if own*10 > m.Intervals || m.NoStack*10 > m.Intervals {
+		t.Errorf("%d of %d intervals have their own stack, %d none: want far fewer than all, nearly all the others sampled", own, m.Intervals, m.NoStack)
+	}
+	// Each thread's time off CPU in the aggregate is that of its intervals.
+	byTid := map[uint32]int64{}
+	for _, e := range run.OffCPU.Entries {
+		byTid[e.Tid] += int64(e.Count)
+	}
+	for _, iv := range run.OffCPUIntervals {
+		byTid[iv.Tid] -= int64(iv.End - iv.Start)
+	}
+	for tid, d := range byTid {
+		if d != 0 {
+			t.Errorf("thread %d: the off-CPU aggregate and its intervals differ by %d ns", tid, d)
+		}
+	}
+}
+
+// TestOffUnpaired counts the switch records found missing: two switches out of a thread
+// with no switch in between, two in with no switch out; not a thread's first switch in.
+func TestOffUnpaired(t *testing.T) {
+	r := newRecorder(Options{OffCPU: true})
+	r.off.on = true
+	r.offSwitch(1, 2, 100, false, false) // switched out when the recording began
+	r.offSwitch(1, 2, 200, true, false)
+	r.offSwitch(1, 2, 300, true, false) // its switch in was lost
+	r.offSwitch(1, 2, 400, false, false)
+	r.offSwitch(1, 2, 500, false, false) // its switch out was lost
+	r.offSwitch(1, 2, 600, true, false)
+	r.offSwitch(1, 2, 700, false, false)
+	if m := r.offCPUMeta(); m.Unpaired != 2 || m.Switches != 7 {
+		t.Errorf("counts %+v, want 2 switch records missing of 7", *m)
 	}
 }

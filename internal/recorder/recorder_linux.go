@@ -40,6 +40,7 @@ type Options struct {
 	StackSize  int           // bytes of user stack copied per sample in dwarf mode (0: perfevent.DefaultStackSize)
 	Workers    int           // goroutines that decode and unwind samples (0: GOMAXPROCS)
 	OffCPU     bool          // record the time threads spend switched out (not with SystemWide)
+	OffCPURate int           // sample the stacks of switches out and wakeups at about this many a second per thread (0: every one)
 	Notef      func(format string, args ...any)
 }
 
@@ -191,7 +192,7 @@ func Start(opts Options) (*Recorder, error) {
 		r.note("off-CPU time is not recorded while STAX_CAPTURE captures the records")
 	}
 	cfg := perfevent.Config{Freq: opts.Freq, RingPages: opts.RingPages, CallGraph: opts.CallGraph, StackSize: opts.StackSize,
-		OffCPU: opts.OffCPU}
+		OffCPU: opts.OffCPU, OffCPURate: opts.OffCPURate}
 	if len(opts.Argv) > 0 {
 		gate, err := launch.Start(opts.Argv, opts.Env)
 		if err != nil {
@@ -238,7 +239,7 @@ func Start(opts Options) (*Recorder, error) {
 	if sess.OffCPU {
 		r.off.on, r.off.isSwitch = true, sess.IsSwitchEvent
 		for _, w := range r.in.workers {
-			w.isSwitch = sess.IsSwitchEvent
+			w.isSwitch, w.isEvery = sess.IsSwitchEvent, sess.IsEveryEvent
 			if sess.Wakers {
 				w.isWaking, w.wakingPid = sess.IsWakingEvent, sess.WakingPid
 				w.wakeDec = w.dec
@@ -246,6 +247,7 @@ func Start(opts Options) (*Recorder, error) {
 			}
 		}
 		r.off.wakers, r.off.counts.Wakers = sess.Wakers, sess.Wakers
+		r.off.sampled, r.off.counts.StackRate = sess.OffCPURate > 0, sess.OffCPURate
 	}
 	if sess.Note != "" {
 		r.note("%s", sess.Note)

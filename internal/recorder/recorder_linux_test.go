@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,55 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if n, err := strconv.Atoi(os.Getenv("STAX_TEST_PINGPONG")); err == nil {
+		pingPong(n)
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
+}
+
+// pingPong hands a byte back and forth between two threads through two pipes, rounds
+// times: each round switches both out, in pingOnce and pongOnce.
+func pingPong(rounds int) {
+	var ab, ba [2]int
+	if unix.Pipe(ab[:]) != nil || unix.Pipe(ba[:]) != nil {
+		os.Exit(3)
+	}
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		for range rounds {
+			pongOnce(ab[0], ba[1])
+		}
+		close(done)
+	}()
+	runtime.LockOSThread()
+	for range rounds {
+		pingOnce(ab[1], ba[0])
+	}
+	<-done
+}
+
+//go:noinline
+func pingOnce(out, in int) {
+	b := []byte{'x'}
+	if n, _ := unix.Write(out, b); n != 1 {
+		os.Exit(2)
+	}
+	if n, _ := unix.Read(in, b); n != 1 {
+		os.Exit(2)
+	}
+}
+
+//go:noinline
+func pongOnce(in, out int) {
+	b := []byte{0}
+	if n, _ := unix.Read(in, b); n != 1 {
+		os.Exit(2)
+	}
+	if n, _ := unix.Write(out, b); n != 1 {
+		os.Exit(2)
+	}
 }
 
 var sink uint64

@@ -50,7 +50,10 @@ type stackWorker struct {
 	// isWaking tells the sched_waking events' samples by their event id (nil: wakers are
 	// not recorded); wakeDec decodes them (with their raw data), wakingPid is where their
 	// raw data holds the woken thread.
-	isWaking  func(id uint64) bool
+	isWaking func(id uint64) bool
+	// isEvery tells, of those, the events that take every stack while not sampled (nil:
+	// none, perfevent.Session.IsEveryEvent).
+	isEvery   func(id uint64) bool
 	wakeDec   record.Decoder
 	wakingPid perfevent.TraceField
 	// frames holds the batch's stacks, back to back.
@@ -63,7 +66,9 @@ type batchedSample struct {
 	bad           bool // the record could not be decoded
 	kind          batchKind
 	preempt       bool   // a switch out: the thread was still runnable
+	every         bool   // a stack of a switch out or wakeup from an event that takes every one
 	wakee         uint32 // a wakeup: the thread woken
+	period        uint32 // a wakeup: how many the kernel counted since the one before it sampled
 	time          uint64
 	worker        uint32
 	lo, hi        uint32 // its chain is workers[worker].frames[lo:hi]
@@ -197,7 +202,8 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 		}
 		lo := len(w.frames)
 		w.frames = append(w.frames, chain...)
-		out[k] = batchedSample{pid: s.Pid, tid: s.Tid, cpu: cpus[k], time: s.Time, worker: index, lo: uint32(lo), hi: uint32(len(w.frames)), kind: kind, wakee: wakee}
+		out[k] = batchedSample{pid: s.Pid, tid: s.Tid, cpu: cpus[k], time: s.Time, worker: index, lo: uint32(lo), hi: uint32(len(w.frames)), kind: kind, wakee: wakee,
+			period: uint32(min(s.Period, 1<<32-1)), every: kind != kindSample && w.isEvery != nil && w.isEvery(s.ID)}
 	}
 }
 
@@ -299,9 +305,15 @@ func (r *Recorder) flushBatch() {
 		case kindSample:
 			r.commit(s.pid, s.tid, s.cpu, s.time, ws[s.worker].frames[s.lo:s.hi])
 		case kindOffStack:
+			if !r.offKeep(s.time, s.every) {
+				continue
+			}
 			r.offStack(s.pid, s.tid, s.time, ws[s.worker].frames[s.lo:s.hi])
 		case kindWaking:
-			r.offWaking(s.pid, s.tid, s.wakee, s.time, ws[s.worker].frames[s.lo:s.hi])
+			if !r.offKeep(s.time, s.every) {
+				continue
+			}
+			r.offWakingSampled(s.pid, s.tid, s.wakee, s.time, s.period, ws[s.worker].frames[s.lo:s.hi])
 		default:
 			r.offSwitch(s.pid, s.tid, s.time, s.kind == kindSwitchOut, s.preempt)
 		}

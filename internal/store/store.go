@@ -239,6 +239,21 @@ type OffCPUMeta struct {
 	// IntervalsDropped counts the intervals counted but not kept with their times (past
 	// the bound on them).
 	IntervalsDropped uint64 `json:"intervals_dropped,omitempty"`
+	// StackRate is the rate, per second per thread and CPU, the stacks of the switches
+	// out and of the wakeups were sampled at while the target switched out more often
+	// than that (0: every one always); SampledTimes counts the times sampling began.
+	// Sampled counts the intervals whose switch out had no stack sample of its own and
+	// took its thread's latest sampled stack of a switch out like it (waiting, or
+	// preempted).
+	StackRate    int    `json:"stack_rate,omitempty"`
+	SampledTimes uint64 `json:"sampled_times,omitempty"`
+	Sampled      uint64 `json:"sampled,omitempty"`
+	// WakeupsAll is how many wakeups the kernel counted: more than Wakeups when their
+	// stacks were sampled (StackRate), and then wakers are of the wakeups seen alone.
+	WakeupsAll uint64 `json:"wakeups_all,omitempty"`
+	// Unpaired counts the switch records found missing: a thread switched out twice with
+	// no switch in between, or in twice with no switch out (records lost from a full ring).
+	Unpaired uint64 `json:"unpaired,omitempty"`
 }
 
 // body is what a file holds after its meta section: the profile without its series and

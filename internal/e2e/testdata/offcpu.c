@@ -10,6 +10,9 @@
 //   offcpu stuck 1       a thread called stuck blocks on a mutex main holds (wait_for_lock);
 //                        once it sleeps, main prints "ready", and lets it go when a line
 //                        comes on its standard input.
+//   offcpu pingpong N    two threads hand a byte back and forth through two pipes N times,
+//                        each waiting in pingpong_wait: tens of thousands of switches a
+//                        second.
 //   offcpu spin MS       four threads pinned to at most two CPUs each burn MS ms of their
 //                        own CPU time: each waits for a CPU about as long as it runs.
 #define _GNU_SOURCE
@@ -186,9 +189,45 @@ static int run_stuck(void) {
 	return 0;
 }
 
+static int pp_ab[2], pp_ba[2];
+static long pp_rounds;
+
+__attribute__((noinline)) void pingpong_wait(int fd) {
+	char c;
+	if (read(fd, &c, 1) != 1)
+		exit(2);
+}
+
+static void *pong(void *arg) {
+	(void)arg;
+	for (long i = 0; i < pp_rounds; i++) {
+		pingpong_wait(pp_ab[0]);
+		if (write(pp_ba[1], "x", 1) != 1)
+			exit(2);
+	}
+	return NULL;
+}
+
+static int run_pingpong(long n) {
+	pp_rounds = n;
+	if (pipe(pp_ab) || pipe(pp_ba))
+		return 1;
+	pthread_t t;
+	pthread_create(&t, NULL, pong, NULL);
+	for (long i = 0; i < n; i++) {
+		if (write(pp_ab[1], "x", 1) != 1)
+			exit(2);
+		pingpong_wait(pp_ba[0]);
+	}
+	pthread_join(t, NULL);
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	if (argc != 3)
 		return 1;
+	if (strcmp(argv[1], "pingpong") == 0)
+		return run_pingpong(atol(argv[2]));
 	if (strcmp(argv[1], "stuck") == 0)
 		return run_stuck();
 	if (strcmp(argv[1], "spin") == 0) {
