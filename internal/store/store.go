@@ -220,7 +220,7 @@ type Run struct {
 	JIT             []JITSource    `json:"jit,omitempty"`
 	Code            []Code         `json:"code,omitempty"`
 	// Spans are the spans and markers the program reported (format 4's spans section).
-	Spans []spans.Span `json:"-"`
+	Spans spans.List `json:"-"`
 }
 
 // OffCPUMeta counts the context switches of a run that records off-CPU time.
@@ -366,7 +366,7 @@ func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
 	sum := agg.Summarize(&r.Profile)
 	m.Summary, m.JITSources = &sum, r.JIT
 	lay := layoutOf(r, len(js), len(counts), series, len(cj))
-	lay.Spans, lay.SpanText = int64(len(r.Spans)), int64(len(sp))
+	lay.Spans, lay.SpanText = int64(r.Spans.Len()), int64(len(sp))
 	meta, err := json.Marshal(metaSection{Meta: m, Layout: lay})
 	if err != nil {
 		return err

@@ -1,0 +1,110 @@
+package resolve
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/stax-profiler/stax/internal/jit"
+	"github.com/stax-profiler/stax/internal/spans"
+)
+
+// writeITTFile writes a spans file as the collector writes one for threads threads that
+// each run tasks of a few names, nested two deep: each thread's records go in 32 KiB
+// writes, the threads' writes interleaved. It returns the tasks written.
+func writeITTFile(tb testing.TB, path string, pid uint32, threads, tasks int) int {
+	le := binary.LittleEndian
+	rec := func(b []byte, typ uint16, size int, tid uint32) []byte {
+		b = le.AppendUint16(b, typ)
+		b = le.AppendUint16(b, uint16(size))
+		return le.AppendUint32(b, tid)
+	}
+	names := []string{"frame", "update", "render", "physics"}
+	out := make([]byte, 16, 16+tasks*40+threads*len(names)*32)
+	copy(out, spans.ITTMagic)
+	le.PutUint32(out[8:], pid)
+	bufs := make([][]byte, threads)
+	clock := make([]uint64, threads)
+	written := 0
+	for written < tasks {
+		for th := 0; th < threads && written < tasks; th++ {
+			tid := 1000 + uint32(th)
+			b := bufs[th]
+			if clock[th] == 0 { // the thread's first buffer names its keys
+				for i, n := range names {
+					b = rec(b, 1, 16+(len(n)+7)&^7, tid)
+					b = le.AppendUint64(b, uint64(0x1000+i*8))
+					b = append(b, n...)
+					for len(b)%8 != 0 {
+						b = append(b, 0)
+					}
+				}
+			}
+			// One outer task and its inner one: the inner ends first.
+			start := 1e9 + clock[th]*1000
+			key := uint64(0x1000 + (written/2%(len(names)-1)+1)*8)
+			b = rec(b, 2, 40, tid)
+			b = le.AppendUint64(b, key)
+			b = le.AppendUint64(b, start+100)
+			b = le.AppendUint64(b, start+600)
+			b = le.AppendUint64(b, 1)
+			b = rec(b, 2, 40, tid)
+			b = le.AppendUint64(b, 0x1000)
+			b = le.AppendUint64(b, start)
+			b = le.AppendUint64(b, start+900)
+			b = le.AppendUint64(b, 0)
+			written += 2
+			clock[th]++
+			if len(b)+80 > 32<<10 {
+				out = append(out, b...)
+				b = b[:0]
+			}
+			bufs[th] = b
+		}
+	}
+	for _, b := range bufs {
+		out = append(out, b...)
+	}
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return written
+}
+
+// BenchmarkITTIngest is what the recorder spends per ITT task: a spans file of a million
+// tasks from 16 threads (a run's budget, spans.MaxSpans) read by the watcher's poll, decoded
+// and kept in a span set. It reports ns and allocations per span.
+func BenchmarkITTIngest(b *testing.B) {
+	pid := uint32(os.Getpid())
+	path := filepath.Join(b.TempDir(), "itt-1.spans")
+	n := writeITTFile(b, path, pid, 16, spans.MaxSpans)
+	w := NewJITWatcher(nil, nil)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		set := spans.NewSet()
+		w.spans = set
+		tl, err := jit.OpenITTSpanTailer(path, int(pid), uint32(os.Getuid()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := &watchedSource{kind: jit.SourceITTSpans, path: path, itt: tl, pid: int(pid),
+			spanSrc: set.Source(spans.KindITT, int(pid), path)}
+		for w.pollITT(s) {
+		}
+		tl.Close()
+		if got, src := set.Snapshot(); got.Len() != n || src[0].Received != uint64(n) || src[0].Error != "" {
+			b.Fatalf("kept %d spans of %d: %+v", got.Len(), n, src[0])
+		}
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	spansRead := float64(b.N * n)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/spansRead, "ns/span")
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/spansRead, "allocs/span")
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/spansRead, "B/span")
+}
