@@ -135,3 +135,64 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// Once the set keeps no more spans, the spans read are counted (received and dropped) with
+// the same counts of bad records, writer's drops and notes as when they are kept.
+func TestPollITTPastBoundCounts(t *testing.T) {
+	le := binary.LittleEndian
+	rec := func(b []byte, typ uint16, words ...uint64) []byte {
+		b = le.AppendUint16(b, typ)
+		b = le.AppendUint16(b, uint16(8+8*len(words)))
+		b = le.AppendUint32(b, 7)
+		for _, w := range words {
+			b = le.AppendUint64(b, w)
+		}
+		return b
+	}
+	pid := uint32(os.Getpid())
+	b := make([]byte, 16)
+	copy(b, spans.ITTMagic)
+	le.PutUint32(b[8:], pid)
+	b = rec(b, 1, 0x10, le.Uint64([]byte("work\x00\x00\x00\x00")))
+	b = rec(b, 2, 0x10, 100, 200, 0)     // a task
+	b = rec(b, 2, 0x10, 100, 300, 1<<32) // unfinished
+	b = rec(b, 2, 0x10, 300, 200, 0)     // ends before it starts: bad
+	b = rec(b, 3, 0x10, 400)             // a marker
+	b = rec(b, 4, 5)                     // the writer dropped 5
+	b = rec(b, 5, 2, 3)                  // 2 ends without a begin, 3 left open
+	b = rec(b, 9, 1)                     // unknown: bad
+	path := filepath.Join(t.TempDir(), "itt-1.spans")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	read := func(full bool) spans.Source {
+		set := spans.NewSet()
+		if full {
+			src := set.Source(spans.KindMark, 0, "")
+			for i := 0; !set.Full(); i++ {
+				set.Add(spans.Span{Name: "x", Start: uint64(i), End: uint64(i), Source: src})
+			}
+		}
+		w := NewJITWatcher(nil, set)
+		tl, err := jit.OpenITTSpanTailer(path, int(pid), uint32(os.Getuid()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tl.Close()
+		s := &watchedSource{kind: jit.SourceITTSpans, path: path, itt: tl, pid: int(pid),
+			spanSrc: set.Source(spans.KindITT, int(pid), path)}
+		for w.pollITT(s) {
+		}
+		_, srcs := set.Snapshot()
+		return srcs[s.spanSrc]
+	}
+	kept, past := read(false), read(true)
+	want := spans.Source{Kind: spans.KindITT, Pid: int(pid), Path: path, Received: 8, Dropped: 5, Bad: 2, Unmatched: 2, Unfinished: 4}
+	if kept != want {
+		t.Errorf("kept: %+v, want %+v", kept, want)
+	}
+	want.Dropped = 8
+	if past != want {
+		t.Errorf("past the bound: %+v, want %+v", past, want)
+	}
+}

@@ -142,6 +142,14 @@ func (s *Set) add(sp Span) bool {
 	return true
 }
 
+// Full reports whether the set keeps no more spans (MaxSpans reached): every span added
+// from now on is dropped.
+func (s *Set) Full() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.t.n >= MaxSpans
+}
+
 // Count adds to a source's counts of what it could not read and of what its writer dropped.
 func (s *Set) Count(src uint32, bad, dropped uint64) {
 	s.mu.Lock()
