@@ -126,6 +126,9 @@ type Meta struct {
 	JITSources []JITSource `json:"jit_sources,omitempty"`
 	// SpanSources count the spans each source reported, kept and dropped.
 	SpanSources []spans.Source `json:"span_sources,omitempty"`
+	// ITTHint says that a recorded process loaded a library that reports ITT tasks while
+	// no collector was named for it, so that its tasks are not recorded (the first such).
+	ITTHint string `json:"itt_hint,omitempty"`
 }
 
 // JITSource is the state of one JIT symbol source (a jitdump file or perf map).
