@@ -14,9 +14,11 @@
  * handles are made there).  Nothing is filled unless STAX_JIT_COLLECT=1.
  *
  * Each thread keeps its open tasks (at most STAX_ITT_MAX_DEPTH nested) and
- * a buffer of finished ones; no lock is shared by the threads on the hot
- * path (each buffer has its own mutex, which only its thread and the exit
- * flush take).  A buffer is appended to <dir>/itt-<pid>.spans (dir:
+ * a buffer of finished ones.  A task's begin and end take no lock and make
+ * no system call but clock_gettime (vDSO): the thread appends to its buffer
+ * and publishes the buffer's length; each buffer has its own mutex, which
+ * its thread takes only to write the buffer and the exit flush to write
+ * what the thread has published so far.  A buffer is appended to <dir>/itt-<pid>.spans (dir:
  * STAX_JIT_DIR, default /tmp) with one write when it is full, when 50 ms
  * have passed since its last write (so a live run sees its spans), when
  * its thread exits, and at process exit.  The file is bounded by
@@ -34,6 +36,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,16 +60,22 @@ struct open_frame {
 	uint64_t start;
 };
 
+/*
+ * A thread's buffer.  Its thread alone appends records and changes len (an
+ * atomic store, so that the exit flush of another thread sees the records
+ * before it); mu guards done, the counts, and writing the buffer.
+ */
 struct tbuf {
-	pthread_mutex_t mu; /* the thread's own, and the exit flush's */
+	pthread_mutex_t mu; /* writing the buffer: its thread, and the exit flush */
 	uint32_t tid;
 	int depth;         /* open tasks kept */
 	unsigned over;     /* open tasks past STAX_ITT_MAX_DEPTH */
-	uint64_t dropped;  /* not written yet: reported in a DROP record */
-	uint64_t unmatched;  /* task ends without a begin, not reported yet */
-	uint64_t unfinished; /* open tasks not written (process exit), not reported yet */
-	uint64_t last_write;
-	size_t len;
+	uint64_t dropped;  /* not written yet: reported in a DROP record (mu) */
+	uint64_t unmatched;  /* task ends without a begin, not reported yet (mu) */
+	uint64_t unfinished; /* open tasks not written (process exit), not reported yet (mu) */
+	uint64_t last_write; /* the thread's own */
+	size_t len;        /* bytes of buf filled; written by the thread alone */
+	size_t done;       /* bytes of buf the exit flush wrote already (mu) */
 	const void *named[ITT_NAMES];
 	struct open_task stack[STAX_ITT_MAX_DEPTH];
 	struct open_frame frames[ITT_FRAMES]; /* open frames, one per domain */
@@ -139,38 +148,54 @@ static void open_file(void)
 	file_failed = 0;
 }
 
-/* put appends a record to t's buffer; the caller holds t->mu and made room. */
+/* head writes a record's type, size and thread id at p. */
+static void head(unsigned char *p, uint16_t type, uint16_t size, uint32_t tid)
+{
+	memcpy(p, &type, 2);
+	memcpy(p + 2, &size, 2);
+	memcpy(p + 4, &tid, 4);
+}
+
+/* put appends a record to t's buffer; the caller is t's thread and made room. */
 static void put(struct tbuf *t, uint16_t type, const void *body, size_t n)
 {
 	uint16_t size = (uint16_t)((8 + n + 7) & ~(size_t)7);
 	unsigned char *p = t->buf + t->len;
 
-	memcpy(p, &type, 2);
-	memcpy(p + 2, &size, 2);
-	memcpy(p + 4, &t->tid, 4);
+	head(p, type, size, t->tid);
 	memcpy(p + 8, body, n);
 	memset(p + 8 + n, 0, size - 8 - n);
-	t->len += size;
+	__atomic_store_n(&t->len, t->len + size, __ATOMIC_RELEASE);
 }
 
-/* flush writes t's buffer; the caller holds t->mu. */
-static void flush(struct tbuf *t, uint64_t now)
+/*
+ * flush writes what t's buffer holds and the counts not reported yet (DROP
+ * and NOTE records after the buffer's, in the same write); the caller holds
+ * t->mu.  own: the caller is t's thread, which then empties the buffer;
+ * another thread (the exit flush) writes what t has published and leaves
+ * the buffer to t.
+ */
+static void flush(struct tbuf *t, uint64_t now, int own)
 {
-	int f;
+	size_t len = own ? t->len : __atomic_load_n(&t->len, __ATOMIC_ACQUIRE);
+	size_t off = t->done;
+	unsigned char extra[40];
+	size_t nextra = 0;
+	struct iovec iov[2];
+	int f, n = 0;
 	uint64_t room;
 
-	t->last_write = now;
-	if (t->len == 0 && t->dropped == 0 && t->unmatched == 0 && t->unfinished == 0)
-		return;
+	if (own)
+		t->last_write = now;
+	if (len == off && t->dropped == 0 && t->unmatched == 0 && t->unfinished == 0)
+		goto out;
 	pthread_mutex_lock(&file_mu);
 	open_file();
 	f = fd;
 	room = written < max_bytes ? max_bytes - written : 0;
-	if (f >= 0 && t->len > room) {
+	if (f >= 0 && len - off > room) {
 		/* The file is at its bound: the records are dropped and counted. */
-		size_t off = 0;
-
-		while (off < t->len) {
+		while (off < len) {
 			uint16_t type, size;
 
 			memcpy(&type, t->buf + off, 2);
@@ -179,31 +204,49 @@ static void flush(struct tbuf *t, uint64_t now)
 				t->dropped++;
 			off += size;
 		}
-		t->len = 0;
 	}
-	if (t->dropped > 0 && f >= 0 && t->len + 16 <= ITT_BUF) {
-		put(t, STAX_ITT_DROP, &t->dropped, 8);
+	if (f >= 0 && t->dropped > 0) {
+		head(extra, STAX_ITT_DROP, 16, t->tid);
+		memcpy(extra + 8, &t->dropped, 8);
+		nextra = 16;
 		t->dropped = 0;
 	}
-	if ((t->unmatched > 0 || t->unfinished > 0) && f >= 0 && t->len + 24 <= ITT_BUF) {
-		uint64_t note[2] = { t->unmatched, t->unfinished };
-
-		put(t, STAX_ITT_NOTE, note, sizeof note);
+	if (f >= 0 && (t->unmatched > 0 || t->unfinished > 0)) {
+		head(extra + nextra, STAX_ITT_NOTE, 24, t->tid);
+		memcpy(extra + nextra + 8, &t->unmatched, 8);
+		memcpy(extra + nextra + 16, &t->unfinished, 8);
+		nextra += 24;
 		t->unmatched = t->unfinished = 0;
 	}
-	if (f >= 0 && t->len > 0) {
-		if (write(f, t->buf, t->len) == (ssize_t)t->len)
-			written += t->len;
+	if (f >= 0 && len > off) {
+		iov[n].iov_base = t->buf + off;
+		iov[n++].iov_len = len - off;
 	}
+	if (nextra > 0) {
+		iov[n].iov_base = extra;
+		iov[n++].iov_len = nextra;
+	}
+	if (n > 0 && writev(f, iov, n) == (ssize_t)(len - off + nextra))
+		written += len - off + nextra;
 	pthread_mutex_unlock(&file_mu);
-	t->len = 0;
+out:
+	if (own) {
+		__atomic_store_n(&t->len, 0, __ATOMIC_RELEASE);
+		t->done = 0;
+	} else {
+		t->done = len;
+	}
 }
 
-/* room makes n bytes free in t's buffer, writing it if need be; t->mu held. */
+/* room makes n bytes free in t's buffer, writing it if need be; the caller is t's
+ * thread and does not hold t->mu. */
 static void room(struct tbuf *t, size_t n, uint64_t now)
 {
-	if (t->len + n + 16 > ITT_BUF)
-		flush(t, now);
+	if (t->len + n > ITT_BUF) {
+		pthread_mutex_lock(&t->mu);
+		flush(t, now, 1);
+		pthread_mutex_unlock(&t->mu);
+	}
 }
 
 /*
@@ -217,12 +260,12 @@ static void name_key(struct tbuf *t, const void *key, const char *s, uint64_t no
 	size_t slot = (size_t)((k >> 3) * 0x9E3779B97F4A7C15ull >> 56) % ITT_NAMES;
 	size_t n;
 
+	if (t->named[slot] == key && key)
+		return;
 	if (!s)
 		s = "(unnamed)";
 	n = strnlen(s, STAX_ITT_MAX_NAME);
-	if (t->named[slot] == key && key)
-		return;
-	room(t, 8 + 8 + n, now);
+	room(t, 8 + 8 + n + 7, now);
 	memcpy(body, &k, 8);
 	memcpy(body + 8, s, n);
 	put(t, STAX_ITT_NAME, body, 8 + n);
@@ -231,8 +274,26 @@ static void name_key(struct tbuf *t, const void *key, const char *s, uint64_t no
 
 static const char *handle_name(const stax_itt_string_handle *h) { return h ? h->strA : NULL; }
 
-/* close_open writes t's open tasks as ending now, marked unfinished; t->mu held, and
- * the caller is t's thread (the only one that changes its stack). */
+/*
+ * record appends a TASK or MARK record of key (named s) to t's buffer, after
+ * the key's NAME if this thread has not written it, and writes the buffer
+ * when it is full or ITT_FLUSH_NS old; the caller is t's thread and does
+ * not hold t->mu.
+ */
+static void record(struct tbuf *t, uint16_t type, const void *key, const char *s, const void *body, size_t n, uint64_t now)
+{
+	name_key(t, key, s, now);
+	room(t, 8 + n, now);
+	put(t, type, body, n);
+	if (now - t->last_write > ITT_FLUSH_NS) {
+		pthread_mutex_lock(&t->mu);
+		flush(t, now, 1);
+		pthread_mutex_unlock(&t->mu);
+	}
+}
+
+/* close_open writes t's open tasks as ending now, marked unfinished; the caller is t's
+ * thread (the only one that changes its stack) and does not hold t->mu. */
 static void close_open(struct tbuf *t, uint64_t now)
 {
 	while (t->depth > 0) {
@@ -264,10 +325,10 @@ static void thread_gone(void *p)
 		}
 	}
 	pthread_mutex_unlock(&list_mu);
+	close_open(t, now_ns());
 	pthread_mutex_lock(&t->mu);
 	t->dropped += t->over;
-	close_open(t, now_ns());
-	flush(t, now_ns());
+	flush(t, now_ns(), 1);
 	pthread_mutex_unlock(&t->mu);
 	pthread_mutex_destroy(&t->mu);
 	free(t);
@@ -353,13 +414,7 @@ static void task_end(const stax_itt_domain *d)
 	body[1] = t->stack[t->depth].start;
 	body[2] = now;
 	body[3] = (uint64_t)t->depth;
-	pthread_mutex_lock(&t->mu);
-	name_key(t, name, handle_name(name), now);
-	room(t, sizeof body + 8, now);
-	put(t, STAX_ITT_TASK, body, sizeof body);
-	if (now - t->last_write > ITT_FLUSH_NS)
-		flush(t, now);
-	pthread_mutex_unlock(&t->mu);
+	record(t, STAX_ITT_TASK, name, handle_name(name), body, sizeof body, now);
 }
 
 static void marker(const stax_itt_domain *d, stax_itt_id id, stax_itt_string_handle *name, int scope)
@@ -374,13 +429,7 @@ static void marker(const stax_itt_domain *d, stax_itt_id id, stax_itt_string_han
 		return;
 	body[0] = (uint64_t)(uintptr_t)name;
 	body[1] = now;
-	pthread_mutex_lock(&t->mu);
-	name_key(t, name, handle_name(name), now);
-	room(t, sizeof body + 8, now);
-	put(t, STAX_ITT_MARK, body, sizeof body);
-	if (now - t->last_write > ITT_FLUSH_NS)
-		flush(t, now);
-	pthread_mutex_unlock(&t->mu);
+	record(t, STAX_ITT_MARK, name, handle_name(name), body, sizeof body, now);
 }
 
 /*
@@ -434,13 +483,7 @@ static void frame_end(const stax_itt_domain *d, stax_itt_id *id)
 	body[2] = now;
 	body[3] = 0;
 	t->frames[i] = t->frames[--t->nframes];
-	pthread_mutex_lock(&t->mu);
-	name_key(t, key, d->nameA, now);
-	room(t, sizeof body + 8, now);
-	put(t, STAX_ITT_TASK, body, sizeof body);
-	if (now - t->last_write > ITT_FLUSH_NS)
-		flush(t, now);
-	pthread_mutex_unlock(&t->mu);
+	record(t, STAX_ITT_TASK, key, d->nameA, body, sizeof body, now);
 }
 
 /* ---- setup ---- */
@@ -465,6 +508,7 @@ static void atfork_child(void)
 	threads = NULL;
 	if (t) {
 		t->len = 0;
+		t->done = 0;
 		t->dropped = 0;
 		memset(t->named, 0, sizeof t->named);
 		t->tid = (uint32_t)syscall(SYS_gettid);
@@ -511,12 +555,14 @@ __attribute__((destructor)) static void itt_fini(void)
 		return;
 	pthread_mutex_lock(&list_mu);
 	for (t = threads; t; t = t->next) {
-		pthread_mutex_lock(&t->mu);
-		if (t == self())
+		int own = t == self();
+
+		if (own)
 			close_open(t, now);
-		else
+		pthread_mutex_lock(&t->mu);
+		if (!own)
 			t->unfinished += (uint64_t)__atomic_load_n(&t->depth, __ATOMIC_ACQUIRE);
-		flush(t, now);
+		flush(t, now, own);
 		pthread_mutex_unlock(&t->mu);
 	}
 	pthread_mutex_unlock(&list_mu);

@@ -1,36 +1,27 @@
 package cli
 
 import (
-	"bytes"
-	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-)
 
-// ittLibraries are libraries that report ITT tasks when a collector is named.
-var ittLibraries = []string{"libdnnl", "libmkl_core", "libtbb", "libopenvino", "libtorch_cpu", "libittnotify"}
+	"github.com/stax-profiler/stax/internal/spans"
+)
 
 // ittHint says, for a process stax attached to (its /proc maps and environ), that it loaded
 // a library that reports ITT tasks while no collector is named for it, so its tasks are
 // not recorded; "" otherwise.
 func ittHint(pid int, maps, environ []byte) string {
-	for _, kv := range bytes.Split(environ, []byte{0}) {
-		if bytes.HasPrefix(kv, []byte("INTEL_LIBITTNOTIFY64=")) && len(kv) > len("INTEL_LIBITTNOTIFY64=") {
-			return ""
-		}
+	if spans.ITTCollectorNamed(environ) {
+		return ""
 	}
 	for _, line := range strings.Split(string(maps), "\n") {
 		i := strings.IndexByte(line, '/')
 		if i < 0 {
 			continue
 		}
-		base := filepath.Base(line[i:])
-		for _, lib := range ittLibraries {
-			if strings.HasPrefix(base, lib+".") || strings.HasPrefix(base, lib+"-") {
-				return fmt.Sprintf("pid %d loaded %s, which reports ITT tasks, but no collector was named for it (INTEL_LIBITTNOTIFY64): its tasks are not recorded; start it under stax record -- CMD to see them", pid, base)
-			}
+		if lib := spans.ITTLibrary(line[i:]); lib != "" {
+			return spans.ITTHint(pid, lib, true)
 		}
 	}
 	return ""

@@ -185,6 +185,9 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 	for _, n := range m.Notes {
 		fmt.Fprintf(w, "note:      %s\n", esc(n))
 	}
+	if m.ITTHint != "" {
+		fmt.Fprintf(w, "hint:      %s\n", esc(m.ITTHint))
+	}
 }
 
 // symbolsHint says, in one line, which images hold more than 1% of the samples in code no

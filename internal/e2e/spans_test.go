@@ -134,7 +134,7 @@ func TestSpansFromITTMarkerFileAndMark(t *testing.T) {
 		t.Fatal(err)
 	}
 	var mark, afterGo spans.Span
-	for _, s := range run.Spans {
+	for s := range run.Spans.All() {
 		switch s.Name {
 		case "checkpoint one":
 			mark = s

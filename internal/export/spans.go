@@ -21,9 +21,9 @@ type innermost map[uint32][]spanSeg
 // innermostSpans cuts each thread's spans (markers aside) into stretches named by the
 // innermost span: the one that began last. A span that outlasts the one it began in is
 // cut at that one's end.
-func innermostSpans(sp []spans.Span) innermost {
+func innermostSpans(sp spans.List) innermost {
 	byTid := map[uint32][]spans.Span{}
-	for _, s := range sp {
+	for s := range sp.All() {
 		if s.End > s.Start {
 			byTid[s.Tid] = append(byTid[s.Tid], s)
 		}
@@ -106,7 +106,7 @@ type entryKey struct {
 // in; nil when the run has no spans or no sample times.
 func spanCounts(run *store.Run) entrySpans {
 	p := &run.Profile
-	if len(run.Spans) == 0 || !p.HasTimes() {
+	if run.Spans.Len() == 0 || !p.HasTimes() {
 		return nil
 	}
 	ix := innermostSpans(run.Spans)
@@ -148,7 +148,7 @@ func addFirefoxMarkers(threads []fxThread, index map[threadKey]int, run *store.R
 		return
 	}
 	ms := func(t uint64) float64 { return (float64(t) - float64(base)) / 1e6 }
-	for _, s := range run.Spans {
+	for s := range run.Spans.All() {
 		i, ok := index[threadKey{s.Pid, s.Tid}]
 		if !ok {
 			if i, ok = index[threadKey{s.Pid, s.Pid}]; !ok {

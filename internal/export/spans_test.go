@@ -11,7 +11,7 @@ import (
 )
 
 func TestInnermostSpans(t *testing.T) {
-	ix := innermostSpans([]spans.Span{
+	ix := innermostSpans(spans.ListOf([]spans.Span{
 		{Name: "A", Tid: 1, Start: 0, End: 100},
 		{Name: "B", Tid: 1, Start: 10, End: 50},
 		{Name: "C", Tid: 1, Start: 20, End: 30},
@@ -19,7 +19,8 @@ func TestInnermostSpans(t *testing.T) {
 		{Name: "E", Tid: 1, Start: 90, End: 120}, // outlasts A: cut at A's end
 		{Name: "m", Tid: 1, Start: 40, End: 40},  // a marker holds no time
 		{Name: "F", Tid: 2, Start: 5, End: 15},
-	})
+	}))
+
 	for _, c := range []struct {
 		tid  uint32
 		t    uint64
@@ -40,11 +41,11 @@ func TestInnermostSpans(t *testing.T) {
 func spanFixture() *store.Run {
 	f := fixture()
 	const s = 5_000_000_000
-	f.Spans = []spans.Span{
+	f.Spans = spans.ListOf([]spans.Span{
 		{Name: "frame", Pid: 100, Tid: 101, Start: s, End: s + 1e9},
 		{Name: "physics", Pid: 100, Tid: 101, Start: s + 2e8, End: s + 5e8, Depth: 1},
 		{Name: "tick", Start: s + 3e8, End: s + 3e8},
-	}
+	})
 	return f
 }
 

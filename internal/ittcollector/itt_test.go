@@ -109,3 +109,32 @@ func TestITTOffWithoutCollect(t *testing.T) {
 		t.Errorf("files made: %v", ents)
 	}
 }
+
+// A task's begin and end take no lock and make no write: only a full buffer (one write
+// for hundreds of tasks) does, and every task reaches the file once.
+func TestITTTaskTakesNoLock(t *testing.T) {
+	needBuild(t)
+	prog, err := buildTestProgram(t.TempDir(), "ittlocks", "-rdynamic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	out, _ := runProg(t, time.Minute, collectEnv(dir), prog, "4", "100000")
+	var tasks, locks, writes int
+	if _, err := fmt.Sscanf(out, "tasks %d locks %d writes %d", &tasks, &locks, &writes); err != nil || tasks != 400000 {
+		t.Fatalf("output %q", out)
+	}
+	// A task record is 40 bytes and a buffer 32 KiB: some 800 tasks a write, each write
+	// taking its thread's lock and the file's; a thread's start and exit take a few more.
+	if locks*50 > tasks || writes*200 > tasks {
+		t.Errorf("%d tasks took %d locks and made %d writes; want about one lock and one write per 400 tasks", tasks, locks, writes)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("files %v, %v", ents, err)
+	}
+	_, got, dropped := readITT(t, filepath.Join(dir, ents[0].Name()))
+	if len(got) != tasks+1 || dropped != 0 {
+		t.Errorf("%d spans in the file (%d dropped), want %d", len(got), dropped, tasks+1)
+	}
+}

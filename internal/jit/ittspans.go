@@ -42,24 +42,36 @@ func (t *ITTSpanTailer) Progress() Progress { return t.f.progress() }
 // writer dropped, and whether the file holds more to read now. After a damaged record it
 // reads nothing more until the file is rewritten.
 func (t *ITTSpanTailer) PollUpTo(limit int64, emit func(spans.Span)) (bad int, dropped uint64, more bool, err error) {
+	_, bad, dropped, more, err = t.poll(limit, emit)
+	return bad, dropped, more, err
+}
+
+// SkipUpTo reads on as PollUpTo does, counting the tasks and markers (n) instead of
+// making spans of them: for a run that keeps no more spans.
+func (t *ITTSpanTailer) SkipUpTo(limit int64) (n uint64, bad int, dropped uint64, more bool, err error) {
+	return t.poll(limit, nil)
+}
+
+// poll is PollUpTo, and SkipUpTo when emit is nil.
+func (t *ITTSpanTailer) poll(limit int64, emit func(spans.Span)) (n uint64, bad int, dropped uint64, more bool, err error) {
 	size, reset, err := t.f.check()
 	if err != nil {
-		return 0, 0, false, err
+		return 0, 0, 0, false, err
 	}
 	if reset {
 		t.hasHdr, t.failed = false, nil
 		t.dec.Reset()
 	}
 	if t.failed != nil {
-		return 0, 0, false, t.failed
+		return 0, 0, 0, false, t.failed
 	}
 	if !t.hasHdr {
 		if size < spans.ITTHeaderSize {
-			return 0, 0, false, nil
+			return 0, 0, 0, false, nil
 		}
 		b, err := t.f.read(0, spans.ITTHeaderSize)
 		if err != nil || len(b) < spans.ITTHeaderSize {
-			return 0, 0, false, err
+			return 0, 0, 0, false, err
 		}
 		pid, err := spans.ParseITTHeader(b)
 		if err == nil && pid != t.pid {
@@ -67,7 +79,7 @@ func (t *ITTSpanTailer) PollUpTo(limit int64, emit func(spans.Span)) (bad int, d
 		}
 		if err != nil {
 			t.failed = fmt.Errorf("read %s: %w", t.f.path, err)
-			return 0, 0, false, t.failed
+			return 0, 0, 0, false, t.failed
 		}
 		t.hasHdr = true
 		t.f.advance(spans.ITTHeaderSize)
@@ -78,27 +90,34 @@ func (t *ITTSpanTailer) PollUpTo(limit int64, emit func(spans.Span)) (bad int, d
 			more = true
 			break
 		}
-		n := min(int64(readChunk), size-t.f.off)
-		b, err := t.f.read(t.f.off, int(n))
+		want := min(int64(readChunk), size-t.f.off)
+		b, err := t.f.read(t.f.off, int(want))
 		if err != nil {
-			return bad, dropped, false, err
+			return n, bad, dropped, false, err
 		}
-		consumed, nbad, ndrop, err := t.dec.Decode(b, emit)
+		var consumed, nspans, nbad int
+		var ndrop uint64
+		if emit != nil {
+			consumed, nbad, ndrop, err = t.dec.Decode(b, emit)
+		} else {
+			consumed, nspans, nbad, ndrop, err = t.dec.Skip(b)
+		}
+		n += uint64(nspans)
 		bad += nbad
 		dropped += ndrop
 		t.f.advance(int64(consumed))
 		if err != nil {
 			if errors.Is(err, spans.ErrITTDamaged) {
 				t.failed = fmt.Errorf("read %s: %w", t.f.path, err)
-				return bad, dropped, false, t.failed
+				return n, bad, dropped, false, t.failed
 			}
-			return bad, dropped, false, err
+			return n, bad, dropped, false, err
 		}
 		if consumed == 0 {
 			break
 		}
 	}
-	return bad, dropped, more, nil
+	return n, bad, dropped, more, nil
 }
 
 // CountRest counts the spans of the records not read yet, without keeping them, reading at

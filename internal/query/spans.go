@@ -28,7 +28,7 @@ func Spans(run *store.Run, o SpansOptions) (api.Spans, error) {
 	}
 	times := map[uint32][]uint64{}
 	p := &run.Profile
-	if len(run.Spans) > 0 {
+	if run.Spans.Len() > 0 {
 		err := p.Series.Each(0, 0, func(s agg.Sample) {
 			if int(s.Key) >= len(p.KeyEntry) {
 				return

@@ -26,12 +26,12 @@ func spanRun() *store.Run {
 	}
 	r.Resolve(synthrun.Names{})
 	run := &store.Run{Meta: store.Meta{ID: "s", Finished: true, StartNs: 1e9}, Profile: *r.Profile(nil)}
-	run.Spans = []spans.Span{
+	run.Spans = spans.ListOf([]spans.Span{
 		{Name: "frame", Pid: 1, Tid: 1, Start: 1e9, End: 1.9e9},
 		{Name: "physics", Pid: 1, Tid: 1, Start: 1e9, End: 1.3e9, Depth: 1},
 		{Name: "render", Pid: 1, Tid: 1, Start: 1.3e9, End: 1.9e9, Depth: 1},
 		{Name: "tick", Pid: 1, Start: 1.5e9, End: 1.5e9},
-	}
+	})
 	return run
 }
 

@@ -17,10 +17,10 @@ const maxTimelineSpans = 10000
 // free when it starts, so that a span inside another lies below it.
 func timelineSpans(run *store.Run, from, to, start uint64, tid uint32) api.TimelineSpans {
 	var out api.TimelineSpans
-	if len(run.Spans) == 0 {
+	if run.Spans.Len() == 0 {
 		return out
 	}
-	sp := append([]spans.Span(nil), run.Spans...)
+	sp := run.Spans.Slice()
 	spans.Sort(sp)
 	laneEnds := map[uint32][]uint64{} // per thread, the end of each lane's last span
 	for i := range sp {
@@ -72,8 +72,7 @@ func withSpans(run *store.Run, w Window, from, to uint64) (uint64, uint64) {
 	if m := &run.Meta; m.StartNs != 0 && !m.Start.IsZero() && m.End.After(m.Start) {
 		limit = max(to, m.StartNs+uint64(m.End.Sub(m.Start))+1)
 	}
-	for i := range run.Spans {
-		s := &run.Spans[i]
+	for s := range run.Spans.All() {
 		if s.End < start || s.End > limit {
 			continue
 		}
@@ -95,9 +94,9 @@ const MarkPrefix = "mark:"
 func anchor(run *store.Run, flag, s string, end bool) (uint64, error) {
 	name := strings.TrimPrefix(s, MarkPrefix)
 	var first *spans.Span
-	for i := range run.Spans {
-		if sp := &run.Spans[i]; sp.Name == name && (first == nil || sp.Start < first.Start) {
-			first = sp
+	for sp := range run.Spans.All() {
+		if sp.Name == name && (first == nil || sp.Start < first.Start) {
+			first = &sp
 		}
 	}
 	if first == nil {

@@ -10,9 +10,10 @@ import (
 func TestTimelineSpans(t *testing.T) {
 	run := spanRun()
 	// A marker after the last sample widens the timeline to it.
-	run.Spans = append(run.Spans, spans.Span{Name: "late", Pid: 1, Tid: 2, Start: 2.5e9, End: 2.5e9})
+	sp := append(run.Spans.Slice(), spans.Span{Name: "late", Pid: 1, Tid: 2, Start: 2.5e9, End: 2.5e9})
 	// One with a wild time does not widen it to years.
-	run.Spans = append(run.Spans, spans.Span{Name: "wild", Pid: 1, Tid: 3, Start: 1 << 62, End: 1 << 62})
+	sp = append(sp, spans.Span{Name: "wild", Pid: 1, Tid: 3, Start: 1 << 62, End: 1 << 62})
+	run.Spans = spans.ListOf(sp)
 	tl, err := Timeline(run, TimelineOptions{BucketMs: 100})
 	if err != nil {
 		t.Fatal(err)
@@ -49,8 +50,9 @@ func TestTimelineSpans(t *testing.T) {
 		t.Errorf("--tid 2: spans %+v, markers %+v", tl.Spans, tl.Markers)
 	}
 	for range maxTimelineSpans {
-		run.Spans = append(run.Spans, spans.Span{Name: "many", Pid: 1, Tid: 1, Start: 1.2e9, End: 1.2e9})
+		sp = append(sp, spans.Span{Name: "many", Pid: 1, Tid: 1, Start: 1.2e9, End: 1.2e9})
 	}
+	run.Spans = spans.ListOf(sp)
 	if tl, _ = Timeline(run, TimelineOptions{BucketMs: 100}); tl.Omitted != 5 || len(tl.Spans)+len(tl.Markers) != maxTimelineSpans {
 		t.Errorf("%d spans past the bound: %d omitted, %d listed", 5, tl.Omitted, len(tl.Spans)+len(tl.Markers))
 	}

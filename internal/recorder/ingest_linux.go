@@ -36,6 +36,7 @@ func (r *Recorder) synthesize(pid int) {
 		if watched(m.Path) {
 			r.jitw.AddMmapPath(pid, m.Path)
 		}
+		r.checkITTLibrary(pid, m.Path)
 	}
 	if tids, err := proc.ThreadIDs(pid); err == nil {
 		for _, tid := range tids {
@@ -178,6 +179,7 @@ func (r *Recorder) handle(cpu int, h record.Header, rec []byte) {
 		if watched(m.Filename) {
 			r.jitw.AddMmapPath(int(m.Pid), m.Filename)
 		}
+		r.checkITTLibrary(int(m.Pid), m.Filename)
 	case record.TypeComm:
 		c, err := r.in.dec.Comm(rec)
 		if err != nil {

@@ -119,6 +119,8 @@ type Recorder struct {
 	// codeMu guards namer.
 	codeMu sync.Mutex
 
+	itt ittHintState
+
 	// mu guards the fields below it.
 	mu         sync.Mutex
 	lost       uint64            // samples the kernel dropped (PERF_RECORD_LOST, LOST_SAMPLES)

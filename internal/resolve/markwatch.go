@@ -37,13 +37,23 @@ func (w *JITWatcher) pollITT(s *watchedSource) (more bool) {
 		w.spans.SetError(s.spanSrc, s.stopped)
 		return false
 	}
-	batch := w.ittBatch[:0]
-	bad, dropped, more, err := s.itt.PollUpTo(pollChunk, func(sp spans.Span) {
-		sp.Pid, sp.Source = uint32(s.pid), s.spanSrc
-		batch = append(batch, sp)
-	})
-	w.spans.AddAll(batch)
-	w.ittBatch = batch[:0]
+	var bad int
+	var dropped uint64
+	var err error
+	if w.spans.Full() {
+		// The spans read now would all be dropped: they are counted, not made.
+		var n uint64
+		n, bad, dropped, more, err = s.itt.SkipUpTo(pollChunk)
+		dropped += n
+	} else {
+		batch := w.ittBatch[:0]
+		bad, dropped, more, err = s.itt.PollUpTo(pollChunk, func(sp spans.Span) {
+			sp.Pid, sp.Source = uint32(s.pid), s.spanSrc
+			batch = append(batch, sp)
+		})
+		w.spans.AddAll(batch)
+		w.ittBatch = batch[:0]
+	}
 	if bad > 0 || dropped > 0 {
 		w.spans.Count(s.spanSrc, uint64(bad), dropped)
 	}

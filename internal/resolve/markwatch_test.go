@@ -29,12 +29,13 @@ func TestJITWatcherReadsMarkerFile(t *testing.T) {
 	defer w.Close()
 	w.Track(os.Getpid())
 	w.Finish(time.Now().Add(time.Minute))
-	if got, _ := set.Snapshot(); len(got) != 2 {
+	if got, _ := set.Snapshot(); got.Len() != 2 {
 		t.Fatalf("spans after the first read: %+v, want 2", got)
 	}
 	fmt.Fprintf(f, "400 500 %s\n600 700 after\n", strings.Repeat("n", 1<<20))
 	w.Finish(time.Now().Add(time.Minute))
-	got, srcs := set.Snapshot()
+	list, srcs := set.Snapshot()
+	got := list.Slice()
 	if len(got) != 4 {
 		t.Fatalf("spans %d, want 4", len(got))
 	}

@@ -11,13 +11,18 @@ import (
 type Index map[uint32][][2]uint64
 
 // IndexOf indexes the spans named name that last (markers hold no time).
-func IndexOf(sp []Span, name string) Index {
+func IndexOf(sp List, name string) Index {
 	ix := Index{}
-	for i := range sp {
-		if s := &sp[i]; s.Name == name && s.End > s.Start {
-			ix[s.Tid] = append(ix[s.Tid], [2]uint64{s.Start, s.End})
-		}
+	id := slices.Index(sp.Names(), name)
+	if id < 0 {
+		return ix
 	}
+	sp.each(func(n uint32, s *rec) bool {
+		if n == uint32(id) && s.end > s.start {
+			ix[s.tid] = append(ix[s.tid], [2]uint64{s.start, s.end})
+		}
+		return true
+	})
 	for tid, iv := range ix {
 		ix[tid] = merge(iv)
 	}
@@ -66,37 +71,37 @@ type Stat struct {
 }
 
 // Stats sums sp by name. times are the sample times of each thread, sorted.
-func Stats(sp []Span, times map[uint32][]uint64) []Stat {
+func Stats(sp List, times map[uint32][]uint64) []Stat {
 	type acc struct {
 		st  Stat
 		ivs map[uint32][][2]uint64
 	}
-	by := map[string]*acc{}
-	var order []string
-	for i := range sp {
-		s := &sp[i]
-		a := by[s.Name]
+	by := make([]*acc, len(sp.Names()))
+	var order []uint32
+	sp.each(func(id uint32, s *rec) bool {
+		a := by[id]
 		if a == nil {
-			a = &acc{st: Stat{Name: s.Name}, ivs: map[uint32][][2]uint64{}}
-			by[s.Name] = a
-			order = append(order, s.Name)
+			a = &acc{st: Stat{Name: sp.names[id]}, ivs: map[uint32][][2]uint64{}}
+			by[id] = a
+			order = append(order, id)
 		}
-		d := s.End - s.Start
+		d := s.end - s.start
 		a.st.Count++
 		a.st.TotalNs += d
 		a.st.MaxNs = max(a.st.MaxNs, d)
-		if _, ok := a.ivs[s.Tid]; !ok {
+		if _, ok := a.ivs[s.tid]; !ok {
 			a.st.Threads++
 		}
 		if d > 0 {
-			a.ivs[s.Tid] = append(a.ivs[s.Tid], [2]uint64{s.Start, s.End})
-		} else if _, ok := a.ivs[s.Tid]; !ok {
-			a.ivs[s.Tid] = nil
+			a.ivs[s.tid] = append(a.ivs[s.tid], [2]uint64{s.start, s.end})
+		} else if _, ok := a.ivs[s.tid]; !ok {
+			a.ivs[s.tid] = nil
 		}
-	}
+		return true
+	})
 	out := make([]Stat, 0, len(order))
-	for _, name := range order {
-		a := by[name]
+	for _, id := range order {
+		a := by[id]
 		a.st.AvgNs = a.st.TotalNs / a.st.Count
 		for tid, iv := range a.ivs {
 			ts := times[tid]

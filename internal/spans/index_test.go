@@ -10,7 +10,7 @@ func TestIndexAndStats(t *testing.T) {
 		{Name: "render", Tid: 1, Start: 120, End: 140, Depth: 1},
 		{Name: "tick", Tid: 1, Start: 500, End: 500},
 	}
-	ix := IndexOf(sp, "frame")
+	ix := IndexOf(ListOf(sp), "frame")
 	for _, c := range []struct {
 		t    uint64
 		tid  uint32
@@ -21,7 +21,7 @@ func TestIndexAndStats(t *testing.T) {
 		}
 	}
 	times := map[uint32][]uint64{1: {110, 125, 160, 250, 500}, 2: {310, 390, 400}}
-	st := Stats(sp, times)
+	st := Stats(ListOf(sp), times)
 	want := map[string]Stat{
 		"frame":  {Name: "frame", Count: 3, TotalNs: 230, AvgNs: 76, MaxNs: 100, Samples: 5, Threads: 2},
 		"render": {Name: "render", Count: 1, TotalNs: 20, AvgNs: 20, MaxNs: 20, Samples: 1, Threads: 1},

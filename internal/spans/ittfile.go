@@ -69,12 +69,24 @@ func (d *ITTDecoder) Reset() { d.names = nil }
 // short bodies), the spans the writer said it dropped, and ErrITTDamaged when a record's
 // size cannot be right (consumed then stops before it).
 func (d *ITTDecoder) Decode(b []byte, emit func(Span)) (consumed, bad int, dropped uint64, err error) {
+	consumed, _, bad, dropped, err = d.decode(b, emit)
+	return consumed, bad, dropped, err
+}
+
+// Skip reads the records at the start of b as Decode does, counting the tasks and markers
+// (n) instead of making spans of them: for a run that keeps no more.
+func (d *ITTDecoder) Skip(b []byte) (consumed, n, bad int, dropped uint64, err error) {
+	return d.decode(b, nil)
+}
+
+// decode is Decode, and Skip when emit is nil.
+func (d *ITTDecoder) decode(b []byte, emit func(Span)) (consumed, n, bad int, dropped uint64, err error) {
 	le := binary.LittleEndian
 	for len(b)-consumed >= 8 {
 		r := b[consumed:]
 		typ, size, tid := le.Uint16(r), int(le.Uint16(r[2:])), le.Uint32(r[4:])
 		if size < 8 || size%8 != 0 || size > maxITTRecord {
-			return consumed, bad, dropped, fmt.Errorf("%w: size %d at its offset %d", ErrITTDamaged, size, consumed)
+			return consumed, n, bad, dropped, fmt.Errorf("%w: size %d at its offset %d", ErrITTDamaged, size, consumed)
 		}
 		if size > len(r) {
 			break
@@ -100,10 +112,16 @@ func (d *ITTDecoder) Decode(b []byte, emit func(Span)) (consumed, bad int, dropp
 			if le.Uint32(body[28:])&ittUnfinished != 0 {
 				d.Unfinished++
 			}
-			emit(Span{Name: d.name(le.Uint64(body)), Tid: tid, Start: start, End: end, Depth: le.Uint32(body[24:])})
+			n++
+			if emit != nil {
+				emit(Span{Name: d.name(le.Uint64(body)), Tid: tid, Start: start, End: end, Depth: le.Uint32(body[24:])})
+			}
 		case typ == ittMark && len(body) >= 16:
-			at := le.Uint64(body[8:])
-			emit(Span{Name: d.name(le.Uint64(body)), Tid: tid, Start: at, End: at})
+			n++
+			if emit != nil {
+				at := le.Uint64(body[8:])
+				emit(Span{Name: d.name(le.Uint64(body)), Tid: tid, Start: at, End: at})
+			}
 		case typ == ittDrop && len(body) >= 8:
 			dropped += le.Uint64(body)
 		case typ == ittNote && len(body) >= 16:
@@ -113,7 +131,7 @@ func (d *ITTDecoder) Decode(b []byte, emit func(Span)) (consumed, bad int, dropp
 			bad++
 		}
 	}
-	return consumed, bad, dropped, nil
+	return consumed, n, bad, dropped, nil
 }
 
 func (d *ITTDecoder) name(key uint64) string {

@@ -76,14 +76,22 @@ func FuzzITTDecode(f *testing.F) {
 	f.Add(ittRec(2, 1, uint64(1), uint64(5), uint64(4), uint32(0), uint32(0)))
 	f.Add(append(ittRec(2, 1, uint64(1), uint64(4), uint64(5), uint32(0), uint32(1)), ittRec(5, 1, uint64(2), uint64(3))...))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var d ITTDecoder
-		consumed, bad, _, _ := d.Decode(b, func(s Span) {
+		var d, skip ITTDecoder
+		n := 0
+		consumed, bad, dropped, err := d.Decode(b, func(s Span) {
+			n++
 			if s.End < s.Start || len(s.Name) > MaxName {
 				t.Fatalf("bad span %+v", s)
 			}
 		})
 		if consumed < 0 || consumed > len(b) || bad < 0 || len(d.names) > MaxITTNames {
 			t.Fatalf("consumed %d of %d, bad %d", consumed, len(b), bad)
+		}
+		// Skip counts what Decode makes spans of, with the same counts.
+		sc, sn, sbad, sdropped, serr := skip.Skip(b)
+		if sc != consumed || sn != n || sbad != bad || sdropped != dropped || (serr == nil) != (err == nil) ||
+			skip.Unmatched != d.Unmatched || skip.Unfinished != d.Unfinished {
+			t.Fatalf("Skip: %d %d %d %d %v, Decode: %d %d %d %d %v", sc, sn, sbad, sdropped, serr, consumed, n, bad, dropped, err)
 		}
 	})
 }

@@ -113,20 +113,20 @@ func TestSetBounds(t *testing.T) {
 	}
 	s.Count(src, 3, 5)
 	spans, srcs := s.Snapshot()
-	if len(spans) != 1 || len(spans[0].Name) != MaxName {
-		t.Fatalf("spans %d, name %d bytes", len(spans), len(spans[0].Name))
+	if spans.Len() != 1 || len(spans.At(0).Name) != MaxName {
+		t.Fatalf("spans %d, name %d bytes", spans.Len(), len(spans.At(0).Name))
 	}
 	if got := srcs[src]; got.Received != 7 || got.Dropped != 5 || got.Bad != 4 {
 		t.Errorf("source %+v, want 7 received, 5 dropped, 4 bad", got)
 	}
-	for i := 0; len(s.spans) < MaxSpans; i++ {
+	for i := 0; s.t.n < MaxSpans; i++ {
 		s.Add(Span{Name: "n", Start: uint64(i), End: uint64(i), Source: src})
 	}
 	if s.Add(Span{Name: "n", Source: src}) {
 		t.Fatal("kept past MaxSpans")
 	}
 	// What an earlier snapshot holds does not change.
-	if spans[0].Start != 1 || len(spans) != 1 {
+	if spans.At(0).Start != 1 || spans.Len() != 1 {
 		t.Fatal("a snapshot changed")
 	}
 	if _, srcs = s.Snapshot(); srcs[src].Dropped != 6 {

@@ -58,8 +58,7 @@ type Source struct {
 // Set is a run's spans, bounded: appending never changes what earlier snapshots hold.
 type Set struct {
 	mu        sync.Mutex
-	spans     []Span
-	names     map[string]string
+	t         table
 	nameBytes int
 	sources   []Source
 	srcIndex  map[srcKey]uint32
@@ -72,7 +71,7 @@ type srcKey struct {
 
 // NewSet returns an empty set.
 func NewSet() *Set {
-	return &Set{names: map[string]string{}, srcIndex: map[srcKey]uint32{}}
+	return &Set{srcIndex: map[srcKey]uint32{}}
 }
 
 // Source returns the id of the source (kind, pid, path), adding it when new. Past
@@ -123,26 +122,32 @@ func (s *Set) add(sp Span) bool {
 		src.Bad++
 		return false
 	}
-	if len(sp.Name) > MaxName {
-		sp.Name = CutName(sp.Name)
-	}
-	name, ok := s.names[sp.Name]
-	if !ok {
-		if s.nameBytes+len(sp.Name) > MaxNameBytes {
-			src.Dropped++
-			return false
-		}
-		name = sp.Name
-		s.names[name] = name
-		s.nameBytes += len(name)
-	}
-	if len(s.spans) >= MaxSpans {
+	if s.t.n >= MaxSpans {
 		src.Dropped++
 		return false
 	}
-	sp.Name = name
-	s.spans = append(s.spans, sp)
+	id, ok := s.t.id(sp.Name)
+	if !ok {
+		name := CutName(sp.Name)
+		if id, ok = s.t.id(name); !ok {
+			if s.nameBytes+len(name) > MaxNameBytes {
+				src.Dropped++
+				return false
+			}
+			s.nameBytes += len(name)
+			id = s.t.intern(name)
+		}
+	}
+	s.t.push(rec{start: sp.Start, end: sp.End, name: id, pid: sp.Pid, tid: sp.Tid, depth: sp.Depth, src: sp.Source})
 	return true
+}
+
+// Full reports whether the set keeps no more spans (MaxSpans reached): every span added
+// from now on is dropped.
+func (s *Set) Full() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.t.n >= MaxSpans
 }
 
 // Count adds to a source's counts of what it could not read and of what its writer dropped.
@@ -174,12 +179,12 @@ func (s *Set) SetError(src uint32, err string) {
 	}
 }
 
-// Snapshot returns the spans kept so far and a copy of the sources. The spans slice is
-// shared with the set and must not be changed.
-func (s *Set) Snapshot() ([]Span, []Source) {
+// Snapshot returns the spans kept so far, which share the set's storage, and a copy of the
+// sources.
+func (s *Set) Snapshot() (List, []Source) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.spans[:len(s.spans):len(s.spans)], append([]Source(nil), s.sources...)
+	return s.t.list(), append([]Source(nil), s.sources...)
 }
 
 // CutName cuts a name to MaxName bytes, not inside a UTF-8 sequence.

@@ -90,7 +90,7 @@ func TestOffCPUAndSpansRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.OffCPU == nil || !reflect.DeepEqual(got.OffCPU.Entries, r.OffCPU.Entries) || !reflect.DeepEqual(got.Spans, r.Spans) ||
+	if got.OffCPU == nil || !reflect.DeepEqual(got.OffCPU.Entries, r.OffCPU.Entries) || !reflect.DeepEqual(got.Spans.Slice(), r.Spans.Slice()) ||
 		!reflect.DeepEqual(got.Profile.Series, r.Profile.Series) || len(got.Code) != len(r.Code) {
 		t.Fatalf("read back: off-CPU %+v, spans %+v", got.OffCPU, got.Spans)
 	}
@@ -101,7 +101,7 @@ func TestOffCPUAndSpansRoundTrip(t *testing.T) {
 	if part, err := LoadParts(path, OffCPUPart); err != nil || part.OffCPU == nil {
 		t.Errorf("LoadParts(OffCPUPart): off-CPU %v, %v", part.OffCPU, err)
 	}
-	if part, err := LoadParts(path, All); err != nil || part.OffCPU == nil || len(part.Spans) != len(r.Spans) {
+	if part, err := LoadParts(path, All); err != nil || part.OffCPU == nil || part.Spans.Len() != r.Spans.Len() {
 		t.Errorf("LoadParts(All): %v", err)
 	}
 }

@@ -22,30 +22,37 @@ const spansMagic = "SPAN\x00\x00\x00\x01"
 var sizeSpan = int64(unsafe.Sizeof(spans.Span{}))
 
 // encodeSpans is the spans section of sp (nil when there are none).
-func encodeSpans(sp []spans.Span) []byte {
-	if len(sp) == 0 {
+func encodeSpans(sp spans.List) []byte {
+	if sp.Len() == 0 {
 		return nil
 	}
-	ids := map[string]uint64{}
+	// The names are written in the order the spans first use them.
+	all := sp.Names()
+	ids := make([]uint64, len(all))
 	var names []string
-	for i := range sp {
-		if _, ok := ids[sp[i].Name]; !ok {
-			ids[sp[i].Name] = uint64(len(names))
-			names = append(names, sp[i].Name)
+	for id := range sp.Named() {
+		if ids[id] == 0 {
+			names = append(names, all[id])
+			ids[id] = uint64(len(names))
 		}
 	}
-	b := []byte(spansMagic)
+	b := make([]byte, 0, len(spansMagic)+sp.Len()*16)
+	b = append(b, spansMagic...)
 	b = binary.AppendUvarint(b, uint64(len(names)))
 	for _, n := range names {
 		b = binary.AppendUvarint(b, uint64(len(n)))
 		b = append(b, n...)
 	}
-	b = binary.AppendUvarint(b, uint64(len(sp)))
-	for i := range sp {
-		s := &sp[i]
-		for _, v := range []uint64{ids[s.Name], uint64(s.Pid), uint64(s.Tid), s.Start, s.End - s.Start, uint64(s.Depth), uint64(s.Source), 0} {
-			b = binary.AppendUvarint(b, v)
-		}
+	b = binary.AppendUvarint(b, uint64(sp.Len()))
+	for id, s := range sp.Named() {
+		b = binary.AppendUvarint(b, ids[id]-1)
+		b = binary.AppendUvarint(b, uint64(s.Pid))
+		b = binary.AppendUvarint(b, uint64(s.Tid))
+		b = binary.AppendUvarint(b, s.Start)
+		b = binary.AppendUvarint(b, s.End-s.Start)
+		b = binary.AppendUvarint(b, uint64(s.Depth))
+		b = binary.AppendUvarint(b, uint64(s.Source))
+		b = append(b, 0) // flags
 	}
 	return b
 }
@@ -97,7 +104,7 @@ func readSpans(r *bufio.Reader, run *Run, b *budget, l *layout) error {
 	if bad || ns != uint64(l.Spans) {
 		return fmt.Errorf("spans: %d, the file declares %d", ns, l.Spans)
 	}
-	out := make([]spans.Span, 0, ns)
+	var out spans.Builder
 	for range ns {
 		name, pid, tid, start, dur, depth, src, _ := next(), next(), next(), next(), next(), next(), next(), next()
 		if bad {
@@ -106,12 +113,12 @@ func readSpans(r *bufio.Reader, run *Run, b *budget, l *layout) error {
 		if name >= uint64(len(names)) || pid > 1<<32-1 || tid > 1<<32-1 || depth > 1<<32-1 || src > 1<<32-1 || start+dur < start {
 			return errors.New("spans: a span is out of range")
 		}
-		out = append(out, spans.Span{Name: names[name], Pid: uint32(pid), Tid: uint32(tid), Start: start, End: start + dur,
+		out.Add(spans.Span{Name: names[name], Pid: uint32(pid), Tid: uint32(tid), Start: start, End: start + dur,
 			Depth: uint32(depth), Source: uint32(src)})
 	}
 	if len(c) != 0 {
 		return errors.New("spans: bytes after the last span")
 	}
-	run.Spans = out
+	run.Spans = out.List()
 	return nil
 }

@@ -15,11 +15,11 @@ import (
 // spanRun is timedRun with spans and their sources.
 func spanRun() *Run {
 	r := timedRun()
-	r.Spans = []spans.Span{
+	r.Spans = spans.ListOf([]spans.Span{
 		{Name: "frame", Pid: 10, Tid: 10, Start: 1e9, End: 1e9 + 500e6, Source: 0},
 		{Name: "physics", Pid: 10, Tid: 10, Start: 1e9 + 1, End: 1e9 + 100e6, Depth: 1, Source: 0},
 		{Name: "frame", Pid: 10, Tid: 11, Start: 1e9 + 5, End: 1e9 + 5, Source: 1},
-	}
+	})
 	r.Meta.SpanSources = []spans.Source{{Kind: spans.KindITT, Pid: 10, Path: "/tmp/x", Received: 3, Dropped: 1}, {Kind: spans.KindMark, Received: 1}}
 	return r
 }
@@ -31,7 +31,7 @@ func TestRoundTripKeepsSpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got.Spans, want.Spans) || !reflect.DeepEqual(got.Meta.SpanSources, want.Meta.SpanSources) {
+	if !reflect.DeepEqual(got.Spans.Slice(), want.Spans.Slice()) || !reflect.DeepEqual(got.Meta.SpanSources, want.Meta.SpanSources) {
 		t.Fatalf("spans changed in the round trip:\n%+v\n%+v", got.Spans, got.Meta.SpanSources)
 	}
 	if !reflect.DeepEqual(got.Profile.Series, want.Profile.Series) {
@@ -43,8 +43,8 @@ func TestRoundTripKeepsSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, err := LoadParts(path, 0)
-	if err != nil || body.Spans != nil {
-		t.Errorf("body only: %v, %d spans", err, len(body.Spans))
+	if err != nil || body.Spans.Len() != 0 {
+		t.Errorf("body only: %v, %d spans", err, body.Spans.Len())
 	}
 	m, err := ReadMeta(path)
 	if err != nil || len(m.SpanSources) != 2 || m.SpanSources[0].Dropped != 1 {
@@ -112,16 +112,17 @@ func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReade
 // tight loop of one task), compresses far better than other parts of a run; it still opens.
 func TestDecodeManyLikeSpans(t *testing.T) {
 	want := spanRun()
-	want.Spans = make([]spans.Span, spans.MaxSpans)
-	for i := range want.Spans {
+	var b spans.Builder
+	for i := range spans.MaxSpans {
 		at := uint64(1e9 + i*1000)
-		want.Spans[i] = spans.Span{Name: "unit", Pid: 10, Tid: 10, Start: at, End: at + 500}
+		b.Add(spans.Span{Name: "unit", Pid: 10, Tid: 10, Start: at, End: at + 500})
 	}
+	want.Spans = b.List()
 	got, err := Decode(bytes.NewReader(encode(t, want)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Spans) != len(want.Spans) || got.Spans[len(got.Spans)-1] != want.Spans[len(want.Spans)-1] {
-		t.Fatalf("%d spans back, want %d", len(got.Spans), len(want.Spans))
+	if got.Spans.Len() != want.Spans.Len() || got.Spans.At(got.Spans.Len()-1) != want.Spans.At(want.Spans.Len()-1) {
+		t.Fatalf("%d spans back, want %d", got.Spans.Len(), want.Spans.Len())
 	}
 }

@@ -126,6 +126,9 @@ type Meta struct {
 	JITSources []JITSource `json:"jit_sources,omitempty"`
 	// SpanSources count the spans each source reported, kept and dropped.
 	SpanSources []spans.Source `json:"span_sources,omitempty"`
+	// ITTHint says that a recorded process loaded a library that reports ITT tasks while
+	// no collector was named for it, so that its tasks are not recorded (the first such).
+	ITTHint string `json:"itt_hint,omitempty"`
 }
 
 // JITSource is the state of one JIT symbol source (a jitdump file or perf map).
@@ -220,7 +223,7 @@ type Run struct {
 	JIT             []JITSource    `json:"jit,omitempty"`
 	Code            []Code         `json:"code,omitempty"`
 	// Spans are the spans and markers the program reported (format 4's spans section).
-	Spans []spans.Span `json:"-"`
+	Spans spans.List `json:"-"`
 }
 
 // OffCPUMeta counts the context switches of a run that records off-CPU time.
@@ -381,7 +384,7 @@ func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
 	sum := agg.Summarize(&r.Profile)
 	m.Summary, m.JITSources = &sum, r.JIT
 	lay := layoutOf(r, len(js), len(counts), series, len(cj))
-	lay.Spans, lay.SpanText = int64(len(r.Spans)), int64(len(sp))
+	lay.Spans, lay.SpanText = int64(r.Spans.Len()), int64(len(sp))
 	meta, err := json.Marshal(metaSection{Meta: m, Layout: lay})
 	if err != nil {
 		return err

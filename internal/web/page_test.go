@@ -827,11 +827,11 @@ func TestDiffOfTwoWindows(t *testing.T) {
 func TestTimelineSpanLanes(t *testing.T) {
 	bctx := browser.Require(t)
 	run := callersRun()
-	run.Spans = []spans.Span{
+	run.Spans = spans.ListOf([]spans.Span{
 		{Name: "work", Pid: 100, Tid: 101, Start: 1.0e9, End: 1.1e9},
 		{Name: "inner", Pid: 100, Tid: 101, Start: 1.02e9, End: 1.05e9, Depth: 1},
 		{Name: "tick", Pid: 100, Tid: 101, Start: 1.2e9, End: 1.2e9},
-	}
+	})
 	s := serve(t, run, "")
 	ctx := open(t, bctx, s, "")
 	until(t, ctx, "the spans drawn", func() (bool, string) {

@@ -1,0 +1,55 @@
+package recorder
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/stax-profiler/stax/internal/spans"
+)
+
+// maxITTChecked bounds the processes looked at for an ITT library without a collector.
+const maxITTChecked = 4096
+
+// ittHintState is what checkITTLibrary has looked at.
+type ittHintState struct {
+	mu      sync.Mutex
+	checked map[int]bool
+	done    bool // the run has its hint
+}
+
+// checkITTLibrary gives the run its ITT hint (store.Meta.ITTHint) when process pid, which
+// mapped path, loaded a library that reports ITT tasks while no collector is named in its
+// environment: those tasks are not recorded. A process that is gone is judged by the
+// launched command's environment.
+func (r *Recorder) checkITTLibrary(pid int, path string) {
+	lib := spans.ITTLibrary(path)
+	if lib == "" || pid <= 0 {
+		return
+	}
+	s := &r.itt
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done || s.checked[pid] || len(s.checked) >= maxITTChecked {
+		return
+	}
+	if s.checked == nil {
+		s.checked = map[int]bool{}
+	}
+	s.checked[pid] = true
+	environ, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		if r.meta.Attached || r.meta.SystemWide {
+			return
+		}
+		environ = []byte(strings.Join(r.opts.Env, "\x00"))
+	}
+	if spans.ITTCollectorNamed(environ) {
+		return
+	}
+	s.done = true
+	r.mu.Lock()
+	r.meta.ITTHint = spans.ITTHint(pid, lib, r.meta.Attached || r.meta.SystemWide)
+	r.mu.Unlock()
+}
