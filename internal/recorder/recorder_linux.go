@@ -224,6 +224,10 @@ func Start(opts Options) (*Recorder, error) {
 			r.meta.Command = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 		}
 	}
+	// After the launch: the command keeps the priority it was started with.
+	if nice, ok := raisePriority(); ok {
+		r.meta.RecorderNice = &nice
+	}
 	sess, err := perfevent.Open(cfg)
 	if err != nil {
 		if r.gate != nil {

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +30,13 @@ func TestMain(m *testing.M) {
 			if _, err := os.Stat(hold); err == nil {
 				break
 			}
+		}
+		os.Exit(0)
+	}
+	if p := os.Getenv("STAX_TEST_NICE_OUT"); p != "" {
+		raw, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
+		if err != nil || os.WriteFile(p, []byte(strconv.Itoa(20-raw)), 0o644) != nil {
+			os.Exit(3)
 		}
 		os.Exit(0)
 	}
@@ -179,5 +187,56 @@ func TestStopEndsRecordingWhileCommandRunsOn(t *testing.T) {
 	os.WriteFile(hold, nil, 0o600) // now the command may end
 	if code := <-exit; code != 0 {
 		t.Errorf("exit status %d", code)
+	}
+}
+
+// TestRecorderRunsAboveTheTarget: as root the recorder's threads run priorityBoost nice
+// levels above where it started, and the command it launches keeps the level it was
+// started with.
+func TestRecorderRunsAboveTheTarget(t *testing.T) {
+	testutil.RequirePerf(t)
+	t.Setenv("STAX_HOME", t.TempDir())
+	raw, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := 20 - raw
+	out := filepath.Join(t.TempDir(), "nice")
+	r, err := Start(Options{Argv: []string{os.Args[0]}, Freq: 99, Env: append(os.Environ(), "STAX_TEST_NICE_OUT="+out)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := r.Loop(); code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+	<-r.Done()
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := strconv.Atoi(string(b)); got != start {
+		t.Errorf("the command ran at nice %d, want %d, where stax started", got, start)
+	}
+	run, err := store.Load(r.StorePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := max(start-priorityBoost, -20)
+	if os.Geteuid() != 0 {
+		t.Logf("not root: the recorder ran at %v", run.Meta.RecorderNice)
+		return
+	}
+	if run.Meta.RecorderNice == nil || *run.Meta.RecorderNice != want {
+		t.Fatalf("the recorder ran at nice %v, want %d", run.Meta.RecorderNice, want)
+	}
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		tid, _ := strconv.Atoi(e.Name())
+		if raw, err := syscall.Getpriority(syscall.PRIO_PROCESS, tid); err == nil && 20-raw != want {
+			t.Errorf("thread %d runs at nice %d, want %d", tid, 20-raw, want)
+		}
 	}
 }

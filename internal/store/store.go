@@ -129,6 +129,9 @@ type Meta struct {
 	// ITTHint says that a recorded process loaded a library that reports ITT tasks while
 	// no collector was named for it, so that its tasks are not recorded (the first such).
 	ITTHint string `json:"itt_hint,omitempty"`
+	// RecorderNice is the nice level the recorder's threads ran at when it raised their
+	// priority above the target's (nil: it could not).
+	RecorderNice *int `json:"recorder_nice,omitempty"`
 }
 
 // JITSource is the state of one JIT symbol source (a jitdump file or perf map).

@@ -1,0 +1,54 @@
+package recorder
+
+import (
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// priorityBoost is how much nicer than its own start the recorder's threads run, where the
+// kernel allows it (root, CAP_SYS_NICE, or an RLIMIT_NICE that reaches it).
+const priorityBoost = 5
+
+// raisePriority runs the recorder's threads priorityBoost nice levels above where the
+// process started. A target with more busy threads than cores otherwise leaves the
+// recorder its fair share of one thread among hundreds, too little to empty the rings, and
+// samples are lost at random; the recorder does the same work either way, it only runs
+// when the rings need it. Threads the runtime starts later inherit the level from the
+// thread that starts them. A launched target, started before, keeps its own. It reports
+// the nice level set, and false where the kernel refused it.
+func raisePriority() (int, bool) {
+	raw, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
+	if err != nil {
+		return 0, false
+	}
+	want := 20 - raw - priorityBoost // getpriority gives 20 - nice
+	if want < -20 {
+		want = -20
+	}
+	done := map[int]bool{}
+	for pass := 0; pass < 3; pass++ {
+		ents, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return 0, false
+		}
+		changed := false
+		for _, e := range ents {
+			tid, err := strconv.Atoi(e.Name())
+			if err != nil || done[tid] {
+				continue
+			}
+			if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, want); err != nil {
+				if len(done) == 0 {
+					return 0, false // not allowed: nothing changed
+				}
+				continue // the thread ended
+			}
+			done[tid], changed = true, true
+		}
+		if !changed {
+			break
+		}
+	}
+	return want, true
+}
