@@ -82,6 +82,14 @@ func (r *Recorder) step(final bool) {
 	r.in.stepCut, r.in.stepFinal = cut, final
 	if fs, ok := r.src.(fillSource); ok && !final {
 		r.in.overload.observe(fs.Fill())
+		if r.in.overload.behind && !r.in.boosted {
+			r.in.boosted = true
+			if nice, ok := raisePriority(); ok {
+				r.mu.Lock()
+				r.meta.RecorderNice = &nice
+				r.mu.Unlock()
+			}
+		}
 	} else {
 		r.in.overload.behind = false // the last records are unwound in full
 	}

@@ -11,12 +11,15 @@ import (
 const priorityBoost = 5
 
 // raisePriority runs the recorder's threads priorityBoost nice levels above where the
-// process started. A target with more busy threads than cores otherwise leaves the
-// recorder its fair share of one thread among hundreds, too little to empty the rings, and
-// samples are lost at random; the recorder does the same work either way, it only runs
-// when the rings need it. Threads the runtime starts later inherit the level from the
-// thread that starts them. A launched target, started before, keeps its own. It reports
-// the nice level set, and false where the kernel refused it.
+// process started; the ingest stage calls it the first time the rings fill past half. A
+// target with more busy threads than cores leaves the recorder its fair share of one thread
+// among hundreds, too little to empty the rings, and samples were lost at random; raised,
+// it runs when the rings need it. It stays raised for the rest of the run: what starved it
+// once will again. It is not raised from the start, as then each of its wakeups would
+// preempt the target's threads, at a cost to targets that never starve it. Threads the
+// runtime starts later inherit the level from the thread that starts them; the launched
+// target, started long before, keeps its own. It reports the nice level set, and false
+// where the kernel refused it.
 func raisePriority() (int, bool) {
 	raw, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
 	if err != nil {

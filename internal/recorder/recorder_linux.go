@@ -156,6 +156,7 @@ type ingestState struct {
 	stepCut        uint64
 	stepFinal      bool
 	overload       overload
+	boosted        bool // the recorder's priority was raised (see raisePriority)
 	// sampledPids are the processes seen in samples (system-wide: JIT sources are looked
 	// for only in those).
 	sampledPids map[uint32]bool
@@ -223,10 +224,6 @@ func Start(opts Options) (*Recorder, error) {
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", opts.Pid)); err == nil {
 			r.meta.Command = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 		}
-	}
-	// After the launch: the command keeps the priority it was started with.
-	if nice, ok := raisePriority(); ok {
-		r.meta.RecorderNice = &nice
 	}
 	sess, err := perfevent.Open(cfg)
 	if err != nil {
