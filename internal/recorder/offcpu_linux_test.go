@@ -3,6 +3,7 @@ package recorder
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -257,4 +258,34 @@ func TestOffUnpaired(t *testing.T) {
 	if m := r.offCPUMeta(); m.Unpaired != 2 || m.Switches != 7 {
 		t.Errorf("counts %+v, want 2 switch records missing of 7", *m)
 	}
+}
+
+// TestPreemptedStacksFromFramePointers: more busy threads than cores are preempted all the
+// time; in DWARF mode the stacks of their preemptions come from the frame-pointer chain,
+// not unwound, and every interval is still counted.
+func TestPreemptedStacksFromFramePointers(t *testing.T) {
+	testutil.RequirePerf(t)
+	t.Setenv("STAX_HOME", t.TempDir())
+	out := filepath.Join(t.TempDir(), "nice")
+	r, err := Start(Options{Argv: []string{os.Args[0]}, Freq: 99, CallGraph: "dwarf", StackSize: 8 << 10, OffCPU: true,
+		Env: append(os.Environ(), "STAX_TEST_NICE_OUT="+out)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := r.Loop(); code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+	<-r.Done()
+	run, err := store.Load(r.StorePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := run.Meta.OffCPU
+	if off == nil || off.Intervals == 0 {
+		t.Fatalf("no off-CPU intervals: %+v", off)
+	}
+	if off.PreemptedFP == 0 || off.PreemptedFP > off.Intervals {
+		t.Errorf("%d of %d intervals had a preemption's stack from frame pointers", off.PreemptedFP, off.Intervals)
+	}
+	t.Logf("%d intervals, %d preemption stacks from frame pointers", off.Intervals, off.PreemptedFP)
 }

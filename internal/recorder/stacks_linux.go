@@ -89,6 +89,12 @@ type sampleBatch struct {
 	cpus []uint32
 	recs [][]byte
 	out  []batchedSample
+	// cheap marks the stacks of preemptions (their switch out followed them on their
+	// CPU): taken from the frame-pointer chain, not unwound (store.OffCPUMeta.PreemptedFP).
+	// lastOff is, per CPU, the index of the latest switch-out stack not yet followed by
+	// its switch out (-1: none).
+	cheap   []bool
+	lastOff []int32
 }
 
 // ingestLoad estimates how busy decoding and unwinding would keep one core: the work a
@@ -148,7 +154,7 @@ func newStackWorkers(n int, dec record.Decoder, dwarf bool, maxStack int, res *r
 // work decodes recs and makes their stacks, into out (one per record). fast: DWARF stacks
 // are not unwound; the kernel's frame-pointer callchain stands for them (the recorder is
 // behind, see overload).
-func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [][]byte, out []batchedSample, fast bool) {
+func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [][]byte, cheap []bool, out []batchedSample, fast bool) {
 	w.frames = w.frames[:0]
 	w.fp.cache.reset()
 	if w.dwarf != nil {
@@ -195,7 +201,7 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 			}
 			chain = w.leaf[:]
 		}
-		if w.dwarf != nil && !fast {
+		if w.dwarf != nil && !fast && !cheap[k] {
 			chain = w.dwarf.chainOf(tr, &s, chain)
 		} else {
 			chain = w.fp.check(tr, &s, chain)
@@ -254,10 +260,37 @@ func (o *overload) observe(fill float64) {
 // valid until the source gets their space back, after the step).
 func (r *Recorder) addToBatch(cpu int, rec []byte) {
 	b := &r.in.batch
+	if r.off.on && r.meta.CallGraph == "dwarf" {
+		r.markPreempted(cpu, rec)
+	}
 	b.cpus = append(b.cpus, uint32(cpu))
 	b.recs = append(b.recs, rec)
+	b.cheap = append(b.cheap, false)
 	if len(b.recs) >= maxBatch {
 		r.flushBatch()
+	}
+}
+
+// markPreempted follows the switch-out stacks of each CPU in the batch to their switch-out
+// records (the kernel writes both in one call, the stack first): the stack of a preemption
+// is marked cheap. rec is about to take the batch's next index.
+func (r *Recorder) markPreempted(cpu int, rec []byte) {
+	b := &r.in.batch
+	for len(b.lastOff) <= cpu {
+		b.lastOff = append(b.lastOff, -1)
+	}
+	h, err := record.ParseHeader(rec)
+	if err != nil {
+		return
+	}
+	switch {
+	case h.Type == record.TypeSample && len(rec) >= 16 && r.off.isSwitch(binary.LittleEndian.Uint64(rec[8:])):
+		b.lastOff[cpu] = int32(len(b.recs))
+	case (h.Type == record.TypeSwitch || h.Type == record.TypeSwitchCPU) && h.Misc&record.MiscSwitchOut != 0:
+		if i := b.lastOff[cpu]; i >= 0 && h.Misc&record.MiscSwitchPreempt != 0 {
+			b.cheap[i] = true
+		}
+		b.lastOff[cpu] = -1
 	}
 }
 
@@ -284,14 +317,16 @@ func (r *Recorder) flushBatch() {
 	}
 	began := time.Now()
 	if parts <= 1 {
-		ws[0].work(r.tracker, 0, b.cpus, b.recs, out, fast)
+		ws[0].work(r.tracker, 0, b.cpus, b.recs, b.cheap, out, fast)
 	} else {
 		var wg sync.WaitGroup
 		for i := 1; i < parts; i++ {
 			lo, hi := i*n/parts, (i+1)*n/parts
-			wg.Go(func() { ws[i].work(r.tracker, uint32(i), b.cpus[lo:hi], b.recs[lo:hi], out[lo:hi], fast) })
+			wg.Go(func() {
+				ws[i].work(r.tracker, uint32(i), b.cpus[lo:hi], b.recs[lo:hi], b.cheap[lo:hi], out[lo:hi], fast)
+			})
 		}
-		ws[0].work(r.tracker, 0, b.cpus[:n/parts], b.recs[:n/parts], out[:n/parts], fast)
+		ws[0].work(r.tracker, 0, b.cpus[:n/parts], b.recs[:n/parts], b.cheap[:n/parts], out[:n/parts], fast)
 		wg.Wait()
 	}
 	r.in.load.observe(n, parts, time.Since(began), time.Now())
@@ -308,6 +343,11 @@ func (r *Recorder) flushBatch() {
 			if !r.offKeep(s.time, s.every) {
 				continue
 			}
+			if b.cheap[i] {
+				r.mu.Lock()
+				r.off.counts.PreemptedFP++
+				r.mu.Unlock()
+			}
 			r.offStack(s.pid, s.tid, s.time, ws[s.worker].frames[s.lo:s.hi])
 		case kindWaking:
 			if !r.offKeep(s.time, s.every) {
@@ -319,5 +359,8 @@ func (r *Recorder) flushBatch() {
 		}
 	}
 	clear(b.recs) // the ring's bytes are not kept past the step
-	b.cpus, b.recs = b.cpus[:0], b.recs[:0]
+	b.cpus, b.recs, b.cheap = b.cpus[:0], b.recs[:0], b.cheap[:0]
+	for i := range b.lastOff {
+		b.lastOff[i] = -1
+	}
 }

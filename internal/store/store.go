@@ -260,6 +260,11 @@ type OffCPUMeta struct {
 	// Unpaired counts the switch records found missing: a thread switched out twice with
 	// no switch in between, or in twice with no switch out (records lost from a full ring).
 	Unpaired uint64 `json:"unpaired,omitempty"`
+	// PreemptedFP counts the stacks of preemptions (runnable time) taken from the kernel's
+	// frame-pointer chain rather than unwound from the stack copy (DWARF mode): a thread
+	// preempted anywhere in its code adds nothing the CPU samples do not show, and a
+	// target with more busy threads than cores is preempted thousands of times a second.
+	PreemptedFP uint64 `json:"preempted_fp,omitempty"`
 }
 
 // body is what a file holds after its meta section: the profile without its series and
