@@ -43,7 +43,10 @@ type stackWorker struct {
 	dec   record.Decoder
 	dwarf *dwarfUnwinder // nil with frame pointers
 	fp    fpStacks
-	leaf  [2]uint64 // the chain of a sample that has none: its ip
+	// pre checks the frame-pointer stacks of preemptions (sampleBatch.cheap): how they end
+	// is not counted with the samples' stacks.
+	pre  fpStacks
+	leaf [2]uint64 // the chain of a sample that has none: its ip
 	// isSwitch tells the context-switch event's samples by their event id (nil: off-CPU
 	// time is not recorded).
 	isSwitch func(id uint64) bool
@@ -141,7 +144,7 @@ func newStackWorkers(n int, dec record.Decoder, dwarf bool, maxStack int, res *r
 	ws := make([]*stackWorker, n)
 	for i := range ws {
 		w := &stackWorker{dec: record.Decoder{SampleType: dec.SampleType, RegsUserMask: dec.RegsUserMask, SampleIDAll: dec.SampleIDAll}}
-		w.fp.maxStack = maxStack
+		w.fp.maxStack, w.pre.maxStack = maxStack, maxStack
 		if dwarf {
 			w.dwarf = &dwarfUnwinder{loader: loader, maxStack: maxStack}
 			w.dwarf.u.JIT = jitUnwindInfo{res}
@@ -157,6 +160,7 @@ func newStackWorkers(n int, dec record.Decoder, dwarf bool, maxStack int, res *r
 func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [][]byte, cheap []bool, out []batchedSample, fast bool) {
 	w.frames = w.frames[:0]
 	w.fp.cache.reset()
+	w.pre.cache.reset()
 	if w.dwarf != nil {
 		w.dwarf.cache.reset()
 	}
@@ -201,9 +205,12 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 			}
 			chain = w.leaf[:]
 		}
-		if w.dwarf != nil && !fast && !cheap[k] {
+		switch {
+		case cheap[k]:
+			chain = w.pre.check(tr, &s, chain)
+		case w.dwarf != nil && !fast:
 			chain = w.dwarf.chainOf(tr, &s, chain)
-		} else {
+		default:
 			chain = w.fp.check(tr, &s, chain)
 		}
 		lo := len(w.frames)
