@@ -73,9 +73,9 @@ func (s *Sender) Run(ctx context.Context) {
 			}
 			continue
 		}
-		retry, err := s.send(ctx, r)
-		if ctx.Err() != nil {
-			return
+		retry, err := s.sendLetFinish(ctx, r)
+		if ctx.Err() != nil && err != nil {
+			return // the request may be sent again: it stays queued
 		}
 		s.mu.Lock()
 		switch {
@@ -94,10 +94,30 @@ func (s *Sender) Run(ctx context.Context) {
 		if err == nil || !retry {
 			s.q.Remove(r.Seq)
 			backoff = 0
+			if ctx.Err() != nil {
+				return
+			}
 			continue
+		}
+		if ctx.Err() != nil {
+			return
 		}
 		backoff = min(max(backoff*2, s.MinBackoff), s.MaxBackoff)
 	}
+}
+
+// stopGrace is how long a request in flight when the sender is stopped may still take.
+const stopGrace = 2 * time.Second
+
+// sendLetFinish sends r, letting a request in flight when ctx ends finish for up to
+// stopGrace: aborted after the endpoint got it, it would stay queued and be sent again, and
+// the endpoint would count its window twice.
+func (s *Sender) sendLetFinish(ctx context.Context, r Request) (retry bool, err error) {
+	sendCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
+	defer abort()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(stopGrace, abort) })
+	defer stop()
+	return s.send(sendCtx, r)
 }
 
 // Drain sends what is queued until the queue is empty or ctx ends; it says whether the
