@@ -1,7 +1,9 @@
 package jit
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,8 +29,8 @@ type Candidate struct {
 // (marker-<pid>.txt, samply's convention) are found the same way, in /tmp,
 // in the process's current directory and among its open files, with or
 // without a thread id (marker-<pid>-<tid>.txt), and the spans files of stax's
-// ITT collector (itt-<pid>.spans) and of stax's Go package (stax-<pid>.spans) in /tmp
-// and among its open files. nsPid is the
+// ITT collector (itt-<pid>.spans) and of stax's Go package (stax-<pid>.spans) in /tmp,
+// in the process's STAX_JIT_DIR and among its open files. nsPid is the
 // process's pid inside its own pid namespace (the one its files are named
 // after); pass pid when it is not in a child namespace.
 func Discover(pid, nsPid int) ([]Candidate, error) {
@@ -57,6 +59,11 @@ func Discover(pid, nsPid int) ([]Candidate, error) {
 	add("/tmp/marker-"+ns+".txt", SourceMarkers)
 	add("/tmp/itt-"+ns+".spans", SourceITTSpans)
 	add("/tmp/stax-"+ns+".spans", SourceITTSpans)
+	if dir := EnvJITDir(pid); dir != "" {
+		add(filepath.Join(dir, "jit-"+ns+".dump"), SourceJitdump)
+		add(filepath.Join(dir, "itt-"+ns+".spans"), SourceITTSpans)
+		add(filepath.Join(dir, "stax-"+ns+".spans"), SourceITTSpans)
+	}
 	if cwd, err := os.Readlink(proc + "/cwd"); err == nil && filepath.IsAbs(cwd) {
 		add(filepath.Join(cwd, "marker-"+ns+".txt"), SourceMarkers)
 	}
@@ -81,4 +88,31 @@ func Discover(pid, nsPid int) ([]Candidate, error) {
 		}
 	}
 	return out, nil
+}
+
+// maxEnviron bounds what is read of a process's environment.
+const maxEnviron = 1 << 20
+
+// EnvJITDir is the STAX_JIT_DIR of process pid's environment (as it was at its exec), where
+// stax's collector and Go package write their files; empty when it is unset, not absolute or
+// cannot be read.
+func EnvJITDir(pid int) string {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, maxEnviron))
+	for len(b) > 0 {
+		kv := b
+		if i := bytes.IndexByte(b, 0); i >= 0 {
+			kv, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if v, ok := bytes.CutPrefix(kv, []byte("STAX_JIT_DIR=")); ok && filepath.IsAbs(string(v)) {
+			return filepath.Clean(string(v))
+		}
+	}
+	return ""
 }

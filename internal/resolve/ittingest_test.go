@@ -3,8 +3,10 @@ package resolve
 import (
 	"encoding/binary"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -194,5 +196,29 @@ func TestPollITTPastBoundCounts(t *testing.T) {
 	want.Dropped = 8
 	if past != want {
 		t.Errorf("past the bound: %+v, want %+v", past, want)
+	}
+}
+
+// A collector writes its spans file in the STAX_JIT_DIR of the process, possibly only as
+// the process exits: once it is gone, the watcher still looks there.
+func TestJITWatcherFindsSpansLeftInTheJITDir(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("sleep", "60")
+	cmd.Env = append(os.Environ(), "STAX_JIT_DIR="+dir)
+	if err := cmd.Start(); err != nil {
+		t.Skip("cannot start sleep:", err)
+	}
+	pid := cmd.Process.Pid
+	set := spans.NewSet()
+	w := NewJITWatcher(nil, set)
+	defer w.Close()
+	w.Track(pid)
+	w.round(false, nil) // the process is looked at while it runs; it has written nothing yet
+	cmd.Process.Kill()
+	cmd.Wait()
+	n := writeITTFile(t, filepath.Join(dir, "itt-"+strconv.Itoa(pid)+".spans"), uint32(pid), 1, 10)
+	w.Finish(time.Now().Add(5 * time.Second))
+	if got, srcs := set.Snapshot(); got.Len() != n {
+		t.Errorf("%d spans read of the %d the exited process left in its STAX_JIT_DIR (sources %+v)", got.Len(), n, srcs)
 	}
 }

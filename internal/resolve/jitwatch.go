@@ -80,6 +80,9 @@ type watchedProc struct {
 	since   time.Time                 // when it was first watched
 	scanned time.Time                 // when its files were last searched for; zero: never
 	sources map[string]*watchedSource // by the path as the process sees it
+	// jitDir is the STAX_JIT_DIR of its environment, read while it ran: after its exit the
+	// files it wrote there at the last moment (a collector's exit flush) are found there.
+	jitDir string
 }
 
 // youngFor is how long a newly watched process has its owner looked at every round: a
@@ -322,31 +325,52 @@ func (w *JITWatcher) discover(final bool) {
 		}
 		p.scanned = now
 		p.refreshUID()
+		if p.jitDir == "" && p.nsPid == p.pid && now.Sub(p.since) < youngFor {
+			p.jitDir = jit.EnvJITDir(p.pid)
+		}
 		cands, err := jit.Discover(p.pid, p.nsPid)
 		if err != nil {
 			// The process is gone: look for its files in our own /tmp (a JVM writes
-			// its perf map as it exits).
+			// its perf map as it exits) and in the STAX_JIT_DIR it had (stax's collector
+			// writes its spans there as it exits).
 			if !final {
 				continue
 			}
-			for _, c := range []struct {
-				path string
-				kind jit.SourceKind
-			}{
-				{"/tmp/jit-" + strconv.Itoa(p.pid) + ".dump", jit.SourceJitdump},
-				{"/tmp/perf-" + strconv.Itoa(p.pid) + ".map", jit.SourcePerfMap},
-				{"/tmp/marker-" + strconv.Itoa(p.pid) + ".txt", jit.SourceMarkers},
-				{"/tmp/itt-" + strconv.Itoa(p.pid) + ".spans", jit.SourceITTSpans},
-				{"/tmp/stax-" + strconv.Itoa(p.pid) + ".spans", jit.SourceITTSpans},
-			} {
-				if fi, err := os.Lstat(c.path); err == nil && fi.Mode().IsRegular() {
-					w.add(p, c.path, c.path, c.kind)
-				}
-			}
+			w.addLeftFiles(p)
 			continue
 		}
 		for _, c := range cands {
 			w.add(p, c.Inner, c.Path, c.Kind)
+		}
+	}
+}
+
+// addLeftFiles adds the files an exited process p left in /tmp and in its STAX_JIT_DIR;
+// w.mu must be held.
+func (w *JITWatcher) addLeftFiles(p *watchedProc) {
+	dirs := []string{"/tmp"}
+	if p.jitDir != "" && p.jitDir != "/tmp" {
+		dirs = append(dirs, p.jitDir)
+	}
+	pid := strconv.Itoa(p.pid)
+	for _, dir := range dirs {
+		for _, c := range []struct {
+			name string
+			kind jit.SourceKind
+		}{
+			{"jit-" + pid + ".dump", jit.SourceJitdump},
+			{"perf-" + pid + ".map", jit.SourcePerfMap},
+			{"marker-" + pid + ".txt", jit.SourceMarkers},
+			{"itt-" + pid + ".spans", jit.SourceITTSpans},
+			{"stax-" + pid + ".spans", jit.SourceITTSpans},
+		} {
+			if c.kind == jit.SourcePerfMap && dir != "/tmp" {
+				continue
+			}
+			path := filepath.Join(dir, c.name)
+			if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
+				w.add(p, path, path, c.kind)
+			}
 		}
 	}
 }
