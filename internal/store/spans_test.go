@@ -59,7 +59,7 @@ func TestRoundTripKeepsSpans(t *testing.T) {
 
 // Damaged spans sections are errors, never a crash.
 func TestDecodeDamagedSpans(t *testing.T) {
-	good := encodeSpans(spanRun().Spans)
+	good := encodeSpans(spanRun().Spans, nil)
 	cases := map[string][]byte{
 		"cut":       good[:len(good)-3],
 		"marker":    append([]byte("SPAN\x00\x00\x00\x02"), good[8:]...),
@@ -77,7 +77,7 @@ func TestDecodeDamagedSpans(t *testing.T) {
 			b := newBudget(bytes.NewReader(nil), &countReader{r: bytes.NewReader(nil)}, 1<<20, &layout{SpanText: int64(len(sec)), Spans: n})
 			b.in.n = 1 << 20
 			var r Run
-			err := readSpans(bufioReader(sec), &r, b, &layout{SpanText: int64(len(sec)), Spans: n})
+			err := readSpans(bufioReader(sec), &r, b, &layout{SpanText: int64(len(sec)), Spans: n}, "")
 			if err == nil {
 				t.Errorf("decoded: %+v", r.Spans)
 			}
