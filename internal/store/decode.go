@@ -30,7 +30,9 @@ import (
 //
 // The spans are bounded by their count instead (spans.MaxSpans, and one per 8 bytes of their
 // section at most): a program's loop of one task makes spans that compress far better than
-// the ratios allow for the rest of a run.
+// the ratios allow for the rest of a run. So are the records the run's spans file holds
+// (spanlog.go), which are not in the payload: at most maxSpanRecord bytes a span, and no
+// more than the file has.
 const (
 	maxRatio      = 64       // uncompressed bytes per compressed byte, in all
 	burstRatio    = 256      // uncompressed bytes per compressed byte read so far

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stax-profiler/stax/internal/spans"
@@ -124,5 +126,23 @@ func TestDecodeManyLikeSpans(t *testing.T) {
 	}
 	if got.Spans.Len() != want.Spans.Len() || got.Spans.At(got.Spans.Len()-1) != want.Spans.At(want.Spans.Len()-1) {
 		t.Fatalf("%d spans back, want %d", got.Spans.Len(), want.Spans.Len())
+	}
+}
+
+// TestOpenSpansOfEarlierFiles: a file written before the spans file, its spans inline and
+// its layout without span_file_*, opens with its spans.
+func TestOpenSpansOfEarlierFiles(t *testing.T) {
+	seed, err := os.ReadFile("testdata/fuzz/FuzzDecode/spans")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lit := strings.TrimSuffix(strings.TrimPrefix(strings.SplitN(string(seed), "\n", 3)[1], "[]byte("), ")")
+	data, err := strconv.Unquote(lit)
+	if err != nil || bytes.Contains([]byte(data), []byte("span_file")) {
+		t.Fatalf("the seed is not a file of spans inline: %v", err)
+	}
+	got, err := Decode(strings.NewReader(data))
+	if err != nil || got.SpansErr != nil || !reflect.DeepEqual(got.Spans.Slice(), spanRun().Spans.Slice()) {
+		t.Fatalf("%v, %v, %+v", err, got.SpansErr, got.Spans.Slice())
 	}
 }
