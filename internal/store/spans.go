@@ -17,7 +17,9 @@ import (
 //
 // After the marker: uvarint count of names, each a uvarint length and its bytes; uvarint
 // count of spans, each as uvarints: name index, pid, tid, start, end-start, depth, source,
-// flags (0; reserved).
+// flags (0; reserved). In the run store's copy, the records of the first spans may be in
+// the run's spans file instead (spanlog.go; the layout says how many): the section holds
+// the records of the spans after them.
 const spansMagic = "SPAN\x00\x00\x00\x01"
 
 var sizeSpan = int64(unsafe.Sizeof(spans.Span{}))
@@ -144,11 +146,13 @@ func readSpans(r *bufio.Reader, run *Run, b *budget, l *layout, spanPath string)
 			return nil
 		}
 		f := &varints{b: recs}
-		if err := decodeSpans(f, names, l.SpanFileSpans, &out); err != nil {
-			return fmt.Errorf("spans file: %w", err)
+		err = decodeSpans(f, names, l.SpanFileSpans, &out)
+		if err == nil && len(f.b) != 0 {
+			err = errors.New("bytes after the last span the run lists")
 		}
-		if len(f.b) != 0 {
-			return errors.New("spans file: bytes after the last span the run lists")
+		if err != nil {
+			run.SpansErr = fmt.Errorf("read spans %s: %w (the file is not this run's; the run's other data still opens)", spanPath, err)
+			return nil
 		}
 	}
 	if err := decodeSpans(c, names, inline, &out); err != nil {
