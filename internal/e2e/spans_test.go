@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -203,6 +204,25 @@ func TestSpansFromITTMarkerFileAndMark(t *testing.T) {
 	e.mustJSON(&fromFile, "spans", "--run", saved)
 	if f, _ := spanRow(fromFile, "render"); f != rend || len(fromFile.Sources) != 3 {
 		t.Errorf("spans of the saved file: render %+v (want %+v), %d sources", f, rend, len(fromFile.Sources))
+	}
+
+	// The stored run's spans are in its spans file, which a saved file does not need.
+	spanFile := filepath.Join(e.home, "runs", st.Meta.ID+".spanlog")
+	if info, err := os.Stat(spanFile); err != nil || info.Size() < 16+8*int64(run.Spans.Len()) {
+		t.Fatalf("the run's spans file: %v (%d spans)", err, run.Spans.Len())
+	}
+	if err := os.Rename(spanFile, spanFile+".away"); err != nil {
+		t.Fatal(err)
+	}
+	e.mustJSON(&fromFile, "spans", "--run", saved)
+	if f, _ := spanRow(fromFile, "render"); f != rend {
+		t.Errorf("spans of the saved file without the run's spans file: render %+v (want %+v)", f, rend)
+	}
+	if out, errOut, code := e.run("spans"); code == 0 || !strings.Contains(errOut, spanFile) {
+		t.Errorf("stax spans without the run's spans file: exit %d, want an error naming it\n%s%s", code, out, errOut)
+	}
+	if err := os.Rename(spanFile+".away", spanFile); err != nil {
+		t.Fatal(err)
 	}
 
 	// stax top --span render names render's functions only.

@@ -26,6 +26,9 @@ func Spans(run *store.Run, o SpansOptions) (api.Spans, error) {
 	if !slices.Contains([]string{"time", "count", "avg", "max"}, by) {
 		return api.Spans{}, fmt.Errorf("--by must be time, count, avg or max, not %q", by)
 	}
+	if run.SpansErr != nil {
+		return api.Spans{}, run.SpansErr
+	}
 	times := map[uint32][]uint64{}
 	p := &run.Profile
 	if run.Spans.Len() > 0 {

@@ -105,6 +105,9 @@ func (w Window) Apply(run *store.Run) (*store.Run, *api.Window, error) {
 	}
 	var keep func(uint64, uint32) bool
 	if w.Span != "" {
+		if run.SpansErr != nil {
+			return nil, nil, run.SpansErr
+		}
 		ix := spans.IndexOf(run.Spans, w.Span)
 		if len(ix) == 0 {
 			return nil, nil, fmt.Errorf("%w: no span named %q that lasts (stax spans lists the run's spans)", ErrNoSpan, w.Span)

@@ -169,12 +169,16 @@ type namerState struct {
 	codeFull    bool
 }
 
-// storageState is the run's samples file, where sealed chunks of samples go.
+// storageState is the run's samples file, where sealed chunks of samples go, and its
+// spans file, where the spans' records go.
 type storageState struct {
 	samples       *store.SampleLog
 	samplesFile   *store.SampleFile
 	samplesErr    error
 	samplesClosed bool
+	spans         *store.SpanLog
+	spansErr      error
+	spansClosed   bool
 }
 
 // NewID makes a run id from the time and the target's pid.

@@ -1,6 +1,7 @@
 // The storage stage: checkpoints and the final save. Sealed chunks of samples go to the
-// run's samples file and leave memory; the run's file is rewritten with what is left (names,
-// stacks, counts, code), listing the chunks by reference.
+// run's samples file and leave memory, and the records of new spans to its spans file; the
+// run's file is rewritten with what is left (names, stacks, counts, code, the spans'
+// names), listing the chunks and the spans by reference.
 
 package recorder
 
@@ -17,7 +18,7 @@ import (
 	"github.com/stax-profiler/stax/internal/unwind"
 )
 
-// saveFinal writes the finished run, its samples made durable first.
+// saveFinal writes the finished run, its samples and spans made durable first.
 func (r *Recorder) saveFinal() {
 	if err := r.spill(); err != nil {
 		r.note("%v", err)
@@ -30,6 +31,10 @@ func (r *Recorder) saveFinal() {
 		r.storage.samplesClosed = true
 	}
 	r.save(true)
+	if r.storage.spans != nil && r.storage.spansErr == nil {
+		r.storage.spans.Close()
+	}
+	r.storage.spansClosed = true
 }
 
 func (r *Recorder) threads() []agg.ThreadInfo {
@@ -115,9 +120,42 @@ func (r *Recorder) save(final bool) {
 		r.note("%v", err)
 	}
 	run := r.snapshot(final)
+	if err := r.spillSpans(run, final); err != nil {
+		r.note("%v", err)
+		run.Meta.Notes = append(run.Meta.Notes, err.Error())
+	}
 	if err := store.SaveStored(store.Path(r.id), run); err != nil {
 		r.note("%v", err)
 	}
+}
+
+// spillSpans appends the records of the run's spans not yet in its spans file to it,
+// creating it at the first spans, and has the run list them by reference; the final save
+// makes them durable. After an error the spans are written in the run's file, as a file
+// that travels holds them.
+func (r *Recorder) spillSpans(run *store.Run, final bool) error {
+	st := &r.storage
+	if st.spansErr != nil || st.spansClosed || run.Spans.Len() == 0 {
+		return nil
+	}
+	if st.spans == nil {
+		path := store.SpanLogPath(r.id)
+		os.Remove(path) // a file left by a run of the same id that is gone
+		if st.spans, st.spansErr = store.CreateSpanLog(path); st.spansErr != nil {
+			return fmt.Errorf("spans stay in the run's file: %w", st.spansErr)
+		}
+	}
+	err := st.spans.Append(run.Spans)
+	if err == nil && final {
+		err = st.spans.Sync()
+	}
+	if err != nil {
+		st.spans.Close()
+		st.spansErr = err
+		return fmt.Errorf("spans stay in the run's file: %w", err)
+	}
+	run.SpanLog = st.spans
+	return nil
 }
 
 // spill appends the sealed chunks of samples to the run's samples file, creating it at

@@ -36,3 +36,23 @@ func TestIndexAndStats(t *testing.T) {
 		}
 	}
 }
+
+func TestNamedFrom(t *testing.T) {
+	var b Builder
+	for i := range 3*4096 + 7 {
+		b.Add(Span{Name: string(rune('a' + i%5)), Start: uint64(i)})
+	}
+	l := b.List()
+	for _, from := range []int{0, 1, 4095, 4096, 4097, 3 * 4096, l.Len() - 1, l.Len(), l.Len() + 3} {
+		want := uint64(from)
+		for id, s := range l.NamedFrom(from) {
+			if s.Start != want || l.Names()[id] != s.Name {
+				t.Fatalf("from %d: span %d is %+v (name id %d)", from, want, s, id)
+			}
+			want++
+		}
+		if int(want) != max(l.Len(), from) {
+			t.Fatalf("from %d: ended at %d of %d", from, want, l.Len())
+		}
+	}
+}

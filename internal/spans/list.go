@@ -109,22 +109,28 @@ func (l List) All() iter.Seq[Span] {
 }
 
 // Named yields the spans in order, each with the id of its name: an index into Names.
-func (l List) Named() iter.Seq2[uint32, Span] {
+func (l List) Named() iter.Seq2[uint32, Span] { return l.NamedFrom(0) }
+
+// NamedFrom yields the spans from the i-th on, as Named does.
+func (l List) NamedFrom(i int) iter.Seq2[uint32, Span] {
 	return func(yield func(uint32, Span) bool) {
-		l.each(func(id uint32, r *rec) bool { return yield(id, l.span(r)) })
+		l.eachFrom(i, func(id uint32, r *rec) bool { return yield(id, l.span(r)) })
 	}
 }
 
-func (l List) each(f func(uint32, *rec) bool) {
-	for c, left := 0, l.n; left > 0; c++ {
-		ch := l.chunks[c]
-		k := min(left, chunkLen)
-		for i := 0; i < k; i++ {
+func (l List) each(f func(uint32, *rec) bool) { l.eachFrom(0, f) }
+
+func (l List) eachFrom(from int, f func(uint32, *rec) bool) {
+	for j := max(from, 0); j < l.n; {
+		ch := l.chunks[j>>chunkBits]
+		first := j & (chunkLen - 1)
+		last := min(chunkLen, first+l.n-j)
+		for i := first; i < last; i++ {
 			if !f(ch[i].name, &ch[i]) {
 				return
 			}
 		}
-		left -= k
+		j += last - first
 	}
 }
 

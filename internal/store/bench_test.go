@@ -2,9 +2,12 @@ package store
 
 import (
 	"bytes"
+	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/stax-profiler/stax/internal/spans"
 	"github.com/stax-profiler/stax/internal/testutil/synthrun"
 )
 
@@ -76,4 +79,75 @@ func BenchmarkCheckpoint(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// spans1M is a million spans over 1,000 names and 8 threads, as a program reporting ITT
+// tasks makes them.
+func spans1M() spans.List {
+	var b spans.Builder
+	for i := range spans.MaxSpans {
+		at := uint64(3e14 + i*1000)
+		b.Add(spans.Span{Name: fmt.Sprintf("task %d", i%1000), Pid: 123456, Tid: uint32(123456 + i%8), Start: at, End: at + uint64(300+i%2000), Depth: uint32(i % 3)})
+	}
+	return b.List()
+}
+
+// BenchmarkCheckpointSpans writes a checkpoint of a run of a million spans, 10,000 of them
+// new since the last checkpoint: bytes/op is what the checkpoint writes.
+func BenchmarkCheckpointSpans(b *testing.B) {
+	run := &Run{Meta: Meta{ID: "bench", Samples: 20_000, Freq: 999}, Profile: *synthrun.Profile(20_000, 500)}
+	run.Spans = spans1M()
+	dir := b.TempDir()
+	path := filepath.Join(dir, "run.stax")
+	b.Run("Inline", func(b *testing.B) {
+		for b.Loop() {
+			if err := SaveStored(path, run); err != nil {
+				b.Fatal(err)
+			}
+		}
+		info, _ := os.Stat(path)
+		b.ReportMetric(float64(info.Size()), "written/op")
+	})
+	// The spans file holds all but the last 10,000 spans: the checkpoint appends those
+	// and writes the run's file without the records.
+	var sb spans.Builder
+	for s := range run.Spans.All() {
+		sb.Add(s)
+		if sb.List().Len() == run.Spans.Len()-10_000 {
+			break
+		}
+	}
+	earlier := sb.List()
+	logs := 0
+	b.Run("SpanLog", func(b *testing.B) {
+		var runFile, appended int64
+		for range b.N {
+			b.StopTimer()
+			logs++
+			log, err := CreateSpanLog(filepath.Join(dir, fmt.Sprintf("%d.spanlog", logs)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := log.Append(earlier); err != nil {
+				b.Fatal(err)
+			}
+			before := log.bytes
+			b.StartTimer()
+			if err := log.Append(run.Spans); err != nil {
+				b.Fatal(err)
+			}
+			r := *run
+			r.SpanLog = log
+			if err := SaveStored(path, &r); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			info, _ := os.Stat(path)
+			runFile, appended = info.Size(), log.bytes-before
+			log.Close()
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(runFile+appended), "written/op")
+		b.ReportMetric(float64(appended), "spans-file/op")
+	})
 }

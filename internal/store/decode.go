@@ -30,7 +30,9 @@ import (
 //
 // The spans are bounded by their count instead (spans.MaxSpans, and one per 8 bytes of their
 // section at most): a program's loop of one task makes spans that compress far better than
-// the ratios allow for the rest of a run.
+// the ratios allow for the rest of a run. So are the records the run's spans file holds
+// (spanlog.go), which are not in the payload: at most maxSpanRecord bytes a span, and no
+// more than the file has.
 const (
 	maxRatio      = 64       // uncompressed bytes per compressed byte, in all
 	burstRatio    = 256      // uncompressed bytes per compressed byte read so far
@@ -65,6 +67,11 @@ type layout struct {
 	LocLines  int64 `json:"location_lines,omitempty"` // lines of all locations together
 	Spans     int64 `json:"spans,omitempty"`
 	SpanText  int64 `json:"spans_bytes,omitempty"` // the spans section, its marker included
+	// The records of the first SpanFileSpans spans are the first SpanFileBytes bytes of
+	// the run's spans file after its header, of CRC-32C SpanFileCRC (spanlog.go).
+	SpanFileSpans int64  `json:"span_file_spans,omitempty"`
+	SpanFileBytes int64  `json:"span_file_bytes,omitempty"`
+	SpanFileCRC   uint32 `json:"span_file_crc,omitempty"`
 }
 
 // metaSection is the meta section's JSON: the run's meta and the file's layout.
@@ -107,7 +114,7 @@ var (
 // check refuses a layout that declares more than the payload of size bytes can hold.
 func (l *layout) check(payload int64) error {
 	counts := []int64{l.Body, l.Frames, l.Stacks, l.StackIDs, l.Entries, l.Threads, l.Keys, l.JIT, l.Code, l.Series, l.Chunks, l.Samples, l.CodeText, l.Counts,
-		l.Mappings, l.Locations, l.LocLines, l.Spans, l.SpanText}
+		l.Mappings, l.Locations, l.LocLines, l.Spans, l.SpanText, l.SpanFileSpans, l.SpanFileBytes}
 	for _, n := range counts {
 		if n < 0 || n > maxExpanded {
 			return errors.New("the file's layout is damaged (a size is out of range)")
@@ -252,9 +259,9 @@ type decoder struct {
 
 // decodeCompressed reads the compressed part of a payload into r: the JSON body (with the
 // meta inside it for format 1), from format 3 the binary series, from format 4 the code
-// after it. A reader that wants no samples or no code stops before them (format 4; older
+// after it; spans listed in the run's spans file are read from spanPath ("": unknown). A reader that wants no samples or no code stops before them (format 4; older
 // formats hold them in the body, which is always read whole).
-func decodeCompressed(r *Run, version uint32, rest *bytes.Reader, payload int64, l *layout, want Parts) error {
+func decodeCompressed(r *Run, version uint32, rest *bytes.Reader, payload int64, l *layout, want Parts, spanPath string) error {
 	in := &countReader{r: rest}
 	zr, err := gzip.NewReader(in)
 	if err != nil {
@@ -305,7 +312,7 @@ func decodeCompressed(r *Run, version uint32, rest *bytes.Reader, payload int64,
 		return nil
 	}
 	if version >= 4 && l != nil && l.SpanText > 0 {
-		if err := readSpans(tail, r, b, l); err != nil {
+		if err := readSpans(tail, r, b, l, spanPath); err != nil {
 			return firstLimit(b, err)
 		}
 	}

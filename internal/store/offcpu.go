@@ -47,7 +47,7 @@ func (d *decoder) part(name string, dst **agg.Profile) error {
 	if err := d.b.charge(2 * (d.dec.InputOffset() - start)); err != nil {
 		return err
 	}
-	off, err := decode(bytes.NewReader(raw), int64(len(raw)), All&^OffCPUPart)
+	off, err := decode(bytes.NewReader(raw), int64(len(raw)), All&^OffCPUPart, "")
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}

@@ -169,12 +169,15 @@ func (s *SampleFile) Close() error {
 // PushQueuePath is the directory of the windows of run id not yet pushed (record --push).
 func PushQueuePath(id string) string { return filepath.Join(Dir(), id+".push") }
 
-// Remove deletes the stored run with id: its file, its samples file and its push queue. A
-// run whose file does not exist gives an error satisfying errors.Is(err, os.ErrNotExist).
+// Remove deletes the stored run with id: its file, its samples and spans files and its
+// push queue. A run whose file does not exist gives an error satisfying
+// errors.Is(err, os.ErrNotExist).
 func Remove(id string) error {
 	err := os.Remove(Path(id))
-	if serr := os.Remove(SamplesPath(id)); err == nil && serr != nil && !errors.Is(serr, os.ErrNotExist) {
-		err = serr
+	for _, p := range []string{SamplesPath(id), SpanLogPath(id)} {
+		if serr := os.Remove(p); err == nil && serr != nil && !errors.Is(serr, os.ErrNotExist) {
+			err = serr
+		}
 	}
 	if qerr := os.RemoveAll(PushQueuePath(id)); err == nil && qerr != nil {
 		err = qerr

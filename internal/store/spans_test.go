@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stax-profiler/stax/internal/spans"
@@ -59,7 +61,7 @@ func TestRoundTripKeepsSpans(t *testing.T) {
 
 // Damaged spans sections are errors, never a crash.
 func TestDecodeDamagedSpans(t *testing.T) {
-	good := encodeSpans(spanRun().Spans)
+	good := encodeSpans(spanRun().Spans, nil)
 	cases := map[string][]byte{
 		"cut":       good[:len(good)-3],
 		"marker":    append([]byte("SPAN\x00\x00\x00\x02"), good[8:]...),
@@ -77,7 +79,7 @@ func TestDecodeDamagedSpans(t *testing.T) {
 			b := newBudget(bytes.NewReader(nil), &countReader{r: bytes.NewReader(nil)}, 1<<20, &layout{SpanText: int64(len(sec)), Spans: n})
 			b.in.n = 1 << 20
 			var r Run
-			err := readSpans(bufioReader(sec), &r, b, &layout{SpanText: int64(len(sec)), Spans: n})
+			err := readSpans(bufioReader(sec), &r, b, &layout{SpanText: int64(len(sec)), Spans: n}, "")
 			if err == nil {
 				t.Errorf("decoded: %+v", r.Spans)
 			}
@@ -124,5 +126,23 @@ func TestDecodeManyLikeSpans(t *testing.T) {
 	}
 	if got.Spans.Len() != want.Spans.Len() || got.Spans.At(got.Spans.Len()-1) != want.Spans.At(want.Spans.Len()-1) {
 		t.Fatalf("%d spans back, want %d", got.Spans.Len(), want.Spans.Len())
+	}
+}
+
+// TestOpenSpansOfEarlierFiles: a file written before the spans file, its spans inline and
+// its layout without span_file_*, opens with its spans.
+func TestOpenSpansOfEarlierFiles(t *testing.T) {
+	seed, err := os.ReadFile("testdata/fuzz/FuzzDecode/spans")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lit := strings.TrimSuffix(strings.TrimPrefix(strings.SplitN(string(seed), "\n", 3)[1], "[]byte("), ")")
+	data, err := strconv.Unquote(lit)
+	if err != nil || bytes.Contains([]byte(data), []byte("span_file")) {
+		t.Fatalf("the seed is not a file of spans inline: %v", err)
+	}
+	got, err := Decode(strings.NewReader(data))
+	if err != nil || got.SpansErr != nil || !reflect.DeepEqual(got.Spans.Slice(), spanRun().Spans.Slice()) {
+		t.Fatalf("%v, %v, %+v", err, got.SpansErr, got.Spans.Slice())
 	}
 }

@@ -10,7 +10,9 @@
 //   - the counts (counts.go), binary: the locations (an address, a mapping, and the source
 //     lines there: a frame and a line each, innermost inlined function first), the stacks
 //     (location ids, leaf first) and the entries;
-//   - the spans (spans.go), binary, when the run has any (its layout says);
+//   - the spans (spans.go), binary, when the run has any (its layout says); in the run
+//     store's own copy, the records of the spans already in the run's spans file
+//     (spanlog.go) are left there, and the layout says how many, in how many bytes;
 //   - the series (series.go): key entries and sample chunks, binary; in the run store's own
 //     copy, chunks already in the run's samples file (samples.go) are listed by reference;
 //   - the code: a JSON array.
@@ -63,6 +65,13 @@ import (
 // 2 added the meta section. The layout in the meta section came later within version 3:
 // readers of version 3 that predate it ignore it, and files without it are read with the
 // payload's bounds alone.
+//
+// The spans file (spanlog.go) came later within version 4, without a new version: only
+// the run store's own copy of a run uses it, never a file stax save writes, and a stax
+// that predates it still reads such a copy's meta, profile and counts (status, list, top,
+// flame); views of its samples or spans refuse its spans section (more spans declared
+// than bytes) rather than show a run without spans. A new version would make that stax
+// refuse the whole copy, and stax gc --damaged remove it.
 const FormatVersion = 4
 
 const (
@@ -227,6 +236,11 @@ type Run struct {
 	Code            []Code         `json:"code,omitempty"`
 	// Spans are the spans and markers the program reported (format 4's spans section).
 	Spans spans.List `json:"-"`
+	// SpansErr says why a run read back has no spans: its spans file could not be read.
+	SpansErr error `json:"-"`
+	// SpanLog is the recording's spans file: SaveStored lists the spans it holds by
+	// reference rather than writing them again.
+	SpanLog *SpanLog `json:"-"`
 }
 
 // OffCPUMeta counts the context switches of a run that records off-CPU time.
@@ -387,12 +401,22 @@ func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
 		return err
 	}
 	cj = append(append([]byte(codeMagic), cj...), '\n')
-	sp := encodeSpans(r.Spans)
+	if r.SpansErr != nil {
+		return fmt.Errorf("spans: %w", r.SpansErr)
+	}
+	var log *SpanLog
+	if refs && r.SpanLog != nil && r.SpanLog.err == nil && r.SpanLog.spans <= r.Spans.Len() {
+		log = r.SpanLog
+	}
+	sp := encodeSpans(r.Spans, log)
 	m := r.Meta
 	sum := agg.Summarize(&r.Profile)
 	m.Summary, m.JITSources = &sum, r.JIT
 	lay := layoutOf(r, len(js), len(counts), series, len(cj))
 	lay.Spans, lay.SpanText = int64(r.Spans.Len()), int64(len(sp))
+	if log != nil && sp != nil {
+		lay.SpanFileSpans, lay.SpanFileBytes, lay.SpanFileCRC = int64(log.spans), log.bytes, log.crc
+	}
 	meta, err := json.Marshal(metaSection{Meta: m, Layout: lay})
 	if err != nil {
 		return err
@@ -513,11 +537,12 @@ func Decode(rd io.Reader) (*Run, error) {
 	if b, ok := rd.(*bytes.Reader); ok {
 		avail = int64(b.Len())
 	}
-	return decode(rd, avail, All)
+	return decode(rd, avail, All, "")
 }
 
-// decode reads a run from rd, which holds avail bytes (-1: unknown).
-func decode(rd io.Reader, avail int64, want Parts) (*Run, error) {
+// decode reads a run from rd, which holds avail bytes (-1: unknown), whose spans file is
+// at spanPath ("": unknown).
+func decode(rd io.Reader, avail int64, want Parts, spanPath string) (*Run, error) {
 	h, err := readHeader(rd)
 	if err != nil {
 		return nil, err
@@ -552,7 +577,7 @@ func decode(rd io.Reader, avail int64, want Parts) (*Run, error) {
 		}
 		r.Meta, lay = ms.Meta, ms.Layout
 	}
-	if err := decodeCompressed(&r, h.version, rest, int64(h.size), lay, want); err != nil {
+	if err := decodeCompressed(&r, h.version, rest, int64(h.size), lay, want, spanPath); err != nil {
 		return nil, fmt.Errorf("read run: %w", err)
 	}
 	// What the meta keeps for status is derived from the body, which is now read.
@@ -715,7 +740,7 @@ func LoadParts(path string, want Parts) (*Run, error) {
 	if info, err := f.Stat(); err == nil && info.Mode().IsRegular() {
 		avail = info.Size()
 	}
-	r, err := decode(f, avail, want)
+	r, err := decode(f, avail, want, spanLogPathOf(path))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
