@@ -72,6 +72,10 @@ type layout struct {
 	SpanFileSpans int64  `json:"span_file_spans,omitempty"`
 	SpanFileBytes int64  `json:"span_file_bytes,omitempty"`
 	SpanFileCRC   uint32 `json:"span_file_crc,omitempty"`
+	// The off-CPU intervals' section, after the spans'; files that keep them in the body
+	// (base64 JSON) have none.
+	Intervals    int64 `json:"off_cpu_intervals,omitempty"`
+	IntervalText int64 `json:"off_cpu_intervals_bytes,omitempty"`
 }
 
 // metaSection is the meta section's JSON: the run's meta and the file's layout.
@@ -114,17 +118,18 @@ var (
 // check refuses a layout that declares more than the payload of size bytes can hold.
 func (l *layout) check(payload int64) error {
 	counts := []int64{l.Body, l.Frames, l.Stacks, l.StackIDs, l.Entries, l.Threads, l.Keys, l.JIT, l.Code, l.Series, l.Chunks, l.Samples, l.CodeText, l.Counts,
-		l.Mappings, l.Locations, l.LocLines, l.Spans, l.SpanText, l.SpanFileSpans, l.SpanFileBytes}
+		l.Mappings, l.Locations, l.LocLines, l.Spans, l.SpanText, l.SpanFileSpans, l.SpanFileBytes,
+		l.Intervals, l.IntervalText}
 	for _, n := range counts {
 		if n < 0 || n > maxExpanded {
 			return errors.New("the file's layout is damaged (a size is out of range)")
 		}
 	}
-	text := l.Body + l.Counts + l.Series + l.CodeText + l.SpanText
+	text := l.Body + l.Counts + l.Series + l.CodeText + l.SpanText + l.IntervalText
 	if text > textLimit(payload) {
 		return fmt.Errorf("the file declares %d bytes of data in a %d-byte payload, more than a run holds (the file is damaged or was not written by stax)", text, payload)
 	}
-	mem := l.Body + l.Counts + l.Series + l.CodeText + l.SpanText + l.Frames*sizeFrame + l.Stacks*sizeStack + l.StackIDs*4 + l.Entries*sizeEntry +
+	mem := l.Body + l.Counts + l.Series + l.CodeText + l.SpanText + l.IntervalText + l.Intervals*sizeInterval + l.Frames*sizeFrame + l.Stacks*sizeStack + l.StackIDs*4 + l.Entries*sizeEntry +
 		l.Threads*sizeThread + l.Keys*4 + l.JIT*sizeJIT + l.Code*sizeCode + l.Chunks*sizeChunk +
 		l.Mappings*sizeMapping + l.Locations*sizeLocation + l.LocLines*sizeLocLine
 	if mem > memLimit(payload) {
@@ -201,7 +206,7 @@ type budget struct {
 func newBudget(z io.Reader, in *countReader, payload int64, l *layout) *budget {
 	b := &budget{z: z, in: in, outLimit: textLimit(payload), memLimit: memLimit(payload)}
 	if l != nil {
-		b.outLimit, b.declared = l.Body+l.Counts+l.Series+l.CodeText+l.SpanText, true
+		b.outLimit, b.declared = l.Body+l.Counts+l.Series+l.CodeText+l.SpanText+l.IntervalText, true
 	}
 	return b
 }
@@ -313,6 +318,15 @@ func decodeCompressed(r *Run, version uint32, rest *bytes.Reader, payload int64,
 	}
 	if version >= 4 && l != nil && l.SpanText > 0 {
 		if err := readSpans(tail, r, b, l, spanPath); err != nil {
+			return firstLimit(b, err)
+		}
+	}
+	if version >= 4 && l != nil && l.IntervalText > 0 {
+		if want&OffCPUPart == 0 {
+			if _, err := io.CopyN(io.Discard, tail, l.IntervalText); err != nil {
+				return fmt.Errorf("off-CPU intervals: %w", firstLimit(b, err))
+			}
+		} else if err := readIntervals(tail, r, b, l); err != nil {
 			return firstLimit(b, err)
 		}
 	}

@@ -1,9 +1,13 @@
 package store
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
+	"unsafe"
 
 	"github.com/stax-profiler/stax/internal/agg"
 )
@@ -55,29 +59,98 @@ func (d *decoder) part(name string, dst **agg.Profile) error {
 	return nil
 }
 
-// intervalBytes is a packed interval: tid, stack, start, end, waker, little-endian.
+// intervalBytes is a packed interval of the body's "off_cpu_intervals" (files written
+// before the intervals section): tid, stack, start, end, waker, little-endian.
 const intervalBytes = 28
+
+// The intervals section follows the spans section in the compressed stream: ivalsMagic,
+// the interval count (uvarint), then per interval its thread, its stack + 1 (0: none),
+// its start less the previous interval's start (zigzag varint), its length and its waker
+// (uvarints). Some 10 bytes an interval, written without a JSON string around them.
+const ivalsMagic = "IVALS\x00\x00\x01"
+
+// sizeInterval is what a decoded interval takes in memory.
+var sizeInterval = int64(unsafe.Sizeof(agg.Interval{}))
 
 // maxIntervals bounds the intervals read from a file.
 const maxIntervals = 4 << 20
 
-func packIntervals(ivs []agg.Interval) []byte {
+// encodeIntervals is the intervals section of ivs, nil when there are none.
+func encodeIntervals(ivs []agg.Interval) []byte {
 	if len(ivs) == 0 {
 		return nil
 	}
-	b := make([]byte, 0, len(ivs)*intervalBytes)
+	b := make([]byte, 0, len(ivalsMagic)+binary.MaxVarintLen64+len(ivs)*12)
+	b = append(b, ivalsMagic...)
+	b = binary.AppendUvarint(b, uint64(len(ivs)))
+	var prev uint64
 	for _, iv := range ivs {
-		b = binary.LittleEndian.AppendUint32(b, iv.Tid)
-		b = binary.LittleEndian.AppendUint32(b, iv.Stack)
-		b = binary.LittleEndian.AppendUint64(b, iv.Start)
-		b = binary.LittleEndian.AppendUint64(b, iv.End)
-		b = binary.LittleEndian.AppendUint32(b, iv.Waker)
+		b = binary.AppendUvarint(b, uint64(iv.Tid))
+		b = binary.AppendUvarint(b, uint64(iv.Stack+1)) // agg.NoStack + 1 is 0
+		b = binary.AppendVarint(b, int64(iv.Start-prev))
+		b = binary.AppendUvarint(b, iv.End-iv.Start)
+		b = binary.AppendUvarint(b, uint64(iv.Waker))
+		prev = iv.Start
 	}
 	return b
 }
 
+// readIntervals reads the intervals section the layout declares into r.OffCPUIntervals.
+func readIntervals(r *bufio.Reader, run *Run, b *budget, l *layout) error {
+	// An interval is 5 varints: at least 5 bytes of the section.
+	if l.IntervalText < int64(len(ivalsMagic)) || l.IntervalText > b.outLimit || l.Intervals > maxIntervals || l.Intervals > l.IntervalText/5 {
+		return fmt.Errorf("off-CPU intervals: %d bytes, %d intervals declared", l.IntervalText, l.Intervals)
+	}
+	if err := b.charge(l.IntervalText + l.Intervals*sizeInterval); err != nil {
+		return err
+	}
+	buf := make([]byte, l.IntervalText)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return fmt.Errorf("off-CPU intervals: %w", err)
+	}
+	if string(buf[:len(ivalsMagic)]) != ivalsMagic {
+		return errors.New("off-CPU intervals: bad section marker")
+	}
+	c := buf[len(ivalsMagic):]
+	n, k := binary.Uvarint(c)
+	if k <= 0 || n != uint64(l.Intervals) {
+		return fmt.Errorf("off-CPU intervals: the section does not hold the %d the file declares", l.Intervals)
+	}
+	c = c[k:]
+	ivs := make([]agg.Interval, n)
+	var start uint64
+	for i := range ivs {
+		var v [5]uint64
+		for j := range v {
+			if j == 2 {
+				d, k := binary.Varint(c)
+				if k <= 0 {
+					return errors.New("off-CPU intervals: cut short")
+				}
+				v[j], c = uint64(d), c[k:]
+				continue
+			}
+			x, k := binary.Uvarint(c)
+			if k <= 0 {
+				return errors.New("off-CPU intervals: cut short")
+			}
+			v[j], c = x, c[k:]
+		}
+		start += v[2]
+		if v[0] > 1<<32-1 || v[1] > 1<<32 || v[4] > 1<<32-1 || start+v[3] < start {
+			return fmt.Errorf("off-CPU intervals: interval %d is out of range", i)
+		}
+		ivs[i] = agg.Interval{Tid: uint32(v[0]), Stack: uint32(v[1]) - 1, Start: start, End: start + v[3], Waker: uint32(v[4])}
+	}
+	if len(c) != 0 {
+		return errors.New("off-CPU intervals: bytes after the last interval")
+	}
+	run.OffCPUIntervals = ivs
+	return nil
+}
+
 // intervals reads the body's off-CPU intervals into r.OffCPUIntervals. An interval of a
-// stack the off-CPU profile does not have is an error once both are read (CheckIntervals).
+// stack the off-CPU profile does not have names no stack in the views (agg.IntervalsIn).
 func (d *decoder) intervals(r *Run) error {
 	start := d.dec.InputOffset()
 	limit := min(d.b.outLimit-start, maxIntervals*intervalBytes*4/3+16)

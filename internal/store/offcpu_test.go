@@ -209,3 +209,72 @@ func TestOffCPUIntervalsRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// offCPUIntervalsRun is offCPURun with intervals, one of them without a stack.
+func offCPUIntervalsRun() *Run {
+	r := offCPURun()
+	r.OffCPUIntervals = []agg.Interval{{Tid: 1235, Stack: 0, Start: 1000, End: 701000, Waker: 1236},
+		{Tid: 1235, Stack: 1, Start: 800000, End: 803000}, {Tid: 1235, Stack: agg.NoStack, Start: 900000, End: 900500}}
+	return r
+}
+
+// Files written before the intervals section keep the intervals in the body, packed in a
+// JSON string: they still open with them.
+func TestOffCPUIntervalsInTheBodyStillOpen(t *testing.T) {
+	got, err := Load("testdata/offcpu-intervals-in-body.stax")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := offCPUIntervalsRun().OffCPUIntervals; !reflect.DeepEqual(got.OffCPUIntervals, want) {
+		t.Errorf("intervals read as %+v, want %+v", got.OffCPUIntervals, want)
+	}
+}
+
+// The intervals are written in a section of their own, a few bytes each, and a reader that
+// wants no off-CPU time passes over them.
+func TestOffCPUIntervalsSection(t *testing.T) {
+	r := offCPURun()
+	const n = 100000
+	for i := range n {
+		start := uint64(1e9 + i*5000)
+		r.OffCPUIntervals = append(r.OffCPUIntervals, agg.Interval{Tid: 1235 + uint32(i%2), Stack: uint32(i % 2), Start: start, End: start + 2000 + uint64(i%7), Waker: 1236 - uint32(i%2)})
+	}
+	data := encode(t, r)
+	var raw bytes.Buffer
+	if err := writePayload(&raw, r, false); err != nil {
+		t.Fatal(err)
+	}
+	if per := raw.Len() / n; per > 12 {
+		t.Errorf("%d bytes of payload an interval, want at most 12", per)
+	}
+	got, err := Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.OffCPUIntervals, r.OffCPUIntervals) {
+		t.Error("the intervals changed through the file")
+	}
+	got, err = decode(bytes.NewReader(data), int64(len(data)), Samples, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.OffCPUIntervals != nil {
+		t.Error("a reader that wants samples alone read the intervals")
+	}
+}
+
+func BenchmarkSaveIntervals(b *testing.B) {
+	r := offCPURun()
+	for i := range 1 << 20 {
+		start := uint64(1e9 + i*5000)
+		r.OffCPUIntervals = append(r.OffCPUIntervals, agg.Interval{Tid: 1235 + uint32(i%2), Stack: uint32(i % 2), Start: start, End: start + 2000 + uint64(i%7), Waker: 1236})
+	}
+	path := filepath.Join(b.TempDir(), "run.stax")
+	for b.Loop() {
+		if err := Save(path, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fi, _ := os.Stat(path)
+	b.ReportMetric(float64(fi.Size())/float64(len(r.OffCPUIntervals)), "file-B/interval")
+}

@@ -292,7 +292,8 @@ type body struct {
 	// The wakers (see offcpu.go), run files too.
 	WakersNs []byte `json:"wakers_ns,omitempty"`
 	WakersN  []byte `json:"wakers_n,omitempty"`
-	// OffCPUIntervals are Run.OffCPUIntervals, packed (see offcpu.go).
+	// OffCPUIntervals are Run.OffCPUIntervals, packed (see offcpu.go), in files written
+	// before the intervals section.
 	OffCPUIntervals []byte `json:"off_cpu_intervals,omitempty"`
 }
 
@@ -384,7 +385,6 @@ func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
 	if b.WakersN, err = encodePart(r, r.WakersN, "wakers-n"); err != nil {
 		return fmt.Errorf("wakers: %w", err)
 	}
-	b.OffCPUIntervals = packIntervals(r.OffCPUIntervals)
 	b.Profile.Series = agg.Series{}
 	b.Profile.KeyEntry, b.Profile.Stacks, b.Profile.Entries, b.Profile.Locations = nil, nil, nil, nil
 	js, err := json.Marshal(b)
@@ -409,6 +409,7 @@ func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
 		log = r.SpanLog
 	}
 	sp := encodeSpans(r.Spans, log)
+	iv := encodeIntervals(r.OffCPUIntervals)
 	m := r.Meta
 	sum := agg.Summarize(&r.Profile)
 	m.Summary, m.JITSources = &sum, r.JIT
@@ -417,6 +418,7 @@ func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
 	if log != nil && sp != nil {
 		lay.SpanFileSpans, lay.SpanFileBytes, lay.SpanFileCRC = int64(log.spans), log.bytes, log.crc
 	}
+	lay.Intervals, lay.IntervalText = int64(len(r.OffCPUIntervals)), int64(len(iv))
 	meta, err := json.Marshal(metaSection{Meta: m, Layout: lay})
 	if err != nil {
 		return err
@@ -440,6 +442,9 @@ func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
 		return err
 	}
 	if _, err := zw.Write(sp); err != nil {
+		return err
+	}
+	if _, err := zw.Write(iv); err != nil {
 		return err
 	}
 	if err := series.write(zw); err != nil {

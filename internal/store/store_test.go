@@ -535,6 +535,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(encode(f, timedRun()))
 	f.Add(encode(f, offCPURun()))
 	f.Add(encode(f, offCPUWakersRun()))
+	f.Add(encode(f, offCPUIntervalsRun()))
 	f.Add(good[:len(good)-1])
 	f.Add(frame(FormatVersion, gz(`{"profile":{"frames":[{}],"stacks":[[0]],"entries":[{"stack":0,"leaf_func":-1}]}}`)))
 	f.Add(frame(FormatVersion, gz(`{"profile":{"stacks":[[5]]}}`)))
