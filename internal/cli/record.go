@@ -222,8 +222,8 @@ At the end, what is queued is sent for up to --push-timeout.
 				if srv != nil {
 					srv.Close()
 				}
-				st := rec.Snapshot()
-				if m := st.Meta; m.Lost*1000 > m.Samples+m.Lost {
+				m := rec.Counts()
+				if m.Lost*1000 > m.Samples+m.Lost {
 					how := "or a lower -F"
 					if m.OffCPU != nil && m.OffCPU.Switches > m.Samples {
 						// The switches and their stacks share the rings: they are most of what was lost.
@@ -234,11 +234,11 @@ At the end, what is queued is sent for up to --push-timeout.
 				}
 				if rec.CommandRunsOn() {
 					notef("recording stopped: run %s saved (%s samples); %s keeps running, and stax exits with its status when it ends",
-						rec.ID(), commas(st.Meta.Samples), args[0])
+						rec.ID(), commas(m.Samples), args[0])
 					return
 				}
 				if !quiet {
-					notef("run %s: %s samples, %s lost, saved to %s", rec.ID(), commas(st.Meta.Samples), commas(st.Meta.Lost), rec.StorePath())
+					notef("run %s: %s samples, %s lost, saved to %s", rec.ID(), commas(m.Samples), commas(m.Lost), rec.StorePath())
 				}
 			}()
 			exit := rec.Loop()

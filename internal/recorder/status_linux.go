@@ -23,6 +23,18 @@ func (r *Recorder) Snapshot() *store.Run {
 	return r.snapshot(false)
 }
 
+// Counts is the run's meta with its counts as they stand (samples, lost, off-CPU), without
+// the profiles a Snapshot builds: what a summary line needs.
+func (r *Recorder) Counts() store.Meta {
+	r.mu.Lock()
+	meta := r.meta
+	meta.Lost = r.lost
+	r.mu.Unlock()
+	meta.Samples = r.run.Stats().Samples
+	meta.OffCPU = r.offCPUMeta()
+	return meta
+}
+
 // comm is a process's name, for notes.
 func (r *Recorder) comm(pid int) string {
 	for _, p := range r.tracker.Processes() {
