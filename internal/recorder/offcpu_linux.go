@@ -234,6 +234,12 @@ func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
 	}
 	r.mu.Unlock()
 	if out {
+		if unpaired && th.counted > th.out {
+			// Its switch in was lost: the interval ends where its time was counted up to
+			// (offFlush), so that the intervals hold all the time the aggregate does.
+			r.offInterval(tid, th, th.out, th.counted, 0)
+		}
+		th.counted, th.keyOK, th.lost = 0, false, false
 		th.out, th.preempt, th.pid = t, preempt, pid
 		k := kindOf(preempt)
 		own := th.chainTime != 0 && th.chainTime <= t && t-th.chainTime < stackSlack

@@ -243,6 +243,29 @@ func TestOffCPUSampledPingPong(t *testing.T) {
 	}
 }
 
+// A wait whose switch in was lost, counted in part while it lasted (offFlush), ends in the
+// intervals where its time was counted: the aggregate and the intervals hold the same time.
+func TestOffLostSwitchInKeepsIntervalsWhole(t *testing.T) {
+	r := newRecorder(Options{OffCPU: true})
+	r.off.on = true
+	r.offSwitch(1, 2, 1000, true, false)
+	r.offFlush(1000+2*offFlushAfter, false) // counted so far
+	r.offSwitch(1, 2, 1000+3*offFlushAfter, true, false) // its switch in was lost
+	r.offSwitch(1, 2, 1000+4*offFlushAfter, false, false)
+	var agg, ivs uint64
+	for _, e := range r.offCPUProfile(nil).Entries {
+		agg += e.Count
+	}
+	for _, c := range r.off.intervals {
+		for _, iv := range c {
+			ivs += iv.End - iv.Start
+		}
+	}
+	if agg != 3*offFlushAfter || ivs != agg {
+		t.Errorf("aggregate %d ns, intervals %d ns: want both %d", agg, ivs, 3*offFlushAfter)
+	}
+}
+
 // TestOffUnpaired counts the switch records found missing: two switches out of a thread
 // with no switch in between, two in with no switch out; not a thread's first switch in.
 func TestOffUnpaired(t *testing.T) {
