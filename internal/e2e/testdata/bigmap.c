@@ -1,6 +1,7 @@
 // bigmap LINES MS: writes a perf map of LINES lines to /tmp/perf-<pid>.map at once (a JIT
 // gone wild, or a hostile one), then runs after_map for MS milliseconds of CPU time and
-// prints "exit <CLOCK_MONOTONIC ns>" as it exits.
+// prints "exit <CLOCK_MONOTONIC ns> <CPU ms before after_map> <CPU ms in after_map>" as it
+// exits.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +32,12 @@ int main(int argc, char **argv) {
 	for (long i = 0; i < lines; i++)
 		fprintf(f, "%lx 10 jitted_%ld\n", 0x100000000ul + (unsigned long)i * 16, i);
 	fclose(f);
+	double before = thread_cpu_ms();
 	after_map(ms);
+	double in = thread_cpu_ms() - before;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	printf("exit %lld\n", (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec);
+	printf("exit %lld %.1f %.1f\n", (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec, before, in);
 	fflush(stdout);
 	return 0;
 }
