@@ -249,7 +249,7 @@ func TestOffLostSwitchInKeepsIntervalsWhole(t *testing.T) {
 	r := newRecorder(Options{OffCPU: true})
 	r.off.on = true
 	r.offSwitch(1, 2, 1000, true, false)
-	r.offFlush(1000+2*offFlushAfter, false) // counted so far
+	r.offFlush(1000+2*offFlushAfter, false)              // counted so far
 	r.offSwitch(1, 2, 1000+3*offFlushAfter, true, false) // its switch in was lost
 	r.offSwitch(1, 2, 1000+4*offFlushAfter, false, false)
 	var agg, ivs uint64
