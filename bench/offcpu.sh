@@ -9,6 +9,9 @@
 #        stax/perf wall       target <= 1.0
 #        switches lost        target <= 0 (stax status: off-CPU intervals not counted, and
 #                             switch records found missing)
+#      For the floor, the same ping-pong also runs under `stax record --no-off-cpu` and, with
+#      perf, under `perf record -F FREQ -g` (a CPU profile without off-CPU time) and
+#      `perf record -e dummy --switch-events` (the switch records alone): printed, no target.
 #   2. A CPU-bound single thread (no switching) under stax with and without --no-off-cpu.
 #        on/off wall          target <= 1.01
 # Each round gives the ratios of its own runs; the verdicts judge all rounds (see lib.sh).
@@ -97,11 +100,11 @@ EOF
 bench_cc "$tmp/pingpong" "$tmp/pingpong.c" -O2 -g -fno-omit-frame-pointer -pthread
 bench_cc "$tmp/spin" "$tmp/spin.c" -O2 -g -fno-omit-frame-pointer
 
-pp=(baseline stax)
+pp=(baseline stax stax_nooff)
 have_perf=0
 if command -v perf >/dev/null && perf record -q -e cs -c 1 -g -o "$tmp/probe.data" -- true >/dev/null 2>&1; then
 	have_perf=1
-	pp+=(perf)
+	pp+=(perf perf_cpu perf_switches)
 else
 	echo "perf is not installed or may not record: stax against the baseline only"
 fi
@@ -112,7 +115,10 @@ run() {
 	case $1 in
 	baseline) bench_time "$tmp/t.$1" "$tmp/pingpong" "$handoffs" >/dev/null ;;
 	stax) bench_time "$tmp/t.$1" "$STAX" record --call-graph fp -F "$freq" -q -- "$tmp/pingpong" "$handoffs" >/dev/null ;;
+	stax_nooff) bench_time "$tmp/t.$1" "$STAX" record --call-graph fp -F "$freq" -q --no-off-cpu -- "$tmp/pingpong" "$handoffs" >/dev/null ;;
 	perf) bench_time "$tmp/t.$1" perf record -q -e cs -c 1 -g -o "$tmp/perf.data" -- "$tmp/pingpong" "$handoffs" >/dev/null 2>&1 ;;
+	perf_cpu) bench_time "$tmp/t.$1" perf record -q -F "$freq" -g -o "$tmp/perf.data" -- "$tmp/pingpong" "$handoffs" >/dev/null 2>&1 ;;
+	perf_switches) bench_time "$tmp/t.$1" perf record -q -e dummy --switch-events -o "$tmp/perf.data" -- "$tmp/pingpong" "$handoffs" >/dev/null 2>&1 ;;
 	spin_on) bench_time "$tmp/t.$1" "$STAX" record --call-graph fp -F "$freq" -q -- "$tmp/spin" "$iters" >/dev/null ;;
 	spin_off) bench_time "$tmp/t.$1" "$STAX" record --call-graph fp -F "$freq" -q --no-off-cpu -- "$tmp/spin" "$iters" >/dev/null ;;
 	esac
@@ -145,7 +151,12 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		fi
 	done
 	bench_add stax_base "$(bench_div "${wall[stax]}" "${wall[baseline]}")"
-	[ "$have_perf" = 1 ] && bench_add stax_perf "$(bench_div "${wall[stax]}" "${wall[perf]}")"
+	bench_add nooff_base "$(bench_div "${wall[stax_nooff]}" "${wall[baseline]}")"
+	if [ "$have_perf" = 1 ]; then
+		bench_add stax_perf "$(bench_div "${wall[stax]}" "${wall[perf]}")"
+		bench_add perfcpu_base "$(bench_div "${wall[perf_cpu]}" "${wall[baseline]}")"
+		bench_add perfsw_base "$(bench_div "${wall[perf_switches]}" "${wall[baseline]}")"
+	fi
 	order=(spin_on spin_off)
 	[ $((r % 2)) = 0 ] && order=(spin_off spin_on)
 	for n in "${order[@]}"; do
@@ -159,6 +170,12 @@ bench_end_load
 bench_header "run (seconds)"
 for n in "${pp[@]}" spin_on spin_off; do bench_show -u s "$n wall" "wall_$n"; done
 bench_show "switches recorded per second (stax)" rate
+bench_header "the floor: ping-pong over its time alone"
+bench_show "stax --no-off-cpu" nooff_base
+if [ "$have_perf" = 1 ]; then
+	bench_show "perf record -F $freq -g (no off-CPU)" perfcpu_base
+	bench_show "perf record -e dummy --switch-events" perfsw_base
+fi
 bench_header "ratios"
 bench_check "ping-pong stax/baseline wall" stax_base "<=" 1.2
 [ "$have_perf" = 1 ] && bench_check "ping-pong stax/perf -e cs -c 1 -g wall" stax_perf "<=" 1.0
