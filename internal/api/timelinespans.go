@@ -25,4 +25,6 @@ type TimelineSpans struct {
 	Markers []TimelineMarker `json:"markers,omitempty"`
 	// Omitted counts the spans and markers of the window past the bound on those listed.
 	Omitted int `json:"spans_omitted,omitempty"`
+	// SpansError says why a stored run shows no spans: its spans file could not be read.
+	SpansError string `json:"spans_error,omitempty"`
 }

@@ -69,6 +69,9 @@ nanoseconds), and the Firefox Profiler's gets a marker for each interval off CPU
 			if err != nil {
 				return withCode(err)
 			}
+			if run.SpansErr != nil {
+				fmt.Fprintf(g.errOut, "stax: the export holds no spans: %v\n", run.SpansErr)
+			}
 			// The time off CPU, inside the window and transformed as the samples are; left
 			// out where it cannot be windowed (a run that kept no intervals).
 			off, offErr := query.OffCPUIn(run, rf.window, rf.transform)

@@ -116,6 +116,9 @@ func printSpanThreads(w io.Writer, res api.Timeline, letters map[string]byte, or
 			fmt.Fprintf(w, "  %8.3fs  %s  (%s)\n", m.AtSec, esc(m.Name), thread)
 		}
 	}
+	if res.SpansError != "" {
+		fmt.Fprintf(w, "note: no spans shown: %s\n", esc(res.SpansError))
+	}
 	if res.Omitted > 0 {
 		fmt.Fprintf(w, "note: %d more spans and markers in this window are not shown: take a smaller window (--from/--to)\n", res.Omitted)
 	}

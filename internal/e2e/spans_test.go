@@ -221,6 +221,12 @@ func TestSpansFromITTMarkerFileAndMark(t *testing.T) {
 	if out, errOut, code := e.run("spans"); code == 0 || !strings.Contains(errOut, spanFile) {
 		t.Errorf("stax spans without the run's spans file: exit %d, want an error naming it\n%s%s", code, out, errOut)
 	}
+	if out, errOut, code := e.run("export", "-f", "folded", "-o", filepath.Join(t.TempDir(), "f.txt")); code != 0 || !strings.Contains(errOut, "no spans") {
+		t.Errorf("stax export without the run's spans file: exit %d, want a note that it holds no spans\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := e.run("timeline"); code != 0 || !strings.Contains(out, "no spans shown") || !strings.Contains(out, spanFile) {
+		t.Errorf("stax timeline without the run's spans file: exit %d, want a note naming it\n%s%s", code, out, errOut)
+	}
 	if err := os.Rename(spanFile+".away", spanFile); err != nil {
 		t.Fatal(err)
 	}

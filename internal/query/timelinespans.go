@@ -17,6 +17,9 @@ const maxTimelineSpans = 10000
 // free when it starts, so that a span inside another lies below it.
 func timelineSpans(run *store.Run, from, to, start uint64, tid uint32) api.TimelineSpans {
 	var out api.TimelineSpans
+	if run.SpansErr != nil {
+		out.SpansError = run.SpansErr.Error()
+	}
 	if run.Spans.Len() == 0 {
 		return out
 	}
