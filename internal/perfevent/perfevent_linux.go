@@ -58,6 +58,9 @@ type Config struct {
 	// taken at every one: the kernel skips more the more often a thread switches. The
 	// switch records, and so the time off CPU, are still every one.
 	OffCPURate int
+	// ContextSwitchEvent takes the stacks of switches out from the context-switch
+	// software event even where sched:sched_switch could be opened (Session.WaitStacks).
+	ContextSwitchEvent bool
 }
 
 // offCPUPeriod sets a context-switch or sched_waking event's sampling: every event, or,
@@ -153,6 +156,14 @@ type Session struct {
 	// per thread and CPU, while SampleOffCPU says so (0: never): Config.OffCPURate within
 	// the kernel's bound.
 	OffCPURate int
+	// WaitStacks says the stacks of switches out come from sched:sched_switch, filtered
+	// in the kernel to the switches of threads that wait: a preemption, where the thread
+	// could still run, copies no stack (the context-switch event copies one at every
+	// switch, thousands a second for a target with more busy threads than cores). Where
+	// the tracepoint cannot be opened (it takes root or CAP_PERFMON), the context-switch
+	// event takes every switch's stack.
+	WaitStacks bool
+	switchTP   tracepoint
 
 	// everyFDs are, with OffCPURate, the events that take the stack of every switch out
 	// and wakeup, beside those that sample them: disabled while offSampled.
@@ -427,6 +438,12 @@ func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) err
 	s.pollEpoll()
 	// The context-switch events come last: what they cannot have (descriptors) the CPU
 	// samples already hold.
+	s.WaitStacks = false
+	if s.OffCPU && len(switches) > 0 && !cfg.ContextSwitchEvent {
+		if tp, err := readTracepoint("sched", "sched_switch"); err == nil {
+			s.switchTP, s.WaitStacks = tp, true
+		}
+	}
 	for _, sw := range switches {
 		if !s.OffCPU {
 			break
@@ -656,6 +673,16 @@ func (s *Session) openSwitch(cfg Config, pid, cpu int, r *mappedRing) {
 	if err == nil && s.OffCPURate > 0 {
 		err = s.openSwitchEvent(cfg, pid, cpu, r, false)
 	}
+	if err != nil && s.WaitStacks && len(s.switchIDs) == 0 && !errors.Is(err, unix.ESRCH) {
+		// The kernel refused the tracepoint (or its filter) at the first thread: every
+		// thread takes the context-switch event instead.
+		s.closeSwitchEvents()
+		s.WaitStacks = false
+		err = s.openSwitchEvent(cfg, pid, cpu, r, s.OffCPURate > 0)
+		if err == nil && s.OffCPURate > 0 {
+			err = s.openSwitchEvent(cfg, pid, cpu, r, false)
+		}
+	}
 	if err == nil {
 		return
 	}
@@ -663,6 +690,13 @@ func (s *Session) openSwitch(cfg Config, pid, cpu int, r *mappedRing) {
 		return // the thread ended while we attached
 	}
 	// Those already open go: off-CPU time of some threads alone would mislead.
+	s.closeSwitchEvents()
+	s.OffCPU, s.WaitStacks = false, false
+	s.Note = strings.TrimSpace(s.Note + "\noff-CPU time is not recorded: open the context-switch event: " + err.Error())
+}
+
+// closeSwitchEvents closes the context-switch events opened so far.
+func (s *Session) closeSwitchEvents() {
 	kept := s.fds[:0]
 	for _, fd := range s.fds {
 		var id uint64
@@ -676,14 +710,23 @@ func (s *Session) openSwitch(cfg Config, pid, cpu int, r *mappedRing) {
 	clear(s.switchIDs)
 	clear(s.everyIDs)
 	s.everyFDs = nil
-	s.OffCPU = false
-	s.Note = strings.TrimSpace(s.Note + "\noff-CPU time is not recorded: open the context-switch event: " + err.Error())
 }
+
+// waitFilter keeps, of sched_switch's events, the switches of threads that wait: the
+// state they are switched out in has one of the sleeping, stopped or dead bits set
+// (TASK_REPORT's, 0xff). A preempted thread's is 0 (running) or, since Linux 4.14,
+// TASK_REPORT_MAX alone (0x100), set apart from those bits.
+const waitFilter = "prev_state & 0xff"
 
 // openSwitchEvent opens a context-switch event of pid on cpu into ring r: sampled at
 // OffCPURate with the switch records, or at every switch without them.
 func (s *Session) openSwitchEvent(cfg Config, pid, cpu int, r *mappedRing, sampled bool) error {
 	a := s.attr(cfg, unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CONTEXT_SWITCHES, cfg.EnableOnExec)
+	if s.WaitStacks {
+		a = s.attr(cfg, unix.PERF_TYPE_TRACEPOINT, s.switchTP.id, cfg.EnableOnExec)
+		// The tracepoint fires in the kernel: excluding the kernel would exclude it.
+		a.Bits &^= unix.PerfBitExcludeKernel
+	}
 	a.Bits &^= unix.PerfBitMmap | unix.PerfBitComm | unix.PerfBitTask | unix.PerfBitMmap2 | unix.PerfBitCommExec
 	if sampled || s.OffCPURate == 0 {
 		a.Bits |= unix.PerfBitContextSwitch
@@ -692,6 +735,12 @@ func (s *Session) openSwitchEvent(cfg Config, pid, cpu int, r *mappedRing, sampl
 	fd, err := unix.PerfEventOpen(a, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 	if err != nil {
 		return err
+	}
+	if s.WaitStacks {
+		if err := unix.IoctlSetString(fd, unix.PERF_EVENT_IOC_SET_FILTER, waitFilter); err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("filter sched_switch: %w", err)
+		}
 	}
 	var id uint64
 	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_ID, uintptr(unsafe.Pointer(&id))); e != 0 {

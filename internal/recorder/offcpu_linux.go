@@ -1,6 +1,6 @@
 // Off-CPU time: the kernel writes a record when a thread is switched out and when it is
-// switched back in, and the context-switch event samples the stack of each switch out
-// (perfevent.Config.OffCPU). Both go through the batch in time order with the CPU samples,
+// switched back in, and sched:sched_switch (or the context-switch event) samples the stack
+// of each switch out (perfevent.Config.OffCPU). Both go through the batch in time order with the CPU samples,
 // so a stack is unwound and named as theirs are. An interval, a switch out to the thread's
 // next switch in, is counted in the run's off-CPU aggregate (an agg.Run whose counts are
 // nanoseconds) with the stack of the switch out, marked runnable when the thread was
@@ -57,6 +57,7 @@ type offThread struct {
 	preempt  bool
 	hasStack bool   // last[preempt] is the stack it went out with, or stands for it
 	sampled  bool   // it stands for it: the switch out had no stack sample of its own
+	fromCPU  bool   // it is the thread's latest CPU sample's (a preemption, waitStacks)
 	switched bool   // a switch record of it was read
 	lost     bool   // part of its time off CPU could not be counted
 	key      uint32 // the off-CPU run's key its time is counted under (keyOK)
@@ -67,16 +68,24 @@ type offThread struct {
 type offCPUState struct {
 	on      bool
 	sampled bool // the stacks of the switches out may be sampled (perfevent.Config.OffCPURate)
-	// sampling says they are now (offRate), since modeTime; rateFrom and rateSwitches
-	// are when the target's switch rate was last looked at, and its switch records then.
-	sampling               bool
-	modeTime               uint64
-	rateFrom, rateSwitches uint64
-	isSwitch               func(id uint64) bool
-	run                    *agg.Run
-	threads                map[uint32]*offThread
-	counts                 store.OffCPUMeta
-	chainBuf               []uint64
+	// waitStacks says only the switches out of waiting threads come with a stack
+	// (perfevent.Session.WaitStacks): a preemption takes its thread's latest CPU sample's,
+	// kept in offThread.last[1] as each is added (offCPUSample). A thread preempted
+	// anywhere in its code is a CPU sample taken at the scheduler's tick.
+	waitStacks bool
+	// stackOuts counts the switches out that come with a stack sample (with waitStacks,
+	// the waits), for offRate.
+	stackOuts uint64
+	// sampling says they are now (offRate), since modeTime; rateFrom and rateOuts are
+	// when the target's switch rate was last looked at, and stackOuts then.
+	sampling           bool
+	modeTime           uint64
+	rateFrom, rateOuts uint64
+	isSwitch           func(id uint64) bool
+	run                *agg.Run
+	threads            map[uint32]*offThread
+	counts             store.OffCPUMeta
+	chainBuf           []uint64
 
 	// wakers: the sched_waking events are recorded. wakes holds each thread's latest
 	// wakeup not yet matched to its switch in; wakeNs and wakeN count, per waker thread
@@ -219,6 +228,13 @@ func (r *Recorder) offStack(pid, tid uint32, t uint64, chain []uint64) {
 	th.chainTime = t
 }
 
+// offCPUSample keeps the stack of a CPU sample of thread tid: the one its next preemption
+// stands under (offCPUState.waitStacks).
+func (r *Recorder) offCPUSample(pid, tid uint32, chain []uint64) {
+	th := r.offThread(pid, tid)
+	th.last[1] = append(th.last[1][:0], chain...)
+}
+
 // offSwitch takes a switch of thread tid out (preempted or not) or in at time t.
 func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
 	o := &r.off
@@ -234,6 +250,9 @@ func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
 	}
 	r.mu.Unlock()
 	if out {
+		if !preempt || !o.waitStacks {
+			o.stackOuts++
+		}
 		if unpaired && th.counted > th.out {
 			// Its switch in was lost: the interval ends where its time was counted up to
 			// (offFlush), so that the intervals hold all the time the aggregate does.
@@ -245,9 +264,12 @@ func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
 		own := th.chainTime != 0 && th.chainTime <= t && t-th.chainTime < stackSlack
 		th.chainTime = 0
 		th.hasStack = own
-		if own {
+		switch {
+		case own:
 			th.chain, th.last[k] = th.last[k], th.chain
-		} else if o.sampled && len(th.last[k]) > 0 {
+		case preempt && o.waitStacks && len(th.last[k]) > 0:
+			th.hasStack, th.fromCPU = true, true
+		case o.sampled && len(th.last[k]) > 0:
 			th.hasStack, th.sampled = true, true
 		}
 		return
@@ -270,11 +292,14 @@ func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
 	if th.sampled {
 		o.counts.Sampled++
 	}
+	if th.fromCPU {
+		o.counts.PreemptedCPU++
+	}
 	if th.lost {
 		o.counts.Lost++
 	}
 	r.mu.Unlock()
-	th.out, th.counted, th.hasStack, th.sampled, th.lost, th.keyOK = 0, 0, false, false, false, false
+	th.out, th.counted, th.hasStack, th.sampled, th.fromCPU, th.lost, th.keyOK = 0, 0, false, false, false, false, false
 }
 
 func kindOf(preempt bool) int {
@@ -352,15 +377,14 @@ func (r *Recorder) offRate(t uint64) {
 		return
 	}
 	if o.rateFrom == 0 || t < o.rateFrom {
-		o.rateFrom, o.rateSwitches = t, o.counts.Switches
+		o.rateFrom, o.rateOuts = t, o.stackOuts
 		return
 	}
 	if t-o.rateFrom < offRateWindow {
 		return
 	}
-	outs := (o.counts.Switches - o.rateSwitches) / 2
-	perSec := outs * 1_000_000_000 / (t - o.rateFrom)
-	o.rateFrom, o.rateSwitches = t, o.counts.Switches
+	perSec := (o.stackOuts - o.rateOuts) * 1_000_000_000 / (t - o.rateFrom)
+	o.rateFrom, o.rateOuts = t, o.stackOuts
 	rate := uint64(o.counts.StackRate)
 	want := o.sampling
 	switch {

@@ -224,7 +224,7 @@ func TestOffCPUSampledPingPong(t *testing.T) {
 	if m.StackRate != rate || m.Intervals < rounds/4 || m.IntervalsDropped > 0 {
 		t.Fatalf("counts %+v: want a stack rate of %d and at least %d intervals, all kept", *m, rate, rounds/4)
 	}
-	own := m.Intervals - m.Sampled - m.NoStack
+	own := m.Intervals - m.Sampled - m.NoStack - m.PreemptedCPU
 	if own*10 > m.Intervals || m.NoStack*10 > m.Intervals {
 		t.Errorf("%d of %d intervals have their own stack, %d none: want far fewer than all, nearly all the others sampled", own, m.Intervals, m.NoStack)
 	}
@@ -291,7 +291,7 @@ func TestPreemptedStacksFromFramePointers(t *testing.T) {
 	t.Setenv("STAX_HOME", t.TempDir())
 	out := filepath.Join(t.TempDir(), "nice")
 	r, err := Start(Options{Argv: []string{os.Args[0]}, Freq: 99, CallGraph: "dwarf", StackSize: 8 << 10, OffCPU: true,
-		Env: append(os.Environ(), "STAX_TEST_NICE_OUT="+out)})
+		ContextSwitchEvent: true, Env: append(os.Environ(), "STAX_TEST_NICE_OUT="+out)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,4 +311,78 @@ func TestPreemptedStacksFromFramePointers(t *testing.T) {
 		t.Errorf("%d of %d intervals had a preemption's stack from frame pointers", off.PreemptedFP, off.Intervals)
 	}
 	t.Logf("%d intervals, %d preemption stacks from frame pointers", off.Intervals, off.PreemptedFP)
+}
+
+// TestPreemptionsCopyNoStack records more busy threads than cores with the blocked stacks
+// taken from sched_switch (root): the kernel takes no stack at a preemption, and each
+// runnable interval stands under its thread's latest CPU sample, in the busy function.
+func TestPreemptionsCopyNoStack(t *testing.T) {
+	testutil.RequirePerf(t)
+	if os.Geteuid() != 0 {
+		t.Skip("sched_switch takes root or CAP_PERFMON")
+	}
+	t.Setenv("STAX_HOME", t.TempDir())
+	out := filepath.Join(t.TempDir(), "nice")
+	r, err := Start(Options{Argv: []string{os.Args[0]}, Freq: 999, CallGraph: "dwarf", StackSize: 8 << 10, OffCPU: true,
+		Env: append(os.Environ(), "STAX_TEST_NICE_OUT="+out)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := r.Loop(); code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+	<-r.Done()
+	run, err := store.Load(r.StorePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := run.Meta.OffCPU
+	if off == nil || !off.WaitStacks {
+		t.Fatalf("blocked stacks not from sched_switch: %+v, notes %q", off, run.Meta.Notes)
+	}
+	t.Logf("off-CPU counts %+v", *off)
+	if off.PreemptedFP != 0 {
+		t.Errorf("%d preemptions came with a stack sample of their own", off.PreemptedFP)
+	}
+	var runnable, withStack, nsRunnable, nsBusy uint64
+	var elsewhere []string
+	for _, iv := range run.OffCPUIntervals {
+		if int(iv.Stack) >= len(run.OffCPU.FrameStacks) {
+			continue
+		}
+		frames := run.OffCPU.FrameStacks[iv.Stack]
+		if len(frames) == 0 || run.OffCPU.Frames[frames[0]].Func != agg.FuncRunnable {
+			continue
+		}
+		runnable++
+		nsRunnable += iv.End - iv.Start
+		if len(frames) > 1 && run.OffCPU.Frames[frames[1]].Func != agg.FuncNoStack {
+			withStack++
+		}
+		busy := false
+		for _, f := range frames {
+			if strings.Contains(run.OffCPU.Frames[f].Func, "TestMain") {
+				nsBusy += iv.End - iv.Start
+				busy = true
+				break
+			}
+		}
+		if !busy {
+			var names []string
+			for _, f := range frames {
+				names = append(names, run.OffCPU.Frames[f].Func)
+			}
+			elsewhere = append(elsewhere, fmt.Sprintf("%d ns %v", iv.End-iv.Start, names))
+		}
+	}
+	if runnable < 20 {
+		t.Fatalf("%d runnable intervals: want the busy threads preempted", runnable)
+	}
+	if off.PreemptedCPU < withStack || withStack*10 < runnable*9 {
+		t.Errorf("%d of %d runnable intervals have a stack, %d from CPU samples: want nearly all, all from CPU samples", withStack, runnable, off.PreemptedCPU)
+	}
+	// The rest is the runtime's start, before the busy threads: a tenth in some runs.
+	if nsBusy*10 < nsRunnable*8 {
+		t.Errorf("%d of %d ns runnable under the busy loop: want most; the others:\n%s", nsBusy, nsRunnable, strings.Join(elsewhere, "\n"))
+	}
 }

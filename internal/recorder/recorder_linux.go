@@ -41,7 +41,10 @@ type Options struct {
 	Workers    int           // goroutines that decode and unwind samples (0: GOMAXPROCS)
 	OffCPU     bool          // record the time threads spend switched out (not with SystemWide)
 	OffCPURate int           // sample the stacks of switches out and wakeups at about this many a second per thread (0: every one)
-	Notef      func(format string, args ...any)
+	// ContextSwitchEvent takes every switch's stack from the context-switch event, as
+	// without root, rather than the waits' alone from sched_switch.
+	ContextSwitchEvent bool
+	Notef              func(format string, args ...any)
 }
 
 // Source is where the recorder's perf records come from: the kernel's rings
@@ -199,7 +202,7 @@ func Start(opts Options) (*Recorder, error) {
 		r.note("off-CPU time is not recorded while STAX_CAPTURE captures the records")
 	}
 	cfg := perfevent.Config{Freq: opts.Freq, RingPages: opts.RingPages, CallGraph: opts.CallGraph, StackSize: opts.StackSize,
-		OffCPU: opts.OffCPU, OffCPURate: opts.OffCPURate}
+		OffCPU: opts.OffCPU, OffCPURate: opts.OffCPURate, ContextSwitchEvent: opts.ContextSwitchEvent}
 	if len(opts.Argv) > 0 {
 		gate, err := launch.Start(opts.Argv, opts.Env)
 		if err != nil {
@@ -255,6 +258,7 @@ func Start(opts Options) (*Recorder, error) {
 		}
 		r.off.wakers, r.off.counts.Wakers = sess.Wakers, sess.Wakers
 		r.off.sampled, r.off.counts.StackRate = sess.OffCPURate > 0, sess.OffCPURate
+		r.off.waitStacks, r.off.counts.WaitStacks = sess.WaitStacks, sess.WaitStacks
 	}
 	if sess.Note != "" {
 		r.note("%s", sess.Note)

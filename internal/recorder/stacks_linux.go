@@ -345,6 +345,9 @@ func (r *Recorder) flushBatch() {
 		}
 		switch s.kind {
 		case kindSample:
+			if r.off.waitStacks {
+				r.offCPUSample(s.pid, s.tid, ws[s.worker].frames[s.lo:s.hi])
+			}
 			r.commit(s.pid, s.tid, s.cpu, s.time, ws[s.worker].frames[s.lo:s.hi])
 		case kindOffStack:
 			if !r.offKeep(s.time, s.every) {

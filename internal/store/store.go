@@ -279,6 +279,12 @@ type OffCPUMeta struct {
 	// preempted anywhere in its code adds nothing the CPU samples do not show, and a
 	// target with more busy threads than cores is preempted thousands of times a second.
 	PreemptedFP uint64 `json:"preempted_fp,omitempty"`
+	// WaitStacks says the stacks of switches out came from sched:sched_switch, filtered
+	// in the kernel to the threads that wait (root or CAP_PERFMON): a preemption copied
+	// no stack, and PreemptedCPU counts the preemptions that took their thread's latest
+	// CPU sample's stack instead (those without one are NoStack).
+	WaitStacks   bool   `json:"wait_stacks,omitempty"`
+	PreemptedCPU uint64 `json:"preempted_cpu_stack,omitempty"`
 }
 
 // body is what a file holds after its meta section: the profile without its series and
