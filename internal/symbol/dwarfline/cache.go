@@ -11,21 +11,36 @@ import (
 	"os"
 	"slices"
 	"sort"
+
+	"golang.org/x/sys/unix"
 )
 
 // The cache format keeps what decoding a file's DWARF produced, so a later process answers
 // from it without inflating and walking the DWARF again: the unit index (address spans) and
 // every unit decoded so far. All integers are unsigned varints; strings are a length and
 // bytes. Units not in the cache are decoded from the DWARF on first need, as usual.
+//
+// Each unit is its offset, its length in bytes and its fields, so that an import passes
+// over the units it is not asked for (most of a large cache, in one run) without reading
+// them; a unit is checked when first decoded. Format 1 had no lengths: such a cache is still
+// read, each unit checked whole at import, and written again in the current format.
 const (
-	cacheMagic   = "STAXDWL1"
+	cacheMagic   = "STAXDWL2"
+	cacheMagicV1 = "STAXDWL1"
 	maxCacheStr  = 1 << 16
 	maxCacheSize = 1 << 30
 )
 
-// Decoded reports how many units this table decoded from DWARF (not from a cache): when it
-// is zero, exporting again would add nothing.
-func (t *Table) Decoded() int { return int(t.decoded.Load()) }
+// Decoded reports how many units this table decoded from DWARF (not from a cache), plus
+// one when the cache it came from was in an older format: when it is zero, exporting again
+// would add nothing.
+func (t *Table) Decoded() int {
+	n := int(t.decoded.Load())
+	if t.oldFormat {
+		n++
+	}
+	return n
+}
 
 // Export writes the unit index and every decoded unit.
 func (t *Table) Export(w io.Writer) error {
@@ -82,6 +97,7 @@ func (t *Table) Export(w io.Writer) error {
 		}
 		un := units[off]
 		u(uint64(off))
+		head := len(b)
 		str(un.name)
 		str(un.compDir)
 		u(uint64(len(un.files)))
@@ -129,6 +145,13 @@ func (t *Table) Export(w io.Writer) error {
 			u(tr.hi - tr.lo)
 			u(uint64(tr.fn))
 		}
+		// The length goes before the fields: move them up by its size.
+		n := len(b) - head
+		var lenBuf [binary.MaxVarintLen64]byte
+		ln := binary.PutUvarint(lenBuf[:], uint64(n))
+		b = append(b, lenBuf[:ln]...)
+		copy(b[head+ln:], b[head:head+n])
+		copy(b[head:], lenBuf[:ln])
 		if err := flush(); err != nil {
 			return err
 		}
@@ -290,6 +313,15 @@ func (r *cacheReader) unit(keep bool) *unit {
 // not in the cache is needed (it may be nil: such units are then unknown). A damaged cache
 // is an error, never a panic.
 func Import(rd io.Reader, open func() (*dwarf.Data, error)) (*Table, error) {
+	if f, ok := rd.(*os.File); ok {
+		if data, ok := mapFile(f); ok {
+			t, err := importBytes(data, open)
+			if err != nil {
+				unix.Munmap(data)
+			}
+			return t, err
+		}
+	}
 	size := 0 // the cache's size when known: read into a buffer of that size
 	switch v := rd.(type) {
 	case interface{ Stat() (os.FileInfo, error) }:
@@ -301,15 +333,38 @@ func Import(rd io.Reader, open func() (*dwarf.Data, error)) (*Table, error) {
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
 	_, err := buf.ReadFrom(io.LimitReader(rd, maxCacheSize+1))
-	data := buf.Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("read DWARF cache: %w", err)
 	}
-	if len(data) > maxCacheSize || len(data) < len(cacheMagic) || string(data[:len(cacheMagic)]) != cacheMagic {
+	return importBytes(buf.Bytes(), open)
+}
+
+// mapFile maps f read-only: the units a run never asks for are then never read from disk
+// or copied (libc's cache is megabytes, and a run needs a few of its units). The mapping
+// is never undone, as units may be decoded from it at any time; the cache file is replaced
+// by renaming, never changed in place, so the mapped one stays whole.
+func mapFile(f *os.File) ([]byte, bool) {
+	fi, err := f.Stat()
+	if err != nil || fi.Size() < int64(len(cacheMagic)) || fi.Size() > maxCacheSize {
+		return nil, false
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, false
+	}
+	return data, true
+}
+
+func importBytes(data []byte, open func() (*dwarf.Data, error)) (*Table, error) {
+	if len(data) > maxCacheSize || len(data) < len(cacheMagic) {
+		return nil, fmt.Errorf("read DWARF cache: %w", errCache)
+	}
+	v1 := string(data[:len(cacheMagicV1)]) == cacheMagicV1
+	if !v1 && string(data[:len(cacheMagic)]) != cacheMagic {
 		return nil, fmt.Errorf("read DWARF cache: %w", errCache)
 	}
 	r := &cacheReader{b: data[len(cacheMagic):]}
-	t := &Table{units: map[dwarf.Offset]*unitEntry{}, open: open}
+	t := &Table{units: map[dwarf.Offset]*unitEntry{}, open: open, oldFormat: v1}
 	ns := r.count(MaxUnits, 3)
 	t.spans = make([]span, 0, ns)
 	for range ns {
@@ -328,16 +383,31 @@ func Import(rd io.Reader, open func() (*dwarf.Data, error)) (*Table, error) {
 		m = max(m, s.hi)
 		t.maxHi[i] = m
 	}
-	nu := r.count(MaxUnits, 8)
+	nu := r.count(MaxUnits, 2)
 	for range nu {
-		// Each unit is checked whole now and kept as its bytes: it is decoded when an
-		// address in it is first looked up (most of a large cache never is in one run).
+		// Each unit is kept as its bytes: it is decoded, and checked, when an address in
+		// it is first looked up (most of a large cache never is in one run).
 		at := r.b
 		off := dwarf.Offset(r.u())
-		r.unit(false)
+		if v1 {
+			// No length: the unit is walked, checked whole, and kept in the current
+			// format.
+			fields := r.b
+			r.unit(false)
+			if r.err != nil {
+				break
+			}
+			fields = fields[:len(fields)-len(r.b)]
+			raw := binary.AppendUvarint(nil, uint64(off))
+			raw = binary.AppendUvarint(raw, uint64(len(fields)))
+			t.units[off] = &unitEntry{raw: append(raw, fields...)}
+			continue
+		}
+		n := r.count(maxCacheSize, 1)
 		if r.err != nil {
 			break
 		}
+		r.b = r.b[n:]
 		t.units[off] = &unitEntry{raw: at[:len(at)-len(r.b)]}
 	}
 	if r.err == nil && len(r.b) != 0 {
@@ -358,7 +428,14 @@ func (t *Table) Data() *dwarf.Data { return t.d }
 func importUnit(raw []byte) (*unit, error) {
 	r := &cacheReader{b: raw}
 	r.u() // the offset
+	n := r.count(maxCacheSize, 1)
+	if r.err == nil {
+		r.b = r.b[:n]
+	}
 	un := r.unit(true)
+	if r.err == nil && len(r.b) != 0 {
+		r.err = errCache
+	}
 	if r.err != nil {
 		return nil, fmt.Errorf("read DWARF cache: %w", r.err)
 	}

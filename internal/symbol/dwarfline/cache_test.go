@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/dwarf"
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,8 +35,18 @@ func TestCacheRoundTrip(t *testing.T) {
 	if err := orig.Export(&buf); err != nil {
 		t.Fatal(err)
 	}
+	// Imported from a file, as stax does: mapped.
+	cache := filepath.Join(t.TempDir(), "c.dwl")
+	if err := os.WriteFile(cache, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
 	opened := 0
-	imp, err := Import(bytes.NewReader(buf.Bytes()), func() (*dwarf.Data, error) {
+	imp, err := Import(f, func() (*dwarf.Data, error) {
 		opened++
 		full, err := Open(p)
 		if err != nil {
@@ -97,6 +108,133 @@ func TestCacheDamaged(t *testing.T) {
 	}
 }
 
+// TestCacheDamagedUnit: a unit damaged inside (its length whole) is found when it is first
+// decoded, and decoded from the DWARF instead; it is not exported again as it was.
+func TestCacheDamagedUnit(t *testing.T) {
+	p := build(t, "g++", "-O2", "-g", "testdata/inline.cc")
+	tab, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := textRange(t, p)
+	var addrs []uint64
+	want := map[uint64]string{}
+	for a := lo; a < hi; a += 7 {
+		fr, _ := tab.Frames(a)
+		addrs = append(addrs, a)
+		want[a] = fmt.Sprint(fr)
+	}
+	var buf bytes.Buffer
+	if err := tab.Export(&buf); err != nil {
+		t.Fatal(err)
+	}
+	imp, err := Import(bytes.NewReader(buf.Bytes()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Damage every unit: its fields, not its length, all 0xff (a varint that never ends).
+	damaged := bytes.Clone(buf.Bytes())
+	n := 0
+	for _, ue := range imp.units {
+		i := bytes.Index(damaged, ue.raw)
+		if i < 0 {
+			t.Fatal("unit not found in its export")
+		}
+		_, a := binary.Uvarint(ue.raw)
+		_, b := binary.Uvarint(ue.raw[a:])
+		for k := i + a + b; k < i+len(ue.raw); k++ {
+			damaged[k] = 0xff
+		}
+		n++
+	}
+	opened := 0
+	bad, err := Import(bytes.NewReader(damaged), func() (*dwarf.Data, error) {
+		opened++
+		full, err := Open(p)
+		if err != nil {
+			return nil, err
+		}
+		return full.Data(), nil
+	})
+	if err != nil {
+		t.Fatalf("a cache with damaged units is read lazily: %v", err)
+	}
+	broken := 0
+	for _, ue := range bad.units {
+		if _, err := importUnit(ue.raw); err != nil {
+			broken++
+		}
+	}
+	if broken == 0 {
+		t.Fatalf("damaging %d units broke none", n)
+	}
+	for _, a := range addrs {
+		if fr, _ := bad.Frames(a); fmt.Sprint(fr) != want[a] {
+			t.Fatalf("%#x: %v from a damaged cache, want %s", a, fr, want[a])
+		}
+	}
+	if opened != 1 {
+		t.Errorf("the DWARF was opened %d times for the damaged units, want once", opened)
+	}
+	var again bytes.Buffer
+	if err := bad.Export(&again); err != nil {
+		t.Fatal(err)
+	}
+	re, err := Import(bytes.NewReader(again.Bytes()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ue := range re.units {
+		if _, err := importUnit(ue.raw); err != nil {
+			t.Fatalf("a damaged unit was exported again: %v", err)
+		}
+	}
+}
+
+// TestCacheFormat1: a cache written before units had lengths is read, answers as the
+// current one does, and says it is worth exporting again.
+func TestCacheFormat1(t *testing.T) {
+	v1, err := os.ReadFile("testdata/cache/inline-v1.dwl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := Import(bytes.NewReader(v1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.Decoded() == 0 {
+		t.Error("a format 1 cache does not ask to be written again")
+	}
+	var buf bytes.Buffer
+	if err := old.Export(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(buf.Bytes(), []byte(cacheMagic)) {
+		t.Fatalf("exported as %q", buf.Bytes()[:8])
+	}
+	cur, err := Import(bytes.NewReader(buf.Bytes()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur.Decoded() != 0 || len(cur.units) != len(old.units) || len(cur.units) == 0 {
+		t.Fatalf("%d units from format 1, %d in the current format (decoded %d)", len(old.units), len(cur.units), cur.Decoded())
+	}
+	found := 0
+	for _, s := range old.spans {
+		for _, pc := range []uint64{s.lo, (s.lo + s.hi) / 2, s.hi - 1} {
+			a, _ := old.Frames(pc)
+			b, _ := cur.Frames(pc)
+			if fmt.Sprint(a) != fmt.Sprint(b) {
+				t.Fatalf("%#x: %v from format 1, %v now", pc, a, b)
+			}
+			found += len(a)
+		}
+	}
+	if found == 0 {
+		t.Fatal("no frames found in the format 1 cache")
+	}
+}
+
 func FuzzImport(f *testing.F) {
 	seeds, _ := filepath.Glob("testdata/cache/*.dwl")
 	for _, s := range seeds {
@@ -110,10 +248,8 @@ func FuzzImport(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for off, ue := range tab.units { // Import checked every unit it kept undecoded
-			if _, err := importUnit(ue.raw); err != nil {
-				t.Fatalf("unit at %#x accepted by Import: %v", off, err)
-			}
+		for _, ue := range tab.units { // a unit is checked as it is decoded
+			importUnit(ue.raw)
 		}
 		for _, pc := range []uint64{0, 1, 0x1000, 0x401000, ^uint64(0)} {
 			tab.Frames(pc)
@@ -141,7 +277,7 @@ func TestWriteCacheSeed(t *testing.T) {
 	if err := tab.Export(&buf); err != nil {
 		t.Fatal(err)
 	}
-	os.MkdirAll("testdata/cache", 0o755)
+	os.MkdirAll("testdata/cache", 0o755) // inline-v1.dwl is the same, written by format 1
 	if err := os.WriteFile("testdata/cache/inline.dwl", buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -231,6 +367,33 @@ func BenchmarkImport(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		imp, err := Import(bytes.NewReader(buf.Bytes()), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		imp.Frames(0x1000 + 5*0x100 + 0x14)
+	}
+}
+
+// BenchmarkImportFile imports a cache of 3,000 units from its file, as stax does, and
+// looks up one address.
+func BenchmarkImportFile(b *testing.B) {
+	var buf bytes.Buffer
+	if err := manyUnits(3000).Export(&buf); err != nil {
+		b.Fatal(err)
+	}
+	p := filepath.Join(b.TempDir(), "c.dwl")
+	if err := os.WriteFile(p, buf.Bytes(), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(buf.Len()))
+	b.ReportAllocs()
+	for b.Loop() {
+		f, err := os.Open(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		imp, err := Import(f, nil)
+		f.Close()
 		if err != nil {
 			b.Fatal(err)
 		}

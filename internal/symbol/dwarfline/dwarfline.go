@@ -61,6 +61,8 @@ type Table struct {
 	dErr    error
 	decoded atomic.Int32 // units decoded from DWARF (not imported)
 	missed  atomic.Bool  // imported, then a unit missing from the cache loaded the DWARF
+	// oldFormat says the table was imported from a cache in an older format.
+	oldFormat bool
 
 	indexOnce sync.Once
 	indexErr  error
@@ -308,9 +310,21 @@ func (t *Table) unit(off dwarf.Offset) (*unit, error) {
 	}
 	t.mu.Unlock()
 	ue.once.Do(func() {
-		if ue.raw != nil {
-			ue.u, ue.err = importUnit(ue.raw)
-			return
+		t.mu.Lock()
+		raw := ue.raw
+		t.mu.Unlock()
+		if raw != nil {
+			if ue.u, ue.err = importUnit(raw); ue.err == nil {
+				return
+			}
+			// A damaged unit in the cache: decoded from the DWARF instead, and not
+			// exported as it was.
+			t.mu.Lock()
+			ue.raw = nil
+			t.mu.Unlock()
+			if t.open == nil && t.d == nil {
+				return
+			}
 		}
 		ue.err = guard("decode DWARF unit", func() error {
 			var err error
