@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Reading /proc/kallsyms makes the kernel format 100,000-200,000 lines (about 30 ms of
@@ -47,15 +49,41 @@ func LoadCached(path, dir string) (*Table, error) {
 	if !ok {
 		return Load(path)
 	}
-	if f, err := os.Open(filepath.Join(dir, CacheFile)); err == nil {
-		t, err := ReadCache(f, key)
-		f.Close()
-		if err == nil {
-			t.cached = true
-			return t, nil
-		}
+	if t, err := mapCache(filepath.Join(dir, CacheFile), key); err == nil {
+		t.cached = true
+		return t, nil
 	}
 	return Reload(path, dir)
+}
+
+// mapCache reads the saved table at file by mapping it: the symbols and names stay in the
+// page cache, read where a lookup needs them, instead of being copied into the heap (5 MB
+// for a distribution kernel: reading and decoding them was tens of ms of every run). The
+// mapping lives as long as the process. The file is replaced by renaming (save), never
+// changed in place, so the mapped one stays whole.
+func mapCache(file string, key []byte) (*Table, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() <= int64(len(cacheMagic)) || fi.Size() > 2*MaxBytes {
+		return nil, fmt.Errorf("read kernel symbol cache: %w", errCache)
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return ReadCache(f, key)
+	}
+	t, err := decodeCache(data, key, true)
+	if err != nil {
+		unix.Munmap(data)
+		return nil, err
+	}
+	return t, nil
 }
 
 // Reload reads the table at path and saves it in dir (when not "") for the next run.
@@ -152,7 +180,7 @@ func WriteCache(w io.Writer, t *Table, key []byte) error {
 	}
 	var e [entryBytes]byte
 	for i := range t.n {
-		en := t.at(i)
+		en := t.entryAt(i)
 		binary.LittleEndian.PutUint64(e[0:], en.addr)
 		binary.LittleEndian.PutUint32(e[8:], en.name)
 		binary.LittleEndian.PutUint16(e[12:], en.nlen)
@@ -175,10 +203,15 @@ func ReadCache(r io.Reader, key []byte) (*Table, error) {
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
 	_, err := buf.ReadFrom(io.LimitReader(r, 2*MaxBytes+1))
-	data := buf.Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("read kernel symbol cache: %w", err)
 	}
+	return decodeCache(buf.Bytes(), key, false)
+}
+
+// decodeCache decodes a table written by WriteCache from data, which the table keeps
+// (names, and with raw its symbols too, are read from it where they are).
+func decodeCache(data, key []byte, raw bool) (*Table, error) {
 	if len(data) > 2*MaxBytes || !bytes.HasPrefix(data, []byte(cacheMagic)) {
 		return nil, fmt.Errorf("read kernel symbol cache: %w", errCache)
 	}
@@ -235,33 +268,42 @@ func ReadCache(r io.Reader, key []byte) (*Table, error) {
 		t.names = append(t.names, names[:s])
 		names = names[s:]
 	}
-	raw := take(t.n * entryBytes)
+	ents := take(t.n * entryBytes)
 	if bad || len(d) != 0 {
 		return nil, fmt.Errorf("read kernel symbol cache: %w", errCache)
 	}
-	for i := 0; i < t.n; i += entChunk {
-		t.ents = append(t.ents, make([]entry, 0, min(entChunk, t.n-i)))
+	if raw {
+		t.raw = ents
+	} else {
+		for i := 0; i < t.n; i += entChunk {
+			t.ents = append(t.ents, make([]entry, 0, min(entChunk, t.n-i)))
+		}
 	}
 	var prev uint64
 	for i := range t.n {
-		e := raw[i*entryBytes : (i+1)*entryBytes]
-		en := entry{
-			addr: binary.LittleEndian.Uint64(e[0:]),
-			name: binary.LittleEndian.Uint32(e[8:]),
-			nlen: binary.LittleEndian.Uint16(e[12:]),
-			mod:  binary.LittleEndian.Uint16(e[14:]),
-			typ:  e[16],
-		}
+		en := decodeEntry(ents[i*entryBytes : (i+1)*entryBytes])
 		chunk, off := int(en.name>>16), int(en.name&0xffff)
 		if chunk >= len(t.names) || off+int(en.nlen) > len(t.names[chunk]) || int(en.mod) >= len(t.modules) ||
 			(i > 0 && en.addr <= prev) || !textType(en.typ) {
 			return nil, fmt.Errorf("read kernel symbol cache: %w", errCache)
 		}
 		prev = en.addr
-		c := &t.ents[i>>entShift]
-		*c = append(*c, en)
+		if !raw {
+			c := &t.ents[i>>entShift]
+			*c = append(*c, en)
+		}
 	}
 	return t, nil
+}
+
+func decodeEntry(e []byte) entry {
+	return entry{
+		addr: binary.LittleEndian.Uint64(e[0:]),
+		name: binary.LittleEndian.Uint32(e[8:]),
+		nlen: binary.LittleEndian.Uint16(e[12:]),
+		mod:  binary.LittleEndian.Uint16(e[14:]),
+		typ:  e[16],
+	}
 }
 
 func textType(c byte) bool { return c == 't' || c == 'T' || c == 'w' || c == 'W' }

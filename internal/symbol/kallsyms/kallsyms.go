@@ -5,6 +5,7 @@ package kallsyms
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -57,6 +58,7 @@ func (s Symbol) String() string {
 // construction and safe for concurrent use.
 type Table struct {
 	ents    [][]entry // chunks of entChunk symbols, the last one possibly shorter
+	raw     []byte    // or, read from a mapped cache, the symbols in its format (entryBytes each)
 	n       int       // symbols in all
 	names   []string  // chunks of names, back to back, of up to nameChunk bytes
 	modules []string  // modules[entry.mod]; modules[0] is "" (the core kernel)
@@ -298,6 +300,22 @@ func newTable(t *Table) *Table {
 
 func (t *Table) at(i int) *entry { return &t.ents[i>>entShift][i&(entChunk-1)] }
 
+// entryAt is symbol i, from ents or raw.
+func (t *Table) entryAt(i int) entry {
+	if t.raw != nil {
+		return decodeEntry(t.raw[i*entryBytes : (i+1)*entryBytes])
+	}
+	return *t.at(i)
+}
+
+// addrAt is symbol i's address.
+func (t *Table) addrAt(i int) uint64 {
+	if t.raw != nil {
+		return binary.LittleEndian.Uint64(t.raw[i*entryBytes:])
+	}
+	return t.at(i).addr
+}
+
 func rank(t byte) int {
 	switch t {
 	case 'T':
@@ -313,13 +331,13 @@ func rank(t byte) int {
 // symbol expands entry i, with its end: the next symbol's address when that symbol is of
 // the same module or starts within LastSymbolSpan, else Addr+LastSymbolSpan.
 func (t *Table) symbol(i int) Symbol {
-	e := *t.at(i)
+	e := t.entryAt(i)
 	end := e.addr + LastSymbolSpan
 	if end < e.addr {
 		end = ^uint64(0)
 	}
 	if i+1 < t.n {
-		if next := t.at(i + 1); next.mod == e.mod || next.addr < end {
+		if next := t.entryAt(i + 1); next.mod == e.mod || next.addr < end {
 			end = next.addr
 		}
 	}
@@ -341,8 +359,8 @@ func (t *Table) Symbols() []Symbol {
 
 // Lookup returns the symbol containing addr.
 func (t *Table) Lookup(addr uint64) (Symbol, bool) {
-	i := sort.Search(t.n, func(k int) bool { return t.at(k).addr >= addr })
-	found := i < t.n && t.at(i).addr == addr
+	i := sort.Search(t.n, func(k int) bool { return t.addrAt(k) >= addr })
+	found := i < t.n && t.addrAt(i) == addr
 	// i is the first symbol with addr >= addr.
 	if found {
 		return t.symbol(i), true
