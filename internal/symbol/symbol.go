@@ -6,7 +6,9 @@
 // symbols of a separate debug file when one can be found locally or
 // fetched, and answers lookups with a [Location]: the ELF symbol that
 // contains the address (for annotation) and the chain of source [Frame]s,
-// innermost inlined function first.
+// innermost inlined function first. With a table cache ([Options.TableCache]),
+// an image's finished symbol table and its decoded DWARF are kept there for
+// later processes.
 //
 // The work is split over subpackages: elfsym (ELF symbols, build-id,
 // address translation), dwarfline (DWARF lines and inline chains),
@@ -89,8 +91,8 @@ type Options struct {
 	Demangler *demangle.Cache
 	// RawNames keeps names as they appear in the symbol tables.
 	RawNames bool
-	// TableCache is a directory where decoded DWARF tables are kept by build-id, so later
-	// processes need not decode them again; "" for none.
+	// TableCache is a directory where decoded DWARF tables and finished symbol tables are
+	// kept by build-id, so later processes need not decode them again; "" for none.
 	TableCache string
 }
 
@@ -394,10 +396,11 @@ func (c *Cache) Open(path string) (*Image, error) {
 		return e.im, e.err
 	}
 	key := "file:" + fk.String()
-	if id, err := debugfile.ReadBuildID(path); err == nil {
+	id, err := debugfile.ReadBuildID(path)
+	if err == nil {
 		key = fmt.Sprintf("build-id:%x", id)
 	}
-	im, err := c.get(key, func() (*Image, error) { return c.load(path) })
+	im, err := c.get(key, func() (*Image, error) { return c.load(path, id) })
 	if Transient(err) {
 		return im, err
 	}
@@ -447,7 +450,7 @@ func (c *Cache) OpenMemory(name string, data []byte) (*Image, error) {
 	return c.get(key, func() (*Image, error) {
 		im := &Image{Path: name, BuildID: el.BuildID, elf: el, opts: &c.opts, mem: data}
 		if !c.opts.NoDebugFiles && !el.HasDWARF && len(el.BuildID) > 0 {
-			if dbg, err := c.findDebug(el); err != nil {
+			if dbg, _, err := c.findDebug(el, nil); err != nil {
 				im.DebugErr = err
 			} else if d, err := elfsym.Open(dbg); err != nil {
 				im.DebugErr = err
@@ -501,7 +504,20 @@ func (c *Cache) get(key string, load func() (*Image, error)) (*Image, error) {
 	return e.im, e.err
 }
 
-func (c *Cache) load(path string) (*Image, error) {
+// load loads the image at path, whose build-id is id (nil if it has none): from the table
+// cache when it holds the table of this file made with the debug file that would be
+// merged now, else by parsing it, and then saves its table there.
+func (c *Cache) load(path string, id []byte) (*Image, error) {
+	var pick *debugPick
+	if st := c.readSymCache(path, id); st != nil {
+		d := c.pickDebug(st.el, st.meta.has(metaOwnDWARF), &st.meta)
+		if im := c.fromSaved(path, st, d); im != nil {
+			return im, nil
+		}
+		st.drop()
+		pick = &d // the same file: its debug file need not be sought again
+	}
+	self, stampErr := stampOf(path) // before parsing: a change while parsing is seen next time
 	el, err := elfsym.Open(path)
 	if err != nil {
 		return nil, err
@@ -510,45 +526,127 @@ func (c *Cache) load(path string) (*Image, error) {
 	if len(el.BuildID) == 0 {
 		im.file, _ = statKey(path)
 	}
+	meta := symMeta{image: self}
+	save := stampErr == nil && !el.IsGo
 	if mini, err := miniDebugInfo(path); err != nil {
 		im.DebugErr = err
+		save = false
 	} else if mini != nil {
 		el.Merge(mini)
+		meta.flags |= metaMini
 	}
 	if el.HasDWARF {
 		im.dwPath = path
+		meta.flags |= metaOwnDWARF
 	}
 	if !c.opts.NoDebugFiles && !el.HasDWARF {
-		dbg, err := c.findDebug(el)
-		if err == nil {
-			d, lerr := elfsym.Open(dbg)
+		if pick == nil || !pick.sought {
+			d := c.pickDebug(el, false, nil)
+			pick = &d
+		}
+		if pick.err == nil {
+			dst, serr := stampOf(pick.path)
+			d, lerr := elfsym.Open(pick.path)
 			if lerr != nil {
 				im.DebugErr = lerr
+				save = false
 			} else {
 				el.Merge(d)
-				im.DebugPath = dbg
+				im.DebugPath = pick.path
+				meta.flags |= metaDebug
+				meta.debug = dst
 				if d.HasDWARF {
-					im.dwPath = dbg
+					im.dwPath = pick.path
+					meta.flags |= metaDebugDWARF
 				}
+				if pick.fetched {
+					meta.flags |= metaFetched
+				}
+				save = save && serr == nil && !el.IsGo
 			}
 		} else {
-			im.DebugErr = err
+			im.DebugErr = pick.err
 		}
+	}
+	if save {
+		c.saveSymCache(el, meta)
 	}
 	return im, nil
 }
 
-func (c *Cache) findDebug(el *elfsym.Image) (string, error) {
+// debugPick is the outcome of the search for an image's separate debug file.
+type debugPick struct {
+	sought  bool   // the image needs one (it has no DWARF, and debug files are wanted)
+	path    string // the file found
+	fetched bool   // from the Fetcher
+	err     error  // why none was found
+}
+
+// pickDebug seeks el's separate debug file unless ownDWARF or the options say none is
+// wanted. saved is the record of a saved table of el, or nil: when it says a fetched file
+// was merged and that file is still there, unchanged, it is taken again without asking
+// the Fetcher, which keeps what it fetched by build-id.
+func (c *Cache) pickDebug(el *elfsym.Image, ownDWARF bool, saved *symMeta) debugPick {
+	if c.opts.NoDebugFiles || ownDWARF {
+		return debugPick{}
+	}
+	var fetchedBefore *stamp
+	if saved != nil && saved.has(metaFetched) {
+		fetchedBefore = &saved.debug
+	}
+	p, fetched, err := c.findDebug(el, fetchedBefore)
+	return debugPick{sought: true, path: p, fetched: fetched, err: err}
+}
+
+// fromSaved is the image at path from its saved table st when d, the debug file sought
+// now, is the one st was made with, unchanged; else nil.
+func (c *Cache) fromSaved(path string, st *savedTable, d debugPick) *Image {
+	m := st.meta
+	if d.sought && d.err == nil {
+		if !m.has(metaDebug) || d.fetched != m.has(metaFetched) {
+			return nil
+		}
+		if now, err := stampOf(d.path); err != nil || !now.same(m.debug) {
+			return nil
+		}
+	} else if m.has(metaDebug) {
+		return nil
+	}
+	im := &Image{Path: path, BuildID: st.el.BuildID, elf: st.el, opts: &c.opts}
+	if m.has(metaOwnDWARF) {
+		im.dwPath = path
+	}
+	if m.has(metaDebug) {
+		im.DebugPath = d.path
+		if m.has(metaDebugDWARF) {
+			im.dwPath = d.path
+		}
+	}
+	if d.sought {
+		im.DebugErr = d.err
+	}
+	return im
+}
+
+// findDebug finds el's separate debug file locally, else from the Fetcher, and says
+// whether it was fetched. fetchedBefore, when not nil, is a file the Fetcher gave for el
+// before: if it is still there, unchanged, it is taken without asking again.
+func (c *Cache) findDebug(el *elfsym.Image, fetchedBefore *stamp) (string, bool, error) {
 	q := debugfile.Query{Path: el.Path, BuildID: el.BuildID, DebugLink: el.DebugLink, DebugLinkCRC: el.DebugLinkCRC}
 	p, err := debugfile.Finder{Root: c.opts.DebugRoot}.Find(q)
 	if err == nil || c.opts.Fetcher == nil || len(el.BuildID) == 0 {
-		return p, err
+		return p, false, err
+	}
+	if fetchedBefore != nil {
+		if now, serr := stampOf(fetchedBefore.path); serr == nil && now.same(*fetchedBefore) {
+			return now.path, true, nil
+		}
 	}
 	p, ferr := c.opts.Fetcher.Fetch(context.Background(), el.BuildID)
 	if ferr != nil {
-		return "", errors.Join(err, ferr)
+		return "", false, errors.Join(err, ferr)
 	}
-	return p, nil
+	return p, true, nil
 }
 
 // Kernel returns the kernel symbol table from /proc/kallsyms, loaded once (from the table

@@ -21,6 +21,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Limits applied to foreign images.
@@ -78,6 +79,15 @@ type Image struct {
 	syms  []Symbol
 	gotb  *gosym.Table
 	goinl *goInline
+
+	// An image read by DecodeCache keeps its symbols in the saved form (raw, names in
+	// rawNames, nraw of them), decoded where a lookup needs them, until Symbols or Merge
+	// wants them as a slice.
+	fromCache bool
+	raw       []byte
+	rawNames  string
+	nraw      int
+	rawOnce   sync.Once
 }
 
 // Open loads the ELF image at path.
@@ -363,10 +373,11 @@ func (im *Image) Merge(other *Image) {
 	if other == nil {
 		return
 	}
-	all := make([]Symbol, 0, len(im.syms)+len(other.syms))
-	all = append(all, im.syms...)
-	all = append(all, other.syms...)
-	im.syms = finalize(all)
+	mine, theirs := im.Symbols(), other.Symbols()
+	all := make([]Symbol, 0, len(mine)+len(theirs))
+	all = append(all, mine...)
+	all = append(all, theirs...)
+	im.syms, im.raw, im.nraw = finalize(all), nil, 0
 	if other.HasDWARF {
 		im.HasDWARF = true
 	}
@@ -377,10 +388,24 @@ func (im *Image) Merge(other *Image) {
 
 // Symbols returns the sorted, alias-free function symbols. The slice must
 // not be modified.
-func (im *Image) Symbols() []Symbol { return im.syms }
+func (im *Image) Symbols() []Symbol {
+	if im.raw != nil {
+		im.rawOnce.Do(func() {
+			syms := make([]Symbol, im.nraw)
+			for i := range syms {
+				syms[i] = im.rawSymbol(i)
+			}
+			im.syms = syms
+		})
+	}
+	return im.syms
+}
 
 // Lookup returns the function symbol containing the virtual address addr.
 func (im *Image) Lookup(addr uint64) (Symbol, bool) {
+	if im.raw != nil {
+		return im.lookupRaw(addr)
+	}
 	syms := im.syms
 	lo, hi := 0, len(syms)
 	for lo < hi {
