@@ -344,35 +344,40 @@ func TestPreemptionsCopyNoStack(t *testing.T) {
 	if off.PreemptedFP != 0 {
 		t.Errorf("%d preemptions came with a stack sample of their own", off.PreemptedFP)
 	}
-	var runnable, withStack, nsRunnable, nsBusy uint64
-	var elsewhere []string
+	// The stacks each thread's CPU samples had, by function names.
+	names := func(p *agg.Profile, stack uint32) []string {
+		var out []string
+		for _, f := range p.FrameStacks[stack] {
+			out = append(out, p.Frames[f].Func)
+		}
+		return out
+	}
+	sampled := map[string]bool{}
+	for _, e := range run.Profile.Entries {
+		sampled[fmt.Sprint(e.Tid, names(&run.Profile, e.Stack))] = true
+	}
+	var runnable, withStack, matched, busy uint64
+	var unmatched []string
 	for _, iv := range run.OffCPUIntervals {
 		if int(iv.Stack) >= len(run.OffCPU.FrameStacks) {
 			continue
 		}
-		frames := run.OffCPU.FrameStacks[iv.Stack]
-		if len(frames) == 0 || run.OffCPU.Frames[frames[0]].Func != agg.FuncRunnable {
+		fr := names(run.OffCPU, iv.Stack)
+		if len(fr) == 0 || fr[0] != agg.FuncRunnable {
 			continue
 		}
 		runnable++
-		nsRunnable += iv.End - iv.Start
-		if len(frames) > 1 && run.OffCPU.Frames[frames[1]].Func != agg.FuncNoStack {
-			withStack++
+		if len(fr) == 1 || fr[1] == agg.FuncNoStack {
+			continue
 		}
-		busy := false
-		for _, f := range frames {
-			if strings.Contains(run.OffCPU.Frames[f].Func, "TestMain") {
-				nsBusy += iv.End - iv.Start
-				busy = true
-				break
-			}
+		withStack++
+		if sampled[fmt.Sprint(iv.Tid, fr[1:])] {
+			matched++
+		} else if len(unmatched) < 10 {
+			unmatched = append(unmatched, fmt.Sprint(iv.Tid, fr))
 		}
-		if !busy {
-			var names []string
-			for _, f := range frames {
-				names = append(names, run.OffCPU.Frames[f].Func)
-			}
-			elsewhere = append(elsewhere, fmt.Sprintf("%d ns %v", iv.End-iv.Start, names))
+		if strings.Contains(strings.Join(fr, " "), "TestMain") {
+			busy++
 		}
 	}
 	if runnable < 20 {
@@ -381,8 +386,11 @@ func TestPreemptionsCopyNoStack(t *testing.T) {
 	if off.PreemptedCPU < withStack || withStack*10 < runnable*9 {
 		t.Errorf("%d of %d runnable intervals have a stack, %d from CPU samples: want nearly all, all from CPU samples", withStack, runnable, off.PreemptedCPU)
 	}
-	// The rest is the runtime's start, before the busy threads: a tenth in some runs.
-	if nsBusy*10 < nsRunnable*8 {
-		t.Errorf("%d of %d ns runnable under the busy loop: want most; the others:\n%s", nsBusy, nsRunnable, strings.Join(elsewhere, "\n"))
+	// Each stands under a stack its thread's CPU samples had.
+	if matched*20 < withStack*19 {
+		t.Errorf("%d of %d runnable stacks are not among their thread's CPU samples' stacks, such as:\n%s", withStack-matched, withStack, strings.Join(unmatched, "\n"))
+	}
+	if busy == 0 {
+		t.Error("no runnable interval under the busy loop")
 	}
 }
