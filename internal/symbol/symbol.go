@@ -517,7 +517,7 @@ func (c *Cache) load(path string, id []byte) (*Image, error) {
 		st.drop()
 		pick = &d // the same file: its debug file need not be sought again
 	}
-	self, stampErr := stampOf(path) // before parsing: a change while parsing is seen next time
+	self, statErr := statKey(path) // before parsing: a change while parsing is seen next time
 	el, err := elfsym.Open(path)
 	if err != nil {
 		return nil, err
@@ -527,7 +527,7 @@ func (c *Cache) load(path string, id []byte) (*Image, error) {
 		im.file, _ = statKey(path)
 	}
 	meta := symMeta{image: self}
-	save := stampErr == nil && !el.IsGo
+	save := statErr == nil && !el.IsGo
 	if mini, err := miniDebugInfo(path); err != nil {
 		im.DebugErr = err
 		save = false
@@ -545,7 +545,7 @@ func (c *Cache) load(path string, id []byte) (*Image, error) {
 			pick = &d
 		}
 		if pick.err == nil {
-			dst, serr := stampOf(pick.path)
+			dst, serr := statKey(pick.path)
 			d, lerr := elfsym.Open(pick.path)
 			if lerr != nil {
 				im.DebugErr = lerr
@@ -590,7 +590,7 @@ func (c *Cache) pickDebug(el *elfsym.Image, ownDWARF bool, saved *symMeta) debug
 	if c.opts.NoDebugFiles || ownDWARF {
 		return debugPick{}
 	}
-	var fetchedBefore *stamp
+	var fetchedBefore *fileKey
 	if saved != nil && saved.has(metaFetched) {
 		fetchedBefore = &saved.debug
 	}
@@ -606,7 +606,7 @@ func (c *Cache) fromSaved(path string, st *savedTable, d debugPick) *Image {
 		if !m.has(metaDebug) || d.fetched != m.has(metaFetched) {
 			return nil
 		}
-		if now, err := stampOf(d.path); err != nil || !now.same(m.debug) {
+		if now, err := statKey(d.path); err != nil || !now.sameFile(m.debug) {
 			return nil
 		}
 	} else if m.has(metaDebug) {
@@ -631,14 +631,14 @@ func (c *Cache) fromSaved(path string, st *savedTable, d debugPick) *Image {
 // findDebug finds el's separate debug file locally, else from the Fetcher, and says
 // whether it was fetched. fetchedBefore, when not nil, is a file the Fetcher gave for el
 // before: if it is still there, unchanged, it is taken without asking again.
-func (c *Cache) findDebug(el *elfsym.Image, fetchedBefore *stamp) (string, bool, error) {
+func (c *Cache) findDebug(el *elfsym.Image, fetchedBefore *fileKey) (string, bool, error) {
 	q := debugfile.Query{Path: el.Path, BuildID: el.BuildID, DebugLink: el.DebugLink, DebugLinkCRC: el.DebugLinkCRC}
 	p, err := debugfile.Finder{Root: c.opts.DebugRoot}.Find(q)
 	if err == nil || c.opts.Fetcher == nil || len(el.BuildID) == 0 {
 		return p, false, err
 	}
 	if fetchedBefore != nil {
-		if now, serr := stampOf(fetchedBefore.path); serr == nil && now.same(*fetchedBefore) {
+		if now, serr := statKey(fetchedBefore.path); serr == nil && now.sameFile(*fetchedBefore) {
 			return now.path, true, nil
 		}
 	}

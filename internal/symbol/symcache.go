@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/stax-profiler/stax/internal/mapfile"
 	"github.com/stax-profiler/stax/internal/symbol/elfsym"
 )
 
@@ -39,41 +37,18 @@ const (
 	metaMask       = 1<<iota - 1
 )
 
-// stamp identifies a file's contents without reading it. The path is where it was found,
-// and not part of its identity: the recorder reaches a process's files by paths that
-// change from run to run (/proc/PID/root/..., /proc/self/fd/N).
-type stamp struct {
-	path       string
-	size       int64
-	mtime      int64
-	dev, inode uint64
-}
-
-// same says whether s and o are the same file, unchanged.
-func (s stamp) same(o stamp) bool {
-	return s.size == o.size && s.mtime == o.mtime && s.dev == o.dev && s.inode == o.inode
-}
-
-func stampOf(path string) (stamp, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return stamp{}, err
-	}
-	if !st.Mode().IsRegular() {
-		return stamp{}, fmt.Errorf("%s is not a regular file", path)
-	}
-	s := stamp{path: path, size: st.Size(), mtime: st.ModTime().UnixNano()}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		s.dev, s.inode = uint64(sys.Dev), sys.Ino
-	}
-	return s, nil
+// sameFile says whether k and o are the same file, unchanged, wherever each was found: the
+// recorder reaches a process's files by paths that change from run to run
+// (/proc/PID/root/..., /proc/self/fd/N).
+func (k fileKey) sameFile(o fileKey) bool {
+	return k.size == o.size && k.mtime == o.mtime && k.dev == o.dev && k.inode == o.inode
 }
 
 // symMeta is the record of what a saved table was made from.
 type symMeta struct {
 	flags uint64
-	image stamp
-	debug stamp // when flags has metaDebug
+	image fileKey
+	debug fileKey // when flags has metaDebug
 }
 
 func (m symMeta) has(f uint64) bool { return m.flags&f != 0 }
@@ -81,7 +56,7 @@ func (m symMeta) has(f uint64) bool { return m.flags&f != 0 }
 func (m symMeta) encode() []byte {
 	b := binary.AppendUvarint(nil, symCacheVersion)
 	b = binary.AppendUvarint(b, m.flags)
-	for _, s := range []stamp{m.image, m.debug} {
+	for _, s := range []fileKey{m.image, m.debug} {
 		b = binary.AppendUvarint(b, uint64(len(s.path)))
 		b = append(b, s.path...)
 		b = binary.AppendUvarint(b, uint64(s.size))
@@ -110,7 +85,7 @@ func decodeSymMeta(b []byte) (symMeta, error) {
 		return m, fmt.Errorf("read symbol table cache: %w", errSymMeta)
 	}
 	m.flags = uv(metaMask)
-	for _, s := range []*stamp{&m.image, &m.debug} {
+	for _, s := range []*fileKey{&m.image, &m.debug} {
 		n := uv(elfsym.MaxCacheMeta)
 		if bad || n > uint64(len(b)) {
 			return m, fmt.Errorf("read symbol table cache: %w", errSymMeta)
@@ -149,7 +124,7 @@ type savedTable struct {
 }
 
 // drop unmaps a table that is not used: nothing of it may have been handed out.
-func (st *savedTable) drop() { unix.Munmap(st.data) }
+func (st *savedTable) drop() { mapfile.Unmap(st.data) }
 
 // readSymCache returns the saved table of the image at path with build-id id, when there
 // is one for that build-id made from this very file; nil otherwise.
@@ -158,7 +133,7 @@ func (c *Cache) readSymCache(path string, id []byte) *savedTable {
 	if p == "" {
 		return nil
 	}
-	now, err := stampOf(path)
+	now, err := statKey(path)
 	if err != nil {
 		return nil
 	}
@@ -167,8 +142,8 @@ func (c *Cache) readSymCache(path string, id []byte) *savedTable {
 		return nil
 	}
 	st, err := decodeSymCache(data, path)
-	if err != nil || !bytes.Equal(st.el.BuildID, id) || !st.meta.image.same(now) {
-		unix.Munmap(data)
+	if err != nil || !bytes.Equal(st.el.BuildID, id) || !st.meta.image.sameFile(now) {
+		mapfile.Unmap(data)
 		return nil
 	}
 	// Once the table is used, its symbols' names, strings in the mapping, are handed out
@@ -201,14 +176,11 @@ func mapFile(p string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if fi.Size() <= 0 || fi.Size() > elfsym.MaxCacheBytes {
+	data, err := mapfile.Map(f, 1, elfsym.MaxCacheBytes)
+	if errors.Is(err, mapfile.ErrSize) {
 		return nil, fmt.Errorf("read symbol table cache %s: %w", p, elfsym.ErrCache)
 	}
-	return unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	return data, err
 }
 
 // saveSymCache writes el's table with its record m to the cache, atomically and readable

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"sort"
 
-	"golang.org/x/sys/unix"
+	"github.com/stax-profiler/stax/internal/mapfile"
 )
 
 // The cache format keeps what decoding a file's DWARF produced, so a later process answers
@@ -314,10 +314,12 @@ func (r *cacheReader) unit(keep bool) *unit {
 // is an error, never a panic.
 func Import(rd io.Reader, open func() (*dwarf.Data, error)) (*Table, error) {
 	if f, ok := rd.(*os.File); ok {
-		if data, ok := mapFile(f); ok {
+		// Mapped, the units a run never asks for are never read from disk or copied
+		// (libc's cache is megabytes, and a run needs a few of its units).
+		if data, err := mapfile.Map(f, int64(len(cacheMagic)), maxCacheSize); err == nil {
 			t, err := importBytes(data, open)
 			if err != nil {
-				unix.Munmap(data)
+				mapfile.Unmap(data)
 			}
 			return t, err
 		}
@@ -337,22 +339,6 @@ func Import(rd io.Reader, open func() (*dwarf.Data, error)) (*Table, error) {
 		return nil, fmt.Errorf("read DWARF cache: %w", err)
 	}
 	return importBytes(buf.Bytes(), open)
-}
-
-// mapFile maps f read-only: the units a run never asks for are then never read from disk
-// or copied (libc's cache is megabytes, and a run needs a few of its units). The mapping
-// is never undone, as units may be decoded from it at any time; the cache file is replaced
-// by renaming, never changed in place, so the mapped one stays whole.
-func mapFile(f *os.File) ([]byte, bool) {
-	fi, err := f.Stat()
-	if err != nil || fi.Size() < int64(len(cacheMagic)) || fi.Size() > maxCacheSize {
-		return nil, false
-	}
-	data, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return nil, false
-	}
-	return data, true
 }
 
 func importBytes(data []byte, open func() (*dwarf.Data, error)) (*Table, error) {

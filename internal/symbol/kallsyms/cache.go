@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/stax-profiler/stax/internal/mapfile"
 )
 
 // Reading /proc/kallsyms makes the kernel format 100,000-200,000 lines (about 30 ms of
@@ -67,20 +67,16 @@ func mapCache(file string, key []byte) (*Table, error) {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if fi.Size() <= int64(len(cacheMagic)) || fi.Size() > 2*MaxBytes {
+	data, err := mapfile.Map(f, int64(len(cacheMagic))+1, 2*MaxBytes)
+	if errors.Is(err, mapfile.ErrSize) {
 		return nil, fmt.Errorf("read kernel symbol cache: %w", errCache)
 	}
-	data, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return ReadCache(f, key)
 	}
 	t, err := decodeCache(data, key, true)
 	if err != nil {
-		unix.Munmap(data)
+		mapfile.Unmap(data)
 		return nil, err
 	}
 	return t, nil
