@@ -595,3 +595,32 @@ func TestRunLinesNotKnown(t *testing.T) {
 		t.Errorf("a frame's line -1 became %d, want 0", got)
 	}
 }
+
+// TestProfileIntoReusesItsMemory: snapshots built in the same buffers while the run grows
+// are each the profile Profile builds at that moment (less the derived FrameStacks), and a
+// snapshot of a run that did not grow allocates next to nothing.
+func TestProfileIntoReusesItsMemory(t *testing.T) {
+	stacks := genStacks(3000, 300, 21)
+	res := newFakeResolver(300)
+	r := NewRun()
+	var bufs ProfileBuffers
+	at := 0
+	for phase, n := range []int{500, 5000, 100, 20000} {
+		known := len(stacks) * (phase + 1) / 4 // each phase samples more of the stacks
+		for range n {
+			r.AddSample(benchPid, benchPid+uint32(at%3), uint32(at%2), uint64(at)*1000, 0, stacks[at*7919%known])
+			at++
+		}
+		r.Resolve(res)
+		want := r.Profile(nil)
+		want.FrameStacks = nil
+		got := r.ProfileInto(nil, &bufs)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("after %d samples: ProfileInto differs from Profile: %d/%d stacks, %d/%d entries", at, len(got.Stacks), len(want.Stacks), len(got.Entries), len(want.Entries))
+		}
+	}
+	allocs := testing.AllocsPerRun(5, func() { r.ProfileInto(nil, &bufs) })
+	if allocs > 5 {
+		t.Errorf("a snapshot of an unchanged run made %.0f allocations", allocs)
+	}
+}
