@@ -3,6 +3,7 @@ package agg
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -622,5 +623,38 @@ func TestProfileIntoReusesItsMemory(t *testing.T) {
 	allocs := testing.AllocsPerRun(5, func() { r.ProfileInto(nil, &bufs) })
 	if allocs > 5 {
 		t.Errorf("a snapshot of an unchanged run made %.0f allocations", allocs)
+	}
+}
+
+// TestSortEntriesInPlace: entries end in the order a stable sort by count (highest first)
+// gives, each key still naming its entry, with many ties and after reusing the scratch.
+func TestSortEntriesInPlace(t *testing.T) {
+	var scratch []int32
+	for _, n := range []int{0, 1, 2, 7, 1000, 300} {
+		entries := make([]Entry, n)
+		keyEntry := make([]int32, 2*n)
+		for i := range entries {
+			entries[i] = Entry{Tid: uint32(i), Count: uint64((i * 7919) % 13)}
+		}
+		for k := range keyEntry {
+			keyEntry[k] = int32(k/2) - int32(k%2)*int32(k/2+1) // entry k/2, or -1 for odd keys
+		}
+		want := slices.Clone(entries)
+		sort.SliceStable(want, func(i, j int) bool { return want[i].Count > want[j].Count })
+		scratch = sortEntriesInPlace(entries, keyEntry, scratch)
+		if !reflect.DeepEqual(entries, want) && n > 0 {
+			t.Fatalf("%d entries sorted as %v, want %v", n, entries, want)
+		}
+		for k, e := range keyEntry {
+			if k%2 == 1 {
+				if e != -1 {
+					t.Fatalf("key %d names entry %d, want none", k, e)
+				}
+				continue
+			}
+			if entries[e].Tid != uint32(k/2) {
+				t.Fatalf("key %d names the entry of tid %d, want %d", k, entries[e].Tid, k/2)
+			}
+		}
 	}
 }
