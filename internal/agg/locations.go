@@ -257,9 +257,15 @@ func (t *locationTable) intern(addr uint64, mapping uint32, lines []Line) uint32
 
 // locations returns the table's locations, their lines in one block.
 func (t *locationTable) locations() []Location {
+	out, _ := t.locationsInto(nil, nil)
+	return out
+}
+
+// locationsInto is locations built in out and lines (both empty), returned for reuse.
+func (t *locationTable) locationsInto(out []Location, lines []Line) ([]Location, []Line) {
 	n := t.seqs.Len()
-	out := make([]Location, n)
-	lines := make([]Line, 0, len(t.seqs.data)-2*n)
+	out = resize(out, n)
+	lines = resize(lines, len(t.seqs.data)-2*n)[:0]
 	for i := range out {
 		s := t.seqs.Get(uint32(i))
 		at := len(lines)
@@ -268,7 +274,7 @@ func (t *locationTable) locations() []Location {
 		}
 		out[i] = Location{Addr: s[0], Mapping: uint32(s[1]), Lines: lines[at:len(lines):len(lines)]}
 	}
-	return out
+	return out, lines
 }
 
 // CheckIndexes returns an error for the first index of p that names nothing: a location

@@ -1,6 +1,8 @@
 package agg
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -114,23 +116,36 @@ func (t *FrameTable) Intern(f Frame) uint32 {
 
 // sortEntries orders entries by count, most first, keeping KeyEntry pointing at them.
 func (p *Profile) sortEntries() {
-	order := make([]int, len(p.Entries))
+	p.Entries = slices.Clone(p.Entries) // they may be another profile's too
+	sortEntriesInPlace(p.Entries, p.KeyEntry, nil)
+}
+
+// sortEntriesInPlace orders entries by count, highest first (in order among equals), and
+// renumbers keyEntry to match. scratch is memory for the order, returned for reuse.
+func sortEntriesInPlace(entries []Entry, keyEntry []int32, scratch []int32) []int32 {
+	n := len(entries)
+	scratch = resize(scratch, 2*n)
+	order, moved := scratch[:n], scratch[n:]
 	for i := range order {
-		order[i] = i
+		order[i] = int32(i)
 	}
-	sort.SliceStable(order, func(i, j int) bool { return p.Entries[order[i]].Count > p.Entries[order[j]].Count })
-	moved := make([]int32, len(order))
-	sorted := make([]Entry, len(order))
+	slices.SortStableFunc(order, func(i, j int32) int { return cmp.Compare(entries[j].Count, entries[i].Count) })
 	for to, from := range order {
-		sorted[to] = p.Entries[from]
 		moved[from] = int32(to)
 	}
-	p.Entries = sorted
-	for k, e := range p.KeyEntry {
-		if e >= 0 && int(e) < len(moved) {
-			p.KeyEntry[k] = moved[e]
+	for k, e := range keyEntry {
+		if e >= 0 && int(e) < n {
+			keyEntry[k] = moved[e]
 		}
 	}
+	// Move each entry to its place along the cycles of the permutation.
+	for i := range moved {
+		for j := moved[i]; j != int32(i); j = moved[i] {
+			entries[i], entries[j] = entries[j], entries[i]
+			moved[i], moved[j] = moved[j], j
+		}
+	}
+	return scratch
 }
 
 // HasTimes says whether the profile keeps its samples' times (runs saved by stax before

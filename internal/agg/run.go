@@ -282,31 +282,60 @@ func (r *Run) TakeNewLeaves() []LeafRef {
 // Profile returns a resolved snapshot of the run. Call Resolve first; keys not yet resolved
 // are left out.
 func (r *Run) Profile(threads []ThreadInfo) *Profile {
+	p := r.profile(threads, &ProfileBuffers{})
+	p.ExpandStacks()
+	return p
+}
+
+// ProfileBuffers keeps the memory of the profiles ProfileInto builds, for the next: a
+// recorder writes its run every few seconds, and each copy would otherwise be garbage in
+// proportion to the distinct stacks.
+type ProfileBuffers struct {
+	p      Profile
+	ids    []uint32
+	lines  []Line
+	order  []int32
+	merged map[mergeKey]int32
+}
+
+type mergeKey struct {
+	tid, stack uint32
+	leaf       uint64
+}
+
+// ProfileInto is Profile for a caller that writes the profile out and drops it: it builds
+// the profile in b's memory, so it is valid until the next call with b, and leaves its
+// FrameStacks underived (a view derives them when it needs them).
+func (r *Run) ProfileInto(threads []ThreadInfo, b *ProfileBuffers) *Profile {
+	return r.profile(threads, b)
+}
+
+func (r *Run) profile(threads []ThreadInfo, b *ProfileBuffers) *Profile {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p := &Profile{
-		Frames:    append([]Frame(nil), r.frames.Frames...),
-		Mappings:  append([]Mapping(nil), r.mapList...),
-		Locations: r.locs.locations(),
-		Stacks:    make([][]uint32, r.rstacks.Len()),
-		Threads:   threads,
-		Series:    r.series.snapshot(),
-		KeyEntry:  make([]int32, len(r.keys)),
-	}
-	ids := make([]uint32, len(r.rstacks.data))
+	p := &b.p
+	p.Frames = append(p.Frames[:0], r.frames.Frames...)
+	p.Mappings = append(p.Mappings[:0], r.mapList...)
+	p.Locations, b.lines = r.locs.locationsInto(p.Locations[:0], b.lines[:0])
+	p.FrameStacks = nil
+	p.Threads = threads
+	p.Series = r.series.snapshot()
+	p.View = Granularity{}
+	p.KeyEntry = resize(p.KeyEntry, len(r.keys))
+	b.ids = resize(b.ids, len(r.rstacks.data))
 	for i, v := range r.rstacks.data {
-		ids[i] = uint32(v)
+		b.ids[i] = uint32(v)
 	}
+	p.Stacks = resize(p.Stacks, r.rstacks.Len())
 	for i := range p.Stacks {
 		lo, hi := r.rstacks.offs[i], r.rstacks.offs[i+1]
-		p.Stacks[i] = ids[lo:hi:hi]
+		p.Stacks[i] = b.ids[lo:hi:hi]
 	}
-	p.ExpandStacks()
-	type mergeKey struct {
-		tid, stack uint32
-		leaf       uint64
+	if b.merged == nil {
+		b.merged = make(map[mergeKey]int32, len(r.keys))
 	}
-	merged := make(map[mergeKey]int, len(r.keys))
+	clear(b.merged)
+	entries := resize(p.Entries, len(r.keys))[:0] // an entry per key at most
 	for i := range r.keys {
 		k := &r.keys[i]
 		p.KeyEntry[i] = -1
@@ -314,19 +343,32 @@ func (r *Run) Profile(threads []ThreadInfo) *Profile {
 			continue
 		}
 		mk := mergeKey{k.Tid, uint32(k.rstack), k.leaf}
-		if j, ok := merged[mk]; ok {
-			p.KeyEntry[i] = int32(j)
-			p.Entries[j].Count += k.count
-			if k.time < p.Entries[j].Time {
-				p.Entries[j].Time = k.time
+		if j, ok := b.merged[mk]; ok {
+			p.KeyEntry[i] = j
+			entries[j].Count += k.count
+			if k.time < entries[j].Time {
+				entries[j].Time = k.time
 			}
 			continue
 		}
-		merged[mk] = len(p.Entries)
-		p.KeyEntry[i] = int32(len(p.Entries))
-		p.Entries = append(p.Entries, Entry{Tid: k.Tid, Pid: k.Pid, Stack: uint32(k.rstack), Count: k.count,
+		b.merged[mk] = int32(len(entries))
+		p.KeyEntry[i] = int32(len(entries))
+		entries = append(entries, Entry{Tid: k.Tid, Pid: k.Pid, Stack: uint32(k.rstack), Count: k.count,
 			Leaf: k.leaf, LeafFunc: k.leafFunc, Time: k.time})
 	}
-	p.sortEntries()
+	p.Entries = entries
+	b.order = sortEntriesInPlace(p.Entries, p.KeyEntry, b.order)
 	return p
+}
+
+// resize is s with length n, reusing its memory when it is large enough (and then leaving
+// room to grow when it is not). The elements are not cleared.
+func resize[T any](s []T, n int) []T {
+	switch {
+	case cap(s) >= n:
+		return s[:n]
+	case cap(s) == 0:
+		return make([]T, n)
+	}
+	return make([]T, n, n+n/8)
 }

@@ -3,6 +3,7 @@ package agg
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -593,5 +594,67 @@ func TestRunLinesNotKnown(t *testing.T) {
 	q := located(&Profile{Frames: []Frame{{Func: "f", Line: -1}}, Stacks: [][]uint32{{0}}})
 	if got := q.Locations[0].Lines[0].Line; got != 0 {
 		t.Errorf("a frame's line -1 became %d, want 0", got)
+	}
+}
+
+// TestProfileIntoReusesItsMemory: snapshots built in the same buffers while the run grows
+// are each the profile Profile builds at that moment (less the derived FrameStacks), and a
+// snapshot of a run that did not grow allocates next to nothing.
+func TestProfileIntoReusesItsMemory(t *testing.T) {
+	stacks := genStacks(3000, 300, 21)
+	res := newFakeResolver(300)
+	r := NewRun()
+	var bufs ProfileBuffers
+	at := 0
+	for phase, n := range []int{500, 5000, 100, 20000} {
+		known := len(stacks) * (phase + 1) / 4 // each phase samples more of the stacks
+		for range n {
+			r.AddSample(benchPid, benchPid+uint32(at%3), uint32(at%2), uint64(at)*1000, 0, stacks[at*7919%known])
+			at++
+		}
+		r.Resolve(res)
+		want := r.Profile(nil)
+		want.FrameStacks = nil
+		got := r.ProfileInto(nil, &bufs)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("after %d samples: ProfileInto differs from Profile: %d/%d stacks, %d/%d entries", at, len(got.Stacks), len(want.Stacks), len(got.Entries), len(want.Entries))
+		}
+	}
+	allocs := testing.AllocsPerRun(5, func() { r.ProfileInto(nil, &bufs) })
+	if allocs > 5 {
+		t.Errorf("a snapshot of an unchanged run made %.0f allocations", allocs)
+	}
+}
+
+// TestSortEntriesInPlace: entries end in the order a stable sort by count (highest first)
+// gives, each key still naming its entry, with many ties and after reusing the scratch.
+func TestSortEntriesInPlace(t *testing.T) {
+	var scratch []int32
+	for _, n := range []int{0, 1, 2, 7, 1000, 300} {
+		entries := make([]Entry, n)
+		keyEntry := make([]int32, 2*n)
+		for i := range entries {
+			entries[i] = Entry{Tid: uint32(i), Count: uint64((i * 7919) % 13)}
+		}
+		for k := range keyEntry {
+			keyEntry[k] = int32(k/2) - int32(k%2)*int32(k/2+1) // entry k/2, or -1 for odd keys
+		}
+		want := slices.Clone(entries)
+		sort.SliceStable(want, func(i, j int) bool { return want[i].Count > want[j].Count })
+		scratch = sortEntriesInPlace(entries, keyEntry, scratch)
+		if !reflect.DeepEqual(entries, want) && n > 0 {
+			t.Fatalf("%d entries sorted as %v, want %v", n, entries, want)
+		}
+		for k, e := range keyEntry {
+			if k%2 == 1 {
+				if e != -1 {
+					t.Fatalf("key %d names entry %d, want none", k, e)
+				}
+				continue
+			}
+			if entries[e].Tid != uint32(k/2) {
+				t.Fatalf("key %d names the entry of tid %d, want %d", k, entries[e].Tid, k/2)
+			}
+		}
 	}
 }

@@ -182,6 +182,7 @@ type storageState struct {
 	spans         *store.SpanLog
 	spansErr      error
 	spansClosed   bool
+	profile       agg.ProfileBuffers // the memory of the last checkpoint's profile
 }
 
 // NewID makes a run id from the time and the target's pid.

@@ -20,7 +20,7 @@ import (
 func (r *Recorder) Snapshot() *store.Run {
 	r.run.Resolve(r.res)
 	r.collectCode()
-	return r.snapshot(false)
+	return r.snapshot(false, nil)
 }
 
 // Counts is the run's meta with its counts as they stand (samples, lost, off-CPU), without

@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/stax-profiler/stax/internal/agg"
@@ -46,7 +49,9 @@ func (r *Recorder) threads() []agg.ThreadInfo {
 	return out
 }
 
-func (r *Recorder) snapshot(final bool) *store.Run {
+// snapshot is the run as it stands. With bufs, its profile is built in their memory and is
+// valid until the next snapshot with them (a checkpoint writes it and drops it).
+func (r *Recorder) snapshot(final bool, bufs *agg.ProfileBuffers) *store.Run {
 	st := r.run.Stats()
 	threads := r.threads()
 	offCPU := r.offCPUProfile(threads)
@@ -85,7 +90,13 @@ func (r *Recorder) snapshot(final bool) *store.Run {
 	meta.Finished = final
 	meta.End = time.Now() // for a checkpoint, its time: a crashed run's last known moment
 	meta.OffCPU = r.offCPUMeta()
-	run := &store.Run{Meta: meta, Profile: *r.run.Profile(threads), OffCPU: offCPU, OffCPUIntervals: intervals, WakersNs: wakeNs, WakersN: wakeN, JIT: r.jitw.Sources(), Code: codes}
+	var prof *agg.Profile
+	if bufs != nil {
+		prof = r.run.ProfileInto(threads, bufs)
+	} else {
+		prof = r.run.Profile(threads)
+	}
+	run := &store.Run{Meta: meta, Profile: *prof, OffCPU: offCPU, OffCPUIntervals: intervals, WakersNs: wakeNs, WakersN: wakeN, JIT: r.jitw.Sources(), Code: codes}
 	run.Spans, run.Meta.SpanSources = r.spans.Snapshot()
 	run.Meta.Notes = append(run.Meta.Notes, unnamedJITNotes(run, r.comm)...)
 	return run
@@ -119,7 +130,7 @@ func (r *Recorder) save(final bool) {
 	if err := r.spill(); err != nil {
 		r.note("%v", err)
 	}
-	run := r.snapshot(final)
+	run := r.snapshot(final, &r.storage.profile)
 	if err := r.spillSpans(run, final); err != nil {
 		r.note("%v", err)
 		run.Meta.Notes = append(run.Meta.Notes, err.Error())
@@ -127,6 +138,83 @@ func (r *Recorder) save(final bool) {
 	if err := store.SaveStored(store.Path(r.id), run); err != nil {
 		r.note("%v", err)
 	}
+	if final {
+		heapLimit.release()
+	} else {
+		heapLimit.afterCheckpoint()
+	}
+}
+
+// heapLimit keeps the Go runtime's soft memory limit (debug.SetMemoryLimit) at one and a
+// half times the live heap, plus some room, from one checkpoint to the next. GOGC alone lets
+// the heap reach twice what was live at the last collection, and keeps what it took from
+// the system long after; the live heap of a recording is its distinct stacks, which grow
+// slowly once the program's paths are known, and what it allocates besides (checkpoints
+// reuse their memory) is little, so the tighter limit costs a collection every several
+// seconds and keeps resident memory in proportion to the stacks. The final save puts back
+// the limit there was before, and a GOMEMLIMIT of the user's is left alone.
+var heapLimit = &memLimiter{
+	set:  debug.SetMemoryLimit,
+	live: liveHeap,
+	user: os.Getenv("GOMEMLIMIT") != "",
+}
+
+const (
+	// heapLimitSlack is added to one and a half times the live heap: room for what a
+	// checkpoint and a burst of new stacks allocate at once.
+	heapLimitSlack = 16 << 20
+	// heapLimitFloor is the least limit set: a run's first seconds load symbols faster
+	// than checkpoints follow the live heap.
+	heapLimitFloor = 64 << 20
+)
+
+type memLimiter struct {
+	set  func(int64) int64
+	live func() uint64
+	user bool
+
+	mu    sync.Mutex
+	prior int64 // the limit before the first checkpoint set one
+	held  bool
+}
+
+// limitFor is the limit for a live heap of live bytes.
+func limitFor(live uint64) int64 { return max(int64(live+live/2+heapLimitSlack), heapLimitFloor) }
+
+// afterCheckpoint sets the limit from the live heap and returns it (0 when the user set
+// GOMEMLIMIT).
+func (m *memLimiter) afterCheckpoint() int64 {
+	if m.user {
+		return 0
+	}
+	limit := limitFor(m.live())
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old := m.set(limit); !m.held {
+		m.prior, m.held = old, true
+	}
+	return limit
+}
+
+// release puts back the limit there was before the first checkpoint: a recording that
+// ends leaves the process's memory limit as it found it.
+func (m *memLimiter) release() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.held {
+		m.set(m.prior)
+		m.held = false
+	}
+}
+
+// liveHeap is the heap that was live at the end of the last collection, in bytes.
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // spillSpans appends the records of the run's spans not yet in its spans file to it,

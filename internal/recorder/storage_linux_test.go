@@ -2,8 +2,12 @@ package recorder
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,5 +87,69 @@ func TestSpansStayInTheRunsFileWhenTheSpansFileFails(t *testing.T) {
 	}
 	if notes != 1 {
 		t.Errorf("notes %q: want one saying the spans stay in the run's file", run.Meta.Notes)
+	}
+}
+
+// TestCheckpointSetsTheMemoryLimitFromTheLiveHeap: after each checkpoint the Go runtime's
+// soft memory limit is one and a half times the live heap plus the slack, never under the
+// floor, and follows the live heap as it grows; the final save puts back the limit there
+// was before, and a GOMEMLIMIT of the user's is never replaced.
+func TestCheckpointSetsTheMemoryLimitFromTheLiveHeap(t *testing.T) {
+	t.Setenv("STAX_HOME", t.TempDir())
+	saved := heapLimit
+	t.Cleanup(func() { heapLimit = saved })
+	var live uint64 = 10 << 20
+	var limits []int64
+	var limit int64 = math.MaxInt64
+	set := func(n int64) int64 {
+		limits = append(limits, n)
+		old := limit
+		limit = n
+		return old
+	}
+	heapLimit = &memLimiter{set: set, live: func() uint64 { return live }}
+	r := newRecorder(Options{})
+	r.id = "limit"
+	r.save(false)
+	live = 300 << 20
+	r.save(false)
+	r.saveFinal()
+	want := []int64{heapLimitFloor, 450<<20 + heapLimitSlack, math.MaxInt64}
+	if !slices.Equal(limits, want) {
+		t.Fatalf("limits set %v, want %v", limits, want)
+	}
+
+	limits = nil
+	heapLimit.user = true
+	r = newRecorder(Options{})
+	r.id = "user-limit"
+	r.save(false)
+	r.saveFinal()
+	if len(limits) != 0 {
+		t.Fatalf("with GOMEMLIMIT set, a checkpoint set the limit to %v", limits)
+	}
+}
+
+// TestCheckpointMemoryLimitIsTheRuntimes: with the runtime's own live heap, the limit a
+// checkpoint sets is the one the runtime then holds, above what is live, until the final
+// save puts back the one before.
+func TestCheckpointMemoryLimitIsTheRuntimes(t *testing.T) {
+	t.Setenv("STAX_HOME", t.TempDir())
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	saved := heapLimit.user
+	t.Cleanup(func() { heapLimit.user = saved })
+	heapLimit.user = false
+	runtime.GC()
+	r := newRecorder(Options{})
+	r.id = "runtime-limit"
+	r.save(false)
+	got := debug.SetMemoryLimit(-1)
+	if live := liveHeap(); live == 0 || got < int64(live)+heapLimitSlack || got < heapLimitFloor || got == before {
+		t.Fatalf("memory limit %d after a checkpoint with %d bytes live", got, live)
+	}
+	r.saveFinal()
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Fatalf("memory limit %d after the final save, %d before the recording", got, before)
 	}
 }

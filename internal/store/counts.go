@@ -42,8 +42,11 @@ var (
 	sizeMapping  = int64(unsafe.Sizeof(agg.Mapping{}))
 )
 
-func encodeCounts(p *agg.Profile) []byte {
-	b := []byte(countsMagic)
+func encodeCounts(p *agg.Profile) []byte { return appendCounts(nil, p) }
+
+// appendCounts appends the counts section of p to b.
+func appendCounts(b []byte, p *agg.Profile) []byte {
+	b = append(b, countsMagic...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(p.Locations)))
 	var prev uint64
 	for i := range p.Locations {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"unsafe"
 
 	"github.com/stax-profiler/stax/internal/agg"
@@ -76,11 +77,14 @@ var sizeInterval = int64(unsafe.Sizeof(agg.Interval{}))
 const maxIntervals = 4 << 20
 
 // encodeIntervals is the intervals section of ivs, nil when there are none.
-func encodeIntervals(ivs []agg.Interval) []byte {
+func encodeIntervals(ivs []agg.Interval) []byte { return appendIntervals(nil, ivs) }
+
+// appendIntervals appends the intervals section of ivs to b, nothing when there are none.
+func appendIntervals(b []byte, ivs []agg.Interval) []byte {
 	if len(ivs) == 0 {
-		return nil
+		return b
 	}
-	b := make([]byte, 0, len(ivalsMagic)+binary.MaxVarintLen64+len(ivs)*12)
+	b = slices.Grow(b, len(ivalsMagic)+binary.MaxVarintLen64+len(ivs)*12)
 	b = append(b, ivalsMagic...)
 	b = binary.AppendUvarint(b, uint64(len(ivs)))
 	var prev uint64

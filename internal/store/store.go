@@ -375,11 +375,21 @@ func headerOf(sum uint32, size uint64) []byte {
 // samples file are written as references to it (the run store's own copy); else every
 // sample is in the file (a file that travels).
 func writePayload(w io.Writer, r *Run, refs bool) error {
-	return writePayloadCounts(w, r, refs, encodeCounts(&r.Profile))
+	buf := sectionBuffers.get()
+	buf.counts = appendCounts(buf.counts[:0], &r.Profile)
+	buf.intervals = appendIntervals(buf.intervals[:0], r.OffCPUIntervals)
+	err := writePayloadSections(w, r, refs, buf.counts, buf.intervals)
+	sectionBuffers.put(buf)
+	return err
 }
 
 // writePayloadCounts is writePayload with the counts section given.
 func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
+	return writePayloadSections(w, r, refs, counts, encodeIntervals(r.OffCPUIntervals))
+}
+
+// writePayloadSections is writePayload with the counts and intervals sections given.
+func writePayloadSections(w io.Writer, r *Run, refs bool, counts, iv []byte) error {
 	off, err := encodeOffCPU(r)
 	if err != nil {
 		return fmt.Errorf("off-CPU: %w", err)
@@ -415,7 +425,6 @@ func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
 		log = r.SpanLog
 	}
 	sp := encodeSpans(r.Spans, log)
-	iv := encodeIntervals(r.OffCPUIntervals)
 	m := r.Meta
 	sum := agg.Summarize(&r.Profile)
 	m.Summary, m.JITSources = &sum, r.JIT
@@ -470,29 +479,42 @@ var (
 		return zw
 	}}
 	fileBuffers = spare[*bufio.Writer]{new: func() *bufio.Writer { return bufio.NewWriterSize(nil, 1<<20) }}
+	// The counts and intervals sections are built whole (the layout before them gives
+	// their sizes): in proportion to the distinct stacks and the intervals, each save's
+	// would be garbage.
+	sectionBuffers = spare[*sections]{new: func() *sections { return &sections{} }}
 )
 
-// spare keeps one T for reuse (unlike a sync.Pool, which the garbage collector empties).
+type sections struct{ counts, intervals []byte }
+
+// spare keeps up to two T for reuse (unlike a sync.Pool, which the garbage collector
+// empties): a save and the save of an off-CPU part within it.
 type spare[T any] struct {
-	mu   sync.Mutex
-	v    T
-	have bool
-	new  func() T
+	mu  sync.Mutex
+	vs  [2]T
+	n   int
+	new func() T
 }
 
 func (s *spare[T]) get() T {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.have {
+	if s.n == 0 {
 		return s.new()
 	}
-	s.have = false
-	return s.v
+	s.n--
+	v := s.vs[s.n]
+	var zero T
+	s.vs[s.n] = zero
+	return v
 }
 
 func (s *spare[T]) put(v T) {
 	s.mu.Lock()
-	s.v, s.have = v, true
+	if s.n < len(s.vs) {
+		s.vs[s.n] = v
+		s.n++
+	}
 	s.mu.Unlock()
 }
 

@@ -878,3 +878,46 @@ func TestRemoveTakesThePushQueue(t *testing.T) {
 		t.Errorf("the push queue is still there: %v", err)
 	}
 }
+
+// TestSaveStoredReusesSectionBuffers: the counts and intervals sections are built in
+// memory kept from the last save: a save of a run of 20,000 stacks and 100,000 intervals
+// allocates a small part of what those sections take, and a smaller run saved after a
+// larger one reads back as itself, nothing of the larger left in it.
+func TestSaveStoredReusesSectionBuffers(t *testing.T) {
+	big := &Run{Meta: Meta{ID: "big", Samples: 100_000, Freq: 999}, Profile: *synthrun.Profile(100_000, 20_000)}
+	for i := range 100_000 {
+		big.OffCPUIntervals = append(big.OffCPUIntervals, agg.Interval{Tid: uint32(1 + i%4), Stack: agg.NoStack, Start: uint64(i) * 1000, End: uint64(i)*1000 + 700})
+	}
+	big.OffCPU = &agg.Profile{}
+	path := filepath.Join(t.TempDir(), "run.stax")
+	if err := SaveStored(path, big); err != nil {
+		t.Fatal(err)
+	}
+	sections := len(encodeCounts(&big.Profile)) + len(encodeIntervals(big.OffCPUIntervals))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const saves = 5
+	for range saves {
+		if err := SaveStored(path, big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := int((after.TotalAlloc - before.TotalAlloc) / saves); per > sections/2 {
+		t.Errorf("a save allocated %d bytes; its counts and intervals sections take %d", per, sections)
+	}
+
+	small := &Run{Meta: Meta{ID: "small", Samples: 1000, Freq: 999}, Profile: *synthrun.Profile(1000, 20)}
+	small.OffCPUIntervals = big.OffCPUIntervals[:3]
+	small.OffCPU = &agg.Profile{}
+	if err := SaveStored(path, small); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Profile.Entries, small.Profile.Entries) || !reflect.DeepEqual(got.Profile.Stacks, small.Profile.Stacks) || !reflect.DeepEqual(got.OffCPUIntervals, small.OffCPUIntervals) {
+		t.Fatalf("the small run read back with %d stacks, %d entries, %d intervals; want %d, %d, 3", len(got.Profile.Stacks), len(got.Profile.Entries), len(got.OffCPUIntervals), len(small.Profile.Stacks), len(small.Profile.Entries))
+	}
+}
