@@ -14,7 +14,7 @@
 #   complete stacks           the share of stax's samples whose stack reaches main, and of
 #                             stacks its unwinder ended at the outermost frame (printed)
 #
-# Each frequency starts with a warm-up run of each recorder, not counted.
+# Each frequency starts with warm-up runs of each recorder (two of stax), not counted.
 #
 # Usage: bench/dwarf-cost.sh [MS]     CPU time of each recording (default 5000)
 # Environment: ROUNDS=3 FREQS="999 4999" DEPTH=30; STACK_SIZE=BYTES gives both recorders
@@ -87,8 +87,11 @@ for f0 in $freqs; do
 	f=$(bench_freq "$f0")
 	echo
 	echo "== $f Hz"
-	# A warm-up run of each, not counted: the first run on a machine fills stax's symbol
-	# cache and perf's build-id cache, which a user pays once, not per recording.
+	# Warm-up runs, not counted: the first run on a machine fills stax's symbol cache and
+	# perf's build-id cache, which a user pays once, not per recording. stax takes two:
+	# the first decodes the DWARF units its samples meet; a later run that meets one it did
+	# not loads that DWARF again and then completes the cache, most often the second.
+	stax_round
 	stax_round
 	perf_round
 	printf '%6s | %10s %10s %12s %10s %8s | %10s %10s %12s %10s\n' round "stax kept" "work" "ns/work" "rec cpu s" "main %" "perf kept" work "ns/work" "rec cpu s"
