@@ -205,13 +205,19 @@ func Start(opts Options) (*Recorder, error) {
 	cfg := perfevent.Config{Freq: opts.Freq, RingPages: opts.RingPages, CallGraph: opts.CallGraph, StackSize: opts.StackSize,
 		OffCPU: opts.OffCPU, OffCPURate: opts.OffCPURate, ContextSwitchEvent: opts.ContextSwitchEvent}
 	if len(opts.Argv) > 0 {
-		gate, err := launch.Start(opts.Argv, opts.Env)
+		start := launch.Start
+		if os.Getenv("STAX_CAPTURE") != "" {
+			// A capture holds records only: the command's first mappings must come as
+			// the records its exec makes, behind the gate, not read from /proc.
+			start = launch.StartGate
+		}
+		gate, err := start(opts.Argv, opts.Env)
 		if err != nil {
 			return nil, err
 		}
 		r.gate = gate
 		cfg.Pids = []int{gate.Pid()}
-		cfg.EnableOnExec = true
+		cfg.EnableOnExec = !gate.Traced()
 		r.meta.Pid = gate.Pid()
 		r.meta.Command = opts.Argv
 	} else if opts.SystemWide {
@@ -283,6 +289,15 @@ func Start(opts Options) (*Recorder, error) {
 	}
 
 	if r.gate != nil {
+		if r.gate.Traced() {
+			// Stopped after its exec: its mappings and name are in /proc, not in records.
+			r.synthesize(r.meta.Pid)
+			if err := sess.Enable(); err != nil {
+				sess.Close()
+				r.gate.Abort()
+				return nil, err
+			}
+		}
 		if err := r.gate.Release(); err != nil {
 			sess.Close()
 			return nil, err
