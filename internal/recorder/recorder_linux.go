@@ -267,8 +267,10 @@ func Start(opts Options) (*Recorder, error) {
 		r.off.sampled, r.off.counts.StackRate = sess.OffCPURate > 0, sess.OffCPURate
 		r.off.waitStacks, r.off.counts.WaitStacks = sess.WaitStacks, sess.WaitStacks
 	}
-	if sess.Note != "" {
-		r.note("%s", sess.Note)
+	for _, line := range strings.Split(sess.Note, "\n") {
+		if line != "" {
+			r.note("%s", line) // one note a line: a note's own newline would be escaped
+		}
 	}
 	r.meta.Event = sess.Event
 	r.meta.RingPages = sess.RingPages
