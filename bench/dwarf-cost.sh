@@ -18,7 +18,7 @@
 #
 # Usage: bench/dwarf-cost.sh [MS]     CPU time of each recording (default 5000)
 # Environment: ROUNDS=3 FREQS="999 4999" DEPTH=30; STACK_SIZE=BYTES gives both recorders
-# the same stack copy (default: each its own default, stax 16384 and perf 8192).
+# the same stack copy (default: each its own default, 8192 for both).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 

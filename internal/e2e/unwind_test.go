@@ -276,8 +276,9 @@ func TestStaticAndDynamicStacksEndAtStart(t *testing.T) {
 	}
 }
 
-// Samples taken in the kernel while exec replaces the program (stax's gate execing the
-// command) carry the old program's user registers, which lie in no mapping of the new one:
+// Samples taken in the kernel while exec replaces the program (here a launched shell
+// execing the command) carry the old program's user registers, which lie in no mapping of
+// the new one:
 // they keep their kernel frames, lose their user frames, and count as stacks ended
 // "unmapped"; no stack has an [unknown] frame from the old program. 150,000 arguments
 // keep the kernel busy after the old program is gone (it copies them onto the new stack)
@@ -288,7 +289,7 @@ func TestExecSamplesHaveNoFramesOfTheOldProgram(t *testing.T) {
 	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/spin.c")
 	inc := "-I" + filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata")
 	prog := testutil.CC(t, t.TempDir(), "spin", "gcc", append(cflags, inc, src, "-lpthread")...)
-	args := []string{prog, "1", "100"}
+	args := []string{"sh", "-c", `exec "$@"`, "sh", prog, "1", "100"}
 	for range 150000 {
 		args = append(args, "x")
 	}

@@ -1,8 +1,16 @@
-// Package launch starts a command stopped at a gate, so that perf events can be opened on
-// its pid before it executes its first instruction.
+// Package launch starts a command stopped before its first instruction, so that perf
+// events can be opened on its pid before it runs.
 //
-// The gate is stax itself, re-executed with a marker argument: it waits for one byte on a
-// pipe, then execs the command. Events opened with enable_on_exec start exactly at that exec.
+// The command is started traced (PTRACE_TRACEME), so the kernel stops it right after its
+// exec; releasing it detaches. Nothing runs in the command's process before its exec
+// but the fork, so its CPU time and context switches are its own, as under perf record.
+//
+// Where tracing is refused (Yama's ptrace_scope 2 or 3, a seccomp filter), or would strip
+// the program of the privileges its setuid bit or file capabilities grant, the command is
+// started behind a gate instead: stax itself, re-executed with a marker argument, waits for
+// one byte on a pipe, then execs the command, and events opened with enable_on_exec start
+// exactly at that exec. The gate costs the command the start of a Go runtime (about 25 ms
+// of CPU time, and its threads' context switches), which its resource usage then includes.
 package launch
 
 import (
@@ -13,6 +21,8 @@ import (
 	"os/exec"
 	"runtime"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 const gateArg = "__stax_gate__"
@@ -30,32 +40,144 @@ func init() {
 
 // Gate is a started, not yet released, command.
 type Gate struct {
-	cmd     *exec.Cmd
+	cmd *exec.Cmd
+	// release, for a command behind a gate, lets it exec.
 	release *os.File
+	// tracer, for a traced command, is the goroutine (locked to the thread that started
+	// the command, its tracer) that detaches it (true) or kills it (false).
+	tracer chan bool
+	done   chan error
 }
 
-// Start starts the gate for argv (argv[0] is looked up in PATH). env is the command's
-// environment. stdio is passed through.
+// Start starts argv (argv[0] is looked up in PATH) stopped before its first instruction:
+// traced where the kernel allows it, else behind a gate (Traced says which). env is the
+// command's environment. stdio is passed through.
 func Start(argv []string, env []string) (*Gate, error) {
+	path, err := check(argv)
+	if err != nil {
+		return nil, err
+	}
+	if !privileged(path) {
+		g, err := startTraced(path, argv, env)
+		if err == nil {
+			return g, nil
+		}
+		if !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.ENOSYS) {
+			return nil, fmt.Errorf("start %s: %w", argv[0], err)
+		}
+	}
+	return startGate(path, argv, env)
+}
+
+// StartGate starts argv behind a gate, whatever the kernel allows.
+func StartGate(argv []string, env []string) (*Gate, error) {
+	path, err := check(argv)
+	if err != nil {
+		return nil, err
+	}
+	return startGate(path, argv, env)
+}
+
+// Traced reports whether the command was started traced: it has executed already, and is
+// stopped at its first instruction. Otherwise it waits at the gate, which execs it when
+// released.
+func (g *Gate) Traced() bool { return g.tracer != nil }
+
+// privileged reports whether the program at path gains privileges at exec that a traced
+// exec would not give it (setuid, setgid, or file capabilities), for a user without root.
+func privileged(path string) bool {
+	if os.Geteuid() == 0 {
+		return false
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return false
+	}
+	if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
+		return true
+	}
+	n, err := unix.Getxattr(path, "security.capability", nil)
+	return err == nil && n > 0
+}
+
+// startTraced starts the command with PTRACE_TRACEME and waits for the stop that follows
+// its exec. Only the thread that forked it may detach it, so one goroutine, locked to its
+// thread, starts it and later detaches or kills it.
+func startTraced(path string, argv []string, env []string) (*Gate, error) {
+	g := &Gate{tracer: make(chan bool), done: make(chan error, 1)}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		cmd := exec.Command(path)
+		cmd.Args = argv
+		cmd.Env = env
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		pid := cmd.Process.Pid
+		var ws syscall.WaitStatus
+		for {
+			_, err := syscall.Wait4(pid, &ws, 0, nil)
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil {
+				cmd.Process.Kill()
+				started <- fmt.Errorf("wait for exec: %w", err)
+				return
+			}
+			break
+		}
+		if !ws.Stopped() {
+			// It ended before it ran a single instruction: killed by a signal sent to the
+			// group, most likely. Its status is gone with this wait; report it as an error.
+			started <- fmt.Errorf("ended before it started (%v)", ws)
+			return
+		}
+		g.cmd = cmd
+		started <- nil
+		if <-g.tracer {
+			g.done <- syscall.PtraceDetach(pid)
+			return
+		}
+		cmd.Process.Kill()
+		g.done <- nil
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// check looks up argv's program and says what keeps it from being run and profiled.
+func check(argv []string) (string, error) {
 	if len(argv) == 0 {
-		return nil, errors.New("start command: no command given")
+		return "", errors.New("start command: no command given")
 	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		if errors.Is(err, fs.ErrPermission) {
-			return nil, &NotExecutableError{Name: argv[0], Err: err}
+			return "", &NotExecutableError{Name: argv[0], Err: err}
 		}
-		return nil, &NotFoundError{Name: argv[0], Err: err}
+		return "", &NotFoundError{Name: argv[0], Err: err}
 	}
 	// The kernel drops an unprivileged profiler's events when the program it execs cannot be
 	// read (the process becomes non-dumpable), so say so now rather than record nothing.
 	if f, err := os.Open(path); err != nil {
 		if errors.Is(err, fs.ErrPermission) {
-			return nil, fmt.Errorf("cannot read %s: permission denied (the kernel lets no unprivileged profiler sample a program its user cannot read; make it readable or record as root)", argv[0])
+			return "", fmt.Errorf("cannot read %s: permission denied (the kernel lets no unprivileged profiler sample a program its user cannot read; make it readable or record as root)", argv[0])
 		}
 	} else {
 		f.Close()
 	}
+	return path, nil
+}
+
+func startGate(path string, argv []string, env []string) (*Gate, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find stax executable: %w", err)
@@ -103,11 +225,18 @@ func (e *NotExecutableError) Error() string {
 
 func (e *NotExecutableError) Unwrap() error { return e.Err }
 
-// Pid is the gate's pid, which becomes the command's pid at exec.
+// Pid is the command's pid (for a gate, the gate's, which becomes the command's at exec).
 func (g *Gate) Pid() int { return g.cmd.Process.Pid }
 
-// Release lets the command exec.
+// Release lets the command run (for a gate: exec).
 func (g *Gate) Release() error {
+	if g.Traced() {
+		g.tracer <- true
+		if err := <-g.done; err != nil {
+			return fmt.Errorf("detach from %s: %w", g.cmd.Args[0], err)
+		}
+		return nil
+	}
 	_, err := g.release.Write([]byte{1})
 	g.release.Close()
 	if err != nil {
@@ -116,9 +245,14 @@ func (g *Gate) Release() error {
 	return nil
 }
 
-// Abort ends the gate without running the command.
+// Abort ends the command before it runs.
 func (g *Gate) Abort() {
-	g.release.Close()
+	if g.Traced() {
+		g.tracer <- false
+		<-g.done
+	} else {
+		g.release.Close()
+	}
 	g.cmd.Wait()
 }
 

@@ -3,8 +3,11 @@ package launch
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -29,16 +32,87 @@ func TestGateRunsTheCommandAndReportsItsStatus(t *testing.T) {
 		{"exit 7", 7},
 		{"kill -TERM $$", 128 + int(syscall.SIGTERM)},
 	} {
-		g, err := Start([]string{"sh", "-c", c.script}, os.Environ())
+		for _, start := range []func([]string, []string) (*Gate, error){Start, StartGate} {
+			g, err := start([]string{"sh", "-c", c.script}, os.Environ())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := g.Release(); err != nil {
+				t.Fatal(err)
+			}
+			if got := g.Wait(); got != c.want {
+				t.Errorf("%q (traced %v): status %d, want %d", c.script, g.Traced(), got, c.want)
+			}
+		}
+	}
+}
+
+// TestTracedStopsAtTheCommandsFirstInstruction: a traced command has executed its
+// program, and waits, alone, in a tracing stop until released; Abort kills it there.
+func TestTracedStopsAtTheCommandsFirstInstruction(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip(err)
+	}
+	g, err := Start([]string{"sh", "-c", "exit 5"}, os.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !g.Traced() {
+		g.Abort()
+		t.Skip("the kernel refused tracing here; the gate was used")
+	}
+	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", g.Pid()))
+	want, _ := filepath.EvalSymlinks(sh)
+	if exe != want {
+		t.Errorf("stopped process runs %q, want the command's program %q", exe, want)
+	}
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", g.Pid()))
+	if !strings.Contains(string(status), "State:\tt (tracing stop)") || !strings.Contains(string(status), "Threads:\t1\n") {
+		t.Errorf("not one thread in a tracing stop:\n%s", status)
+	}
+	if err := g.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Wait(); got != 5 {
+		t.Errorf("status %d, want 5", got)
+	}
+
+	g, err = Start([]string{"sh", "-c", "exit 0"}, os.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Abort()
+	if st := g.cmd.ProcessState.Sys().(syscall.WaitStatus); !st.Signaled() || st.Signal() != syscall.SIGKILL {
+		t.Errorf("aborted command: %v, want killed", st)
+	}
+}
+
+// TestTracedCommandsUsageIsItsOwn: behind the gate, the command's resource usage includes
+// the start of stax's Go runtime, whose threads block and wake dozens of times; traced, the
+// process runs nothing before its exec but the fork.
+func TestTracedCommandsUsageIsItsOwn(t *testing.T) {
+	switches := func(start func([]string, []string) (*Gate, error)) (int64, bool) {
+		g, err := start([]string{"sh", "-c", "exit 0"}, os.Environ())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := g.Release(); err != nil {
 			t.Fatal(err)
 		}
-		if got := g.Wait(); got != c.want {
-			t.Errorf("%q: status %d, want %d", c.script, got, c.want)
+		if st := g.Wait(); st != 0 {
+			t.Fatalf("status %d", st)
 		}
+		return g.cmd.ProcessState.SysUsage().(*syscall.Rusage).Nvcsw, g.Traced()
+	}
+	traced, ok := switches(Start)
+	if !ok {
+		t.Skip("the kernel refused tracing here; the gate was used")
+	}
+	gate, _ := switches(StartGate)
+	t.Logf("voluntary context switches of sh -c 'exit 0': traced %d, behind the gate %d", traced, gate)
+	if traced > 5 || traced >= gate {
+		t.Errorf("traced command switched %d times (behind the gate %d): something ran in its process before the exec", traced, gate)
 	}
 }
 
@@ -78,13 +152,18 @@ func TestSignalIsNotSentTwice(t *testing.T) {
 	}
 }
 
-// TestEventsOnTheGateFollowTheCommand: an event opened on the gate's pid with
-// enable_on_exec counts the command's time, every time: the gate execs from the thread the
-// event watches, never from another of its runtime's threads.
-func TestEventsOnTheGateFollowTheCommand(t *testing.T) {
+// TestEventsFollowTheCommand: an event opened on the gate's pid with enable_on_exec counts
+// the command's time, every time: the gate execs from the thread the event watches, never
+// from another of its runtime's threads. An event opened on a traced command before its
+// release counts its time too.
+func TestEventsFollowTheCommand(t *testing.T) {
 	testutil.RequirePerf(t)
 	for i := range 30 {
-		g, err := Start([]string{"sh", "-c", "exit 0"}, os.Environ())
+		start := StartGate
+		if i%2 == 1 {
+			start = Start
+		}
+		g, err := start([]string{"sh", "-c", "exit 0"}, os.Environ())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,12 +171,15 @@ func TestEventsOnTheGateFollowTheCommand(t *testing.T) {
 			Type:   unix.PERF_TYPE_SOFTWARE,
 			Config: unix.PERF_COUNT_SW_TASK_CLOCK,
 			Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
-			Bits:   unix.PerfBitDisabled | unix.PerfBitInherit | unix.PerfBitEnableOnExec | unix.PerfBitExcludeHv,
+			Bits:   unix.PerfBitInherit | unix.PerfBitExcludeHv,
+		}
+		if !g.Traced() {
+			attr.Bits |= unix.PerfBitDisabled | unix.PerfBitEnableOnExec
 		}
 		fd, err := unix.PerfEventOpen(attr, g.Pid(), -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		if err != nil {
 			g.Abort()
-			t.Fatalf("perf_event_open on the gate: %v", err)
+			t.Fatalf("perf_event_open on the command: %v", err)
 		}
 		if err := g.Release(); err != nil {
 			t.Fatal(err)
@@ -112,7 +194,7 @@ func TestEventsOnTheGateFollowTheCommand(t *testing.T) {
 			t.Fatalf("read counter: %d bytes, %v", n, err)
 		}
 		if ns := binary.LittleEndian.Uint64(buf[:]); ns == 0 {
-			t.Fatalf("run %d: the command ran 0 ns under the gate's event: it ran on a thread the event does not watch", i)
+			t.Fatalf("run %d (traced %v): the command ran 0 ns under the event: it ran on a thread the event does not watch", i, g.Traced())
 		}
 	}
 }

@@ -205,13 +205,19 @@ func Start(opts Options) (*Recorder, error) {
 	cfg := perfevent.Config{Freq: opts.Freq, RingPages: opts.RingPages, CallGraph: opts.CallGraph, StackSize: opts.StackSize,
 		OffCPU: opts.OffCPU, OffCPURate: opts.OffCPURate, ContextSwitchEvent: opts.ContextSwitchEvent}
 	if len(opts.Argv) > 0 {
-		gate, err := launch.Start(opts.Argv, opts.Env)
+		start := launch.Start
+		if os.Getenv("STAX_CAPTURE") != "" {
+			// A capture holds records only: the command's first mappings must come as
+			// the records its exec makes, behind the gate, not read from /proc.
+			start = launch.StartGate
+		}
+		gate, err := start(opts.Argv, opts.Env)
 		if err != nil {
 			return nil, err
 		}
 		r.gate = gate
 		cfg.Pids = []int{gate.Pid()}
-		cfg.EnableOnExec = true
+		cfg.EnableOnExec = !gate.Traced()
 		r.meta.Pid = gate.Pid()
 		r.meta.Command = opts.Argv
 	} else if opts.SystemWide {
@@ -261,8 +267,10 @@ func Start(opts Options) (*Recorder, error) {
 		r.off.sampled, r.off.counts.StackRate = sess.OffCPURate > 0, sess.OffCPURate
 		r.off.waitStacks, r.off.counts.WaitStacks = sess.WaitStacks, sess.WaitStacks
 	}
-	if sess.Note != "" {
-		r.note("%s", sess.Note)
+	for _, line := range strings.Split(sess.Note, "\n") {
+		if line != "" {
+			r.note("%s", line) // one note a line: a note's own newline would be escaped
+		}
 	}
 	r.meta.Event = sess.Event
 	r.meta.RingPages = sess.RingPages
@@ -283,6 +291,15 @@ func Start(opts Options) (*Recorder, error) {
 	}
 
 	if r.gate != nil {
+		if r.gate.Traced() {
+			// Stopped after its exec: its mappings and name are in /proc, not in records.
+			r.synthesize(r.meta.Pid)
+			if err := sess.Enable(); err != nil {
+				sess.Close()
+				r.gate.Abort()
+				return nil, err
+			}
+		}
 		if err := r.gate.Release(); err != nil {
 			sess.Close()
 			return nil, err
