@@ -16,6 +16,11 @@
 #
 # Each frequency starts with warm-up runs of each recorder (two of stax), not counted.
 #
+# The program runs pinned to the last CPU (taskset -c), under both recorders; the recorder
+# is not pinned. CPUs of one machine need not be equal: on a 2-CPU VM, the same program did
+# 4-5% less work per CPU second on CPU 0 (where the interrupts go) than on CPU 1, so which
+# CPU the scheduler gave it, not the recorder, decided a round.
+#
 # Usage: bench/dwarf-cost.sh [MS]     CPU time of each recording (default 5000)
 # Environment: ROUNDS=3 FREQS="999 4999" DEPTH=30; STACK_SIZE=BYTES gives both recorders
 # the same stack copy (default: each its own default, 8192 for both).
@@ -37,7 +42,13 @@ if [ -n "${STACK_SIZE:-}" ]; then
 	stax_cg+=(--stack-size "$STACK_SIZE")
 	perf_cg=(--call-graph "dwarf,$STACK_SIZE")
 fi
-echo "recursion $depth deep, $ms ms of CPU per recording, stack copy: ${STACK_SIZE:-the default of each recorder}"
+prog=("$tmp/recurse")
+pinned="not pinned"
+if ((BENCH_NCPU > 1)) && command -v taskset >/dev/null; then
+	prog=(taskset -c "$((BENCH_NCPU - 1))" "$tmp/recurse")
+	pinned="pinned to CPU $((BENCH_NCPU - 1))"
+fi
+echo "recursion $depth deep, $ms ms of CPU per recording, stack copy: ${STACK_SIZE:-the default of each recorder}, program $pinned"
 
 # shares.py STAX: the share of the newest run's samples whose stack reaches main, and of
 # its stacks that the unwinder ended at the outermost frame (percent).
@@ -60,7 +71,7 @@ PY
 field() { awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' "$2"; }
 
 stax_round() {
-	if ! bench_time "$tmp/t.stax" "$STAX" record -q "${stax_cg[@]}" -F "$f" -- "$tmp/recurse" "$depth" "$ms" >"$tmp/out.stax" 2>"$tmp/stax.err"; then
+	if ! bench_time "$tmp/t.stax" "$STAX" record -q "${stax_cg[@]}" -F "$f" -- "${prog[@]}" "$depth" "$ms" >"$tmp/out.stax" 2>"$tmp/stax.err"; then
 		cat "$tmp/stax.err" >&2
 		return 0
 	fi
@@ -72,7 +83,7 @@ stax_round() {
 }
 perf_round() {
 	rm -f "$tmp/perf.data"
-	if ! bench_time "$tmp/t.perf" perf record -q "${perf_cg[@]}" -F "$f" -o "$tmp/perf.data" -- "$tmp/recurse" "$depth" "$ms" >"$tmp/out.perf" 2>"$tmp/perf.err"; then
+	if ! bench_time "$tmp/t.perf" perf record -q "${perf_cg[@]}" -F "$f" -o "$tmp/perf.data" -- "${prog[@]}" "$depth" "$ms" >"$tmp/out.perf" 2>"$tmp/perf.err"; then
 		cat "$tmp/perf.err" >&2
 		return 0
 	fi
