@@ -45,7 +45,9 @@ stax_run() { # ARGS...: stax record ARGS -- busy N MS; sets skept slost swall
 	else
 		cat "$tmp/stax.err" >&2
 	fi
-	rm -rf "$STAX_HOME" # the runs are not needed after, and DWARF runs are large
+	# The runs are not needed after, and DWARF runs are large. The symbol caches stay, as
+	# on a user's machine after its first recording (perf keeps its build-id cache too).
+	rm -rf "$STAX_HOME/runs"
 }
 perf_run() { # ARGS...: perf record ARGS -- busy N MS; sets pkept plost pwall
 	pkept=none plost=none pwall=none
@@ -58,6 +60,12 @@ perf_run() { # ARGS...: perf record ARGS -- busy N MS; sets pkept plost pwall
 	fi
 	rm -f "$tmp/perf.data"
 }
+
+# A warm-up run, not counted, fills stax's symbol caches (kernel symbols, the program's and
+# libc's symbol tables and DWARF), which a user fills once, not per recording: without it,
+# the first round's recorder loads them while 200 threads fill the rings.
+n=4 ms=200
+stax_run --call-graph dwarf --stack-size "$stack" -F "$freq_a"
 
 echo
 echo "== 1. $threads_a threads x $ms_a ms of CPU at $freq_a Hz, DWARF stacks of $stack bytes"
