@@ -16,8 +16,8 @@
 #
 # Each frequency starts with warm-up runs of each recorder (two of stax), not counted.
 #
-# The program runs pinned to the last CPU (taskset -c), under both recorders; the recorder
-# is not pinned. CPUs of one machine need not be equal: on a 2-CPU VM, the same program did
+# The program runs pinned to the last CPU (it sets its own affinity, RECURSE_CPU), under
+# both recorders; the recorder is not pinned. CPUs of one machine need not be equal: on a 2-CPU VM, the same program did
 # 4-5% less work per CPU second on CPU 0 (where the interrupts go) than on CPU 1, so which
 # CPU the scheduler gave it, not the recorder, decided a round.
 #
@@ -44,9 +44,9 @@ if [ -n "${STACK_SIZE:-}" ]; then
 fi
 prog=("$tmp/recurse")
 pinned="not pinned"
-if ((BENCH_NCPU > 1)) && command -v taskset >/dev/null; then
-	prog=(taskset -c "$((BENCH_NCPU - 1))" "$tmp/recurse")
-	pinned="pinned to CPU $((BENCH_NCPU - 1))"
+if ((BENCH_NCPU > 1)); then
+	export RECURSE_CPU=$((BENCH_NCPU - 1)) # the program pins itself: no taskset in the recording
+	pinned="pinned to CPU $RECURSE_CPU"
 fi
 echo "recursion $depth deep, $ms ms of CPU per recording, stack copy: ${STACK_SIZE:-the default of each recorder}, program $pinned"
 

@@ -1,9 +1,11 @@
 // A recursion DEPTH calls deep (rec_a and rec_b in turn) down to leaf, which does a fixed
 // piece of work, again and again until the program has used MS milliseconds of CPU time.
 // Built -O2 -fomit-frame-pointer, only .eh_frame unwinding finds leaf's callers up to main.
-// Usage: recurse DEPTH MS
+// Usage: recurse DEPTH MS      (RECURSE_CPU=N: run on CPU N alone)
 // Output: "work W cpu_s C wall_s S": W recursions done, C the CPU time of the process (user
 // and system). A profiler that costs the program more leaves less work done per CPU second.
+#define _GNU_SOURCE
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -38,6 +40,14 @@ NOINLINE unsigned long rec_b(int d, unsigned long x) {
 }
 
 int main(int argc, char **argv) {
+	const char *cpu = getenv("RECURSE_CPU");
+	if (cpu && *cpu) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(atoi(cpu), &set);
+		if (sched_setaffinity(0, sizeof set, &set) != 0)
+			perror("recurse: sched_setaffinity");
+	}
 	int depth = argc > 1 ? atoi(argv[1]) : 30;
 	double ms = argc > 2 ? strtod(argv[2], 0) : 1000;
 	double t0 = clock_ms(CLOCK_MONOTONIC), end = clock_ms(CLOCK_THREAD_CPUTIME_ID) + ms;
