@@ -174,7 +174,8 @@ func TestFramelessJITLeafHasItsCaller(t *testing.T) {
 
 // C++ with exceptions thrown and caught at the bottom of a recursion: at depth 200 the
 // stacks reach _start; at depth 500 the 16 KiB stack copy ends first, and the stacks end in
-// [truncated], counted as such. The claim is about the recursion's samples: those of the
+// [truncated], counted as such. The copy is set, not the default (8 KiB): depth 200 needs
+// about 8 KiB, and the exception's unwinding on top of it sometimes more. The claim is about the recursion's samples: those of the
 // program's start and exit (the dynamic loader's relocations, libraries' constructors and
 // destructors) have shallow stacks, complete or not, and grow in share on a busy machine.
 func TestCxxExceptionsAndDeepRecursion(t *testing.T) {
@@ -187,7 +188,7 @@ func TestCxxExceptionsAndDeepRecursion(t *testing.T) {
 	}{{"200", "_start", "complete"}, {"500", "[truncated]", "truncated"}} {
 		t.Run(tc.depth, func(t *testing.T) {
 			e := newEnv(t)
-			if out, errOut, code := e.run("record", "-q", "--call-graph", "dwarf", "--", prog, tc.depth, "400"); code != 0 {
+			if out, errOut, code := e.run("record", "-q", "--call-graph", "dwarf", "--stack-size", "16384", "--", prog, tc.depth, "400"); code != 0 {
 				t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
 			}
 			var st api.Status
