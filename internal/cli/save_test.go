@@ -120,6 +120,8 @@ func TestRecorderErrorsAreNotHidden(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", "")
 	checkpoint(t, "busy", false, time.Now())
 	const msg = "the recorder holds too many unread answers; try again shortly"
+	defer func(old time.Duration) { client.BusyRetryFor = old }(client.BusyRetryFor)
+	client.BusyRetryFor = 0
 	failingRecorder(t, "busy", http.StatusServiceUnavailable, msg)
 	path := filepath.Join(t.TempDir(), "busy.stax")
 	for _, args := range [][]string{

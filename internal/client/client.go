@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -252,6 +253,9 @@ func (r *Run) explain(ctx context.Context, began time.Time, err error) error {
 	return err
 }
 
+// BusyRetryFor is how long a query asks again a recorder that answers it is too busy.
+var BusyRetryFor = 10 * time.Second
+
 // request sends a request to the live run; an answer other than 200 is returned as its
 // error (a RequestError for 400, else an AnswerError), a recorder that is not there as
 // ErrGone.
@@ -263,19 +267,35 @@ func (r *Run) request(ctx context.Context, method, path string, q url.Values) (*
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := r.hc.Do(req)
-	if err != nil {
-		if gone(err) {
-			return nil, fmt.Errorf("ask run %s: %w", r.ID, ErrGone)
+	var resp *http.Response
+	began := time.Now()
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
+		req, err := http.NewRequestWithContext(ctx, method, u, nil)
+		if err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("ask run %s: %w", r.ID, err)
-	}
-	if resp.StatusCode == http.StatusOK {
-		return resp, nil
+		resp, err = r.hc.Do(req)
+		if err != nil {
+			if gone(err) {
+				return nil, fmt.Errorf("ask run %s: %w", r.ID, ErrGone)
+			}
+			return nil, fmt.Errorf("ask run %s: %w", r.ID, err)
+		}
+		if resp.StatusCode == http.StatusOK {
+			return resp, nil
+		}
+		// A recorder answering too many clients at once says so (503) and asks to be
+		// asked again; a query is, for BusyRetryFor, then the user is told.
+		if resp.StatusCode != http.StatusServiceUnavailable || method != http.MethodGet || time.Since(began)+pause > BusyRetryFor {
+			break
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		select {
+		case <-time.After(pause + rand.N(pause)):
+		case <-ctx.Done():
+			return nil, fmt.Errorf("ask run %s: %w", r.ID, context.Cause(ctx))
+		}
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

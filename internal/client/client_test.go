@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -299,13 +300,45 @@ func TestGoneRecorder(t *testing.T) {
 			t.Errorf("Load on %s: %v, want ErrGone", sock, err)
 		}
 	}
-	r := liveRun(t, "busy", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		w.Write([]byte(`{"error":"too busy"}`))
+	r := liveRun(t, "failing", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		w.Write([]byte(`{"error":"out of memory"}`))
 	}))
 	var st api.Status
 	err = r.Get(context.Background(), "/v1/status", nil, &st)
-	if ae := (*AnswerError)(nil); !errors.As(err, &ae) || ae.Code != http.StatusServiceUnavailable || ae.Msg != "too busy" || errors.Is(err, ErrGone) {
-		t.Errorf("Get of a busy recorder: %v", err)
+	if ae := (*AnswerError)(nil); !errors.As(err, &ae) || ae.Code != http.StatusInternalServerError || ae.Msg != "out of memory" || errors.Is(err, ErrGone) {
+		t.Errorf("Get of a failing recorder: %v", err)
+	}
+}
+
+// TestBusyRecorderIsAskedAgain: a recorder answering too many clients says 503, and a
+// query is asked again until it is answered; a recorder that never has room is given up
+// on when the query's time runs out.
+func TestBusyRecorderIsAskedAgain(t *testing.T) {
+	var asked atomic.Int64
+	r := liveRun(t, "busy", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if asked.Add(1) <= 3 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(`{"error":"the recorder is answering too many clients; try again shortly"}`))
+			return
+		}
+		w.Write([]byte(`{"samples":7}`))
+	}))
+	var got struct{ Samples int }
+	if err := r.Get(context.Background(), "/v1/status", nil, &got); err != nil || got.Samples != 7 || asked.Load() != 4 {
+		t.Errorf("Get after three 503s: %v, %+v, asked %d times; want the fourth answer", err, got, asked.Load())
+	}
+
+	defer func(old time.Duration) { BusyRetryFor = old }(BusyRetryFor)
+	BusyRetryFor = 300 * time.Millisecond
+	asked.Store(0)
+	always := liveRun(t, "full", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		asked.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(`{"error":"the recorder is answering too many clients; try again shortly"}`))
+	}))
+	err := always.Get(context.Background(), "/v1/status", nil, &got)
+	if ae := (*AnswerError)(nil); !errors.As(err, &ae) || ae.Code != http.StatusServiceUnavailable || !strings.Contains(ae.Msg, "try again") || asked.Load() < 2 {
+		t.Errorf("Get from a recorder that is always busy: %v after %d tries; want its answer, after asking again", err, asked.Load())
 	}
 }

@@ -28,8 +28,10 @@ const (
 	// maxUnsentBytes bounds the encoded answers waiting for slow readers, all clients
 	// together; past it a request is answered 503 at once.
 	maxUnsentBytes = 64 << 20
-	// maxSnapshots bounds the queries that build a snapshot of the run at once.
+	// maxSnapshots bounds the queries that build a snapshot of the run at once, and
+	// maxWaiting those waiting for their turn.
 	maxSnapshots = 4
+	maxWaiting   = 64
 )
 
 // writeTimeout (nanoseconds) drops a client that does not take its answer within this
@@ -143,6 +145,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 		return
 	}
 	defer unsent.Add(-n)
+	if t, ok := w.(*turnWriter); ok {
+		t.giveBack() // the answer no longer needs the snapshot
+	}
 	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(time.Duration(writeTimeout.Load())))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)

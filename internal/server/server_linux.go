@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -42,6 +44,7 @@ type Server struct {
 	path      string
 	limit     *connLimiter
 	snapshots chan struct{} // a token per query building a snapshot of the run
+	waiting   atomic.Int64  // queries waiting for a token
 	live      bool          // answers say the run is live (else each says the run's stored state)
 }
 
@@ -139,17 +142,43 @@ func (s *Server) Close() {
 }
 
 // snapshotting lets at most maxSnapshots queries build a snapshot of the run at once; the
-// others wait their turn, or give up when their client does.
+// others wait their turn, or give up when their client does. A query gives its turn back
+// once its answer is encoded (see writeJSON), not once its client has taken it, so clients
+// that ask and never read cannot hold the turns of those that do. Past maxWaiting queries
+// waiting, a new one is answered 503 at once: the wait of the next query stays bounded.
 func (s *Server) snapshotting(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if s.waiting.Add(1) > maxWaiting {
+			s.waiting.Add(-1)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(busyBody))
+			return
+		}
 		select {
 		case s.snapshots <- struct{}{}:
-			defer func() { <-s.snapshots }()
-			h(w, r)
+			s.waiting.Add(-1)
+			tw := &turnWriter{ResponseWriter: w, turns: s.snapshots}
+			defer tw.giveBack()
+			h(tw, r)
 		case <-r.Context().Done():
+			s.waiting.Add(-1)
 		}
 	}
 }
+
+// turnWriter carries a query's turn at building snapshots to writeJSON, which gives it
+// back before sending.
+type turnWriter struct {
+	http.ResponseWriter
+	turns chan struct{}
+	once  sync.Once
+}
+
+func (t *turnWriter) giveBack() { t.once.Do(func() { <-t.turns }) }
+
+// Unwrap lets http.ResponseController reach the connection (write deadlines, flushes).
+func (t *turnWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
 // peerCheckListener accepts connections from this user (or root) only, within the
 // connection cap.

@@ -229,8 +229,7 @@ func busy(l *connLimiter) int {
 
 // TestClientThatDoesNotReadIsDropped: an answer a client does not take is dropped after
 // the write timeout, and what waits for slow readers stays bounded. More clients than
-// answers are built at once wait their turn behind the ones that do not read, and are
-// dropped too.
+// answers are built at once are dropped too.
 func TestClientThatDoesNotReadIsDropped(t *testing.T) {
 	old := writeTimeout.Swap(int64(200 * time.Millisecond))
 	defer writeTimeout.Store(old)
@@ -276,6 +275,103 @@ func TestClientThatDoesNotReadIsDropped(t *testing.T) {
 	if code := get(t, clientOf(s), "/v1/top", &top); code != 200 {
 		t.Errorf("top after the slow readers: %d", code)
 	}
+}
+
+// TestClientsThatDoNotReadHoldNoTurns: clients that ask for answers larger than a socket
+// holds and never read them do not hold the turns at building answers, so a normal query
+// is answered long before they are dropped.
+func TestClientsThatDoNotReadHoldNoTurns(t *testing.T) {
+	old := writeTimeout.Swap(int64(time.Hour))
+	defer writeTimeout.Store(old)
+	s, hc := serve(t, newFake(framesFor(t, 4*sendBuffer(t))), 0)
+	for range 2 * maxSnapshots {
+		c, err := net.Dial("unix", s.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET /v1/run HTTP/1.1\r\nHost: stax\r\n\r\n")
+	}
+	// Every deaf client's answer is encoded and blocked on its socket before the query.
+	deadline := time.Now().Add(60 * time.Second)
+	for busy(s.limit) < 2*maxSnapshots || len(s.snapshots) > 0 || s.waiting.Load() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the deaf clients' answers were not all encoded within 60 s: %d busy, %d turns held, %d waiting", busy(s.limit), len(s.snapshots), s.waiting.Load())
+		}
+		time.Sleep(5 * time.Millisecond) // polling the server's counts
+	}
+	var top api.Top
+	if code := get(t, hc, "/v1/top", &top); code != 200 || len(top.Rows) == 0 {
+		t.Errorf("top behind clients that do not read: %d, %+v", code, top)
+	}
+}
+
+// blockingRecording builds its snapshots only when told to.
+type blockingRecording struct {
+	*fakeRecording
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingRecording) Snapshot() *store.Run {
+	b.entered <- struct{}{}
+	<-b.release
+	return b.fakeRecording.Snapshot()
+}
+
+// TestQueriesWaitingForATurnAreBounded: past maxWaiting queries waiting for a turn at
+// building answers, a new query is told 503 at once instead of queueing.
+func TestQueriesWaitingForATurnAreBounded(t *testing.T) {
+	rec := &blockingRecording{fakeRecording: newFake(3), entered: make(chan struct{}), release: make(chan struct{})}
+	s, hc := serve(t, rec, 0)
+	var wg sync.WaitGroup
+	codes := make(chan int, maxSnapshots+maxWaiting)
+	for range maxSnapshots + maxWaiting {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := hc.Get("http://stax/v1/run")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	for range maxSnapshots {
+		<-rec.entered
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for s.waiting.Load() < maxWaiting {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d queries waiting after 60 s, want %d", s.waiting.Load(), maxWaiting)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the server's counts
+	}
+	resp, err := hc.Get("http://stax/v1/top")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "try again") {
+		t.Errorf("a query past %d waiting: %d %s, want 503 saying to try again", maxWaiting, resp.StatusCode, body)
+	}
+	go func() {
+		for range rec.entered {
+		}
+	}()
+	close(rec.release)
+	wg.Wait()
+	close(codes)
+	for c := range codes {
+		if c != 200 {
+			t.Errorf("a query that waited its turn: %d, want 200", c)
+		}
+	}
+	close(rec.entered)
 }
 
 // sendBuffer is the send buffer a unix socket gets (net.core.wmem_default): what a client
