@@ -82,6 +82,9 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 		how := "frame pointers"
 		if m.CallGraph == "dwarf" {
 			how = "dwarf unwinding"
+			if m.NoUserFPChain {
+				how += " (the program has no frame pointers: the kernel does not walk them)"
+			}
 		}
 		fmt.Fprintf(w, "stacks by: %s; user stacks ended: %s\n", how, countsByKey(m.StackEnds))
 		var all uint64

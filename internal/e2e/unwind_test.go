@@ -42,6 +42,10 @@ func TestDwarfUnwindingFindsCallersWithoutFramePointers(t *testing.T) {
 	if st.Meta.CallGraph != "dwarf" || total == 0 || ends["complete"]*100 < total*95 {
 		t.Errorf("call graph %q, stack ends %v: want dwarf with at least 95%% complete", st.Meta.CallGraph, ends)
 	}
+	// A frameless program's samples carry no kernel walk of frame pointers it has not got.
+	if !st.Meta.NoUserFPChain {
+		t.Errorf("a program built without frame pointers was recorded with the kernel's walk of them")
+	}
 	if st.Meta.Lost != 0 {
 		t.Errorf("%d samples lost with 16 KiB stack copies", st.Meta.Lost)
 	}
@@ -98,6 +102,9 @@ func TestDeepStacksAreMarkedTruncated(t *testing.T) {
 			_, truncated, _ := row(top, "[truncated]")
 			if deep < 200 || float64(truncated) < 0.99*float64(deep) {
 				t.Errorf("%d of %d samples in the recursion end in [truncated]", truncated, deep)
+			}
+			if st.Meta.NoUserFPChain {
+				t.Errorf("a program built with frame pointers was recorded without the kernel's walk of them")
 			}
 			if n := st.Meta.StackEnds["truncated"] + st.Meta.StackEnds["max_depth"]; float64(n) < 0.99*float64(deep) {
 				t.Errorf("stack ends %v: want truncated or max_depth for nearly all %d samples in the recursion", st.Meta.StackEnds, deep)

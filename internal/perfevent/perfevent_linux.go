@@ -47,6 +47,12 @@ type Config struct {
 	// StackSize is the user stack copy in bytes for "dwarf" (rounded down to 8; 0 means
 	// DefaultStackSize).
 	StackSize int
+	// NoUserFPChain ("dwarf" only) leaves the user part out of the kernel's callchain, as
+	// perf record --call-graph dwarf does. For a program built without frame pointers the
+	// kernel's walk starts from rbp holding data and faults or reads garbage, in the
+	// program's own time (some 4% of its CPU at 4999 Hz), for nothing: frameless frames
+	// beyond the stack copy cannot be followed anyway.
+	NoUserFPChain bool
 	// OffCPU also records when the threads are switched out and in (PERF_RECORD_SWITCH),
 	// and the stack each is switched out with: a context-switch event sampled at every
 	// switch, with the CPU samples' call graph, into the same rings. Samples then carry
@@ -360,6 +366,9 @@ func (s *Session) attr(cfg Config, typ uint32, config uint64, enableOnExec bool)
 	a.Sample_type, a.Sample_regs_user = SampleTypeFor(cfg)
 	if cfg.CallGraph == "dwarf" {
 		a.Sample_stack_user = stackSize(cfg)
+		if cfg.NoUserFPChain {
+			a.Bits |= unix.PerfBitExcludeCallchainUser
+		}
 	}
 	if s.UserOnly {
 		a.Bits |= unix.PerfBitExcludeKernel | unix.PerfBitExcludeCallchainKernel

@@ -24,6 +24,7 @@ import (
 	"github.com/stax-profiler/stax/internal/spans"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/symconf"
+	"github.com/stax-profiler/stax/internal/unwind"
 )
 
 // Options configure a recording.
@@ -237,6 +238,12 @@ func Start(opts Options) (*Recorder, error) {
 		r.meta.Attached = true
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", opts.Pid)); err == nil {
 			r.meta.Command = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		}
+	}
+	if cfg.CallGraph == "dwarf" && len(cfg.Pids) > 0 && (r.gate == nil || r.gate.Traced()) {
+		// The program is known (exec'd, or attached to): its frame pointers decide.
+		if !unwind.KeepsFramePointers(fmt.Sprintf("/proc/%d/exe", cfg.Pids[0])) {
+			cfg.NoUserFPChain, r.meta.NoUserFPChain = true, true
 		}
 	}
 	sess, err := perfevent.Open(cfg)

@@ -3,6 +3,7 @@ package recorder
 import (
 	"encoding/binary"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,9 @@ type stackWorker struct {
 	// is not counted with the samples' stacks.
 	pre  fpStacks
 	leaf [2]uint64 // the chain of a sample that has none: its ip
+	// copyChain holds a DWARF-mode sample's chain with its user part walked in the stack
+	// copy (userChainFromCopy).
+	copyChain []uint64
 	// isSwitch tells the context-switch event's samples by their event id (nil: off-CPU
 	// time is not recorded).
 	isSwitch func(id uint64) bool
@@ -155,8 +159,8 @@ func newStackWorkers(n int, dec record.Decoder, dwarf bool, maxStack int, res *r
 }
 
 // work decodes recs and makes their stacks, into out (one per record). fast: DWARF stacks
-// are not unwound; the kernel's frame-pointer callchain stands for them (the recorder is
-// behind, see overload).
+// are not unwound; their frame-pointer chain stands for them (the recorder is behind, see
+// overload).
 func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [][]byte, cheap []bool, out []batchedSample, fast bool) {
 	w.frames = w.frames[:0]
 	w.fp.cache.reset()
@@ -198,6 +202,10 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 			kind = kindOffStack
 		}
 		chain := s.Callchain
+		chainEnd := unwind.EndComplete
+		if w.dwarf != nil {
+			chain, chainEnd = w.userChainFromCopy(&s, chain)
+		}
 		if len(chain) == 0 {
 			w.leaf = [2]uint64{record.ContextUser, s.IP}
 			if s.Misc&record.MiscCPUModeMask == record.MiscKernel {
@@ -207,17 +215,54 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 		}
 		switch {
 		case cheap[k]:
-			chain = w.pre.check(tr, &s, chain)
+			chain = w.pre.check(tr, &s, chain, chainEnd)
 		case w.dwarf != nil && !fast:
-			chain = w.dwarf.chainOf(tr, &s, chain)
+			chain = w.dwarf.chainOf(tr, &s, chain, chainEnd)
 		default:
-			chain = w.fp.check(tr, &s, chain)
+			chain = w.fp.check(tr, &s, chain, chainEnd)
 		}
 		lo := len(w.frames)
 		w.frames = append(w.frames, chain...)
 		out[k] = batchedSample{pid: s.Pid, tid: s.Tid, cpu: cpus[k], time: s.Time, worker: index, lo: uint32(lo), hi: uint32(len(w.frames)), kind: kind, wakee: wakee,
 			period: uint32(min(s.Period, 1<<32-1)), every: kind != kindSample && w.isEvery != nil && w.isEvery(s.ID)}
 	}
+}
+
+// userChainFromCopy returns chain with the user part that a DWARF-mode recording of a
+// program built without frame pointers leaves out (perfevent.Config.NoUserFPChain) walked
+// in the stack copy instead, and why that part ends short (EndTruncated at the copy's end,
+// EndMaxDepth at the depth limit). It serves where the kernel's chain serves: stacks the
+// recorder does not unwind while behind, preemptions, and a DWARF walk that runs out of
+// call-frame information. A chain that has its user part is kept.
+func (w *stackWorker) userChainFromCopy(s *record.Sample, chain []uint64) ([]uint64, unwind.EndReason) {
+	if len(s.Regs) < 3 || s.RegsABI == 0 {
+		return chain, unwind.EndComplete
+	}
+	kernel, user := record.SplitCallchain(chain)
+	if len(user) > 0 {
+		return chain, unwind.EndComplete
+	}
+	depth := w.fp.maxStack
+	if depth <= 0 {
+		depth = maxUnwoundFrames
+	}
+	depth = max(depth-len(kernel), 1)
+	w.copyChain = w.copyChain[:0]
+	if len(kernel) > 0 {
+		w.copyChain = append(append(w.copyChain, record.ContextKernel), kernel...)
+	}
+	w.copyChain = append(w.copyChain, record.ContextUser)
+	head := len(w.copyChain)
+	w.copyChain = slices.Grow(w.copyChain, depth)
+	user, cut := unwind.FPChainOfCopy(unwind.Regs{BP: s.Regs[0], SP: s.Regs[1], IP: s.Regs[2]}, s.Stack, w.copyChain[head:head:head+depth])
+	w.copyChain = w.copyChain[:head+len(user)]
+	switch {
+	case cut && len(user) == depth:
+		return w.copyChain, unwind.EndMaxDepth
+	case cut:
+		return w.copyChain, unwind.EndTruncated
+	}
+	return w.copyChain, unwind.EndComplete
 }
 
 // stackEnds sums how the workers' stacks ended (in dwarf mode, those unwound and those
@@ -236,7 +281,7 @@ func stackEnds(ws []*stackWorker) (sum [unwind.NumEndReasons]uint64) {
 
 // overload says whether the ingest stage is behind: its rings are filling faster than it
 // reads them (the machine's cores are all busy, and the recorder gets too little of them).
-// Behind, DWARF samples take the kernel's frame-pointer stack instead of being unwound,
+// Behind, DWARF samples take their frame-pointer chain instead of being unwound,
 // which costs a tenth as much: the recorder catches up, and the samples are kept (their
 // stacks may be shorter) where they would otherwise be lost at random. Status says how
 // many.

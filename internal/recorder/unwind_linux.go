@@ -177,7 +177,7 @@ func (c *viewCache) hex(id []byte) string {
 // chainOf returns s's callchain with the user part unwound from its registers and stack
 // copy: the kernel's part as it is, then the user frames. Without registers (a kernel
 // thread, a sample the kernel could not copy) the kernel's chain is used as it is.
-func (d *dwarfUnwinder) chainOf(tr *proc.Tracker, s *record.Sample, fallback []uint64) []uint64 {
+func (d *dwarfUnwinder) chainOf(tr *proc.Tracker, s *record.Sample, fallback []uint64, fpEnd unwind.EndReason) []uint64 {
 	if len(s.Regs) < 3 || s.RegsABI == 0 {
 		return fallback
 	}
@@ -188,7 +188,7 @@ func (d *dwarfUnwinder) chainOf(tr *proc.Tracker, s *record.Sample, fallback []u
 	d.view = trackerView{tr: tr, pid: int(s.Pid), time: s.Time, loader: d.loader, c: &d.cache}
 	pcs, end := d.u.Unwind(&d.view, &unwind.Sample{Pid: s.Pid, Time: s.Time,
 		Regs:  unwind.Regs{BP: s.Regs[0], SP: s.Regs[1], IP: s.Regs[2]},
-		Stack: s.Stack, FPChain: user, FPChainCut: d.maxStack > 0 && len(kernel)+len(user) >= d.maxStack,
+		Stack: s.Stack, FPChain: user, FPChainEnd: chainEnd(fpEnd, d.maxStack, kernel, user),
 		InKernel: inKernel(s)}, d.buf[:0])
 	d.buf = pcs
 	d.chain = d.chain[:0]
@@ -272,7 +272,7 @@ func inKernel(s *record.Sample) bool { return s.Misc&record.MiscCPUModeMask == r
 // program carries the old program's registers, and loses its user frames; one taken in
 // user mode keeps its leaf (the sample was taken there), alone. Either way the stack ends
 // as EndUnmapped, as with DWARF.
-func (f *fpStacks) check(tr *proc.Tracker, s *record.Sample, chain []uint64) []uint64 {
+func (f *fpStacks) check(tr *proc.Tracker, s *record.Sample, chain []uint64, fpEnd unwind.EndReason) []uint64 {
 	kernel, user := record.SplitCallchain(chain)
 	if len(user) == 0 {
 		return chain
@@ -305,9 +305,8 @@ func (f *fpStacks) check(tr *proc.Tracker, s *record.Sample, chain []uint64) []u
 			kept, end = kept[:n], unwind.EndLoop
 		}
 	}
-	cut := f.maxStack > 0 && len(kernel)+len(user) >= f.maxStack
-	if end == unwind.EndComplete && cut {
-		end = unwind.EndMaxDepth
+	if end == unwind.EndComplete {
+		end = chainEnd(fpEnd, f.maxStack, kernel, user)
 	}
 	f.ends[end].Add(1)
 	if end == unwind.EndComplete {
@@ -318,8 +317,18 @@ func (f *fpStacks) check(tr *proc.Tracker, s *record.Sample, chain []uint64) []u
 		f.chain = append(append(f.chain, record.ContextKernel), kernel...)
 	}
 	f.chain = append(append(append(f.chain, record.ContextUser), user[0]), kept...)
-	if end == unwind.EndMaxDepth {
+	if end == unwind.EndMaxDepth || end == unwind.EndTruncated {
 		f.chain = append(f.chain, record.TruncatedMark)
 	}
 	return f.chain
+}
+
+// chainEnd is why a frame-pointer chain ends short of the outermost frame: end, as its
+// walk in a stack copy said (userChainFromCopy), else EndMaxDepth where the kernel's chain
+// has maxStack entries (kernel.perf_event_max_stack: it was cut), else EndComplete.
+func chainEnd(end unwind.EndReason, maxStack int, kernel, user []uint64) unwind.EndReason {
+	if end == unwind.EndComplete && maxStack > 0 && len(kernel)+len(user) >= maxStack {
+		return unwind.EndMaxDepth
+	}
+	return end
 }

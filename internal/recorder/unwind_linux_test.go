@@ -91,14 +91,14 @@ func TestFPStacksDropUnmappedUserRegisters(t *testing.T) {
 		{record.MiscUser, []uint64{record.ContextKernel, 0xffffffff81000010, 0xffffffff81000020, record.ContextUser, 0x44462e}},
 	} {
 		var f fpStacks
-		got := f.check(tr, &record.Sample{Pid: 7, Time: 105, Misc: tc.misc}, chain)
+		got := f.check(tr, &record.Sample{Pid: 7, Time: 105, Misc: tc.misc}, chain, unwind.EndComplete)
 		if !slices.Equal(got, tc.want) || f.ends[unwind.EndUnmapped].Load() != 1 {
 			t.Errorf("misc %d: chain %#x (unmapped %d), want %#x", tc.misc, got, f.ends[unwind.EndUnmapped].Load(), tc.want)
 		}
 	}
 	// Before the exec, the same ip was the old program's: kept.
 	var f fpStacks
-	if got := f.check(tr, &record.Sample{Pid: 7, Time: 50, Misc: record.MiscKernel}, chain); !slices.Equal(got, chain) {
+	if got := f.check(tr, &record.Sample{Pid: 7, Time: 50, Misc: record.MiscKernel}, chain, unwind.EndComplete); !slices.Equal(got, chain) {
 		t.Errorf("before exec: chain %#x, want it whole", got)
 	}
 }
@@ -121,9 +121,44 @@ func TestFPStacksCutALoopShownByTheStackCopy(t *testing.T) {
 	chain := append([]uint64{record.ContextUser}, user...)
 	var f fpStacks
 	s := &record.Sample{Pid: 7, Time: 50, Misc: record.MiscUser, RegsABI: 2, Regs: []uint64{bp, sp, 0x401000}, Stack: stack}
-	got := f.check(tr, s, chain)
+	got := f.check(tr, s, chain, unwind.EndComplete)
 	want := []uint64{record.ContextUser, 0x401000, ret}
 	if !slices.Equal(got, want) || f.ends[unwind.EndLoop].Load() != 1 {
 		t.Errorf("chain %#x (loop %d), want %#x", got, f.ends[unwind.EndLoop].Load(), want)
+	}
+}
+
+// TestUserChainFromCopy: a DWARF-mode sample's events carry no user frame-pointer chain;
+// the chain is walked in the stack copy, after the kernel's part, and a chain that leaves
+// the copy is marked truncated once checked. A chain that has a user part is kept.
+func TestUserChainFromCopy(t *testing.T) {
+	tr := proc.NewTracker()
+	tr.AddMapping(7, proc.Mapping{Start: 0x400000, End: 0x500000, Path: "/prog", Time: 10})
+	const sp = 0x7ffd0000
+	stack := make([]byte, 48)
+	binary.LittleEndian.PutUint64(stack[16:], sp+32)
+	binary.LittleEndian.PutUint64(stack[24:], 0x401100)
+	binary.LittleEndian.PutUint64(stack[32:], sp+4096) // the next frame lies above the copy
+	binary.LittleEndian.PutUint64(stack[40:], 0x401200)
+	w := &stackWorker{dwarf: &dwarfUnwinder{}}
+	w.fp.maxStack = 127
+	s := &record.Sample{Pid: 7, Time: 50, Misc: record.MiscKernel, RegsABI: 2, Regs: []uint64{sp + 16, sp, 0x401000}, Stack: stack}
+	kernelOnly := []uint64{record.ContextKernel, 0xffffffff81000000}
+	chain, end := w.userChainFromCopy(s, kernelOnly)
+	want := []uint64{record.ContextKernel, 0xffffffff81000000, record.ContextUser, 0x401000, 0x401100, 0x401200}
+	if !slices.Equal(chain, want) || end != unwind.EndTruncated {
+		t.Fatalf("chain %#x (%v), want %#x, truncated", chain, end, want)
+	}
+	got := w.fp.check(tr, s, chain, end)
+	if want := append(slices.Clone(want), record.TruncatedMark); !slices.Equal(got, want) || w.fp.ends[unwind.EndTruncated].Load() != 1 {
+		t.Errorf("checked %#x (truncated %d), want %#x", got, w.fp.ends[unwind.EndTruncated].Load(), want)
+	}
+	withUser := []uint64{record.ContextUser, 0x401000, 0x401300}
+	if chain, end := w.userChainFromCopy(s, withUser); !slices.Equal(chain, withUser) || end != unwind.EndComplete {
+		t.Errorf("a chain with a user part became %#x (%v)", chain, end)
+	}
+	s.Regs = nil
+	if chain, _ := w.userChainFromCopy(s, kernelOnly); !slices.Equal(chain, kernelOnly) {
+		t.Errorf("a sample without user registers got %#x", chain)
 	}
 }

@@ -113,8 +113,12 @@ type Meta struct {
 	LostByCPU    map[string]uint64 `json:"lost_by_cpu,omitempty"`    // of those, per CPU
 	LostByThread map[string]uint64 `json:"lost_by_thread,omitempty"` // of those, per thread where known
 	BadRecords   uint64            `json:"bad_records,omitempty"`    // records that could not be decoded
+	// NoUserFPChain (dwarf): the program was built without frame pointers, so its samples
+	// carry no kernel walk of them; the chains stax needs are walked in the stack copies.
+	NoUserFPChain bool `json:"no_user_fp_chain,omitempty"`
 	// OverloadSamples were taken while the recorder was behind (its rings more than half
-	// full): their stacks are the kernel's frame-pointer chains, not unwound (dwarf mode).
+	// full): their stacks are their frame-pointer chains, not unwound with call-frame
+	// information (dwarf mode).
 	OverloadSamples uint64 `json:"overload_samples,omitempty"`
 	// OffCPU counts what was recorded of the time threads spent switched out; nil when it
 	// was not recorded.

@@ -137,55 +137,62 @@ func parse(data []byte, secAddr uint64, debug bool) (*Table, error) {
 			t.cies = append(t.cies, c)
 			continue
 		}
-		var ciePos int
-		if debug {
-			ciePos = int(id)
-		} else {
-			ciePos = body - int(id)
-		}
-		ci, ok := cieAt[ciePos]
-		if !ok {
-			// A CIE after its FDE is legal but rare; parse it in place.
-			c, ok2 := t.cieAtOffset(ciePos)
-			if !ok2 {
-				t.Complete = false
-				continue
-			}
-			ci = int32(len(t.cies))
-			cieAt[ciePos] = ci
-			t.cies = append(t.cies, c)
-		}
 		if len(t.fdes) >= maxFDEs {
 			t.Complete = false
 			break
 		}
-		c := &t.cies[ci]
-		r := cfiReader{dwarfenc.Reader{B: data[:end], Off: body + 4}}
-		enc := c.fdeEnc
-		if debug {
-			enc = dwarfenc.PEUdata8
-		}
-		pcStart := r.Ptr(enc, secAddr, 8)
-		pcLen := r.Ptr(enc&0x0f, 0, 8)
-		if c.hasAug {
-			n := r.Uleb()
-			if n > uint64(end-r.Off) {
-				r.Bad = true
-			} else {
-				r.Off += int(n)
-			}
-		}
-		if r.Bad || pcStart+pcLen < pcStart {
+		if !t.addFDE(data, body, end, id, cieAt) {
 			t.Complete = false
-			continue
 		}
-		t.fdes = append(t.fdes, fde{start: pcStart, end: pcStart + pcLen, cie: ci, ins: uint32(r.Off), insE: uint32(end)})
 	}
 	sort.Slice(t.fdes, func(i, j int) bool { return t.fdes[i].start < t.fdes[j].start })
 	if len(t.cies) == 0 && len(data) > 0 && !t.Complete {
 		return nil, fmt.Errorf("parse call frame information: %w", errCFI)
 	}
 	return t, nil
+}
+
+// addFDE parses the FDE whose body (after its length) is data[body:end], with CIE pointer
+// id, and adds it to t; cieAt maps the CIEs parsed so far by offset.
+func (t *Table) addFDE(data []byte, body, end int, id uint32, cieAt map[int]int32) bool {
+	var ciePos int
+	if t.debug {
+		ciePos = int(id)
+	} else {
+		ciePos = body - int(id)
+	}
+	ci, ok := cieAt[ciePos]
+	if !ok {
+		// A CIE after its FDE is legal but rare; parse it in place.
+		c, ok2 := t.cieAtOffset(ciePos)
+		if !ok2 {
+			return false
+		}
+		ci = int32(len(t.cies))
+		cieAt[ciePos] = ci
+		t.cies = append(t.cies, c)
+	}
+	c := &t.cies[ci]
+	r := cfiReader{dwarfenc.Reader{B: data[:end], Off: body + 4}}
+	enc := c.fdeEnc
+	if t.debug {
+		enc = dwarfenc.PEUdata8
+	}
+	pcStart := r.Ptr(enc, t.secAddr, 8)
+	pcLen := r.Ptr(enc&0x0f, 0, 8)
+	if c.hasAug {
+		n := r.Uleb()
+		if n > uint64(end-r.Off) {
+			r.Bad = true
+		} else {
+			r.Off += int(n)
+		}
+	}
+	if r.Bad || pcStart+pcLen < pcStart {
+		return false
+	}
+	t.fdes = append(t.fdes, fde{start: pcStart, end: pcStart + pcLen, cie: ci, ins: uint32(r.Off), insE: uint32(end)})
+	return true
 }
 
 func (t *Table) cieAtOffset(pos int) (cie, bool) {

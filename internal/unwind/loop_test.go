@@ -110,7 +110,7 @@ func TestFramePointerChainLoopIsCut(t *testing.T) {
 		chain = append(chain, 0x401234)
 	}
 	var u Unwinder
-	s := &Sample{Regs: Regs{IP: 0x401000, SP: sp, BP: sp + 16}, Stack: stack, FPChain: chain, FPChainCut: true}
+	s := &Sample{Regs: Regs{IP: 0x401000, SP: sp, BP: sp + 16}, Stack: stack, FPChain: chain, FPChainEnd: EndMaxDepth}
 	pcs, end := u.Unwind(jitProc{}, s, make([]uint64, 0, 1024))
 	if want := []uint64{0x401000, 0x401234}; !slices.Equal(pcs, want) {
 		t.Errorf("pcs %#x (%v), want %#x", pcs, end, want)
@@ -168,4 +168,51 @@ func TestUnwindEndsAtTopFrame(t *testing.T) {
 	if !slices.Equal(pcs, []uint64{0x3008}) || end != EndComplete {
 		t.Errorf("pcs %#x (%v), want [0x3008] (complete)", pcs, end)
 	}
+}
+
+// TestFPChainOfCopy: the frame-pointer chain walked in the stack copy is the kernel's walk
+// within it: it stops at a saved frame pointer that does not increase or a zero return
+// address, and says it was cut where it leaves the copy after a checked frame, or fills up.
+func TestFPChainOfCopy(t *testing.T) {
+	const sp = 0x7ffd0000
+	frames := func(words ...uint64) []byte {
+		b := make([]byte, 8*len(words))
+		for i, w := range words {
+			binary.LittleEndian.PutUint64(b[8*i:], w)
+		}
+		return b
+	}
+	// Three frames at sp+16, sp+32 and sp+48, the outermost with a zero return address.
+	whole := frames(0, 0, sp+32, 0x401100, sp+48, 0x401200, 0, 0)
+	for _, c := range []struct {
+		name  string
+		regs  Regs
+		stack []byte
+		cap   int
+		want  []uint64
+		cut   bool
+	}{
+		{"whole", Regs{IP: 0x401000, SP: sp, BP: sp + 16}, whole, 64, []uint64{0x401000, 0x401100, 0x401200}, false},
+		{"leaves the copy", Regs{IP: 0x401000, SP: sp, BP: sp + 16}, whole[:48], 64, []uint64{0x401000, 0x401100, 0x401200}, true},
+		{"full", Regs{IP: 0x401000, SP: sp, BP: sp + 16}, whole, 2, []uint64{0x401000, 0x401100}, true},
+		{"loop", Regs{IP: 0x401000, SP: sp, BP: sp + 16}, frames(0, 0, sp+16, 0x401100), 64, []uint64{0x401000, 0x401100}, false},
+		{"frameless leaf: rbp above the copy", Regs{IP: 0x401000, SP: sp, BP: sp + 1<<20}, whole, 64, []uint64{0x401000}, false},
+		{"frameless leaf: rbp holds a count", Regs{IP: 0x401000, SP: sp, BP: 7}, whole, 64, []uint64{0x401000}, false},
+		{"no copy", Regs{IP: 0x401000, SP: sp, BP: sp + 16}, nil, 64, []uint64{0x401000}, false},
+	} {
+		got, cut := FPChainOfCopy(c.regs, c.stack, make([]uint64, 0, c.cap))
+		if !slices.Equal(got, c.want) || cut != c.cut {
+			t.Errorf("%s: %#x cut %v, want %#x cut %v", c.name, got, cut, c.want, c.cut)
+		}
+	}
+}
+
+func FuzzFPChainOfCopy(f *testing.F) {
+	f.Add(uint64(0x7ffd0000), uint64(0x7ffd0010), []byte{16: 0x20, 17: 0, 18: 0xfd, 19: 0x7f, 24: 1})
+	f.Fuzz(func(t *testing.T, sp, bp uint64, stack []byte) {
+		chain, _ := FPChainOfCopy(Regs{IP: 1, SP: sp, BP: bp}, stack, make([]uint64, 0, 128))
+		if len(chain) == 0 || len(chain) > 1+len(stack)/16 {
+			t.Errorf("%d entries from a %d-byte copy", len(chain), len(stack))
+		}
+	})
 }

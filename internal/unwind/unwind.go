@@ -149,12 +149,14 @@ type Sample struct {
 	Regs Regs
 	// Stack is the valid part of the user stack copy; it starts at Regs.SP.
 	Stack []byte
-	// FPChain is the user part of the kernel's frame-pointer callchain, leaf first, if
-	// the sample has one: the walk continues along it where CFI runs out.
+	// FPChain is the user part of a frame-pointer callchain (the kernel's, or walked in
+	// the stack copy: FPChainOfCopy), leaf first, if the sample has one: the walk
+	// continues along it where CFI runs out.
 	FPChain []uint64
-	// FPChainCut says the kernel cut FPChain at its depth limit: its end is not the
-	// outermost frame.
-	FPChainCut bool
+	// FPChainEnd says why FPChain ends where it is not the outermost frame: EndMaxDepth
+	// (the kernel's depth limit), EndTruncated (a chain walked in the stack copy reached
+	// its end); EndComplete otherwise.
+	FPChainEnd EndReason
 	// InKernel says the sample was taken in the kernel: Regs are the user registers the
 	// thread entered it with.
 	InKernel bool
@@ -179,8 +181,8 @@ func (u *Unwinder) Unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 			pcs = append(out[:0], fp...)
 			end = fend
 			switch {
-			case end == EndComplete && s.FPChainCut:
-				end = EndMaxDepth
+			case end == EndComplete && s.FPChainEnd != EndComplete:
+				end = s.FPChainEnd
 			case end == EndComplete:
 				end = EndNoCFI // the chain's end is not known to be the outermost frame
 			}
@@ -318,7 +320,7 @@ func (u *Unwinder) seen(out []uint64, f frameRegs) bool {
 	return false
 }
 
-// continueFP appends the kernel's frame-pointer callchain beyond the deepest frame the CFI
+// continueFP appends the sample's frame-pointer callchain beyond the deepest frame the CFI
 // walk found that the chain also holds.
 func (u *Unwinder) continueFP(view ProcessView, s *Sample, out []uint64, end EndReason) ([]uint64, EndReason) {
 	chain, cend := u.fpChain(view, s)
@@ -343,8 +345,8 @@ func (u *Unwinder) continueFP(view ProcessView, s *Sample, out []uint64, end End
 				}
 				out = append(out, pc)
 			}
-			if cend == EndComplete && s.FPChainCut {
-				cend = EndMaxDepth
+			if cend == EndComplete {
+				cend = s.FPChainEnd
 			}
 			return out, cend
 		}
@@ -391,6 +393,41 @@ func FPLoopAt(chain []uint64, regs Regs, stack []byte) int {
 		fp = next
 	}
 	return len(chain)
+}
+
+// FPChainOfCopy walks the frame pointers saved in a sample's stack copy as the kernel walks
+// them for a callchain, and returns out holding the chain (leaf first: the sampled IP, then
+// each return address), up to out's capacity. The walk stops where a saved frame pointer
+// does not lie above the last (a loop, or a frameless function's data in rbp) or a return
+// address is 0. cut says the chain goes on beyond what it holds: the walk reached the end
+// of the copy with a frame pointer read from the copy pointing above it, or filled out.
+func FPChainOfCopy(regs Regs, stack []byte, out []uint64) (chain []uint64, cut bool) {
+	out = out[:0]
+	if cap(out) == 0 {
+		return out, true
+	}
+	out = append(out, regs.IP)
+	lo, n := regs.SP, uint64(len(stack))
+	fp := regs.BP
+	for len(out) < cap(out) {
+		if fp < lo || fp-lo > n || n-(fp-lo) < 16 {
+			// Beyond the copy. Where the registers' own rbp points there, nothing of the
+			// walk was checked: a frameless leaf keeps data in it.
+			return out, fp >= lo && len(out) > 1
+		}
+		off := fp - lo
+		ret := binary.LittleEndian.Uint64(stack[off+8:])
+		if ret == 0 {
+			return out, false
+		}
+		out = append(out, ret)
+		next := binary.LittleEndian.Uint64(stack[off:])
+		if next <= fp {
+			return out, false
+		}
+		fp = next
+	}
+	return out, true
 }
 
 // FixChain returns the prefix of a frame-pointer callchain (user part, leaf first) that
