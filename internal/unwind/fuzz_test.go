@@ -48,6 +48,12 @@ func FuzzParseCFI(f *testing.F) {
 				tab.rowAt(tab.fdes[i].start)
 			}
 		}
+		// The sampling KeepsFramePointers does reads the same bytes its own way.
+		if s := sampleFDEs(data, secAddr, 16); len(s.fdes) > 0 {
+			if share := s.framePointerShare(); share < 0 || share > 1 {
+				t.Fatalf("frame-pointer share %v", share)
+			}
+		}
 	})
 }
 
