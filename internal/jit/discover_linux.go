@@ -34,6 +34,12 @@ type Candidate struct {
 // process's pid inside its own pid namespace (the one its files are named
 // after); pass pid when it is not in a child namespace.
 func Discover(pid, nsPid int) ([]Candidate, error) {
+	return DiscoverIn(pid, nsPid, EnvJITDir(pid))
+}
+
+// DiscoverIn is Discover with the process's STAX_JIT_DIR already read (EnvJITDir): a
+// watcher that scans a process many times a second reads its environment less often.
+func DiscoverIn(pid, nsPid int, jitDir string) ([]Candidate, error) {
 	proc := "/proc/" + strconv.Itoa(pid)
 	root := proc + "/root"
 	if _, err := os.Stat(proc); err != nil {
@@ -59,7 +65,7 @@ func Discover(pid, nsPid int) ([]Candidate, error) {
 	add("/tmp/marker-"+ns+".txt", SourceMarkers)
 	add("/tmp/itt-"+ns+".spans", SourceITTSpans)
 	add("/tmp/stax-"+ns+".spans", SourceITTSpans)
-	if dir := EnvJITDir(pid); dir != "" {
+	if dir := jitDir; dir != "" {
 		add(filepath.Join(dir, "jit-"+ns+".dump"), SourceJitdump)
 		add(filepath.Join(dir, "itt-"+ns+".spans"), SourceITTSpans)
 		add(filepath.Join(dir, "stax-"+ns+".spans"), SourceITTSpans)

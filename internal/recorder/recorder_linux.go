@@ -477,6 +477,10 @@ func (r *Recorder) Loop() int {
 	// The rings wake this loop when a quarter full; at low rates it still steps every
 	// maxWait, for the JIT sources and the samples held back by the last step.
 	const maxWait = 50 * time.Millisecond
+	// An attached process's exit is looked for every goneEvery, not at every step: the
+	// rings wake the loop hundreds of times a second at high rates.
+	const goneEvery = 100 * time.Millisecond
+	var goneChecked time.Time
 	var deadline time.Time
 	if r.opts.Duration > 0 {
 		deadline = time.Now().Add(r.opts.Duration)
@@ -511,8 +515,11 @@ loop:
 				break loop
 			default:
 			}
-		} else if r.gate == nil && !r.meta.SystemWide && proc.Gone(r.meta.Pid) {
-			break loop
+		} else if r.gate == nil && !r.meta.SystemWide && time.Since(goneChecked) >= goneEvery {
+			goneChecked = time.Now()
+			if proc.Gone(r.meta.Pid) {
+				break loop
+			}
 		}
 	}
 	close(namerStop)

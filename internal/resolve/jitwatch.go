@@ -41,6 +41,9 @@ const (
 	scanEvery      = 500 * time.Millisecond
 	youngScanEvery = 50 * time.Millisecond
 	maxYoungScans  = 64
+	// envEvery is how often a process's environment is read again for its STAX_JIT_DIR
+	// (it changes only when the process execs): reading another process's memory costs.
+	envEvery = 200 * time.Millisecond
 )
 
 // JITWatcher finds the jitdump files and perf maps of every recorded process and tails them
@@ -83,6 +86,9 @@ type watchedProc struct {
 	// jitDir is the STAX_JIT_DIR of its environment, read while it ran: after its exit the
 	// files it wrote there at the last moment (a collector's exit flush) are found there.
 	jitDir string
+	// env is the STAX_JIT_DIR of its environment as last read (envRead), for discovery.
+	env     string
+	envRead time.Time
 }
 
 // youngFor is how long a newly watched process has its owner looked at every round: a
@@ -325,10 +331,13 @@ func (w *JITWatcher) discover(final bool) {
 		}
 		p.scanned = now
 		p.refreshUID()
-		if p.jitDir == "" && p.nsPid == p.pid && now.Sub(p.since) < youngFor {
-			p.jitDir = jit.EnvJITDir(p.pid)
+		if p.envRead.IsZero() || now.Sub(p.envRead) >= envEvery {
+			p.env, p.envRead = jit.EnvJITDir(p.pid), now
+			if p.jitDir == "" && p.nsPid == p.pid && now.Sub(p.since) < youngFor {
+				p.jitDir = p.env
+			}
 		}
-		cands, err := jit.Discover(p.pid, p.nsPid)
+		cands, err := jit.DiscoverIn(p.pid, p.nsPid, p.env)
 		if err != nil {
 			// The process is gone: look for its files in our own /tmp (a JVM writes
 			// its perf map as it exits) and in the STAX_JIT_DIR it had (stax's collector

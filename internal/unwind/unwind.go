@@ -177,10 +177,11 @@ func (u *Unwinder) Unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 	pcs, end := u.unwind(view, s, out)
 	if end != EndComplete && end != EndUnmapped && len(s.FPChain) > len(pcs) {
 		// Never return less than the frame-pointer chain alone gives.
-		if fp, fend := u.fpChain(view, s); len(fp) > len(pcs) && len(fp) <= cap(out) {
+		if fp, fend, top := u.fpChain(view, s); len(fp) > len(pcs) && len(fp) <= cap(out) {
 			pcs = append(out[:0], fp...)
 			end = fend
 			switch {
+			case top:
 			case end == EndComplete && s.FPChainEnd != EndComplete:
 				end = s.FPChainEnd
 			case end == EndComplete:
@@ -323,7 +324,7 @@ func (u *Unwinder) seen(out []uint64, f frameRegs) bool {
 // continueFP appends the sample's frame-pointer callchain beyond the deepest frame the CFI
 // walk found that the chain also holds.
 func (u *Unwinder) continueFP(view ProcessView, s *Sample, out []uint64, end EndReason) ([]uint64, EndReason) {
-	chain, cend := u.fpChain(view, s)
+	chain, cend, top := u.fpChain(view, s)
 	if len(chain) == 0 {
 		return out, end
 	}
@@ -345,7 +346,7 @@ func (u *Unwinder) continueFP(view ProcessView, s *Sample, out []uint64, end End
 				}
 				out = append(out, pc)
 			}
-			if cend == EndComplete {
+			if cend == EndComplete && !top {
 				cend = s.FPChainEnd
 			}
 			return out, cend
@@ -356,16 +357,36 @@ func (u *Unwinder) continueFP(view ProcessView, s *Sample, out []uint64, end End
 
 // fpChain returns the part of the sample's frame-pointer chain to use, and why it ends
 // there: EndGarbage at an address in no executable mapping, EndLoop where the chain goes
-// round (FPLoopAt), EndComplete when all of it is used.
-func (u *Unwinder) fpChain(view ProcessView, s *Sample) ([]uint64, EndReason) {
+// round (FPLoopAt), EndComplete when all of it is used. top says it ends at an outermost
+// frame (topAt).
+func (u *Unwinder) fpChain(view ProcessView, s *Sample) (chain []uint64, end EndReason, top bool) {
 	if u.fpEnd < 0 {
 		u.fpEnd = FPLoopAt(s.FPChain, s.Regs, s.Stack)
 	}
-	chain, end := FixChain(view, s.FPChain[:u.fpEnd])
+	chain, end = FixChain(view, s.FPChain[:u.fpEnd])
 	if end == EndComplete && u.fpEnd < len(s.FPChain) {
 		end = EndLoop
 	}
-	return chain, end
+	if n, ok := u.topAt(view, chain); ok {
+		return chain[:n], EndComplete, true
+	}
+	return chain, end, false
+}
+
+// topAt returns the length of chain (leaf first) up to and including its first frame in a
+// function its image marks as outermost (Table.tops), if it has one. A
+// frame-pointer walk does not stop there: a Go thread's first frame pointer is its
+// creator's, so above runtime.mstart it reads runtime.clone and the creator's stack.
+func (u *Unwinder) topAt(view ProcessView, chain []uint64) (int, bool) {
+	for i, pc := range chain {
+		if i > 0 {
+			pc-- // a return address: the call lies before it
+		}
+		if m, ok := view.Mapping(pc); ok && u.inTopFrame(view, m, pc) {
+			return i + 1, true
+		}
+	}
+	return len(chain), false
 }
 
 // FPLoopAt returns how many entries of the kernel's frame-pointer chain (user part, leaf
