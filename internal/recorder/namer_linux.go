@@ -1,4 +1,4 @@
-// The resolve stage: a goroutine of its own names new stacks every 200 ms, once per
+// The resolve stage: a goroutine of its own names new stacks every resolveEvery, once per
 // distinct stack, and keeps the code at the leaves of named stacks for annotate. Symbol
 // loading (large images, debuginfod) happens here, never on the ring reader's path.
 
@@ -10,21 +10,22 @@ import (
 	"github.com/stax-profiler/stax/internal/resolve"
 )
 
-// nameLoop names new stacks every 200 ms and writes a checkpoint every opts.Checkpoint, on
-// its own goroutine: a slow symbol load (a large image, a debuginfod that takes its time)
-// or a slow disk never delays reading the rings.
-func (r *Recorder) nameLoop(stop <-chan struct{}, done chan<- struct{}) {
+// resolveEvery is how often new stacks are named.
+const resolveEvery = 200 * time.Millisecond
+
+// nameLoop names new stacks each time kick says to (the ring reader's loop does, every
+// resolveEvery, right after a step: the process wakes once for both) and writes a checkpoint
+// every opts.Checkpoint, on its own goroutine: a slow symbol load (a large image, a
+// debuginfod that takes its time) or a slow disk never delays reading the rings.
+func (r *Recorder) nameLoop(kick <-chan struct{}, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	const resolveEvery = 200 * time.Millisecond
-	ticker := time.NewTicker(resolveEvery)
-	defer ticker.Stop()
 	lastCheckpoint := time.Now()
 	every := r.opts.Checkpoint
 	for {
 		select {
 		case <-stop:
 			return
-		case <-ticker.C:
+		case <-kick:
 		}
 		r.resolveAndNotify()
 		if time.Since(lastCheckpoint) >= every {

@@ -475,18 +475,30 @@ func (r *Recorder) ForwardSignal(sig os.Signal) bool {
 // the final run. It returns the launched command's exit status (0 when attached).
 func (r *Recorder) Loop() int {
 	// The rings wake this loop when a quarter full; at low rates it still steps every
-	// maxWait, for the JIT sources and the samples held back by the last step.
-	const maxWait = 50 * time.Millisecond
-	// An attached process's exit is looked for every goneEvery, not at every step: the
-	// rings wake the loop hundreds of times a second at high rates.
+	// maxWait, for the JIT sources and the samples held back by the last step. Each wake
+	// costs the whole process a round of its threads waking (the Go runtime's included):
+	// the namer is kicked from here rather than woken by a timer of its own.
+	const maxWait = 100 * time.Millisecond
+	// An attached process's exit comes from a pidfd; where the kernel has none, it is
+	// looked for every goneEvery, not at every step: the rings wake the loop hundreds of
+	// times a second at high rates.
 	const goneEvery = 100 * time.Millisecond
-	var goneChecked time.Time
+	var exited <-chan struct{}
+	_, finite := r.src.(finiteSource)
+	pollGone := r.gate == nil && !r.meta.SystemWide && !finite
+	if pollGone {
+		if ch, stop, err := proc.ExitWatch(r.meta.Pid); err == nil {
+			exited, pollGone = ch, false
+			defer stop()
+		}
+	}
+	var goneChecked, kicked time.Time
 	var deadline time.Time
 	if r.opts.Duration > 0 {
 		deadline = time.Now().Add(r.opts.Duration)
 	}
-	namerStop, namerDone := make(chan struct{}), make(chan struct{})
-	go r.nameLoop(namerStop, namerDone)
+	namerKick, namerStop, namerDone := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	go r.nameLoop(namerKick, namerStop, namerDone)
 	jitStop, jitDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(jitDone)
@@ -501,6 +513,8 @@ loop:
 		case code := <-r.gateDone:
 			exit = code
 			break loop
+		case <-exited:
+			break loop
 		default:
 		}
 		if !deadline.IsZero() && !time.Now().Before(deadline) {
@@ -509,13 +523,20 @@ loop:
 		}
 		r.src.Wait(maxWait)
 		r.step(false)
+		if now := time.Now(); now.Sub(kicked) >= resolveEvery {
+			kicked = now
+			select {
+			case namerKick <- struct{}{}:
+			default:
+			}
+		}
 		if fs, ok := r.src.(finiteSource); ok {
 			select {
 			case <-fs.Done():
 				break loop
 			default:
 			}
-		} else if r.gate == nil && !r.meta.SystemWide && time.Since(goneChecked) >= goneEvery {
+		} else if pollGone && time.Since(goneChecked) >= goneEvery {
 			goneChecked = time.Now()
 			if proc.Gone(r.meta.Pid) {
 				break loop

@@ -69,6 +69,10 @@ type JITWatcher struct {
 	defaultID uint32 // uid assumed for processes whose owner cannot be read any more
 
 	watermark atomic.Uint64 // CLOCK_MONOTONIC ns: JIT records written before it are applied
+	// noFiles says no file is watched: every JIT record is applied at any time, and the
+	// watcher wakes only to search for files (and when asked to watch something: wake).
+	noFiles atomic.Bool
+	wake    chan struct{}
 }
 
 type watchRequest struct {
@@ -91,9 +95,10 @@ type watchedProc struct {
 	envRead time.Time
 }
 
-// youngFor is how long a newly watched process has its owner looked at every round: a
-// launched command changes user soon after it starts (setpriv, su), and if it exits before
-// its JIT files are found, the files it left are checked against the owner last seen.
+// youngFor is how long after its start a watched process has its owner looked at every
+// round: a launched command changes user soon after it starts (setpriv, su), and if it
+// exits before its JIT files are found, the files it left are checked against the owner
+// last seen.
 const youngFor = 5 * time.Second
 
 // refreshUID takes the process's current owner: a launched command may change user after
@@ -130,7 +135,8 @@ func NewJITWatcher(res *Resolver, set *spans.Set) *JITWatcher {
 	if set == nil {
 		set = spans.NewSet()
 	}
-	return &JITWatcher{res: res, spans: set, pids: map[int]*watchedProc{}, defaultID: uint32(os.Getuid())}
+	return &JITWatcher{res: res, spans: set, pids: map[int]*watchedProc{}, defaultID: uint32(os.Getuid()),
+		wake: make(chan struct{}, 1)}
 }
 
 // Track adds a process to watch. It returns at once: the process is looked at by the
@@ -145,6 +151,10 @@ func (w *JITWatcher) ask(req watchRequest) {
 	w.inMu.Lock()
 	w.inbox = append(w.inbox, req)
 	w.inMu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
 }
 
 // takeRequests moves what was asked into the watched set; w.mu must be held.
@@ -168,7 +178,13 @@ func (w *JITWatcher) takeRequests() {
 func (w *JITWatcher) track(pid int) *watchedProc {
 	p := w.pids[pid]
 	if p == nil {
-		p = &watchedProc{pid: pid, nsPid: proc.NSPid(pid), uid: w.defaultID, since: time.Now(), sources: map[string]*watchedSource{}}
+		// A process is young from its own start: one that ran long before the recording
+		// (attached to, or met by a system-wide one) has opened its JIT files already.
+		since := time.Now()
+		if age, err := proc.Age(pid); err == nil {
+			since = since.Add(-age)
+		}
+		p = &watchedProc{pid: pid, nsPid: proc.NSPid(pid), uid: w.defaultID, since: since, sources: map[string]*watchedSource{}}
 		p.refreshUID()
 		w.pids[pid] = p
 	}
@@ -196,25 +212,69 @@ func (w *JITWatcher) add(p *watchedProc, inner, open string, kind jit.SourceKind
 
 // Watermark is the CLOCK_MONOTONIC time before which every JIT record written to a watched
 // file has been applied to the tables.
-func (w *JITWatcher) Watermark() uint64 { return w.watermark.Load() }
+func (w *JITWatcher) Watermark() uint64 {
+	if w.noFiles.Load() {
+		return monotonicNow()
+	}
+	return w.watermark.Load()
+}
 
-// Run tails the files until stop is closed, then returns.
+// Run tails the files until stop is closed, then returns. With no file to tail it sleeps
+// until the next search for files is due, or until it is asked to watch something: an idle
+// recorder is not woken 50 times a second for nothing.
 func (w *JITWatcher) Run(stop <-chan struct{}) {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		caughtUp := w.round(false, stop)
 		wait := pollEvery
-		if !caughtUp {
+		switch {
+		case !caughtUp:
 			wait = 0 // a file holds more: read on, giving the others their turn
+		case w.noFiles.Load():
+			wait = w.nextScanIn(time.Now())
 		}
 		t.Reset(wait)
 		select {
 		case <-stop:
 			return
 		case <-t.C:
+		case <-w.wake:
 		}
 	}
+}
+
+// nextScanIn is how long until a watched process is due a search for files (discover),
+// between pollEvery and scanEvery.
+func (w *JITWatcher) nextScanIn(now time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	young := w.youngCount(now)
+	next := scanEvery
+	for _, p := range w.pids {
+		next = min(next, p.scanned.Add(w.scanInterval(p, young, now)).Sub(now))
+	}
+	return max(next, pollEvery)
+}
+
+// youngCount is how many watched processes are young (youngFor); w.mu must be held.
+func (w *JITWatcher) youngCount(now time.Time) int {
+	young := 0
+	for _, p := range w.pids {
+		if now.Sub(p.since) < youngFor {
+			young++
+		}
+	}
+	return young
+}
+
+// scanInterval is how often p is searched for new files, given how many processes are
+// young.
+func (w *JITWatcher) scanInterval(p *watchedProc, young int, now time.Time) time.Duration {
+	if young <= maxYoungScans && now.Sub(p.since) < youngFor {
+		return youngScanEvery
+	}
+	return scanEvery
 }
 
 // Finish reads what the files still hold, looking everywhere once more (processes that have
@@ -290,6 +350,7 @@ func (w *JITWatcher) round(final bool, stop <-chan struct{}) (caughtUp bool) {
 			items = append(items, item{p, inner, s})
 		}
 	}
+	w.noFiles.Store(len(items) == 0)
 	w.mu.Unlock()
 	caughtUp = true
 	for _, it := range items {
@@ -315,18 +376,9 @@ func (w *JITWatcher) round(final bool, stop <-chan struct{}) (caughtUp bool) {
 // w.mu must be held.
 func (w *JITWatcher) discover(final bool) {
 	now := time.Now()
-	young := 0
+	young := w.youngCount(now)
 	for _, p := range w.pids {
-		if now.Sub(p.since) < youngFor {
-			young++
-		}
-	}
-	for _, p := range w.pids {
-		every := scanEvery
-		if young <= maxYoungScans && now.Sub(p.since) < youngFor {
-			every = youngScanEvery
-		}
-		if !final && !p.scanned.IsZero() && now.Sub(p.scanned) < every {
+		if every := w.scanInterval(p, young, now); !final && !p.scanned.IsZero() && now.Sub(p.scanned) < every {
 			continue
 		}
 		p.scanned = now

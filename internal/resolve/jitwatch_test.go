@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -110,6 +111,49 @@ func TestJITWatcherWatermark(t *testing.T) {
 	close(stop)
 	<-done
 	defer w.Close()
+	if _, ok := r.JIT(uint32(os.Getpid())).Lookup(0x100000000+16*9, w.Watermark()); !ok {
+		t.Errorf("a function written before the watermark is not in the table")
+	}
+}
+
+// With no file to read, nothing waits for the watcher: its watermark is the current time.
+// A file asked for by its path wakes the watcher, which reads it and keeps its watermark
+// from then on.
+func TestJITWatcherWithNoFiles(t *testing.T) {
+	r := New(proc.NewTracker(), symbol.Options{})
+	w := NewJITWatcher(r, nil)
+	defer w.Close()
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	w.Track(cmd.Process.Pid)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Run(stop)
+	}()
+	defer func() { close(stop); <-done }()
+	for !w.noFiles.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	if before := monotonicNow(); w.Watermark() < before {
+		t.Errorf("with no files the watermark is %d, before %d", w.Watermark(), before)
+	}
+
+	writeOwnPerfMap(t, 10)
+	w.Track(os.Getpid())
+	for w.noFiles.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	mark := w.Watermark()
+	if after := monotonicNow(); mark >= after {
+		t.Errorf("with a file the watermark %d is not the last round's start (now %d)", mark, after)
+	}
+	for w.Watermark() <= mark {
+		time.Sleep(time.Millisecond)
+	}
 	if _, ok := r.JIT(uint32(os.Getpid())).Lookup(0x100000000+16*9, w.Watermark()); !ok {
 		t.Errorf("a function written before the watermark is not in the table")
 	}

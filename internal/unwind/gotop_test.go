@@ -11,18 +11,8 @@ import (
 // A Go program's table knows the runtime's outermost functions from its symbol table:
 // runtime.mstart, runtime.goexit and runtime.rt0_go, and no others.
 func TestGoTopFrames(t *testing.T) {
-	prog := filepath.Join(t.TempDir(), "goprog")
-	testutil.Run(t, testutil.RepoRoot(t), "go", "build", "-o", prog, "./internal/e2e/testdata/goprog")
+	prog, _, syms := buildGoProg(t)
 	tab, err := LoadELF(prog, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := elf.Open(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,17 +47,7 @@ func TestGoTopFrames(t *testing.T) {
 // its creator's), into runtime.clone and whatever the creator's stack holds: the chain the
 // unwinder falls back to ends at mstart, as a complete stack.
 func TestFPChainEndsAtGoTopFrame(t *testing.T) {
-	prog := filepath.Join(t.TempDir(), "goprog")
-	testutil.Run(t, testutil.RepoRoot(t), "go", "build", "-o", prog, "./internal/e2e/testdata/goprog")
-	f, err := elf.Open(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
+	prog, f, syms := buildGoProg(t)
 	at := map[string]uint64{}
 	for _, s := range syms {
 		at[s.Name] = s.Value
@@ -103,4 +83,21 @@ func TestFPChainEndsAtGoTopFrame(t *testing.T) {
 	if got, end, top := u.fpChain(view, &Sample{FPChain: chain[:3]}); len(got) != 3 || end != EndComplete || top {
 		t.Errorf("chain %#x ends %v (top %v), want it whole", got, end, top)
 	}
+}
+
+// buildGoProg builds the e2e tests' Go program, and opens it with its symbols.
+func buildGoProg(t *testing.T) (string, *elf.File, []elf.Symbol) {
+	t.Helper()
+	prog := filepath.Join(t.TempDir(), "goprog")
+	testutil.Run(t, testutil.RepoRoot(t), "go", "build", "-o", prog, "./internal/e2e/testdata/goprog")
+	f, err := elf.Open(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prog, f, syms
 }
