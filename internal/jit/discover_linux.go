@@ -103,12 +103,22 @@ const maxEnviron = 1 << 20
 // stax's collector and Go package write their files; empty when it is unset, not absolute or
 // cannot be read.
 func EnvJITDir(pid int) string {
+	dir, _ := ReadEnvJITDir(pid)
+	return dir
+}
+
+// ReadEnvJITDir is EnvJITDir, and whether the environment could be read: a process caught
+// in its exec (its new image's environment not yet in place) shows none, and is asked again.
+func ReadEnvJITDir(pid int) (dir string, ok bool) {
 	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
-		return ""
+		return "", false
 	}
 	defer f.Close()
 	b, _ := io.ReadAll(io.LimitReader(f, maxEnviron))
+	if len(b) == 0 {
+		return "", false
+	}
 	for len(b) > 0 {
 		kv := b
 		if i := bytes.IndexByte(b, 0); i >= 0 {
@@ -117,8 +127,8 @@ func EnvJITDir(pid int) string {
 			b = nil
 		}
 		if v, ok := bytes.CutPrefix(kv, []byte("STAX_JIT_DIR=")); ok && filepath.IsAbs(string(v)) {
-			return filepath.Clean(string(v))
+			return filepath.Clean(string(v)), true
 		}
 	}
-	return ""
+	return "", true
 }

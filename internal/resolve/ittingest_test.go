@@ -209,6 +209,15 @@ func TestJITWatcherFindsSpansLeftInTheJITDir(t *testing.T) {
 		t.Skip("cannot start sleep:", err)
 	}
 	pid := cmd.Process.Pid
+	// Start returns while the exec may still be setting up the new image's environment.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, ok := jit.ReadEnvJITDir(pid); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the process's environment is not readable after 10 s")
+		}
+	}
 	set := spans.NewSet()
 	w := NewJITWatcher(nil, set)
 	defer w.Close()

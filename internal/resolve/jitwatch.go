@@ -384,7 +384,10 @@ func (w *JITWatcher) discover(final bool) {
 		p.scanned = now
 		p.refreshUID()
 		if p.envRead.IsZero() || now.Sub(p.envRead) >= envEvery {
-			p.env, p.envRead = jit.EnvJITDir(p.pid), now
+			var known bool
+			if p.env, known = jit.ReadEnvJITDir(p.pid); known {
+				p.envRead = now
+			}
 			if p.jitDir == "" && p.nsPid == p.pid && now.Sub(p.since) < youngFor {
 				p.jitDir = p.env
 			}
