@@ -23,7 +23,8 @@
 #
 # Usage: bench/dwarf-cost.sh [MS]     CPU time of each recording (default 5000)
 # Environment: ROUNDS=3 FREQS="999 4999" DEPTH=30; STACK_SIZE=BYTES gives both recorders
-# the same stack copy (default: each its own default, 8192 for both).
+# the same stack copy (default: each its own default: 8192 for perf; for stax 8192 until
+# it has seen 500 stacks, then fitted to them).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -51,7 +52,8 @@ fi
 echo "recursion $depth deep, $ms ms of CPU per recording, stack copy: ${STACK_SIZE:-the default of each recorder}, program $pinned"
 
 # shares.py STAX: the share of the newest run's samples whose stack reaches main, and of
-# its stacks that the unwinder ended at the outermost frame (percent).
+# its stacks that the unwinder ended at the outermost frame (percent); its stack copy at the
+# end (fitted to the stacks unless STACK_SIZE fixes it).
 cat >"$tmp/shares.py" <<'PY'
 import json, subprocess, sys
 stax = sys.argv[1]
@@ -62,9 +64,10 @@ try:
     main = sum(r["total"] for r in top["rows"] if r["func"] == "main")
     ends = st["meta"].get("stack_ends") or {}
     print("%.2f" % (100.0 * main / n) if n else "none",
-          "%.2f" % (100.0 * ends.get("complete", 0) / sum(ends.values())) if ends else "none")
+          "%.2f" % (100.0 * ends.get("complete", 0) / sum(ends.values())) if ends else "none",
+          st["meta"].get("stack_size") or "none")
 except Exception:
-    print("none none")
+    print("none none none")
 PY
 
 # field NAME FILE: the number after NAME in the program's output line.
@@ -79,7 +82,7 @@ stax_round() {
 	swork=$(field work "$tmp/out.stax")
 	sprog=$(field cpu_s "$tmp/out.stax")
 	srec=$(bench_sub "$(bench_cpu "$tmp/t.stax")" "$sprog")
-	read -r smain scomplete < <(python3 "$tmp/shares.py" "$STAX")
+	read -r smain scomplete scopy < <(python3 "$tmp/shares.py" "$STAX")
 }
 perf_round() {
 	rm -f "$tmp/perf.data"
@@ -107,7 +110,7 @@ for f0 in $freqs; do
 	perf_round
 	printf '%6s | %10s %10s %12s %10s %8s | %10s %10s %12s %10s\n' round "stax kept" "work" "ns/work" "rec cpu s" "main %" "perf kept" work "ns/work" "rec cpu s"
 	for ((r = 1; r <= ROUNDS; r++)); do
-		skept=none swork=none sprog=none srec=none smain=none scomplete=none
+		skept=none swork=none sprog=none srec=none smain=none scomplete=none scopy=none
 		pkept=none pwork=none pprog=none prec=none
 		if ((r % 2)); then stax_round; perf_round; else perf_round; stax_round; fi
 		sunit=$(bench_div "$sprog" "$swork" 1e9)
@@ -118,6 +121,7 @@ for f0 in $freqs; do
 		bench_add "rec_$f" "$(bench_div "$(bench_div "$srec" "$skept")" "$(bench_div "$prec" "$pkept")")"
 		bench_add "main_$f" "$smain"
 		bench_add "complete_$f" "$scomplete"
+		bench_add "copy_$f" "$scopy"
 		printf '%6s | %10s %10s %12s %10s %8s | %10s %10s %12s %10s\n' "$r" "$skept" "$swork" "$(bench_fmt "$sunit")" "$srec" "$smain" \
 			"$pkept" "$pwork" "$(bench_fmt "$punit")" "$prec"
 	done
@@ -133,5 +137,6 @@ for f0 in $freqs; do
 	bench_check "recorder CPU per sample, stax/perf" "rec_$f" "<=" 1
 	bench_show -u % "stax samples whose stack reaches main" "main_$f"
 	bench_show -u % "stax stacks unwound to the outermost frame" "complete_$f"
+	bench_show -u B "stax stack copy at the end" "copy_$f"
 done
 bench_finish

@@ -252,7 +252,7 @@ At the end, what is queued is sent for up to --push-timeout.
 	c.Flags().SetInterspersed(false)
 	c.Flags().IntVarP(&freq, "freq", "F", 999, "samples per second per CPU")
 	c.Flags().StringVar(&callGraph, "call-graph", defaultCallGraph(), "how user stacks are walked: dwarf (.eh_frame, from a copy of each sample's user stack: complete stacks through code built without frame pointers) or `fp` (frame pointers, walked by the kernel: cheaper, but skips callers of code without them)")
-	c.Flags().IntVar(&stackSize, "stack-size", 0, "`BYTES` of user stack copied per sample with --call-graph dwarf (8192 to 65528; default 8192, as perf record; status says when deeper stacks were cut short)")
+	c.Flags().IntVar(&stackSize, "stack-size", 0, "`BYTES` of user stack copied per sample with --call-graph dwarf (8192 to 65528; by default 8192, as perf record, then fitted to the stacks seen: see docs/stack-copy.md; status says when deeper stacks were cut short)")
 	c.Flags().BoolVar(&noOffCPU, "no-off-cpu", false, "do not record where threads wait: the context switches of the target's threads, and the stack each blocked in (see stax top --off-cpu)")
 	c.Flags().StringVar(&offCPURate, "off-cpu-rate", strconv.Itoa(defaultOffCPURate), "stacks of switches out (and of wakeups) taken per second per thread, about (`HZ`, or all): a thread that switches more often than that has its time off CPU counted at every switch still, each wait with its own stack or its latest sampled one (stax status counts those)")
 	c.Flags().IntVarP(&pages, "mmap-pages", "m", 0, "`PAGES` of ring buffer per CPU, a power of two (default: sized from -F to hold half a second)")

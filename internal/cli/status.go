@@ -91,9 +91,17 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 		for _, n := range m.StackEnds {
 			all += n
 		}
-		if cut := m.StackEnds["truncated"]; m.CallGraph == "dwarf" && m.StackSize > 0 && all > 0 && cut*100 > all {
+		if f := m.StackFit; m.CallGraph == "dwarf" && f != nil && f.Resizes > 0 {
+			fmt.Fprintf(w, "stack copy: %d bytes per sample, fitted to the deepest stack seen (%d bytes; %d at most, reopened %d times)\n",
+				m.StackSize, f.Need, f.Max, f.Resizes)
+		}
+		copied := m.StackSize
+		if m.StackFit != nil {
+			copied = m.StackFit.Max
+		}
+		if cut := m.StackEnds["truncated"]; m.CallGraph == "dwarf" && copied > 0 && all > 0 && cut*100 > all {
 			fmt.Fprintf(w, "note:      %.1f%% of stacks went deeper than the %d-byte stack copy; record with --stack-size %d for them\n",
-				float64(cut)*100/float64(all), m.StackSize, min(2*m.StackSize, 65528))
+				float64(cut)*100/float64(all), copied, min(2*copied, 65528))
 		}
 	}
 	if o := m.OffCPU; o != nil {

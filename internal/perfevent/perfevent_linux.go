@@ -67,7 +67,16 @@ type Config struct {
 	// ContextSwitchEvent takes the stacks of switches out from the context-switch
 	// software event even where sched:sched_switch could be opened (Session.WaitStacks).
 	ContextSwitchEvent bool
+	// ResizableStack ("dwarf", not SystemWide) lets Session.ResizeStack reopen the CPU
+	// sampling events with another stack copy. Closing an event ends its inherited copies,
+	// so the side-band records (mmaps, comms, forks and exits) and the rings go to a dummy
+	// event per CPU, which stays; the sampling events write into its ring.
+	ResizableStack bool
 }
+
+// sideBand are the attr bits of the side-band records: one event per CPU carries them, so
+// they are not written twice.
+const sideBand = unix.PerfBitMmap | unix.PerfBitComm | unix.PerfBitTask | unix.PerfBitMmap2 | unix.PerfBitCommExec
 
 // offCPUPeriod sets a context-switch or sched_waking event's sampling: every event, or,
 // sampled, about Session.OffCPURate a second (the kernel's frequency mode).
@@ -179,6 +188,17 @@ type Session struct {
 
 	fds   []int
 	rings []*mappedRing
+	// sampleFDs are the CPU-sampling events (also in fds), which ResizeStack replaces.
+	sampleFDs []int
+	// resizable says the side band and the rings are the dummy events'
+	// (Config.ResizableStack); cfg, evType and evConfig rebuild the sampling events.
+	resizable bool
+	cfg       Config
+	evType    uint32
+	evConfig  uint64
+	// off says the events are stopped (not enabled yet, or disabled): events ResizeStack
+	// opens then start stopped too.
+	off bool
 	// switchIDs are the ids of the context-switch events.
 	switchIDs map[uint64]bool
 	// wakingIDs are the ids of the sched_waking events, waking its tracepoint.
@@ -384,6 +404,9 @@ func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) err
 	}
 	s.switchIDs = map[uint64]bool{}
 	s.wakingIDs = map[uint64]bool{}
+	s.resizable = cfg.ResizableStack && cfg.CallGraph == "dwarf" && !cfg.SystemWide
+	s.cfg, s.evType, s.evConfig = cfg, typ, config
+	s.off = !cfg.EnableOnExec
 	var switches []switchTarget
 	pids := cfg.Pids
 	if cfg.SystemWide {
@@ -394,8 +417,23 @@ func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) err
 			// Only the first thread's events carry mmap/comm/task side-band records, so
 			// they are not duplicated per thread.
 			a := s.attr(cfg, typ, config, cfg.EnableOnExec)
-			if i > 0 {
-				a.Bits &^= unix.PerfBitMmap | unix.PerfBitComm | unix.PerfBitTask | unix.PerfBitMmap2 | unix.PerfBitCommExec
+			if i > 0 || s.resizable {
+				a.Bits &^= sideBand
+			}
+			var r *mappedRing
+			if i == 0 && s.resizable {
+				// The dummy is built like the sampling event, so that the ring's records
+				// share its layout (sample_id_all) and wakeups.
+				d := s.attr(cfg, unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_DUMMY, cfg.EnableOnExec)
+				dfd, err := unix.PerfEventOpen(d, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+				if err != nil {
+					return fmt.Errorf("open the side-band event for pid %d on cpu %d: %w", pid, cpu, err)
+				}
+				s.fds = append(s.fds, dfd)
+				if r, err = mapRing(dfd, cpu, cfg.RingPages); err != nil {
+					return err
+				}
+				s.rings = append(s.rings, r)
 			}
 			fd, err := unix.PerfEventOpen(a, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 			if err != nil {
@@ -405,8 +443,14 @@ func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) err
 				return fmt.Errorf("open perf event for pid %d on cpu %d: %w", pid, cpu, err)
 			}
 			s.fds = append(s.fds, fd)
+			s.sampleFDs = append(s.sampleFDs, fd)
 			var target *mappedRing
-			if i == 0 {
+			if r != nil {
+				if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
+					return fmt.Errorf("redirect perf event of pid %d on cpu %d: %w", pid, cpu, err)
+				}
+				target = r
+			} else if i == 0 {
 				r, err := mapRing(fd, cpu, cfg.RingPages)
 				if err != nil {
 					return err
@@ -498,7 +542,7 @@ func (s *Session) openWakers(cfg Config, targets []switchTarget) {
 		a := s.attr(cfg, unix.PERF_TYPE_TRACEPOINT, tp.id, cfg.EnableOnExec)
 		a.Sample_type |= record.SampleRaw
 		// The tracepoint fires in the kernel: excluding the kernel would exclude it.
-		a.Bits &^= unix.PerfBitMmap | unix.PerfBitComm | unix.PerfBitTask | unix.PerfBitMmap2 | unix.PerfBitCommExec | unix.PerfBitExcludeKernel
+		a.Bits &^= sideBand | unix.PerfBitExcludeKernel
 		s.offCPUPeriod(a, ev.sampled)
 		fd, e := unix.PerfEventOpen(a, t.pid, t.cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		if e != nil {
@@ -622,6 +666,7 @@ func (s *Session) Enable() error {
 			return fmt.Errorf("enable perf event: %w", err)
 		}
 	}
+	s.off = false
 	return nil
 }
 
@@ -630,6 +675,7 @@ func (s *Session) Disable() {
 	for _, fd := range s.fds {
 		unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0)
 	}
+	s.off = true
 }
 
 // Read drains every ring, calling fn for each record. The record slice is valid only during
@@ -736,7 +782,7 @@ func (s *Session) openSwitchEvent(cfg Config, pid, cpu int, r *mappedRing, sampl
 		// The tracepoint fires in the kernel: excluding the kernel would exclude it.
 		a.Bits &^= unix.PerfBitExcludeKernel
 	}
-	a.Bits &^= unix.PerfBitMmap | unix.PerfBitComm | unix.PerfBitTask | unix.PerfBitMmap2 | unix.PerfBitCommExec
+	a.Bits &^= sideBand
 	if sampled || s.OffCPURate == 0 {
 		a.Bits |= unix.PerfBitContextSwitch
 	}
@@ -792,6 +838,110 @@ func (s *Session) SampleOffCPU(on bool) error {
 	return nil
 }
 
+// StackSize is the user stack copy, in bytes, the CPU samples take now (0 unless "dwarf").
+func (s *Session) StackSize() int {
+	if s.cfg.CallGraph != "dwarf" {
+		return 0
+	}
+	return int(stackSize(s.cfg))
+}
+
+// minStackResize is the smallest copy ResizeStack takes.
+const minStackResize = 512
+
+// resizePasses bounds how often ResizeStack asks for the threads again: each pass covers
+// those the threads of the one before started meanwhile.
+const resizePasses = 5
+
+// ResizeStack reopens the CPU-sampling events with a user stack copy of size bytes (rounded
+// down to 8, from 512 to record.MaxStackUser), in a session opened with
+// Config.ResizableStack: the copy costs the profiled threads in their own time, however
+// shallow their stacks. The new events are opened per thread tids lists and inherited by the
+// threads those start, so tids is asked again until it lists no thread not yet covered;
+// the old ones close only then, so that sampling has no gap. Both sample meanwhile: samples
+// of the new size timed before cut, and of the old size at or after it, were taken twice
+// (the old events sample until they are closed, shortly after cut). A sample's copy size
+// (record.Sample.StackSize) tells the two apart, which is why the current size is refused.
+// On an error the old events stay and the recording goes on as before.
+func (s *Session) ResizeStack(size int, tids func() []int) (cut uint64, err error) {
+	if !s.resizable {
+		return 0, errors.New("resize the stack copy: the events were not opened resizable")
+	}
+	size &^= 7
+	if size < minStackResize || size > record.MaxStackUser {
+		return 0, fmt.Errorf("resize the stack copy to %d bytes: out of %d to %d", size, minStackResize, record.MaxStackUser)
+	}
+	if size == s.StackSize() {
+		return 0, fmt.Errorf("resize the stack copy: it is %d bytes already", size)
+	}
+	cfg := s.cfg
+	cfg.StackSize = size
+	// Opened stopped and started once all are open, so that a failure leaves no sample of
+	// theirs behind; enabling an event enables its inherited copies too.
+	a := s.attr(cfg, s.evType, s.evConfig, false)
+	a.Bits &^= sideBand
+	var opened []int
+	fail := func(err error) (uint64, error) {
+		for _, fd := range opened {
+			unix.Close(fd)
+		}
+		return 0, fmt.Errorf("resize the stack copy: %w", err)
+	}
+	covered := map[int]bool{}
+	for range resizePasses {
+		more := false
+		for _, tid := range tids() {
+			if covered[tid] {
+				continue
+			}
+			covered[tid], more = true, true
+			for _, r := range s.rings {
+				fd, err := unix.PerfEventOpen(a, tid, r.cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+				if errors.Is(err, unix.ESRCH) {
+					break // the thread ended
+				}
+				if err != nil {
+					return fail(fmt.Errorf("open perf event for thread %d on cpu %d: %w", tid, r.cpu, err))
+				}
+				opened = append(opened, fd)
+				if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
+					return fail(fmt.Errorf("redirect perf event of thread %d on cpu %d: %w", tid, r.cpu, err))
+				}
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	if len(opened) == 0 {
+		return fail(errors.New("no thread to sample"))
+	}
+	for _, fd := range opened {
+		if s.off {
+			break
+		}
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+			return fail(fmt.Errorf("enable perf event: %w", err))
+		}
+	}
+	cut = MonotonicNow()
+	old := make(map[int]bool, len(s.sampleFDs))
+	for _, fd := range s.sampleFDs {
+		old[fd] = true
+		unix.Close(fd)
+	}
+	kept := s.fds[:0]
+	for _, fd := range s.fds {
+		if !old[fd] {
+			kept = append(kept, fd)
+		}
+	}
+	s.fds = append(kept, opened...)
+	s.sampleFDs = opened
+	s.cfg = cfg
+	return cut, nil
+}
+
 // IsEveryEvent says whether a sample's event id is, with Config.OffCPURate, a context-switch
 // or sched_waking event's that takes every stack while the stacks are not sampled: its
 // samples and those of the sampled events stand for the same switches and wakeups then.
@@ -816,7 +966,7 @@ func (s *Session) closeFDs() {
 	for _, fd := range s.fds {
 		unix.Close(fd)
 	}
-	s.rings, s.fds, s.everyFDs, s.offSampled = nil, nil, nil, false
+	s.rings, s.fds, s.sampleFDs, s.everyFDs, s.offSampled = nil, nil, nil, nil, false
 }
 
 // Close releases every event and ring.

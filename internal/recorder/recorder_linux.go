@@ -164,6 +164,7 @@ type ingestState struct {
 	// sampledPids are the processes seen in samples (system-wide: JIT sources are looked
 	// for only in those).
 	sampledPids map[uint32]bool
+	fit         stackFit
 }
 
 // namerState is collectCode's: which pieces of code were kept.
@@ -246,6 +247,9 @@ func Start(opts Options) (*Recorder, error) {
 			cfg.NoUserFPChain, r.meta.NoUserFPChain = true, true
 		}
 	}
+	// Fitted to the stacks seen unless the user chose the size (stackfit_linux.go); a
+	// capture replays without the events' reopening.
+	cfg.ResizableStack = cfg.CallGraph == "dwarf" && opts.StackSize == 0 && !cfg.SystemWide && os.Getenv("STAX_CAPTURE") == ""
 	sess, err := perfevent.Open(cfg)
 	if err != nil {
 		if r.gate != nil {
@@ -260,6 +264,12 @@ func Start(opts Options) (*Recorder, error) {
 		return nil, fmt.Errorf("attach to pid %d: %w", opts.Pid, err)
 	}
 	r.src = sess
+	if n := sess.StackSize(); cfg.ResizableStack && n > 0 {
+		r.in.fit = stackFit{on: true, max: n, cur: n}
+		for _, w := range r.in.workers {
+			w.fitSize = uint32(n)
+		}
+	}
 	if sess.OffCPU {
 		r.off.on, r.off.isSwitch = true, sess.IsSwitchEvent
 		for _, w := range r.in.workers {
@@ -523,6 +533,7 @@ loop:
 		}
 		r.src.Wait(maxWait)
 		r.step(false)
+		r.fitStacks()
 		if now := time.Now(); now.Sub(kicked) >= resolveEvery {
 			kicked = now
 			select {

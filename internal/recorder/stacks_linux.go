@@ -65,6 +65,11 @@ type stackWorker struct {
 	wakingPid perfevent.TraceField
 	// frames holds the batch's stacks, back to back.
 	frames []uint64
+	// fitSize is the stack copy the sampling events take now (stackFit.cur; 0: not
+	// fitted): the unwinds of such samples measure how much of it stacks need. switched
+	// tells the samples taken twice while the events were reopened.
+	fitSize  uint32
+	switched stackSwitch
 }
 
 // batchedSample is a sample of the batch once its worker is done with it.
@@ -79,7 +84,20 @@ type batchedSample struct {
 	time          uint64
 	worker        uint32
 	lo, hi        uint32 // its chain is workers[worker].frames[lo:hi]
+	// fit is how the unwind of a sample with the current stack copy used it (fitNone:
+	// not measured); high how many of its bytes it read.
+	fit  fitUse
+	high uint32
 }
+
+// fitUse is how a sample's unwind used its stack copy.
+type fitUse uint8
+
+const (
+	fitNone fitUse = iota // not unwound, or taken with another copy size
+	fitRead               // read high bytes of it
+	fitCut                // ran off its end
+)
 
 // batchKind is what a batched record is.
 type batchKind uint8
@@ -90,6 +108,7 @@ const (
 	kindSwitchOut                  // a thread switched out (no stack)
 	kindSwitchIn                   // a thread switched in (no stack)
 	kindWaking                     // a thread woke another (with its stack)
+	kindTwice                      // a CPU sample the old and the new events both took (stackSwitch)
 )
 
 type sampleBatch struct {
@@ -200,6 +219,9 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 			kind, wakee = kindWaking, uint32(v)
 		case w.isSwitch != nil && w.isSwitch(s.ID):
 			kind = kindOffStack
+		case w.switched.duplicate(uint32(s.StackSize), s.Time):
+			out[k] = batchedSample{kind: kindTwice}
+			continue
 		}
 		chain := s.Callchain
 		chainEnd := unwind.EndComplete
@@ -225,6 +247,12 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 		w.frames = append(w.frames, chain...)
 		out[k] = batchedSample{pid: s.Pid, tid: s.Tid, cpu: cpus[k], time: s.Time, worker: index, lo: uint32(lo), hi: uint32(len(w.frames)), kind: kind, wakee: wakee,
 			period: uint32(min(s.Period, 1<<32-1)), every: kind != kindSample && w.isEvery != nil && w.isEvery(s.ID)}
+		if kind == kindSample && w.fitSize != 0 && !cheap[k] && !fast && uint32(s.StackSize) == w.fitSize && w.dwarf.unwound {
+			out[k].fit, out[k].high = fitRead, uint32(min(w.dwarf.u.High(), 1<<20))
+			if w.dwarf.end == unwind.EndTruncated && uint64(len(s.Stack)) == s.StackSize {
+				out[k].fit = fitCut
+			}
+		}
 	}
 }
 
@@ -389,7 +417,12 @@ func (r *Recorder) flushBatch() {
 			continue
 		}
 		switch s.kind {
+		case kindTwice:
+			continue
 		case kindSample:
+			if s.fit != fitNone {
+				r.in.fit.observe(int(s.high), s.fit == fitCut)
+			}
 			if r.off.waitStacks {
 				r.offCPUSample(s.pid, s.tid, ws[s.worker].frames[s.lo:s.hi])
 			}

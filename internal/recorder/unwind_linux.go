@@ -23,6 +23,9 @@ type dwarfUnwinder struct {
 	chain  []uint64
 	// maxStack is kernel.perf_event_max_stack: a callchain this long was cut.
 	maxStack int
+	// unwound says the last chainOf unwound the sample's copy, and end how that walk ended.
+	unwound bool
+	end     unwind.EndReason
 }
 
 // jitUnwindInfo gives the unwinder the .eh_frame a JIT announced for its code (jitdump
@@ -178,6 +181,7 @@ func (c *viewCache) hex(id []byte) string {
 // copy: the kernel's part as it is, then the user frames. Without registers (a kernel
 // thread, a sample the kernel could not copy) the kernel's chain is used as it is.
 func (d *dwarfUnwinder) chainOf(tr *proc.Tracker, s *record.Sample, fallback []uint64, fpEnd unwind.EndReason) []uint64 {
+	d.unwound = false
 	if len(s.Regs) < 3 || s.RegsABI == 0 {
 		return fallback
 	}
@@ -191,6 +195,7 @@ func (d *dwarfUnwinder) chainOf(tr *proc.Tracker, s *record.Sample, fallback []u
 		Stack: s.Stack, FPChain: user, FPChainEnd: chainEnd(fpEnd, d.maxStack, kernel, user),
 		InKernel: inKernel(s)}, d.buf[:0])
 	d.buf = pcs
+	d.unwound, d.end = true, end
 	d.chain = d.chain[:0]
 	if len(pcs) == 0 {
 		// No user frames (the registers were another program's, exec replacing it): the

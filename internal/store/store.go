@@ -94,13 +94,16 @@ type Meta struct {
 	Terminal int `json:"terminal,omitempty"`
 	// TargetUID and TargetGIDs are the target's file-system identity: files it names (JIT
 	// debug info, source paths) are shown only if it could read them itself.
-	TargetUID    *uint32           `json:"target_uid,omitempty"`
-	TargetGIDs   []uint32          `json:"target_gids,omitempty"`
-	Freq         int               `json:"freq"`
-	Event        string            `json:"event"`
-	RingPages    int               `json:"ring_pages,omitempty"` // data pages per CPU ring
-	CallGraph    string            `json:"call_graph,omitempty"` // fp or dwarf
-	StackSize    int               `json:"stack_size,omitempty"` // dwarf: bytes of user stack copied per sample
+	TargetUID  *uint32  `json:"target_uid,omitempty"`
+	TargetGIDs []uint32 `json:"target_gids,omitempty"`
+	Freq       int      `json:"freq"`
+	Event      string   `json:"event"`
+	RingPages  int      `json:"ring_pages,omitempty"` // data pages per CPU ring
+	CallGraph  string   `json:"call_graph,omitempty"` // fp or dwarf
+	StackSize  int      `json:"stack_size,omitempty"` // dwarf: bytes of user stack copied per sample (at the end, when fitted)
+	// StackFit (dwarf): the copy was fitted to the stacks seen, StackSize bytes at most
+	// where it started (see StackFit).
+	StackFit     *StackFit         `json:"stack_fit,omitempty"`
 	StackEnds    map[string]uint64 `json:"stack_ends,omitempty"` // dwarf: how user stacks ended (complete, truncated, no_cfi, ...)
 	UserOnly     bool              `json:"user_only,omitempty"`
 	Start        time.Time         `json:"start"`
@@ -931,4 +934,12 @@ func List() ([]string, error) {
 		ids[i] = it.id
 	}
 	return ids, nil
+}
+
+// StackFit says how a DWARF recording's stack copy was fitted to the stacks it saw: the
+// kernel copies the whole size at every sample, in the program's time.
+type StackFit struct {
+	Max     int `json:"max"`     // the copy it started with, and never exceeded
+	Need    int `json:"need"`    // the most bytes of a copy one unwind read
+	Resizes int `json:"resizes"` // how often the sampling events were reopened with another size
 }

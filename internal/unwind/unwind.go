@@ -194,6 +194,10 @@ func (u *Unwinder) Unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 	return pcs, end
 }
 
+// High is how many bytes of its stack copy the last walk read: what the copy had to hold
+// for it (a walk cut short by the copy's end read all of it).
+func (u *Unwinder) High() int { return int(u.high) }
+
 func (u *Unwinder) unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, EndReason) {
 	out = out[:0]
 	max := cap(out)

@@ -1,0 +1,430 @@
+package perfevent
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/stax-profiler/stax/internal/proc"
+	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/testutil"
+)
+
+// burner is testdata/resize.c running: a thread that burns CPU per line written to it.
+type burner struct {
+	pid   int
+	in    io.Writer
+	lines chan string
+	exe   string
+}
+
+func startBurner(t *testing.T) *burner {
+	t.Helper()
+	dir := t.TempDir()
+	exe := testutil.CC(t, dir, "resize", "gcc", "-O1", "-pthread", filepath.Join("testdata", "resize.c"))
+	cmd := exec.Command(exe, exe)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	b := &burner{pid: cmd.Process.Pid, in: in, lines: make(chan string, 16), exe: exe}
+	go func() {
+		defer close(b.lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			b.lines <- sc.Text()
+		}
+	}()
+	return b
+}
+
+// thread starts a burning thread, mapping the program's file first if mapped, and returns
+// its id and the mapping's address.
+func (b *burner) thread(t *testing.T, mapped bool) (tid int, addr uint64) {
+	t.Helper()
+	cmd := "b\n"
+	if mapped {
+		cmd = "m\n"
+	}
+	if _, err := io.WriteString(b.in, cmd); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case line, ok := <-b.lines:
+		if !ok {
+			t.Fatal("the program ended")
+		}
+		if _, err := fmt.Sscanf(line, "thread %d %x", &tid, &addr); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no thread started in 30 s")
+	}
+	return tid, addr
+}
+
+type sampleOf struct {
+	tid  int
+	size uint64
+	time uint64
+}
+
+// resizeReader keeps what a session's rings hold of one process: its CPU samples, its
+// threads' MMAP2 and FORK records.
+type resizeReader struct {
+	s     *Session
+	pid   int
+	dec   record.Decoder
+	smp   []sampleOf
+	mmaps []record.Mmap2
+	forks []int
+	lost  uint64
+}
+
+func newResizeReader(s *Session, cfg Config, pid int) *resizeReader {
+	st, regs := SampleTypeFor(cfg)
+	return &resizeReader{s: s, pid: pid, dec: record.Decoder{SampleType: st, RegsUserMask: regs, SampleIDAll: true}}
+}
+
+func (r *resizeReader) read(t *testing.T) {
+	t.Helper()
+	err := r.s.Read(func(cpu int, rec []byte) {
+		h, err := record.ParseHeader(rec)
+		if err != nil {
+			t.Errorf("record header: %v", err)
+			return
+		}
+		switch h.Type {
+		case record.TypeSample:
+			var smp record.Sample
+			if err := r.dec.Sample(rec, &smp); err != nil {
+				t.Errorf("decode sample: %v", err)
+			} else if int(smp.Pid) == r.pid {
+				r.smp = append(r.smp, sampleOf{int(smp.Tid), smp.StackSize, smp.Time})
+			}
+		case record.TypeMmap2:
+			m, err := r.dec.Mmap2(rec)
+			if err != nil {
+				t.Errorf("decode mmap2: %v", err)
+			} else if int(m.Pid) == r.pid {
+				r.mmaps = append(r.mmaps, m)
+			}
+		case record.TypeFork:
+			f, err := r.dec.Task(rec)
+			if err != nil {
+				t.Errorf("decode fork: %v", err)
+			} else if int(f.Pid) == r.pid {
+				r.forks = append(r.forks, int(f.Tid))
+			}
+		case record.TypeLost:
+			if l, err := r.dec.Lost(rec); err == nil {
+				r.lost += l.Lost
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("read the rings: %v", err)
+	}
+}
+
+// until reads the rings until done says so, for at most 30 s.
+func (r *resizeReader) until(t *testing.T, what string, done func() bool) {
+	t.Helper()
+	for end := time.Now().Add(30 * time.Second); ; {
+		r.read(t)
+		if done() {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("no %s in 30 s (%d samples, %d records lost)", what, len(r.smp), r.lost)
+		}
+		r.s.Wait(10 * time.Millisecond)
+	}
+}
+
+// count counts the samples of thread tid with a copy of size bytes, timed at or after from.
+func (r *resizeReader) count(tid int, size, from uint64) int {
+	n := 0
+	for _, s := range r.smp {
+		if s.tid == tid && s.size == size && s.time >= from {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *resizeReader) mapped(tid int, addr uint64) bool {
+	return slices.ContainsFunc(r.mmaps, func(m record.Mmap2) bool {
+		return int(m.Tid) == tid && m.Addr == addr && m.Prot&unix.PROT_EXEC != 0
+	})
+}
+
+// TestResizeStack shrinks, then grows, the stack copy of a recording of a process whose
+// threads burn CPU: after each resize every thread, the old and one started since, is sampled
+// with the new copy; a thread started since maps a file and the side band still reports it
+// and the thread; the old copy's samples end once ResizeStack returns.
+func TestResizeStack(t *testing.T) {
+	testutil.RequirePerf(t)
+	b := startBurner(t)
+	cfg := Config{Pids: []int{b.pid}, Freq: 999, CallGraph: "dwarf", ResizableStack: true}
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.StackSize(); got != DefaultStackSize {
+		t.Fatalf("StackSize() = %d at the start, want %d", got, DefaultStackSize)
+	}
+	for _, r := range s.rings {
+		if slices.Contains(s.sampleFDs, r.fd) {
+			t.Fatalf("the ring of cpu %d is a sampling event's", r.cpu)
+		}
+	}
+	r := newResizeReader(s, cfg, b.pid)
+	var threads []int // the burning threads
+	for range 2 {
+		tid, _ := b.thread(t, false)
+		threads = append(threads, tid)
+	}
+	const enough = 5 // samples of a thread that show it sampled
+	r.until(t, "samples of both threads", func() bool {
+		return r.count(threads[0], DefaultStackSize, 0) >= enough && r.count(threads[1], DefaultStackSize, 0) >= enough
+	})
+	for _, smp := range r.smp {
+		if smp.size != DefaultStackSize {
+			t.Fatalf("a sample of thread %d with a copy of %d bytes before any resize", smp.tid, smp.size)
+		}
+	}
+
+	// A thread that has ended is skipped.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	passes := 0
+	tids := func() []int {
+		passes++
+		ids, err := proc.ThreadIDs(b.pid)
+		if err != nil {
+			t.Errorf("threads of %d: %v", b.pid, err)
+		}
+		return append(ids, gone.Process.Pid)
+	}
+	old := uint64(DefaultStackSize)
+	retired := map[uint64]uint64{} // a replaced copy's size: when ResizeStack returned
+	for _, size := range []int{2048, 4096} {
+		passes = 0
+		cut, err := s.ResizeStack(size+7, tids) // rounded down
+		after := MonotonicNow()
+		if err != nil {
+			t.Fatalf("resize to %d: %v", size, err)
+		}
+		if got := s.StackSize(); got != size {
+			t.Fatalf("StackSize() = %d after a resize to %d", got, size)
+		}
+		if passes < 2 {
+			t.Errorf("tids asked %d times: want again until it lists no new thread", passes)
+		}
+		cpus := len(s.rings)
+		if want := (len(threads) + 1) * cpus; len(s.sampleFDs) != want {
+			t.Errorf("%d sampling events for %d threads on %d cpus", len(s.sampleFDs), len(threads)+1, cpus)
+		}
+		if len(s.fds) != cpus+len(s.sampleFDs) {
+			t.Errorf("%d events open: want %d dummies and %d sampling events", len(s.fds), cpus, len(s.sampleFDs))
+		}
+		tid, addr := b.thread(t, true)
+		r.until(t, fmt.Sprintf("samples of %d bytes from every thread, the mapping and the fork of thread %d", size, tid), func() bool {
+			for _, th := range append(threads, tid) {
+				if r.count(th, uint64(size), cut) < enough {
+					return false
+				}
+			}
+			return r.mapped(tid, addr) && slices.Contains(r.forks, tid)
+		})
+		threads = append(threads, tid)
+		retired[old] = after
+		late, dup, stale := 0, 0, 0
+		for _, smp := range r.smp {
+			if end, ok := retired[smp.size]; ok && smp.time >= end {
+				stale++
+				continue
+			}
+			switch {
+			case smp.size != DefaultStackSize && smp.size != 2048 && smp.size != 4096:
+				t.Errorf("a sample of thread %d with a copy of %d bytes", smp.tid, smp.size)
+			case smp.size == old && smp.time >= cut:
+				late++
+			case smp.size == uint64(size) && smp.time < cut:
+				dup++
+			case smp.tid == tid && smp.size != uint64(size):
+				t.Errorf("a sample of thread %d, started after the resize to %d, with a copy of %d bytes", tid, size, smp.size)
+			}
+		}
+		if stale > 0 {
+			t.Errorf("%d samples with a copy replaced before they were taken", stale)
+		}
+		t.Logf("resize %d -> %d: %d samples of the new copy before the cut, %d of the old after it (taken before the resize returned, %v after the cut); %d records lost",
+			old, size, dup, late, time.Duration(after-cut), r.lost)
+		old = uint64(size)
+	}
+}
+
+// TestResizeStackRefused: a session not opened resizable, a size out of bounds or the size
+// it has, and a list of threads that have all ended are refused, and the events stay.
+func TestResizeStackRefused(t *testing.T) {
+	testutil.RequirePerf(t)
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	cpus, err := OnlineCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cfg     Config
+		stack   int
+		dummies bool
+	}{
+		{cfg: Config{CallGraph: "dwarf"}, stack: DefaultStackSize},
+		{cfg: Config{ResizableStack: true}}, // fp: nothing to resize
+		{cfg: Config{CallGraph: "dwarf", ResizableStack: true, StackSize: 4096}, stack: 4096, dummies: true},
+	} {
+		cfg := c.cfg
+		cfg.Pids, cfg.Freq = []int{cmd.Process.Pid}, 999
+		s, err := Open(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Enable(); err != nil {
+			t.Fatal(err)
+		}
+		want := len(cpus)
+		if c.dummies {
+			want *= 2
+		}
+		if len(s.fds) != want || len(s.sampleFDs) != len(cpus) {
+			t.Errorf("%+v: %d events, %d sampling; want %d, %d", c.cfg, len(s.fds), len(s.sampleFDs), want, len(cpus))
+		}
+		fds, sampleFDs := slices.Clone(s.fds), slices.Clone(s.sampleFDs)
+		asked := false
+		live := func() []int { asked = true; return []int{cmd.Process.Pid} }
+		dead := func() []int { return []int{gone.Process.Pid} }
+		if !c.dummies {
+			if _, err := s.ResizeStack(2048, live); err == nil || asked {
+				t.Errorf("%+v: resize: error %v, the threads asked for: %v", c.cfg, err, asked)
+			}
+		}
+		for _, try := range []struct {
+			size int
+			tids func() []int
+		}{{100, live}, {record.MaxStackUser + 8, live}, {c.stack, live}, {2048, dead}} {
+			if !c.dummies {
+				break
+			}
+			if _, err := s.ResizeStack(try.size, try.tids); err == nil {
+				t.Errorf("%+v: resize to %d: no error", c.cfg, try.size)
+			} else {
+				t.Logf("resize to %d: %v", try.size, err)
+			}
+		}
+		if s.StackSize() != c.stack || !slices.Equal(s.fds, fds) || !slices.Equal(s.sampleFDs, sampleFDs) {
+			t.Errorf("%+v: after the refusals, copy %d bytes, events %v (sampling %v); want %d, %v (%v)", c.cfg, s.StackSize(), s.fds, s.sampleFDs, c.stack, fds, sampleFDs)
+		}
+		for _, fd := range fds {
+			if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+				t.Errorf("%+v: event %d closed: %v", c.cfg, fd, err)
+			}
+		}
+		s.Close()
+	}
+}
+
+// TestResizeStackOffCPU: the context-switch events write into the dummies' rings, and go on
+// doing so after a resize.
+func TestResizeStackOffCPU(t *testing.T) {
+	testutil.RequirePerf(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := unix.Gettid()
+	cfg := Config{Pids: []int{tid}, Freq: 99, OffCPU: true, CallGraph: "dwarf", ResizableStack: true}
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.OffCPU {
+		t.Fatalf("no off-CPU events: %s", s.Note)
+	}
+	if err := s.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	st, regs := SampleTypeFor(cfg)
+	dec := record.Decoder{SampleType: st, RegsUserMask: regs, SampleIDAll: true}
+	const sleeps = 10
+	// switches sleeps on this thread and counts the switch records and switch stacks read.
+	switches := func() (outs, ins, stacks int) {
+		for range sleeps {
+			unix.Nanosleep(&unix.Timespec{Nsec: int64(2 * time.Millisecond)}, nil)
+		}
+		err := s.Read(func(cpu int, rec []byte) {
+			h, _ := record.ParseHeader(rec)
+			switch h.Type {
+			case record.TypeSwitch:
+				if sw, err := dec.Switch(rec); err == nil && int(sw.SampleID.Tid) == tid {
+					if sw.Out {
+						outs++
+					} else {
+						ins++
+					}
+				}
+			case record.TypeSample:
+				var smp record.Sample
+				if err := dec.Sample(rec, &smp); err == nil && s.IsSwitchEvent(smp.ID) && int(smp.Tid) == tid {
+					stacks++
+				}
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return outs, ins, stacks
+	}
+	outs, ins, stacks := switches()
+	t.Logf("before the resize: %d switches out, %d in, %d stacks", outs, ins, stacks)
+	if outs < sleeps || ins < sleeps || stacks < sleeps {
+		t.Errorf("before the resize: %d switches out, %d in, %d stacks from %d sleeps", outs, ins, stacks, sleeps)
+	}
+	if _, err := s.ResizeStack(2048, func() []int { return []int{tid} }); err != nil {
+		t.Fatal(err)
+	}
+	outs, ins, stacks = switches()
+	t.Logf("after the resize: %d switches out, %d in, %d stacks", outs, ins, stacks)
+	if outs < sleeps || ins < sleeps || stacks < sleeps {
+		t.Errorf("after the resize: %d switches out, %d in, %d stacks from %d sleeps", outs, ins, stacks, sleeps)
+	}
+}
