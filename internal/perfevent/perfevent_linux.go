@@ -846,19 +846,20 @@ func (s *Session) StackSize() int {
 	return int(stackSize(s.cfg))
 }
 
+// ErrThreadsChanged says ResizeStack gave up because the target started threads while it
+// opened the new events; the old events go on, and a later try may find the threads still.
+var ErrThreadsChanged = errors.New("resize the stack copy: the target started threads meanwhile")
+
 // minStackResize is the smallest copy ResizeStack takes.
 const minStackResize = 512
-
-// resizePasses bounds how often ResizeStack asks for the threads again: each pass covers
-// those the threads of the one before started meanwhile.
-const resizePasses = 5
 
 // ResizeStack reopens the CPU-sampling events with a user stack copy of size bytes (rounded
 // down to 8, from 512 to record.MaxStackUser), in a session opened with
 // Config.ResizableStack: the copy costs the profiled threads in their own time, however
 // shallow their stacks. The new events are opened per thread tids lists and inherited by the
-// threads those start, so tids is asked again until it lists no thread not yet covered;
-// the old ones close only then, so that sampling has no gap. Both sample meanwhile: samples
+// threads those start; tids is asked again after, and a thread it lists that was not
+// covered ends the resize with ErrThreadsChanged (it may or may not have inherited a new
+// event). The old ones close only then, so that sampling has no gap. Both sample meanwhile: samples
 // of the new size timed before cut, and of the old size at or after it, were taken twice
 // (the old events sample until they are closed, shortly after cut). A sample's copy size
 // (record.Sample.StackSize) tells the two apart, which is why the current size is refused.
@@ -888,29 +889,31 @@ func (s *Session) ResizeStack(size int, tids func() []int) (cut uint64, err erro
 		return 0, fmt.Errorf("resize the stack copy: %w", err)
 	}
 	covered := map[int]bool{}
-	for range resizePasses {
-		more := false
-		for _, tid := range tids() {
-			if covered[tid] {
-				continue
+	for _, tid := range tids() {
+		if covered[tid] {
+			continue
+		}
+		covered[tid] = true
+		for _, r := range s.rings {
+			fd, err := unix.PerfEventOpen(a, tid, r.cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+			if errors.Is(err, unix.ESRCH) {
+				break // the thread ended
 			}
-			covered[tid], more = true, true
-			for _, r := range s.rings {
-				fd, err := unix.PerfEventOpen(a, tid, r.cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
-				if errors.Is(err, unix.ESRCH) {
-					break // the thread ended
-				}
-				if err != nil {
-					return fail(fmt.Errorf("open perf event for thread %d on cpu %d: %w", tid, r.cpu, err))
-				}
-				opened = append(opened, fd)
-				if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
-					return fail(fmt.Errorf("redirect perf event of thread %d on cpu %d: %w", tid, r.cpu, err))
-				}
+			if err != nil {
+				return fail(fmt.Errorf("open perf event for thread %d on cpu %d: %w", tid, r.cpu, err))
+			}
+			opened = append(opened, fd)
+			if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
+				return fail(fmt.Errorf("redirect perf event of thread %d on cpu %d: %w", tid, r.cpu, err))
 			}
 		}
-		if !more {
-			break
+	}
+	// A thread started meanwhile may have inherited a new event from its starter, or not:
+	// opening one of its own could sample it twice, and leaving it could miss it.
+	for _, tid := range tids() {
+		if !covered[tid] {
+			fail(nil)
+			return 0, ErrThreadsChanged
 		}
 	}
 	if len(opened) == 0 {

@@ -1,11 +1,14 @@
 package recorder
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/stax-profiler/stax/internal/perfevent"
 	"github.com/stax-profiler/stax/internal/proc"
 	"github.com/stax-profiler/stax/internal/store"
 )
@@ -41,6 +44,9 @@ const (
 	// maxShrinks bounds how often a recording shrinks its copy: a program whose stacks
 	// keep changing depth ends with the full copy.
 	maxShrinks = 4
+	// maxRetries bounds the resizes tried again after the target started threads during
+	// one: a program that keeps starting them keeps its copy.
+	maxRetries = 20
 )
 
 // stackFit is the ingest stage's account of how much stack copy the samples needed.
@@ -59,6 +65,7 @@ type stackFit struct {
 	full            bool
 	fullHigh        int
 	resizes, shrunk int
+	retries         int // resizes given up because the target started threads meanwhile
 	failed          bool
 	published       store.StackFit // what the run's meta says
 	// switched is the latest resize: CPU samples of size from (the old events) timed at or
@@ -135,6 +142,13 @@ func (r *Recorder) fitStacks() {
 		rs := r.src.(stackResizer)
 		from := rs.StackSize()
 		cut, err := rs.ResizeStack(size, r.targetThreads)
+		switch {
+		case errors.Is(err, perfevent.ErrThreadsChanged) && f.retries < maxRetries:
+			f.retries++ // the next window tries again
+			return
+		case errors.Is(err, perfevent.ErrThreadsChanged):
+			err = fmt.Errorf("%w, %d times", err, f.retries+1)
+		}
 		f.resizes++
 		if err != nil {
 			f.failed = true
