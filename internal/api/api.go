@@ -362,7 +362,7 @@ type Wakers struct {
 	Tid    uint32         `json:"tid,omitempty"` // the thread woken asked for; 0: all
 	Woken  uint64         `json:"woken"`         // waits matched to the wakeup that ended them
 	Rows   []agg.WakerRow `json:"rows"`
-	// Wakeups are the wakeups seen; WakeupsAll, when more, about how many the kernel
+	// Wakeups are the wakeups seen; WakeupsAll, when more, how many the kernel
 	// counted: their stacks were sampled, and the rows count those seen alone.
 	Wakeups    uint64 `json:"wakeups"`
 	WakeupsAll uint64 `json:"wakeups_all,omitempty"`

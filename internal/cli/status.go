@@ -127,7 +127,7 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 		if o.Wakers {
 			fmt.Fprintf(w, "wakers:    %s wakeups, %s waits matched to the wakeup that ended them (stax wakers)", commas(o.Wakeups), commas(o.Woken))
 			if o.WakeupsAll > o.Wakeups {
-				fmt.Fprintf(w, "; sampled: %s wakeups seen of about %s made", commas(o.Wakeups), commas(o.WakeupsAll))
+				fmt.Fprintf(w, "; sampled: %s wakeups seen of %s made", commas(o.Wakeups), commas(o.WakeupsAll))
 			}
 			fmt.Fprintln(w)
 		}

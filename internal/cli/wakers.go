@@ -56,7 +56,7 @@ timers have no waker here.`,
 			}
 			fmt.Fprintf(g.out, "run %s (%s) · %s waits with their waker%s\n", res.Run, runState(res.State, r), commas(res.Woken), extra)
 			if res.WakeupsAll > res.Wakeups {
-				fmt.Fprintf(g.out, "sampled: %s wakeups seen of about %s made (the target switched too often for a stack at each; --off-cpu-rate all takes every one): the counts and times below are of those seen\n",
+				fmt.Fprintf(g.out, "sampled: %s wakeups seen of %s made (the target switched too often for a stack at each; --off-cpu-rate all takes every one): the counts and times below are of those seen\n",
 					commas(res.Wakeups), commas(res.WakeupsAll))
 			}
 			if len(res.Rows) == 0 {

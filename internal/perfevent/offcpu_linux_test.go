@@ -273,8 +273,16 @@ func TestSampledSwitchStacks(t *testing.T) {
 		stop = readSwitches(t, s, cfg)
 	})
 	c := stop()
+	woken, counted := s.WakeupsCounted()
 	s.Close()
-	t.Logf("%d switches out, %d in, %d stacks standing for %d switches, %d lost records", c.outs, c.ins, c.stacks, c.period, c.lost)
+	t.Logf("%d switches out, %d in, %d stacks standing for %d switches, %d lost records, %d wakeups counted", c.outs, c.ins, c.stacks, c.period, c.lost, woken)
+	// Each wait but the first is ended by the other thread's write: the sampling wakers
+	// count them all, whatever they sampled.
+	if s.Wakers && (!counted || woken < uint64(c.outs)/2) {
+		t.Errorf("wakeups counted: %d (%v), want at least half the %d switches out", woken, counted, c.outs)
+	} else if !s.Wakers && counted {
+		t.Errorf("wakeups counted (%d) without wakers", woken)
+	}
 	if c.lost > 0 {
 		t.Skipf("%d records lost: the rings were not read in time", c.lost)
 	}

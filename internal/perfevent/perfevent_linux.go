@@ -3,6 +3,7 @@
 package perfevent
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -204,7 +205,11 @@ type Session struct {
 	// wakingIDs are the ids of the sched_waking events, waking its tracepoint.
 	wakingIDs map[uint64]bool
 	waking    tracepoint
-	epfd      int // epoll over the rings, woken when one fills past its watermark
+	// wakingCountFDs are the sched_waking events that sample, with OffCPURate: they count
+	// every wakeup whatever they sample, and are never disabled (WakeupsCounted).
+	wakingCountFDs []int
+
+	epfd int // epoll over the rings, woken when one fills past its watermark
 	// epoll holds epfd in Go's network poller when it could be put there: Wait then parks
 	// its goroutine instead of holding a thread in epoll_wait, which the runtime's monitor
 	// thread takes back after 10 ms and then polls every 20 us, at a cost of a few percent
@@ -522,7 +527,7 @@ func (s *Session) openWakers(cfg Config, targets []switchTarget) {
 		}
 		s.WakingPid = f
 	}
-	opened, every, everyIDs := []int{}, []int{}, []uint64{}
+	opened, every, everyIDs, counting := []int{}, []int{}, []uint64{}, []int{}
 	type waking struct {
 		t       switchTarget
 		sampled bool
@@ -568,6 +573,9 @@ func (s *Session) openWakers(cfg Config, targets []switchTarget) {
 			every = append(every, fd)
 			everyIDs = append(everyIDs, id)
 		}
+		if ev.sampled {
+			counting = append(counting, fd)
+		}
 		s.wakingIDs[id] = true
 	}
 	if err != nil {
@@ -580,11 +588,33 @@ func (s *Session) openWakers(cfg Config, targets []switchTarget) {
 	}
 	s.fds = append(s.fds, opened...)
 	s.everyFDs = append(s.everyFDs, every...)
+	s.wakingCountFDs = append(s.wakingCountFDs, counting...)
 	for _, id := range everyIDs {
 		s.everyIDs[id] = true
 	}
 	s.waking = tp
 	s.Wakers = len(opened) > 0
+}
+
+// WakeupsCounted is how many wakeups the target's threads made since the events were
+// enabled, as the kernel counted them, and false where wakeups are not sampled
+// (Config.OffCPURate). The sampling events count every wakeup, those of the threads that
+// inherited them included, however few they sample: the kernel's frequency mode, on a
+// per-thread tracepoint that fires in bursts, can raise its period to tens of thousands
+// within a few milliseconds, so the periods of the samples taken are no estimate of it.
+func (s *Session) WakeupsCounted() (uint64, bool) {
+	if len(s.wakingCountFDs) == 0 {
+		return 0, false
+	}
+	var total uint64
+	var buf [8]byte
+	for _, fd := range s.wakingCountFDs {
+		if n, err := unix.Read(fd, buf[:]); err != nil || n != len(buf) {
+			return 0, false
+		}
+		total += binary.LittleEndian.Uint64(buf[:])
+	}
+	return total, true
 }
 
 // IsWakingEvent says whether a sample's event id is a sched_waking event's: the sample

@@ -112,6 +112,7 @@ func (r *Recorder) step(final bool) {
 	if _, ok := r.src.(orderedSource); ok {
 		r.offFlush(cut, final) // every switch before the cut has been read
 		r.offRate(cut)
+		r.offCountWakeups(cut, final)
 	}
 	r.mu.Lock()
 	held := r.pending

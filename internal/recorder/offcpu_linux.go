@@ -95,6 +95,10 @@ type offCPUState struct {
 	wakes         map[uint32]*pendingWake
 	wakeNs, wakeN *agg.Run
 	wakeChainBuf  []uint64
+	// wakeupsCounted says counts.WakeupsAll is the kernel's count, read last at
+	// wakeupsCountedAt (offCountWakeups).
+	wakeupsCounted   bool
+	wakeupsCountedAt uint64
 
 	// intervals are the intervals with their times, under their keys (agg.Interval's
 	// Stack holds the key until offIntervals names it), nIntervals of them, in chunks of
@@ -146,7 +150,34 @@ func (r *Recorder) offWakingSampled(pid, tid, wakee uint32, t uint64, period uin
 	w.chain = append(w.chain[:0], chain...)
 	r.mu.Lock()
 	o.counts.Wakeups++
-	o.counts.WakeupsAll += uint64(max(period, 1))
+	if !o.wakeupsCounted {
+		o.counts.WakeupsAll += uint64(max(period, 1))
+	}
+	r.mu.Unlock()
+}
+
+// wakeupCounter is a Source that counts the target's wakeups in the kernel while it
+// samples their stacks (*perfevent.Session).
+type wakeupCounter interface{ WakeupsCounted() (uint64, bool) }
+
+// offCountWakeups takes the kernel's count of the target's wakeups as WakeupsAll, once an
+// offRateWindow and at the end: the samples' periods are no estimate of it
+// (perfevent.Session.WakeupsCounted).
+func (r *Recorder) offCountWakeups(t uint64, final bool) {
+	o := &r.off
+	wc, ok := r.src.(wakeupCounter)
+	if !o.on || !o.wakers || !ok || (!final && t < o.wakeupsCountedAt+offRateWindow) {
+		return
+	}
+	o.wakeupsCountedAt = t
+	n, ok := wc.WakeupsCounted()
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	o.wakeupsCounted = true
+	// The samples read so far may include wakeups made after the count was read.
+	o.counts.WakeupsAll = max(n, o.counts.Wakeups)
 	r.mu.Unlock()
 }
 
