@@ -94,6 +94,8 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 		if f := m.StackFit; m.CallGraph == "dwarf" && f != nil && f.Resizes > 0 {
 			fmt.Fprintf(w, "stack copy: %d bytes per sample, fitted to the deepest stack seen (%d bytes; %d at most, reopened %d times)\n",
 				m.StackSize, f.Need, f.Max, f.Resizes)
+		} else if f != nil && f.Held != "" {
+			fmt.Fprintf(w, "stack copy: %d bytes per sample, not fitted to the stacks: %s (see docs/stack-copy.md)\n", m.StackSize, f.Held)
 		}
 		copied := m.StackSize
 		if m.StackFit != nil {

@@ -178,7 +178,7 @@ func (r *resizeReader) mapped(tid int, addr uint64) bool {
 // TestResizeStack shrinks, then grows, the stack copy of a recording of a process whose
 // threads burn CPU: after each resize every thread, the old and one started since, is sampled
 // with the new copy; a thread started since maps a file and the side band still reports it
-// and the thread; the old copy's samples end once ResizeStack returns.
+// and the thread; the old events go on sampling until RetireStack, and their samples end then.
 func TestResizeStack(t *testing.T) {
 	testutil.RequirePerf(t)
 	b := startBurner(t)
@@ -230,7 +230,19 @@ func TestResizeStack(t *testing.T) {
 		return append(ids, gone.Process.Pid)
 	}
 	old := uint64(DefaultStackSize)
-	retired := map[uint64]uint64{} // a replaced copy's size: when ResizeStack returned
+	retired := map[uint64]uint64{} // a replaced copy's size: when RetireStack returned
+	// stale checks that no sample has a copy retired before it was taken.
+	stale := func() {
+		n := 0
+		for _, smp := range r.smp {
+			if end, ok := retired[smp.size]; ok && smp.time >= end {
+				n++
+			}
+		}
+		if n > 0 {
+			t.Errorf("%d samples with a copy retired before they were taken", n)
+		}
+	}
 	for _, size := range []int{2048, 4096} {
 		passes = 0
 		cut, err := s.ResizeStack(size+7, tids) // rounded down
@@ -248,8 +260,8 @@ func TestResizeStack(t *testing.T) {
 		if want := (len(threads) + 1) * cpus; len(s.sampleFDs) != want {
 			t.Errorf("%d sampling events for %d threads on %d cpus", len(s.sampleFDs), len(threads)+1, cpus)
 		}
-		if len(s.fds) != cpus+len(s.sampleFDs) {
-			t.Errorf("%d events open: want %d dummies and %d sampling events", len(s.fds), cpus, len(s.sampleFDs))
+		if len(s.fds) != cpus+len(s.sampleFDs)+len(s.retiring) || len(s.retiring) == 0 {
+			t.Errorf("%d events open: want %d dummies, %d sampling events and the %d replaced", len(s.fds), cpus, len(s.sampleFDs), len(s.retiring))
 		}
 		tid, addr := b.thread(t, true)
 		r.until(t, fmt.Sprintf("samples of %d bytes from every thread, the mapping and the fork of thread %d", size, tid), func() bool {
@@ -261,13 +273,9 @@ func TestResizeStack(t *testing.T) {
 			return r.mapped(tid, addr) && slices.Contains(r.forks, tid)
 		})
 		threads = append(threads, tid)
-		retired[old] = after
-		late, dup, stale := 0, 0, 0
+		stale()
+		late, dup := 0, 0
 		for _, smp := range r.smp {
-			if end, ok := retired[smp.size]; ok && smp.time >= end {
-				stale++
-				continue
-			}
 			switch {
 			case smp.size != DefaultStackSize && smp.size != 2048 && smp.size != 4096:
 				t.Errorf("a sample of thread %d with a copy of %d bytes", smp.tid, smp.size)
@@ -275,17 +283,35 @@ func TestResizeStack(t *testing.T) {
 				late++
 			case smp.size == uint64(size) && smp.time < cut:
 				dup++
-			case smp.tid == tid && smp.size != uint64(size):
+			case smp.tid == tid && smp.size != uint64(size) && smp.size != old:
 				t.Errorf("a sample of thread %d, started after the resize to %d, with a copy of %d bytes", tid, size, smp.size)
 			}
 		}
-		if stale > 0 {
-			t.Errorf("%d samples with a copy replaced before they were taken", stale)
+		// The burning threads ran long enough for the new copy's samples: the old events,
+		// not retired yet, sampled them too.
+		if late == 0 {
+			t.Errorf("resize %d -> %d: no sample of the old copy after the cut: the old events stopped before RetireStack", old, size)
 		}
-		t.Logf("resize %d -> %d: %d samples of the new copy before the cut, %d of the old after it (taken before the resize returned, %v after the cut); %d records lost",
+		s.RetireStack()
+		retired[old] = MonotonicNow()
+		if len(s.retiring) != 0 || len(s.fds) != cpus+len(s.sampleFDs) {
+			t.Errorf("after RetireStack: %d events open, %d retiring: want %d dummies and %d sampling events", len(s.fds), len(s.retiring), cpus, len(s.sampleFDs))
+		}
+		t.Logf("resize %d -> %d: %d samples of the new copy before the cut, %d of the old after it (%v between the cut and the return); %d records lost",
 			old, size, dup, late, time.Duration(after-cut), r.lost)
 		old = uint64(size)
 	}
+	from := len(r.smp)
+	r.until(t, "samples after the last retirement", func() bool {
+		n := 0
+		for _, smp := range r.smp[from:] {
+			if smp.size == 4096 {
+				n++
+			}
+		}
+		return n >= enough*len(threads)
+	})
+	stale()
 }
 
 // TestResizeStackRefused: a session not opened resizable, a size out of bounds or the size

@@ -2,9 +2,12 @@ package recorder
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -95,22 +98,89 @@ func TestStackFitWant(t *testing.T) {
 	}
 }
 
-func TestStackSwitchDuplicate(t *testing.T) {
+func TestStackSwitchSet(t *testing.T) {
 	var none stackSwitch
-	if none.duplicate(8192, 5) {
-		t.Error("no switch: a sample called a duplicate")
+	if got := none.set(8192); got != setNone {
+		t.Errorf("no resize: a sample of events %d", got)
 	}
 	s := stackSwitch{from: 8192, to: 2048, at: 100}
-	for _, c := range []struct {
-		size uint32
-		t    uint64
-		dup  bool
-	}{
-		{8192, 99, false}, {8192, 100, true}, {2048, 99, true}, {2048, 100, false}, {0, 50, false}, {4096, 50, false},
-	} {
-		if got := s.duplicate(c.size, c.t); got != c.dup {
-			t.Errorf("copy %d at %d: duplicate %v, want %v", c.size, c.t, got, c.dup)
+	for size, want := range map[uint32]stackSet{8192: setOld, 2048: setNew, 4096: setNone, 0: setNone} {
+		if got := s.set(size); got != want {
+			t.Errorf("copy %d: events %d, want %d", size, got, want)
 		}
+	}
+}
+
+// TestStackHandover: each thread and CPU counts its old events' samples until its new
+// events' first, then only the new ones'. Simulated events that sample every period of a
+// thread's time, each from a random phase, replaced at a random time: the samples counted
+// stay, on average, those the old events alone would have taken (dropping the old at the
+// resize loses half a sample per thread and CPU).
+func TestStackHandover(t *testing.T) {
+	f := stackFit{handed: map[uint64]uint8{}}
+	if !f.handover(7, 0, setOld) || !f.handover(7, 1, setOld) {
+		t.Fatal("an old sample before the new events' first does not count")
+	}
+	f.handover(7, 0, setNew)
+	if f.handover(7, 0, setOld) || !f.handover(7, 1, setOld) || !f.handover(7, 0, setNew) {
+		t.Fatal("after thread 7's first new sample on cpu 0: want its old samples there dropped, elsewhere kept, its new ones kept")
+	}
+
+	const period, pairs = 1000, 40000
+	rng := rand.New(rand.NewPCG(1, 2))
+	f = stackFit{handed: map[uint64]uint8{}}
+	var diff, cutDiff, moved int
+	for p := range pairs {
+		tid, cpu := uint32(1000+p/4), uint32(p%4)
+		phase := rng.Int64N(period)      // the old events' next sample, from 0
+		resize := rng.Int64N(period * 5) // when the new events start
+		end := resize + rng.Int64N(period*20)
+		old := func(yield func(int64) bool) {
+			for at := phase; at <= end; at += period {
+				if !yield(at) {
+					return
+				}
+			}
+		}
+		alone := 0
+		for range old {
+			alone++
+		}
+		counted, cut := 0, 0
+		next := resize + period // the new events' next sample
+		for at := range old {
+			for next < at && next <= end {
+				if f.handover(tid, cpu, setNew) {
+					counted++
+				}
+				next += period
+			}
+			if f.handover(tid, cpu, setOld) {
+				counted++
+			}
+			if at < resize {
+				cut++
+			}
+		}
+		for ; next <= end; next += period {
+			if f.handover(tid, cpu, setNew) {
+				counted++
+			}
+		}
+		cut += int((end - resize) / period) // every new sample
+		diff += counted - alone
+		if counted != alone {
+			moved++
+		}
+		cutDiff += cut - alone
+	}
+	mean, cutMean := float64(diff)/pairs, float64(cutDiff)/pairs
+	t.Logf("samples counted - the old events' alone, per thread and CPU: %.3f handed over (%d of %d differ), %.3f cut at the resize", mean, moved, pairs, cutMean)
+	if math.Abs(mean) > 0.05 {
+		t.Errorf("handed over: %.3f samples per thread and CPU more than the old events alone, want about 0", mean)
+	}
+	if cutMean > -0.4 {
+		t.Errorf("cut at the resize: %.3f samples per thread and CPU, want about -0.5 (the simulation does not show the loss)", cutMean)
 	}
 }
 
@@ -196,5 +266,39 @@ func TestStackCopyFitsTheStacks(t *testing.T) {
 	}
 	if m.Lost > 0 {
 		t.Errorf("%d samples lost", m.Lost)
+	}
+}
+
+// TestStackCopyHeld: a target with more threads than maxFitThreads, and one whose threads
+// switch far more often than they are sampled, keep the copy they started with, and the
+// run says why: reopening their events per thread would cost them more than it saves.
+func TestStackCopyHeld(t *testing.T) {
+	testutil.RequirePerf(t)
+	t.Setenv("STAX_HOME", t.TempDir())
+	prog := testutil.CC(t, t.TempDir(), "switchy", "gcc", "-O2", "-g", "-pthread", filepath.Join("testdata", "switchy.c"))
+	for _, c := range []struct {
+		args []string
+		held string
+	}{
+		// 3 s of CPU time each: samples for several fit windows.
+		{[]string{"threads", fmt.Sprint(maxFitThreads + 4), "150"}, fmt.Sprintf("the target has %d threads", maxFitThreads+5)},
+		{[]string{"pingpong", "3000"}, "the target's threads switch"},
+	} {
+		r, err := Start(Options{Argv: append([]string{prog}, c.args...), Freq: 999, CallGraph: "dwarf"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := r.Loop(); code != 0 {
+			t.Fatalf("%v: exit status %d", c.args, code)
+		}
+		run, err := store.Load(r.StorePath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := run.Meta
+		t.Logf("%v: %d samples, copy %d, fit %+v", c.args, m.Samples, m.StackSize, m.StackFit)
+		if m.StackFit == nil || m.StackFit.Resizes != 0 || m.StackSize != perfevent.DefaultStackSize || !strings.HasPrefix(m.StackFit.Held, c.held) {
+			t.Errorf("%v: copy %d, fit %+v; want %d bytes, not reopened, held for %q", c.args, m.StackSize, m.StackFit, perfevent.DefaultStackSize, c.held)
+		}
 	}
 }

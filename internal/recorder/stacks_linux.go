@@ -67,7 +67,7 @@ type stackWorker struct {
 	frames []uint64
 	// fitSize is the stack copy the sampling events take now (stackFit.cur; 0: not
 	// fitted): the unwinds of such samples measure how much of it stacks need. switched
-	// tells the samples taken twice while the events were reopened.
+	// is the resize in progress, whose samples say whose events took them.
 	fitSize  uint32
 	switched stackSwitch
 }
@@ -88,6 +88,8 @@ type batchedSample struct {
 	// not measured); high how many of its bytes it read.
 	fit  fitUse
 	high uint32
+	// set is whose events took a CPU sample during a resize of the stack copy.
+	set stackSet
 }
 
 // fitUse is how a sample's unwind used its stack copy.
@@ -108,7 +110,6 @@ const (
 	kindSwitchOut                  // a thread switched out (no stack)
 	kindSwitchIn                   // a thread switched in (no stack)
 	kindWaking                     // a thread woke another (with its stack)
-	kindTwice                      // a CPU sample the old and the new events both took (stackSwitch)
 )
 
 type sampleBatch struct {
@@ -219,9 +220,6 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 			kind, wakee = kindWaking, uint32(v)
 		case w.isSwitch != nil && w.isSwitch(s.ID):
 			kind = kindOffStack
-		case w.switched.duplicate(uint32(s.StackSize), s.Time):
-			out[k] = batchedSample{kind: kindTwice}
-			continue
 		}
 		chain := s.Callchain
 		chainEnd := unwind.EndComplete
@@ -247,6 +245,9 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 		w.frames = append(w.frames, chain...)
 		out[k] = batchedSample{pid: s.Pid, tid: s.Tid, cpu: cpus[k], time: s.Time, worker: index, lo: uint32(lo), hi: uint32(len(w.frames)), kind: kind, wakee: wakee,
 			period: uint32(min(s.Period, 1<<32-1)), every: kind != kindSample && w.isEvery != nil && w.isEvery(s.ID)}
+		if kind == kindSample {
+			out[k].set = w.switched.set(uint32(s.StackSize))
+		}
 		if kind == kindSample && w.fitSize != 0 && !cheap[k] && !fast && uint32(s.StackSize) == w.fitSize && w.dwarf.unwound {
 			out[k].fit, out[k].high = fitRead, uint32(min(w.dwarf.u.High(), 1<<20))
 			if w.dwarf.end == unwind.EndTruncated && uint64(len(s.Stack)) == s.StackSize {
@@ -417,9 +418,10 @@ func (r *Recorder) flushBatch() {
 			continue
 		}
 		switch s.kind {
-		case kindTwice:
-			continue
 		case kindSample:
+			if s.set != setNone && !r.in.fit.handover(s.tid, s.cpu, s.set) {
+				continue // its thread is sampled by the other events on this CPU
+			}
 			if s.fit != fitNone {
 				r.in.fit.observe(int(s.high), s.fit == fitCut)
 			}

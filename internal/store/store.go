@@ -942,4 +942,6 @@ type StackFit struct {
 	Max     int `json:"max"`     // the copy it started with, and never exceeded
 	Need    int `json:"need"`    // the most bytes of a copy one unwind read
 	Resizes int `json:"resizes"` // how often the sampling events were reopened with another size
+	// Held says why the copy was not shrunk to fit (many threads, frequent switches).
+	Held string `json:"held,omitempty"`
 }
