@@ -56,7 +56,7 @@ const (
 	// retireSoon is how long, in ns, they sample at least: once every thread and CPU they
 	// sampled since has been handed over, they are closed (a program with few threads
 	// hands them over within a few periods, and the copy cannot change meanwhile).
-	retireSoon = 200_000_000
+	retireSoon = 20_000_000
 	// The first shrink reopens the sampling events per thread. The kernel then schedules
 	// each thread's events out and in at each of its switches (the copies that threads
 	// inherited from one parent are swapped whole when one follows another on a CPU), and
