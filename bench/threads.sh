@@ -42,8 +42,8 @@ stax_run() { # ARGS...: stax record ARGS -- busy N MS; sets skept slost swall
 	if "$STAX" record -q "$@" -- "$tmp/busy" "$n" "$ms" >"$tmp/out.stax" 2>"$tmp/stax.err"; then
 		read -r skept slost < <(bench_stax_counts)
 		swall=$(field wall_s "$tmp/out.stax")
-		# A round that lost more than 5% says where and how the recorder stood.
-		if awk -v k="$skept" -v l="$slost" 'BEGIN { exit !(k + l > 0 && l * 20 > k + l) }'; then
+		# A round that lost more than 1% says where and how the recorder stood.
+		if awk -v k="$skept" -v l="$slost" 'BEGIN { exit !(k + l > 0 && l * 100 > k + l) }'; then
 			"$STAX" status --json 2>/dev/null | python3 -c 'import json, sys
 m = json.load(sys.stdin)["meta"]
 keys = ("samples", "lost", "lost_by_cpu", "overload_samples", "recorder_nice", "ring_pages", "notes")
