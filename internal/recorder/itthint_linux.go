@@ -21,8 +21,8 @@ type ittHintState struct {
 
 // checkITTLibrary gives the run its ITT hint (store.Meta.ITTHint) when process pid, which
 // mapped path, loaded a library that reports ITT tasks while no collector is named in its
-// environment: those tasks are not recorded. A process that is gone is judged by the
-// launched command's environment.
+// environment: those tasks are not recorded. A process that is gone, or exiting, is judged
+// by the launched command's environment.
 func (r *Recorder) checkITTLibrary(pid int, path string) {
 	lib := spans.ITTLibrary(path)
 	if lib == "" || pid <= 0 {
@@ -38,8 +38,8 @@ func (r *Recorder) checkITTLibrary(pid int, path string) {
 		s.checked = map[int]bool{}
 	}
 	s.checked[pid] = true
-	environ, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
+	environ, ok := processEnviron(pid)
+	if !ok {
 		if r.meta.Attached || r.meta.SystemWide {
 			return
 		}
@@ -52,4 +52,12 @@ func (r *Recorder) checkITTLibrary(pid int, path string) {
 	r.mu.Lock()
 	r.meta.ITTHint = spans.ITTHint(pid, lib, r.meta.Attached || r.meta.SystemWide)
 	r.mu.Unlock()
+}
+
+// processEnviron reads process pid's environment; ok is false when it cannot be known. A
+// process that has released its memory (exiting, or a zombie) reads as empty without an
+// error, which would look like an environment naming no collector.
+func processEnviron(pid int) (environ []byte, ok bool) {
+	environ, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	return environ, err == nil && len(environ) > 0
 }
