@@ -27,7 +27,7 @@ func recordCmd(g *globals) *cobra.Command {
 	var all bool
 	var callGraph string
 	var seconds float64
-	var noJITAPI, quiet, webOn, noOffCPU bool
+	var noJITAPI, quiet, webOn, noOffCPU, perThread bool
 	var webAddr, runIDFile, offCPURate string
 	var pf pushFlags
 	c := &cobra.Command{
@@ -133,7 +133,7 @@ At the end, what is queued is sent for up to --push-timeout.
 			rec, err := recorder.Start(recorder.Options{
 				Argv: args, Pid: pid, SystemWide: all, Freq: freq, Duration: time.Duration(seconds * float64(time.Second)), RingPages: pages,
 				CallGraph: callGraph, StackSize: stackSize, OffCPU: !noOffCPU, OffCPURate: offRate,
-				Env: env, Notef: notef,
+				PerThreadEvents: perThread, Env: env, Notef: notef,
 			})
 			if err != nil {
 				var nf *launch.NotFoundError
@@ -259,6 +259,7 @@ At the end, what is queued is sent for up to --push-timeout.
 	c.Flags().Float64VarP(&seconds, "duration", "l", 0, "stop recording after `SECS` seconds (0: when the command exits or on stax stop)")
 	c.Flags().IntVarP(&pid, "pid", "p", 0, "attach to the running process `PID` (all its threads)")
 	c.Flags().BoolVarP(&all, "all-cpus", "a", false, "record every process on every CPU (root or CAP_PERFMON); stop with -l, Ctrl-C or stax stop")
+	c.Flags().BoolVar(&perThread, "per-thread-events", false, "sample the CPU through events of the target's own threads, as without root, rather than one event per CPU that keeps the target's samples (see docs/sampling-events.md)")
 	c.Flags().BoolVar(&noJITAPI, "no-jit-api", false, "do not set INTEL_JIT_PROFILER64 and INTEL_LIBITTNOTIFY64 for the launched command")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors (--run-id-file tells scripts the run's id)")
 	c.Flags().StringVar(&runIDFile, "run-id-file", "", "write the run's id to `FILE` once recording has begun (for --run in scripts)")

@@ -32,7 +32,13 @@ func FuzzDecode(f *testing.F) {
 		} {
 			d.Time(data)
 			var s Sample
-			if err := d.Sample(data, &s); err == nil {
+			err := d.Sample(data, &s)
+			h, herr := ParseHeader(data)
+			isSample := herr == nil && h.Type == TypeSample
+			if pid, ok := d.SamplePid(data); err == nil && isSample && d.SampleType&SampleTID != 0 && (!ok || pid != s.Pid) {
+				t.Errorf("SamplePid %d, %v; the decoded sample's pid %d", pid, ok, s.Pid)
+			}
+			if err == nil {
 				if len(s.Callchain) > maxCallchainSize {
 					t.Errorf("callchain of %d entries", len(s.Callchain))
 				}

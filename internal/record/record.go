@@ -324,6 +324,25 @@ func (d *Decoder) Time(rec []byte) uint64 {
 	return binary.LittleEndian.Uint64(body[off:])
 }
 
+// SamplePid is the process of a PERF_RECORD_SAMPLE, read without decoding the rest: false
+// for another record, or a sample too short to hold one, or without PERF_SAMPLE_TID.
+func (d *Decoder) SamplePid(rec []byte) (uint32, bool) {
+	h, err := ParseHeader(rec)
+	if err != nil || h.Type != TypeSample || int(h.Size) > len(rec) || h.Size < headerSize || d.SampleType&SampleTID == 0 {
+		return 0, false
+	}
+	off := headerSize
+	for _, bit := range []uint64{SampleIdentifier, SampleIP} {
+		if d.SampleType&bit != 0 {
+			off += 8
+		}
+	}
+	if int(h.Size) < off+4 {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint32(rec[off:]), true
+}
+
 // Sample decodes a PERF_RECORD_SAMPLE. rec is the whole record, header included. The
 // returned callchain aliases a buffer owned by the decoder, valid until the next call.
 func (d *Decoder) Sample(rec []byte, s *Sample) error {

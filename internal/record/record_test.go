@@ -683,3 +683,36 @@ func TestTimeOfEveryRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestSamplePid: the pid is read where the layout puts it, and nothing is read from a
+// record that is not a whole sample.
+func TestSamplePid(t *testing.T) {
+	d := newDecoder()
+	good := sampleRec(sampleFields{ip: 0x401000, pid: 4242, tid: 4243, time: 9, chain: []uint64{ContextUser, 0x401000}}, MiscUser)
+	if pid, ok := d.SamplePid(good); !ok || pid != 4242 {
+		t.Errorf("SamplePid = %d, %v; want 4242", pid, ok)
+	}
+	withID := &Decoder{SampleType: SampleIdentifier | SampleIP | SampleTID | SampleTime}
+	w := &rb{}
+	w.u64(0xdead)
+	w.u64(0x1234)
+	w.u32(77)
+	w.u32(78)
+	w.u64(5)
+	if pid, ok := withID.SamplePid(rec(TypeSample, MiscUser, w.b)); !ok || pid != 77 {
+		t.Errorf("with an identifier: SamplePid = %d, %v; want 77", pid, ok)
+	}
+	for name, bad := range map[string][]byte{
+		"empty":       nil,
+		"header only": good[:headerSize],
+		"cut short":   rec(TypeSample, MiscUser, good[headerSize:headerSize+10]),
+		"a comm":      commRec(1, 1, "x", false, SampleID{Pid: 1}),
+	} {
+		if pid, ok := d.SamplePid(bad); ok {
+			t.Errorf("%s: SamplePid = %d, true", name, pid)
+		}
+	}
+	if _, ok := (&Decoder{SampleType: SampleIP | SampleTime}).SamplePid(good); ok {
+		t.Error("a layout without PERF_SAMPLE_TID gave a pid")
+	}
+}

@@ -168,6 +168,12 @@ func (r *Recorder) read(cpu int, rec []byte) {
 		r.countBad()
 		return
 	}
+	if h.Type == record.TypeSample && r.in.cpuWide {
+		if pid, ok := r.in.dec.SamplePid(rec); ok && !r.in.targets[pid] {
+			r.in.foreign.Add(1)
+			return
+		}
+	}
 	if h.Type == record.TypeSample || (h.Type == record.TypeSwitch || h.Type == record.TypeSwitchCPU) && r.off.on {
 		r.addToBatch(cpu, rec) // a switch keeps its place among the stacks of switches
 		return
@@ -207,6 +213,9 @@ func (r *Recorder) handle(cpu int, h record.Header, rec []byte) {
 			return
 		}
 		r.tracker.Fork(int(t.Pid), int(t.PPid), int(t.Tid), int(t.PTid), t.Time)
+		if r.in.cpuWide {
+			r.in.targets[t.Pid] = true // the side band is the target's own
+		}
 		if t.Pid != t.PPid && !r.meta.SystemWide { // system-wide: tracked once sampled
 			r.jitw.Track(int(t.Pid))
 		}

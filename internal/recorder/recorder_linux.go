@@ -45,7 +45,10 @@ type Options struct {
 	// ContextSwitchEvent takes every switch's stack from the context-switch event, as
 	// without root, rather than the waits' alone from sched_switch.
 	ContextSwitchEvent bool
-	Notef              func(format string, args ...any)
+	// PerThreadEvents samples the CPU through per-thread events even where CPU-wide ones
+	// are allowed (perfevent.Config.CPUWide).
+	PerThreadEvents bool
+	Notef           func(format string, args ...any)
 }
 
 // Source is where the recorder's perf records come from: the kernel's rings
@@ -165,6 +168,12 @@ type ingestState struct {
 	// for only in those).
 	sampledPids map[uint32]bool
 	fit         stackFit
+	// cpuWide says the CPU-sampling events see every task (perfevent.Session.CPUWide):
+	// samples of processes not in targets (the target and the processes it forked) are
+	// dropped and counted in foreign.
+	cpuWide bool
+	targets map[uint32]bool
+	foreign atomic.Uint64
 }
 
 // namerState is collectCode's: which pieces of code were kept.
@@ -247,6 +256,10 @@ func Start(opts Options) (*Recorder, error) {
 			cfg.NoUserFPChain, r.meta.NoUserFPChain = true, true
 		}
 	}
+	// CPU-wide sampling events where the kernel allows them: per-thread ones are switched
+	// with their threads. Not behind a gate, whose events start at its exec (CPU-wide
+	// events cannot), nor for a capture, which replays the target's records alone.
+	cfg.CPUWide = !opts.PerThreadEvents && !opts.SystemWide && !cfg.EnableOnExec && os.Getenv("STAX_CAPTURE") == ""
 	// Fitted to the stacks seen unless the user chose the size (stackfit_linux.go); a
 	// capture replays without the events' reopening.
 	cfg.ResizableStack = cfg.CallGraph == "dwarf" && opts.StackSize == 0 && !cfg.SystemWide && os.Getenv("STAX_CAPTURE") == ""
@@ -291,6 +304,10 @@ func Start(opts Options) (*Recorder, error) {
 	}
 	r.meta.Event = sess.Event
 	r.meta.RingPages = sess.RingPages
+	if sess.CPUWide {
+		r.in.cpuWide, r.meta.CPUWide = true, true
+		r.in.targets = map[uint32]bool{uint32(r.meta.Pid): true}
+	}
 	r.meta.UserOnly = sess.UserOnly
 	if err := r.begin(); err != nil {
 		sess.Close()

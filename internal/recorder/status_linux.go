@@ -29,6 +29,7 @@ func (r *Recorder) Counts() store.Meta {
 	r.mu.Lock()
 	meta := r.meta
 	meta.Lost = r.lost
+	meta.ForeignSamples = r.in.foreign.Load()
 	r.mu.Unlock()
 	meta.Samples = r.run.Stats().Samples
 	meta.OffCPU = r.offCPUMeta()

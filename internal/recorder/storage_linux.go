@@ -60,6 +60,7 @@ func (r *Recorder) snapshot(final bool, bufs *agg.ProfileBuffers) *store.Run {
 	r.mu.Lock()
 	meta := r.meta
 	meta.Lost = r.lost
+	meta.ForeignSamples = r.in.foreign.Load()
 	meta.BadRecords = r.bad
 	meta.OverloadSamples = r.in.overload.fastSamples.Load()
 	if b := r.res.JITBudget(); b.Used() > 0 {

@@ -103,19 +103,23 @@ type Meta struct {
 	StackSize  int      `json:"stack_size,omitempty"` // dwarf: bytes of user stack copied per sample (at the end, when fitted)
 	// StackFit (dwarf): the copy was fitted to the stacks seen, StackSize bytes at most
 	// where it started (see StackFit).
-	StackFit     *StackFit         `json:"stack_fit,omitempty"`
-	StackEnds    map[string]uint64 `json:"stack_ends,omitempty"` // dwarf: how user stacks ended (complete, truncated, no_cfi, ...)
-	UserOnly     bool              `json:"user_only,omitempty"`
-	Start        time.Time         `json:"start"`
-	StartNs      uint64            `json:"start_ns,omitempty"` // Start on CLOCK_MONOTONIC, the clock of sample times
-	End          time.Time         `json:"end,omitzero"`
-	Finished     bool              `json:"finished"` // false: a checkpoint of a run still recording (or one that crashed)
-	ExitCode     *int              `json:"exit_code,omitempty"`
-	Notes        []string          `json:"notes,omitempty"`
-	Lost         uint64            `json:"lost"`                     // samples the kernel dropped: the reader fell behind
-	LostByCPU    map[string]uint64 `json:"lost_by_cpu,omitempty"`    // of those, per CPU
-	LostByThread map[string]uint64 `json:"lost_by_thread,omitempty"` // of those, per thread where known
-	BadRecords   uint64            `json:"bad_records,omitempty"`    // records that could not be decoded
+	StackFit  *StackFit         `json:"stack_fit,omitempty"`
+	StackEnds map[string]uint64 `json:"stack_ends,omitempty"` // dwarf: how user stacks ended (complete, truncated, no_cfi, ...)
+	UserOnly  bool              `json:"user_only,omitempty"`
+	// CPUWide: the CPU was sampled through one event per CPU, which sees every task;
+	// ForeignSamples, those of other processes, were dropped as they were read.
+	CPUWide        bool              `json:"cpu_wide,omitempty"`
+	ForeignSamples uint64            `json:"foreign_samples,omitempty"`
+	Start          time.Time         `json:"start"`
+	StartNs        uint64            `json:"start_ns,omitempty"` // Start on CLOCK_MONOTONIC, the clock of sample times
+	End            time.Time         `json:"end,omitzero"`
+	Finished       bool              `json:"finished"` // false: a checkpoint of a run still recording (or one that crashed)
+	ExitCode       *int              `json:"exit_code,omitempty"`
+	Notes          []string          `json:"notes,omitempty"`
+	Lost           uint64            `json:"lost"`                     // samples the kernel dropped: the reader fell behind
+	LostByCPU      map[string]uint64 `json:"lost_by_cpu,omitempty"`    // of those, per CPU
+	LostByThread   map[string]uint64 `json:"lost_by_thread,omitempty"` // of those, per thread where known
+	BadRecords     uint64            `json:"bad_records,omitempty"`    // records that could not be decoded
 	// NoUserFPChain (dwarf): the program was built without frame pointers, so its samples
 	// carry no kernel walk of them; the chains stax needs are walked in the stack copies.
 	NoUserFPChain bool `json:"no_user_fp_chain,omitempty"`
