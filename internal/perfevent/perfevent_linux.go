@@ -75,7 +75,7 @@ type Config struct {
 	ResizableStack bool
 	// CPUWide samples the CPU through one event per CPU that sees every task, where the
 	// kernel allows it (root, CAP_PERFMON or kernel.perf_event_paranoid <= 0; not with
-	// EnableOnExec or SystemWide): the reader keeps the samples of the target's processes
+	// EnableOnExec, ResizableStack or SystemWide): the reader keeps the samples of the target's processes
 	// (Session.CPUWide). A per-thread event is switched out and in with its thread at each
 	// of its context switches, and a cpu-clock event's timer with it: a program that
 	// switches 100,000 times a second ran 3.8 times as long under per-thread sampling (perf
@@ -426,7 +426,7 @@ func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) err
 	s.resizable = cfg.ResizableStack && cfg.CallGraph == "dwarf" && !cfg.SystemWide
 	s.cfg, s.evType, s.evConfig = cfg, typ, config
 	s.off = !cfg.EnableOnExec
-	s.CPUWide = cfg.CPUWide && !cfg.SystemWide && !cfg.EnableOnExec && s.cpuWideAllowed(cfg, cpus[0], typ, config)
+	s.CPUWide = cfg.CPUWide && !cfg.SystemWide && !cfg.EnableOnExec && !s.resizable && s.cpuWideAllowed(cfg, cpus[0], typ, config)
 	// The side band and the rings go to dummy events where the sampling events may be
 	// replaced (resizable) or are not the target's (CPU-wide).
 	anchored := s.resizable || s.CPUWide
@@ -1031,17 +1031,6 @@ func (s *Session) ResizeStack(size int, tids func() []int) (cut uint64, err erro
 	s.RetireStack()
 	cfg := s.cfg
 	cfg.StackSize = size
-	if s.CPUWide {
-		opened, err := s.openCPUWide(cfg)
-		if err != nil {
-			return 0, fmt.Errorf("resize the stack copy: %w", err)
-		}
-		cut = MonotonicNow()
-		s.fds = append(s.fds, opened...)
-		s.sampleFDs, s.retiring = opened, s.sampleFDs
-		s.cfg = cfg
-		return cut, nil
-	}
 	// Opened stopped and started once all are open, so that a failure leaves no sample of
 	// theirs behind; enabling an event enables its inherited copies too.
 	a := s.attr(cfg, s.evType, s.evConfig, false)

@@ -258,8 +258,12 @@ func Start(opts Options) (*Recorder, error) {
 	}
 	// CPU-wide sampling events where the kernel allows them: per-thread ones are switched
 	// with their threads. Not behind a gate, whose events start at its exec (CPU-wide
-	// events cannot), nor for a capture, which replays the target's records alone.
-	cfg.CPUWide = !opts.PerThreadEvents && !opts.SystemWide && !cfg.EnableOnExec && os.Getenv("STAX_CAPTURE") == ""
+	// events cannot), nor for a capture, which replays the target's records alone, nor
+	// with DWARF stacks: the kernel would copy every other task's stack into the rings too
+	// (8 KiB a sample), and on a busy machine they filled the rings until the recorder
+	// fell behind and unwound the target's stacks cheaply.
+	cfg.CPUWide = !opts.PerThreadEvents && !opts.SystemWide && !cfg.EnableOnExec && os.Getenv("STAX_CAPTURE") == "" &&
+		cfg.CallGraph != "dwarf"
 	// Fitted to the stacks seen unless the user chose the size (stackfit_linux.go); a
 	// capture replays without the events' reopening.
 	cfg.ResizableStack = cfg.CallGraph == "dwarf" && opts.StackSize == 0 && !cfg.SystemWide && os.Getenv("STAX_CAPTURE") == ""

@@ -273,8 +273,8 @@ func (r *Recorder) fitStacks() {
 // often, as stackFit.held then says.
 func (r *Recorder) holdFit(size int) bool {
 	f := &r.in.fit
-	if size > f.cur || f.resizes > 0 || r.in.cpuWide {
-		return false // its events are per thread already, or one per CPU
+	if size > f.cur || f.resizes > 0 {
+		return false // its events are per thread already
 	}
 	if f.windows < f.holdUntil {
 		return true

@@ -269,27 +269,22 @@ func TestStackCopyFitsTheStacks(t *testing.T) {
 	}
 }
 
-// TestStackCopyHeld: with per-thread sampling events, a target with more threads than
-// maxFitThreads, and one whose threads switch far more often than they are sampled, keep
-// the copy they started with, and the run says why: reopening their events per thread
-// would cost them more than it saves. With CPU-wide events (where allowed), reopening
-// costs them nothing: neither is held.
+// TestStackCopyHeld: a target with more threads than maxFitThreads, and one whose threads
+// switch far more often than they are sampled, keep the copy they started with, and the
+// run says why: reopening their events per thread would cost them more than it saves.
 func TestStackCopyHeld(t *testing.T) {
 	testutil.RequirePerf(t)
 	t.Setenv("STAX_HOME", t.TempDir())
 	prog := testutil.CC(t, t.TempDir(), "switchy", "gcc", "-O2", "-g", "-pthread", filepath.Join("testdata", "switchy.c"))
 	for _, c := range []struct {
-		args      []string
-		perThread bool
-		held      string
+		args []string
+		held string
 	}{
 		// 3 s of CPU time each: samples for several fit windows.
-		{[]string{"threads", fmt.Sprint(maxFitThreads + 4), "150"}, true, fmt.Sprintf("the target has %d threads", maxFitThreads+5)},
-		{[]string{"pingpong", "3000"}, true, "the target's threads switch"},
-		{[]string{"threads", fmt.Sprint(maxFitThreads + 4), "150"}, false, ""},
-		{[]string{"pingpong", "3000"}, false, ""},
+		{[]string{"threads", fmt.Sprint(maxFitThreads + 4), "150"}, fmt.Sprintf("the target has %d threads", maxFitThreads+5)},
+		{[]string{"pingpong", "3000"}, "the target's threads switch"},
 	} {
-		r, err := Start(Options{Argv: append([]string{prog}, c.args...), Freq: 999, CallGraph: "dwarf", PerThreadEvents: c.perThread})
+		r, err := Start(Options{Argv: append([]string{prog}, c.args...), Freq: 999, CallGraph: "dwarf"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,27 +296,8 @@ func TestStackCopyHeld(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := run.Meta
-		t.Logf("%v, per-thread %v: %d samples, CPU-wide %v, copy %d, fit %+v", c.args, c.perThread, m.Samples, m.CPUWide, m.StackSize, m.StackFit)
-		if m.CPUWide == c.perThread {
-			if c.perThread {
-				t.Errorf("%v: CPU-wide events with --per-thread-events", c.args)
-			} else {
-				t.Logf("%v: CPU-wide events are not allowed here; nothing to check", c.args)
-			}
-			continue
-		}
-		if m.StackFit == nil {
-			t.Errorf("%v: no stack fit", c.args)
-			continue
-		}
-		if c.held == "" {
-			// Reopened at least once (it may grow back, if a stack came out cut short).
-			if m.StackFit.Resizes == 0 || m.StackFit.Held != "" {
-				t.Errorf("%v, CPU-wide: copy %d, fit %+v; want it reopened, not held", c.args, m.StackSize, m.StackFit)
-			}
-			continue
-		}
-		if m.StackFit.Resizes != 0 || m.StackSize != perfevent.DefaultStackSize || !strings.HasPrefix(m.StackFit.Held, c.held) {
+		t.Logf("%v: %d samples, copy %d, fit %+v", c.args, m.Samples, m.StackSize, m.StackFit)
+		if m.StackFit == nil || m.StackFit.Resizes != 0 || m.StackSize != perfevent.DefaultStackSize || !strings.HasPrefix(m.StackFit.Held, c.held) {
 			t.Errorf("%v: copy %d, fit %+v; want %d bytes, not reopened, held for %q", c.args, m.StackSize, m.StackFit, perfevent.DefaultStackSize, c.held)
 		}
 	}
