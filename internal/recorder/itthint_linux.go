@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"bytes"
 	"os"
 	"strconv"
 	"strings"
@@ -56,8 +57,16 @@ func (r *Recorder) checkITTLibrary(pid int, path string) {
 
 // processEnviron reads process pid's environment; ok is false when it cannot be known. A
 // process that has released its memory (exiting, or a zombie) reads as empty without an
-// error, which would look like an environment naming no collector.
+// error, which would look like an environment naming no collector; one that releases it
+// while being read reads as cut short. So the environment is read twice: a process whose
+// memory is gone reads empty the second time, and one that lost it during either read
+// reads differently.
 func processEnviron(pid int) (environ []byte, ok bool) {
-	environ, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	return environ, err == nil && len(environ) > 0
+	path := "/proc/" + strconv.Itoa(pid) + "/environ"
+	environ, err := os.ReadFile(path)
+	if err != nil || len(environ) == 0 {
+		return nil, false
+	}
+	again, err := os.ReadFile(path)
+	return environ, err == nil && bytes.Equal(environ, again)
 }

@@ -1,7 +1,10 @@
 package recorder
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,14 +22,23 @@ func TestITTHintExitedProcess(t *testing.T) {
 	}
 	defer cmd.Wait()
 	pid := cmd.Process.Pid
+	// Not waited for, it stays a zombie once it exits.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if env, ok := processEnviron(pid); !ok {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])); len(f) > 0 && f[0] == "Z" {
 			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("pid %d still has an environment (%d bytes) after 10 s", pid, len(env))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d is not a zombie after 10 s: %s", pid, b)
 		}
 		time.Sleep(time.Millisecond)
+	}
+	if env, ok := processEnviron(pid); ok {
+		t.Fatalf("a zombie's environment reads as known: %q", env)
 	}
 	for _, c := range []struct {
 		env  []string
@@ -44,5 +56,13 @@ func TestITTHintExitedProcess(t *testing.T) {
 		if c.hint && !strings.Contains(r.meta.ITTHint, "libittnotify.so") {
 			t.Errorf("hint %q does not name the library", r.meta.ITTHint)
 		}
+	}
+}
+
+// TestProcessEnvironAlive: a live process's environment is read, and known.
+func TestProcessEnvironAlive(t *testing.T) {
+	env, ok := processEnviron(os.Getpid())
+	if !ok || !bytes.Contains(env, []byte("=")) {
+		t.Errorf("processEnviron(self) = %d bytes, %v", len(env), ok)
 	}
 }
