@@ -243,3 +243,52 @@ func TestParseTarget(t *testing.T) {
 		t.Error("header without = accepted")
 	}
 }
+
+// TestSenderStoppedWhileSendingThenDrained: a sender stopped with a request in flight and
+// drained at once sends that request once. A drain that does not wait for the stopped run
+// sends it again while the first attempt is still waiting for its reply.
+func TestSenderStoppedWhileSendingThenDrained(t *testing.T) {
+	arrived := make(chan struct{}, 10)
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, string(b))
+		mu.Unlock()
+		arrived <- struct{}{}
+		<-release
+	}))
+	defer srv.Close()
+	q, err := OpenQueue(t.TempDir(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Put(req(1))
+	s := NewSender(target(t, srv.URL), nil, 10*time.Second, q)
+	ctx, cancel := context.WithCancel(context.Background())
+	go s.Run(ctx)
+	<-arrived
+	cancel()
+	drained := make(chan bool)
+	go func() {
+		dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer dcancel()
+		drained <- s.Drain(dctx)
+	}()
+	select {
+	case <-arrived:
+		t.Error("the drain sent window 1 while the stopped run's attempt was in flight")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	if !<-drained {
+		t.Fatal("queue did not drain")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 {
+		t.Errorf("received %q, want window 1 once", got)
+	}
+}

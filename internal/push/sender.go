@@ -24,6 +24,10 @@ type Sender struct {
 	// MinBackoff and MaxBackoff bound the wait after a failed attempt.
 	MinBackoff, MaxBackoff time.Duration
 
+	// running is held by Run for its whole life, so that a Run started while a stopped
+	// one still finishes its request in flight waits for it instead of sending the same
+	// request a second time. It is taken before mu.
+	running sync.Mutex
 	mu      sync.Mutex
 	pushed  uint64
 	failed  uint64
@@ -53,8 +57,11 @@ func (s *Sender) Counts() Counts {
 	return Counts{s.pushed, s.failed, s.refused, s.lastErr}
 }
 
-// Run sends until ctx ends.
+// Run sends until ctx ends. Runs of one sender take turns: one starts when the one before
+// it has returned.
 func (s *Sender) Run(ctx context.Context) {
+	s.running.Lock()
+	defer s.running.Unlock()
 	backoff := time.Duration(0)
 	for {
 		if backoff > 0 {
