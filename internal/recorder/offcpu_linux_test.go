@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/perfevent"
 	"github.com/stax-profiler/stax/internal/record"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/testutil"
@@ -392,5 +395,64 @@ func TestPreemptionsCopyNoStack(t *testing.T) {
 	}
 	if busy == 0 {
 		t.Error("no runnable interval under the busy loop")
+	}
+}
+
+// countingSource counts switches out as the kernel would, and takes the stacks' mode.
+type countingSource struct {
+	Source
+	outs    uint64
+	sampled []bool // the modes asked for, in order
+}
+
+func (c *countingSource) SwitchOutsCounted() (uint64, bool) { return c.outs, true }
+func (c *countingSource) SampleOffCPU(on bool) error {
+	c.sampled = append(c.sampled, on)
+	return nil
+}
+
+// TestOffRateFromTheKernelsCount: where the kernel counts the switches out, the stacks go
+// to sampled as soon as a window of that count says so, with no switch record read (a
+// reader far behind its rings), and back to every one when the rate falls. A stack taken
+// in either mode is kept by the events of the mode at its time, even once the mode changed
+// again since.
+func TestOffRateFromTheKernelsCount(t *testing.T) {
+	r := newRecorder(Options{OffCPU: true})
+	src := &countingSource{}
+	r.src = src
+	r.off.on, r.off.sampled, r.off.counts.StackRate, r.off.counter = true, true, 100, src
+	window := func(switches uint64) uint64 {
+		src.outs += switches
+		for began := perfevent.MonotonicNow(); perfevent.MonotonicNow()-began < offRateWindow; time.Sleep(time.Millisecond) {
+		}
+		before := perfevent.MonotonicNow()
+		r.offRate(0)
+		return before
+	}
+	r.offRate(0) // the first look: where the count starts
+	beforeFirst := perfevent.MonotonicNow()
+	toSampled := window(10_000) // 100,000 a second at most, over 100 a second
+	if !slices.Equal(src.sampled, []bool{true}) || r.off.stackOuts != 0 {
+		t.Fatalf("modes %v after a busy window: want sampled, with no record read", src.sampled)
+	}
+	window(30) // at most 300 a second: above half the rate, stays sampled
+	if len(src.sampled) != 1 {
+		t.Fatalf("modes %v: want no change while the rate is above half of it", src.sampled)
+	}
+	toEvery := window(0)
+	if !slices.Equal(src.sampled, []bool{true, false}) {
+		t.Fatalf("modes %v after an idle window: want every stack again", src.sampled)
+	}
+	for _, c := range []struct {
+		at          uint64
+		every, keep bool
+	}{
+		{beforeFirst, true, true}, {beforeFirst, false, false},
+		{toSampled + (toEvery-toSampled)/2, true, false}, {toSampled + (toEvery-toSampled)/2, false, true},
+		{toEvery + offRateWindow, true, true}, {toEvery + offRateWindow, false, false},
+	} {
+		if got := r.offKeep(c.at, c.every); got != c.keep {
+			t.Errorf("offKeep(%d, every %v) = %v, want %v (changes %+v)", c.at, c.every, got, c.keep, r.off.modes)
+		}
 	}
 }

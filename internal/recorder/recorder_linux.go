@@ -299,6 +299,9 @@ func Start(opts Options) (*Recorder, error) {
 		}
 		r.off.wakers, r.off.counts.Wakers = sess.Wakers, sess.Wakers
 		r.off.sampled, r.off.counts.StackRate = sess.OffCPURate > 0, sess.OffCPURate
+		if _, ok := sess.SwitchOutsCounted(); ok {
+			r.off.counter = sess
+		}
 		r.off.waitStacks, r.off.counts.WaitStacks = sess.WaitStacks, sess.WaitStacks
 	}
 	for _, line := range strings.Split(sess.Note, "\n") {

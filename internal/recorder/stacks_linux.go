@@ -453,4 +453,7 @@ func (r *Recorder) flushBatch() {
 	for i := range b.lastOff {
 		b.lastOff[i] = -1
 	}
+	if r.off.counter != nil {
+		r.offRate(0) // on the kernel's count and clock: a step far behind its rings is long
+	}
 }
