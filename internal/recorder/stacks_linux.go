@@ -349,6 +349,8 @@ func (r *Recorder) addToBatch(cpu int, rec []byte) {
 	b.cheap = append(b.cheap, false)
 	if len(b.recs) >= maxBatch {
 		r.flushBatch()
+	} else if len(b.recs)%1024 == 0 && r.off.counter != nil {
+		r.offRate(0) // a batch takes long to fill when the stacks are large
 	}
 }
 
