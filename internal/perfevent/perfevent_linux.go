@@ -222,6 +222,10 @@ type Session struct {
 	// wakingCountFDs are the sched_waking events that sample, with OffCPURate: they count
 	// every wakeup whatever they sample, and are never disabled (WakeupsCounted).
 	wakingCountFDs []int
+	// switchCountFDs are the context-switch events that sample, with OffCPURate: they
+	// count every switch out they see (the waits, with WaitStacks) whatever they sample,
+	// and are never disabled (SwitchOutsCounted).
+	switchCountFDs []int
 
 	epfd int // epoll over the rings, woken when one fills past its watermark
 	// epoll holds epfd in Go's network poller when it could be put there: Wait then parks
@@ -721,12 +725,24 @@ func (s *Session) openWakers(cfg Config, targets []switchTarget) {
 // per-thread tracepoint that fires in bursts, can raise its period to tens of thousands
 // within a few milliseconds, so the periods of the samples taken are no estimate of it.
 func (s *Session) WakeupsCounted() (uint64, bool) {
-	if len(s.wakingCountFDs) == 0 {
+	return countAll(s.wakingCountFDs)
+}
+
+// SwitchOutsCounted is how many switches out of the target's threads the context-switch
+// events saw since they were enabled (the waits, with WaitStacks), as the kernel counted
+// them, and false where the stacks are not sampled (Config.OffCPURate). Read at any time,
+// it does not wait for the reader to reach the records.
+func (s *Session) SwitchOutsCounted() (uint64, bool) { return countAll(s.switchCountFDs) }
+
+// countAll is the sum of the counts of fds (those of the threads that inherited them
+// included), false when there are none or one cannot be read.
+func countAll(fds []int) (uint64, bool) {
+	if len(fds) == 0 {
 		return 0, false
 	}
 	var total uint64
 	var buf [8]byte
-	for _, fd := range s.wakingCountFDs {
+	for _, fd := range fds {
 		if n, err := unix.Read(fd, buf[:]); err != nil || n != len(buf) {
 			return 0, false
 		}
@@ -912,7 +928,7 @@ func (s *Session) closeSwitchEvents() {
 	s.fds = kept
 	clear(s.switchIDs)
 	clear(s.everyIDs)
-	s.everyFDs = nil
+	s.everyFDs, s.switchCountFDs = nil, nil
 }
 
 // waitFilter keeps, of sched_switch's events, the switches of threads that wait: the
@@ -956,6 +972,9 @@ func (s *Session) openSwitchEvent(cfg Config, pid, cpu int, r *mappedRing, sampl
 	}
 	s.fds = append(s.fds, fd)
 	s.switchIDs[id] = true
+	if s.OffCPURate > 0 && sampled {
+		s.switchCountFDs = append(s.switchCountFDs, fd)
+	}
 	if s.OffCPURate > 0 && !sampled {
 		s.everyFDs = append(s.everyFDs, fd)
 		s.everyIDs[id] = true

@@ -111,6 +111,9 @@ func (r *Recorder) step(final bool) {
 	}
 	if _, ok := r.src.(orderedSource); ok {
 		r.offFlush(cut, final) // every switch before the cut has been read
+		if final {
+			r.off.countNext = 0 // the kernel's last count
+		}
 		r.offRate(cut)
 		r.offCountWakeups(cut, final)
 	}

@@ -76,16 +76,21 @@ type offCPUState struct {
 	// stackOuts counts the switches out that come with a stack sample (with waitStacks,
 	// the waits), for offRate.
 	stackOuts uint64
-	// sampling says they are now (offRate), since modeTime; rateFrom and rateOuts are
-	// when the target's switch rate was last looked at, and stackOuts then.
+	// sampling says they are now (offRate); modes are the latest changes of mode, for
+	// offKeep. rateFrom and rateOuts are when the target's switch rate was last looked
+	// at, and the switches out counted then.
 	sampling           bool
-	modeTime           uint64
+	modes              []modeChange
 	rateFrom, rateOuts uint64
-	isSwitch           func(id uint64) bool
-	run                *agg.Run
-	threads            map[uint32]*offThread
-	counts             store.OffCPUMeta
-	chainBuf           []uint64
+	// counter counts the target's switches out in the kernel, nil where the source does
+	// not (offRate then counts the switch records read).
+	counter   switchCounter
+	countNext uint64 // when counter may be read next
+	isSwitch  func(id uint64) bool
+	run       *agg.Run
+	threads   map[uint32]*offThread
+	counts    store.OffCPUMeta
+	chainBuf  []uint64
 
 	// wakers: the sched_waking events are recorded. wakes holds each thread's latest
 	// wakeup not yet matched to its switch in; wakeNs and wakeN count, per waker thread
@@ -398,32 +403,75 @@ type offSampler interface{ SampleOffCPU(on bool) error }
 // offRateWindow is how often, in ns, the target's switch rate is looked at by offRate.
 const offRateWindow = 100_000_000
 
-// offRate looks at the target's switch rate at t, once a window: while it switches out
-// more than the stack rate a second, the stacks are sampled at that rate; from when it
-// switches out less than half as often again, every one is taken.
-func (r *Recorder) offRate(t uint64) {
+// offCountEvery is how often at most, in ns, offRate reads the kernel's count.
+const offCountEvery = 10_000_000
+
+// switchCounter is a Source that counts the target's switches out in the kernel
+// (*perfevent.Session).
+type switchCounter interface{ SwitchOutsCounted() (uint64, bool) }
+
+// modeChange is a change of offCPUState.sampling: stacks taken from at on are the
+// sampling events' (or the every-switch events').
+type modeChange struct {
+	at       uint64
+	sampling bool
+}
+
+// maxModes bounds the changes of mode kept for offKeep: they are at least offRateWindow
+// apart, so this many cover a reader that far behind the kernel.
+const maxModes = 64
+
+// offRate looks at the target's switch rate once a window: while it switches out more
+// than the stack rate a second, the stacks are sampled at that rate (at once, when a
+// window has had its share before its end); from when it switches out less than half as
+// often again, every one is taken. The rate is the kernel's count
+// over the time now where the source counts the switches (the ingest stage calls it after
+// each batch, so that a reader far behind its rings, which are then filling with stacks,
+// still changes the mode on time); otherwise that of the switch records read up to cut.
+func (r *Recorder) offRate(cut uint64) {
 	o := &r.off
 	smp, ok := r.src.(offSampler)
 	if !o.on || !o.sampled || !ok {
 		return
 	}
-	if o.rateFrom == 0 || t < o.rateFrom {
-		o.rateFrom, o.rateOuts = t, o.stackOuts
+	t, outs := cut, o.stackOuts
+	if o.counter != nil {
+		// Reading the count reads every event (and the copies the threads inherited):
+		// spaced so that it takes at most a hundredth of the time.
+		t = perfevent.MonotonicNow()
+		if t < o.countNext {
+			return
+		}
+		n, ok := o.counter.SwitchOutsCounted()
+		if !ok {
+			return
+		}
+		o.countNext = t + max(offCountEvery, 100*(perfevent.MonotonicNow()-t))
+		outs = n
+		r.mu.Lock()
+		o.counts.OutsCounted = n
+		r.mu.Unlock()
+	}
+	if o.rateFrom == 0 || t < o.rateFrom || outs < o.rateOuts {
+		o.rateFrom, o.rateOuts = t, outs
 		return
 	}
-	if t-o.rateFrom < offRateWindow {
-		return
-	}
-	perSec := (o.stackOuts - o.rateOuts) * 1_000_000_000 / (t - o.rateFrom)
-	o.rateFrom, o.rateOuts = t, o.stackOuts
 	rate := uint64(o.counts.StackRate)
+	n, d := outs-o.rateOuts, t-o.rateFrom
 	want := o.sampling
 	switch {
-	case perSec > rate:
+	case !o.sampling && n*1_000_000_000 > rate*offRateWindow:
+		// Past the window's share of stacks already: a target that starts switching
+		// fast (with DWARF stacks, 8 KiB a wait) is sampled from now, not a window on.
 		want = true
-	case perSec < rate/2:
+	case d < offRateWindow:
+		return
+	case n*1_000_000_000/d > rate:
+		want = true
+	case n*1_000_000_000/d < rate/2:
 		want = false
 	}
+	o.rateFrom, o.rateOuts = t, outs
 	if want == o.sampling {
 		return
 	}
@@ -437,7 +485,11 @@ func (r *Recorder) offRate(t uint64) {
 	if want {
 		from = perfevent.MonotonicNow()
 	}
-	o.sampling, o.modeTime = want, from
+	o.sampling = want
+	if len(o.modes) == maxModes {
+		o.modes = append(o.modes[:0], o.modes[1:]...)
+	}
+	o.modes = append(o.modes, modeChange{from, want})
 	r.mu.Lock()
 	if want {
 		o.counts.SampledTimes++
@@ -452,9 +504,15 @@ func (r *Recorder) offKeep(t uint64, every bool) bool {
 	if !o.sampled {
 		return true
 	}
-	sampling := o.sampling
-	if t < o.modeTime {
-		sampling = !sampling
+	sampling := false // every stack is taken until the first change
+	for i := len(o.modes) - 1; i >= 0; i-- {
+		if o.modes[i].at <= t {
+			sampling = o.modes[i].sampling
+			break
+		}
+		if i == 0 {
+			sampling = !o.modes[0].sampling // before the oldest change kept
+		}
 	}
 	return every != sampling
 }

@@ -299,6 +299,11 @@ func Start(opts Options) (*Recorder, error) {
 		}
 		r.off.wakers, r.off.counts.Wakers = sess.Wakers, sess.Wakers
 		r.off.sampled, r.off.counts.StackRate = sess.OffCPURate > 0, sess.OffCPURate
+		if _, ok := sess.SwitchOutsCounted(); ok {
+			// Counted from 0 as the events start: the first batch's look already sees
+			// a target that switches fast from its start.
+			r.off.counter, r.off.rateFrom = sess, perfevent.MonotonicNow()
+		}
 		r.off.waitStacks, r.off.counts.WaitStacks = sess.WaitStacks, sess.WaitStacks
 	}
 	for _, line := range strings.Split(sess.Note, "\n") {

@@ -349,6 +349,8 @@ func (r *Recorder) addToBatch(cpu int, rec []byte) {
 	b.cheap = append(b.cheap, false)
 	if len(b.recs) >= maxBatch {
 		r.flushBatch()
+	} else if len(b.recs)%1024 == 0 && r.off.counter != nil {
+		r.offRate(0) // a batch takes long to fill when the stacks are large
 	}
 }
 
@@ -452,5 +454,8 @@ func (r *Recorder) flushBatch() {
 	b.cpus, b.recs, b.cheap = b.cpus[:0], b.recs[:0], b.cheap[:0]
 	for i := range b.lastOff {
 		b.lastOff[i] = -1
+	}
+	if r.off.counter != nil {
+		r.offRate(0) // on the kernel's count and clock: a step far behind its rings is long
 	}
 }

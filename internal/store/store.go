@@ -282,6 +282,9 @@ type OffCPUMeta struct {
 	// WakeupsAll is how many wakeups the kernel counted: more than Wakeups when their
 	// stacks were sampled (StackRate), and then wakers are of the wakeups seen alone.
 	WakeupsAll uint64 `json:"wakeups_all,omitempty"`
+	// OutsCounted is how many switches out the kernel counted (the waits, with
+	// WaitStacks), with StackRate: beside the intervals read, how many were lost.
+	OutsCounted uint64 `json:"outs_counted,omitempty"`
 	// Unpaired counts the switch records found missing: a thread switched out twice with
 	// no switch in between, or in twice with no switch out (records lost from a full ring).
 	Unpaired uint64 `json:"unpaired,omitempty"`

@@ -106,7 +106,7 @@ func watch(flag string) {
 	for {
 		_, err := os.Stat(flag)
 		switch s := state.Load(); {
-		case err == nil && s == stateOff:
+		case err == nil && s != stateOn:
 			on()
 		case err != nil && s == stateOn:
 			state.Store(stateOff)
