@@ -132,7 +132,9 @@ func TestWebShowsToyJIT(t *testing.T) {
 	// About 10 s on an idle 2-CPU machine; 135 s and past a 2-minute budget once, beside
 	// the web package's own browser tests and a busy loop on each core.
 	ctx := browser.Within(t, bctx, 5*time.Minute)
+	start := time.Now()
 	waitJIT(ctx, t, url)
+	t.Logf("the page drew the JIT frames in %v", time.Since(start).Round(time.Millisecond))
 	shot(ctx, t, "web-overview")
 
 	// Widths are in proportion to samples: measured ratio against the ratio of counts.
@@ -194,10 +196,17 @@ func TestWebShowsToyJIT(t *testing.T) {
 	shot(ctx, t, "web-search")
 
 	// The code view: the loop's instructions with their samples, as stax annotate prints them.
-	if err := chromedp.Do(ctx, chromedp.Click(`//tbody/tr/td[text()="jitted_func2"]`)); err != nil {
+	// The click waits for the page to settle: a refresh that ends between finding the row
+	// and clicking it can move the table (the callers panel above it comes and goes).
+	idleWeb(ctx, t)
+	if err := chromedp.Do(ctx, chromedp.Click(`#top tbody td[title="jitted_func2"]`)); err != nil {
 		t.Fatal(err)
 	}
-	code := waitForSelectorText(ctx, "#annotate .hot", "0x")
+	t.Logf("the page settled for the code view after %v", time.Since(start).Round(time.Millisecond))
+	code, err := waitForCode(ctx, "jitted_func2")
+	if err != nil {
+		t.Fatalf("the code view of jitted_func2: %v\n%.3000s", err, pageText(bctx))
+	}
 	annotated, _, _ := e.run("annotate", "jitted_func2")
 	hottest := ""
 	for _, line := range strings.Split(annotated, "\n") {
@@ -211,7 +220,7 @@ func TestWebShowsToyJIT(t *testing.T) {
 	if hottest == "" {
 		t.Fatalf("stax annotate shows no instruction with samples:\n%s", annotated)
 	}
-	pre := pageSelectorText(ctx, "#annotate")
+	pre := pageSelectorText(bctx, "#annotate")
 	if !strings.Contains(pre, strings.TrimSpace(hottest)) {
 		t.Errorf("the code view lacks the hottest instruction %q; it shows:\n%s\n(hot rows: %s)", hottest, pre, code)
 	}
@@ -243,6 +252,40 @@ func pageSelectorText(ctx context.Context, sel string) string {
 		return "(unreadable: " + err.Error() + ")"
 	}
 	return text
+}
+
+// waitForCode waits until the code view shows fn's instructions with their samples and
+// returns those rows; it fails at once when the view shows an error, and within a minute
+// when it shows another function or nothing.
+func waitForCode(ctx context.Context, fn string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	type codeView struct {
+		Title, Class, Hot string
+	}
+	var v codeView
+	for {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[codeView](`({
+			title: document.querySelector("#func-title").textContent,
+			class: document.querySelector("#annotate").className,
+			hot: Array.from(document.querySelectorAll("#annotate .hot"), (e) => e.textContent).join("\n"),
+		})`))
+		if err == nil {
+			v = got
+		}
+		switch {
+		case v.Title == fn && v.Class == "error":
+			return "", fmt.Errorf("it shows an error")
+		case v.Title == fn && strings.Contains(v.Hot, "0x"):
+			return v.Hot, nil
+		case ctx.Err() != nil:
+			return "", fmt.Errorf("after a minute it shows %q (class %q) with hot rows %q", v.Title, v.Class, v.Hot)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // waitForSelectorText polls until the elements matching sel show want, or ctx ends.
