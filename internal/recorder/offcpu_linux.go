@@ -13,6 +13,7 @@ import (
 	"github.com/stax-profiler/stax/internal/perfevent"
 	"github.com/stax-profiler/stax/internal/resolve"
 	"github.com/stax-profiler/stax/internal/store"
+	"slices"
 )
 
 // Markers put at the leaf of an off-CPU chain, named by offResolver: not contexts, not
@@ -538,13 +539,14 @@ func (r *Recorder) offCPUProfile(threads []agg.ThreadInfo) *agg.Profile {
 	return r.off.run.Profile(threads)
 }
 
-// offIntervals is the intervals kept, each under its stack of p (the off-CPU profile).
-func (r *Recorder) offIntervals(p *agg.Profile) []agg.Interval {
+// offIntervals is the intervals kept, each under its stack of p (the off-CPU profile),
+// written over buf's memory (nil: new memory).
+func (r *Recorder) offIntervals(p *agg.Profile, buf []agg.Interval) []agg.Interval {
 	if p == nil {
 		return nil
 	}
 	r.mu.Lock()
-	out := make([]agg.Interval, 0, r.off.nIntervals+len(r.off.open))
+	out := slices.Grow(buf[:0], r.off.nIntervals+len(r.off.open))
 	for _, c := range r.off.intervals {
 		out = append(out, c...)
 	}

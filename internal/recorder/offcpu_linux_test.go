@@ -113,7 +113,7 @@ func TestOffWakersAndIntervals(t *testing.T) {
 	r.offFlush(10_000+offFlushAfter, false)
 
 	p := r.offCPUProfile(nil)
-	ivs := r.offIntervals(p)
+	ivs := r.offIntervals(p, nil)
 	if len(ivs) != 2 {
 		t.Fatalf("intervals %+v, want the ended wait and the open one", ivs)
 	}
@@ -129,7 +129,7 @@ func TestOffWakersAndIntervals(t *testing.T) {
 		t.Errorf("wakers of thread 2: %+v, want thread 3 once for 4000 ns", rows)
 	}
 	r.offSwitch(1, 5, 10_000+2*offFlushAfter, false, false)
-	ivs = r.offIntervals(r.offCPUProfile(nil))
+	ivs = r.offIntervals(r.offCPUProfile(nil), nil)
 	if len(ivs) != 2 || ivs[1].End != 10_000+2*offFlushAfter {
 		t.Errorf("after its switch in, the long wait is %+v", ivs)
 	}

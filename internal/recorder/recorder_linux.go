@@ -193,7 +193,9 @@ type storageState struct {
 	spans         *store.SpanLog
 	spansErr      error
 	spansClosed   bool
-	profile       agg.ProfileBuffers // the memory of the last checkpoint's profile
+	profile       agg.ProfileBuffers  // the memory of the last checkpoint's profile
+	intervals     store.IntervalCache // the intervals off CPU, compressed by the last checkpoint
+	ivBuf         []agg.Interval      // the memory of the last checkpoint's intervals
 }
 
 // NewID makes a run id from the time and the target's pid.

@@ -49,14 +49,21 @@ func (r *Recorder) threads() []agg.ThreadInfo {
 	return out
 }
 
-// snapshot is the run as it stands. With bufs, its profile is built in their memory and is
-// valid until the next snapshot with them (a checkpoint writes it and drops it).
+// snapshot is the run as it stands. With bufs, its profile and its intervals off CPU are
+// built in memory kept for the next snapshot with them, and are valid until then (a
+// checkpoint writes them and drops them).
 func (r *Recorder) snapshot(final bool, bufs *agg.ProfileBuffers) *store.Run {
 	st := r.run.Stats()
 	threads := r.threads()
 	offCPU := r.offCPUProfile(threads)
 	wakeNs, wakeN := r.wakersProfiles(threads)
-	intervals := r.offIntervals(offCPU)
+	var intervals []agg.Interval
+	if bufs != nil {
+		intervals = r.offIntervals(offCPU, r.storage.ivBuf)
+		r.storage.ivBuf = intervals
+	} else {
+		intervals = r.offIntervals(offCPU, nil)
+	}
 	r.mu.Lock()
 	meta := r.meta
 	meta.Lost = r.lost
@@ -132,6 +139,7 @@ func (r *Recorder) save(final bool) {
 		r.note("%v", err)
 	}
 	run := r.snapshot(final, &r.storage.profile)
+	run.IntervalCache = &r.storage.intervals
 	if err := r.spillSpans(run, final); err != nil {
 		r.note("%v", err)
 		run.Meta.Notes = append(run.Meta.Notes, err.Error())

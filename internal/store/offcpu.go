@@ -88,13 +88,20 @@ func appendIntervals(b []byte, ivs []agg.Interval) []byte {
 	b = append(b, ivalsMagic...)
 	b = binary.AppendUvarint(b, uint64(len(ivs)))
 	var prev uint64
+	return appendIntervalBody(b, ivs, &prev)
+}
+
+// appendIntervalBody appends the section's encoding of ivs, the interval before them
+// starting at *prev (0 for the first), and leaves in *prev the start of the last.
+func appendIntervalBody(b []byte, ivs []agg.Interval, prev *uint64) []byte {
+	b = slices.Grow(b, len(ivs)*12)
 	for _, iv := range ivs {
 		b = binary.AppendUvarint(b, uint64(iv.Tid))
 		b = binary.AppendUvarint(b, uint64(iv.Stack+1)) // agg.NoStack + 1 is 0
-		b = binary.AppendVarint(b, int64(iv.Start-prev))
+		b = binary.AppendVarint(b, int64(iv.Start-*prev))
 		b = binary.AppendUvarint(b, iv.End-iv.Start)
 		b = binary.AppendUvarint(b, uint64(iv.Waker))
-		prev = iv.Start
+		*prev = iv.Start
 	}
 	return b
 }
@@ -105,13 +112,19 @@ func readIntervals(r *bufio.Reader, run *Run, b *budget, l *layout) error {
 	if l.IntervalText < int64(len(ivalsMagic)) || l.IntervalText > b.outLimit || l.Intervals > maxIntervals || l.Intervals > l.IntervalText/5 {
 		return fmt.Errorf("off-CPU intervals: %d bytes, %d intervals declared", l.IntervalText, l.Intervals)
 	}
+	// Charged once read: the section's compressed bytes then count in the ratio of the
+	// run decoded to the file read (charged before them, a million intervals of a run
+	// with few stacks looked like a compression bomb). Meanwhile the budget bounds the
+	// bytes read by the compressed bytes.
+	var text bytes.Buffer
+	text.Grow(int(min(l.IntervalText, 1<<20)))
+	if _, err := io.CopyN(&text, r, l.IntervalText); err != nil {
+		return fmt.Errorf("off-CPU intervals: %w", err)
+	}
 	if err := b.charge(l.IntervalText + l.Intervals*sizeInterval); err != nil {
 		return err
 	}
-	buf := make([]byte, l.IntervalText)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return fmt.Errorf("off-CPU intervals: %w", err)
-	}
+	buf := text.Bytes()
 	if string(buf[:len(ivalsMagic)]) != ivalsMagic {
 		return errors.New("off-CPU intervals: bad section marker")
 	}

@@ -265,10 +265,7 @@ func TestOffCPUIntervalsSection(t *testing.T) {
 
 func BenchmarkSaveIntervals(b *testing.B) {
 	r := offCPURun()
-	for i := range 1 << 20 {
-		start := uint64(1e9 + i*5000)
-		r.OffCPUIntervals = append(r.OffCPUIntervals, agg.Interval{Tid: 1235 + uint32(i%2), Stack: uint32(i % 2), Start: start, End: start + 2000 + uint64(i%7), Waker: 1236})
-	}
+	intervalsFrom(r, 1<<20)
 	path := filepath.Join(b.TempDir(), "run.stax")
 	for b.Loop() {
 		if err := Save(path, r); err != nil {

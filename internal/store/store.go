@@ -252,6 +252,9 @@ type Run struct {
 	// SpanLog is the recording's spans file: SaveStored lists the spans it holds by
 	// reference rather than writing them again.
 	SpanLog *SpanLog `json:"-"`
+	// IntervalCache is a recording's intervals section, compressed by its last save: a
+	// save with it compresses only the intervals added since.
+	IntervalCache *IntervalCache `json:"-"`
 }
 
 // OffCPUMeta counts the context switches of a run that records off-CPU time.
@@ -391,19 +394,22 @@ func headerOf(sum uint32, size uint64) []byte {
 func writePayload(w io.Writer, r *Run, refs bool) error {
 	buf := sectionBuffers.get()
 	buf.counts = appendCounts(buf.counts[:0], &r.Profile)
-	buf.intervals = appendIntervals(buf.intervals[:0], r.OffCPUIntervals)
-	err := writePayloadSections(w, r, refs, buf.counts, buf.intervals)
+	var head int
+	buf.intervals, head, buf.marks = appendIntervalsMarked(buf.intervals[:0], buf.marks[:0], r.OffCPUIntervals)
+	err := writePayloadSections(w, r, refs, buf.counts, buf.intervals, head, buf.marks)
 	sectionBuffers.put(buf)
 	return err
 }
 
 // writePayloadCounts is writePayload with the counts section given.
 func writePayloadCounts(w io.Writer, r *Run, refs bool, counts []byte) error {
-	return writePayloadSections(w, r, refs, counts, encodeIntervals(r.OffCPUIntervals))
+	iv := encodeIntervals(r.OffCPUIntervals)
+	return writePayloadSections(w, r, refs, counts, iv, len(iv), nil)
 }
 
-// writePayloadSections is writePayload with the counts and intervals sections given.
-func writePayloadSections(w io.Writer, r *Run, refs bool, counts, iv []byte) error {
+// writePayloadSections is writePayload with the counts and intervals sections given; the
+// intervals' whole blocks end at marks, the first beginning at head (appendIntervalsMarked).
+func writePayloadSections(w io.Writer, r *Run, refs bool, counts, iv []byte, head int, marks []int) error {
 	off, err := encodeOffCPU(r)
 	if err != nil {
 		return fmt.Errorf("off-CPU: %w", err)
@@ -473,7 +479,7 @@ func writePayloadSections(w io.Writer, r *Run, refs bool, counts, iv []byte) err
 	if _, err := zw.Write(sp); err != nil {
 		return err
 	}
-	if _, err := zw.Write(iv); err != nil {
+	if err := r.IntervalCache.writeIntervals(w, zw, iv, head, marks); err != nil {
 		return err
 	}
 	if err := series.write(zw); err != nil {
@@ -499,7 +505,10 @@ var (
 	sectionBuffers = spare[*sections]{new: func() *sections { return &sections{} }}
 )
 
-type sections struct{ counts, intervals []byte }
+type sections struct {
+	counts, intervals []byte
+	marks             []int
+}
 
 // spare keeps up to two T for reuse (unlike a sync.Pool, which the garbage collector
 // empties): a save and the save of an off-CPU part within it.
