@@ -105,5 +105,14 @@ func TestManyIntervalsOfFewStacksOpen(t *testing.T) {
 		if !reflect.DeepEqual(got.OffCPUIntervals, r.OffCPUIntervals) {
 			t.Errorf("cache %v: the intervals changed through the file", c != nil)
 		}
+		// A reader that wants the samples alone passes over the intervals' members.
+		data := encode(t, r)
+		part, err := decode(bytes.NewReader(data), int64(len(data)), Samples, "")
+		if err != nil {
+			t.Fatalf("cache %v, samples alone: %v", c != nil, err)
+		}
+		if part.OffCPUIntervals != nil || !reflect.DeepEqual(part.Profile.Series, got.Profile.Series) {
+			t.Errorf("cache %v: a reader that wants samples alone read the intervals, or other samples", c != nil)
+		}
 	}
 }
