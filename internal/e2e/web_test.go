@@ -671,7 +671,7 @@ func TestWebLinkDrawsWhatFlameSays(t *testing.T) {
 			if err := browser.ColorScheme(ctx, "dark"); err != nil {
 				t.Fatal(err)
 			}
-			waitForSelectorText(ctx, "#calls-panel", "Callers and callees")
+			waitForSelectorText(ctx, "#calls-panel", "Callers and callees of")
 			shot(ctx, t, "web-dark")
 			if err := browser.ColorScheme(ctx, ""); err != nil {
 				t.Fatal(err)

@@ -475,6 +475,11 @@ func TestCallersPanel(t *testing.T) {
 	run := callersRun()
 	s := serve(t, run, "")
 	ctx := open(t, bctx, s, "")
+	idle(t, ctx)
+	// Where the top table is on the page: selecting a frame, zooming into it and
+	// filling the panel must not move it (a row clicked as it moves is missed).
+	const topAt = `Math.round(document.querySelector("#top-panel").getBoundingClientRect().top + window.scrollY)`
+	before := eval[float64](t, ctx, topAt)
 	if err := browser.ClickFrame(ctx, func(f browser.Frame) bool { return f.Func == "path_b" }); err != nil {
 		t.Fatal(err)
 	}
@@ -482,6 +487,10 @@ func TestCallersPanel(t *testing.T) {
 		got := text(ctx, "#calls-panel")
 		return strings.Contains(got, "Callers and callees of path_b"), got
 	})
+	idle(t, ctx)
+	if after := eval[float64](t, ctx, topAt); after != before {
+		t.Errorf("the top table moved from y=%v to y=%v when a frame was selected", before, after)
+	}
 	callers, callees := text(ctx, "#callers"), text(ctx, "#callees")
 	// path_b: 360 samples, all from main; 300 into hot_leaf, 60 into inflate.
 	for _, c := range []struct{ got, want string }{

@@ -509,7 +509,11 @@ function drawFlame() {
     el.replaceChildren(canvas);
     state.flameCanvas = canvas;
   }
-  const H = (maxDepth + 1) * ROW + 2;
+  // The graph does not shrink while the view stays the same (zooming, selecting, live
+  // updates): what is below it would move under the pointer.
+  let H = (maxDepth + 1) * ROW + 2;
+  if (state.flameFloor && state.flameFloor.key === state.keys.flame) H = Math.max(H, state.flameFloor.h);
+  state.flameFloor = { key: state.keys.flame, h: H };
   const dpr = window.devicePixelRatio || 1;
   canvas.width = Math.round(W * dpr);
   canvas.height = Math.round(H * dpr);
@@ -1105,10 +1109,9 @@ function drawWakers() {
 function loadCalls() {
   cancel(callsTimer);
   const f = state.selected;
-  const panel = $("#calls-panel");
   if (!f || f.n.kind === "root") {
-    panel.hidden = true;
     state.calls = null;
+    drawCalls();
     return;
   }
   const n = f.n;
@@ -1125,20 +1128,21 @@ function loadCalls() {
       state.calls = { key, n, callers: pick(callers), callees: pick(callees) };
       drawCalls();
     } catch (err) {
-      panel.hidden = false;
       $("#calls-title").innerHTML = `<span class="error">${esc(err.message)}</span>`;
     }
   });
 }
 
 function drawCalls() {
+  // The panel is always there, at a fixed height: a selection fills it, and moves nothing.
   const c = state.calls;
-  const panel = $("#calls-panel");
   if (!c) {
-    panel.hidden = true;
+    $("#calls-title").textContent = "Callers and callees";
+    const hint = '<tr><td class="placeholder">select a frame in the flame graph</td></tr>';
+    $("#callers tbody").innerHTML = hint;
+    $("#callees tbody").innerHTML = hint;
     return;
   }
-  panel.hidden = false;
   const fn = c.callers || c.callees;
   $("#calls-title").innerHTML = `Callers and callees of <b>${esc(frameLabel(c.n))}</b>` + (fn ? ` <span class="hint">${commas(fn.total)} samples, self ${commas(fn.self)}</span>` : "");
   const rows = (f, outer) => {
