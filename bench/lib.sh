@@ -26,7 +26,8 @@
 # Environment read by every script: ROUNDS (rounds; each script has its own default),
 # NOISE (largest relative spread for a verdict, default 0.10), BUSY_SHARE (share of the
 # machine's CPU time other programs may use before the machine counts as busy, default
-# 0.25), CC (C compiler, default cc).
+# 0.25), CC (C compiler, default cc), STAX_BIN (a stax binary built elsewhere, for a
+# machine without Go: used instead of building this tree's).
 
 BENCH_NOISE=${NOISE:-0.10}
 BENCH_BUSY_SHARE=${BUSY_SHARE:-0.25}
@@ -346,11 +347,17 @@ bench_cc() {
 # bench_build_stax: builds stax from this repository into $tmp/stax; sets STAX and points
 # STAX_HOME at a temporary run store.
 bench_build_stax() {
-	command -v go >/dev/null || bench_skip "go is not installed"
+	export STAX_HOME=$tmp/home
+	if [ -n "${STAX_BIN:-}" ]; then
+		[ -x "$STAX_BIN" ] || bench_die "STAX_BIN=$STAX_BIN is not an executable"
+		STAX=$(cd "$(dirname "$STAX_BIN")" && pwd)/$(basename "$STAX_BIN")
+		bench_log "stax: $STAX (STAX_BIN)"
+		return 0
+	fi
+	command -v go >/dev/null || bench_skip "go is not installed (or set STAX_BIN to a stax built elsewhere)"
 	bench_log "building stax..."
 	(cd "$root" && go build -o "$tmp/stax" ./cmd/stax) || bench_die "go build ./cmd/stax failed"
 	STAX=$tmp/stax
-	export STAX_HOME=$tmp/home
 }
 
 # bench_need_perf: skips the benchmark unless perf is installed and may record.
