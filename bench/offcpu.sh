@@ -7,6 +7,8 @@
 #      rotates from round to round.
 #        stax/baseline time   target <= 1.2
 #        stax/perf time       target <= 1.0
+#      and the same two of `stax record --no-wakers` (off-CPU time without the wakers, whose
+#      tracepoint costs the program at each wakeup: docs/off-cpu.md).
 #        switches lost        target <= 0 (stax status: off-CPU intervals not counted, and
 #                             switch records found missing)
 #      For the floor, the same ping-pong also runs under `stax record --no-off-cpu` and, with
@@ -130,7 +132,7 @@ EOF
 bench_cc "$tmp/pingpong" "$tmp/pingpong.c" -O2 -g -fno-omit-frame-pointer -pthread
 bench_cc "$tmp/spin" "$tmp/spin.c" -O2 -g -fno-omit-frame-pointer
 
-pp=(baseline stax stax_nooff)
+pp=(baseline stax stax_nowk stax_nooff)
 have_perf=0
 if command -v perf >/dev/null && perf record -q -e cs -c 1 -g -o "$tmp/probe.data" -- true >/dev/null 2>&1; then
 	have_perf=1
@@ -148,6 +150,7 @@ run() {
 	case $1 in
 	baseline) bench_time "$tmp/t.$1" "$tmp/pingpong" "$handoffs" >/dev/null 2>"$e" ;;
 	stax) bench_time "$tmp/t.$1" "$STAX" record --call-graph fp -F "$freq" -q -- "$tmp/pingpong" "$handoffs" >/dev/null 2>"$e" ;;
+	stax_nowk) bench_time "$tmp/t.$1" "$STAX" record --call-graph fp -F "$freq" -q --no-wakers -- "$tmp/pingpong" "$handoffs" >/dev/null 2>"$e" ;;
 	stax_nooff) bench_time "$tmp/t.$1" "$STAX" record --call-graph fp -F "$freq" -q --no-off-cpu -- "$tmp/pingpong" "$handoffs" >/dev/null 2>"$e" ;;
 	perf) bench_time "$tmp/t.$1" perf record -q -e cs -c 1 -g -o "$tmp/perf.data" -- "$tmp/pingpong" "$handoffs" >/dev/null 2>"$e" ;;
 	perf_cpu) bench_time "$tmp/t.$1" perf record -q -F "$freq" -g -o "$tmp/perf.data" -- "$tmp/pingpong" "$handoffs" >/dev/null 2>"$e" ;;
@@ -190,9 +193,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		fi
 	done
 	bench_add stax_base "$(bench_div "${wall[stax]}" "${wall[baseline]}")"
+	bench_add nowk_base "$(bench_div "${wall[stax_nowk]}" "${wall[baseline]}")"
 	bench_add nooff_base "$(bench_div "${wall[stax_nooff]}" "${wall[baseline]}")"
 	if [ "$have_perf" = 1 ]; then
 		bench_add stax_perf "$(bench_div "${wall[stax]}" "${wall[perf]}")"
+		bench_add nowk_perf "$(bench_div "${wall[stax_nowk]}" "${wall[perf]}")"
 		bench_add perfcpu_base "$(bench_div "${wall[perf_cpu]}" "${wall[baseline]}")"
 		bench_add perfsw_base "$(bench_div "${wall[perf_switches]}" "${wall[baseline]}")"
 	fi
@@ -224,6 +229,8 @@ fi
 bench_header "ratios"
 bench_check "ping-pong stax/baseline time" stax_base "<=" 1.2
 [ "$have_perf" = 1 ] && bench_check "ping-pong stax/perf -e cs -c 1 -g time" stax_perf "<=" 1.0
+bench_check "ping-pong stax --no-wakers/baseline time" nowk_base "<=" 1.2
+[ "$have_perf" = 1 ] && bench_check "ping-pong stax --no-wakers/perf time" nowk_perf "<=" 1.0
 bench_check -o zero,spread=none "ping-pong off-CPU intervals lost" lost "<=" 0
 bench_check -o floor=0.99 "spin off-CPU on/off time" spin_ratio "<=" 1.01
 bench_finish

@@ -27,7 +27,7 @@ func recordCmd(g *globals) *cobra.Command {
 	var all bool
 	var callGraph string
 	var seconds float64
-	var noJITAPI, quiet, webOn, noOffCPU, perThread bool
+	var noJITAPI, quiet, webOn, noOffCPU, noWakers, perThread bool
 	var webAddr, runIDFile, offCPURate string
 	var pf pushFlags
 	c := &cobra.Command{
@@ -132,7 +132,7 @@ At the end, what is queued is sent for up to --push-timeout.
 			defer signal.Stop(sigs)
 			rec, err := recorder.Start(recorder.Options{
 				Argv: args, Pid: pid, SystemWide: all, Freq: freq, Duration: time.Duration(seconds * float64(time.Second)), RingPages: pages,
-				CallGraph: callGraph, StackSize: stackSize, OffCPU: !noOffCPU, OffCPURate: offRate,
+				CallGraph: callGraph, StackSize: stackSize, OffCPU: !noOffCPU, OffCPURate: offRate, NoWakers: noWakers,
 				PerThreadEvents: perThread, Env: env, Notef: notef,
 			})
 			if err != nil {
@@ -254,6 +254,7 @@ At the end, what is queued is sent for up to --push-timeout.
 	c.Flags().StringVar(&callGraph, "call-graph", defaultCallGraph(), "how user stacks are walked: dwarf (.eh_frame, from a copy of each sample's user stack: complete stacks through code built without frame pointers) or `fp` (frame pointers, walked by the kernel: cheaper, but skips callers of code without them)")
 	c.Flags().IntVar(&stackSize, "stack-size", 0, "`BYTES` of user stack copied per sample with --call-graph dwarf (8192 to 65528; by default 8192, as perf record, then fitted to the stacks seen: see docs/stack-copy.md; status says when deeper stacks were cut short)")
 	c.Flags().BoolVar(&noOffCPU, "no-off-cpu", false, "do not record where threads wait: the context switches of the target's threads, and the stack each blocked in (see stax top --off-cpu)")
+	c.Flags().BoolVar(&noWakers, "no-wakers", false, "record off-CPU time without which thread ended each wait (stax wakers): a program that wakes its threads a hundred thousand times a second pays more for the wakers than for the rest of its off-CPU time (see docs/off-cpu.md)")
 	c.Flags().StringVar(&offCPURate, "off-cpu-rate", strconv.Itoa(defaultOffCPURate), "stacks of switches out (and of wakeups) taken per second per thread, about (`HZ`, or all): a thread that switches more often than that has its time off CPU counted at every switch still, each wait with its own stack or its latest sampled one (stax status counts those)")
 	c.Flags().IntVarP(&pages, "mmap-pages", "m", 0, "`PAGES` of ring buffer per CPU, a power of two (default: sized from -F to hold half a second)")
 	c.Flags().Float64VarP(&seconds, "duration", "l", 0, "stop recording after `SECS` seconds (0: when the command exits or on stax stop)")

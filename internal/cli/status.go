@@ -136,6 +136,8 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 				fmt.Fprintf(w, "; sampled: %s wakeups seen of %s made", commas(o.Wakeups), commas(o.WakeupsAll))
 			}
 			fmt.Fprintln(w)
+		} else if o.WakersOff {
+			fmt.Fprintln(w, "wakers:    not recorded (--no-wakers)")
 		}
 	}
 	if m.OverloadSamples > 0 {

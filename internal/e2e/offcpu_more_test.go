@@ -77,6 +77,41 @@ func TestOffCPUWakers(t *testing.T) {
 	}
 }
 
+// TestOffCPUNoWakers: as root, --no-wakers records the worker's time off CPU, with its
+// waits' stacks, and no wakers: stax status says they were not asked for, and stax wakers
+// says why it has none, with no note about root.
+func TestOffCPUNoWakers(t *testing.T) {
+	testutil.RequirePerf(t)
+	testutil.RequireRoot(t)
+	e := newEnv(t)
+	prog := buildOffCPU(t, t.TempDir())
+	if out, errOut, code := e.run("record", "-q", "--no-wakers", "--", prog, "waits", "1"); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	var st api.Status
+	e.mustJSON(&st, "status", "--json")
+	o := st.Meta.OffCPU
+	if o == nil || o.Intervals == 0 {
+		t.Fatalf("no off-CPU time recorded with --no-wakers: %+v", o)
+	}
+	if o.Wakers || !o.WakersOff || o.Wakeups != 0 {
+		t.Errorf("with --no-wakers: wakers %v, wakers_off %v, %d wakeups; want none recorded, and said so", o.Wakers, o.WakersOff, o.Wakeups)
+	}
+	if notes := strings.Join(st.Meta.Notes, "\n"); strings.Contains(notes, "wakers") {
+		t.Errorf("a note about wakers that were not asked for: %q", notes)
+	}
+	if out, _, _ := e.run("status"); !strings.Contains(out, "wakers:    not recorded (--no-wakers)") {
+		t.Errorf("stax status does not say the wakers were left out:\n%s", out)
+	}
+	if out, errOut, code := e.run("wakers"); code == 0 || !strings.Contains(errOut, "--no-wakers") {
+		t.Errorf("stax wakers: exit %d, want an error that names --no-wakers\n%s%s", code, out, errOut)
+	}
+	w := threadsNamed(e, "worker")[0]
+	if w.OffCPU == nil || w.OffCPU.Reason != agg.ReasonLock || w.OffCPU.OffCPUMs < 900 {
+		t.Errorf("the worker's time off CPU with --no-wakers: %+v; want about 1 s, mostly lock", w.OffCPU)
+	}
+}
+
 // TestOffCPUWall records the worker that waits on a lock, a sleep and a pipe: stax flame
 // --wall and top --wall of it add its time on and off CPU up to its wall clock, which the
 // program measures itself, within 5%; its main reason in the wall view is still the lock.

@@ -68,6 +68,9 @@ type Config struct {
 	// ContextSwitchEvent takes the stacks of switches out from the context-switch
 	// software event even where sched:sched_switch could be opened (Session.WaitStacks).
 	ContextSwitchEvent bool
+	// NoWakers leaves sched:sched_waking closed: no wakers, and none of what the
+	// tracepoint costs a target at each of its wakeups.
+	NoWakers bool
 	// ResizableStack ("dwarf", not SystemWide) lets Session.ResizeStack reopen the CPU
 	// sampling events with another stack copy. Closing an event ends its inherited copies,
 	// so the side-band records (mmaps, comms, forks and exits) and the rings go to a dummy
@@ -568,7 +571,7 @@ func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) err
 		}
 		s.openSwitch(cfg, sw.pid, sw.cpu, sw.r)
 	}
-	if s.OffCPU {
+	if s.OffCPU && !cfg.NoWakers {
 		s.openWakers(cfg, switches)
 	}
 	return nil

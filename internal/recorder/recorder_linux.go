@@ -45,6 +45,8 @@ type Options struct {
 	// ContextSwitchEvent takes every switch's stack from the context-switch event, as
 	// without root, rather than the waits' alone from sched_switch.
 	ContextSwitchEvent bool
+	// NoWakers records off-CPU time without which thread ended each wait (sched_waking).
+	NoWakers bool
 	// PerThreadEvents samples the CPU through per-thread events even where CPU-wide ones
 	// are allowed (perfevent.Config.CPUWide).
 	PerThreadEvents bool
@@ -216,7 +218,7 @@ func Start(opts Options) (*Recorder, error) {
 		r.note("off-CPU time is not recorded while STAX_CAPTURE captures the records")
 	}
 	cfg := perfevent.Config{Freq: opts.Freq, RingPages: opts.RingPages, CallGraph: opts.CallGraph, StackSize: opts.StackSize,
-		OffCPU: opts.OffCPU, OffCPURate: opts.OffCPURate, ContextSwitchEvent: opts.ContextSwitchEvent}
+		OffCPU: opts.OffCPU, OffCPURate: opts.OffCPURate, ContextSwitchEvent: opts.ContextSwitchEvent, NoWakers: opts.NoWakers}
 	if len(opts.Argv) > 0 {
 		start := launch.Start
 		if os.Getenv("STAX_CAPTURE") != "" {
@@ -300,6 +302,7 @@ func Start(opts Options) (*Recorder, error) {
 			}
 		}
 		r.off.wakers, r.off.counts.Wakers = sess.Wakers, sess.Wakers
+		r.off.counts.WakersOff = opts.NoWakers
 		r.off.sampled, r.off.counts.StackRate = sess.OffCPURate > 0, sess.OffCPURate
 		if _, ok := sess.SwitchOutsCounted(); ok {
 			// Counted from 0 as the events start: the first batch's look already sees

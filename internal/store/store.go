@@ -270,6 +270,8 @@ type OffCPUMeta struct {
 	Wakers  bool   `json:"wakers,omitempty"`
 	Wakeups uint64 `json:"wakeups,omitempty"`
 	Woken   uint64 `json:"woken,omitempty"`
+	// WakersOff says the recording was asked not to record wakers (--no-wakers).
+	WakersOff bool `json:"wakers_off,omitempty"`
 	// IntervalsDropped counts the intervals counted but not kept with their times (past
 	// the bound on them).
 	IntervalsDropped uint64 `json:"intervals_dropped,omitempty"`
