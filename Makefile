@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin
 
-.PHONY: all build demo test bench screenshots clean
+.PHONY: all build demo test test-unit fuzz bench screenshots clean
 
 all: build
 
@@ -20,6 +20,14 @@ demo: build
 
 test:
 	$(GO) test -race -count=1 -timeout 60m ./...
+
+# The unit tests alone: no root, no perf_event_open, no browser, no end-to-end runs.
+test-unit:
+	$(GO) test -short -count=1 -timeout 10m $$($(GO) list ./... | grep -v /internal/e2e)
+
+# Each fuzz target of the packages changed in the last day, FUZZTIME (30s) apiece.
+fuzz:
+	.ci/fuzz-changed
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -32,20 +32,30 @@ const (
 
 // Require skips the test for want of what the message (format and args) names, or fails it
 // where the environment variable env (EnvPerf, EnvRoot, EnvBrowser) is "1". Every test that
-// skips for want of something CI provides goes through it.
+// skips for want of something CI provides goes through it. Under -short (`make test-unit`)
+// such a test is always skipped: the unit tests need no root, no perf and no browser.
 func Require(t testing.TB, env, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
+	if unitOnly() {
+		t.Skip("-short runs the unit tests only; this one needs more: " + msg)
+	}
 	if os.Getenv(env) == "1" {
 		t.Fatalf("%s, and %s=1 says it must be there", msg, env)
 	}
 	t.Skip(msg)
 }
 
+// unitOnly says whether only the unit tests run (go test -short).
+var unitOnly = testing.Short
+
 // RequirePerf skips the test when perf_event_open is not allowed here, and fails it instead
 // when STAX_REQUIRE_PERF=1.
 func RequirePerf(t testing.TB) {
 	t.Helper()
+	if unitOnly() {
+		Require(t, EnvPerf, "the test opens perf events")
+	}
 	if err := perfAllowed(); err != nil {
 		Require(t, EnvPerf, "perf_event_open is not allowed here: %v", err)
 	}
@@ -55,6 +65,9 @@ func RequirePerf(t testing.TB) {
 // STAX_REQUIRE_ROOT=1.
 func RequireRoot(t testing.TB) {
 	t.Helper()
+	if unitOnly() {
+		Require(t, EnvRoot, "the test needs root")
+	}
 	if uid := os.Geteuid(); uid != 0 {
 		Require(t, EnvRoot, "the test needs root (it runs as uid %d)", uid)
 	}

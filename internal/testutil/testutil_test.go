@@ -40,6 +40,8 @@ func run(f func(t testing.TB)) *outcome {
 
 // TestRequire: a missing requirement skips, unless its variable is 1 (CI): then it fails.
 func TestRequire(t *testing.T) {
+	defer func(f func() bool) { unitOnly = f }(unitOnly)
+	unitOnly = func() bool { return false }
 	for _, env := range []string{EnvPerf, EnvRoot, EnvBrowser} {
 		t.Setenv(env, "")
 		o := run(func(t testing.TB) { Require(t, env, "no %s here", "thing") })
@@ -58,5 +60,25 @@ func TestRequire(t *testing.T) {
 	}
 	if o := run(func(t testing.TB) { RequireFile(t, "/nonexistent/stax", "stax-dbg") }); !strings.Contains(o.failed, "apt-get install stax-dbg") {
 		t.Errorf("a missing file on CI: failed %q, skipped %q", o.failed, o.skipped)
+	}
+}
+
+// TestRequireUnitOnly: under -short a test that needs more than the unit tests have is
+// skipped, even where CI's variables say it must run.
+func TestRequireUnitOnly(t *testing.T) {
+	defer func(f func() bool) { unitOnly = f }(unitOnly)
+	unitOnly = func() bool { return true }
+	for _, env := range []string{EnvPerf, EnvRoot, EnvBrowser} {
+		t.Setenv(env, "1")
+		o := run(func(t testing.TB) { Require(t, env, "no %s here", "thing") })
+		if o.failed != "" || !strings.Contains(o.skipped, "no thing here") {
+			t.Errorf("%s=1 under -short: skipped %q, failed %q", env, o.skipped, o.failed)
+		}
+	}
+	if o := run(RequirePerf); o.failed != "" || o.skipped == "" {
+		t.Errorf("RequirePerf under -short: skipped %q, failed %q", o.skipped, o.failed)
+	}
+	if o := run(RequireRoot); o.failed != "" || o.skipped == "" {
+		t.Errorf("RequireRoot under -short: skipped %q, failed %q", o.skipped, o.failed)
 	}
 }
