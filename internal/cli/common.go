@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -156,6 +157,19 @@ func timeWord(wall, runnable bool) string {
 	return "off CPU"
 }
 
+// countWord says what a view counts, for messages: samples, or time.
+func countWord(offCPU, wall, runnable bool) string {
+	switch {
+	case wall:
+		return "time on or off CPU"
+	case runnable:
+		return "runnable time"
+	case offCPU:
+		return "time off CPU"
+	}
+	return "samples"
+}
+
 // offCPUPart is the part of a stored run that --off-cpu needs.
 func offCPUPart(on bool) store.Parts {
 	if on {
@@ -214,6 +228,9 @@ func ask[T any](ctx context.Context, g *globals, r *client.Run, path string, q u
 		if ae := (*client.AnswerError)(nil); errors.As(err, &ae) && ae.Code == http.StatusNotFound {
 			return out, notFound(errors.New(ae.Msg))
 		}
+		if ae := (*client.AnswerError)(nil); errors.As(err, &ae) && ae.Code == http.StatusUnprocessableEntity {
+			return out, errors.New(ae.Msg) // the run lacks what the query needs
+		}
 		if !errors.Is(err, client.ErrGone) {
 			return out, err
 		}
@@ -227,13 +244,22 @@ func ask[T any](ctx context.Context, g *globals, r *client.Run, path string, q u
 		goneNote(g, r.ID, run.Meta, "asking", "answered from")
 	}
 	out, err = offline(run)
-	if errors.Is(err, query.ErrNoSpan) {
-		return out, notFound(err)
+	return out, queryErr(err)
+}
+
+// queryErr gives a query's error its exit code: not found (5) where it selects nothing
+// of the run, an error (1) where the run lacks what it needs, else a usage error (2):
+// the flags the query was given do not go together or with this run.
+func queryErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, query.ErrNoSpan), errors.Is(err, query.ErrNoMatch):
+		return notFound(err)
+	case errors.Is(err, query.ErrNotRecorded), errors.Is(err, query.ErrNoTimes):
+		return err
 	}
-	if err != nil {
-		return out, usageErr("%v", err)
-	}
-	return out, nil
+	return usageErr("%v", err)
 }
 
 // readRun returns the run: whole from its recorder when live, else (or when the recorder
@@ -367,6 +393,50 @@ func tidHasSamples(tid int, run string, samples uint64) error {
 		return notFound(fmt.Errorf("thread %d has no samples in run %s (stax threads --run %s lists its threads)", tid, run, run))
 	}
 	return nil
+}
+
+// selection describes the flags of a query that select part of the run (a thread, some
+// processes, a window or span, the stacks through or not through a function), "" when
+// none does.
+func (f *runFlags) selection(tid int) string {
+	var parts []string
+	if tid != 0 {
+		parts = append(parts, fmt.Sprintf("--tid %d", tid))
+	}
+	if f.processes.Pid != 0 {
+		parts = append(parts, fmt.Sprintf("--pid %d", f.processes.Pid))
+	}
+	if f.processes.Comm != "" {
+		parts = append(parts, "--comm "+strconv.Quote(f.processes.Comm))
+	}
+	if f.window.From != "" {
+		parts = append(parts, "--from "+f.window.From)
+	}
+	if f.window.To != "" {
+		parts = append(parts, "--to "+f.window.To)
+	}
+	if f.window.Span != "" {
+		parts = append(parts, "--span "+strconv.Quote(f.window.Span))
+	}
+	if f.transform.Focus != "" {
+		parts = append(parts, "--focus "+strconv.Quote(f.transform.Focus))
+	}
+	if f.transform.Ignore != "" {
+		parts = append(parts, "--ignore "+strconv.Quote(f.transform.Ignore))
+	}
+	return strings.Join(parts, " ")
+}
+
+// matched turns an answer that counted nothing (what: samples, time off CPU, ...) under a
+// selection into a not-found error of one line (exit 5): an empty table would say the
+// selection's part of the run is idle, where it more likely names nothing in it. Without a
+// selection, an empty answer is the run's own.
+func (f *runFlags) matched(tid int, run string, count uint64, what string) error {
+	sel := f.selection(tid)
+	if sel == "" || count > 0 {
+		return nil
+	}
+	return notFound(fmt.Errorf("no %s of run %s match %s (stax threads, stax top and stax spans --run %s show what it holds)", what, run, esc(sel), run))
 }
 
 // liveRun is the run --run names, else the live run a query would ask (of several, the one

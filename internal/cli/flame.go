@@ -95,6 +95,9 @@ frequency, reason on-cpu) and off CPU together, so a thread's width is its wall 
 			if err := tidHasSamples(tid, res.Run, res.Samples); err != nil && !offCPU {
 				return err
 			}
+			if err := rf.matched(tid, res.Run, res.Samples, countWord(offCPU, wall, runnable)); err != nil {
+				return err
+			}
 			if diff != "" && res.Root != nil {
 				base, err := loadRun(g, diff, rf.window)
 				if err != nil {

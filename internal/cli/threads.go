@@ -40,6 +40,15 @@ samples are listed by time off CPU. Off-CPU time is for the whole run: with --fr
 			if err != nil {
 				return err
 			}
+			seen := res.Samples
+			for _, row := range res.Rows {
+				if o := row.OffCPU; o != nil && o.OffCPUMs+o.RunnableMs > 0 {
+					seen++
+				}
+			}
+			if err := rf.matched(0, res.Run, seen, "samples or time off CPU"); err != nil {
+				return err
+			}
 			if rf.json {
 				return printJSON(g.out, res)
 			}

@@ -3,7 +3,6 @@
 package query
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 
@@ -64,11 +63,11 @@ type TopOptions struct {
 // offCPURun is run's off-CPU aggregate as a run to answer from.
 func offCPURun(run *store.Run, w Window) (*store.Run, error) {
 	if run.OffCPU == nil {
-		return nil, fmt.Errorf("run %s has no off-CPU time (recorded with --no-off-cpu or -a, or by an older stax): record it again without those to see where threads wait", run.Meta.ID)
+		return nil, notRecorded("run %s has no off-CPU time (recorded with --no-off-cpu or -a, or by an older stax): record it again without those to see where threads wait", run.Meta.ID)
 	}
 	if !w.IsAll() {
 		if run.OffCPUIntervals == nil || w.Span != "" {
-			return nil, errors.New("--off-cpu takes no --span, nor --from or --to for a run that kept no off-CPU intervals (an older stax recorded it); leave them out")
+			return nil, notRecorded("--off-cpu takes no --span, nor --from or --to for a run that kept no off-CPU intervals (an older stax recorded it); leave them out")
 		}
 		from, to, err := w.bounds(run)
 		if err != nil {
