@@ -146,17 +146,6 @@ func timeFlags(offCPU *bool, wall, runnable bool) error {
 	return nil
 }
 
-// timeWord says what a view weighed by time counts.
-func timeWord(wall, runnable bool) string {
-	switch {
-	case wall:
-		return "on and off CPU (wall clock)"
-	case runnable:
-		return "runnable (waiting for a CPU)"
-	}
-	return "off CPU"
-}
-
 // countWord says what a view counts, for messages: samples, or time.
 func countWord(offCPU, wall, runnable bool) string {
 	switch {
@@ -168,6 +157,25 @@ func countWord(offCPU, wall, runnable bool) string {
 		return "time off CPU"
 	}
 	return "samples"
+}
+
+// timeText says what the total of a view weighed by time holds, for headers: "off CPU
+// 35,071.0 ms, of which runnable 34,502.0 ms" (off CPU is always blocked and runnable time
+// together). total is the view's total (nanoseconds); t its split, nil from a recorder
+// that gives none.
+func timeText(total uint64, t *api.TimeTotals, wall, runnable bool) string {
+	switch {
+	case runnable:
+		return fmt.Sprintf("runnable %s ms (waiting for a CPU)", ms(total))
+	case t == nil && wall:
+		return fmt.Sprintf("on and off CPU (wall clock) %s ms", ms(total))
+	case t == nil:
+		return fmt.Sprintf("off CPU %s ms (blocked and runnable)", ms(total))
+	case wall:
+		return fmt.Sprintf("on and off CPU (wall clock) %s ms: on CPU %s ms, off CPU %s ms, of which runnable %s ms",
+			ms(total), ms(t.OnCPUNs), ms(t.OffCPUNs), ms(t.RunnableNs))
+	}
+	return fmt.Sprintf("off CPU %s ms, of which runnable %s ms", ms(t.OffCPUNs), ms(t.RunnableNs))
 }
 
 // offCPUPart is the part of a stored run that --off-cpu needs.

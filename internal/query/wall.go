@@ -39,6 +39,12 @@ func timeRun(run *store.Run, wall, runnable bool, w Window, t api.Transform) (_ 
 	return off, -1, win, nil
 }
 
+// timeTotals is what the time of p (from timeRun) that f keeps holds.
+func timeTotals(p *agg.Profile, reasons []uint8, f agg.Filter) *api.TimeTotals {
+	on, runnable, blocked := agg.TimeTotals(p, reasons, f)
+	return &api.TimeTotals{OnCPUNs: on, OffCPUNs: runnable + blocked, RunnableNs: runnable, BlockedNs: blocked}
+}
+
 // timeReasons is the reasons of the stacks of p, from timeRun.
 func timeReasons(p *agg.Profile, cpuStacks int) []uint8 {
 	if cpuStacks >= 0 {
