@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
 
@@ -100,5 +101,66 @@ func TestExitCodesPerCommand(t *testing.T) {
 		if out != "" {
 			t.Errorf("stax %s exits %d with output:\n%s", strings.Join(c.args, " "), code, out)
 		}
+	}
+}
+
+// exitCase is a command line and the exit code and error line it gives.
+type exitCase struct {
+	args []string
+	code int
+	want string // in the error line
+}
+
+// TestExitCodesLive: the live recorder's answers exit as the stored run's do: a selection
+// that matches nothing 5, a run without what the command needs 1, a bad command line 2.
+func TestExitCodesLive(t *testing.T) {
+	testutil.RequirePerf(t)
+	testutil.RequireRoot(t) // the wakers' tracepoint
+	e := newEnv(t)
+	dir := t.TempDir()
+	prog := buildOffCPU(t, dir)
+	const none = "999999999"
+	for _, c := range []struct {
+		flags []string
+		cases []exitCase
+	}{
+		{[]string{"--no-wakers"}, []exitCase{
+			{[]string{"wakers"}, 1, "--no-wakers"},
+			{[]string{"top", "--focus", "^no_such_fn$"}, 5, "match --focus"},
+			{[]string{"top", "--off-cpu", "--focus", "^no_such_fn$"}, 5, "match --focus"},
+			{[]string{"top", "--tid", none}, 5, "thread " + none},
+			{[]string{"callees", "^no_such_fn$"}, 5, "no sampled function matches"},
+			{[]string{"timeline", "--tid", none}, 5, "thread " + none},
+			{[]string{"threads", "--focus", "^no_such_fn$"}, 5, "match --focus"},
+			{[]string{"top", "--from", "3", "--to", "2"}, 2, "window is empty"},
+		}},
+		{[]string{"--no-off-cpu"}, []exitCase{
+			{[]string{"top", "--off-cpu"}, 1, "--no-off-cpu"},
+			{[]string{"timeline", "--states"}, 1, "--no-off-cpu"},
+			{[]string{"wakers"}, 1, "--no-off-cpu"},
+		}},
+	} {
+		live := e.startRecordUntilReady(dir, c.flags, prog, "stuck", "1")
+		// The program is ready before stax answers on its socket: stax wait waits for that.
+		if out, errOut, code := e.run("wait", "--for-seconds", "0.1", "--timeout-ms", "60000"); code != 0 {
+			t.Fatalf("wait: exit %d\n%s%s", code, out, errOut)
+		}
+		for _, k := range c.cases {
+			out, errOut, code := e.run(k.args...)
+			if code != k.code {
+				t.Errorf("record %v: stax %s: exit %d, want %d\n%s", c.flags, strings.Join(k.args, " "), code, k.code, errOut)
+				continue
+			}
+			checkOneLine(t, strings.Join(k.args, " "), errOut)
+			if !strings.Contains(errOut, k.want) || out != "" {
+				t.Errorf("record %v: stax %s: %q does not say %q, or printed %q", c.flags, strings.Join(k.args, " "), errOut, k.want, out)
+			}
+		}
+		var top api.Top
+		e.mustJSON(&top, "top")
+		if !top.Live {
+			t.Errorf("record %v: the run ended before the checks: they did not ask a live recorder", c.flags)
+		}
+		live.finish(t)
 	}
 }
