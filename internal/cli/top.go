@@ -112,7 +112,10 @@ frequency, reason on-cpu) and off CPU together, so a thread's total is its wall 
 			if by == "process" {
 				count, what := commas, "SAMPLES"
 				if offCPU {
-					count, what = ms, "OFF-CPU ms"
+					count, what = ms, map[bool]string{true: "WALL ms", false: "OFF-CPU ms"}[res.Wall]
+					if res.Runnable {
+						what = "RUNNABLE ms"
+					}
 					fmt.Fprintf(g.out, "run %s (%s) · %s · by process%s\n", res.Run, runState(res.State, r), timeText(res.Samples, res.Time, res.Wall, res.Runnable), extra[len(" · sort: "+res.Sort):])
 				} else {
 					header(g.out, res.Run, runState(res.State, r), res.Samples, " · by process"+extra[len(" · sort: "+res.Sort):]+windowText(res.Window))

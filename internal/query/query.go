@@ -104,7 +104,7 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 		if o.OffCPU {
 			times = timeTotals(&run.Profile, timeReasons(&run.Profile, cpuStacks), f)
 		}
-		return api.Top{Time: times, Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples,
+		return api.Top{Time: times, Wall: o.Wall, Runnable: o.Runnable, Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples,
 			OffCPU: o.OffCPU, Sort: "samples", By: "process", Rows: []agg.TopRow{}, Processes: procs}, nil
 	}
 	g, err := granularity(o.Granularity, true)
