@@ -90,6 +90,19 @@ type Top struct {
 	Rows  []agg.TopRow `json:"rows"`
 	// Processes lists processes by samples for top --by process.
 	Processes []agg.ProcessRow `json:"processes,omitempty"`
+	// Time says what Samples holds in a view weighed by time: the time off CPU, of which
+	// runnable and blocked, and (--wall) on CPU; absent in a view of samples.
+	Time *TimeTotals `json:"time,omitempty"`
+}
+
+// TimeTotals splits the time a view weighed by time counts (nanoseconds). Off CPU is
+// runnable (preempted, waiting for a CPU) plus blocked (waiting for an event); a --wall
+// view adds the time on CPU (absent elsewhere), a --runnable view holds only runnable time.
+type TimeTotals struct {
+	OnCPUNs    uint64 `json:"on_cpu_ns,omitempty"`
+	OffCPUNs   uint64 `json:"off_cpu_ns"`
+	RunnableNs uint64 `json:"runnable_ns"`
+	BlockedNs  uint64 `json:"blocked_ns"`
 }
 
 // Flame is the answer of `stax flame`.
@@ -119,6 +132,8 @@ type Flame struct {
 	// (a regular expression) matches, in the tree as built (transformed, filtered); absent
 	// without one.
 	Matched *uint64 `json:"matched,omitempty"`
+	// Time: as Top's.
+	Time *TimeTotals `json:"time,omitempty"`
 }
 
 // Callers is the answer of `stax callers` and `stax callees`: for each function matching
@@ -157,6 +172,9 @@ type Threads struct {
 	Transform *Transform      `json:"transform,omitempty"`
 	Samples   uint64          `json:"samples"`
 	Rows      []agg.ThreadRow `json:"rows"`
+	// Time is the time off CPU of every thread (not only the rows shown), of which
+	// runnable and blocked (a row's off_cpu_ms); absent where the run recorded none.
+	Time *TimeTotals `json:"time,omitempty"`
 }
 
 // Timeline is the answer of `stax timeline`: samples per bucket of BucketSec seconds, the

@@ -52,14 +52,14 @@ samples taken under main_loop.` + transformHelp,
 				return err
 			}
 			run, win, err := rf.window.Apply(run)
-			if errors.Is(err, query.ErrNoSpan) {
-				return notFound(err)
-			}
 			if err != nil {
-				return usageErr("%v", err)
+				return queryErr(err)
 			}
 			if run, _, err = query.ApplyTransform(run, rf.transform); err != nil {
-				return usageErr("%v", err)
+				return queryErr(err)
+			}
+			if err := rf.matched(0, run.Meta.ID, run.Profile.TotalSamples(), "samples"); err != nil {
+				return err
 			}
 			res, err := query.Annotate(run, query.AnnotateOptions{Target: args[0], Tid: uint32(tid), Intel: intel, Version: version})
 			if err == nil {

@@ -67,6 +67,9 @@ func callersCmd(g *globals, callees bool) *cobra.Command {
 			if err := tidHasSamples(tid, res.Run, res.Samples); err != nil {
 				return err
 			}
+			if err := rf.matched(tid, res.Run, res.Samples, "samples"); err != nil {
+				return err
+			}
 			if len(res.Functions) == 0 {
 				return notFound(fmt.Errorf("no sampled function matches %q in run %s (stax top --run %s lists them)", fn, res.Run, res.Run))
 			}

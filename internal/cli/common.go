@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -145,15 +146,36 @@ func timeFlags(offCPU *bool, wall, runnable bool) error {
 	return nil
 }
 
-// timeWord says what a view weighed by time counts.
-func timeWord(wall, runnable bool) string {
+// countWord says what a view counts, for messages: samples, or time.
+func countWord(offCPU, wall, runnable bool) string {
 	switch {
 	case wall:
-		return "on and off CPU (wall clock)"
+		return "time on or off CPU"
 	case runnable:
-		return "runnable (waiting for a CPU)"
+		return "runnable time"
+	case offCPU:
+		return "time off CPU"
 	}
-	return "off CPU"
+	return "samples"
+}
+
+// timeText says what the total of a view weighed by time holds, for headers: "off CPU
+// 35,071.0 ms, of which runnable 34,502.0 ms" (off CPU is always blocked and runnable time
+// together). total is the view's total (nanoseconds); t its split, nil from a recorder
+// that gives none.
+func timeText(total uint64, t *api.TimeTotals, wall, runnable bool) string {
+	switch {
+	case runnable:
+		return fmt.Sprintf("runnable %s ms (waiting for a CPU)", ms(total))
+	case t == nil && wall:
+		return fmt.Sprintf("on and off CPU (wall clock) %s ms", ms(total))
+	case t == nil:
+		return fmt.Sprintf("off CPU %s ms (blocked and runnable)", ms(total))
+	case wall:
+		return fmt.Sprintf("on and off CPU (wall clock) %s ms: on CPU %s ms, off CPU %s ms, of which runnable %s ms",
+			ms(total), ms(t.OnCPUNs), ms(t.OffCPUNs), ms(t.RunnableNs))
+	}
+	return fmt.Sprintf("off CPU %s ms, of which runnable %s ms", ms(t.OffCPUNs), ms(t.RunnableNs))
 }
 
 // offCPUPart is the part of a stored run that --off-cpu needs.
@@ -214,6 +236,9 @@ func ask[T any](ctx context.Context, g *globals, r *client.Run, path string, q u
 		if ae := (*client.AnswerError)(nil); errors.As(err, &ae) && ae.Code == http.StatusNotFound {
 			return out, notFound(errors.New(ae.Msg))
 		}
+		if ae := (*client.AnswerError)(nil); errors.As(err, &ae) && ae.Code == http.StatusUnprocessableEntity {
+			return out, errors.New(ae.Msg) // the run lacks what the query needs
+		}
 		if !errors.Is(err, client.ErrGone) {
 			return out, err
 		}
@@ -227,13 +252,22 @@ func ask[T any](ctx context.Context, g *globals, r *client.Run, path string, q u
 		goneNote(g, r.ID, run.Meta, "asking", "answered from")
 	}
 	out, err = offline(run)
-	if errors.Is(err, query.ErrNoSpan) {
-		return out, notFound(err)
+	return out, queryErr(err)
+}
+
+// queryErr gives a query's error its exit code: not found (5) where it selects nothing
+// of the run, an error (1) where the run lacks what it needs, else a usage error (2):
+// the flags the query was given do not go together or with this run.
+func queryErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, query.ErrNoSpan), errors.Is(err, query.ErrNoMatch):
+		return notFound(err)
+	case errors.Is(err, query.ErrNotRecorded), errors.Is(err, query.ErrNoTimes):
+		return err
 	}
-	if err != nil {
-		return out, usageErr("%v", err)
-	}
-	return out, nil
+	return usageErr("%v", err)
 }
 
 // readRun returns the run: whole from its recorder when live, else (or when the recorder
@@ -367,6 +401,50 @@ func tidHasSamples(tid int, run string, samples uint64) error {
 		return notFound(fmt.Errorf("thread %d has no samples in run %s (stax threads --run %s lists its threads)", tid, run, run))
 	}
 	return nil
+}
+
+// selection describes the flags of a query that select part of the run (a thread, some
+// processes, a window or span, the stacks through or not through a function), "" when
+// none does.
+func (f *runFlags) selection(tid int) string {
+	var parts []string
+	if tid != 0 {
+		parts = append(parts, fmt.Sprintf("--tid %d", tid))
+	}
+	if f.processes.Pid != 0 {
+		parts = append(parts, fmt.Sprintf("--pid %d", f.processes.Pid))
+	}
+	if f.processes.Comm != "" {
+		parts = append(parts, "--comm "+strconv.Quote(f.processes.Comm))
+	}
+	if f.window.From != "" {
+		parts = append(parts, "--from "+f.window.From)
+	}
+	if f.window.To != "" {
+		parts = append(parts, "--to "+f.window.To)
+	}
+	if f.window.Span != "" {
+		parts = append(parts, "--span "+strconv.Quote(f.window.Span))
+	}
+	if f.transform.Focus != "" {
+		parts = append(parts, "--focus "+strconv.Quote(f.transform.Focus))
+	}
+	if f.transform.Ignore != "" {
+		parts = append(parts, "--ignore "+strconv.Quote(f.transform.Ignore))
+	}
+	return strings.Join(parts, " ")
+}
+
+// matched turns an answer that counted nothing (what: samples, time off CPU, ...) under a
+// selection into a not-found error of one line (exit 5): an empty table would say the
+// selection's part of the run is idle, where it more likely names nothing in it. Without a
+// selection, an empty answer is the run's own.
+func (f *runFlags) matched(tid int, run string, count uint64, what string) error {
+	sel := f.selection(tid)
+	if sel == "" || count > 0 {
+		return nil
+	}
+	return notFound(fmt.Errorf("no %s of run %s match %s (stax threads, stax top and stax spans --run %s show what it holds)", what, run, esc(sel), run))
 }
 
 // liveRun is the run --run names, else the live run a query would ask (of several, the one

@@ -119,7 +119,7 @@ func loadRun(g *globals, id string, win query.Window) (*store.Run, error) {
 	}
 	run, _, err = win.Apply(run)
 	if err != nil {
-		return nil, usageErr("run %s: %v", id, err)
+		return nil, queryErr(fmt.Errorf("run %s: %w", id, err))
 	}
 	return run, nil
 }

@@ -78,22 +78,31 @@ nanoseconds), and the Firefox Profiler's gets a marker for each interval off CPU
 			if offCPU && (off == nil || offErr != nil) {
 				if offErr == nil {
 					offErr = fmt.Errorf("run %s has no off-CPU time (recorded with --no-off-cpu or -a, or by an older stax)", run.Meta.ID)
+				} else if err := queryErr(offErr); !errors.Is(err, query.ErrNotRecorded) && !errors.Is(err, query.ErrNoTimes) {
+					return err
 				}
-				return usageErr("export --off-cpu: %v", offErr)
+				// The run lacks what --off-cpu needs: an error, not a bad command line.
+				return fmt.Errorf("export --off-cpu: %v", offErr)
 			}
 			if offCPU && format == "pprof" {
 				return usageErr("export --off-cpu: pprof has the off-CPU time as a value of its own (off_cpu); leave --off-cpu out")
 			}
-			if run, _, err = rf.window.Apply(run); errors.Is(err, query.ErrNoSpan) {
-				return notFound(err)
-			} else if err != nil {
-				return usageErr("%v", err)
+			if run, _, err = rf.window.Apply(run); err != nil {
+				return queryErr(err)
 			}
 			if run, _, err = query.ApplyTransform(run, rf.transform); err != nil {
-				return usageErr("%v", err)
+				return queryErr(err)
 			}
 			if run == nil {
 				return usageErr("no run")
+			}
+			if offCPU {
+				err = rf.matched(0, run.Meta.ID, off.TotalSamples(), "time off CPU")
+			} else {
+				err = rf.matched(0, run.Meta.ID, run.Profile.TotalSamples(), "samples")
+			}
+			if err != nil {
+				return err
 			}
 			r2 := *run
 			r2.OffCPU = off

@@ -95,6 +95,9 @@ frequency, reason on-cpu) and off CPU together, so a thread's width is its wall 
 			if err := tidHasSamples(tid, res.Run, res.Samples); err != nil && !offCPU {
 				return err
 			}
+			if err := rf.matched(tid, res.Run, res.Samples, countWord(offCPU, wall, runnable)); err != nil {
+				return err
+			}
 			if diff != "" && res.Root != nil {
 				base, err := loadRun(g, diff, rf.window)
 				if err != nil {
@@ -118,7 +121,7 @@ frequency, reason on-cpu) and off CPU together, so a thread's width is its wall 
 				extra += " · inverted: leaves first, callers below"
 			}
 			if offCPU {
-				fmt.Fprintf(g.out, "run %s (%s) · %s ms %s%s\n", res.Run, runState(res.State, r), ms(res.Samples), timeWord(res.Wall, res.Runnable),
+				fmt.Fprintf(g.out, "run %s (%s) · %s%s\n", res.Run, runState(res.State, r), timeText(res.Samples, res.Time, res.Wall, res.Runnable),
 					extra+granularityText(res.By, res.NoInline, res.Short)+transformText(res.Transform)+windowText(res.Window))
 			} else {
 				header(g.out, res.Run, runState(res.State, r), res.Samples, extra+granularityText(res.By, res.NoInline, res.Short)+transformText(res.Transform)+windowText(res.Window))

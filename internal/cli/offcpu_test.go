@@ -44,14 +44,18 @@ func TestOffCPUCommands(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"top", "--off-cpu", "--sort", "total"}, []string{"1,050.0 ms off CPU", "lock         __lll_lock_wait", "sleep        clock_nanosleep", "runnable     [runnable]", "lock         run_jit"}},
-		{[]string{"flame", "--off-cpu"}, []string{"1,050.0 ms off CPU", "1,050.0 ms    run_jit  [/opt/app/bin/app]  lock", "700.0 ms      __lll_lock_wait  [libc.so.6]  lock, self 700.0 ms"}},
-		{[]string{"threads"}, []string{"ON-CPU ms", "102      100      1,000   64.72%     1001.0       50.0     1000.0  lock         worker-b"}},
+		// Off-CPU totals say what they hold: runnable time is off CPU, and said apart. By
+		// default top --off-cpu sorts by total (by self, the kernel's leaf is first).
+		{[]string{"top", "--off-cpu"}, []string{"off CPU 1,050.0 ms, of which runnable 50.0 ms · sort: total", "lock         __lll_lock_wait", "sleep        clock_nanosleep", "runnable     [runnable]", "lock         run_jit"}},
+		{[]string{"top", "--off-cpu", "--sort", "self"}, []string{"off CPU 1,050.0 ms, of which runnable 50.0 ms · sort: self"}},
+		{[]string{"flame", "--off-cpu"}, []string{"off CPU 1,050.0 ms, of which runnable 50.0 ms", "1,050.0 ms    run_jit  [/opt/app/bin/app]  lock", "700.0 ms      __lll_lock_wait  [libc.so.6]  lock, self 700.0 ms"}},
+		{[]string{"threads"}, []string{"· off CPU 1,050.0 ms, of which runnable 50.0 ms", "ON-CPU ms   RUNNABLE BLOCKED ms", "102      100      1,000   64.72%     1001.0       50.0     1000.0  lock         worker-b"}},
 		{[]string{"status"}, []string{"off-cpu:   40 switches, 20 times off CPU counted (1 without a stack), 0 lost"}},
-		{[]string{"top", "--off-cpu", "--json"}, []string{`"off_cpu": true`, `"reason": "lock"`, `"samples": 1050000000`}},
+		{[]string{"top", "--off-cpu", "--json"}, []string{`"off_cpu": true`, `"reason": "lock"`, `"samples": 1050000000`, `"off_cpu_ns": 1050000000`, `"runnable_ns": 50000000`, `"blocked_ns": 1000000000`}},
+		{[]string{"threads", "--json"}, []string{`"off_cpu_ms": 1000`, `"runnable_ms": 50`, `"off_cpu_ns": 1050000000`, `"runnable_ns": 50000000`}},
 		// --wall adds the samples (1 ms each at 1000 Hz) to the time off CPU.
-		{[]string{"top", "--wall", "--tid", "102", "--sort", "total"}, []string{"ms on and off CPU (wall clock)", "lock         run_jit"}},
-		{[]string{"top", "--runnable"}, []string{"50.0 ms runnable (waiting for a CPU)", "runnable     [runnable]"}},
+		{[]string{"top", "--wall", "--tid", "102", "--sort", "total"}, []string{"on and off CPU (wall clock) 2,051.0 ms: on CPU 1,001.0 ms, off CPU 1,050.0 ms, of which runnable 50.0 ms", "lock         run_jit"}},
+		{[]string{"top", "--runnable"}, []string{"runnable 50.0 ms (waiting for a CPU) · sort: total", "runnable     [runnable]"}},
 		// Exports: the off-CPU profile in nanoseconds.
 		{[]string{"export", "--format", "folded", "--off-cpu", "-o", "-"}, []string{"main;run_jit;__lll_lock_wait 700000000", "main;run_jit;clock_nanosleep 300000000"}},
 		{[]string{"export", "--format", "speedscope", "--off-cpu", "-o", "-"}, []string{`"unit":"nanoseconds"`, `"endValue":1050000000`}},

@@ -77,6 +77,9 @@ reason (docs/off-cpu.md).` + timelineStatesHelp + transformHelp,
 			if err := tidHasSamples(tid, res.Run, samples); err != nil {
 				return err
 			}
+			if err := rf.matched(tid, res.Run, samples, "samples"); err != nil {
+				return err
+			}
 			if rf.json {
 				return printJSON(g.out, res)
 			}

@@ -48,6 +48,9 @@ func timelineStates(g *globals, rf *runFlags, r *client.Run, q url.Values, o que
 	if err != nil {
 		return err
 	}
+	if err := rf.matched(int(o.Tid), res.Run, uint64(len(res.Threads)), "threads"); err != nil {
+		return err
+	}
 	if rf.json {
 		return printJSON(g.out, res)
 	}

@@ -45,6 +45,11 @@ frequency, reason on-cpu) and off CPU together, so a thread's total is its wall 
 			if sort != "self" && sort != "total" {
 				return usageErr("--sort must be self or total, not %q", sort)
 			}
+			if offCPU && !c.Flags().Changed("sort") {
+				// By self, the time off CPU is the kernel's __schedule, the leaf of every
+				// blocked stack: by total, the code that waited.
+				sort = "total"
+			}
 			gran, err := gf.get(c, "process")
 			if err != nil {
 				return err
@@ -83,6 +88,9 @@ frequency, reason on-cpu) and off CPU together, so a thread's total is its wall 
 			if err := tidHasSamples(tid, res.Run, res.Samples); err != nil && !offCPU {
 				return err
 			}
+			if err := rf.matched(tid, res.Run, res.Samples, countWord(offCPU, wall, runnable)); err != nil {
+				return err
+			}
 			if rf.json {
 				return printJSON(g.out, res)
 			}
@@ -104,8 +112,11 @@ frequency, reason on-cpu) and off CPU together, so a thread's total is its wall 
 			if by == "process" {
 				count, what := commas, "SAMPLES"
 				if offCPU {
-					count, what = ms, "OFF-CPU ms"
-					fmt.Fprintf(g.out, "run %s (%s) · %s ms %s · by process%s\n", res.Run, runState(res.State, r), ms(res.Samples), timeWord(res.Wall, res.Runnable), extra[len(" · sort: "+res.Sort):])
+					count, what = ms, map[bool]string{true: "WALL ms", false: "OFF-CPU ms"}[res.Wall]
+					if res.Runnable {
+						what = "RUNNABLE ms"
+					}
+					fmt.Fprintf(g.out, "run %s (%s) · %s · by process%s\n", res.Run, runState(res.State, r), timeText(res.Samples, res.Time, res.Wall, res.Runnable), extra[len(" · sort: "+res.Sort):])
 				} else {
 					header(g.out, res.Run, runState(res.State, r), res.Samples, " · by process"+extra[len(" · sort: "+res.Sort):]+windowText(res.Window))
 				}
@@ -140,7 +151,7 @@ frequency, reason on-cpu) and off CPU together, so a thread's total is its wall 
 	c.Flags().StringVar(&gf.by, "by", agg.ByFunction, "a row per `function`, line (file:line), address, image, or process")
 	gf.add(c, false)
 	c.Flags().IntVarP(&n, "n", "n", 20, "how many functions to show")
-	c.Flags().StringVar(&sort, "sort", "self", "order by `self` or total samples")
+	c.Flags().StringVar(&sort, "sort", "self", "order by `self` or total samples (time); --off-cpu, --wall and --runnable order by total unless told")
 	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")
 	c.Flags().BoolVar(&offCPU, "off-cpu", false, "weigh functions by the time threads were off CPU under them, with the reason")
 	c.Flags().BoolVar(&wall, "wall", false, "weigh functions by the time threads were on and off CPU under them (wall clock)")
@@ -150,7 +161,7 @@ frequency, reason on-cpu) and off CPU together, so a thread's total is its wall 
 
 // printOffCPUTop writes top --off-cpu as text: times in milliseconds.
 func printOffCPUTop(w io.Writer, res api.Top, state string) {
-	fmt.Fprintf(w, "run %s (%s) · %s ms %s · sort: %s%s%s\n", res.Run, state, ms(res.Samples), timeWord(res.Wall, res.Runnable), res.Sort,
+	fmt.Fprintf(w, "run %s (%s) · %s · sort: %s%s%s\n", res.Run, state, timeText(res.Samples, res.Time, res.Wall, res.Runnable), res.Sort,
 		transformText(res.Transform)+windowText(res.Window), granularityText(res.By, res.NoInline, res.Short))
 	fmt.Fprintf(w, "%8s %12s %8s %12s  %-11s  %s\n", "SELF%", "SELF ms", "TOTAL%", "TOTAL ms", "REASON", "FUNCTION  [IMAGE]")
 	for _, row := range res.Rows {

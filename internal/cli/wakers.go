@@ -47,6 +47,9 @@ timers have no waker here.`,
 			if err != nil {
 				return err
 			}
+			if err := rf.matched(tid, res.Run, uint64(len(res.Rows)), "waits"); err != nil {
+				return err
+			}
 			if rf.json {
 				return printJSON(g.out, res)
 			}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
@@ -118,5 +120,65 @@ func TestExportPprofInlineLines(t *testing.T) {
 	}
 	if !regexp.MustCompile(`step \S*inline\.cc\S* \(inline\)`).Match(out) || !strings.Contains(string(out), "num::crunch") {
 		t.Errorf("pprof -lines shows no inline frame of step within num::crunch:\n%s", out)
+	}
+}
+
+// The pprof export of a real run with off-CPU time: its mappings do not overlap, the
+// program's executable comes first (pprof titles the profile after it) though it was
+// started through a link of another name, as python3 leads to python3.11, and the frames an
+// off-CPU stack begins with ([sched]: runnable, the thread woken) have no mapping.
+func TestExportPprofMappings(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	dir := t.TempDir()
+	prog := buildOffCPU(t, dir)
+	app := filepath.Join(dir, "app")
+	if err := os.Symlink(prog, app); err != nil {
+		t.Fatal(err)
+	}
+	for _, flags := range [][]string{nil, {"--no-off-cpu"}} {
+		args := append(append([]string{"record", "-q"}, flags...), "--", app, "pingpong", "20000")
+		if out, errOut, code := e.run(args...); code != 0 {
+			t.Fatalf("record %v: exit %d\n%s%s", flags, code, out, errOut)
+		}
+		file := filepath.Join(dir, "run.pb.gz")
+		if out, errOut, code := e.run("export", "-f", "pprof", "-o", file); code != 0 {
+			t.Fatalf("export: exit %d\n%s%s", code, out, errOut)
+		}
+		f, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := profile.Parse(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Mapping) == 0 || filepath.Base(p.Mapping[0].File) != "offcpu" {
+			t.Errorf("record %v: first mapping %+v, want the program's (offcpu)", flags, p.Mapping[0])
+		}
+		for i, a := range p.Mapping {
+			if strings.Contains(a.File, "[sched]") {
+				t.Errorf("record %v: mapping %s %#x-%#x", flags, a.File, a.Start, a.Limit)
+			}
+			for _, b := range p.Mapping[i+1:] {
+				if a.Start < b.Limit && b.Start < a.Limit {
+					t.Errorf("record %v: mappings overlap: %s %#x-%#x and %s %#x-%#x", flags, a.File, a.Start, a.Limit, b.File, b.Start, b.Limit)
+				}
+			}
+		}
+		markers := 0
+		for _, l := range p.Location {
+			if len(l.Line) > 0 && strings.HasPrefix(l.Line[len(l.Line)-1].Function.Name, "[") {
+				markers++
+				if l.Mapping != nil || l.Address != 0 {
+					t.Errorf("record %v: off-CPU frame %s at %#x in mapping %+v", flags, l.Line[0].Function.Name, l.Address, l.Mapping)
+				}
+			}
+		}
+		t.Logf("record %v: %d mappings, first %s; %d locations of off-CPU frames", flags, len(p.Mapping), p.Mapping[0].File, markers)
+		if flags == nil && markers == 0 {
+			t.Errorf("the off-CPU run has no [runnable] or [woke ...] frame in its pprof export")
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,10 +25,14 @@ import (
 // lines, innermost inlined function first, each with its source line. Mappings are the
 // image segments the run's code lay in, with their address ranges, file offsets, paths and
 // build-ids, so pprof finds the binaries (-disasm) and the sources (-list); the recorded
-// program's own image comes first. JIT'd code is in one mapping per process named [jit],
-// the kernel in one named [kernel.kallsyms]; both are ranged over the addresses sampled in
-// them. Runs saved before stax kept locations have address 0 everywhere but at the leaves
-// (an entry's leaf address), and one mapping per image, without ranges.
+// program's own image comes first (pprof names the profile after it). JIT'd code is in
+// mappings named [jit], the kernel in one named [kernel.kallsyms]; both are ranged over the
+// addresses sampled in them, split where a range would overlap another mapping, so no two
+// mappings overlap (but those of different processes of a system-wide run may). The
+// frames off-CPU stacks begin with (runnable, the thread woken, no stack: image [sched])
+// are code of no image: their locations have no mapping and address 0. Runs saved before
+// stax kept locations have address 0 everywhere but at the leaves (an entry's leaf
+// address), and one mapping per image, without ranges.
 func WritePprof(w io.Writer, run *store.Run) error {
 	p, err := Pprof(run)
 	if err != nil {
@@ -115,7 +120,7 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 		if len(stack) > 0 {
 			s.Location = make([]*profile.Location, len(stack))
 			for i, lid := range stack {
-				if i == 0 && prof.Locations[lid].Addr == 0 && e.Leaf != 0 {
+				if i == 0 && prof.Locations[lid].Addr == 0 && e.Leaf != 0 && !x.marker(lid) {
 					s.Location[i] = x.leafLocation(lid, e.Leaf)
 				} else {
 					s.Location[i] = x.location(lid)
@@ -134,6 +139,7 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 		out.Sample = append(out.Sample, splitBySpan(s, inSpans.of(e), e.Count)...)
 	}
 	x.rangeMappings()
+	x.splitOverlaps()
 	mainFirst(out, run)
 	if err := out.CheckValid(); err != nil {
 		return nil, err
@@ -231,10 +237,25 @@ func (x *pprofBuilder) function(id uint32) *profile.Function {
 	return fn
 }
 
+// marker says whether location lid is one of the frames an off-CPU stack begins with
+// (agg.ImageSched): no code, so no mapping and no address.
+func (x *pprofBuilder) marker(lid uint32) bool {
+	p := &x.run.Profile
+	loc := &p.Locations[lid]
+	return loc.Mapping == 0 && len(loc.Lines) > 0 && p.Frames[loc.Outer()].Image == agg.ImageSched
+}
+
 func (x *pprofBuilder) newLocation(lid uint32, addr uint64) *profile.Location {
 	loc := &x.run.Profile.Locations[lid]
-	m := x.locMapping(lid)
-	x.key = binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(x.key[:0], m.ID), addr)
+	var m *profile.Mapping
+	var mid uint64
+	if x.marker(lid) {
+		addr = 0
+	} else {
+		m = x.locMapping(lid)
+		mid = m.ID
+	}
+	x.key = binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(x.key[:0], mid), addr)
 	for _, ln := range loc.Lines {
 		x.key = binary.LittleEndian.AppendUint64(x.key, x.function(ln.Func).ID)
 		x.key = binary.LittleEndian.AppendUint32(x.key, uint32(ln.Line))
@@ -296,23 +317,132 @@ func (x *pprofBuilder) rangeMappings() {
 	}
 }
 
-// mainFirst puts the recorded program's own image first among the mappings: pprof names
-// the profile after its first mapping.
-func mainFirst(out *profile.Profile, run *store.Run) {
-	if len(run.Meta.Command) == 0 {
+// splitOverlaps splits each mapping ranged over the addresses sampled in it (JIT code, the
+// kernel) where its range would hold another mapping's start: one mapping per run of its
+// addresses between other mappings, so that no mapping overlaps another. pprof finds a
+// location's mapping by address, and titles the profile after the first.
+func (x *pprofBuilder) splitOverlaps() {
+	if len(x.unranged) == 0 {
 		return
 	}
-	exe := filepath.Base(run.Meta.Command[0])
-	for i, m := range out.Mapping {
-		if i > 0 && filepath.Base(m.File) == exe {
-			copy(out.Mapping[1:i+1], out.Mapping[:i])
-			out.Mapping[0] = m
-			break
+	sampled := map[*profile.Mapping]bool{}
+	for _, m := range x.unranged {
+		sampled[m] = true
+	}
+	var starts []uint64 // of the mappings with ranges of their own
+	for _, m := range x.out.Mapping {
+		if !sampled[m] && m.Limit > m.Start {
+			starts = append(starts, m.Start)
 		}
+	}
+	if len(starts) == 0 {
+		return
+	}
+	slices.Sort(starts)
+	locs := map[*profile.Mapping][]*profile.Location{}
+	for _, l := range x.out.Location {
+		if l.Mapping != nil && sampled[l.Mapping] && l.Address != 0 {
+			locs[l.Mapping] = append(locs[l.Mapping], l)
+		}
+	}
+	for _, m := range x.unranged {
+		ls := locs[m]
+		if len(ls) == 0 {
+			continue
+		}
+		slices.SortFunc(ls, func(a, b *profile.Location) int { return cmpUint(a.Address, b.Address) })
+		// piece is the mapping of the addresses from ls[first] to ls[i-1].
+		piece, first := m, 0
+		cut := func(i int) {
+			piece.Start, piece.Limit = ls[first].Address, ls[i-1].Address+1
+			for _, l := range ls[first:i] {
+				l.Mapping = piece
+			}
+		}
+		for i := 1; i < len(ls); i++ {
+			// Another mapping starts between the two addresses: a new piece.
+			j, _ := slices.BinarySearch(starts, ls[i-1].Address+1)
+			if j < len(starts) && starts[j] <= ls[i].Address {
+				cut(i)
+				c := *m
+				c.ID = uint64(len(x.out.Mapping) + 1)
+				piece, first = &c, i
+				x.out.Mapping = append(x.out.Mapping, piece)
+			}
+		}
+		cut(len(ls))
+	}
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// mainFirst puts the recorded program's own image first among the mappings: pprof names
+// the profile after its first mapping (see mainImage).
+func mainFirst(out *profile.Profile, run *store.Run) {
+	if m := mainImage(out, run); m != nil {
+		i := slices.Index(out.Mapping, m)
+		copy(out.Mapping[1:i+1], out.Mapping[:i])
+		out.Mapping[0] = m
 	}
 	for i, m := range out.Mapping {
 		m.ID = uint64(i + 1)
 	}
+}
+
+// mainImage is the mapping of the recorded program's executable: the image named as the
+// command's first word is (python3: /usr/bin/python3, whose link leads to python3.11),
+// else the image where most of the main thread's stacks start (its _start), unless that is
+// a shared library.
+func mainImage(out *profile.Profile, run *store.Run) *profile.Mapping {
+	if len(run.Meta.Command) > 0 {
+		names := []string{filepath.Base(run.Meta.Command[0])}
+		if path, err := exec.LookPath(run.Meta.Command[0]); err == nil {
+			if real, err := filepath.EvalSymlinks(path); err == nil {
+				names = append(names, filepath.Base(real))
+			}
+		}
+		for _, name := range names {
+			for _, m := range out.Mapping {
+				if filepath.Base(m.File) == name {
+					return m
+				}
+			}
+		}
+	}
+	pid := int64(run.Meta.Pid)
+	if pid == 0 {
+		return nil
+	}
+	roots := map[*profile.Mapping]int64{}
+	for _, s := range out.Sample {
+		if len(s.Location) == 0 || len(s.NumLabel["tid"]) != 1 || s.NumLabel["tid"][0] != pid {
+			continue
+		}
+		for i := len(s.Location) - 1; i >= 0; i-- {
+			if m := s.Location[i].Mapping; m != nil && m.Limit > m.Start && !strings.HasPrefix(m.File, "[") {
+				roots[m] += max(s.Value[0], 1)
+				break
+			}
+		}
+	}
+	var best *profile.Mapping
+	for m, n := range roots {
+		if best == nil || n > roots[best] || n == roots[best] && m.ID < best.ID {
+			best = m
+		}
+	}
+	if best != nil && strings.Contains(filepath.Base(best.File), ".so") {
+		return nil
+	}
+	return best
 }
 
 // splitBySpan labels s's samples taken inside spans with the innermost span's name

@@ -217,3 +217,54 @@ func TestPprofLocations(t *testing.T) {
 		t.Errorf("the second process's sample is not in the shared image mapping: %+v", p.Sample[4])
 	}
 }
+
+// TestPprofMappingsDoNotOverlap: JIT code ranged over its sampled addresses is split where
+// its range would hold another mapping, and the frames an off-CPU stack begins with
+// ([sched]) have no mapping and no address, whatever the entry's leaf address.
+func TestPprofMappingsDoNotOverlap(t *testing.T) {
+	run := locatedRun()
+	p := &run.Profile
+	p.Frames = append(p.Frames, agg.Frame{Func: agg.FuncRunnable, Image: agg.ImageSched, Kind: agg.KindUnknown}) // 5
+	p.Locations = append(p.Locations,
+		agg.Location{Addr: 0x3000, Mapping: 4, Lines: []agg.Line{{Func: 3, Line: 9}}}, // 8: pid 1's JIT code below libc
+		agg.Location{Lines: []agg.Line{{Func: 5}}})                                    // 9: [runnable]
+	p.Stacks = append(p.Stacks, []uint32{8, 1}, []uint32{9, 6, 1})
+	p.Entries = append(p.Entries,
+		agg.Entry{Tid: 1, Pid: 1, Stack: 5, Count: 1, Leaf: 0x3000, LeafFunc: 3},
+		agg.Entry{Tid: 1, Pid: 1, Stack: 6, Count: 1, Leaf: 0x7f0000001000, LeafFunc: 5})
+	p.ExpandStacks()
+	var buf bytes.Buffer
+	if err := WritePprof(&buf, run); err != nil {
+		t.Fatal(err)
+	}
+	out := parsePprof(t, buf.Bytes())
+	var maps []string
+	for i, a := range out.Mapping {
+		maps = append(maps, fmt.Sprintf("%s %#x-%#x", a.File, a.Start, a.Limit))
+		if a.File == agg.ImageSched {
+			t.Errorf("a mapping for %s: %#x-%#x", a.File, a.Start, a.Limit)
+		}
+		for _, b := range out.Mapping[i+1:] {
+			if a.Start < b.Limit && b.Start < a.Limit && a.File != b.File {
+				t.Errorf("mappings overlap: %s %#x-%#x and %s %#x-%#x", a.File, a.Start, a.Limit, b.File, b.Start, b.Limit)
+			}
+		}
+	}
+	if maps[0] != "/bin/app 0x1000-0x2000" {
+		t.Errorf("first mapping %s, want the program's", maps[0])
+	}
+	sort.Strings(maps[1:])
+	want := []string{"/bin/app 0x1000-0x2000", "/lib/libc.so.6 0x7000-0x9000", "[jit] 0x3000-0x3001", "[jit] 0x50000-0x50101", "[jit] 0x60000-0x60001",
+		"[kernel.kallsyms] 0xffffffff81000010-0xffffffff81000011"}
+	if !reflect.DeepEqual(maps, want) {
+		t.Errorf("mappings %q\nwant     %q", maps, want)
+	}
+	for _, l := range out.Location {
+		if l.Line[0].Function.Name == agg.FuncRunnable && (l.Mapping != nil || l.Address != 0) {
+			t.Errorf("[runnable] at %#x in mapping %+v", l.Address, l.Mapping)
+		}
+		if m := l.Mapping; m != nil && (l.Address < m.Start || l.Address >= m.Limit) {
+			t.Errorf("%s at %#x outside its mapping %s %#x-%#x", l.Line[0].Function.Name, l.Address, m.File, m.Start, m.Limit)
+		}
+	}
+}

@@ -3,7 +3,6 @@
 package query
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 
@@ -64,11 +63,11 @@ type TopOptions struct {
 // offCPURun is run's off-CPU aggregate as a run to answer from.
 func offCPURun(run *store.Run, w Window) (*store.Run, error) {
 	if run.OffCPU == nil {
-		return nil, fmt.Errorf("run %s has no off-CPU time (recorded with --no-off-cpu or -a, or by an older stax): record it again without those to see where threads wait", run.Meta.ID)
+		return nil, notRecorded("run %s has no off-CPU time (recorded with --no-off-cpu or -a, or by an older stax): record it again without those to see where threads wait", run.Meta.ID)
 	}
 	if !w.IsAll() {
 		if run.OffCPUIntervals == nil || w.Span != "" {
-			return nil, errors.New("--off-cpu takes no --span, nor --from or --to for a run that kept no off-CPU intervals (an older stax recorded it); leave them out")
+			return nil, notRecorded("--off-cpu takes no --span, nor --from or --to for a run that kept no off-CPU intervals (an older stax recorded it); leave them out")
 		}
 		from, to, err := w.bounds(run)
 		if err != nil {
@@ -101,7 +100,11 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 	f := o.Processes.filter(&run.Profile, o.Tid)
 	if o.ByProcess {
 		procs, samples := agg.Processes(&run.Profile, f, o.N)
-		return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples,
+		var times *api.TimeTotals
+		if o.OffCPU {
+			times = timeTotals(&run.Profile, timeReasons(&run.Profile, cpuStacks), f)
+		}
+		return api.Top{Time: times, Wall: o.Wall, Runnable: o.Runnable, Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples,
 			OffCPU: o.OffCPU, Sort: "samples", By: "process", Rows: []agg.TopRow{}, Processes: procs}, nil
 	}
 	g, err := granularity(o.Granularity, true)
@@ -110,8 +113,11 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 	}
 	var rows []agg.TopRow
 	var samples uint64
+	var times *api.TimeTotals
 	if o.OffCPU {
-		rows, samples = agg.OffCPUTop(run.Profile.At(g), timeReasons(&run.Profile, cpuStacks), f, o.N, o.ByTotal)
+		reasons := timeReasons(&run.Profile, cpuStacks)
+		rows, samples = agg.OffCPUTop(run.Profile.At(g), reasons, f, o.N, o.ByTotal)
+		times = timeTotals(&run.Profile, reasons, f)
 	} else {
 		rows, samples = agg.Top(run.Profile.At(g), f, o.N, o.ByTotal)
 	}
@@ -122,7 +128,7 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 	if rows == nil {
 		rows = []agg.TopRow{}
 	}
-	return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Sort: sort,
+	return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Time: times, Sort: sort,
 		By: g.By, NoInline: g.NoInline, Short: g.Short, Rows: rows}, nil
 }
 
@@ -195,13 +201,16 @@ func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
 	f := o.Processes.filter(&run.Profile, o.Tid)
 	var root *agg.FlameNode
 	var samples uint64
+	var times *api.TimeTotals
 	if o.OffCPU {
-		root, samples = agg.OffCPUFlame(run.Profile.At(g), timeReasons(&run.Profile, cpuStacks), f, o.Depth, o.ThresholdPct, o.Inverted)
+		reasons := timeReasons(&run.Profile, cpuStacks)
+		root, samples = agg.OffCPUFlame(run.Profile.At(g), reasons, f, o.Depth, o.ThresholdPct, o.Inverted)
+		times = timeTotals(&run.Profile, reasons, f)
 	} else {
 		root, samples = build(run.Profile.At(g), f, o.Depth, o.ThresholdPct)
 	}
 	res := api.Flame{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
-		Inverted: o.Inverted, By: g.By, NoInline: g.NoInline, Short: g.Short, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Samples: samples, Root: root}
+		Inverted: o.Inverted, By: g.By, NoInline: g.NoInline, Short: g.Short, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Time: times, Samples: samples, Root: root}
 	if match != nil {
 		// Focus keeps the samples with a matching function; a tree one level deep counts them.
 		_, n := agg.Flame(run.Profile.Transform(&agg.Transform{Focus: match}), f, 1, 100)
@@ -273,18 +282,21 @@ func Threads(run *store.Run, n int, w Window, t api.Transform) (api.Threads, err
 	}
 	var rows []agg.ThreadRow
 	var samples uint64
+	var times *api.TimeTotals
 	if offCPU != nil {
 		off, _, _, err := view(&store.Run{Meta: meta, Profile: *offCPU}, Window{}, t, 0)
 		if err != nil {
 			return api.Threads{}, err
 		}
+		reasons := agg.StackReasons(&off.Profile)
 		rows, samples = agg.Threads(&run.Profile, 0)
-		rows = agg.OffCPUThreads(rows, &off.Profile, agg.StackReasons(&off.Profile), run.Meta.Freq, n)
+		rows = agg.OffCPUThreads(rows, &off.Profile, reasons, run.Meta.Freq, n)
+		times = timeTotals(&off.Profile, reasons, agg.Filter{})
 	} else {
 		rows, samples = agg.Threads(&run.Profile, n)
 	}
 	if rows == nil {
 		rows = []agg.ThreadRow{}
 	}
-	return api.Threads{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, Rows: rows}, nil
+	return api.Threads{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, Rows: rows, Time: times}, nil
 }

@@ -12,7 +12,7 @@ import (
 // samples), runnable and blocked by reason (from its intervals off CPU) over time.
 func ThreadStates(run *store.Run, o TimelineOptions) (api.ThreadStates, error) {
 	if run.OffCPU == nil || run.OffCPUIntervals == nil {
-		return api.ThreadStates{}, fmt.Errorf("run %s has no off-CPU intervals (recorded with --no-off-cpu or -a, or by an older stax): record it again without those to see threads' states", run.Meta.ID)
+		return api.ThreadStates{}, notRecorded("run %s has no off-CPU intervals (recorded with --no-off-cpu or -a, or by an older stax): record it again without those to see threads' states", run.Meta.ID)
 	}
 	if o.Window.Span != "" {
 		return api.ThreadStates{}, fmt.Errorf("timeline --states takes no --span: give --from and --to")

@@ -2,7 +2,6 @@ package query
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
@@ -29,7 +28,7 @@ func timeRun(run *store.Run, wall, runnable bool, w Window, t api.Transform) (_ 
 			return nil, -1, nil, errors.New("--wall takes no stack transform: leave --focus, --ignore, --collapse and the like out, or use --off-cpu")
 		}
 		if run.Meta.Freq <= 0 {
-			return nil, -1, nil, fmt.Errorf("run %s has no sampling frequency to give its samples a time: use --off-cpu", run.Meta.ID)
+			return nil, -1, nil, notRecorded("run %s has no sampling frequency to give its samples a time: use --off-cpu", run.Meta.ID)
 		}
 		p, n := agg.WallProfile(&cpu.Profile, &off.Profile, uint64(1e9/run.Meta.Freq))
 		return &store.Run{Meta: run.Meta, Profile: *p}, n, win, nil
@@ -38,6 +37,12 @@ func timeRun(run *store.Run, wall, runnable bool, w Window, t api.Transform) (_ 
 		return &store.Run{Meta: run.Meta, Profile: *p}, -1, win, nil
 	}
 	return off, -1, win, nil
+}
+
+// timeTotals is what the time of p (from timeRun) that f keeps holds.
+func timeTotals(p *agg.Profile, reasons []uint8, f agg.Filter) *api.TimeTotals {
+	on, runnable, blocked := agg.TimeTotals(p, reasons, f)
+	return &api.TimeTotals{OnCPUNs: on, OffCPUNs: runnable + blocked, RunnableNs: runnable, BlockedNs: blocked}
 }
 
 // timeReasons is the reasons of the stacks of p, from timeRun.

@@ -34,6 +34,31 @@ func (w Window) IsAll() bool { return w.From == "" && w.To == "" && w.Span == ""
 // ErrNoSpan says a run has no span of the name asked for.
 var ErrNoSpan = errors.New("no such span")
 
+// ErrNotRecorded says that a run lacks what a query needs (off-CPU time, its intervals,
+// wakers, samples to place in time): it was recorded without them. Errors that say so
+// match it with errors.Is and read as their own message.
+var ErrNotRecorded = errors.New("not recorded")
+
+type notRecordedError struct{ msg string }
+
+func (e *notRecordedError) Error() string        { return e.msg }
+func (e *notRecordedError) Is(target error) bool { return target == ErrNotRecorded }
+
+// notRecorded is an error that says what the run lacks, and matches ErrNotRecorded.
+func notRecorded(format string, args ...any) error {
+	return &notRecordedError{fmt.Sprintf(format, args...)}
+}
+
+type noMatchError struct{ msg string }
+
+func (e *noMatchError) Error() string        { return e.msg }
+func (e *noMatchError) Is(target error) bool { return target == ErrNoMatch }
+
+// noMatch is an error that says what selected nothing of the run, and matches ErrNoMatch.
+func noMatch(format string, args ...any) error {
+	return &noMatchError{fmt.Sprintf(format, args...)}
+}
+
 // ErrNoTimes says a run keeps no sample times (saved by a stax before they were kept).
 var ErrNoTimes = errors.New("this run keeps no sample times (an older stax recorded it), so --from/--to cannot select from it")
 
@@ -42,7 +67,7 @@ func (w Window) bounds(run *store.Run) (from, to uint64, err error) {
 	p := &run.Profile
 	if !p.HasTimes() {
 		if run.Meta.Samples == 0 {
-			return 0, 0, fmt.Errorf("run %s has no samples, so there is nothing to place in time (stax status --run %s may say why)", run.Meta.ID, run.Meta.ID)
+			return 0, 0, notRecorded("run %s has no samples, so there is nothing to place in time (stax status --run %s may say why)", run.Meta.ID, run.Meta.ID)
 		}
 		return 0, 0, ErrNoTimes
 	}
@@ -83,6 +108,10 @@ func (w Window) bounds(run *store.Run) (from, to uint64, err error) {
 		if to, err = at("to", w.To, from, true); err != nil {
 			return 0, 0, err
 		}
+	}
+	if to <= from && from >= end && w.To == "" {
+		// A selection past the run's end: it matches nothing of the run.
+		return 0, 0, noMatch("--from %s is past the end of run %s (it lasts %.3f s)", w.From, run.Meta.ID, secs(end, start))
 	}
 	if to <= from {
 		return 0, 0, fmt.Errorf("the window is empty: --to (%.3f s) is not after --from (%.3f s)", secs(to, start), secs(from, start))

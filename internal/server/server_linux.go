@@ -241,15 +241,26 @@ func transform(r *http.Request) api.Transform { return api.TransformParams(r.URL
 // queryError answers a query that failed: not found when it names a span the run does not
 // have, a bad request else.
 func queryError(w http.ResponseWriter, err error) {
-	if errors.Is(err, query.ErrNoSpan) {
-		writeJSON(w, http.StatusNotFound, api.Error{Error: err.Error()})
-		return
-	}
 	badRequest(w, "%v", err)
 }
 
+// badRequest answers a request that failed: a bad request, but not found (404) when an
+// error among args says the query selects nothing of the run, and unprocessable (422) when
+// the run lacks what the query needs (query.ErrNotRecorded): stax exits 5 and 1 for those,
+// 2 only for a bad command line.
 func badRequest(w http.ResponseWriter, format string, args ...any) {
-	writeJSON(w, http.StatusBadRequest, api.Error{Error: fmt.Sprintf(format, args...)})
+	code := http.StatusBadRequest
+	for _, a := range args {
+		if err, ok := a.(error); ok {
+			switch {
+			case errors.Is(err, query.ErrNoSpan), errors.Is(err, query.ErrNoMatch):
+				code = http.StatusNotFound
+			case errors.Is(err, query.ErrNotRecorded), errors.Is(err, query.ErrNoTimes):
+				code = http.StatusUnprocessableEntity
+			}
+		}
+	}
+	writeJSON(w, code, api.Error{Error: fmt.Sprintf(format, args...)})
 }
 
 func intParam(r *http.Request, name string, def int) (int, error) {

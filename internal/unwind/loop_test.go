@@ -171,8 +171,9 @@ func TestUnwindEndsAtTopFrame(t *testing.T) {
 }
 
 // TestFPChainOfCopy: the frame-pointer chain walked in the stack copy is the kernel's walk
-// within it: it stops at a saved frame pointer that does not increase or a zero return
-// address, and says it was cut where it leaves the copy after a checked frame, or fills up.
+// within it: it stops at a saved frame pointer that does not lie above the last frame's 16
+// bytes (a loop, or frames that overlap) or a zero return address, and says it was cut
+// where it leaves the copy after a checked frame, or fills up.
 func TestFPChainOfCopy(t *testing.T) {
 	const sp = 0x7ffd0000
 	frames := func(words ...uint64) []byte {
@@ -196,6 +197,7 @@ func TestFPChainOfCopy(t *testing.T) {
 		{"leaves the copy", Regs{IP: 0x401000, SP: sp, BP: sp + 16}, whole[:48], 64, []uint64{0x401000, 0x401100, 0x401200}, true},
 		{"full", Regs{IP: 0x401000, SP: sp, BP: sp + 16}, whole, 2, []uint64{0x401000, 0x401100}, true},
 		{"loop", Regs{IP: 0x401000, SP: sp, BP: sp + 16}, frames(0, 0, sp+16, 0x401100), 64, []uint64{0x401000, 0x401100}, false},
+		{"overlapping frames", Regs{IP: 0x401000, SP: sp, BP: sp + 16}, frames(0, 0, sp+24, 0x401100, 0x401200, 0), 64, []uint64{0x401000, 0x401100}, false},
 		{"frameless leaf: rbp above the copy", Regs{IP: 0x401000, SP: sp, BP: sp + 1<<20}, whole, 64, []uint64{0x401000}, false},
 		{"frameless leaf: rbp holds a count", Regs{IP: 0x401000, SP: sp, BP: 7}, whole, 64, []uint64{0x401000}, false},
 		{"no copy", Regs{IP: 0x401000, SP: sp, BP: sp + 16}, nil, 64, []uint64{0x401000}, false},

@@ -423,8 +423,9 @@ func FPLoopAt(chain []uint64, regs Regs, stack []byte) int {
 // FPChainOfCopy walks the frame pointers saved in a sample's stack copy as the kernel walks
 // them for a callchain, and returns out holding the chain (leaf first: the sampled IP, then
 // each return address), up to out's capacity. The walk stops where a saved frame pointer
-// does not lie above the last (a loop, or a frameless function's data in rbp) or a return
-// address is 0. cut says the chain goes on beyond what it holds: the walk reached the end
+// does not lie above the last frame's 16 bytes (a loop, frames that overlap, or a frameless
+// function's data in rbp) or a return address is 0: the frames it reads never overlap, so a
+// copy of n bytes gives at most n/16 of them. cut says the chain goes on beyond what it holds: the walk reached the end
 // of the copy with a frame pointer read from the copy pointing above it, or filled out.
 func FPChainOfCopy(regs Regs, stack []byte, out []uint64) (chain []uint64, cut bool) {
 	out = out[:0]
@@ -447,7 +448,8 @@ func FPChainOfCopy(regs Regs, stack []byte, out []uint64) (chain []uint64, cut b
 		}
 		out = append(out, ret)
 		next := binary.LittleEndian.Uint64(stack[off:])
-		if next <= fp {
+		if next <= fp || next-fp < 16 {
+			// The caller's frame lies above this one's saved rbp and return address.
 			return out, false
 		}
 		fp = next

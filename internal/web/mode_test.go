@@ -37,9 +37,9 @@ func TestModeOffCPU(t *testing.T) {
 		got := rootChildren(t, ctx)
 		return got == childrenOf(want), got
 	})
-	until(t, ctx, "the time off CPU in milliseconds", func() (bool, string) {
+	until(t, ctx, "the time off CPU in milliseconds, with its runnable part", func() (bool, string) {
 		info := text(ctx, "#frame-info")
-		return strings.Contains(info, "all time off CPU · 1,000 ms"), info
+		return strings.Contains(info, "all time off CPU · 1,000 ms, of which runnable 0 ms"), info
 	})
 	// Back to CPU samples.
 	eval[bool](t, ctx, `(() => { const m = document.querySelector("#mode"); m.value = "cpu"; m.dispatchEvent(new Event("change")); return true; })()`)

@@ -75,7 +75,8 @@ func TestGuard(t *testing.T) {
 		{"no such view", "GET", "/api/run", "", true, 404},
 		{"annotate without a match", "GET", "/api/annotate?target=no_such_function", "", true, 404},
 		{"annotate without a target", "GET", "/api/annotate", "", true, 400},
-		{"a window past the run", "GET", "/api/flame?from=99999", "", true, 400},
+		{"a window past the run (it matches nothing)", "GET", "/api/flame?from=99999", "", true, 404},
+		{"an empty window", "GET", "/api/flame?from=2&to=1", "", true, 400},
 	} {
 		code, h := do(c.method, c.path, c.host, c.header)
 		if code != c.want {

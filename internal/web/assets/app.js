@@ -974,7 +974,12 @@ function drawFrameInfo() {
   const n = f.n;
   const root = state.flame.root;
   if (n.kind === "root") {
-    info.innerHTML = `<b>all ${view.mode === "cpu" ? "samples" : view.mode === "wall" ? "time on and off CPU" : "time off CPU"}</b> · ${amount(n.total)}`;
+    // What a total of time holds: off CPU is blocked and runnable time together.
+    const t = state.flame.time;
+    let split = "";
+    if (t && view.mode === "off_cpu") split = `, of which runnable ${amount(t.runnable_ns)}`;
+    if (t && view.mode === "wall") split = `: on CPU ${amount(t.on_cpu_ns || 0)}, off CPU ${amount(t.off_cpu_ns)}, of which runnable ${amount(t.runnable_ns)}`;
+    info.innerHTML = `<b>all ${view.mode === "cpu" ? "samples" : view.mode === "wall" ? "time on and off CPU" : "time off CPU"}</b> · ${amount(n.total)}${split}`;
     return;
   }
   let change = "";
