@@ -36,6 +36,9 @@ type tailFile struct {
 	buf      []byte
 	head     []byte // the file's first bytes, to notice a rewrite that outgrew off
 	mtime    int64  // the file's modification time at the last check (CLOCK_REALTIME ns)
+	// headMax, when set, is how many leading bytes head keeps (less than headLen): a
+	// format whose header changes in place keeps only its unchanging part.
+	headMax int
 }
 
 // headLen is how many leading bytes are remembered to notice a file that
@@ -173,8 +176,12 @@ func (f *tailFile) read(off int64, n int) ([]byte, error) {
 		}
 		got += m
 	}
-	if off == 0 && len(f.head) < headLen && got > len(f.head) {
-		f.head = append(f.head[:0], b[:min(got, headLen)]...)
+	hl := headLen
+	if f.headMax > 0 {
+		hl = f.headMax
+	}
+	if off == 0 && len(f.head) < hl && got > len(f.head) {
+		f.head = append(f.head[:0], b[:min(got, hl)]...)
 	}
 	return b[:got], nil
 }

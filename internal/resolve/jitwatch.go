@@ -311,6 +311,14 @@ func (w *JITWatcher) Finish(deadline time.Time) {
 			default:
 				continue
 			}
+			if s.itt != nil && pr.Offset < pr.Size {
+				if torn := s.itt.Torn(); torn > 0 && torn == pr.Size-pr.Offset {
+					// A record the writer did not finish: ignored, and said.
+					s.stopped = fmt.Sprintf("ends in %d bytes of a record not written whole, ignored", torn)
+					w.spans.SetError(s.spanSrc, joinWhy(s.openErr, s.stopped))
+					continue
+				}
+			}
 			if pr.Offset < pr.Size && s.itt != nil {
 				// The spans left are counted, as dropped, so that every one the program
 				// reported is accounted for.

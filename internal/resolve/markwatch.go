@@ -64,8 +64,22 @@ func (w *JITWatcher) pollITT(s *watchedSource) (more bool) {
 	if err != nil {
 		s.openErr = err.Error()
 	}
+	if n, errno := s.itt.WriteFailures(); n > 0 {
+		s.openErr = joinWhy(s.openErr, fmt.Sprintf("%d writes of the collector failed (the last: %v), their spans are counted dropped", n, errno))
+	}
 	w.spans.SetError(s.spanSrc, s.openErr)
 	return more
+}
+
+// joinWhy joins two reasons with "; ", either of which may be empty.
+func joinWhy(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }
 
 // MaxSpanFileBytes bounds the bytes read from one ITT spans file (the collector bounds
