@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/stax-profiler/stax/internal/jit"
 	"github.com/stax-profiler/stax/internal/spans"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
@@ -68,5 +69,52 @@ func TestITTFullDirCountsLoss(t *testing.T) {
 	unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
 	if h.Start == 0 || h.Start > uint64(ts.Nano()/1e7)+1 {
 		t.Errorf("header start %d ticks, boot time now %d ticks", h.Start, ts.Nano()/1e7)
+	}
+}
+
+// TestJITDumpFullDirCountsLoss sends 100,000 loads from 8 threads into a jitdump on a 256
+// KiB tmpfs: the collector gives the file up at its first failed write, cut back to its last
+// whole record, warns once on stderr, and counts in the header every function it did not
+// write, so that the written and the counted make the 100,000; stax's tailer reports the
+// count and the error.
+func TestJITDumpFullDirCountsLoss(t *testing.T) {
+	needBuild(t)
+	dir := testutil.MountSmallTmpfs(t, 256<<10)
+	const calls = 100000
+	out, stderr := runProg(t, 5*time.Minute, append(collectEnv(dir), "ITTFLOOD_FAILURES_OK=1"), floodPath, "flood", "8", fmt.Sprint(calls))
+	pid := h0pid(t, out)
+	path := filepath.Join(dir, fmt.Sprintf("jit-%d.dump", pid))
+	h, recs, err := readDump(path)
+	if err != nil {
+		t.Fatalf("%s: %v (a torn record?)", path, err)
+	}
+	var loads uint64
+	for _, r := range recs {
+		if r.ID == 0 {
+			loads++
+		}
+	}
+	t.Logf("%d functions written, %d counted not written, %d failed writes, errno %d; stderr: %s", loads, h.LostFunctions, h.FailedWrites, h.Errno, strings.TrimSpace(stderr))
+	if loads+h.LostFunctions != calls || h.LostFunctions == 0 {
+		t.Errorf("%d written + %d not written = %d, want %d, some not written", loads, h.LostFunctions, loads+h.LostFunctions, calls)
+	}
+	if h.FailedWrites != 1 || unix.Errno(h.Errno) != unix.ENOSPC {
+		t.Errorf("%d failed writes, errno %d: want 1 (the file is given up), ENOSPC", h.FailedWrites, h.Errno)
+	}
+	if n := strings.Count(stderr, "stax: JIT collector: writing"); n != 1 || !strings.Contains(strings.ToLower(stderr), unix.ENOSPC.Error()) {
+		t.Errorf("stderr warns %d times, want once, with %q:\n%s", n, unix.ENOSPC.Error(), stderr)
+	}
+
+	tl, err := jit.OpenTailer(path, pid, uint32(os.Getuid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	if _, _, err := tl.Poll(); err != nil {
+		t.Fatal(err)
+	}
+	st := tl.Status()
+	if st.Functions != loads || st.NotWritten != h.LostFunctions || !strings.Contains(st.WriteError, unix.ENOSPC.Error()) {
+		t.Errorf("tailer status: %d functions, %d not written (%q); want %d, %d, ENOSPC", st.Functions, st.NotWritten, st.WriteError, loads, h.LostFunctions)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/stax-profiler/stax/internal/jit/jitformat"
 )
 
 // Errors returned when opening a JIT file is refused.
@@ -204,7 +206,9 @@ type Tailer struct {
 // process's user), and its header (checked once present) must name pid, as
 // seen in the target's own pid namespace.
 func OpenTailer(path string, pid int, uid uint32) (*Tailer, error) {
-	t := &Tailer{f: tailFile{path: path, uid: uid, fd: -1}, pid: uint32(pid)}
+	// Only the header proper is compared to notice a rewrite: stax's extension after it
+	// changes in place.
+	t := &Tailer{f: tailFile{path: path, uid: uid, fd: -1, headMax: HeaderSize}, pid: uint32(pid)}
 	t.status = Source{Path: path, Kind: SourceJitdump}
 	if err := t.f.open(); err != nil {
 		return nil, err
@@ -257,7 +261,11 @@ func (t *Tailer) PollUpTo(limit int64) (recs []Record, reset, more bool, err err
 		t.status.Resets++
 		t.status.Closed = false
 		t.status.LastError = ""
+		t.status.NotWritten, t.status.WriteError = 0, ""
 		t.mu.Unlock()
+	}
+	if t.hasHdr && t.failed == nil {
+		t.readLost()
 	}
 	if t.failed != nil || size == t.f.off {
 		return nil, reset, false, nil
@@ -290,6 +298,7 @@ func (t *Tailer) PollUpTo(limit int64) (recs []Record, reset, more bool, err err
 		t.hdr, t.hasHdr = h, true
 		t.f.off = int64(h.TotalSize)
 	}
+	t.readLost()
 	clear(t.recs)
 	recs = t.recs[:0]
 	want := readChunk
@@ -335,6 +344,28 @@ func (t *Tailer) PollUpTo(limit int64) (recs []Record, reset, more bool, err err
 	}
 	t.recs = recs
 	return recs, reset, more, nil
+}
+
+// readLost reads stax's header extension, which its collector rewrites in place with the
+// count of what it could not write.
+func (t *Tailer) readLost() {
+	if t.hdr.TotalSize < HeaderSize+jitformat.StaxLostSize {
+		return
+	}
+	b, err := t.f.read(HeaderSize, jitformat.StaxLostSize)
+	if err != nil || len(b) < jitformat.StaxLostSize {
+		return
+	}
+	var l jitformat.StaxLost
+	if _, ok := jitformat.Decode(t.hdr.Order, b, &l); !ok || l.Magic != jitformat.StaxLostMagic || l.Size < jitformat.StaxLostSize {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.status.NotWritten = l.Functions
+	if l.FailedWrites > 0 {
+		t.status.WriteError = fmt.Sprintf("%d writes failed, the last: %v", l.FailedWrites, unix.Errno(l.Error))
+	}
 }
 
 func (t *Tailer) count(recs []Record) {

@@ -590,11 +590,20 @@ func (w *JITWatcher) Sources() []store.JITSource {
 				}
 				st.Skipped[jit.SkipOverBudget] += s.overBudget
 			}
+			if st.NotWritten > 0 {
+				if st.Skipped == nil {
+					st.Skipped = map[string]uint64{}
+				}
+				st.Skipped[jit.SkipNotWritten] += st.NotWritten
+			}
 			if len(st.Skipped) > 0 {
 				js.Skipped = st.Skipped
 			}
 			if js.Error == "" {
 				js.Error = st.LastError
+			}
+			if st.WriteError != "" {
+				js.Error = joinWhy(js.Error, "the collector gave the file up: "+st.WriteError)
 			}
 			if s.stopped != "" {
 				if js.Error != "" {
