@@ -173,11 +173,11 @@ static void warn(const char *msg, const char *path, int err)
 }
 
 /*
- * put_all writes the n vectors at the file's end (written), completing a short
- * write; on failure it cuts the file back to its last whole record and returns 0
- * with errno set.  file_mu must be held.
+ * put_all writes the n vectors at the file's end (written), completing short
+ * writes, and returns the bytes written: all of them, or fewer when a write
+ * failed (*err set).  file_mu must be held.
  */
-static int put_all(int f, struct iovec *iov, int n)
+static size_t put_all(int f, struct iovec *iov, int n, int *err)
 {
 	uint64_t at = written;
 
@@ -187,14 +187,8 @@ static int put_all(int f, struct iovec *iov, int n)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
-			int err = w < 0 ? errno : ENOSPC;
-
-			/* A torn record is never left: the file ends at its last whole record. */
-			if (ftruncate(f, (off_t)written) != 0) {
-				/* the next write at written overwrites the torn bytes */
-			}
-			errno = err;
-			return 0;
+			*err = w < 0 ? errno : ENOSPC;
+			break;
 		}
 		at += (uint64_t)w;
 		while (n > 0 && (size_t)w >= iov->iov_len) {
@@ -207,8 +201,24 @@ static int put_all(int f, struct iovec *iov, int n)
 			iov->iov_len -= (size_t)w;
 		}
 	}
-	written = at;
-	return 1;
+	return (size_t)(at - written);
+}
+
+/* whole is how many bytes of the records at p (n bytes) are whole records within their
+ * first w bytes. */
+static size_t whole(const unsigned char *p, size_t n, size_t w)
+{
+	size_t off = 0;
+
+	while (off + 8 <= n) {
+		uint16_t size;
+
+		memcpy(&size, p + off + 2, 2);
+		if (size < 8 || off + size > w)
+			break;
+		off += size;
+	}
+	return off;
 }
 
 /* open_file creates the process's spans file; file_mu must be held. */
@@ -319,6 +329,8 @@ static void flush(struct tbuf *t, uint64_t now, int own)
 	struct iovec iov[2];
 	int f, n = 0;
 	uint64_t room, drop = 0, unmatched = 0, unfinished = 0;
+	size_t w = 0;
+	int err = 0;
 
 	if (own)
 		t->last_write = now;
@@ -349,23 +361,36 @@ static void flush(struct tbuf *t, uint64_t now, int own)
 		unfinished = t->unfinished;
 		t->unmatched = t->unfinished = 0;
 	}
-	if (f >= 0 && len > off) {
-		iov[n].iov_base = t->buf + off;
-		iov[n++].iov_len = len - off;
-	}
+	/* The counts first: a write cut short keeps them if it can. */
 	if (nextra > 0) {
 		iov[n].iov_base = extra;
 		iov[n++].iov_len = nextra;
 	}
-	if (n > 0 && !put_all(f, iov, n)) {
-		/* Nothing of it stays in the file: its spans are dropped, its counts kept for the
-		 * next write. */
-		int err = errno;
+	if (f >= 0 && len > off) {
+		iov[n].iov_base = t->buf + off;
+		iov[n++].iov_len = len - off;
+	}
+	if (n > 0 && (w = put_all(f, iov, n, &err)) < nextra + len - off) {
+		/*
+		 * The write failed, maybe after some of it was written: the file keeps the whole
+		 * records written (stax may have read them) and is cut back to the last of them,
+		 * so that it never holds a torn record; the spans of the rest are dropped, and
+		 * its counts kept for the next write.
+		 */
+		size_t keep = w < nextra ? whole(extra, nextra, w) : nextra + whole(t->buf + off, len - off, w - nextra);
 
-		t->dropped += drop;
-		t->unmatched += unmatched;
-		t->unfinished += unfinished;
-		count_drop(t, count_spans(t->buf + off, len - off));
+		if (keep < w && ftruncate(f, (off_t)(written + keep)) != 0) {
+			/* the next write at written overwrites the torn bytes */
+		}
+		written += keep;
+		if (drop > 0 && keep < 16)
+			t->dropped += drop;
+		if ((unmatched > 0 || unfinished > 0) && keep < (drop > 0 ? 16u : 0u) + 24u) {
+			t->unmatched += unmatched;
+			t->unfinished += unfinished;
+		}
+		keep = keep > nextra ? keep - nextra : 0;
+		count_drop(t, count_spans(t->buf + off + keep, len - off - keep));
 		failed_writes++;
 		last_errno = (uint32_t)err;
 		if (!warned) {
@@ -375,6 +400,8 @@ static void flush(struct tbuf *t, uint64_t now, int own)
 			snprintf(path, sizeof path, "%s/itt-%d.spans", dir, file_pid);
 			warn("cannot write", path, err);
 		}
+	} else if (n > 0) {
+		written += w;
 	}
 	if (f >= 0)
 		update_header();

@@ -280,9 +280,13 @@ static unsigned char *reserve(size_t n)
 	return st.buf + st.len - n;
 }
 
-/* write_all writes n bytes, completing short writes; 0 with errno set when it cannot. */
-static int write_all(int fd, const unsigned char *p, size_t n)
+/*
+ * write_all writes n bytes, completing short writes; 0 with errno set when it
+ * cannot, *done then saying how many were written.
+ */
+static int write_all(int fd, const unsigned char *p, size_t n, size_t *done)
 {
+	*done = 0;
 	while (n) {
 		ssize_t w = write(fd, p, n);
 
@@ -297,8 +301,25 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 		}
 		p += w;
 		n -= (size_t)w;
+		*done += (size_t)w;
 	}
 	return 1;
+}
+
+/* whole_records is how many of the first w bytes of the records at p are whole records. */
+static size_t whole_records(const unsigned char *p, size_t n, size_t w)
+{
+	size_t off = 0;
+
+	while (off + PREFIX_SIZE <= n) {
+		struct stax_jitdump_record_prefix pre;
+
+		memcpy(&pre, p + off, sizeof pre);
+		if (pre.total_size < PREFIX_SIZE || off + pre.total_size > w)
+			break;
+		off += pre.total_size;
+	}
+	return off;
 }
 
 /* count_loads counts the CODE_LOAD records of the n bytes of records at p. */
@@ -337,21 +358,25 @@ static void update_lost(void)
 }
 
 /*
- * A write of the dump file failed (err) with the n bytes of records at b: the
- * file is cut back to its last whole record, so that it holds no torn one, and
- * given up with what is pending; the functions not written are counted in the
- * header from now on, and the failure is said once on stderr.  Under mu.
+ * A write of the dump file failed (err) with the n bytes of records at b, of
+ * which done were written: the file keeps the whole records written (stax may
+ * have read them) and is cut back to the last of them, so that it holds no
+ * torn one, and is given up with what is pending; the functions not written
+ * are counted in the header from now on, and the failure is said once on
+ * stderr.  Under mu.
  */
-static void file_failed(const unsigned char *b, size_t n, int err)
+static void file_failed(const unsigned char *b, size_t n, size_t done, int err)
 {
 	char msg[4400];
+	size_t keep = whole_records(b, n, done);
 	int len;
 
 	st.failed = 1;
 	st.failed_writes++;
 	st.last_err = (uint32_t)err;
-	st.lost += count_loads(b, n) + count_loads(st.buf, st.len);
+	st.lost += count_loads(b + keep, n - keep) + count_loads(st.buf, st.len);
 	st.len = 0;
+	st.good += keep;
 	if (st.fd >= 0) {
 		if (ftruncate(st.fd, (off_t)st.good) != 0) {
 			/* stax reads up to the last whole record and says the rest */
@@ -381,16 +406,19 @@ static int flush_sync(void)
 	int ok = 1;
 
 	if (st.len && st.fd >= 0) {
-		ok = write_all(st.fd, st.buf, st.len);
+		size_t done;
+
+		ok = write_all(st.fd, st.buf, st.len, &done);
 		st.n_writes++;
 		st.n_bytes += st.len;
 		if (ok) {
 			st.good += st.len;
 		} else {
 			size_t n = st.len;
+			int err = errno;
 
 			st.len = 0;
-			file_failed(st.buf, n, errno);
+			file_failed(st.buf, n, done, err);
 		}
 	}
 	st.len = 0;
@@ -448,6 +476,7 @@ static void *writer_main(void *arg)
 		unsigned char *b;
 		size_t n, c;
 		int fd, ok, err = 0;
+		size_t done = 0;
 
 		while (st.len == 0 && !st.writer_stop)
 			pthread_cond_wait(&data_cv, &mu);
@@ -484,7 +513,7 @@ static void *writer_main(void *arg)
 		pthread_cond_broadcast(&space_cv);
 		pthread_mutex_unlock(&mu);
 
-		ok = fd >= 0 && write_all(fd, b, n);
+		ok = fd >= 0 && write_all(fd, b, n, &done);
 		if (!ok)
 			err = errno;
 
@@ -495,7 +524,7 @@ static void *writer_main(void *arg)
 		if (ok && fd >= 0 && st.fd == fd)
 			st.good += n;
 		if (!ok && fd >= 0 && st.fd == fd)
-			file_failed(b, n, err);
+			file_failed(b, n, done, err);
 		if (st.wcap > st.limit + BUF_SLACK) {
 			/* one event was larger than the limit: back to the usual size */
 			free(st.wbuf);
