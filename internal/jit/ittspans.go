@@ -22,7 +22,14 @@ type ITTSpanTailer struct {
 	// so far: the larger of dropSum and the header's count, which holds every drop even
 	// when no DROP record could be written (a full file system).
 	dropSum, counted uint64
+	// wantStart is the process's start time (clock ticks since boot), 0 if unknown: a
+	// version 2 header naming another is an earlier process's with the same pid.
+	wantStart uint64
 }
+
+// ExpectStart gives the start time of the process the file is read for (field 22 of
+// /proc/PID/stat): a header that names another start time is refused as stale.
+func (t *ITTSpanTailer) ExpectStart(ticks uint64) { t.wantStart = ticks }
 
 // ittHeadStable is how many leading bytes of a spans file never change while it is
 // written: a version 2 header's counts (from byte 24) are updated in place.
@@ -40,6 +47,13 @@ func OpenITTSpanTailer(path string, pid int, uid uint32) (*ITTSpanTailer, error)
 
 // Close closes the file.
 func (t *ITTSpanTailer) Close() error { return t.f.close() }
+
+// Is reports whether path is the file read (its device and inode), without following a
+// final symbolic link.
+func (t *ITTSpanTailer) Is(path string) bool {
+	var st unix.Stat_t
+	return unix.Lstat(path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Dev == t.f.dev && st.Ino == t.f.ino
+}
 
 // Notes returns the task ends without a begin and the unfinished tasks read so far.
 func (t *ITTSpanTailer) Notes() (unmatched, unfinished uint64) {
@@ -126,6 +140,9 @@ func (t *ITTSpanTailer) poll(limit int64, emit func(spans.Span)) (n uint64, bad 
 		h, err := spans.ParseITTHeaderFull(b)
 		if err == nil && h.Pid != t.pid {
 			err = fmt.Errorf("%w: %d, expected %d", ErrWrongPid, h.Pid, t.pid)
+		}
+		if err == nil && h.Start != 0 && t.wantStart != 0 && h.Start != t.wantStart {
+			err = fmt.Errorf("%w (its header names a process started at tick %d, this one started at %d)", ErrStale, h.Start, t.wantStart)
 		}
 		if err == nil && int64(h.Size) > size {
 			return 0, 0, 0, false, nil

@@ -2,6 +2,7 @@ package jit
 
 import (
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,5 +124,28 @@ func TestITTSpanTailerV2Counts(t *testing.T) {
 	f.Close()
 	if _, dropped, _, err := tl.PollUpTo(1<<20, emit); err != nil || dropped != 4 {
 		t.Fatalf("third poll: %v, %d more dropped, want 4 (11 in DROP records, 7 counted)", err, dropped)
+	}
+}
+
+// A version 2 file whose header names another start time than the process's is an earlier
+// process's with the same pid: refused as stale.
+func TestITTSpanTailerStaleHeader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "itt-5.spans")
+	os.WriteFile(path, append(ittFileHeaderV2(5, 77, 0, 0, 0), ittFileRecord(2, 9, 0x10, 100, 200, 0)...), 0o600)
+	for _, c := range []struct {
+		want uint64
+		ok   bool
+	}{{77, true}, {0, true}, {78, false}} {
+		tl, err := OpenITTSpanTailer(path, 5, uint32(os.Getuid()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl.ExpectStart(c.want)
+		n := 0
+		_, _, _, err = tl.PollUpTo(1<<20, func(spans.Span) { n++ })
+		tl.Close()
+		if c.ok != (err == nil) || (err != nil && !errors.Is(err, ErrStale)) || c.ok != (n == 1) {
+			t.Errorf("process started at %d, file at 77: %v, %d spans", c.want, err, n)
+		}
 	}
 }

@@ -93,6 +93,10 @@ type watchedProc struct {
 	// env is the STAX_JIT_DIR of its environment as last read (envRead), for discovery.
 	env     string
 	envRead time.Time
+	// startTicks and started are when it started (/proc/PID/stat), zero when it was gone
+	// before it was first looked at: a file written before then is an earlier process's.
+	startTicks uint64
+	started    time.Time
 }
 
 // youngFor is how long after its start a watched process has its owner looked at every
@@ -185,6 +189,9 @@ func (w *JITWatcher) track(pid int) *watchedProc {
 			since = since.Add(-age)
 		}
 		p = &watchedProc{pid: pid, nsPid: proc.NSPid(pid), uid: w.defaultID, since: since, sources: map[string]*watchedSource{}}
+		if ticks, at, err := proc.Start(pid); err == nil {
+			p.startTicks, p.started = ticks, at
+		}
 		p.refreshUID()
 		w.pids[pid] = p
 	}
@@ -463,6 +470,19 @@ func (w *JITWatcher) pollSource(p *watchedProc, inner string, s *watchedSource, 
 			path = inner // the process is gone; its root link with it
 		}
 		p.refreshUID()
+		// A file written before the process started is an earlier process's with the same
+		// pid: not read, said in the status, and looked at again (the process may write
+		// its own over it).
+		if fi, statErr := os.Stat(path); statErr == nil {
+			if err := jit.CheckWrittenSince(fi.ModTime(), p.started); err != nil {
+				s.openErr = err.Error()
+				s.retryAt = time.Now().Add(2 * time.Second)
+				if s.kind == jit.SourceMarkers || s.kind == jit.SourceITTSpans {
+					w.spans.SetError(s.spanSrc, s.openErr)
+				}
+				return false
+			}
+		}
 		switch s.kind {
 		case jit.SourcePerfMap:
 			s.pmap, err = jit.OpenPerfMapTailer(path, p.uid)
@@ -470,6 +490,9 @@ func (w *JITWatcher) pollSource(p *watchedProc, inner string, s *watchedSource, 
 			s.marks, err = jit.OpenMarkerTailer(path, p.uid)
 		case jit.SourceITTSpans:
 			s.itt, err = jit.OpenITTSpanTailer(path, p.nsPid, p.uid)
+			if err == nil {
+				s.itt.ExpectStart(p.startTicks)
+			}
 		default:
 			s.dump, err = jit.OpenTailer(path, p.nsPid, p.uid)
 		}
