@@ -43,3 +43,18 @@ func itoa(n int) string {
 		}
 	}
 }
+
+// GonePid returns the pid of a process that has exited and been reaped (a pid no process
+// holds now, unless the system reuses it meanwhile).
+func GonePid(t testing.TB) int {
+	t.Helper()
+	var attr os.ProcAttr
+	p, err := os.StartProcess("/bin/true", []string{"true"}, &attr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return p.Pid
+}
