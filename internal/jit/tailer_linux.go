@@ -356,8 +356,8 @@ func (t *Tailer) readLost() {
 	if err != nil || len(b) < jitformat.StaxLostSize {
 		return
 	}
-	var l jitformat.StaxLost
-	if _, ok := jitformat.Decode(t.hdr.Order, b, &l); !ok || l.Magic != jitformat.StaxLostMagic || l.Size < jitformat.StaxLostSize {
+	l, ok := ParseStaxLost(t.hdr.Order, b)
+	if !ok {
 		return
 	}
 	t.mu.Lock()
