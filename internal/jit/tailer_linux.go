@@ -346,6 +346,23 @@ func (t *Tailer) PollUpTo(limit int64) (recs []Record, reset, more bool, err err
 	return recs, reset, more, nil
 }
 
+// Torn is how many bytes the file holds past its last whole record, once it has been read
+// to there: a record its writer did not finish. It is 0 while records remain to be read.
+func (t *Tailer) Torn() int64 {
+	rest := t.f.size - t.f.off
+	if !t.hasHdr || t.failed != nil || rest <= 0 {
+		return 0
+	}
+	b, err := t.f.read(t.f.off, int(min(rest, RecordPrefixSize)))
+	if err != nil || len(b) < RecordPrefixSize {
+		return rest
+	}
+	if size := int64(t.hdr.Order.Uint32(b[4:])); size >= RecordPrefixSize && size <= rest {
+		return 0
+	}
+	return rest
+}
+
 // readLost reads stax's header extension, which its collector rewrites in place with the
 // count of what it could not write.
 func (t *Tailer) readLost() {

@@ -286,12 +286,15 @@ func (w *JITWatcher) scanInterval(p *watchedProc, young int, now time.Time) time
 
 // Finish reads what the files still hold, looking everywhere once more (processes that have
 // exited included), until every file is read or deadline passes; files it could not read to
-// their end say so in their status. Call it after Run has returned.
+// their end say so in their status, and so do files that end in part of a record (a torn
+// record, which is ignored). Call it after Run has returned.
 func (w *JITWatcher) Finish(deadline time.Time) {
 	final := true
+	caughtUp := false
 	for {
 		if w.round(final, nil) {
-			return
+			caughtUp = true // what is left of a file is at most a torn record: said below
+			break
 		}
 		final = false // discovery is done once
 		if !time.Now().Before(deadline) {
@@ -325,6 +328,17 @@ func (w *JITWatcher) Finish(deadline time.Time) {
 					w.spans.SetError(s.spanSrc, joinWhy(s.openErr, s.stopped))
 					continue
 				}
+			}
+			if s.dump != nil && pr.Offset < pr.Size {
+				if torn := s.dump.Torn(); torn > 0 && torn == pr.Size-pr.Offset {
+					// A record its writer did not finish (it crashed, say): said, not
+					// taken for a file read only in part.
+					s.stopped = fmt.Sprintf("ends in %d bytes of a record not written whole, ignored", torn)
+					continue
+				}
+			}
+			if caughtUp {
+				continue
 			}
 			if pr.Offset < pr.Size && s.itt != nil {
 				// The spans left are counted, as dropped, so that every one the program
