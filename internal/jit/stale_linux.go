@@ -18,8 +18,8 @@ var ErrStale = errors.New("stale: written by an earlier process with this pid")
 
 // staleSlack is how much earlier than its process's start a file may have been written and
 // still be taken as its own: file times and process start times come from clocks that
-// differ by a tick or two.
-const staleSlack = 100 * time.Millisecond
+// differ by a tick or two, more on a network file system whose server keeps the times.
+const staleSlack = time.Second
 
 // CheckWrittenSince returns ErrStale (wrapped, saying when) when a file last modified at
 // mtime cannot have been written by a process that started at started: mtime is earlier.
