@@ -23,7 +23,12 @@
  * have passed since its last write (so a live run sees its spans), when
  * its thread exits, and at process exit.  The file is bounded by
  * STAX_ITT_MAX_MB (default 256); what does not fit is counted in DROP
- * records.  The format is described in stax_itt.h.
+ * records.  A write that fails (a full file system) or falls short is
+ * completed or rolled back: the file is cut back to its last whole record,
+ * the write's tasks and markers are counted as dropped (in a DROP record
+ * once a write succeeds again, and at once in the header's count, updated
+ * in place), and the first failure is said once on stderr.  The format is
+ * described in stax_itt.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -96,7 +101,12 @@ static int fd = -1;
 static int file_pid;   /* the process fd was opened by; fork makes a new file */
 static int file_failed;
 static uint64_t max_bytes;
-static uint64_t written; /* bytes in the file */
+static uint64_t written; /* bytes in the file: whole records only (file_mu) */
+static uint64_t dropped_total; /* tasks and markers not written, all threads (atomic) */
+static uint64_t hdr_dropped;   /* dropped_total as last written to the header (file_mu) */
+static uint32_t failed_writes, last_errno; /* (file_mu) */
+static uint32_t hdr_failed;    /* failed_writes as last written to the header (file_mu) */
+static int warned;             /* a failed write was said on stderr (file_mu) */
 
 
 static uint64_t now_ns(void)
@@ -107,12 +117,117 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* count_drop counts n tasks or markers of t not written; t->mu must be held. */
+static void count_drop(struct tbuf *t, uint64_t n)
+{
+	t->dropped += n;
+	__atomic_add_fetch(&dropped_total, n, __ATOMIC_RELAXED);
+}
+
+/* start_ticks is the process's start time, field 22 of /proc/self/stat; 0 if unknown. */
+static uint64_t start_ticks(void)
+{
+	char b[1024], *p;
+	ssize_t n;
+	int f = open("/proc/self/stat", O_RDONLY | O_CLOEXEC), i;
+
+	if (f < 0)
+		return 0;
+	n = read(f, b, sizeof b - 1);
+	close(f);
+	if (n <= 0)
+		return 0;
+	b[n] = 0;
+	p = strrchr(b, ')'); /* the command name may hold spaces and parentheses */
+	if (!p)
+		return 0;
+	for (i = 2; i < 22 && p; i++) /* p is at the end of field 2 */
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* update_header writes the counts of what was not written into the header, in place
+ * (the header's bytes exist: this needs no room); file_mu must be held. */
+static void update_header(void)
+{
+	uint64_t d = __atomic_load_n(&dropped_total, __ATOMIC_RELAXED);
+	uint32_t fw[2] = { failed_writes, last_errno };
+
+	if (fd < 0 || file_failed || (d == hdr_dropped && failed_writes == hdr_failed))
+		return;
+	if (pwrite(fd, &d, 8, STAX_ITT_HDR_DROPPED) == 8)
+		hdr_dropped = d;
+	if (pwrite(fd, fw, 8, STAX_ITT_HDR_FAILED) == 8)
+		hdr_failed = failed_writes;
+}
+
+/* warn says msg and the error on stderr. */
+static void warn(const char *msg, const char *path, int err)
+{
+	char b[4300];
+	int n = snprintf(b, sizeof b, "stax itt collector: %s %s: %s\n", msg, path, strerror(err));
+
+	if (n > 0 && write(2, b, (size_t)n < sizeof b ? (size_t)n : sizeof b - 1) < 0) {
+		/* nothing more to do */
+	}
+}
+
+/*
+ * put_all writes the n vectors at the file's end (written), completing short
+ * writes, and returns the bytes written: all of them, or fewer when a write
+ * failed (*err set).  file_mu must be held.
+ */
+static size_t put_all(int f, struct iovec *iov, int n, int *err)
+{
+	uint64_t at = written;
+
+	while (n > 0) {
+		ssize_t w = pwritev(f, iov, n, (off_t)at);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			*err = w < 0 ? errno : ENOSPC;
+			break;
+		}
+		at += (uint64_t)w;
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return (size_t)(at - written);
+}
+
+/* whole is how many bytes of the records at p (n bytes) are whole records within their
+ * first w bytes. */
+static size_t whole(const unsigned char *p, size_t n, size_t w)
+{
+	size_t off = 0;
+
+	while (off + 8 <= n) {
+		uint16_t size;
+
+		memcpy(&size, p + off + 2, 2);
+		if (size < 8 || off + size > w)
+			break;
+		off += size;
+	}
+	return off;
+}
+
 /* open_file creates the process's spans file; file_mu must be held. */
 static void open_file(void)
 {
 	char path[4096];
 	unsigned char hdr[STAX_ITT_HEADER] = STAX_ITT_FILE_MAGIC;
-	uint32_t pid = (uint32_t)getpid();
+	uint32_t pid = (uint32_t)getpid(), hsize = STAX_ITT_HEADER;
+	uint64_t start = start_ticks();
 	struct stat sb;
 
 	if (file_pid == (int)pid && (fd >= 0 || file_failed))
@@ -133,19 +248,29 @@ static void open_file(void)
 		}
 		unlink(path);
 	}
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* Not O_APPEND: the header's counts are rewritten in place (pwrite), records are
+	 * written at written. */
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		fprintf(stderr, "stax itt collector: create %s: %s\n", path, strerror(errno));
 		return;
 	}
 	memcpy(hdr + 8, &pid, 4);
-	if (write(fd, hdr, sizeof hdr) != (ssize_t)sizeof hdr) {
+	memcpy(hdr + 12, &hsize, 4);
+	memcpy(hdr + STAX_ITT_HDR_START, &start, 8);
+	if (pwrite(fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr) {
+		/* Without a header nothing can be counted: no file is better than an empty one. */
+		warn("cannot write the header of", path, errno);
+		unlink(path);
 		close(fd);
 		fd = -1;
 		return;
 	}
 	written = sizeof hdr;
 	file_failed = 0;
+	hdr_dropped = 0;
+	hdr_failed = 0;
+	update_header(); /* drops counted before the file existed */
 }
 
 /* head writes a record's type, size and thread id at p. */
@@ -168,6 +293,26 @@ static void put(struct tbuf *t, uint16_t type, const void *body, size_t n)
 	__atomic_store_n(&t->len, t->len + size, __ATOMIC_RELEASE);
 }
 
+/* count_spans counts the tasks and markers of the n bytes of records at p. */
+static uint64_t count_spans(const unsigned char *p, size_t n)
+{
+	uint64_t c = 0;
+	size_t off = 0;
+
+	while (off + 8 <= n) {
+		uint16_t type, size;
+
+		memcpy(&type, p + off, 2);
+		memcpy(&size, p + off + 2, 2);
+		if (type == STAX_ITT_TASK || type == STAX_ITT_MARK)
+			c++;
+		if (size < 8)
+			break;
+		off += size;
+	}
+	return c;
+}
+
 /*
  * flush writes what t's buffer holds and the counts not reported yet (DROP
  * and NOTE records after the buffer's, in the same write); the caller holds
@@ -183,7 +328,9 @@ static void flush(struct tbuf *t, uint64_t now, int own)
 	size_t nextra = 0;
 	struct iovec iov[2];
 	int f, n = 0;
-	uint64_t room;
+	uint64_t room, drop = 0, unmatched = 0, unfinished = 0;
+	size_t w = 0;
+	int err = 0;
 
 	if (own)
 		t->last_write = now;
@@ -195,20 +342,14 @@ static void flush(struct tbuf *t, uint64_t now, int own)
 	room = written < max_bytes ? max_bytes - written : 0;
 	if (f >= 0 && len - off > room) {
 		/* The file is at its bound: the records are dropped and counted. */
-		while (off < len) {
-			uint16_t type, size;
-
-			memcpy(&type, t->buf + off, 2);
-			memcpy(&size, t->buf + off + 2, 2);
-			if (type == STAX_ITT_TASK || type == STAX_ITT_MARK)
-				t->dropped++;
-			off += size;
-		}
+		count_drop(t, count_spans(t->buf + off, len - off));
+		off = len;
 	}
 	if (f >= 0 && t->dropped > 0) {
 		head(extra, STAX_ITT_DROP, 16, t->tid);
 		memcpy(extra + 8, &t->dropped, 8);
 		nextra = 16;
+		drop = t->dropped;
 		t->dropped = 0;
 	}
 	if (f >= 0 && (t->unmatched > 0 || t->unfinished > 0)) {
@@ -216,18 +357,54 @@ static void flush(struct tbuf *t, uint64_t now, int own)
 		memcpy(extra + nextra + 8, &t->unmatched, 8);
 		memcpy(extra + nextra + 16, &t->unfinished, 8);
 		nextra += 24;
+		unmatched = t->unmatched;
+		unfinished = t->unfinished;
 		t->unmatched = t->unfinished = 0;
+	}
+	/* The counts first: a write cut short keeps them if it can. */
+	if (nextra > 0) {
+		iov[n].iov_base = extra;
+		iov[n++].iov_len = nextra;
 	}
 	if (f >= 0 && len > off) {
 		iov[n].iov_base = t->buf + off;
 		iov[n++].iov_len = len - off;
 	}
-	if (nextra > 0) {
-		iov[n].iov_base = extra;
-		iov[n++].iov_len = nextra;
+	if (n > 0 && (w = put_all(f, iov, n, &err)) < nextra + len - off) {
+		/*
+		 * The write failed, maybe after some of it was written: the file keeps the whole
+		 * records written (stax may have read them) and is cut back to the last of them,
+		 * so that it never holds a torn record; the spans of the rest are dropped, and
+		 * its counts kept for the next write.
+		 */
+		size_t keep = w < nextra ? whole(extra, nextra, w) : nextra + whole(t->buf + off, len - off, w - nextra);
+
+		if (keep < w && ftruncate(f, (off_t)(written + keep)) != 0) {
+			/* the next write at written overwrites the torn bytes */
+		}
+		written += keep;
+		if (drop > 0 && keep < 16)
+			t->dropped += drop;
+		if ((unmatched > 0 || unfinished > 0) && keep < (drop > 0 ? 16u : 0u) + 24u) {
+			t->unmatched += unmatched;
+			t->unfinished += unfinished;
+		}
+		keep = keep > nextra ? keep - nextra : 0;
+		count_drop(t, count_spans(t->buf + off + keep, len - off - keep));
+		failed_writes++;
+		last_errno = (uint32_t)err;
+		if (!warned) {
+			char path[4096];
+
+			warned = 1;
+			snprintf(path, sizeof path, "%s/itt-%d.spans", dir, file_pid);
+			warn("cannot write", path, err);
+		}
+	} else if (n > 0) {
+		written += w;
 	}
-	if (n > 0 && writev(f, iov, n) == (ssize_t)(len - off + nextra))
-		written += len - off + nextra;
+	if (f >= 0)
+		update_header();
 	pthread_mutex_unlock(&file_mu);
 out:
 	if (own) {
@@ -327,7 +504,7 @@ static void thread_gone(void *p)
 	pthread_mutex_unlock(&list_mu);
 	close_open(t, now_ns());
 	pthread_mutex_lock(&t->mu);
-	t->dropped += t->over;
+	count_drop(t, t->over);
 	flush(t, now_ns(), 1);
 	pthread_mutex_unlock(&t->mu);
 	pthread_mutex_destroy(&t->mu);
@@ -397,7 +574,7 @@ static void task_end(const stax_itt_domain *d)
 	if (t->over > 0) {
 		t->over--;
 		pthread_mutex_lock(&t->mu);
-		t->dropped++;
+		count_drop(t, 1);
 		pthread_mutex_unlock(&t->mu);
 		return;
 	}
@@ -448,7 +625,7 @@ static void frame_begin(const stax_itt_domain *d, stax_itt_id *id)
 		;
 	if (i == ITT_FRAMES) {
 		pthread_mutex_lock(&t->mu);
-		t->dropped++;
+		count_drop(t, 1);
 		pthread_mutex_unlock(&t->mu);
 		return;
 	}
@@ -506,10 +683,14 @@ static void atfork_child(void)
 	struct tbuf *t = self();
 
 	threads = NULL;
+	dropped_total = 0;
+	failed_writes = last_errno = 0;
+	warned = 0;
 	if (t) {
 		t->len = 0;
 		t->done = 0;
 		t->dropped = 0;
+		t->unmatched = t->unfinished = 0;
 		memset(t->named, 0, sizeof t->named);
 		t->tid = (uint32_t)syscall(SYS_gettid);
 		t->next = NULL;
@@ -565,6 +746,10 @@ __attribute__((destructor)) static void itt_fini(void)
 		flush(t, now, own);
 		pthread_mutex_unlock(&t->mu);
 	}
+	pthread_mutex_lock(&file_mu);
+	if (file_pid == (int)getpid())
+		update_header(); /* drops counted on threads that had nothing else to write */
+	pthread_mutex_unlock(&file_mu);
 	pthread_mutex_unlock(&list_mu);
 }
 

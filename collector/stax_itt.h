@@ -68,11 +68,20 @@ typedef struct stax_itt_id {
 #define STAX_ITT_MAGIC { 0xED, 0xAB, 0xAB, 0xEC, 0x0D, 0xEE, 0xDA, 0x30 }
 
 /*
- * The spans file, <dir>/itt-<pid>.spans: a 16-byte header, then records,
+ * The spans file, <dir>/itt-<pid>.spans: a 40-byte header, then records,
  * little-endian (the machine's order; stax reads x86-64 and arm64 files).
- * Each thread buffers its records and appends them with one write.
+ * Each thread buffers its records and appends them with one write; a write
+ * that fails or falls short is rolled back (the file is cut back to its
+ * last whole record) and its tasks and markers are counted as dropped.
  *
- *   header:  char magic[8] = "STAXITT\1", u32 pid, u32 reserved (0)
+ *   header:  char magic[8] = "STAXITT\2", u32 pid, u32 header size (40),
+ *            u64 start: the process's start time (field 22 of
+ *            /proc/<pid>/stat, clock ticks since boot; 0 if unknown),
+ *            u64 dropped: every task and marker of the process not written
+ *            (DROP records included), updated in place,
+ *            u32 failed writes, u32 errno of the last one, updated in place
+ *   version 1 (stax's Go package): magic "STAXITT\1", u32 pid,
+ *            u32 reserved (0): a 16-byte header without the counts
  *   record:  u16 type, u16 size (whole record, a multiple of 8), u32 tid,
  *            then by type:
  *     1 NAME:  u64 key, name bytes (NUL-padded to a multiple of 8)
@@ -84,13 +93,17 @@ typedef struct stax_itt_id {
  *              ends there
  *     3 MARK:  u64 key, u64 time: a marker
  *     4 DROP:  u64 count: tasks and markers of this thread not written
- *              (its nesting was too deep, or the file reached its bound)
+ *              (its nesting was too deep, the file reached its bound, or
+ *              a write failed), since the thread's last DROP
  *     5 NOTE:  u64 unmatched, u64 unfinished: task ends without a begin, and
  *              tasks still open at process exit on another thread than the
  *              exiting one (not written), since the thread's last NOTE
  */
-#define STAX_ITT_FILE_MAGIC "STAXITT\1"
-#define STAX_ITT_HEADER 16
+#define STAX_ITT_FILE_MAGIC "STAXITT\2"
+#define STAX_ITT_HEADER 40
+#define STAX_ITT_HDR_START 16   /* offset of the process's start time */
+#define STAX_ITT_HDR_DROPPED 24 /* offset of the dropped count */
+#define STAX_ITT_HDR_FAILED 32  /* offset of the failed writes, then the errno */
 enum {
 	STAX_ITT_NAME = 1,
 	STAX_ITT_TASK = 2,

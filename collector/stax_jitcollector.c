@@ -132,6 +132,12 @@ static struct {
 	pid_t pid;              /* process the state below belongs to */
 	int fd;                 /* open dump file, or -1 */
 	int failed;             /* file could not be created/written for pid */
+	uint64_t good;          /* bytes of the file that are whole records (the header's included) */
+	/* After a failed write: the given-up file, kept open to count in its header what
+	 * is not written (struct stax_jitdump_lost, rewritten in place), or -1. */
+	int lost_fd;
+	uint64_t lost;          /* CODE_LOAD records not written */
+	uint32_t failed_writes, last_err;
 	int shut;               /* SHUTDOWN seen; written under mu, atomic */
 	int inherited;          /* regions came from a parent process */
 	void *marker;
@@ -164,7 +170,7 @@ static struct {
 	uint64_t n_events, n_writes, n_bytes, n_waits, wait_ns;
 	size_t max_pending;
 	int stats_done;
-} st = { .fd = -1 };
+} st = { .fd = -1, .lost_fd = -1 };
 
 static int vm_read_state;       /* 0 untested, 1 works, -1 unavailable; atomic */
 static unsigned fork_gen;       /* counts forks into this process; atomic */
@@ -274,8 +280,13 @@ static unsigned char *reserve(size_t n)
 	return st.buf + st.len - n;
 }
 
-static int write_all(int fd, const unsigned char *p, size_t n)
+/*
+ * write_all writes n bytes, completing short writes; 0 with errno set when it
+ * cannot, *done then saying how many were written.
+ */
+static int write_all(int fd, const unsigned char *p, size_t n, size_t *done)
 {
+	*done = 0;
 	while (n) {
 		ssize_t w = write(fd, p, n);
 
@@ -284,20 +295,105 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 				continue;
 			return 0;
 		}
+		if (w == 0) {
+			errno = ENOSPC;
+			return 0;
+		}
 		p += w;
 		n -= (size_t)w;
+		*done += (size_t)w;
 	}
 	return 1;
 }
 
-/* The dump file cannot be written: give it up with what is pending. Under mu. */
-static void file_failed(void)
+/* whole_records is how many of the first w bytes of the records at p are whole records. */
+static size_t whole_records(const unsigned char *p, size_t n, size_t w)
 {
+	size_t off = 0;
+
+	while (off + PREFIX_SIZE <= n) {
+		struct stax_jitdump_record_prefix pre;
+
+		memcpy(&pre, p + off, sizeof pre);
+		if (pre.total_size < PREFIX_SIZE || off + pre.total_size > w)
+			break;
+		off += pre.total_size;
+	}
+	return off;
+}
+
+/* count_loads counts the CODE_LOAD records of the n bytes of records at p. */
+static uint64_t count_loads(const unsigned char *p, size_t n)
+{
+	uint64_t c = 0;
+	size_t off = 0;
+
+	while (off + PREFIX_SIZE <= n) {
+		struct stax_jitdump_record_prefix pre;
+
+		memcpy(&pre, p + off, sizeof pre);
+		if (pre.id == STAX_JITDUMP_CODE_LOAD)
+			c++;
+		if (pre.total_size < PREFIX_SIZE)
+			break;
+		off += pre.total_size;
+	}
+	return c;
+}
+
+/* update_lost rewrites the header's count of what was not written, in place. Under mu. */
+static void update_lost(void)
+{
+	struct stax_jitdump_lost l = {
+		.magic = STAX_JITDUMP_LOST_MAGIC,
+		.size = sizeof l,
+		.functions = st.lost,
+		.failed_writes = st.failed_writes,
+		.error = st.last_err,
+	};
+
+	if (st.lost_fd >= 0 && pwrite(st.lost_fd, &l, sizeof l, sizeof(struct stax_jitdump_header)) != (ssize_t)sizeof l) {
+		/* nothing more can be said in the file */
+	}
+}
+
+/*
+ * A write of the dump file failed (err) with the n bytes of records at b, of
+ * which done were written: the file keeps the whole records written (stax may
+ * have read them) and is cut back to the last of them, so that it holds no
+ * torn one, and is given up with what is pending; the functions not written
+ * are counted in the header from now on, and the failure is said once on
+ * stderr.  Under mu.
+ */
+static void file_failed(const unsigned char *b, size_t n, size_t done, int err)
+{
+	char msg[4400];
+	size_t keep = whole_records(b, n, done);
+	int len;
+
 	st.failed = 1;
-	if (st.fd >= 0)
-		close(st.fd);
-	st.fd = -1;
+	st.failed_writes++;
+	st.last_err = (uint32_t)err;
+	st.lost += count_loads(b + keep, n - keep) + count_loads(st.buf, st.len);
 	st.len = 0;
+	st.good += keep;
+	if (st.fd >= 0) {
+		if (ftruncate(st.fd, (off_t)st.good) != 0) {
+			/* stax reads up to the last whole record and says the rest */
+		}
+		if (st.lost_fd >= 0)
+			close(st.lost_fd);
+		st.lost_fd = st.fd;
+		st.fd = -1;
+	}
+	update_lost();
+	len = snprintf(msg, sizeof(msg),
+		       "stax: JIT collector: writing %s/jit-%d.dump failed (%s): it is given up; "
+		       "%llu functions and every later one are not written (stax status counts them)\n",
+		       st.dir, (int)st.pid, strerror(err), (unsigned long long)st.lost);
+	if (len > 0 && write(2, msg, (size_t)len < sizeof(msg) ? (size_t)len : sizeof(msg) - 1) < 0) {
+		/* nothing more to do */
+	}
 }
 
 /*
@@ -310,11 +406,20 @@ static int flush_sync(void)
 	int ok = 1;
 
 	if (st.len && st.fd >= 0) {
-		ok = write_all(st.fd, st.buf, st.len);
+		size_t done;
+
+		ok = write_all(st.fd, st.buf, st.len, &done);
 		st.n_writes++;
 		st.n_bytes += st.len;
-		if (!ok)
-			file_failed();
+		if (ok) {
+			st.good += st.len;
+		} else {
+			size_t n = st.len;
+			int err = errno;
+
+			st.len = 0;
+			file_failed(st.buf, n, done, err);
+		}
 	}
 	st.len = 0;
 	if (st.cap > st.limit + BUF_SLACK) {
@@ -370,7 +475,8 @@ static void *writer_main(void *arg)
 	for (;;) {
 		unsigned char *b;
 		size_t n, c;
-		int fd, ok;
+		int fd, ok, err = 0;
+		size_t done = 0;
 
 		while (st.len == 0 && !st.writer_stop)
 			pthread_cond_wait(&data_cv, &mu);
@@ -407,14 +513,18 @@ static void *writer_main(void *arg)
 		pthread_cond_broadcast(&space_cv);
 		pthread_mutex_unlock(&mu);
 
-		ok = fd >= 0 && write_all(fd, b, n);
+		ok = fd >= 0 && write_all(fd, b, n, &done);
+		if (!ok)
+			err = errno;
 
 		pthread_mutex_lock(&mu);
 		st.writing = 0;
 		st.n_writes++;
 		st.n_bytes += n;
+		if (ok && fd >= 0 && st.fd == fd)
+			st.good += n;
 		if (!ok && fd >= 0 && st.fd == fd)
-			file_failed();
+			file_failed(b, n, done, err);
 		if (st.wcap > st.limit + BUF_SLACK) {
 			/* one event was larger than the limit: back to the usual size */
 			free(st.wbuf);
@@ -860,6 +970,10 @@ static void close_file(int write_close)
 		close(st.fd);
 		st.fd = -1;
 	}
+	if (st.lost_fd >= 0) {
+		close(st.lost_fd);
+		st.lost_fd = -1;
+	}
 }
 
 static void reannounce(void)
@@ -941,7 +1055,10 @@ static int create_new(const char *path, const char **why)
 static int open_file(void)
 {
 	char path[4096];
-	struct stax_jitdump_header hdr;
+	struct {
+		struct stax_jitdump_header h;
+		struct stax_jitdump_lost l;
+	} hdr;
 	long pg = sysconf(_SC_PAGESIZE);
 	const char *why = NULL;
 	int fd;
@@ -954,7 +1071,8 @@ static int open_file(void)
 	fd = create_new(path, &why);
 	if (fd < 0)
 		goto fail;
-	hdr = (struct stax_jitdump_header){
+	memset(&hdr, 0, sizeof hdr);
+	hdr.h = (struct stax_jitdump_header){
 		.magic = STAX_JITDUMP_MAGIC,
 		.version = STAX_JITDUMP_VERSION,
 		.total_size = sizeof(hdr),
@@ -962,11 +1080,15 @@ static int open_file(void)
 		.pid = (uint32_t)st.pid,
 		.timestamp = now_ns(),
 	};
+	hdr.l = (struct stax_jitdump_lost){ .magic = STAX_JITDUMP_LOST_MAGIC, .size = sizeof hdr.l };
 	if (write(fd, &hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr)) {
+		/* without a header nothing can be counted: no file rather than a torn one */
+		unlink(path);
 		close(fd);
 		goto fail;
 	}
 	st.fd = fd;
+	st.good = sizeof(hdr);
 	/*
 	 * An executable mapping of the file makes perf record log its name,
 	 * which is how perf inject --jit finds jitdump files.  Optional.
@@ -1024,10 +1146,15 @@ static void check_pid(pid_t pid)
 			}
 			if (st.fd >= 0)
 				close(st.fd);
+			if (st.lost_fd >= 0)
+				close(st.lost_fd);
 			st.inherited = st.tree != NULL;
 			forget_writer();
 		}
 		st.fd = -1;
+		st.lost_fd = -1;
+		st.lost = 0;
+		st.failed_writes = st.last_err = 0;
 		st.failed = 0;
 		st.pid = pid;
 	}
@@ -1479,8 +1606,16 @@ STAX_EXPORT int NotifyEvent(int event_type, void *data)
 		pthread_mutex_unlock(&mu);
 		return ret;
 	}
-	if (!ready(pid))
+	if (!ready(pid)) {
+		if (st.lost_fd >= 0 && st.pid == pid && !__atomic_load_n(&st.shut, __ATOMIC_RELAXED) &&
+		    (event_type == STAX_JIT_EV_METHOD_LOAD_FINISHED || event_type == STAX_JIT_EV_METHOD_UPDATE ||
+		     event_type == STAX_JIT_EV_METHOD_LOAD_FINISHED_V2 ||
+		     event_type == STAX_JIT_EV_METHOD_LOAD_FINISHED_V3)) {
+			st.lost++; /* the file was given up: counted, not written */
+			update_lost();
+		}
 		goto out;
+	}
 	if (st.writer && st.len >= st.limit) {
 		wait_space();
 		if (!ready(pid))

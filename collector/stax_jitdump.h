@@ -65,6 +65,21 @@ struct stax_jitdump_header {
 	uint64_t flags;
 };
 
+/*
+ * stax's header extension, right after the header (whose total_size counts
+ * it; perf skips it): what the collector could not write, updated in place.
+ * functions: CODE_LOAD records not written (a write failed and the file was
+ * given up); failed_writes: writes that failed; error: the errno of the last.
+ */
+#define STAX_JITDUMP_LOST_MAGIC 0x4C585453u /* "STXL" */
+struct stax_jitdump_lost {
+	uint32_t magic;
+	uint32_t size;
+	uint64_t functions;
+	uint32_t failed_writes;
+	uint32_t error;
+};
+
 /* Starts every record; total_size counts the prefix. */
 struct stax_jitdump_record_prefix {
 	uint32_t id;

@@ -30,6 +30,7 @@ int main(void)
 	CONST(STAX_METHOD_ID);
 	CONST(STAX_INLINE);
 	CONST(STAX_CODE_UNLOAD);
+	CONST(LOST_MAGIC);
 
 	SIZE(Header, stax_jitdump_header);
 	FIELD(Header, stax_jitdump_header, magic);
@@ -40,6 +41,13 @@ int main(void)
 	FIELD(Header, stax_jitdump_header, pid);
 	FIELD(Header, stax_jitdump_header, timestamp);
 	FIELD(Header, stax_jitdump_header, flags);
+
+	SIZE(StaxLost, stax_jitdump_lost);
+	FIELD(StaxLost, stax_jitdump_lost, magic);
+	FIELD(StaxLost, stax_jitdump_lost, size);
+	FIELD(StaxLost, stax_jitdump_lost, functions);
+	FIELD(StaxLost, stax_jitdump_lost, failed_writes);
+	FIELD(StaxLost, stax_jitdump_lost, error);
 
 	SIZE(RecordPrefix, stax_jitdump_record_prefix);
 	FIELD(RecordPrefix, stax_jitdump_record_prefix, id);

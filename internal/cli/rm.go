@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stax-profiler/stax/internal/client"
+	"github.com/stax-profiler/stax/internal/jit"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
@@ -50,19 +52,38 @@ first with stax stop.`,
 
 func gcCmd(g *globals) *cobra.Command {
 	var keep int
-	var damaged bool
+	var damaged, spansFiles bool
+	var dirs []string
 	c := &cobra.Command{
 		Use:   "gc --keep N",
 		Short: "Remove all but the newest N stored runs",
 		Long: `Remove stored runs, oldest first, so that the newest N remain. Live runs are never
-removed and do not count. With --damaged, files that cannot be read go too.`,
+removed and do not count. With --damaged, files that cannot be read go too.
+
+With --spans, remove the spans files of stax's ITT collector and Go package
+(itt-PID.spans, stax-PID.spans) that their process left in /tmp, in $STAX_JIT_DIR and in
+each --dir: those whose pid names no process, or a process that started after the file
+was last written (the pid was reused). stax removes the files it read for the commands it
+launched; these are the ones of processes it did not launch, or that ran without it. Pids
+are judged in stax's own pid namespace.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if keep < 0 {
 				return usageErr("--keep must be 0 or more, not %d", keep)
 			}
-			if !c.Flags().Changed("keep") && !damaged {
-				return usageErr("say how many runs to keep (--keep N), or --damaged")
+			if !c.Flags().Changed("keep") && !damaged && !spansFiles {
+				return usageErr("say how many runs to keep (--keep N), or --damaged, or --spans")
+			}
+			if len(dirs) > 0 && !spansFiles {
+				return usageErr("--dir goes with --spans")
+			}
+			if spansFiles {
+				if err := gcSpans(g, dirs); err != nil {
+					return err
+				}
+				if !c.Flags().Changed("keep") && !damaged {
+					return nil
+				}
 			}
 			live := liveIDs()
 			stored, err := client.Stored()
@@ -92,7 +113,37 @@ removed and do not count. With --damaged, files that cannot be read go too.`,
 	}
 	c.Flags().IntVar(&keep, "keep", 0, "how many of the newest stored runs to keep")
 	c.Flags().BoolVar(&damaged, "damaged", false, "also remove run files that cannot be read")
+	c.Flags().BoolVar(&spansFiles, "spans", false, "remove the spans files of processes that are gone, in /tmp, $STAX_JIT_DIR and each --dir")
+	c.Flags().StringArrayVar(&dirs, "dir", nil, "with --spans: another `DIR` to look in (repeatable)")
 	return c
+}
+
+// gcSpans removes the stale spans files in /tmp, $STAX_JIT_DIR and dirs.
+func gcSpans(g *globals, dirs []string) error {
+	look := []string{"/tmp"}
+	if d := os.Getenv("STAX_JIT_DIR"); filepath.IsAbs(d) {
+		look = append(look, d)
+	}
+	look = append(look, dirs...)
+	stale, findErr := jit.FindStaleSpans(look)
+	var n int
+	var bytes int64
+	for _, f := range stale {
+		if err := os.Remove(f.Path); err != nil {
+			if !errors.Is(err, os.ErrNotExist) {
+				findErr = errors.Join(findErr, err)
+			}
+			continue
+		}
+		n++
+		bytes += f.Size
+		fmt.Fprintf(g.out, "removed %s (%s): %s\n", esc(f.Path), bytesText(f.Size), f.Why)
+	}
+	fmt.Fprintf(g.out, "%d stale spans files removed (%s)\n", n, bytesText(bytes))
+	if findErr != nil {
+		return fmt.Errorf("gc --spans: %w", findErr)
+	}
+	return nil
 }
 
 func liveIDs() map[string]bool {

@@ -24,6 +24,9 @@ const (
 type dumpHeader struct {
 	Magic, Version, TotalSize, ElfMach, Pad, Pid uint32
 	Timestamp, Flags                             uint64
+	// stax's extension: the functions not written, the failed writes, the last errno.
+	LostFunctions       uint64
+	FailedWrites, Errno uint32
 }
 
 type record struct {
@@ -92,11 +95,13 @@ func parseDump(data []byte) (dumpHeader, []record, error) {
 		ElfMach: le.Uint32(data[12:]), Pad: le.Uint32(data[16:]), Pid: le.Uint32(data[20:]),
 		Timestamp: le.Uint64(data[24:]), Flags: le.Uint64(data[32:]),
 	}
-	if h.TotalSize != 40 {
-		return h, nil, fmt.Errorf("header size %d", h.TotalSize)
+	// The collector's header extension: what it could not write.
+	if h.TotalSize != 64 || len(data) < 64 || le.Uint32(data[40:]) != 0x4C585453 || le.Uint32(data[44:]) != 24 {
+		return h, nil, fmt.Errorf("header size %d, without stax's extension", h.TotalSize)
 	}
+	h.LostFunctions, h.FailedWrites, h.Errno = le.Uint64(data[48:]), le.Uint32(data[56:]), le.Uint32(data[60:])
 	var recs []record
-	for off := 40; off < len(data); {
+	for off := 64; off < len(data); {
 		if len(data)-off < 16 {
 			return h, recs, fmt.Errorf("truncated prefix at %d", off)
 		}

@@ -87,6 +87,7 @@ func TestFormatMatchesGo(t *testing.T) {
 		"STAX_METHOD_ID":      jitformat.RecStaxMethodID,
 		"STAX_INLINE":         jitformat.RecStaxInline,
 		"STAX_CODE_UNLOAD":    jitformat.RecStaxCodeUnload,
+		"LOST_MAGIC":          jitformat.StaxLostMagic,
 	}
 	if !reflect.DeepEqual(consts, wantConsts) {
 		t.Errorf("C constants %v\nGo constants %v", consts, wantConsts)
@@ -106,6 +107,7 @@ func TestFormatMatchesGo(t *testing.T) {
 		reflect.TypeFor[jitformat.StaxMethodID]():   jitformat.StaxMethodIDSize,
 		reflect.TypeFor[jitformat.StaxInline]():     jitformat.StaxInlineSize,
 		reflect.TypeFor[jitformat.StaxCodeUnload](): jitformat.StaxCodeUnloadSize,
+		reflect.TypeFor[jitformat.StaxLost]():       jitformat.StaxLostSize,
 	}
 	if len(sizes) != len(layouts) {
 		t.Errorf("C defines %d layouts, Go %d: %v", len(sizes), len(layouts), sizes)

@@ -18,15 +18,22 @@ func readITT(t *testing.T, path string) (pid uint32, got []spans.Span, dropped u
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pid, err = spans.ParseITTHeader(data); err != nil {
+	h, err := spans.ParseITTHeaderFull(data)
+	if err != nil {
 		t.Fatal(err)
 	}
-	var d spans.ITTDecoder
-	consumed, bad, dropped, err := d.Decode(data[spans.ITTHeaderSize:], func(s spans.Span) { got = append(got, s) })
-	if err != nil || bad != 0 || consumed != len(data)-spans.ITTHeaderSize {
-		t.Fatalf("decode %s: %v, %d unusable records, %d of %d bytes", path, err, bad, consumed, len(data)-spans.ITTHeaderSize)
+	if h.Version != 2 || h.Start == 0 {
+		t.Errorf("header %+v: want version 2 with the process's start time", h)
 	}
-	return pid, got, dropped
+	var d spans.ITTDecoder
+	consumed, bad, dropped, err := d.Decode(data[h.Size:], func(s spans.Span) { got = append(got, s) })
+	if err != nil || bad != 0 || consumed != len(data)-h.Size {
+		t.Fatalf("decode %s: %v, %d unusable records, %d of %d bytes", path, err, bad, consumed, len(data)-h.Size)
+	}
+	if h.Dropped < dropped {
+		t.Errorf("the header counts %d dropped, its DROP records %d: the header holds every drop", h.Dropped, dropped)
+	}
+	return h.Pid, got, max(dropped, h.Dropped)
 }
 
 // TestITTTasksFromThreads has 4 threads and main run frames of nested tasks 70 deep: every

@@ -36,9 +36,13 @@ func TestITTBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h, err := spans.ParseITTHeaderFull(data)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var d spans.ITTDecoder
 	got := map[string]spans.Span{}
-	consumed, bad, dropped, err := d.Decode(data[spans.ITTHeaderSize:], func(s spans.Span) {
+	consumed, bad, dropped, err := d.Decode(data[h.Size:], func(s spans.Span) {
 		if len(s.Name) > 100 {
 			if s.Name != strings.Repeat("x", spans.MaxName) {
 				t.Errorf("the long name is %d bytes, not cut to %d x", len(s.Name), spans.MaxName)
@@ -47,8 +51,8 @@ func TestITTBadInput(t *testing.T) {
 		}
 		got[s.Name] = s
 	})
-	if err != nil || bad != 0 || dropped != 0 || consumed != len(data)-spans.ITTHeaderSize {
-		t.Fatalf("decode: %v, %d bad, %d dropped, %d of %d bytes", err, bad, dropped, consumed, len(data)-spans.ITTHeaderSize)
+	if err != nil || bad != 0 || dropped != 0 || h.Dropped != 0 || consumed != len(data)-h.Size {
+		t.Fatalf("decode: %v, %d bad, %d dropped (header %d), %d of %d bytes", err, bad, dropped, h.Dropped, consumed, len(data)-h.Size)
 	}
 	for _, name := range []string{"a", "b", "long", "(unnamed)", "open_at_exit"} {
 		if _, ok := got[name]; !ok {

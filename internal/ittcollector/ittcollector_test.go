@@ -170,8 +170,8 @@ func findKind(lines []outLine, kind string) []outLine {
 
 func checkHeader(t testing.TB, h dumpHeader, pid int) {
 	t.Helper()
-	if h.Magic != jitformat.Magic || h.Version != jitformat.Version || h.TotalSize != jitformat.HeaderSize ||
-		h.ElfMach != hostMachine(t) || h.Pad != 0 || h.Flags != 0 {
+	if h.Magic != jitformat.Magic || h.Version != jitformat.Version || h.TotalSize != jitformat.HeaderSize+jitformat.StaxLostSize ||
+		h.ElfMach != hostMachine(t) || h.Pad != 0 || h.Flags != 0 || h.LostFunctions != 0 || h.FailedWrites != 0 {
 		t.Errorf("header %+v", h)
 	}
 	if int(h.Pid) != pid {

@@ -145,7 +145,7 @@ func TestCollectorThreadSanitizer(t *testing.T) {
 			if rerr != nil {
 				t.Fatal(rerr)
 			}
-			if hs := jitformat.HeaderSize; mode == "exit" && len(data) >= hs+jitformat.RecordPrefixSize {
+			if hs := jitformat.HeaderSize + jitformat.StaxLostSize; mode == "exit" && len(data) >= hs+jitformat.RecordPrefixSize {
 				// a thread killed by the exit in the middle of its write leaves a
 				// partial record: only the header and the first record are checked
 				if n := hs + int(le.Uint32(data[hs+4:])); n <= len(data) {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stax-profiler/stax/internal/jit/jitformat"
 )
 
 // seedDumps returns the jitdump seeds: valid files of both byte orders,
@@ -175,4 +177,17 @@ func TestWriteFuzzCorpus(t *testing.T) {
 	write("FuzzParseHeader", seedDumps())
 	write("FuzzParseRecords", seedDumps())
 	write("FuzzParsePerfMap", seedMaps())
+}
+
+// FuzzParseStaxLost: the header extension of stax's collector parses or is refused, never
+// panics, in either byte order.
+func FuzzParseStaxLost(f *testing.F) {
+	f.Add([]byte("STXL\x18\x00\x00\x00\x07\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x1c\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, o := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+			if l, ok := ParseStaxLost(o, b); ok && (len(b) < jitformat.StaxLostSize || l.Magic != jitformat.StaxLostMagic) {
+				t.Fatalf("accepted %+v from %d bytes", l, len(b))
+			}
+		}
+	})
 }

@@ -126,6 +126,16 @@ func ParseHeader(b []byte) (Header, error) {
 	return h, nil
 }
 
+// ParseStaxLost reads stax's header extension (jitformat.StaxLost, the counts of what stax's
+// collector could not write) from the bytes after the 40-byte header, in the file's byte
+// order; ok is false when they do not hold one.
+func ParseStaxLost(o binary.ByteOrder, b []byte) (l jitformat.StaxLost, ok bool) {
+	if _, ok = jitformat.Decode(o, b, &l); !ok || l.Magic != jitformat.StaxLostMagic || l.Size < jitformat.StaxLostSize {
+		return jitformat.StaxLost{}, false
+	}
+	return l, true
+}
+
 // CodeLoad is a CODE_LOAD record.
 type CodeLoad struct {
 	Pid, Tid  uint32

@@ -14,6 +14,9 @@ const (
 	SkipTooMany    = "too many entries"
 	SkipUnwindSize = "unwinding data truncated"
 	SkipOverBudget = "over the JIT memory budget"
+	// SkipNotWritten counts the functions stax's collector could not write to the file (a
+	// write failed, and it gave the file up): its header says how many.
+	SkipNotWritten = "not written by the collector"
 )
 
 // Source is the status of one JIT announcement file, for display.
@@ -26,6 +29,10 @@ type Source struct {
 	Resets    uint64            // times the file was truncated or replaced
 	Closed    bool              // a CODE_CLOSE was seen
 	LastError string
+	// NotWritten counts the functions the writer could not write (stax's collector says
+	// so in its header extension), WriteError why (its last failed write).
+	NotWritten uint64
+	WriteError string
 }
 
 func (s *Source) skip(reason string) {

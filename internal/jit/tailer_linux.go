@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/stax-profiler/stax/internal/jit/jitformat"
 )
 
 // Errors returned when opening a JIT file is refused.
@@ -36,6 +38,9 @@ type tailFile struct {
 	buf      []byte
 	head     []byte // the file's first bytes, to notice a rewrite that outgrew off
 	mtime    int64  // the file's modification time at the last check (CLOCK_REALTIME ns)
+	// headMax, when set, is how many leading bytes head keeps (less than headLen): a
+	// format whose header changes in place keeps only its unchanging part.
+	headMax int
 }
 
 // headLen is how many leading bytes are remembered to notice a file that
@@ -173,8 +178,12 @@ func (f *tailFile) read(off int64, n int) ([]byte, error) {
 		}
 		got += m
 	}
-	if off == 0 && len(f.head) < headLen && got > len(f.head) {
-		f.head = append(f.head[:0], b[:min(got, headLen)]...)
+	hl := headLen
+	if f.headMax > 0 {
+		hl = f.headMax
+	}
+	if off == 0 && len(f.head) < hl && got > len(f.head) {
+		f.head = append(f.head[:0], b[:min(got, hl)]...)
 	}
 	return b[:got], nil
 }
@@ -197,7 +206,9 @@ type Tailer struct {
 // process's user), and its header (checked once present) must name pid, as
 // seen in the target's own pid namespace.
 func OpenTailer(path string, pid int, uid uint32) (*Tailer, error) {
-	t := &Tailer{f: tailFile{path: path, uid: uid, fd: -1}, pid: uint32(pid)}
+	// Only the header proper is compared to notice a rewrite: stax's extension after it
+	// changes in place.
+	t := &Tailer{f: tailFile{path: path, uid: uid, fd: -1, headMax: HeaderSize}, pid: uint32(pid)}
 	t.status = Source{Path: path, Kind: SourceJitdump}
 	if err := t.f.open(); err != nil {
 		return nil, err
@@ -250,7 +261,11 @@ func (t *Tailer) PollUpTo(limit int64) (recs []Record, reset, more bool, err err
 		t.status.Resets++
 		t.status.Closed = false
 		t.status.LastError = ""
+		t.status.NotWritten, t.status.WriteError = 0, ""
 		t.mu.Unlock()
+	}
+	if t.hasHdr && t.failed == nil {
+		t.readLost()
 	}
 	if t.failed != nil || size == t.f.off {
 		return nil, reset, false, nil
@@ -283,6 +298,7 @@ func (t *Tailer) PollUpTo(limit int64) (recs []Record, reset, more bool, err err
 		t.hdr, t.hasHdr = h, true
 		t.f.off = int64(h.TotalSize)
 	}
+	t.readLost()
 	clear(t.recs)
 	recs = t.recs[:0]
 	want := readChunk
@@ -328,6 +344,45 @@ func (t *Tailer) PollUpTo(limit int64) (recs []Record, reset, more bool, err err
 	}
 	t.recs = recs
 	return recs, reset, more, nil
+}
+
+// Torn is how many bytes the file holds past its last whole record, once it has been read
+// to there: a record its writer did not finish. It is 0 while records remain to be read.
+func (t *Tailer) Torn() int64 {
+	rest := t.f.size - t.f.off
+	if !t.hasHdr || t.failed != nil || rest <= 0 {
+		return 0
+	}
+	b, err := t.f.read(t.f.off, int(min(rest, RecordPrefixSize)))
+	if err != nil || len(b) < RecordPrefixSize {
+		return rest
+	}
+	if size := int64(t.hdr.Order.Uint32(b[4:])); size >= RecordPrefixSize && size <= rest {
+		return 0
+	}
+	return rest
+}
+
+// readLost reads stax's header extension, which its collector rewrites in place with the
+// count of what it could not write.
+func (t *Tailer) readLost() {
+	if t.hdr.TotalSize < HeaderSize+jitformat.StaxLostSize {
+		return
+	}
+	b, err := t.f.read(HeaderSize, jitformat.StaxLostSize)
+	if err != nil || len(b) < jitformat.StaxLostSize {
+		return
+	}
+	l, ok := ParseStaxLost(t.hdr.Order, b)
+	if !ok {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.status.NotWritten = l.Functions
+	if l.FailedWrites > 0 {
+		t.status.WriteError = fmt.Sprintf("%d writes failed, the last: %v", l.FailedWrites, unix.Errno(l.Error))
+	}
 }
 
 func (t *Tailer) count(recs []Record) {

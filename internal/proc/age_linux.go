@@ -83,3 +83,26 @@ func ExitWatch(pid int) (exited <-chan struct{}, stop func(), err error) {
 	var once sync.Once
 	return done, func() { once.Do(func() { f.Close() }) }, nil
 }
+
+// Start is when process pid started: its starttime in /proc/PID/stat (clock ticks since
+// boot, which identifies the process together with its pid), and that time on the wall
+// clock (CLOCK_REALTIME, to the hundredth of a second, never later than the true start).
+func Start(pid int) (ticks uint64, at time.Time, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	ticks, err = statStartTime(b)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("pid %d: %w", pid, err)
+	}
+	var boot, real unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &boot); err != nil {
+		return 0, time.Time{}, err
+	}
+	if err := unix.ClockGettime(unix.CLOCK_REALTIME, &real); err != nil {
+		return 0, time.Time{}, err
+	}
+	age := time.Duration(boot.Nano()) - time.Duration(ticks)*(time.Second/userHZ)
+	return ticks, time.Unix(0, real.Nano()).Add(-age), nil
+}

@@ -599,6 +599,13 @@ loop:
 		}
 	}
 	r.jitw.Close()
+	if r.gate != nil && exit >= 0 {
+		// The launched command is over: the spans files read for its processes that have
+		// exited are removed (their spans are the run's now), so that none piles up in /tmp.
+		if _, err := r.jitw.RemoveSpansFiles(); err != nil {
+			r.note("remove spans files: %v", err)
+		}
+	}
 	r.resolveAndNotify()
 	if err := r.res.Persist(); err != nil {
 		r.note("%v", err)

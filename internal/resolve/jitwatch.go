@@ -93,6 +93,10 @@ type watchedProc struct {
 	// env is the STAX_JIT_DIR of its environment as last read (envRead), for discovery.
 	env     string
 	envRead time.Time
+	// startTicks and started are when it started (/proc/PID/stat), zero when it was gone
+	// before it was first looked at: a file written before then is an earlier process's.
+	startTicks uint64
+	started    time.Time
 }
 
 // youngFor is how long after its start a watched process has its owner looked at every
@@ -185,6 +189,9 @@ func (w *JITWatcher) track(pid int) *watchedProc {
 			since = since.Add(-age)
 		}
 		p = &watchedProc{pid: pid, nsPid: proc.NSPid(pid), uid: w.defaultID, since: since, sources: map[string]*watchedSource{}}
+		if ticks, at, err := proc.Start(pid); err == nil {
+			p.startTicks, p.started = ticks, at
+		}
 		p.refreshUID()
 		w.pids[pid] = p
 	}
@@ -279,12 +286,15 @@ func (w *JITWatcher) scanInterval(p *watchedProc, young int, now time.Time) time
 
 // Finish reads what the files still hold, looking everywhere once more (processes that have
 // exited included), until every file is read or deadline passes; files it could not read to
-// their end say so in their status. Call it after Run has returned.
+// their end say so in their status, and so do files that end in part of a record (a torn
+// record, which is ignored). Call it after Run has returned.
 func (w *JITWatcher) Finish(deadline time.Time) {
 	final := true
+	caughtUp := false
 	for {
 		if w.round(final, nil) {
-			return
+			caughtUp = true // what is left of a file is at most a torn record: said below
+			break
 		}
 		final = false // discovery is done once
 		if !time.Now().Before(deadline) {
@@ -309,6 +319,25 @@ func (w *JITWatcher) Finish(deadline time.Time) {
 			case s.itt != nil:
 				pr = s.itt.Progress()
 			default:
+				continue
+			}
+			if s.itt != nil && pr.Offset < pr.Size {
+				if torn := s.itt.Torn(); torn > 0 && torn == pr.Size-pr.Offset {
+					// A record the writer did not finish: ignored, and said.
+					s.stopped = fmt.Sprintf("ends in %d bytes of a record not written whole, ignored", torn)
+					w.spans.SetError(s.spanSrc, joinWhy(s.openErr, s.stopped))
+					continue
+				}
+			}
+			if s.dump != nil && pr.Offset < pr.Size {
+				if torn := s.dump.Torn(); torn > 0 && torn == pr.Size-pr.Offset {
+					// A record its writer did not finish (it crashed, say): said, not
+					// taken for a file read only in part.
+					s.stopped = fmt.Sprintf("ends in %d bytes of a record not written whole, ignored", torn)
+					continue
+				}
+			}
+			if caughtUp {
 				continue
 			}
 			if pr.Offset < pr.Size && s.itt != nil {
@@ -455,6 +484,19 @@ func (w *JITWatcher) pollSource(p *watchedProc, inner string, s *watchedSource, 
 			path = inner // the process is gone; its root link with it
 		}
 		p.refreshUID()
+		// A file written before the process started is an earlier process's with the same
+		// pid: not read, said in the status, and looked at again (the process may write
+		// its own over it).
+		if fi, statErr := os.Stat(path); statErr == nil {
+			if err := jit.CheckWrittenSince(fi.ModTime(), p.started); err != nil {
+				s.openErr = err.Error()
+				s.retryAt = time.Now().Add(2 * time.Second)
+				if s.kind == jit.SourceMarkers || s.kind == jit.SourceITTSpans {
+					w.spans.SetError(s.spanSrc, s.openErr)
+				}
+				return false
+			}
+		}
 		switch s.kind {
 		case jit.SourcePerfMap:
 			s.pmap, err = jit.OpenPerfMapTailer(path, p.uid)
@@ -462,6 +504,9 @@ func (w *JITWatcher) pollSource(p *watchedProc, inner string, s *watchedSource, 
 			s.marks, err = jit.OpenMarkerTailer(path, p.uid)
 		case jit.SourceITTSpans:
 			s.itt, err = jit.OpenITTSpanTailer(path, p.nsPid, p.uid)
+			if err == nil {
+				s.itt.ExpectStart(p.startTicks)
+			}
 		default:
 			s.dump, err = jit.OpenTailer(path, p.nsPid, p.uid)
 		}
@@ -582,11 +627,20 @@ func (w *JITWatcher) Sources() []store.JITSource {
 				}
 				st.Skipped[jit.SkipOverBudget] += s.overBudget
 			}
+			if st.NotWritten > 0 {
+				if st.Skipped == nil {
+					st.Skipped = map[string]uint64{}
+				}
+				st.Skipped[jit.SkipNotWritten] += st.NotWritten
+			}
 			if len(st.Skipped) > 0 {
 				js.Skipped = st.Skipped
 			}
 			if js.Error == "" {
 				js.Error = st.LastError
+			}
+			if st.WriteError != "" {
+				js.Error = joinWhy(js.Error, "the collector gave the file up: "+st.WriteError)
 			}
 			if s.stopped != "" {
 				if js.Error != "" {

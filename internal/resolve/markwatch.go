@@ -1,7 +1,12 @@
 package resolve
 
 import (
+	"errors"
 	"fmt"
+	"os"
+
+	"github.com/stax-profiler/stax/internal/jit"
+	"github.com/stax-profiler/stax/internal/proc"
 
 	"github.com/stax-profiler/stax/internal/spans"
 )
@@ -64,8 +69,53 @@ func (w *JITWatcher) pollITT(s *watchedSource) (more bool) {
 	if err != nil {
 		s.openErr = err.Error()
 	}
+	if n, errno := s.itt.WriteFailures(); n > 0 {
+		s.openErr = joinWhy(s.openErr, fmt.Sprintf("%d writes of the collector failed (the last: %v), their spans are counted dropped", n, errno))
+	}
 	w.spans.SetError(s.spanSrc, s.openErr)
 	return more
+}
+
+// joinWhy joins two reasons with "; ", either of which may be empty.
+func joinWhy(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+// RemoveSpansFiles removes the ITT spans files (itt-PID.spans, stax-PID.spans) read for the
+// processes that have exited: for a run that launched its command, once it is over, so that
+// they do not pile up in /tmp. A file is removed only if it is still the one read (the same
+// inode at the path as the process named it, or as opened). It returns the files removed.
+func (w *JITWatcher) RemoveSpansFiles() (removed []string, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range w.pids {
+		if !proc.Gone(p.pid) {
+			continue
+		}
+		for inner, s := range p.sources {
+			if s.kind != jit.SourceITTSpans || s.itt == nil {
+				continue
+			}
+			for _, path := range []string{s.path, inner} {
+				if !s.itt.Is(path) {
+					continue
+				}
+				if rmErr := os.Remove(path); rmErr != nil {
+					err = errors.Join(err, rmErr)
+				} else {
+					removed = append(removed, path)
+				}
+				break
+			}
+		}
+	}
+	return removed, err
 }
 
 // MaxSpanFileBytes bounds the bytes read from one ITT spans file (the collector bounds

@@ -8,17 +8,25 @@ import (
 	"strings"
 )
 
-// The spans file of stax's ITT collector, itt-PID.spans (collector/stax_itt.h): a 16-byte
-// header (magic, pid), then records of a u16 type, a u16 size (the whole record, a
-// multiple of 8), a u32 thread id and a body, little-endian.
+// The spans file of stax's ITT collector, itt-PID.spans (collector/stax_itt.h): a header,
+// then records of a u16 type, a u16 size (the whole record, a multiple of 8), a u32 thread
+// id and a body, little-endian. Version 1 (stax's Go package) has a 16-byte header (magic,
+// pid); version 2 (the collector) a 40-byte one that adds the process's start time and the
+// counts of what the collector could not write, updated in place.
 const (
-	ITTMagic      = "STAXITT\x01"
+	ITTMagic   = "STAXITT\x01"
+	ITTMagicV2 = "STAXITT\x02"
+	// ITTHeaderSize is the size of a version 1 header, the least any version has.
 	ITTHeaderSize = 16
-	ittName       = 1
-	ittTask       = 2
-	ittMark       = 3
-	ittDrop       = 4
-	ittNote       = 5
+	// ITTHeaderV2Size is the size of the collector's version 2 header.
+	ITTHeaderV2Size = 40
+	// maxITTHeader bounds the header size a version 2 file may give.
+	maxITTHeader = 4096
+	ittName      = 1
+	ittTask      = 2
+	ittMark      = 3
+	ittDrop      = 4
+	ittNote      = 5
 	// ittUnfinished flags a task still open when its thread or the process ended.
 	ittUnfinished = 1
 	// maxITTRecord is the largest record the collector writes (a NAME of MaxName bytes).
@@ -40,15 +48,74 @@ func KindOf(path string) string {
 // find the next one.
 var ErrITTDamaged = errors.New("damaged ITT spans record")
 
+// ITTHeader is what a spans file's header says.
+type ITTHeader struct {
+	Version int
+	Pid     uint32
+	// Size is the header's size: where the records begin.
+	Size int
+	// Start is the writing process's start time (field 22 of /proc/PID/stat, clock ticks
+	// since boot); 0 when the file does not say (version 1) or the writer did not know.
+	Start uint64
+	// Dropped counts every task and marker the writer could not write, DROP records
+	// included; FailedWrites the writes that failed (and were rolled back), Errno the
+	// error of the last. Version 2, updated in place while the process runs.
+	Dropped      uint64
+	FailedWrites uint32
+	Errno        uint32
+}
+
 // ParseITTHeader checks a spans file's header and returns the pid it names.
 func ParseITTHeader(b []byte) (pid uint32, err error) {
+	h, err := ParseITTHeaderFull(b)
+	return h.Pid, err
+}
+
+// ITTHeaderNeed is how many leading bytes ParseITTHeaderFull needs to read the header
+// that begins with b (at least ITTHeaderSize bytes of it).
+func ITTHeaderNeed(b []byte) int {
+	if len(b) >= 8 && string(b[:8]) == ITTMagicV2 {
+		return ITTHeaderV2Size
+	}
+	return ITTHeaderSize
+}
+
+// ParseITTHeaderFull checks a spans file's header, of either version, and returns it.
+func ParseITTHeaderFull(b []byte) (ITTHeader, error) {
+	var h ITTHeader
 	if len(b) < ITTHeaderSize {
-		return 0, errors.New("ITT spans header cut short")
+		return h, errors.New("ITT spans header cut short")
 	}
-	if string(b[:8]) != ITTMagic {
-		return 0, errors.New("not an ITT spans file (bad magic)")
+	le := binary.LittleEndian
+	h.Pid = le.Uint32(b[8:])
+	switch string(b[:8]) {
+	case ITTMagic:
+		h.Version, h.Size = 1, ITTHeaderSize
+		return h, nil
+	case ITTMagicV2:
+	default:
+		return h, errors.New("not an ITT spans file (bad magic)")
 	}
-	return binary.LittleEndian.Uint32(b[8:]), nil
+	if len(b) < ITTHeaderV2Size {
+		return h, errors.New("ITT spans header cut short")
+	}
+	h.Version, h.Size = 2, int(le.Uint32(b[12:]))
+	if h.Size < ITTHeaderV2Size || h.Size > maxITTHeader || h.Size%8 != 0 {
+		return h, fmt.Errorf("%w: header size %d", ErrITTDamaged, h.Size)
+	}
+	h.Start = le.Uint64(b[16:])
+	h.ParseCounts(b)
+	return h, nil
+}
+
+// ParseCounts reads the counts of a version 2 header from its first ITTHeaderV2Size bytes
+// b, read again: the writer updates them in place.
+func (h *ITTHeader) ParseCounts(b []byte) {
+	if h.Version < 2 || len(b) < ITTHeaderV2Size {
+		return
+	}
+	le := binary.LittleEndian
+	h.Dropped, h.FailedWrites, h.Errno = le.Uint64(b[24:]), le.Uint32(b[32:]), le.Uint32(b[36:])
 }
 
 // ITTDecoder decodes the records of one spans file, remembering the names they define.

@@ -159,3 +159,20 @@ func TestCountITT(t *testing.T) {
 		t.Errorf("a size of 3: %v, want ErrITTDamaged", err)
 	}
 }
+
+// FuzzITTHeader: a header of either version parses or fails, never panics, and what it
+// accepts is bounded.
+func FuzzITTHeader(f *testing.F) {
+	f.Add([]byte(ITTMagic + "\x05\x00\x00\x00\x00\x00\x00\x00"))
+	f.Add([]byte(ITTMagicV2 + "\x05\x00\x00\x00\x28\x00\x00\x00" + "\x10\x00\x00\x00\x00\x00\x00\x00" + "\x07\x00\x00\x00\x00\x00\x00\x00" + "\x03\x00\x00\x00\x1c\x00\x00\x00"))
+	f.Add([]byte(ITTMagicV2 + "\x05\x00\x00\x00\xff\xff\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := ParseITTHeaderFull(b)
+		if err != nil {
+			return
+		}
+		if h.Size < ITTHeaderSize || h.Size > maxITTHeader || h.Size > len(b) && h.Version == 1 || h.Size < ITTHeaderNeed(b) {
+			t.Fatalf("header %+v from %d bytes", h, len(b))
+		}
+	})
+}

@@ -101,6 +101,19 @@ type StaxCodeUnload struct {
 	CodeAddr, CodeSize uint64
 }
 
+// StaxLost is stax's header extension, right after the Header (whose TotalSize counts it):
+// what stax's collector could not write, updated in place. Functions counts the CODE_LOAD
+// records not written (a write failed and the collector gave the file up), FailedWrites the
+// writes that failed, Error the errno of the last.
+type StaxLost struct {
+	Magic, Size         uint32
+	Functions           uint64
+	FailedWrites, Error uint32
+}
+
+// StaxLostMagic starts a StaxLost ("STXL" in a little-endian file).
+const StaxLostMagic = 0x4C585453
+
 // MaxRecordSize is the largest record stax reads (a record's TotalSize); writers stay
 // below it.
 const MaxRecordSize = 256 << 20
@@ -108,7 +121,7 @@ const MaxRecordSize = 256 << 20
 // Layout is any of the layouts.
 type Layout interface {
 	Header | RecordPrefix | CodeLoad | CodeMove | DebugInfo | DebugEntry | UnwindingInfo |
-		StaxMethodID | StaxInline | StaxCodeUnload
+		StaxMethodID | StaxInline | StaxCodeUnload | StaxLost
 }
 
 // Sizes of the layouts in a file.
@@ -123,6 +136,7 @@ const (
 	StaxMethodIDSize   = 24
 	StaxInlineSize     = 24
 	StaxCodeUnloadSize = 16
+	StaxLostSize       = 24
 )
 
 // Each size is its layout's: this does not compile otherwise.
@@ -138,6 +152,7 @@ func _() {
 	_ = x[StaxMethodIDSize-unsafe.Sizeof(StaxMethodID{})]
 	_ = x[StaxInlineSize-unsafe.Sizeof(StaxInline{})]
 	_ = x[StaxCodeUnloadSize-unsafe.Sizeof(StaxCodeUnload{})]
+	_ = x[StaxLostSize-unsafe.Sizeof(StaxLost{})]
 }
 
 // probe read in a byte order tells which it is.

@@ -54,6 +54,7 @@ func roundTrip[T Layout](t *testing.T) {
 
 func TestLayouts(t *testing.T) {
 	roundTrip[Header](t)
+	roundTrip[StaxLost](t)
 	roundTrip[RecordPrefix](t)
 	roundTrip[CodeLoad](t)
 	roundTrip[CodeMove](t)
