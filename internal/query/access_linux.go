@@ -6,11 +6,13 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/stax-profiler/stax/internal/proc"
+	"github.com/stax-profiler/stax/internal/targetfile"
 )
 
 // noGroup is the file-system gid taken for a process whose groups the run did not keep:
@@ -26,32 +28,54 @@ const noGroup = 65534
 // re-implement the kernel's rules, ACLs, capabilities and security modules, and would
 // still miss some.) Otherwise stax's own permissions bound what it opens.
 func openAs(path string, who *proc.Creds) (*os.File, error) {
+	done := make(chan openResult, 1)
 	if who == nil || who.UID == 0 || os.Geteuid() != 0 {
-		return openResolved(path)
+		go func() {
+			f, err := openResolved(path)
+			done <- openResult{f, err}
+		}()
+	} else {
+		go openAsThread(path, who, done)
 	}
-	type result struct {
-		f   *os.File
-		err error
+	// The open has a deadline (a file system that does not answer): past it, it is left to
+	// end on its own, and its file closed.
+	t := time.NewTimer(targetfile.OpenTimeout)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.f, r.err
+	case <-t.C:
 	}
-	done := make(chan result, 1)
+	targetfile.Abandon(path, fmt.Sprintf("no answer within %v", targetfile.OpenTimeout))
 	go func() {
-		runtime.LockOSThread()
-		var r result
-		restore, err := switchIdentity(who)
-		if err == nil {
-			r.f, r.err = openResolved(path)
-		} else {
-			r.err = fmt.Errorf("open %s as uid %d: %w", path, who.UID, err)
+		if r := <-done; r.f != nil {
+			r.f.Close()
 		}
-		if restore == nil || restore() {
-			runtime.UnlockOSThread()
-		}
-		// else the goroutine ends locked to the thread, and the runtime ends the thread
-		// with its changed identity.
-		done <- r
 	}()
-	r := <-done
-	return r.f, r.err
+	return nil, &os.PathError{Op: "open", Path: path, Err: targetfile.ErrStalled}
+}
+
+type openResult struct {
+	f   *os.File
+	err error
+}
+
+// openAsThread opens path on a locked OS thread switched to who's file-system identity.
+func openAsThread(path string, who *proc.Creds, done chan<- openResult) {
+	runtime.LockOSThread()
+	var r openResult
+	restore, err := switchIdentity(who)
+	if err == nil {
+		r.f, r.err = openResolved(path)
+	} else {
+		r.err = fmt.Errorf("open %s as uid %d: %w", path, who.UID, err)
+	}
+	if restore == nil || restore() {
+		runtime.UnlockOSThread()
+	}
+	// else the goroutine ends locked to the thread, and the runtime ends the thread
+	// with its changed identity.
+	done <- r
 }
 
 // switchIdentity gives the calling thread, which must be locked to its goroutine, who's
@@ -158,6 +182,9 @@ func checkOpened(f *os.File, max int64) error {
 		return err
 	}
 	if !fi.Mode().IsRegular() {
+		if !fi.IsDir() {
+			targetfile.Refuse(f.Name(), "is not a regular file")
+		}
 		return errors.New("is not a regular file")
 	}
 	if fi.Size() > max {

@@ -24,6 +24,7 @@ import (
 	"github.com/stax-profiler/stax/internal/spans"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/symconf"
+	"github.com/stax-profiler/stax/internal/targetfile"
 	"github.com/stax-profiler/stax/internal/unwind"
 )
 
@@ -250,7 +251,7 @@ func Start(opts Options) (*Recorder, error) {
 		cfg.Pids = append([]int{opts.Pid}, without(tids, opts.Pid)...)
 		r.meta.Pid = opts.Pid
 		r.meta.Attached = true
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", opts.Pid)); err == nil {
+		if b, err := targetfile.ReadPrefix(fmt.Sprintf("/proc/%d/cmdline", opts.Pid), 1<<20); err == nil {
 			r.meta.Command = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 		}
 	}

@@ -39,6 +39,7 @@ import (
 	"github.com/stax-profiler/stax/internal/symbol/ehframe"
 	"github.com/stax-profiler/stax/internal/symbol/elfsym"
 	"github.com/stax-profiler/stax/internal/symbol/kallsyms"
+	"github.com/stax-profiler/stax/internal/targetfile"
 )
 
 // Frame is one source-level frame of a resolved address.
@@ -159,7 +160,7 @@ func (im *Image) FuncRange(vaddr uint64) (start, end uint64, ok bool) {
 func (im *Image) loadRanges() {
 	var r io.ReaderAt = bytes.NewReader(im.mem)
 	if im.mem == nil {
-		f, err := os.Open(im.Path)
+		f, err := targetfile.Open(im.Path)
 		if err != nil {
 			return
 		}

@@ -96,7 +96,9 @@ func Refuse(path, why string) {
 	}
 }
 
-func abandon(path, why string) {
+// Abandon counts an open of path abandoned for why (once per path): for callers that open
+// by other means under their own deadline.
+func Abandon(path, why string) {
 	mu.Lock()
 	defer mu.Unlock()
 	if _, ok := abandoned[path]; ok {
@@ -133,6 +135,57 @@ func ReadFile(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	return data, nil
+}
+
+// ReadPrefix reads up to max bytes from the start of path (the rest is left unread),
+// with the open and the read under one deadline.
+func ReadPrefix(path string, max int64) ([]byte, error) {
+	var data []byte
+	_, err := run(path, func() (*os.File, error) {
+		f, err := openNow(path, false)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		data, err = io.ReadAll(io.LimitReader(f, max))
+		if err != nil {
+			err = &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		return nil, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// Candidate reports whether path, found by a scan for a program's files (JIT dumps, perf
+// maps, spans files), is a regular file, not a symbolic link. A FIFO, device or socket
+// there is counted as refused. The lstat runs without a deadline: scans are frequent.
+func Candidate(path string) bool {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return false
+	}
+	m := fi.Mode()
+	if m&(os.ModeNamedPipe|os.ModeDevice|os.ModeCharDevice|os.ModeSocket) != 0 {
+		Refuse(path, "is "+modeKind(m))
+	}
+	return m.IsRegular()
+}
+
+func modeKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a regular file"
 }
 
 // readAll reads f to its end, at most max bytes.
@@ -197,7 +250,7 @@ func run(path string, do func() (*os.File, error)) (*os.File, error) {
 	}
 	if len(stuck) >= maxStuck {
 		mu.Unlock()
-		abandon(path, "too many opens stalled already")
+		Abandon(path, "too many opens stalled already")
 		return nil, &os.PathError{Op: "open", Path: path, Err: ErrStalled}
 	}
 	mu.Unlock()
@@ -224,7 +277,7 @@ func run(path string, do func() (*os.File, error)) (*os.File, error) {
 	mu.Lock()
 	stuck[path] = true
 	mu.Unlock()
-	abandon(path, fmt.Sprintf("no answer within %v", OpenTimeout))
+	Abandon(path, fmt.Sprintf("no answer within %v", OpenTimeout))
 	go func() {
 		r := <-done
 		if r.f != nil {
