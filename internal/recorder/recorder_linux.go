@@ -152,6 +152,9 @@ type Recorder struct {
 	stopCh   chan struct{}
 	doneCh   chan struct{}
 	gateDone chan int
+
+	// filesBase is targetfile's counts (refused, abandoned) when the recording started.
+	filesBase [2]uint64
 }
 
 // ingestState is the ingest stage's: the samples read and not yet added, the workers that
@@ -400,6 +403,7 @@ func newRecorder(opts Options) *Recorder {
 		start:     time.Now(),
 		namer:     namerState{codeSeen: map[codeID]struct{}{}},
 	}
+	r.filesBase[0], r.filesBase[1] = targetfile.Counts()
 	r.res = resolve.New(r.tracker, symconf.Options(r.note))
 	r.spans = spans.NewSet()
 	r.jitw = resolve.NewJITWatcher(r.res, r.spans)
