@@ -116,3 +116,121 @@ func TestFIFOFilesDoNotStallRootRecorder(t *testing.T) {
 		t.Errorf("status does not show the refused files:\n%s", txt)
 	}
 }
+
+// startChrooted runs testdata/hostile.c, linked statically, as nobody in a chroot at root
+// (which must hold a /tmp of the test's making), and returns its pid once it runs there.
+func startChrooted(t *testing.T, root string) int {
+	t.Helper()
+	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/hostile.c")
+	testutil.CC(t, root, "prog", "gcc", append(append([]string{}, cflags...), "-static", src)...)
+	os.Chmod(filepath.Join(root, "prog"), 0o755)
+	target := &exec.Cmd{Path: "/prog", Args: []string{"/prog", "plain"}, Dir: "/"}
+	target.SysProcAttr = &syscall.SysProcAttr{Chroot: root, Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	stdout, err := target.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		target.Process.Kill()
+		target.Wait()
+	})
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.HasPrefix(line, "ready") {
+		t.Fatalf("the chrooted program did not start: %q, %v", line, err)
+	}
+	return target.Process.Pid
+}
+
+// recordAttached records pid with record -p, calls during once the run is live, stops the
+// recording and waits for stax to exit.
+func recordAttached(t *testing.T, e *staxEnv, pid int, during func()) {
+	t.Helper()
+	rec := e.cmd("record", "-q", "-p", itoa(pid))
+	var recOut syncBuffer
+	rec.Stdout, rec.Stderr = &recOut, &recOut
+	if err := rec.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Process.Kill()
+	if out, errOut, code := e.run("wait", "--for-samples", "1", "--timeout-ms", "60000"); code != 0 {
+		t.Fatalf("wait: exit %d\n%s%s\n%s", code, out, errOut, recOut.String())
+	}
+	during()
+	if out, errOut, code := e.run("stop"); code != 0 {
+		t.Fatalf("stop: exit %d\n%s%s", code, out, errOut)
+	}
+	if err := rec.Wait(); err != nil {
+		t.Fatalf("record -p: %v\n%s", err, recOut.String())
+	}
+}
+
+// TestAttachFileStaysInTargetRoot: record -p of a chrooted process run as nobody makes the
+// file that tells it it is recorded (/tmp/stax-PID.recording) as nobody, inside its root,
+// and removes it at the end; where its /tmp is a symbolic link to a directory outside its
+// root, nothing is made there (nor anywhere).
+func TestAttachFileStaysInTargetRoot(t *testing.T) {
+	testutil.RequirePerf(t)
+	testutil.RequireRoot(t)
+	e := newEnv(t)
+	mkdir := func(prefix string, mode os.FileMode) string {
+		d, err := os.MkdirTemp("", prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		os.Chmod(d, mode)
+		return d
+	}
+	entries := func(dir string) []string {
+		ents, _ := os.ReadDir(dir)
+		var names []string
+		for _, d := range ents {
+			names = append(names, d.Name())
+		}
+		return names
+	}
+
+	t.Run("own tmp", func(t *testing.T) {
+		root := mkdir("stax-chroot-", 0o755)
+		tmp := filepath.Join(root, "tmp")
+		os.Mkdir(tmp, 0o777)
+		os.Chmod(tmp, 0o1777)
+		pid := startChrooted(t, root)
+		flag := filepath.Join(tmp, "stax-"+itoa(pid)+".recording")
+		recordAttached(t, e, pid, func() {
+			st, err := os.Lstat(flag)
+			if err != nil {
+				t.Fatalf("while recording: %v (in its /tmp: %q)", err, entries(tmp))
+			}
+			if s := st.Sys().(*syscall.Stat_t); s.Uid != 65534 || !st.Mode().IsRegular() {
+				t.Errorf("%s is %v owned by uid %d, want a regular file of nobody's (65534)", flag, st.Mode(), s.Uid)
+			}
+		})
+		if _, err := os.Lstat(flag); !os.IsNotExist(err) {
+			t.Errorf("%s left after the recording: %v", flag, err)
+		}
+	})
+
+	t.Run("tmp links outside", func(t *testing.T) {
+		root := mkdir("stax-chroot-", 0o755)
+		outside := mkdir("stax-outside-", 0o777)
+		if err := os.Symlink(outside, filepath.Join(root, "tmp")); err != nil {
+			t.Fatal(err)
+		}
+		pid := startChrooted(t, root)
+		before := entries(root)
+		recordAttached(t, e, pid, func() {
+			if names := entries(outside); len(names) > 0 {
+				t.Errorf("made outside the target's root, in %s: %q", outside, names)
+			}
+		})
+		if names := entries(outside); len(names) > 0 {
+			t.Errorf("left outside the target's root, in %s: %q", outside, names)
+		}
+		if after := entries(root); strings.Join(after, " ") != strings.Join(before, " ") {
+			t.Errorf("the target's root held %q, now %q", before, after)
+		}
+	})
+}

@@ -4,20 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/stax-profiler/stax/internal/asuser"
 	"github.com/stax-profiler/stax/internal/proc"
 	"github.com/stax-profiler/stax/internal/targetfile"
 )
-
-// noGroup is the file-system gid taken for a process whose groups the run did not keep:
-// the kernel's overflow gid, which owns no file a source could be in.
-const noGroup = 65534
 
 // openAs opens path read-only as who could. When stax runs as root and who is another
 // user, the open runs on a locked OS thread whose file-system uid, gid and supplementary
@@ -60,76 +55,18 @@ type openResult struct {
 	err error
 }
 
-// openAsThread opens path on a locked OS thread switched to who's file-system identity.
+// openAsThread opens path as who (asuser.Run: a locked OS thread switched to who's
+// file-system identity).
 func openAsThread(path string, who *proc.Creds, done chan<- openResult) {
-	runtime.LockOSThread()
 	var r openResult
-	restore, err := switchIdentity(who)
-	if err == nil {
+	err := asuser.Run(who, func() error {
 		r.f, r.err = openResolved(path)
-	} else {
-		r.err = fmt.Errorf("open %s as uid %d: %w", path, who.UID, err)
-	}
-	if restore == nil || restore() {
-		runtime.UnlockOSThread()
-	}
-	// else the goroutine ends locked to the thread, and the runtime ends the thread
-	// with its changed identity.
-	done <- r
-}
-
-// switchIdentity gives the calling thread, which must be locked to its goroutine, who's
-// file-system identity. It returns a function that restores the thread's identity and
-// reports whether it could; restore is nil when nothing was changed.
-func switchIdentity(who *proc.Creds) (restore func() bool, err error) {
-	groups, err := unix.Getgroups() // this thread's
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("read groups: %w", err)
+		r.err = fmt.Errorf("open %s: %w", path, err)
 	}
-	old := make([]uint32, len(groups))
-	for i, g := range groups {
-		old[i] = uint32(g)
-	}
-	oldUID, oldGID := fsuid(), fsgid()
-	restore = func() bool {
-		unix.SetfsuidRetUid(oldUID)
-		unix.SetfsgidRetGid(oldGID)
-		return fsuid() == oldUID && fsgid() == oldGID && setThreadGroups(old) == nil
-	}
-	gid, supp := uint32(noGroup), []uint32(nil)
-	if len(who.GIDs) > 0 {
-		gid, supp = who.GIDs[0], who.GIDs[1:]
-	}
-	if err := setThreadGroups(supp); err != nil {
-		return restore, fmt.Errorf("set groups: %w", err)
-	}
-	unix.SetfsgidRetGid(int(gid))
-	unix.SetfsuidRetUid(int(who.UID))
-	if fsuid() != int(who.UID) || fsgid() != int(gid) {
-		return restore, errors.New("the kernel refused that file-system identity")
-	}
-	return restore, nil
-}
-
-// fsuid and fsgid return the thread's file-system ids: an invalid id changes nothing and
-// returns the current one.
-func fsuid() int { id, _ := unix.SetfsuidRetUid(-1); return id }
-func fsgid() int { id, _ := unix.SetfsgidRetGid(-1); return id }
-
-// setThreadGroups sets the supplementary groups of the calling thread alone, by the raw
-// system call: syscall.Setgroups changes those of every thread of the process.
-func setThreadGroups(gids []uint32) error {
-	if runtime.GOARCH == "386" || runtime.GOARCH == "arm" {
-		return errors.New("setgroups of 32-bit ids is not wired on " + runtime.GOARCH)
-	}
-	var p unsafe.Pointer
-	if len(gids) > 0 {
-		p = unsafe.Pointer(&gids[0])
-	}
-	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(gids)), uintptr(p), 0); e != 0 {
-		return e
-	}
-	return nil
+	done <- r
 }
 
 // openResolved opens path read-only without blocking on a FIFO or taking a terminal, and
