@@ -165,14 +165,15 @@ func (im *Image) loadRanges() {
 			return
 		}
 		defer f.Close()
+		ra := targetfile.ReaderAt(f)
 		if len(im.BuildID) > 0 {
-			if id, err := debugfile.BuildID(f); err != nil || !bytes.Equal(id, im.BuildID) {
+			if id, err := debugfile.BuildID(ra); err != nil || !bytes.Equal(id, im.BuildID) {
 				return
 			}
 		} else if k, err := statKey(im.Path); err != nil || k != im.file {
 			return
 		}
-		r = f
+		r = ra
 	}
 	rs, _ := ehframe.Read(r)
 	kept := rs[:0]

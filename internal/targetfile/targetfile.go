@@ -12,7 +12,9 @@
 //   - the open (and ReadFile's read, bounded in size) runs in a goroutine, and is abandoned
 //     when it has not returned within OpenTimeout (a FUSE or NFS server that does not
 //     answer): the caller gets ErrStalled at once, the descriptor is closed when the
-//     system call returns, and the same path fails at once while it is still stuck.
+//     system call returns, and the same path fails at once while it is still stuck;
+//   - ReaderAt gives each read of an opened file the same deadline (OpenELF reads through
+//     it, and so do the symbol, DWARF and debug-file readers).
 //
 // The files refused and the opens abandoned are counted, each path once, and Counts and
 // Notes report them (stax status shows them).
@@ -26,6 +28,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -200,6 +203,57 @@ func readAll(f *os.File, max int64) ([]byte, error) {
 	return b, nil
 }
 
+// maxReadChunk is the most one read system call of a ReaderAt asks for.
+const maxReadChunk = 1 << 20
+
+// ReaderAt reads f (a file from Open) with a deadline on each read system call: a read
+// that has not returned within OpenTimeout is abandoned and counted, it and every later
+// read of f fail with ErrStalled, and the abandoned read finishes into a buffer of its own
+// (never into the caller's, which it may have reused). Safe for concurrent use.
+func ReaderAt(f *os.File) io.ReaderAt { return &deadlineReader{f: f} }
+
+type deadlineReader struct {
+	f    *os.File
+	dead atomic.Bool
+}
+
+type readResult struct {
+	n   int
+	err error
+}
+
+func (r *deadlineReader) ReadAt(p []byte, off int64) (int, error) {
+	total := 0
+	for total < len(p) {
+		if r.dead.Load() {
+			return total, &os.PathError{Op: "read", Path: r.f.Name(), Err: ErrStalled}
+		}
+		buf := make([]byte, min(len(p)-total, maxReadChunk))
+		done := make(chan readResult, 1)
+		go func(at int64) {
+			n, err := r.f.ReadAt(buf, at)
+			done <- readResult{n, err}
+		}(off + int64(total))
+		t := time.NewTimer(OpenTimeout)
+		select {
+		case res := <-done:
+			t.Stop()
+			total += copy(p[total:], buf[:res.n])
+			if res.err != nil {
+				return total, res.err
+			}
+			if res.n == 0 {
+				return total, io.ErrUnexpectedEOF
+			}
+		case <-t.C:
+			r.dead.Store(true)
+			Abandon(r.f.Name(), fmt.Sprintf("read: no answer within %v", OpenTimeout))
+			return total, &os.PathError{Op: "read", Path: r.f.Name(), Err: ErrStalled}
+		}
+	}
+	return total, nil
+}
+
 // ELF is an ELF file opened with Open; Close closes the file under it.
 type ELF struct {
 	*elf.File
@@ -218,7 +272,7 @@ func OpenELF(path string) (*ELF, error) {
 	if err != nil {
 		return nil, err
 	}
-	ef, err := newELF(f)
+	ef, err := newELF(ReaderAt(f))
 	if err != nil {
 		f.Close()
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}

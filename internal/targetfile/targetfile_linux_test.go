@@ -1,6 +1,8 @@
 package targetfile
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -138,10 +140,28 @@ func TestOpenELF(t *testing.T) {
 // then fails at once, and the open is cleaned up when the file system goes. The mount is
 // made by a child of this test in its own mount namespace, so nothing else sees it.
 func TestStalledOpen(t *testing.T) {
-	if os.Getenv("STAX_TEST_FUSE_CHILD") == "1" {
+	if os.Getenv("STAX_TEST_FUSE_CHILD") == "open" {
 		stalledChild()
 		return
 	}
+	inFUSEChild(t, "open", "TestStalledOpen")
+}
+
+// TestStalledRead: a file system that answers the open but never a read (a FUSE server
+// that leaves READ unanswered) stalls a read of a file opened fine; ReaderAt abandons it
+// after OpenTimeout and counts it, later reads fail at once, and OpenELF, which reads the
+// header, fails instead of waiting.
+func TestStalledRead(t *testing.T) {
+	if os.Getenv("STAX_TEST_FUSE_CHILD") == "read" {
+		stalledReadChild()
+		return
+	}
+	inFUSEChild(t, "read", "TestStalledRead")
+}
+
+// inFUSEChild runs test in a child of this test binary, in a mount namespace of its own,
+// with STAX_TEST_FUSE_CHILD=mode; the child prints STALL OK when its checks pass.
+func inFUSEChild(t *testing.T, mode, test string) {
 	if os.Geteuid() != 0 {
 		if os.Getenv("STAX_REQUIRE_ROOT") != "" {
 			t.Fatal("STAX_REQUIRE_ROOT is set, and this test needs root to mount a FUSE file system")
@@ -151,8 +171,8 @@ func TestStalledOpen(t *testing.T) {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		t.Skipf("no FUSE: %v", err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestStalledOpen$", "-test.v")
-	cmd.Env = append(os.Environ(), "STAX_TEST_FUSE_CHILD=1", "STAX_TEST_FUSE_DIR="+t.TempDir())
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.v")
+	cmd.Env = append(os.Environ(), "STAX_TEST_FUSE_CHILD="+mode, "STAX_TEST_FUSE_DIR="+t.TempDir())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS}
 	out, err := cmd.CombinedOutput()
 	t.Logf("child:\n%s", out)
@@ -237,5 +257,169 @@ func stalledChild() {
 	if _, err := Open(path); errors.Is(err, ErrStalled) {
 		fail("Open after the file system went = %v", err)
 	}
+	fmt.Println("STALL OK")
+}
+
+// fuseMount makes mounts private to this process's namespace and mounts a FUSE file system
+// at a new directory, returning it and the /dev/fuse descriptor; ok is false (with a SKIP:
+// line printed) where FUSE cannot be mounted.
+func fuseMount(fail func(string, ...any)) (mnt string, fd int, ok bool) {
+	if err := unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		fail("make mounts private: %v", err)
+	}
+	mnt = filepath.Join(os.Getenv("STAX_TEST_FUSE_DIR"), "mnt")
+	os.Mkdir(mnt, 0o755)
+	fd, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		fmt.Printf("SKIP: open /dev/fuse: %v\n", err)
+		return "", -1, false
+	}
+	opts := fmt.Sprintf("fd=%d,rootmode=40000,user_id=0,group_id=0", fd)
+	if err := unix.Mount("stax-test", mnt, "fuse", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		fmt.Printf("SKIP: mount fuse: %v\n", err)
+		return "", -1, false
+	}
+	return mnt, fd, true
+}
+
+// FUSE protocol numbers used by serveAllButRead.
+const (
+	fuseLookup      = 1
+	fuseForget      = 2
+	fuseGetattr     = 3
+	fuseOpen        = 14
+	fuseRead        = 15
+	fuseInit        = 26
+	fuseInterrupt   = 36
+	fuseBatchForget = 42
+	fuseInHeader    = 40
+)
+
+// serveAllButRead is a FUSE server of one file, /prog.debug (4096 bytes), that answers
+// every request but READ, which it leaves unanswered. It returns when the connection ends.
+func serveAllButRead(fd int) {
+	le := binary.LittleEndian
+	buf := make([]byte, 1<<20+4096)
+	attr := func(b []byte, ino uint64, mode uint32, size uint64) []byte {
+		b = le.AppendUint64(b, ino)
+		b = le.AppendUint64(b, size)
+		b = le.AppendUint64(b, (size+511)/512)
+		b = append(b, make([]byte, 3*8+3*4)...) // times
+		b = le.AppendUint32(b, mode)
+		b = le.AppendUint32(b, 1)           // nlink
+		b = append(b, make([]byte, 3*4)...) // uid, gid, rdev
+		b = le.AppendUint32(b, 4096)        // blksize
+		return le.AppendUint32(b, 0)        // flags
+	}
+	attrOf := func(node uint64) []byte {
+		if node == 1 {
+			return attr(nil, 1, unix.S_IFDIR|0o755, 0)
+		}
+		return attr(nil, node, unix.S_IFREG|0o644, 4096)
+	}
+	for {
+		n, err := unix.Read(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n < fuseInHeader {
+			return
+		}
+		req := buf[:n]
+		op, unique, node := le.Uint32(req[4:]), le.Uint64(req[8:]), le.Uint64(req[16:])
+		body := req[fuseInHeader:]
+		var out []byte
+		errno := int32(0)
+		switch op {
+		case fuseForget, fuseBatchForget, fuseInterrupt, fuseRead:
+			continue // no answer
+		case fuseInit:
+			out = le.AppendUint32(out, 7)
+			out = le.AppendUint32(out, min(le.Uint32(body[4:]), 31))
+			out = le.AppendUint32(out, 0)       // max_readahead
+			out = le.AppendUint32(out, 0)       // flags
+			out = le.AppendUint16(out, 1)       // max_background
+			out = le.AppendUint16(out, 1)       // congestion_threshold
+			out = le.AppendUint32(out, 128<<10) // max_write
+			out = le.AppendUint32(out, 1)       // time_gran
+			out = append(out, make([]byte, 64-len(out))...)
+		case fuseLookup:
+			if name := string(body[:max(0, bytes.IndexByte(body, 0))]); node != 1 || name != "prog.debug" {
+				errno = -int32(unix.ENOENT)
+				break
+			}
+			out = le.AppendUint64(out, 2)         // nodeid
+			out = le.AppendUint64(out, 0)         // generation
+			out = le.AppendUint64(out, 3600)      // entry_valid
+			out = le.AppendUint64(out, 3600)      // attr_valid
+			out = append(out, make([]byte, 8)...) // nsecs
+			out = append(out, attrOf(2)...)
+		case fuseGetattr:
+			out = le.AppendUint64(out, 3600)
+			out = append(out, make([]byte, 8)...)
+			out = append(out, attrOf(node)...)
+		case fuseOpen:
+			out = make([]byte, 16)
+		default:
+			if op == 18 || op == 25 { // RELEASE, FLUSH
+				break
+			}
+			errno = -int32(unix.ENOSYS)
+		}
+		hdr := le.AppendUint32(nil, uint32(16+len(out)))
+		hdr = le.AppendUint32(hdr, uint32(errno))
+		hdr = le.AppendUint64(hdr, unique)
+		if _, err := unix.Write(fd, append(hdr, out...)); err != nil && err != unix.ENOENT {
+			return
+		}
+	}
+}
+
+// stalledReadChild mounts serveAllButRead's file system and checks ReaderAt and OpenELF
+// against it; it prints STALL OK, or FAIL: lines and exits 1.
+func stalledReadChild() {
+	fail := func(format string, a ...any) {
+		fmt.Printf("FAIL: "+format+"\n", a...)
+		os.Exit(1)
+	}
+	mnt, fd, ok := fuseMount(fail)
+	if !ok {
+		return
+	}
+	go serveAllButRead(fd)
+	OpenTimeout = 300 * time.Millisecond
+	path := filepath.Join(mnt, "prog.debug")
+	f, err := Open(path)
+	if err != nil {
+		fail("Open of a file its server opens: %v", err)
+	}
+	_, abandonedBefore := Counts()
+	ra := ReaderAt(f)
+	buf := make([]byte, 100)
+	t0 := time.Now()
+	if _, err := ra.ReadAt(buf, 0); !errors.Is(err, ErrStalled) {
+		fail("ReadAt on a file whose reads are never answered = %v, want ErrStalled", err)
+	}
+	if took := time.Since(t0); took > OpenTimeout+2*time.Second {
+		fail("ReadAt returned after %v, with a deadline of %v", took, OpenTimeout)
+	}
+	t0 = time.Now()
+	if _, err := ra.ReadAt(buf, 0); !errors.Is(err, ErrStalled) || time.Since(t0) > OpenTimeout/2 {
+		fail("the next ReadAt = %v after %v, want ErrStalled at once", err, time.Since(t0))
+	}
+	if err := f.Close(); err != nil {
+		fail("Close with a read in flight: %v", err)
+	}
+	if _, err := OpenELF(path); !errors.Is(err, ErrStalled) {
+		fail("OpenELF of a file whose reads are never answered = %v, want ErrStalled", err)
+	}
+	if _, ab := Counts(); ab != abandonedBefore+1 {
+		fail("abandoned count went from %d to %d, want 1 more (one path)", abandonedBefore, ab)
+	}
+	if !hasNote("abandoned " + path + ": read: no answer within 300ms") {
+		fail("notes %q do not name %s", Notes(maxNoted), path)
+	}
+	unix.Unmount(mnt, unix.MNT_DETACH)
+	unix.Close(fd)
 	fmt.Println("STALL OK")
 }

@@ -129,8 +129,9 @@ func (Finder) check(file *os.File, self os.FileInfo, q Query, byBuildID bool) er
 		return errSelf
 	}
 	p := file.Name()
+	ra := targetfile.ReaderAt(file)
 	if byBuildID {
-		id, err := BuildID(file)
+		id, err := BuildID(ra)
 		if err != nil {
 			return fmt.Errorf("read build-id of %s: %w", p, err)
 		}
@@ -139,7 +140,7 @@ func (Finder) check(file *os.File, self os.FileInfo, q Query, byBuildID bool) er
 		}
 		return nil
 	}
-	crc, err := readerCRC(file)
+	crc, err := readerCRC(io.NewSectionReader(ra, 0, st.Size()))
 	if err != nil {
 		return fmt.Errorf("checksum debug file %s: %w", p, err)
 	}
@@ -156,7 +157,11 @@ func FileCRC(p string) (uint32, error) {
 		return 0, fmt.Errorf("checksum debug file: %w", err)
 	}
 	defer f.Close()
-	crc, err := readerCRC(f)
+	st, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("checksum debug file: %w", err)
+	}
+	crc, err := readerCRC(io.NewSectionReader(targetfile.ReaderAt(f), 0, st.Size()))
 	if err != nil {
 		return 0, fmt.Errorf("checksum debug file %s: %w", p, err)
 	}
@@ -165,7 +170,7 @@ func FileCRC(p string) (uint32, error) {
 
 func readerCRC(r io.Reader) (uint32, error) {
 	h := crc32.NewIEEE()
-	if _, err := io.Copy(h, r); err != nil {
+	if _, err := io.CopyBuffer(h, r, make([]byte, 1<<20)); err != nil {
 		return 0, err
 	}
 	return h.Sum32(), nil
@@ -178,7 +183,7 @@ func ReadBuildID(p string) ([]byte, error) {
 		return nil, fmt.Errorf("read build-id: %w", err)
 	}
 	defer f.Close()
-	id, err := BuildID(f)
+	id, err := BuildID(targetfile.ReaderAt(f))
 	if err != nil {
 		return nil, fmt.Errorf("read build-id of %s: %w", p, err)
 	}

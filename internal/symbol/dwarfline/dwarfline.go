@@ -100,11 +100,12 @@ func Open(p string) (*Table, error) {
 		return nil, fmt.Errorf("open debug info: %w", err)
 	}
 	defer file.Close()
-	f, err := elf.NewFile(file)
+	ra := targetfile.ReaderAt(file)
+	f, err := elf.NewFile(ra)
 	if err != nil {
 		return nil, fmt.Errorf("open debug info: %w", err)
 	}
-	return fromELF(f, file)
+	return fromELF(f, ra)
 }
 
 // FromELF reads the DWARF data of f.

@@ -98,7 +98,7 @@ func Open(path string) (*Image, error) {
 		return nil, fmt.Errorf("open image: %w", err)
 	}
 	defer f.Close()
-	im, err := Load(f, path)
+	im, err := Load(targetfile.ReaderAt(f), path)
 	if err != nil {
 		return nil, err
 	}
