@@ -423,3 +423,52 @@ func stalledReadChild() {
 	unix.Close(fd)
 	fmt.Println("STALL OK")
 }
+
+// BenchmarkOpen: what an Open costs (O_PATH, fstat, reopen, fstat, in a goroutine under a
+// deadline) against a plain os.Open of the same file.
+func BenchmarkOpen(b *testing.B) {
+	exe, _ := os.Executable()
+	b.Run("targetfile", func(b *testing.B) {
+		for b.Loop() {
+			f, err := Open(exe)
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+		}
+	})
+	b.Run("os", func(b *testing.B) {
+		for b.Loop() {
+			f, err := os.Open(exe)
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+		}
+	})
+}
+
+// BenchmarkReadAt: 4 KiB reads of a cached file through ReaderAt against the file itself.
+func BenchmarkReadAt(b *testing.B) {
+	exe, _ := os.Executable()
+	f, err := Open(exe)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	for _, c := range []struct {
+		name string
+		r    interface {
+			ReadAt([]byte, int64) (int, error)
+		}
+	}{{"targetfile", ReaderAt(f)}, {"os", f}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := c.r.ReadAt(buf, 4096); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
