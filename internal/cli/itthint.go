@@ -1,11 +1,11 @@
 package cli
 
 import (
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/stax-profiler/stax/internal/spans"
+	"github.com/stax-profiler/stax/internal/targetfile"
 )
 
 // ittHint says, for a process stax attached to (its /proc maps and environ), that it loaded
@@ -29,11 +29,11 @@ func ittHint(pid int, maps, environ []byte) string {
 
 // noteITTHint prints ittHint for a process stax attached to.
 func noteITTHint(pid int, notef func(string, ...any)) {
-	maps, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/maps")
+	maps, err := targetfile.ReadPrefix("/proc/"+strconv.Itoa(pid)+"/maps", 64<<20)
 	if err != nil {
 		return
 	}
-	environ, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	environ, _ := targetfile.ReadPrefix("/proc/"+strconv.Itoa(pid)+"/environ", 1<<20)
 	if h := ittHint(pid, maps, environ); h != "" {
 		notef("%s", h)
 	}

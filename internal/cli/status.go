@@ -187,6 +187,10 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 	if m.JITMemory > 0 {
 		fmt.Fprintf(w, "jit memory: %s of at most %s kept in JIT tables\n", bytesText(int64(m.JITMemory)), bytesText(int64(m.JITMemoryLimit)))
 	}
+	if m.FilesRefused > 0 || m.FilesAbandoned > 0 {
+		fmt.Fprintf(w, "files:     %s of the programs' files refused (not regular files: not opened), %s opens abandoned (no answer in time); the notes name them\n",
+			commas(m.FilesRefused), commas(m.FilesAbandoned))
+	}
 	for _, src := range m.SpanSources {
 		fmt.Fprintln(w, esc(spanSourceLine(src)))
 	}

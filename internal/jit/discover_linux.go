@@ -3,12 +3,12 @@ package jit
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 
 	"github.com/stax-profiler/stax/internal/spans"
+	"github.com/stax-profiler/stax/internal/targetfile"
 )
 
 // Candidate is a file through which a process may announce JIT code.
@@ -53,7 +53,7 @@ func DiscoverIn(pid, nsPid int, jitDir string) ([]Candidate, error) {
 			return
 		}
 		p := root + inner
-		if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
+		if !targetfile.Candidate(p) { // a FIFO or device there is counted
 			return
 		}
 		seen[inner] = true
@@ -110,12 +110,10 @@ func EnvJITDir(pid int) string {
 // ReadEnvJITDir is EnvJITDir, and whether the environment could be read: a process caught
 // in its exec (its new image's environment not yet in place) shows none, and is asked again.
 func ReadEnvJITDir(pid int) (dir string, ok bool) {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/environ")
+	b, err := targetfile.ReadPrefix("/proc/"+strconv.Itoa(pid)+"/environ", maxEnviron)
 	if err != nil {
 		return "", false
 	}
-	defer f.Close()
-	b, _ := io.ReadAll(io.LimitReader(f, maxEnviron))
 	if len(b) == 0 {
 		return "", false
 	}

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/stax-profiler/stax/internal/jit/jitformat"
+	"github.com/stax-profiler/stax/internal/targetfile"
 )
 
 // Errors returned when opening a JIT file is refused.
@@ -48,13 +49,23 @@ type tailFile struct {
 const headLen = 64
 
 // openChecked opens path for reading without following a final symbolic
-// link, and checks it is a regular file owned by uid.
+// link, and checks it is a regular file owned by uid. The open is targetfile's:
+// a FIFO or device is refused (and counted) without being opened, and a file
+// system that does not answer is abandoned.
 func openChecked(path string, uid uint32) (int, *unix.Stat_t, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	f, err := targetfile.OpenNoFollow(path)
 	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
+		switch {
+		case errors.Is(err, unix.ELOOP):
 			return -1, nil, fmt.Errorf("open jit file %s: %w", path, ErrSymlink)
+		case errors.Is(err, targetfile.ErrNotRegular):
+			return -1, nil, fmt.Errorf("open jit file %s: %w (%w)", path, ErrNotRegular, err)
 		}
+		return -1, nil, fmt.Errorf("open jit file %s: %w", path, err)
+	}
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	f.Close()
+	if err != nil {
 		return -1, nil, fmt.Errorf("open jit file %s: %w", path, err)
 	}
 	var st unix.Stat_t

@@ -23,6 +23,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/stax-profiler/stax/internal/targetfile"
 )
 
 const gateArg = "__stax_gate__"
@@ -167,7 +169,7 @@ func check(argv []string) (string, error) {
 	}
 	// The kernel drops an unprivileged profiler's events when the program it execs cannot be
 	// read (the process becomes non-dumpable), so say so now rather than record nothing.
-	if f, err := os.Open(path); err != nil {
+	if f, err := targetfile.Open(path); err != nil {
 		if errors.Is(err, fs.ErrPermission) {
 			return "", fmt.Errorf("cannot read %s: permission denied (the kernel lets no unprivileged profiler sample a program its user cannot read; make it readable or record as root)", argv[0])
 		}

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/stax-profiler/stax/internal/symbol/debugfile"
+	"github.com/stax-profiler/stax/internal/targetfile"
 )
 
 // OpenImage opens the file to read the image mapped at m in process pid from (its symbols,
@@ -80,23 +81,8 @@ func OpenImage(pid int, m *Mapping) (*os.File, error) {
 }
 
 // openRegular opens p for reading if it is a regular file (never blocking on a FIFO a
-// process put at a mapped file's path).
-func openRegular(p string) (*os.File, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s is not a regular file", p)
-	}
-	return f, nil
-}
+// process put at a mapped file's path, nor on a file system that does not answer).
+func openRegular(p string) (*os.File, error) { return targetfile.Open(p) }
 
 // differs says how f is not the file mapped at m, or "" when it is (as far as m tells).
 func differs(f *os.File, m *Mapping) string {

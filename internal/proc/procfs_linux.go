@@ -7,21 +7,27 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/stax-profiler/stax/internal/targetfile"
 )
 
-// maxMapsLines bounds how much of /proc/PID/maps is read.
-const maxMapsLines = 1 << 20
+// maxMapsLines and maxMapsBytes bound how much of /proc/PID/maps is read.
+const (
+	maxMapsLines = 1 << 20
+	maxMapsBytes = 64 << 20
+)
 
 // ReadMaps reads the executable mappings of a live process from /proc/PID/maps, stamped
 // with time t.
 func ReadMaps(pid int, t uint64) ([]Mapping, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	// Reading maps takes the process's memory-map lock, which it can hold a long time
+	// (a page fault on a file system that does not answer): the read has a deadline.
+	data, err := targetfile.ReadPrefix(fmt.Sprintf("/proc/%d/maps", pid), maxMapsBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read mappings of pid %d: %w", pid, err)
 	}
-	defer f.Close()
 	var out []Mapping
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), 64<<10)
 	for n := 0; sc.Scan() && n < maxMapsLines; n++ {
 		m, ok := ParseMapsLine(sc.Text())

@@ -4,18 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
-	"unsafe"
+	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/stax-profiler/stax/internal/asuser"
 	"github.com/stax-profiler/stax/internal/proc"
+	"github.com/stax-profiler/stax/internal/targetfile"
 )
-
-// noGroup is the file-system gid taken for a process whose groups the run did not keep:
-// the kernel's overflow gid, which owns no file a source could be in.
-const noGroup = 65534
 
 // openAs opens path read-only as who could. When stax runs as root and who is another
 // user, the open runs on a locked OS thread whose file-system uid, gid and supplementary
@@ -26,86 +23,50 @@ const noGroup = 65534
 // re-implement the kernel's rules, ACLs, capabilities and security modules, and would
 // still miss some.) Otherwise stax's own permissions bound what it opens.
 func openAs(path string, who *proc.Creds) (*os.File, error) {
+	done := make(chan openResult, 1)
 	if who == nil || who.UID == 0 || os.Geteuid() != 0 {
-		return openResolved(path)
+		go func() {
+			f, err := openResolved(path)
+			done <- openResult{f, err}
+		}()
+	} else {
+		go openAsThread(path, who, done)
 	}
-	type result struct {
-		f   *os.File
-		err error
+	// The open has a deadline (a file system that does not answer): past it, it is left to
+	// end on its own, and its file closed.
+	t := time.NewTimer(targetfile.OpenTimeout)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.f, r.err
+	case <-t.C:
 	}
-	done := make(chan result, 1)
+	targetfile.Abandon(path, fmt.Sprintf("no answer within %v", targetfile.OpenTimeout))
 	go func() {
-		runtime.LockOSThread()
-		var r result
-		restore, err := switchIdentity(who)
-		if err == nil {
-			r.f, r.err = openResolved(path)
-		} else {
-			r.err = fmt.Errorf("open %s as uid %d: %w", path, who.UID, err)
+		if r := <-done; r.f != nil {
+			r.f.Close()
 		}
-		if restore == nil || restore() {
-			runtime.UnlockOSThread()
-		}
-		// else the goroutine ends locked to the thread, and the runtime ends the thread
-		// with its changed identity.
-		done <- r
 	}()
-	r := <-done
-	return r.f, r.err
+	return nil, &os.PathError{Op: "open", Path: path, Err: targetfile.ErrStalled}
 }
 
-// switchIdentity gives the calling thread, which must be locked to its goroutine, who's
-// file-system identity. It returns a function that restores the thread's identity and
-// reports whether it could; restore is nil when nothing was changed.
-func switchIdentity(who *proc.Creds) (restore func() bool, err error) {
-	groups, err := unix.Getgroups() // this thread's
+type openResult struct {
+	f   *os.File
+	err error
+}
+
+// openAsThread opens path as who (asuser.Run: a locked OS thread switched to who's
+// file-system identity).
+func openAsThread(path string, who *proc.Creds, done chan<- openResult) {
+	var r openResult
+	err := asuser.Run(who, func() error {
+		r.f, r.err = openResolved(path)
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("read groups: %w", err)
+		r.err = fmt.Errorf("open %s: %w", path, err)
 	}
-	old := make([]uint32, len(groups))
-	for i, g := range groups {
-		old[i] = uint32(g)
-	}
-	oldUID, oldGID := fsuid(), fsgid()
-	restore = func() bool {
-		unix.SetfsuidRetUid(oldUID)
-		unix.SetfsgidRetGid(oldGID)
-		return fsuid() == oldUID && fsgid() == oldGID && setThreadGroups(old) == nil
-	}
-	gid, supp := uint32(noGroup), []uint32(nil)
-	if len(who.GIDs) > 0 {
-		gid, supp = who.GIDs[0], who.GIDs[1:]
-	}
-	if err := setThreadGroups(supp); err != nil {
-		return restore, fmt.Errorf("set groups: %w", err)
-	}
-	unix.SetfsgidRetGid(int(gid))
-	unix.SetfsuidRetUid(int(who.UID))
-	if fsuid() != int(who.UID) || fsgid() != int(gid) {
-		return restore, errors.New("the kernel refused that file-system identity")
-	}
-	return restore, nil
-}
-
-// fsuid and fsgid return the thread's file-system ids: an invalid id changes nothing and
-// returns the current one.
-func fsuid() int { id, _ := unix.SetfsuidRetUid(-1); return id }
-func fsgid() int { id, _ := unix.SetfsgidRetGid(-1); return id }
-
-// setThreadGroups sets the supplementary groups of the calling thread alone, by the raw
-// system call: syscall.Setgroups changes those of every thread of the process.
-func setThreadGroups(gids []uint32) error {
-	if runtime.GOARCH == "386" || runtime.GOARCH == "arm" {
-		return errors.New("setgroups of 32-bit ids is not wired on " + runtime.GOARCH)
-	}
-	var p unsafe.Pointer
-	if len(gids) > 0 {
-		p = unsafe.Pointer(&gids[0])
-	}
-	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(gids)), uintptr(p), 0); e != 0 {
-		return e
-	}
-	return nil
+	done <- r
 }
 
 // openResolved opens path read-only without blocking on a FIFO or taking a terminal, and
@@ -158,6 +119,9 @@ func checkOpened(f *os.File, max int64) error {
 		return err
 	}
 	if !fi.Mode().IsRegular() {
+		if !fi.IsDir() {
+			targetfile.Refuse(f.Name(), "is not a regular file")
+		}
 		return errors.New("is not a regular file")
 	}
 	if fi.Size() > max {

@@ -23,6 +23,7 @@ import (
 	"github.com/stax-profiler/stax/internal/symbol/debugfile"
 	"github.com/stax-profiler/stax/internal/symbol/debuginfod"
 	"github.com/stax-profiler/stax/internal/symconf"
+	"github.com/stax-profiler/stax/internal/targetfile"
 )
 
 // ErrNoMatch says the annotate target names no sampled function or known code.
@@ -567,7 +568,7 @@ func readImageCode(path string, c store.Code) (b []byte, err error) {
 			err = fmt.Errorf("read code from %s: malformed ELF", path)
 		}
 	}()
-	f, err := elf.Open(path)
+	f, err := targetfile.OpenELF(path)
 	if err != nil {
 		return nil, fmt.Errorf("read code: %w", err)
 	}

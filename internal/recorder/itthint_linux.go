@@ -2,12 +2,12 @@ package recorder
 
 import (
 	"bytes"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/stax-profiler/stax/internal/spans"
+	"github.com/stax-profiler/stax/internal/targetfile"
 )
 
 // maxITTChecked bounds the processes looked at for an ITT library without a collector.
@@ -55,6 +55,9 @@ func (r *Recorder) checkITTLibrary(pid int, path string) {
 	r.mu.Unlock()
 }
 
+// maxEnviron bounds what is read of a process's environment.
+const maxEnviron = 4 << 20
+
 // processEnviron reads process pid's environment; ok is false when it cannot be known. A
 // process that has released its memory (exiting, or a zombie) reads as empty without an
 // error, which would look like an environment naming no collector; one that releases it
@@ -63,10 +66,10 @@ func (r *Recorder) checkITTLibrary(pid int, path string) {
 // reads differently.
 func processEnviron(pid int) (environ []byte, ok bool) {
 	path := "/proc/" + strconv.Itoa(pid) + "/environ"
-	environ, err := os.ReadFile(path)
+	environ, err := targetfile.ReadPrefix(path, maxEnviron)
 	if err != nil || len(environ) == 0 {
 		return nil, false
 	}
-	again, err := os.ReadFile(path)
+	again, err := targetfile.ReadPrefix(path, maxEnviron)
 	return environ, err == nil && bytes.Equal(environ, again)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/stax-profiler/stax/internal/spans"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/symconf"
+	"github.com/stax-profiler/stax/internal/targetfile"
 	"github.com/stax-profiler/stax/internal/unwind"
 )
 
@@ -151,6 +152,9 @@ type Recorder struct {
 	stopCh   chan struct{}
 	doneCh   chan struct{}
 	gateDone chan int
+
+	// filesBase is targetfile's counts (refused, abandoned) when the recording started.
+	filesBase [2]uint64
 }
 
 // ingestState is the ingest stage's: the samples read and not yet added, the workers that
@@ -250,7 +254,7 @@ func Start(opts Options) (*Recorder, error) {
 		cfg.Pids = append([]int{opts.Pid}, without(tids, opts.Pid)...)
 		r.meta.Pid = opts.Pid
 		r.meta.Attached = true
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", opts.Pid)); err == nil {
+		if b, err := targetfile.ReadPrefix(fmt.Sprintf("/proc/%d/cmdline", opts.Pid), 1<<20); err == nil {
 			r.meta.Command = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 		}
 	}
@@ -399,6 +403,7 @@ func newRecorder(opts Options) *Recorder {
 		start:     time.Now(),
 		namer:     namerState{codeSeen: map[codeID]struct{}{}},
 	}
+	r.filesBase[0], r.filesBase[1] = targetfile.Counts()
 	r.res = resolve.New(r.tracker, symconf.Options(r.note))
 	r.spans = spans.NewSet()
 	r.jitw = resolve.NewJITWatcher(r.res, r.spans)

@@ -28,6 +28,7 @@ func TestMakeCapture(t *testing.T) {
 	testutil.RequirePerf(t)
 	t.Setenv("STAX_HOME", t.TempDir())
 	path, _ := filepath.Abs(capture)
+	os.Remove(path) // a capture is never written over
 	t.Setenv("STAX_CAPTURE", path)
 	r, err := Start(Options{Argv: []string{os.Args[0]}, Freq: 999, Env: append(os.Environ(), "STAX_TEST_BURN=200ms")})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/targetfile"
 )
 
 // Snapshot resolves what is pending and returns the run as it stands.
@@ -33,7 +34,23 @@ func (r *Recorder) Counts() store.Meta {
 	r.mu.Unlock()
 	meta.Samples = r.run.Stats().Samples
 	meta.OffCPU = r.offCPUMeta()
+	r.fileCounts(&meta)
 	return meta
+}
+
+// maxFileNotes bounds the notes naming refused and abandoned files.
+const maxFileNotes = 16
+
+// fileCounts sets meta's counts of the programs' files refused and abandoned since the
+// recording started, and returns the notes that name them.
+func (r *Recorder) fileCounts(meta *store.Meta) []string {
+	refused, abandoned := targetfile.Counts()
+	meta.FilesRefused = refused - r.filesBase[0]
+	meta.FilesAbandoned = abandoned - r.filesBase[1]
+	if meta.FilesRefused == 0 && meta.FilesAbandoned == 0 {
+		return nil
+	}
+	return targetfile.Notes(maxFileNotes)
 }
 
 // comm is a process's name, for notes.

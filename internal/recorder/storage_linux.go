@@ -92,6 +92,7 @@ func (r *Recorder) snapshot(final bool, bufs *agg.ProfileBuffers) *store.Run {
 	codes := append([]store.Code(nil), r.codes...)
 	r.mu.Unlock()
 	meta.Notes = append(meta.Notes, r.symbolNotes()...)
+	meta.Notes = append(meta.Notes, r.fileCounts(&meta)...)
 	r.targetIdentity(&meta)
 	meta.Samples = st.Samples
 	meta.Unresolved = st.UnresolvedFrames

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -39,9 +40,11 @@ type Writer struct {
 	err error
 }
 
-// Create starts a capture at path.
+// Create starts a capture at path, a new file that only its owner can read (a capture holds
+// raw copies of the recorded programs' stacks, and whatever secrets they held): it is not
+// created through a symbolic link, nor written over an existing file.
 func Create(path string) (*Writer, error) {
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("create capture: %w", err)
 	}

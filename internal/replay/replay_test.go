@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -80,4 +81,51 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCreatePrivate: a capture holds raw stack copies, so it is created 0600 whatever the
+// umask, never written over an existing file, and never through a symbolic link.
+func TestCreatePrivate(t *testing.T) {
+	dir := t.TempDir()
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	path := filepath.Join(dir, "c.cap")
+	w, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Add(0, []byte("secret"))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("capture created %v, want -rw-------", st.Mode().Perm())
+	}
+
+	existing := filepath.Join(dir, "existing")
+	if err := os.WriteFile(existing, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Create(existing); err == nil {
+		t.Error("Create wrote over an existing file")
+	}
+	if b, _ := os.ReadFile(existing); string(b) != "keep" {
+		t.Errorf("existing file now holds %q", b)
+	}
+
+	target := filepath.Join(dir, "target")
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Create(link); err == nil {
+		t.Error("Create followed a symbolic link")
+	}
+	if _, err := os.Lstat(target); !os.IsNotExist(err) {
+		t.Errorf("a file was created where the link points: %v", err)
+	}
 }

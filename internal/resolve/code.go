@@ -14,6 +14,7 @@ import (
 	"github.com/stax-profiler/stax/internal/proc"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/symbol"
+	"github.com/stax-profiler/stax/internal/targetfile"
 	"github.com/stax-profiler/stax/internal/vdso"
 )
 
@@ -513,7 +514,7 @@ func readProcessMemory(pid int, start, size uint64) ([]byte, error) {
 	if size == 0 || size > maxCodeBytes {
 		return nil, fmt.Errorf("code size %d is out of bounds", size)
 	}
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/mem")
+	f, err := targetfile.Open("/proc/" + strconv.Itoa(pid) + "/mem")
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stax-profiler/stax/internal/proc"
 	"github.com/stax-profiler/stax/internal/spans"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/targetfile"
 )
 
 // Bounds on what the JIT files of the recorded processes may cost. Those files are written
@@ -461,7 +462,7 @@ func (w *JITWatcher) addLeftFiles(p *watchedProc) {
 				continue
 			}
 			path := filepath.Join(dir, c.name)
-			if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
+			if targetfile.Candidate(path) {
 				w.add(p, path, path, c.kind)
 			}
 		}

@@ -134,6 +134,12 @@ type Meta struct {
 	// JITMemoryLimit the most they may (a JIT file past it is not read further).
 	JITMemory      uint64 `json:"jit_memory,omitempty"`
 	JITMemoryLimit uint64 `json:"jit_memory_limit,omitempty"`
+	// FilesRefused counts the files of the recorded programs that stax would not open (a
+	// FIFO, device or socket at the path of a debug file, image, JIT or spans file), each
+	// path once; FilesAbandoned the opens and reads of their files abandoned at their
+	// deadline (a file system that did not answer). The notes name them.
+	FilesRefused   uint64 `json:"files_refused,omitempty"`
+	FilesAbandoned uint64 `json:"files_abandoned,omitempty"`
 	Samples        uint64 `json:"samples"`
 	Unresolved     uint64 `json:"unresolved_frames"`
 	// Imported is the SHA-256 (hex) of the file stax open imported the run from.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/stax-profiler/stax/internal/targetfile"
 )
 
 // fileKey identifies a file's contents without reading it.
@@ -24,6 +26,9 @@ func statKey(path string) (fileKey, error) {
 		return fileKey{}, err
 	}
 	if !st.Mode().IsRegular() {
+		if !st.IsDir() {
+			targetfile.Refuse(path, "is not a regular file")
+		}
 		return fileKey{}, fmt.Errorf("%s is not a regular file", path)
 	}
 	k := fileKey{path: path, size: st.Size(), mtime: st.ModTime().UnixNano()}

@@ -9,6 +9,7 @@ import (
 	"github.com/ulikunitz/xz"
 
 	"github.com/stax-profiler/stax/internal/symbol/elfsym"
+	"github.com/stax-profiler/stax/internal/targetfile"
 )
 
 // Limits on MiniDebugInfo.
@@ -26,7 +27,7 @@ func miniDebugInfo(path string) (im *elfsym.Image, err error) {
 			im, err = nil, fmt.Errorf("read .gnu_debugdata of %s: malformed: %v", path, p)
 		}
 	}()
-	f, err := elf.Open(path)
+	f, err := targetfile.OpenELF(path)
 	if err != nil {
 		return nil, err
 	}

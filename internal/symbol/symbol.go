@@ -39,6 +39,7 @@ import (
 	"github.com/stax-profiler/stax/internal/symbol/ehframe"
 	"github.com/stax-profiler/stax/internal/symbol/elfsym"
 	"github.com/stax-profiler/stax/internal/symbol/kallsyms"
+	"github.com/stax-profiler/stax/internal/targetfile"
 )
 
 // Frame is one source-level frame of a resolved address.
@@ -159,19 +160,20 @@ func (im *Image) FuncRange(vaddr uint64) (start, end uint64, ok bool) {
 func (im *Image) loadRanges() {
 	var r io.ReaderAt = bytes.NewReader(im.mem)
 	if im.mem == nil {
-		f, err := os.Open(im.Path)
+		f, err := targetfile.Open(im.Path)
 		if err != nil {
 			return
 		}
 		defer f.Close()
+		ra := targetfile.ReaderAt(f)
 		if len(im.BuildID) > 0 {
-			if id, err := debugfile.BuildID(f); err != nil || !bytes.Equal(id, im.BuildID) {
+			if id, err := debugfile.BuildID(ra); err != nil || !bytes.Equal(id, im.BuildID) {
 				return
 			}
 		} else if k, err := statKey(im.Path); err != nil || k != im.file {
 			return
 		}
-		r = f
+		r = ra
 	}
 	rs, _ := ehframe.Read(r)
 	kept := rs[:0]

@@ -2,6 +2,7 @@ package unwind
 
 import (
 	"bufio"
+	"bytes"
 	"debug/elf"
 	"fmt"
 	"io"
@@ -10,17 +11,19 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/stax-profiler/stax/internal/targetfile"
 )
 
 // LoadELF reads the call-frame information of an ELF image: .eh_frame, else .debug_frame
 // (which a separate debug file may hold; pass it as debugPath, or "").
 func LoadELF(path, debugPath string) (*Table, error) {
-	f, err := elf.Open(path)
+	f, err := targetfile.OpenELF(path)
 	if err != nil {
 		return nil, fmt.Errorf("open image for unwinding: %w", err)
 	}
 	defer f.Close()
-	return loadELF(f, path, debugPath)
+	return loadELF(f.File, path, debugPath)
 }
 
 func loadELF(f *elf.File, path, debugPath string) (*Table, error) {
@@ -39,8 +42,8 @@ func loadELF(f *elf.File, path, debugPath string) (*Table, error) {
 		if err == nil && dt != nil {
 			t = dt
 		} else if debugPath != "" {
-			if df, err := elf.Open(debugPath); err == nil {
-				dt, _ = loadDebugFrame(df)
+			if df, err := targetfile.OpenELF(debugPath); err == nil {
+				dt, _ = loadDebugFrame(df.File)
 				df.Close()
 				if dt != nil {
 					t = dt
@@ -225,15 +228,17 @@ func (p *Maps) Table(m Mapping) *Table {
 	return p.Loader.Table(m)
 }
 
+// MaxMapsBytes bounds what is read of a /proc/PID/maps file.
+const MaxMapsBytes = 64 << 20
+
 // ReadMaps reads the executable mappings of a process from /proc/PID/maps.
 func ReadMaps(pid int) ([]Mapping, error) {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/maps")
+	data, err := targetfile.ReadFile("/proc/"+strconv.Itoa(pid)+"/maps", MaxMapsBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read mappings: %w", err)
 	}
-	defer f.Close()
 	var ms []Mapping
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		fs := strings.Fields(sc.Text())
 		if len(fs) < 5 || !strings.Contains(fs[1], "x") {

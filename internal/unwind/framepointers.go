@@ -4,6 +4,8 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"sort"
+
+	"github.com/stax-profiler/stax/internal/targetfile"
 )
 
 // Thresholds of KeepsFramePointers: an image where fewer than minFPShare of the functions
@@ -21,7 +23,7 @@ const (
 // describes no function, may. (java's launcher gives one of its four functions a frame
 // pointer, and so keeps the chain its JIT, loaded later, needs.)
 func KeepsFramePointers(path string) bool {
-	f, err := elf.Open(path)
+	f, err := targetfile.OpenELF(path)
 	if err != nil {
 		return true
 	}

@@ -11,7 +11,8 @@
 //   - a command that stax record launches has STAX_SPANS=1 in its environment: spans are
 //     on from the start;
 //   - a process that stax record -p attaches to gets the file /tmp/stax-PID.recording
-//     (PID as the process sees itself) for as long as stax records it. The package looks
+//     (PID as the process sees itself, made by the process's own user inside its root)
+//     for as long as stax records it. The package looks
 //     for that file every 100 ms, from the first call of Begin or Mark on; spans are on
 //     while it exists.
 //

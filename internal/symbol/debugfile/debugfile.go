@@ -15,6 +15,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/stax-profiler/stax/internal/targetfile"
 )
 
 // ErrNotFound is returned when no debug file matches.
@@ -82,39 +84,28 @@ func (f Finder) Candidates(q Query) []string {
 
 // Find returns the path of the debug file for q. Build-id candidates must
 // carry the same build-id, debuglink candidates the recorded CRC-32; the
-// image itself is never returned.
+// image itself is never returned. Each candidate is opened with targetfile
+// (the image's user chooses what lies next to it): a FIFO or a device there
+// is refused and counted, never waited on.
 func (f Finder) Find(q Query) (string, error) {
 	self, _ := os.Stat(q.Path)
 	var errs []error
 	cands := f.Candidates(q)
 	for i, p := range cands {
-		st, err := os.Stat(p)
-		if err != nil || !st.Mode().IsRegular() {
-			continue
-		}
-		if self != nil && os.SameFile(self, st) {
-			continue
-		}
-		byBuildID := i == 0 && len(q.BuildID) >= 2
-		if byBuildID {
-			id, err := ReadBuildID(p)
-			if err != nil {
+		file, err := targetfile.Open(p)
+		if err != nil {
+			if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, targetfile.ErrNotRegular) {
 				errs = append(errs, err)
-				continue
 			}
-			if !bytes.Equal(id, q.BuildID) {
-				errs = append(errs, fmt.Errorf("check %s: build-id %x, want %x", p, id, q.BuildID))
-				continue
-			}
-			return p, nil
+			continue
 		}
-		crc, err := FileCRC(p)
+		err = f.check(file, self, q, i == 0 && len(q.BuildID) >= 2)
+		file.Close()
+		if errors.Is(err, errSelf) {
+			continue
+		}
 		if err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		if crc != q.DebugLinkCRC {
-			errs = append(errs, fmt.Errorf("check %s: crc32 %#08x, want %#08x", p, crc, q.DebugLinkCRC))
 			continue
 		}
 		return p, nil
@@ -125,28 +116,74 @@ func (f Finder) Find(q Query) (string, error) {
 	return "", ErrNotFound
 }
 
+// errSelf says a candidate is the image itself.
+var errSelf = errors.New("the image itself")
+
+// check says whether the opened candidate is q's debug file: by build-id, else by CRC-32.
+func (Finder) check(file *os.File, self os.FileInfo, q Query, byBuildID bool) error {
+	st, err := file.Stat()
+	if err != nil {
+		return err
+	}
+	if self != nil && os.SameFile(self, st) {
+		return errSelf
+	}
+	p := file.Name()
+	ra := targetfile.ReaderAt(file)
+	if byBuildID {
+		id, err := BuildID(ra)
+		if err != nil {
+			return fmt.Errorf("read build-id of %s: %w", p, err)
+		}
+		if !bytes.Equal(id, q.BuildID) {
+			return fmt.Errorf("check %s: build-id %x, want %x", p, id, q.BuildID)
+		}
+		return nil
+	}
+	crc, err := readerCRC(io.NewSectionReader(ra, 0, st.Size()))
+	if err != nil {
+		return fmt.Errorf("checksum debug file %s: %w", p, err)
+	}
+	if crc != q.DebugLinkCRC {
+		return fmt.Errorf("check %s: crc32 %#08x, want %#08x", p, crc, q.DebugLinkCRC)
+	}
+	return nil
+}
+
 // FileCRC returns the CRC-32 (IEEE, as used by .gnu_debuglink) of a file.
 func FileCRC(p string) (uint32, error) {
-	f, err := os.Open(p)
+	f, err := targetfile.Open(p)
 	if err != nil {
 		return 0, fmt.Errorf("checksum debug file: %w", err)
 	}
 	defer f.Close()
-	h := crc32.NewIEEE()
-	if _, err := io.Copy(h, f); err != nil {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("checksum debug file: %w", err)
+	}
+	crc, err := readerCRC(io.NewSectionReader(targetfile.ReaderAt(f), 0, st.Size()))
+	if err != nil {
 		return 0, fmt.Errorf("checksum debug file %s: %w", p, err)
+	}
+	return crc, nil
+}
+
+func readerCRC(r io.Reader) (uint32, error) {
+	h := crc32.NewIEEE()
+	if _, err := io.CopyBuffer(h, r, make([]byte, 1<<20)); err != nil {
+		return 0, err
 	}
 	return h.Sum32(), nil
 }
 
 // ReadBuildID returns the GNU build-id of the ELF file at p.
 func ReadBuildID(p string) ([]byte, error) {
-	f, err := os.Open(p)
+	f, err := targetfile.Open(p)
 	if err != nil {
 		return nil, fmt.Errorf("read build-id: %w", err)
 	}
 	defer f.Close()
-	id, err := BuildID(f)
+	id, err := BuildID(targetfile.ReaderAt(f))
 	if err != nil {
 		return nil, fmt.Errorf("read build-id of %s: %w", p, err)
 	}

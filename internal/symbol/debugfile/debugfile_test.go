@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 
+	"github.com/stax-profiler/stax/internal/targetfile"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
 
@@ -224,5 +226,37 @@ func BenchmarkFileCRC(b *testing.B) {
 		if _, err := FileCRC(libc); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestFIFOPassedOver: a FIFO at the debuglink name (and at the build-id path) is passed
+// over at once, not waited on for a writer, and counted as refused; the real debug file in
+// .debug/ is still found.
+func TestFIFOPassedOver(t *testing.T) {
+	fx := build(t)
+	root := t.TempDir()
+	dir := filepath.Dir(fx.Image)
+	good := filepath.Join(dir, ".debug", filepath.Base(fx.Debug))
+	copyFile(t, fx.Debug, good)
+	os.Remove(fx.Debug)
+	if err := syscall.Mkfifo(fx.Debug, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	byID := Finder{Root: root}.BuildIDPath(fx.BuildID)
+	os.MkdirAll(filepath.Dir(byID), 0o755)
+	if err := syscall.Mkfifo(byID, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := targetfile.Counts()
+	q := Query{Path: fx.Image, BuildID: fx.BuildID, DebugLink: filepath.Base(fx.Debug), DebugLinkCRC: fx.CRC}
+	got, err := Finder{Root: root}.Find(q)
+	if err != nil || got != good {
+		t.Fatalf("Find = %q, %v; want %s", got, err, good)
+	}
+	if after, _ := targetfile.Counts(); after != before+2 {
+		t.Errorf("refused files went from %d to %d, want the two FIFOs counted", before, after)
+	}
+	if _, err := FileCRC(fx.Debug); !errors.Is(err, targetfile.ErrNotRegular) {
+		t.Errorf("FileCRC(FIFO) = %v, want ErrNotRegular", err)
 	}
 }

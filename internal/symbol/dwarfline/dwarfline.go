@@ -15,13 +15,14 @@ import (
 	"fmt"
 	kzlib "github.com/klauspost/compress/zlib"
 	"io"
-	"os"
 	"path"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/stax-profiler/stax/internal/targetfile"
 )
 
 // Limits applied to foreign debug information.
@@ -94,16 +95,17 @@ func New(d *dwarf.Data) *Table {
 // Open reads the DWARF data of the ELF file at p. The sections are read
 // (and decompressed) immediately; units are decoded lazily.
 func Open(p string) (*Table, error) {
-	file, err := os.Open(p)
+	file, err := targetfile.Open(p)
 	if err != nil {
 		return nil, fmt.Errorf("open debug info: %w", err)
 	}
 	defer file.Close()
-	f, err := elf.NewFile(file)
+	ra := targetfile.ReaderAt(file)
+	f, err := elf.NewFile(ra)
 	if err != nil {
 		return nil, fmt.Errorf("open debug info: %w", err)
 	}
-	return fromELF(f, file)
+	return fromELF(f, ra)
 }
 
 // FromELF reads the DWARF data of f.

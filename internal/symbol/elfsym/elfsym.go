@@ -18,10 +18,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/stax-profiler/stax/internal/targetfile"
 )
 
 // Limits applied to foreign images.
@@ -92,12 +93,12 @@ type Image struct {
 
 // Open loads the ELF image at path.
 func Open(path string) (*Image, error) {
-	f, err := os.Open(path)
+	f, err := targetfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open image: %w", err)
 	}
 	defer f.Close()
-	im, err := Load(f, path)
+	im, err := Load(targetfile.ReaderAt(f), path)
 	if err != nil {
 		return nil, err
 	}
