@@ -32,6 +32,11 @@ func statusCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if !st.Live && r.File == "" && st.State == api.StateCrashed {
+				if inc := api.IncompleteOf(r.ID, &st.Meta); inc != nil {
+					st.State, st.Incomplete = api.StateIncomplete, inc
+				}
+			}
 			if rf.json {
 				return printJSON(g.out, st)
 			}
@@ -49,6 +54,10 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 	fmt.Fprintf(w, "run:       %s (%s)\n", m.ID, runState(st.State, r))
 	if st.State == api.StateCrashed {
 		fmt.Fprintf(w, "crashed:   the recorder ended without finishing; this is its last checkpoint, at %.1fs\n", st.ElapsedSec)
+	}
+	if inc := st.Incomplete; inc != nil {
+		fmt.Fprintf(w, "incomplete: the final save failed (%s); this is its last good checkpoint: %s of %s samples recorded, %.1fs of %.1fs\n",
+			esc(inc.Reason), commas(inc.KeptSamples), commas(inc.RecordedSamples), inc.KeptSec, inc.RecordedSec)
 	}
 	fmt.Fprintf(w, "command:   %s\n", esc(strings.Join(m.Command, " ")))
 	mode := "launched"

@@ -144,6 +144,7 @@ type Recorder struct {
 	tick       chan struct{} // closed and replaced after each resolve
 	frameNames []string
 	exitCode   *int
+	saveErr    error // the final save's (saveFinal)
 	codes      []store.Code
 	codeBytes  int   // bytes kept in codes
 	memCodes   []int // codes whose bytes were read from memory
@@ -193,8 +194,9 @@ type namerState struct {
 type storageState struct {
 	samples       *store.SampleLog
 	samplesFile   *store.SampleFile
-	samplesErr    error
 	samplesClosed bool
+	failures      int             // saves failed since the last that succeeded
+	good          SavedCheckpoint // the last save that succeeded (under mu)
 	spans         *store.SpanLog
 	spansErr      error
 	spansClosed   bool
@@ -481,6 +483,9 @@ func (r *Recorder) begin() error {
 		return err
 	}
 	r.meta.ID = r.id
+	if err := store.ReserveEnd(r.id); err != nil {
+		r.note("%v", err)
+	}
 	r.meta.Freq = r.opts.Freq
 	r.meta.Start = r.start
 	r.meta.StartNs = perfevent.MonotonicNow() - uint64(time.Since(r.start))

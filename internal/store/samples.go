@@ -66,13 +66,19 @@ func (l *SampleLog) Append(c *agg.SeriesChunk) (int64, error) {
 	binary.LittleEndian.PutUint32(rec[32:], c.N)
 	rec = append(rec, c.Data...)
 	binary.LittleEndian.PutUint32(rec[4:], crc32.Checksum(rec[8:], castagnoli))
-	if _, err := l.f.Write(rec); err != nil {
-		return 0, fmt.Errorf("write samples: %w", err)
+	// At the end of what was written whole: a record a full disk cut short is written
+	// over by the next try.
+	if _, err := l.f.WriteAt(rec, l.off); err != nil {
+		return 0, fmt.Errorf("write samples to %s: %w", l.f.Name(), err)
 	}
 	ref := l.off
 	l.off += int64(len(rec))
 	return ref, nil
 }
+
+// Size is the bytes of the file that hold whole records: the header and every chunk
+// appended.
+func (l *SampleLog) Size() int64 { return l.off }
 
 // Sync makes what was appended durable.
 func (l *SampleLog) Sync() error { return l.f.Sync() }
@@ -169,12 +175,12 @@ func (s *SampleFile) Close() error {
 // PushQueuePath is the directory of the windows of run id not yet pushed (record --push).
 func PushQueuePath(id string) string { return filepath.Join(Dir(), id+".push") }
 
-// Remove deletes the stored run with id: its file, its samples and spans files and its
-// push queue. A run whose file does not exist gives an error satisfying
+// Remove deletes the stored run with id: its file, its samples, spans and end files and
+// its push queue. A run whose file does not exist gives an error satisfying
 // errors.Is(err, os.ErrNotExist).
 func Remove(id string) error {
 	err := os.Remove(Path(id))
-	for _, p := range []string{SamplesPath(id), SpanLogPath(id)} {
+	for _, p := range []string{SamplesPath(id), SpanLogPath(id), EndPath(id)} {
 		if serr := os.Remove(p); err == nil && serr != nil && !errors.Is(serr, os.ErrNotExist) {
 			err = serr
 		}

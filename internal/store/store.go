@@ -149,6 +149,9 @@ type Meta struct {
 	// ITTHint says that a recorded process loaded a library that reports ITT tasks while
 	// no collector was named for it, so that its tasks are not recorded (the first such).
 	ITTHint string `json:"itt_hint,omitempty"`
+	// SamplesFileSize is the bytes of the run's samples file that hold the chunks its
+	// series lists (the run store's own copy; 0: none): a file shorter than that lost some.
+	SamplesFileSize int64 `json:"samples_file_size,omitempty"`
 	// RecorderNice is the nice level the recorder's threads ran at when it raised their
 	// priority above the target's (nil: it could not).
 	RecorderNice *int `json:"recorder_nice,omitempty"`
