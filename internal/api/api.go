@@ -69,14 +69,17 @@ type Status struct {
 	Meta       store.Meta `json:"meta"`
 	ElapsedSec float64    `json:"elapsed_sec"`
 	// Incomplete: the run's final save failed (state incomplete); what the store holds.
-	Incomplete     *Incomplete       `json:"incomplete,omitempty"`
-	DistinctStacks int               `json:"distinct_stacks"`
-	Threads        int               `json:"threads"`
-	Processes      []ProcessStatus   `json:"processes"`
-	JIT            []store.JITSource `json:"jit"`
-	JITSamples     uint64            `json:"jit_samples"`     // samples whose leaf is in JIT code
-	JITUnnamed     uint64            `json:"jit_unnamed"`     // of those, samples with no name
-	UnknownSamples uint64            `json:"unknown_samples"` // samples whose leaf has no name at all
+	Incomplete *Incomplete `json:"incomplete,omitempty"`
+	// SamplesDamage: what the run lost to a damaged samples file (views over time show the
+	// rest).
+	SamplesDamage  *store.SamplesDamage `json:"samples_damage,omitempty"`
+	DistinctStacks int                  `json:"distinct_stacks"`
+	Threads        int                  `json:"threads"`
+	Processes      []ProcessStatus      `json:"processes"`
+	JIT            []store.JITSource    `json:"jit"`
+	JITSamples     uint64               `json:"jit_samples"`     // samples whose leaf is in JIT code
+	JITUnnamed     uint64               `json:"jit_unnamed"`     // of those, samples with no name
+	UnknownSamples uint64               `json:"unknown_samples"` // samples whose leaf has no name at all
 	// Unsymbolized counts, by image, the samples whose leaf is native code no symbol names
 	// (an image+0xOFF row), most first.
 	Unsymbolized []ImageSamples `json:"unsymbolized,omitempty"`
@@ -335,11 +338,13 @@ type RunInfo struct {
 	Reason string `json:"reason,omitempty"` // why a damaged file cannot be read
 	// Incomplete: the run's final save failed; what the store holds of it.
 	Incomplete *Incomplete `json:"incomplete,omitempty"`
-	Command    []string    `json:"command,omitempty"`
-	Pid        int         `json:"pid"`
-	Samples    uint64      `json:"samples"`
-	Start      string      `json:"start"`
-	Finished   bool        `json:"finished"`
+	// SamplesDamage: what the run lost to a damaged samples file.
+	SamplesDamage *store.SamplesDamage `json:"samples_damage,omitempty"`
+	Command       []string             `json:"command,omitempty"`
+	Pid           int                  `json:"pid"`
+	Samples       uint64               `json:"samples"`
+	Start         string               `json:"start"`
+	Finished      bool                 `json:"finished"`
 }
 
 // List is the answer of `stax list`.

@@ -72,6 +72,11 @@ func listCmd(g *globals) *cobra.Command {
 					info.Start = sr.Meta.Start.Format(time.RFC3339)
 					info.Finished = sr.Meta.Finished
 				}
+				if meta != nil {
+					if d, err := store.SamplesDamageOf(store.Path(sr.ID), sr.Meta); err == nil && d != nil {
+						info.SamplesDamage = d
+					}
+				}
 				if inc := api.IncompleteOf(sr.ID, meta); inc != nil {
 					info.State, info.Incomplete, info.Reason = api.StateIncomplete, inc, incompleteText(inc)
 				}
@@ -88,6 +93,9 @@ func listCmd(g *globals) *cobra.Command {
 					what = r.Reason
 				case stateStopped, stateNoAnswer, api.StateIncomplete:
 					what += " (" + r.Reason + ")"
+				}
+				if r.SamplesDamage != nil {
+					what += " (" + r.SamplesDamage.String() + ")"
 				}
 				fmt.Fprintf(g.out, "%-24s %-10s %10s  %-20s  %s\n", r.ID, r.State, commas(r.Samples), r.Start, esc(what))
 			}

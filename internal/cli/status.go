@@ -32,9 +32,14 @@ func statusCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if !st.Live && r.File == "" && st.State == api.StateCrashed {
-				if inc := api.IncompleteOf(r.ID, &st.Meta); inc != nil {
-					st.State, st.Incomplete = api.StateIncomplete, inc
+			if !st.Live && r.File == "" {
+				if st.State == api.StateCrashed {
+					if inc := api.IncompleteOf(r.ID, &st.Meta); inc != nil {
+						st.State, st.Incomplete = api.StateIncomplete, inc
+					}
+				}
+				if d, err := store.SamplesDamageOf(r.StoredPath(), st.Meta); err == nil {
+					st.SamplesDamage = d
 				}
 			}
 			if rf.json {
@@ -58,6 +63,9 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 	if inc := st.Incomplete; inc != nil {
 		fmt.Fprintf(w, "incomplete: the final save failed (%s); this is its last good checkpoint: %s of %s samples recorded, %.1fs of %.1fs\n",
 			esc(inc.Reason), commas(inc.KeptSamples), commas(inc.RecordedSamples), inc.KeptSec, inc.RecordedSec)
+	}
+	if d := st.SamplesDamage; d != nil {
+		fmt.Fprintf(w, "damaged:   %s; top and flame count every sample, views over time (timeline, --from/--to, export, save) have the rest\n", esc(d.String()))
 	}
 	fmt.Fprintf(w, "command:   %s\n", esc(strings.Join(m.Command, " ")))
 	mode := "launched"

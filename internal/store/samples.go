@@ -190,3 +190,81 @@ func Remove(id string) error {
 	}
 	return err
 }
+
+// SamplesDamage says what a run lost of its samples to a damaged samples file (cut short
+// by a full disk or a crash, or changed since): the chunks its file lists that could not
+// be read back whole, which the run read without.
+type SamplesDamage struct {
+	Chunks   int    `json:"chunks"`    // chunks lost
+	OfChunks int    `json:"of_chunks"` // chunks the run lists
+	Samples  uint64 `json:"samples"`   // samples in the chunks lost
+	// FromNs and ToNs bound the lost samples' times, in nanoseconds from the run's start.
+	FromNs uint64 `json:"from_ns"`
+	ToNs   uint64 `json:"to_ns"`
+	Reason string `json:"reason"` // the first chunk's error
+}
+
+// String says what was lost, for a note.
+func (d *SamplesDamage) String() string {
+	return fmt.Sprintf("its samples file is damaged (%s): %d of %d chunks lost, %d samples from %.1fs to %.1fs of the run",
+		d.Reason, d.Chunks, d.OfChunks, d.Samples, float64(d.FromNs)/1e9, float64(d.ToNs)/1e9)
+}
+
+// salvage reads every chunk of s that lives in the samples file (checking each whole, as
+// ReadChunk does) and drops from s those that cannot be read back, so that views work on
+// the rest; it says what was dropped (nil: nothing). startNs is the run's start on the
+// samples' clock.
+func salvage(s *agg.Series, startNs uint64) *SamplesDamage {
+	var d SamplesDamage
+	kept := s.Chunks[:0]
+	for _, c := range s.Chunks {
+		if c.Data != nil || c.N == 0 || c.Ref == 0 {
+			kept = append(kept, c)
+			continue
+		}
+		d.OfChunks++
+		var err error
+		if s.Reader == nil {
+			err = agg.ErrSamplesUnavailable
+		} else {
+			_, err = s.Reader.ReadChunk(&c)
+		}
+		if err == nil {
+			kept = append(kept, c)
+			continue
+		}
+		if d.Chunks == 0 {
+			d.Reason, d.FromNs, d.ToNs = err.Error(), c.Min, c.Max
+		}
+		d.Chunks++
+		d.Samples += uint64(c.N)
+		d.FromNs, d.ToNs = min(d.FromNs, c.Min), max(d.ToNs, c.Max)
+	}
+	for i := len(kept); i < len(s.Chunks); i++ {
+		s.Chunks[i] = agg.SeriesChunk{}
+	}
+	s.Chunks = kept
+	if d.Chunks == 0 {
+		return nil
+	}
+	d.FromNs, d.ToNs = d.FromNs-min(d.FromNs, startNs), d.ToNs-min(d.ToNs, startNs)
+	return &d
+}
+
+// SamplesDamageOf says what the stored run at path, whose meta is m, lost to a damaged
+// samples file. It looks no further than the file's size unless that is short of what the
+// run counts on (Meta.SamplesFileSize), so list and status afford it for every run; a
+// chunk changed in place is found by the views that read it.
+func SamplesDamageOf(path string, m Meta) (*SamplesDamage, error) {
+	if m.SamplesFileSize <= 0 {
+		return nil, nil
+	}
+	if info, err := os.Stat(samplesPathOf(path)); err == nil && info.Size() >= m.SamplesFileSize {
+		return nil, nil
+	}
+	r, err := LoadParts(path, Samples)
+	if err != nil {
+		return nil, err
+	}
+	return r.SamplesDamage, nil
+}

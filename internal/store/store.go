@@ -252,6 +252,9 @@ type Run struct {
 	Spans spans.List `json:"-"`
 	// SpansErr says why a run read back has no spans: its spans file could not be read.
 	SpansErr error `json:"-"`
+	// SamplesDamage says what the run lost to a damaged samples file: its series holds
+	// the rest (LoadParts with Samples).
+	SamplesDamage *SamplesDamage `json:"-"`
 	// SpanLog is the recording's spans file: SaveStored lists the spans it holds by
 	// reference rather than writing them again.
 	SpanLog *SpanLog `json:"-"`
@@ -780,7 +783,8 @@ func Load(path string) (*Run, error) { return LoadParts(path, All) }
 // LoadParts reads a saved run from a file: its meta and profile, and the parts want names
 // (a file of format 4 is read no further than they lie; older files are read whole). A
 // run of the store whose series lives in its samples file reads it from there when a
-// view needs it.
+// view needs it; with Samples, each chunk there is checked, and those that cannot be read
+// back whole are left out of the series, SamplesDamage saying what was lost.
 func LoadParts(path string, want Parts) (*Run, error) {
 	if want == MetaOnly {
 		m, err := ReadMeta(path)
@@ -807,6 +811,10 @@ func LoadParts(path string, want Parts) (*Run, error) {
 	}
 	if hasRefs(&r.Profile.Series) {
 		r.Profile.Series.Reader = OpenSampleFile(samplesPathOf(path))
+		if want&Samples != 0 {
+			// A damaged samples file costs its damaged chunks alone.
+			r.SamplesDamage = salvage(&r.Profile.Series, r.Meta.StartNs)
+		}
 	}
 	return r, nil
 }
