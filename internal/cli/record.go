@@ -34,7 +34,8 @@ func recordCmd(g *globals) *cobra.Command {
 		Use:   "record [-F HZ] [-l SECS] (-a | -p PID | -- CMD ARGS...)",
 		Short: "Record a command, or attach to a running process, and answer queries while it runs",
 		Long: `Record a command from its first instruction (stdio passes through, Ctrl-C reaches the
-command, and stax exits with the command's exit status), or attach to a running process
+command, and stax exits with the command's exit status, or 125 if the run could not be
+saved whole: a full disk; the store then keeps its last good checkpoint), or attach to a running process
 with -p (it keeps running when the recording stops). New threads, forked children and
 exec are followed.
 
