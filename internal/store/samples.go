@@ -255,11 +255,16 @@ func salvage(s *agg.Series, startNs uint64) *SamplesDamage {
 // samples file. It looks no further than the file's size unless that is short of what the
 // run counts on (Meta.SamplesFileSize), so list and status afford it for every run; a
 // chunk changed in place is found by the views that read it.
+//
+// A run written before its meta kept that size is looked at more closely only when its
+// samples file ends inside a record (cut short there); one cut between records is found
+// by the views.
 func SamplesDamageOf(path string, m Meta) (*SamplesDamage, error) {
-	if m.SamplesFileSize <= 0 {
+	info, err := os.Stat(samplesPathOf(path))
+	switch {
+	case m.SamplesFileSize > 0 && err == nil && info.Size() >= m.SamplesFileSize:
 		return nil, nil
-	}
-	if info, err := os.Stat(samplesPathOf(path)); err == nil && info.Size() >= m.SamplesFileSize {
+	case m.SamplesFileSize <= 0 && (err != nil || !endsInRecord(samplesPathOf(path), info.Size())):
 		return nil, nil
 	}
 	r, err := LoadParts(path, Samples)
@@ -267,4 +272,27 @@ func SamplesDamageOf(path string, m Meta) (*SamplesDamage, error) {
 		return nil, err
 	}
 	return r.SamplesDamage, nil
+}
+
+// endsInRecord says whether the samples file at path, of size bytes, ends inside a chunk
+// record: its records' headers are walked, one read each.
+func endsInRecord(path string, size int64) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var hdr [8]byte
+	off := int64(samplesHeaderSize)
+	for off < size {
+		if _, err := f.ReadAt(hdr[:], off); err != nil {
+			return true
+		}
+		n := int64(binary.LittleEndian.Uint32(hdr[:]))
+		if n < 28 || n-28 > maxChunkLength {
+			return true
+		}
+		off += 8 + n
+	}
+	return off != size && size > samplesHeaderSize
 }

@@ -235,3 +235,37 @@ func FuzzSalvage(f *testing.F) {
 		}
 	})
 }
+
+// TestSamplesDamageOfLooksAtTheFileSize: a run whose samples file is as long as its meta
+// says is not read further; one cut short is, and says what it lost; a run written before
+// the meta kept the size is read when its file ends inside a record.
+func TestSamplesDamageOfLooksAtTheFileSize(t *testing.T) {
+	t.Setenv("STAX_HOME", t.TempDir())
+	os.MkdirAll(Dir(), 0o700)
+	refs := writeSamples(t, SamplesPath("r"), testChunks(4))
+	info, _ := os.Stat(SamplesPath("r"))
+	run := &Run{Meta: Meta{ID: "r", SamplesFileSize: info.Size()}}
+	run.Profile.Series.Chunks = refs
+	if err := SaveStored(Path("r"), run); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ReadMeta(Path("r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := SamplesDamageOf(Path("r"), m); d != nil || err != nil {
+		t.Fatalf("a whole file: %+v, %v", d, err)
+	}
+	os.Truncate(SamplesPath("r"), refs[3].Ref+5)
+	if d, err := SamplesDamageOf(Path("r"), m); err != nil || d == nil || d.Chunks != 1 || d.OfChunks != 4 || d.Samples != uint64(refs[3].N) {
+		t.Fatalf("cut in the last chunk: %+v, %v", d, err)
+	}
+	m.SamplesFileSize = 0 // as written before the meta kept it
+	if d, err := SamplesDamageOf(Path("r"), m); err != nil || d == nil || d.Chunks != 1 {
+		t.Fatalf("an older run cut inside a record: %+v, %v", d, err)
+	}
+	os.Truncate(SamplesPath("r"), refs[3].Ref)
+	if d, err := SamplesDamageOf(Path("r"), m); err != nil || d != nil {
+		t.Fatalf("an older run cut between records is left to the views: %+v, %v", d, err)
+	}
+}
