@@ -235,7 +235,7 @@ At the end, what is queued is sent for up to --push-timeout.
 					notef("lost %s of %s samples (%.2f%%): the reader fell behind; record with a larger ring (-m %d; now %d pages per CPU) %s",
 						commas(m.Lost), commas(m.Samples+m.Lost), float64(m.Lost)*100/float64(m.Samples+m.Lost), m.RingPages*4, m.RingPages, how)
 				}
-				if serr, kept := rec.SaveErr(); serr != nil {
+				if kept, serr := rec.SaveResult(); serr != nil {
 					saveFailed = true
 					// Said even with -q: the run is not what the store holds.
 					notef("run %s was not saved whole to %s: %v", rec.ID(), store.Dir(), serr)

@@ -32,7 +32,7 @@ const (
 // saveFinal writes the finished run, its samples and spans made durable first. A save that
 // fails is tried again; if none succeeds, the run's end file says that the run is
 // incomplete, with what was recorded (the run's file keeps its last good checkpoint), and
-// the error is returned (SaveErr).
+// the error is returned (SaveResult).
 func (r *Recorder) saveFinal() error {
 	var err error
 	for try := 1; try <= finalTries; try++ {
@@ -86,12 +86,12 @@ type SavedCheckpoint struct {
 	Saved   bool    // false: no checkpoint was saved at all
 }
 
-// SaveErr says, once Done is closed, why the final save failed (nil: the run is saved
-// whole), and what the store holds of the run then.
-func (r *Recorder) SaveErr() (error, SavedCheckpoint) {
+// SaveResult says, once Done is closed, what the store holds of the run as its last
+// checkpoint saved whole, and why the final save failed (nil: the run is saved whole).
+func (r *Recorder) SaveResult() (SavedCheckpoint, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.saveErr, r.storage.good
+	return r.storage.good, r.saveErr
 }
 
 func (r *Recorder) threads() []agg.ThreadInfo {
@@ -191,10 +191,9 @@ const keptChunks = 2
 //
 // A save that fails (a full disk) keeps in memory what it could not write, and the run's
 // file keeps the last checkpoint saved whole; the next save tries again. Chunks the samples
-// file did not take are written in the run's file. The first failure
-// is said once, with where and why, and the first success after it.
+// file did not take are written in the run's file. The first failure is said once, with
+// where and why, and the first success after it.
 func (r *Recorder) save(final bool) error {
-	// Chunks the samples file did not take are written in the run's file.
 	spillErr := r.spill()
 	run := r.snapshot(final, &r.storage.profile)
 	run.IntervalCache = &r.storage.intervals
