@@ -41,8 +41,13 @@ func IncompleteOf(id string, m *store.Meta) *Incomplete {
 	if m != nil && m.Finished {
 		return nil
 	}
-	e, err := store.ReadEnd(id)
-	if err != nil || e == nil || !e.Incomplete {
+	e := (*store.End)(nil)
+	if m != nil && m.Ending != nil {
+		e = m.Ending
+	} else if e, _ = store.ReadEnd(id); e == nil {
+		return nil
+	}
+	if !e.Incomplete {
 		return nil
 	}
 	inc := &Incomplete{Reason: e.Reason, RecordedSamples: e.Samples, RecordedSec: e.Seconds}
@@ -55,8 +60,11 @@ func IncompleteOf(id string, m *store.Meta) *Incomplete {
 
 // StateOf is the state of a run read from the store.
 func StateOf(m store.Meta) string {
-	if m.Finished {
+	switch {
+	case m.Finished:
 		return StateStored
+	case m.Ending != nil && m.Ending.Incomplete:
+		return StateIncomplete
 	}
 	return StateCrashed
 }

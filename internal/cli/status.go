@@ -33,11 +33,6 @@ func statusCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if !st.Live && r.File == "" {
-				if st.State == api.StateCrashed {
-					if inc := api.IncompleteOf(r.ID, &st.Meta); inc != nil {
-						st.State, st.Incomplete = api.StateIncomplete, inc
-					}
-				}
 				if d, err := store.SamplesDamageOf(r.StoredPath(), st.Meta); err == nil {
 					st.SamplesDamage = d
 				}

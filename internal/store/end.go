@@ -92,8 +92,10 @@ func RemoveEnd(id string) error {
 
 // ReadEnd reads the run's end file: nil when there is none or it is blank (the recording
 // is going on, or its recorder died), an error when it cannot be read or makes no sense.
-func ReadEnd(id string) (*End, error) {
-	f, err := os.Open(EndPath(id))
+func ReadEnd(id string) (*End, error) { return readEndFile(EndPath(id)) }
+
+func readEndFile(path string) (*End, error) {
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -149,6 +149,9 @@ type Meta struct {
 	// ITTHint says that a recorded process loaded a library that reports ITT tasks while
 	// no collector was named for it, so that its tasks are not recorded (the first such).
 	ITTHint string `json:"itt_hint,omitempty"`
+	// Ending is what the run's end file says (EndPath) of a run of the store that did not
+	// finish, read with it: its final save failed. Never written in the run's file.
+	Ending *End `json:"-"`
 	// SamplesFileSize is the bytes of the run's samples file that hold the chunks its
 	// series lists (the run store's own copy; 0: none): a file shorter than that lost some.
 	SamplesFileSize int64 `json:"samples_file_size,omitempty"`
@@ -792,6 +795,7 @@ func LoadParts(path string, want Parts) (*Run, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		if m.Summary != nil {
+			m.Ending = endingOf(path, m)
 			return &Run{Meta: m}, nil
 		}
 		want = 0 // a file written before the summary: its profile says it
@@ -809,6 +813,7 @@ func LoadParts(path string, want Parts) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	r.Meta.Ending = endingOf(path, r.Meta)
 	if hasRefs(&r.Profile.Series) {
 		r.Profile.Series.Reader = OpenSampleFile(samplesPathOf(path))
 		if want&Samples != 0 {
@@ -826,6 +831,19 @@ func hasRefs(s *agg.Series) bool {
 		}
 	}
 	return false
+}
+
+// endingOf is what the end file beside the run's file at path says, when the run, whose
+// meta is m, did not finish and its final save failed (nil otherwise).
+func endingOf(path string, m Meta) *End {
+	if m.Finished {
+		return nil
+	}
+	e, err := readEndFile(strings.TrimSuffix(path, ".stax") + ".end")
+	if err != nil || e == nil || !e.Incomplete {
+		return nil
+	}
+	return e
 }
 
 // samplesPathOf is the samples file beside a run's file.
