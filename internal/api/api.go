@@ -20,30 +20,74 @@ const (
 	StateLive    = "live"    // its recorder is running and answered
 	StateStored  = "stored"  // finished and saved
 	StateCrashed = "crashed" // its recorder ended without finishing: this is its last checkpoint
+	// StateIncomplete: its recorder ended, but could not save the run whole (a full
+	// disk): this is its last good checkpoint, and Incomplete says of how much.
+	StateIncomplete = "incomplete"
 )
+
+// Incomplete says what the store holds of a run whose final save failed.
+type Incomplete struct {
+	Reason          string  `json:"reason"`           // why the save failed
+	KeptSamples     uint64  `json:"kept_samples"`     // in the last good checkpoint
+	KeptSec         float64 `json:"kept_sec"`         // the checkpoint's time, from the run's start
+	RecordedSamples uint64  `json:"recorded_samples"` // recorded in all
+	RecordedSec     float64 `json:"recorded_sec"`
+}
+
+// IncompleteOf says whether the stored run id, whose file's meta is m (nil: its file
+// holds no readable run), is incomplete: its end file says so (store.End). A finished
+// run is not, whatever a stale end file says.
+func IncompleteOf(id string, m *store.Meta) *Incomplete {
+	if m != nil && m.Finished {
+		return nil
+	}
+	e := (*store.End)(nil)
+	if m != nil && m.Ending != nil {
+		e = m.Ending
+	} else if e, _ = store.ReadEnd(id); e == nil {
+		return nil
+	}
+	if !e.Incomplete {
+		return nil
+	}
+	inc := &Incomplete{Reason: e.Reason, RecordedSamples: e.Samples, RecordedSec: e.Seconds}
+	if m != nil {
+		inc.KeptSamples = m.Samples
+		inc.KeptSec = max(m.End.Sub(m.Start).Seconds(), 0)
+	}
+	return inc
+}
 
 // StateOf is the state of a run read from the store.
 func StateOf(m store.Meta) string {
-	if m.Finished {
+	switch {
+	case m.Finished:
 		return StateStored
+	case m.Ending != nil && m.Ending.Incomplete:
+		return StateIncomplete
 	}
 	return StateCrashed
 }
 
 // Status describes a run.
 type Status struct {
-	Schema         int               `json:"schema"`
-	Live           bool              `json:"live"`
-	State          string            `json:"state"`
-	Meta           store.Meta        `json:"meta"`
-	ElapsedSec     float64           `json:"elapsed_sec"`
-	DistinctStacks int               `json:"distinct_stacks"`
-	Threads        int               `json:"threads"`
-	Processes      []ProcessStatus   `json:"processes"`
-	JIT            []store.JITSource `json:"jit"`
-	JITSamples     uint64            `json:"jit_samples"`     // samples whose leaf is in JIT code
-	JITUnnamed     uint64            `json:"jit_unnamed"`     // of those, samples with no name
-	UnknownSamples uint64            `json:"unknown_samples"` // samples whose leaf has no name at all
+	Schema     int        `json:"schema"`
+	Live       bool       `json:"live"`
+	State      string     `json:"state"`
+	Meta       store.Meta `json:"meta"`
+	ElapsedSec float64    `json:"elapsed_sec"`
+	// Incomplete: the run's final save failed (state incomplete); what the store holds.
+	Incomplete *Incomplete `json:"incomplete,omitempty"`
+	// SamplesDamage: what the run lost to a damaged samples file (views over time show the
+	// rest).
+	SamplesDamage  *store.SamplesDamage `json:"samples_damage,omitempty"`
+	DistinctStacks int                  `json:"distinct_stacks"`
+	Threads        int                  `json:"threads"`
+	Processes      []ProcessStatus      `json:"processes"`
+	JIT            []store.JITSource    `json:"jit"`
+	JITSamples     uint64               `json:"jit_samples"`     // samples whose leaf is in JIT code
+	JITUnnamed     uint64               `json:"jit_unnamed"`     // of those, samples with no name
+	UnknownSamples uint64               `json:"unknown_samples"` // samples whose leaf has no name at all
 	// Unsymbolized counts, by image, the samples whose leaf is native code no symbol names
 	// (an image+0xOFF row), most first.
 	Unsymbolized []ImageSamples `json:"unsymbolized,omitempty"`
@@ -314,15 +358,19 @@ type Wait struct {
 
 // RunInfo is one line of `stax list`.
 type RunInfo struct {
-	ID       string   `json:"id"`
-	Live     bool     `json:"live"`
-	State    string   `json:"state"`            // live, stored, crashed, damaged
-	Reason   string   `json:"reason,omitempty"` // why a damaged file cannot be read
-	Command  []string `json:"command,omitempty"`
-	Pid      int      `json:"pid"`
-	Samples  uint64   `json:"samples"`
-	Start    string   `json:"start"`
-	Finished bool     `json:"finished"`
+	ID     string `json:"id"`
+	Live   bool   `json:"live"`
+	State  string `json:"state"`            // live, stored, crashed, incomplete, damaged
+	Reason string `json:"reason,omitempty"` // why a damaged file cannot be read
+	// Incomplete: the run's final save failed; what the store holds of it.
+	Incomplete *Incomplete `json:"incomplete,omitempty"`
+	// SamplesDamage: what the run lost to a damaged samples file.
+	SamplesDamage *store.SamplesDamage `json:"samples_damage,omitempty"`
+	Command       []string             `json:"command,omitempty"`
+	Pid           int                  `json:"pid"`
+	Samples       uint64               `json:"samples"`
+	Start         string               `json:"start"`
+	Finished      bool                 `json:"finished"`
 }
 
 // List is the answer of `stax list`.

@@ -18,6 +18,9 @@ func StatusOf(run *store.Run) Status {
 	if !run.Meta.End.IsZero() {
 		st.ElapsedSec = run.Meta.End.Sub(run.Meta.Start).Seconds()
 	}
+	if st.State == StateIncomplete {
+		st.Incomplete = IncompleteOf(run.Meta.ID, &run.Meta)
+	}
 	sum := agg.Summarize(&run.Profile)
 	if p := &run.Profile; len(p.Entries) == 0 && len(p.Stacks) == 0 && run.Meta.Summary != nil {
 		sum = *run.Meta.Summary

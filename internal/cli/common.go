@@ -244,7 +244,7 @@ func ask[T any](ctx context.Context, g *globals, r *client.Run, path string, q u
 		}
 		gone = true
 	}
-	run, err := r.LoadStoredParts(need)
+	run, err := loadStored(g, r, need)
 	if err != nil {
 		return out, err
 	}
@@ -274,17 +274,27 @@ func queryErr(err error) error {
 // is no longer there, saying so) the parts need names from the store.
 func readRun(ctx context.Context, g *globals, r *client.Run, need store.Parts) (*store.Run, error) {
 	if !r.Live {
-		return r.LoadStoredParts(need)
+		return loadStored(g, r, need)
 	}
 	run, err := r.Load(ctx)
 	if !errors.Is(err, client.ErrGone) {
 		return run, err
 	}
-	if run, err = r.LoadStoredParts(need); err != nil {
+	if run, err = loadStored(g, r, need); err != nil {
 		return nil, err
 	}
 	goneNote(g, r.ID, run.Meta, "reading it", "read")
 	return run, nil
+}
+
+// loadStored reads the parts of run r's stored copy that need names, and says on stderr
+// what a damaged samples file lost of it (the views answer from the rest).
+func loadStored(g *globals, r *client.Run, need store.Parts) (*store.Run, error) {
+	run, err := r.LoadStoredParts(need)
+	if err == nil && run.SamplesDamage != nil {
+		fmt.Fprintf(g.errOut, "stax: run %s: %s; what it shows is the rest\n", r.ID, esc(run.SamplesDamage.String()))
+	}
+	return run, err
 }
 
 // goneNote tells the user that the recorder of run id went away while stax was doing

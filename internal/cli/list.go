@@ -63,12 +63,22 @@ func listCmd(g *globals) *cobra.Command {
 					continue
 				}
 				info := api.RunInfo{ID: sr.ID, State: api.StateOf(sr.Meta)}
+				meta := &sr.Meta
 				if sr.Err != nil {
 					info.State, info.Reason = "damaged", sr.Err.Error()
+					meta = nil
 				} else {
 					info.Command, info.Pid, info.Samples = sr.Meta.Command, sr.Meta.Pid, sr.Meta.Samples
 					info.Start = sr.Meta.Start.Format(time.RFC3339)
 					info.Finished = sr.Meta.Finished
+				}
+				if meta != nil {
+					if d, err := store.SamplesDamageOf(store.Path(sr.ID), sr.Meta); err == nil && d != nil {
+						info.SamplesDamage = d
+					}
+				}
+				if inc := api.IncompleteOf(sr.ID, meta); inc != nil {
+					info.State, info.Incomplete, info.Reason = api.StateIncomplete, inc, incompleteText(inc)
 				}
 				out.Runs = append(out.Runs, info)
 			}
@@ -81,8 +91,11 @@ func listCmd(g *globals) *cobra.Command {
 				switch r.State {
 				case "damaged":
 					what = r.Reason
-				case stateStopped, stateNoAnswer:
+				case stateStopped, stateNoAnswer, api.StateIncomplete:
 					what += " (" + r.Reason + ")"
+				}
+				if r.SamplesDamage != nil {
+					what += " (" + r.SamplesDamage.String() + ")"
 				}
 				fmt.Fprintf(g.out, "%-24s %-10s %10s  %-20s  %s\n", r.ID, r.State, commas(r.Samples), r.Start, esc(what))
 			}
@@ -91,6 +104,12 @@ func listCmd(g *globals) *cobra.Command {
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
 	return c
+}
+
+// incompleteText says what the store holds of an incomplete run, and why.
+func incompleteText(inc *api.Incomplete) string {
+	return fmt.Sprintf("kept %s of %s samples, %.1fs of %.1fs: the save failed: %s",
+		commas(inc.KeptSamples), commas(inc.RecordedSamples), inc.KeptSec, inc.RecordedSec, inc.Reason)
 }
 
 func stopCmd(g *globals) *cobra.Command {

@@ -34,7 +34,8 @@ func recordCmd(g *globals) *cobra.Command {
 		Use:   "record [-F HZ] [-l SECS] (-a | -p PID | -- CMD ARGS...)",
 		Short: "Record a command, or attach to a running process, and answer queries while it runs",
 		Long: `Record a command from its first instruction (stdio passes through, Ctrl-C reaches the
-command, and stax exits with the command's exit status), or attach to a running process
+command, and stax exits with the command's exit status, or 125 if the run could not be
+saved whole: a full disk; the store then keeps its last good checkpoint), or attach to a running process
 with -p (it keeps running when the recording stops). New threads, forked children and
 exec are followed.
 
@@ -130,6 +131,7 @@ At the end, what is queued is sent for up to --push-timeout.
 			sigs := make(chan os.Signal, 4)
 			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 			defer signal.Stop(sigs)
+			started := time.Now()
 			rec, err := recorder.Start(recorder.Options{
 				Argv: args, Pid: pid, SystemWide: all, Freq: freq, Duration: time.Duration(seconds * float64(time.Second)), RingPages: pages,
 				CallGraph: callGraph, StackSize: stackSize, OffCPU: !noOffCPU, OffCPURate: offRate, NoWakers: noWakers,
@@ -210,6 +212,7 @@ At the end, what is queued is sent for up to --push-timeout.
 				}
 			}()
 			summarized := make(chan struct{})
+			saveFailed := false
 			go func() {
 				defer close(summarized)
 				<-rec.Done()
@@ -232,6 +235,13 @@ At the end, what is queued is sent for up to --push-timeout.
 					notef("lost %s of %s samples (%.2f%%): the reader fell behind; record with a larger ring (-m %d; now %d pages per CPU) %s",
 						commas(m.Lost), commas(m.Samples+m.Lost), float64(m.Lost)*100/float64(m.Samples+m.Lost), m.RingPages*4, m.RingPages, how)
 				}
+				if kept, serr := rec.SaveResult(); serr != nil {
+					saveFailed = true
+					// Said even with -q: the run is not what the store holds.
+					notef("run %s was not saved whole to %s: %v", rec.ID(), store.Dir(), serr)
+					notef("%s", keptText(rec.ID(), kept, m.Samples, time.Since(started).Seconds()))
+					return
+				}
 				if rec.CommandRunsOn() {
 					notef("recording stopped: run %s saved (%s samples); %s keeps running, and stax exits with its status when it ends",
 						rec.ID(), commas(m.Samples), args[0])
@@ -243,6 +253,12 @@ At the end, what is queued is sent for up to --push-timeout.
 			}()
 			exit := rec.Loop()
 			<-summarized
+			if saveFailed {
+				if len(args) > 0 && (rec.CommandRunsOn() || exit != 0) {
+					notef("%s exited with status %d", args[0], exit)
+				}
+				return &exitError{ExitNotSaved, errors.New("")}
+			}
 			if exit != 0 {
 				return &exitError{exit, errors.New("")}
 			}
@@ -268,6 +284,16 @@ At the end, what is queued is sent for up to --push-timeout.
 	c.Flags().StringVar(&webAddr, "web-addr", "127.0.0.1:0", "`HOST:PORT` for --web")
 	pf.add(c, true)
 	return c
+}
+
+// keptText says what the store holds of a run whose final save failed: its last good
+// checkpoint, of what was recorded.
+func keptText(id string, kept recorder.SavedCheckpoint, samples uint64, secs float64) string {
+	if !kept.Saved {
+		return fmt.Sprintf("run %s is incomplete: no checkpoint was saved; the %s samples recorded (%.1fs) are lost", id, commas(samples), secs)
+	}
+	return fmt.Sprintf("run %s is incomplete: the store keeps its last checkpoint, %s of the %s samples recorded (%.1fs of %.1fs); stax list and stax status mark it incomplete",
+		id, commas(kept.Samples), commas(samples), kept.Seconds, secs)
 }
 
 // writeRunID writes id as one line into f, a temporary file beside path, and renames it

@@ -24,6 +24,10 @@ const (
 	ExitEnded    = 3 // wait: the run ended before the condition held
 	ExitTimeout  = 4 // wait: the timeout passed first
 	ExitNotFound = 5 // no such run, process, function or address
+	// ExitNotSaved: record could not save the run whole (a full disk); the store keeps its
+	// last good checkpoint. 125, as env, timeout and nice exit when they fail themselves,
+	// apart from the statuses a launched command's shell gives (126, 127, 128+N).
+	ExitNotSaved = 125
 )
 
 // exitError carries an exit code with a message (an empty message prints nothing).

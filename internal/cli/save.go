@@ -141,7 +141,7 @@ func save(ctx context.Context, g *globals, r *client.Run, path string) error {
 			return err
 		}
 	}
-	run, err := r.LoadStored()
+	run, err := loadStored(g, r, store.All)
 	if err != nil {
 		return err
 	}
@@ -149,6 +149,10 @@ func save(ctx context.Context, g *globals, r *client.Run, path string) error {
 		goneNote(g, r.ID, run.Meta, "saving", "saved")
 	}
 	run, kept, failed := query.ForSave(run)
+	if d := run.SamplesDamage; d != nil {
+		// The file says what it lacks: its samples' times are the rest.
+		run.Meta.Notes = append(run.Meta.Notes, "saved without part of its samples' times: "+d.String())
+	}
 	if err := store.Save(path, run); err != nil {
 		return err
 	}

@@ -32,6 +32,11 @@ func statusCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if !st.Live && r.File == "" {
+				if d, err := store.SamplesDamageOf(r.StoredPath(), st.Meta); err == nil {
+					st.SamplesDamage = d
+				}
+			}
 			if rf.json {
 				return printJSON(g.out, st)
 			}
@@ -49,6 +54,13 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 	fmt.Fprintf(w, "run:       %s (%s)\n", m.ID, runState(st.State, r))
 	if st.State == api.StateCrashed {
 		fmt.Fprintf(w, "crashed:   the recorder ended without finishing; this is its last checkpoint, at %.1fs\n", st.ElapsedSec)
+	}
+	if inc := st.Incomplete; inc != nil {
+		fmt.Fprintf(w, "incomplete: the final save failed (%s); this is its last good checkpoint: %s of %s samples recorded, %.1fs of %.1fs\n",
+			esc(inc.Reason), commas(inc.KeptSamples), commas(inc.RecordedSamples), inc.KeptSec, inc.RecordedSec)
+	}
+	if d := st.SamplesDamage; d != nil {
+		fmt.Fprintf(w, "damaged:   %s; top and flame count every sample, views over time (timeline, --from/--to, export, save) have the rest\n", esc(d.String()))
 	}
 	fmt.Fprintf(w, "command:   %s\n", esc(strings.Join(m.Command, " ")))
 	mode := "launched"

@@ -258,6 +258,12 @@ func (g *Gate) Abort() {
 	g.cmd.Wait()
 }
 
+// Kill ends a command whose release failed, and waits for it.
+func (g *Gate) Kill() {
+	g.cmd.Process.Kill()
+	g.cmd.Wait()
+}
+
 // Signal passes a signal stax received on to the command, unless the command got it
 // already: a terminal sends SIGINT (Ctrl-C), SIGQUIT and SIGHUP to its whole foreground
 // process group, as `kill -SIG -PGID` does, so while the command shares stax's process

@@ -112,11 +112,14 @@ type Recorder struct {
 	src     Source
 	capture *replay.Writer // STAX_CAPTURE: every record read is also written here
 	gate    *launch.Gate
-	tracker *proc.Tracker
-	res     *resolve.Resolver
-	jitw    *resolve.JITWatcher
-	run     *agg.Run
-	spans   *spans.Set // spans and markers the target reports, and stax mark's
+	// gateHeld: the launched command waits at its gate (not yet released); gateLost: its
+	// release failed. Start's cleanup reads them.
+	gateHeld, gateLost bool
+	tracker            *proc.Tracker
+	res                *resolve.Resolver
+	jitw               *resolve.JITWatcher
+	run                *agg.Run
+	spans              *spans.Set // spans and markers the target reports, and stax mark's
 
 	// pushStatus reports pushing to a fleet store (set before queries are served; nil: none).
 	pushStatus func() *api.PushStatus
@@ -142,6 +145,7 @@ type Recorder struct {
 	tick       chan struct{} // closed and replaced after each resolve
 	frameNames []string
 	exitCode   *int
+	saveErr    error // the final save's (saveFinal)
 	codes      []store.Code
 	codeBytes  int   // bytes kept in codes
 	memCodes   []int // codes whose bytes were read from memory
@@ -194,8 +198,9 @@ type namerState struct {
 type storageState struct {
 	samples       *store.SampleLog
 	samplesFile   *store.SampleFile
-	samplesErr    error
 	samplesClosed bool
+	failures      int             // saves failed since the last that succeeded
+	good          SavedCheckpoint // the last save that succeeded (under mu)
 	spans         *store.SpanLog
 	spansErr      error
 	spansClosed   bool
@@ -210,14 +215,21 @@ func NewID(pid int) string {
 }
 
 // Start opens the events and starts the target (or attaches to it). Recording begins at
-// once; call Loop to process it.
-func Start(opts Options) (*Recorder, error) {
+// once; call Loop to process it. A start that fails undoes what it did, in one place
+// (abortStart): the launched command is ended, the events closed, and the run's id and
+// files given back, so it leaves nothing in the store.
+func Start(opts Options) (_ *Recorder, err error) {
 	capturing := opts.OffCPU && os.Getenv("STAX_CAPTURE") != ""
 	if capturing {
 		opts.OffCPU = false // a capture replays with the CPU samples' layout alone
 	}
 	r := newRecorder(opts)
 	opts = r.opts
+	defer func() {
+		if err != nil {
+			r.abortStart()
+		}
+	}()
 	if capturing {
 		r.note("off-CPU time is not recorded while STAX_CAPTURE captures the records")
 	}
@@ -234,7 +246,7 @@ func Start(opts Options) (*Recorder, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.gate = gate
+		r.gate, r.gateHeld = gate, true
 		cfg.Pids = []int{gate.Pid()}
 		cfg.EnableOnExec = !gate.Traced()
 		r.meta.Pid = gate.Pid()
@@ -277,9 +289,6 @@ func Start(opts Options) (*Recorder, error) {
 	cfg.ResizableStack = cfg.CallGraph == "dwarf" && opts.StackSize == 0 && !cfg.SystemWide && os.Getenv("STAX_CAPTURE") == ""
 	sess, err := perfevent.Open(cfg)
 	if err != nil {
-		if r.gate != nil {
-			r.gate.Abort()
-		}
 		switch {
 		case opts.SystemWide:
 			return nil, fmt.Errorf("record -a: %w", err)
@@ -328,10 +337,6 @@ func Start(opts Options) (*Recorder, error) {
 	}
 	r.meta.UserOnly = sess.UserOnly
 	if err := r.begin(); err != nil {
-		sess.Close()
-		if r.gate != nil {
-			r.gate.Abort()
-		}
 		return nil, err
 	}
 	r.meta.Terminal = proc.Terminal()
@@ -346,14 +351,13 @@ func Start(opts Options) (*Recorder, error) {
 		if r.gate.Traced() {
 			// Stopped after its exec: its mappings and name are in /proc, not in records.
 			r.synthesize(r.meta.Pid)
-			if err := sess.Enable(); err != nil {
-				sess.Close()
-				r.gate.Abort()
+			if err := startStep("enable", sess.Enable); err != nil {
 				return nil, err
 			}
 		}
-		if err := r.gate.Release(); err != nil {
-			sess.Close()
+		r.gateHeld = false // released, or left to abortStart to kill if that fails
+		if err := startStep("release", r.gate.Release); err != nil {
+			r.gateLost = true
 			return nil, err
 		}
 		go func() { r.gateDone <- r.gate.Wait() }()
@@ -363,13 +367,50 @@ func Start(opts Options) (*Recorder, error) {
 		} else {
 			r.synthesize(opts.Pid)
 		}
-		if err := sess.Enable(); err != nil {
-			sess.Close()
+		if err := startStep("enable", sess.Enable); err != nil {
 			return nil, err
 		}
 	}
 	r.save(false) // the claimed file holds a readable run from the start
 	return r, nil
+}
+
+// startFault, set by tests, makes the start step it names fail: the steps after the run's
+// id is claimed fail rarely for real (the kernel refusing to enable events it opened, a
+// traced command that cannot be let go).
+var startFault func(step string) error
+
+// startStep runs one step of Start that can fail after the run's id is claimed.
+func startStep(step string, fn func() error) error {
+	if startFault != nil {
+		if err := startFault(step); err != nil {
+			return err
+		}
+	}
+	return fn()
+}
+
+// abortStart undoes a start that failed, whatever step it reached: the events are closed,
+// a launched command held at its gate is let go without running (one released, or whose
+// release failed, is killed), JIT files opened are closed, and the run's id is given back
+// with every file claimed or written under it.
+func (r *Recorder) abortStart() {
+	if r.src != nil {
+		r.src.Close()
+	}
+	switch {
+	case r.gate != nil && r.gateHeld:
+		r.gate.Abort()
+	case r.gate != nil && r.gateLost:
+		r.gate.Kill()
+	}
+	r.jitw.Close()
+	if r.capture != nil {
+		r.capture.Close()
+	}
+	if r.id != "" {
+		store.Remove(r.id)
+	}
 }
 
 func newRecorder(opts Options) *Recorder {
@@ -447,6 +488,9 @@ func (r *Recorder) begin() error {
 		return err
 	}
 	r.meta.ID = r.id
+	if err := store.ReserveEnd(r.id); err != nil {
+		r.note("%v", err)
+	}
 	r.meta.Freq = r.opts.Freq
 	r.meta.Start = r.start
 	r.meta.StartNs = perfevent.MonotonicNow() - uint64(time.Since(r.start))

@@ -2,7 +2,9 @@ package recorder
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -264,4 +266,86 @@ func TestRecorderRaisesItsPriorityWhenBehind(t *testing.T) {
 			t.Errorf("thread %d runs at nice %d, want %d", tid, 20-raw, want)
 		}
 	}
+}
+
+// TestFailedStartLeavesNothing makes each step of Start after the run's id is claimed fail
+// in turn: the start returns the error, the store holds no file of the run (no empty run
+// file listed as damaged), and a launched command is not left behind, held at its gate or
+// running; an attached process runs on.
+func TestFailedStartLeavesNothing(t *testing.T) {
+	testutil.RequirePerf(t)
+	injected := errors.New("injected failure")
+	for _, tc := range []struct{ name, step string }{{"launch", "enable"}, {"launch", "release"}, {"attach", "enable"}} {
+		t.Run(tc.name+"-"+tc.step, func(t *testing.T) {
+			home := t.TempDir()
+			t.Setenv("STAX_HOME", home)
+			startFault = func(step string) error {
+				if step == tc.step {
+					return injected
+				}
+				return nil
+			}
+			defer func() { startFault = nil }()
+			opts := Options{Freq: 999, OffCPU: true}
+			var target *exec.Cmd
+			if tc.name == "launch" {
+				opts.Argv = []string{os.Args[0]}
+				opts.Env = append(os.Environ(), "STAX_TEST_BURN=30s")
+			} else {
+				target = exec.Command("sleep", "60")
+				if err := target.Start(); err != nil {
+					t.Fatal(err)
+				}
+				defer func() {
+					target.Process.Kill()
+					target.Wait()
+				}()
+				opts.Pid = target.Process.Pid
+			}
+			r, err := Start(opts)
+			if !errors.Is(err, injected) {
+				if err == nil {
+					r.Stop()
+					r.Loop()
+				}
+				t.Fatalf("Start: %v; want the injected failure at %s", err, tc.step)
+			}
+			ents, _ := os.ReadDir(filepath.Join(home, "runs"))
+			for _, e := range ents {
+				t.Errorf("the failed start left %s in the store", e.Name())
+			}
+			kids := children(t)
+			if target != nil {
+				if len(kids) != 1 || kids[0] != target.Process.Pid {
+					t.Errorf("children after a failed attach: %v; want the attached process %d alone, running on", kids, target.Process.Pid)
+				}
+				if err := syscall.Kill(target.Process.Pid, 0); err != nil {
+					t.Errorf("the attached process is gone: %v", err)
+				}
+			} else if len(kids) != 0 {
+				t.Errorf("the failed start left the launched command behind: children %v", kids)
+			}
+		})
+	}
+}
+
+// children are the test process's child processes, zombies included.
+func children(t *testing.T) []int {
+	tasks, err := filepath.Glob("/proc/self/task/*/children")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, p := range tasks {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
 }

@@ -21,23 +21,77 @@ import (
 	"github.com/stax-profiler/stax/internal/unwind"
 )
 
-// saveFinal writes the finished run, its samples and spans made durable first.
-func (r *Recorder) saveFinal() {
-	if err := r.spill(); err != nil {
-		r.note("%v", err)
-	}
-	if r.storage.samples != nil {
-		if err := r.storage.samples.Sync(); err != nil {
-			r.note("save samples: %v", err)
+// finalTries is how many times the final save is tried, finalPause apart, before the run
+// is given up as incomplete: room a full disk makes (a file removed, a log rotated) within
+// them saves the run whole.
+const (
+	finalTries = 4
+	finalPause = 500 * time.Millisecond
+)
+
+// saveFinal writes the finished run, its samples and spans made durable first. A save that
+// fails is tried again; if none succeeds, the run's end file says that the run is
+// incomplete, with what was recorded (the run's file keeps its last good checkpoint), and
+// the error is returned (SaveResult).
+func (r *Recorder) saveFinal() error {
+	var err error
+	for try := 1; try <= finalTries; try++ {
+		if try > 1 {
+			time.Sleep(finalPause)
 		}
-		r.storage.samples.Close()
-		r.storage.samplesClosed = true
+		if r.storage.samples != nil && !r.storage.samplesClosed {
+			r.spill() // what it cannot write stays in memory, and the run's file holds it
+			if err = r.storage.samples.Sync(); err != nil {
+				err = fmt.Errorf("save samples to %s: %w", store.SamplesPath(r.id), err)
+				continue
+			}
+			r.storage.samples.Close()
+			r.storage.samplesClosed = true
+		}
+		if err = r.save(true); err == nil {
+			break
+		}
 	}
-	r.save(true)
 	if r.storage.spans != nil && r.storage.spansErr == nil {
 		r.storage.spans.Close()
 	}
 	r.storage.spansClosed = true
+	if r.storage.samples != nil && !r.storage.samplesClosed {
+		r.storage.samples.Close()
+		r.storage.samplesClosed = true
+	}
+	r.mu.Lock()
+	r.saveErr = err
+	r.mu.Unlock()
+	if err == nil {
+		if rerr := store.RemoveEnd(r.id); rerr != nil {
+			r.note("%v", rerr)
+		}
+		return nil
+	}
+	end := store.End{Incomplete: true, Reason: err.Error(), Samples: r.run.Stats().Samples, Seconds: time.Since(r.start).Seconds()}
+	r.mu.Lock()
+	end.ExitCode = r.exitCode
+	r.mu.Unlock()
+	if werr := store.WriteEnd(r.id, end); werr != nil {
+		r.note("%v", werr)
+	}
+	return err
+}
+
+// SavedCheckpoint is what the run store holds of a run: its last checkpoint saved whole.
+type SavedCheckpoint struct {
+	Samples uint64
+	Seconds float64 // from the run's start
+	Saved   bool    // false: no checkpoint was saved at all
+}
+
+// SaveResult says, once Done is closed, what the store holds of the run as its last
+// checkpoint saved whole, and why the final save failed (nil: the run is saved whole).
+func (r *Recorder) SaveResult() (SavedCheckpoint, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.storage.good, r.saveErr
 }
 
 func (r *Recorder) threads() []agg.ThreadInfo {
@@ -135,24 +189,48 @@ const keptChunks = 2
 // samples file are appended to it (and leave memory), then the run's file is rewritten
 // with the rest (names, stacks, counts, code), which lists the chunks by reference. A
 // checkpoint so costs what changed and the distinct stacks, not every sample again.
-func (r *Recorder) save(final bool) {
-	if err := r.spill(); err != nil {
-		r.note("%v", err)
-	}
+//
+// A save that fails (a full disk) keeps in memory what it could not write, and the run's
+// file keeps the last checkpoint saved whole; the next save tries again. Chunks the samples
+// file did not take are written in the run's file. The first failure is said once, with
+// where and why, and the first success after it.
+func (r *Recorder) save(final bool) error {
+	spillErr := r.spill()
 	run := r.snapshot(final, &r.storage.profile)
 	run.IntervalCache = &r.storage.intervals
-	if err := r.spillSpans(run, final); err != nil {
-		r.note("%v", err)
-		run.Meta.Notes = append(run.Meta.Notes, err.Error())
+	if serr := r.spillSpans(run, final); serr != nil {
+		r.note("%v", serr)
+		run.Meta.Notes = append(run.Meta.Notes, serr.Error())
 	}
-	if err := store.SaveStored(store.Path(r.id), run); err != nil {
-		r.note("%v", err)
+	if r.storage.samples != nil {
+		run.Meta.SamplesFileSize = r.storage.samples.Size()
+	}
+	err := store.SaveStored(store.Path(r.id), run)
+	if err != nil && spillErr != nil {
+		err = fmt.Errorf("%w (and %v)", err, spillErr)
 	}
 	if final {
 		heapLimit.release()
 	} else {
 		heapLimit.afterCheckpoint()
 	}
+	st := &r.storage
+	if err != nil {
+		if st.failures == 0 && !final {
+			r.note("checkpoint of run %s to %s failed: %v; what it could not write stays in memory, and the next checkpoint tries again",
+				r.id, store.Dir(), err)
+		}
+		st.failures++
+		return err
+	}
+	if st.failures > 0 {
+		r.note("run %s saved again to %s after %d failed tries", r.id, store.Dir(), st.failures)
+		st.failures = 0
+	}
+	r.mu.Lock()
+	st.good = SavedCheckpoint{Samples: run.Meta.Samples, Seconds: run.Meta.End.Sub(run.Meta.Start).Seconds(), Saved: true}
+	r.mu.Unlock()
+	return nil
 }
 
 // heapLimit keeps the Go runtime's soft memory limit (debug.SetMemoryLimit) at one and a
@@ -257,22 +335,22 @@ func (r *Recorder) spillSpans(run *store.Run, final bool) error {
 }
 
 // spill appends the sealed chunks of samples to the run's samples file, creating it at
-// the first call. Only save calls it (from one goroutine at a time).
+// the first call. Only save calls it (from one goroutine at a time). Chunks it could not
+// write (a full disk) stay in memory, and the next call writes them.
 func (r *Recorder) spill() error {
-	if r.storage.samplesErr != nil || r.storage.samplesClosed {
-		return nil // said once; the samples stay in memory
+	if r.storage.samplesClosed {
+		return nil
 	}
 	if r.storage.samples == nil {
 		path := store.SamplesPath(r.id)
-		os.Remove(path) // a file left by a run of the same id that is gone (its id was free)
-		r.storage.samples, r.storage.samplesErr = store.CreateSampleLog(path)
-		if r.storage.samplesErr != nil {
-			return fmt.Errorf("samples stay in memory: %w", r.storage.samplesErr)
+		os.Remove(path) // a file left by a run of the same id that is gone (its id was free), or cut short
+		var err error
+		if r.storage.samples, err = store.CreateSampleLog(path); err != nil {
+			return fmt.Errorf("samples stay in memory: %w", err)
 		}
 		r.storage.samplesFile = store.OpenSampleFile(path)
 	}
 	if err := r.run.SpillSeries(r.storage.samples.Append, r.storage.samplesFile, keptChunks); err != nil {
-		r.storage.samplesErr = err
 		return fmt.Errorf("samples stay in memory: %w", err)
 	}
 	return nil

@@ -66,13 +66,19 @@ func (l *SampleLog) Append(c *agg.SeriesChunk) (int64, error) {
 	binary.LittleEndian.PutUint32(rec[32:], c.N)
 	rec = append(rec, c.Data...)
 	binary.LittleEndian.PutUint32(rec[4:], crc32.Checksum(rec[8:], castagnoli))
-	if _, err := l.f.Write(rec); err != nil {
-		return 0, fmt.Errorf("write samples: %w", err)
+	// At the end of what was written whole: a record a full disk cut short is written
+	// over by the next try.
+	if _, err := l.f.WriteAt(rec, l.off); err != nil {
+		return 0, fmt.Errorf("write samples to %s: %w", l.f.Name(), err)
 	}
 	ref := l.off
 	l.off += int64(len(rec))
 	return ref, nil
 }
+
+// Size is the bytes of the file that hold whole records: the header and every chunk
+// appended.
+func (l *SampleLog) Size() int64 { return l.off }
 
 // Sync makes what was appended durable.
 func (l *SampleLog) Sync() error { return l.f.Sync() }
@@ -169,12 +175,12 @@ func (s *SampleFile) Close() error {
 // PushQueuePath is the directory of the windows of run id not yet pushed (record --push).
 func PushQueuePath(id string) string { return filepath.Join(Dir(), id+".push") }
 
-// Remove deletes the stored run with id: its file, its samples and spans files and its
-// push queue. A run whose file does not exist gives an error satisfying
+// Remove deletes the stored run with id: its file, its samples, spans and end files and
+// its push queue. A run whose file does not exist gives an error satisfying
 // errors.Is(err, os.ErrNotExist).
 func Remove(id string) error {
 	err := os.Remove(Path(id))
-	for _, p := range []string{SamplesPath(id), SpanLogPath(id)} {
+	for _, p := range []string{SamplesPath(id), SpanLogPath(id), EndPath(id)} {
 		if serr := os.Remove(p); err == nil && serr != nil && !errors.Is(serr, os.ErrNotExist) {
 			err = serr
 		}
@@ -183,4 +189,110 @@ func Remove(id string) error {
 		err = qerr
 	}
 	return err
+}
+
+// SamplesDamage says what a run lost of its samples to a damaged samples file (cut short
+// by a full disk or a crash, or changed since): the chunks its file lists that could not
+// be read back whole, which the run read without.
+type SamplesDamage struct {
+	Chunks   int    `json:"chunks"`    // chunks lost
+	OfChunks int    `json:"of_chunks"` // chunks the run lists
+	Samples  uint64 `json:"samples"`   // samples in the chunks lost
+	// FromNs and ToNs bound the lost samples' times, in nanoseconds from the run's start.
+	FromNs uint64 `json:"from_ns"`
+	ToNs   uint64 `json:"to_ns"`
+	Reason string `json:"reason"` // the first chunk's error
+}
+
+// String says what was lost, for a note.
+func (d *SamplesDamage) String() string {
+	return fmt.Sprintf("its samples file is damaged (%s): %d of %d chunks lost, %d samples from %.1fs to %.1fs of the run",
+		d.Reason, d.Chunks, d.OfChunks, d.Samples, float64(d.FromNs)/1e9, float64(d.ToNs)/1e9)
+}
+
+// salvage reads every chunk of s that lives in the samples file (checking each whole, as
+// ReadChunk does) and drops from s those that cannot be read back, so that views work on
+// the rest; it says what was dropped (nil: nothing). startNs is the run's start on the
+// samples' clock.
+func salvage(s *agg.Series, startNs uint64) *SamplesDamage {
+	var d SamplesDamage
+	kept := s.Chunks[:0]
+	for _, c := range s.Chunks {
+		if c.Data != nil || c.N == 0 || c.Ref == 0 {
+			kept = append(kept, c)
+			continue
+		}
+		d.OfChunks++
+		var err error
+		if s.Reader == nil {
+			err = agg.ErrSamplesUnavailable
+		} else {
+			_, err = s.Reader.ReadChunk(&c)
+		}
+		if err == nil {
+			kept = append(kept, c)
+			continue
+		}
+		if d.Chunks == 0 {
+			d.Reason, d.FromNs, d.ToNs = err.Error(), c.Min, c.Max
+		}
+		d.Chunks++
+		d.Samples += uint64(c.N)
+		d.FromNs, d.ToNs = min(d.FromNs, c.Min), max(d.ToNs, c.Max)
+	}
+	for i := len(kept); i < len(s.Chunks); i++ {
+		s.Chunks[i] = agg.SeriesChunk{}
+	}
+	s.Chunks = kept
+	if d.Chunks == 0 {
+		return nil
+	}
+	d.FromNs, d.ToNs = d.FromNs-min(d.FromNs, startNs), d.ToNs-min(d.ToNs, startNs)
+	return &d
+}
+
+// SamplesDamageOf says what the stored run at path, whose meta is m, lost to a damaged
+// samples file. It looks no further than the file's size unless that is short of what the
+// run counts on (Meta.SamplesFileSize), so list and status afford it for every run; a
+// chunk changed in place is found by the views that read it.
+//
+// A run written before its meta kept that size is looked at more closely only when its
+// samples file ends inside a record (cut short there); one cut between records is found
+// by the views.
+func SamplesDamageOf(path string, m Meta) (*SamplesDamage, error) {
+	info, err := os.Stat(samplesPathOf(path))
+	switch {
+	case m.SamplesFileSize > 0 && err == nil && info.Size() >= m.SamplesFileSize:
+		return nil, nil
+	case m.SamplesFileSize <= 0 && (err != nil || !endsInRecord(samplesPathOf(path), info.Size())):
+		return nil, nil
+	}
+	r, err := LoadParts(path, Samples)
+	if err != nil {
+		return nil, err
+	}
+	return r.SamplesDamage, nil
+}
+
+// endsInRecord says whether the samples file at path, of size bytes, ends inside a chunk
+// record: its records' headers are walked, one read each.
+func endsInRecord(path string, size int64) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var hdr [8]byte
+	off := int64(samplesHeaderSize)
+	for off < size {
+		if _, err := f.ReadAt(hdr[:], off); err != nil {
+			return true
+		}
+		n := int64(binary.LittleEndian.Uint32(hdr[:]))
+		if n < 28 || n-28 > maxChunkLength {
+			return true
+		}
+		off += 8 + n
+	}
+	return off != size && size > samplesHeaderSize
 }

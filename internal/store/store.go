@@ -155,6 +155,12 @@ type Meta struct {
 	// ITTHint says that a recorded process loaded a library that reports ITT tasks while
 	// no collector was named for it, so that its tasks are not recorded (the first such).
 	ITTHint string `json:"itt_hint,omitempty"`
+	// Ending is what the run's end file says (EndPath) of a run of the store that did not
+	// finish, read with it: its final save failed. Never written in the run's file.
+	Ending *End `json:"-"`
+	// SamplesFileSize is the bytes of the run's samples file that hold the chunks its
+	// series lists (the run store's own copy; 0: none): a file shorter than that lost some.
+	SamplesFileSize int64 `json:"samples_file_size,omitempty"`
 	// RecorderNice is the nice level the recorder's threads ran at when it raised their
 	// priority above the target's (nil: it could not).
 	RecorderNice *int `json:"recorder_nice,omitempty"`
@@ -255,6 +261,9 @@ type Run struct {
 	Spans spans.List `json:"-"`
 	// SpansErr says why a run read back has no spans: its spans file could not be read.
 	SpansErr error `json:"-"`
+	// SamplesDamage says what the run lost to a damaged samples file: its series holds
+	// the rest (LoadParts with Samples).
+	SamplesDamage *SamplesDamage `json:"-"`
 	// SpanLog is the recording's spans file: SaveStored lists the spans it holds by
 	// reference rather than writing them again.
 	SpanLog *SpanLog `json:"-"`
@@ -783,7 +792,8 @@ func Load(path string) (*Run, error) { return LoadParts(path, All) }
 // LoadParts reads a saved run from a file: its meta and profile, and the parts want names
 // (a file of format 4 is read no further than they lie; older files are read whole). A
 // run of the store whose series lives in its samples file reads it from there when a
-// view needs it.
+// view needs it; with Samples, each chunk there is checked, and those that cannot be read
+// back whole are left out of the series, SamplesDamage saying what was lost.
 func LoadParts(path string, want Parts) (*Run, error) {
 	if want == MetaOnly {
 		m, err := ReadMeta(path)
@@ -791,6 +801,7 @@ func LoadParts(path string, want Parts) (*Run, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		if m.Summary != nil {
+			m.Ending = endingOf(path, m)
 			return &Run{Meta: m}, nil
 		}
 		want = 0 // a file written before the summary: its profile says it
@@ -808,8 +819,13 @@ func LoadParts(path string, want Parts) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	r.Meta.Ending = endingOf(path, r.Meta)
 	if hasRefs(&r.Profile.Series) {
 		r.Profile.Series.Reader = OpenSampleFile(samplesPathOf(path))
+		if want&Samples != 0 {
+			// A damaged samples file costs its damaged chunks alone.
+			r.SamplesDamage = salvage(&r.Profile.Series, r.Meta.StartNs)
+		}
 	}
 	return r, nil
 }
@@ -821,6 +837,19 @@ func hasRefs(s *agg.Series) bool {
 		}
 	}
 	return false
+}
+
+// endingOf is what the end file beside the run's file at path says, when the run, whose
+// meta is m, did not finish and its final save failed (nil otherwise).
+func endingOf(path string, m Meta) *End {
+	if m.Finished {
+		return nil
+	}
+	e, err := readEndFile(strings.TrimSuffix(path, ".stax") + ".end")
+	if err != nil || e == nil || !e.Incomplete {
+		return nil
+	}
+	return e
 }
 
 // samplesPathOf is the samples file beside a run's file.
