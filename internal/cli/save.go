@@ -11,6 +11,7 @@ import (
 
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/client"
+	"github.com/stax-profiler/stax/internal/outfile"
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/recorder"
 	"github.com/stax-profiler/stax/internal/store"
@@ -132,7 +133,11 @@ func printOpened(g *globals, run *store.Run, asJSON bool, what string) error {
 // and the user told which.
 func save(ctx context.Context, g *globals, r *client.Run, path string) error {
 	if r.Live {
-		saved, err := r.Save(ctx, path)
+		var saved client.Saved
+		_, err := outfile.Write(path, 0o600, func(f *os.File) (err error) {
+			saved, err = r.SaveTo(ctx, f)
+			return err
+		})
 		if err == nil {
 			printSaved(g, saved.Meta, path, saved.Size, saved.Kept, saved.Failed)
 			return nil
@@ -149,12 +154,9 @@ func save(ctx context.Context, g *globals, r *client.Run, path string) error {
 		goneNote(g, r.ID, run.Meta, "saving", "saved")
 	}
 	run, kept, failed := query.ForSave(run)
-	if err := store.Save(path, run); err != nil {
+	size, err := outfile.Write(path, 0o600, func(f *os.File) error { return store.WriteFile(f, run) })
+	if err != nil {
 		return err
-	}
-	var size int64
-	if info, err := os.Stat(path); err == nil {
-		size = info.Size()
 	}
 	printSaved(g, run.Meta, path, size, kept, failed)
 	return nil

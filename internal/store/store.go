@@ -839,18 +839,7 @@ func save(path string, r *Run, refs bool) error {
 		return fmt.Errorf("save run: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	bw := fileBuffers.get()
-	bw.Reset(tmp)
-	sum, size, err := encodeStream(bw, r, refs)
-	if err == nil {
-		err = bw.Flush()
-	}
-	bw.Reset(nil)
-	fileBuffers.put(bw)
-	if err == nil {
-		err = FinishStream(tmp, sum, size)
-	}
-	if err != nil {
+	if err := encodeFile(tmp, r, refs); err != nil {
 		tmp.Close()
 		return fmt.Errorf("save run: %w", err)
 	}
@@ -861,6 +850,30 @@ func save(path string, r *Run, refs bool) error {
 		return fmt.Errorf("save run: %w", err)
 	}
 	return nil
+}
+
+// WriteFile writes run r, every sample in it, into f from its current offset (it must be
+// seekable: the header is finished last), as Save writes a file.
+func WriteFile(f *os.File, r *Run) error {
+	if err := encodeFile(f, r, false); err != nil {
+		return fmt.Errorf("save run: %w", err)
+	}
+	return nil
+}
+
+func encodeFile(f *os.File, r *Run, refs bool) error {
+	bw := fileBuffers.get()
+	bw.Reset(f)
+	sum, size, err := encodeStream(bw, r, refs)
+	if err == nil {
+		err = bw.Flush()
+	}
+	bw.Reset(nil)
+	fileBuffers.put(bw)
+	if err == nil {
+		err = FinishStream(f, sum, size)
+	}
+	return err
 }
 
 // Dir is the per-user run store: $STAX_HOME/runs, else $XDG_STATE_HOME/stax/runs, else
