@@ -145,3 +145,26 @@ func TestWebOpenKeepsTokenOffCmdline(t *testing.T) {
 		t.Errorf("the page file outlives stax web: %v", err)
 	}
 }
+
+// TestSharedRunStoreRefused: a run store other users can write to (runs/ mode 0777) is
+// refused by record and list with the one-line fix, and nothing is written into it.
+func TestSharedRunStoreRefused(t *testing.T) {
+	e := newEnv(t)
+	runs := filepath.Join(e.home, "runs")
+	if err := os.Mkdir(runs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(runs, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	want := "stax: run store " + runs + " can be written by other users (mode 0777): they could plant files that stax writes through; chmod go-w " + runs + ", or set STAX_HOME to a directory of your own\n"
+	for _, args := range [][]string{{"record", "-q", "--", "true"}, {"list"}} {
+		out, errOut, code := e.run(args...)
+		if code == 0 || !strings.HasSuffix(errOut, want) {
+			t.Errorf("stax %v: exit %d\n%s%s\nwant the error %q", args, code, out, errOut, want)
+		}
+	}
+	if ents, _ := os.ReadDir(runs); len(ents) != 0 {
+		t.Errorf("written into the shared store: %v", ents)
+	}
+}
