@@ -134,10 +134,10 @@ nanoseconds), and the Firefox Profiler's gets a marker for each interval off CPU
 				return err
 			}
 			if offCPU {
-				fmt.Fprintf(g.out, "wrote %s (%s, %s ms off CPU) to %s\n", format, run.Meta.ID, ms(run.Profile.TotalSamples()), path)
+				fmt.Fprintf(g.out, "wrote %s (%s, %s ms off CPU) to %s\n", format, esc(run.Meta.ID), ms(run.Profile.TotalSamples()), esc(path))
 				return nil
 			}
-			fmt.Fprintf(g.out, "wrote %s (%s, %s samples) to %s\n", format, run.Meta.ID, commas(run.Profile.TotalSamples()), path)
+			fmt.Fprintf(g.out, "wrote %s (%s, %s samples) to %s\n", format, esc(run.Meta.ID), commas(run.Profile.TotalSamples()), esc(path))
 			return nil
 		},
 	}

@@ -247,7 +247,7 @@ profile, to a fleet's profile store. To push while recording, use stax record --
 			if err := push.Send(ctx, t, h, pf.timeout, req); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.out, "pushed run %s (%s samples, %s) to %s\n", run.Meta.ID, commas(run.Profile.TotalSamples()), bytesText(int64(len(req.Body))), t)
+			fmt.Fprintf(g.out, "pushed run %s (%s samples, %s) to %s\n", esc(run.Meta.ID), commas(run.Profile.TotalSamples()), bytesText(int64(len(req.Body))), t)
 			return nil
 		},
 	}

@@ -124,7 +124,7 @@ func printOpened(g *globals, run *store.Run, asJSON bool, what string) error {
 		return printJSON(g.out, st)
 	}
 	printStatus(g, st, &client.Run{ID: run.Meta.ID})
-	fmt.Fprintf(g.out, "\n%s: ask it with stax top --run %s\n", what, run.Meta.ID)
+	fmt.Fprintf(g.out, "\n%s: ask it with stax top --run %s\n", esc(what), esc(run.Meta.ID))
 	return nil
 }
 
@@ -164,7 +164,7 @@ func save(ctx context.Context, g *globals, r *client.Run, path string) error {
 
 func printSaved(g *globals, m store.Meta, path string, size int64, kept, failed int) {
 	fmt.Fprintf(g.out, "saved run %s to %s: %s samples, code of %d functions kept, %s\n",
-		m.ID, path, commas(m.Samples), kept, bytesText(size))
+		esc(m.ID), esc(path), commas(m.Samples), kept, bytesText(size))
 	if failed > 0 {
 		fmt.Fprintf(g.out, "note: the code of %d functions could not be read; annotate will say why\n", failed)
 	}

@@ -143,7 +143,7 @@ func startWeb(g *globals, urlOut io.Writer, src web.Source, o web.Options, open 
 	}
 	fmt.Fprintln(urlOut, srv.URL())
 	if urlOut == g.out {
-		fmt.Fprintf(g.errOut, "stax: serving run %s at the URL above; Ctrl-C stops\n", id)
+		fmt.Fprintf(g.errOut, "stax: serving run %s at the URL above; Ctrl-C stops\n", esc(id))
 	}
 	if open {
 		openPage(g, srv)
