@@ -45,10 +45,18 @@ func TestStoreDirChecked(t *testing.T) {
 	}
 	os.Remove(runs)
 
+	// A store in a directory others can write to: they could rename it away.
+	os.Chmod(home, 0o777)
+	if _, err := Claim("run"); err == nil || !strings.Contains(err.Error(), "is in "+home+", which other users can write to (mode 0777") {
+		t.Errorf("Claim in a store under a 0777 directory: %v", err)
+	}
+	os.Chmod(home, 0o700)
+
 	if os.Geteuid() != 0 {
 		t.Log("not root: a store another user owns is not tried")
 		return
 	}
+	os.Remove(runs)
 	if err := os.Mkdir(runs, 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -903,7 +903,26 @@ func CheckDir() (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("create run store: %w", err)
 	}
-	return dir, CheckOwnDir(dir, "run store")
+	if err := CheckOwnDir(dir, "run store"); err != nil {
+		return "", err
+	}
+	return dir, checkParent(dir, "run store")
+}
+
+// checkParent checks that no other user can replace dir: the directory holding it belongs
+// to this user or to root, and no one else can write to it.
+func checkParent(dir, what string) error {
+	parent := filepath.Dir(dir)
+	fi, err := os.Stat(parent)
+	if err != nil {
+		return fmt.Errorf("check %s: %w", what, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || (int(st.Uid) != os.Geteuid() && st.Uid != 0) || fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s %s is in %s, which other users can write to (mode %04o, uid %d): they could replace the store; set STAX_HOME to a directory of your own",
+			what, dir, parent, fi.Mode().Perm(), st.Uid)
+	}
+	return nil
 }
 
 // CheckOwnDir checks that dir is a directory (not a symlink) of this user that no other
