@@ -30,7 +30,7 @@ A path after HOST:PORT prefixes the endpoint's (e.g. behind a proxy). Headers go
 --push-header NAME=VALUE, or, for credentials, where other users cannot read them (every
 user can read a command line): --push-header @FILE reads "Name: value" lines from FILE
 (curl's form; # comments and blank lines skipped), and $STAX_PUSH_HEADERS holds such
-lines too. user:password@ in the URL is basic auth. https checks the server's
+lines too (a command stax record runs does not inherit it). user:password@ in the URL is basic auth. https checks the server's
 certificate against the system's roots. A redirect to another host is not followed.
 Profiles are symbolized as stax names them (JIT code included), with host.name,
 service.name, process.executable.path and process.pid; each sample has its thread.id
@@ -53,6 +53,19 @@ type pushFlags struct {
 
 // pushHeadersEnv holds headers to push with, one "Name: value" a line.
 const pushHeadersEnv = "STAX_PUSH_HEADERS"
+
+// envPushHeaders is what $STAX_PUSH_HEADERS held.
+var envPushHeaders string
+
+// pushHeadersFromEnv returns what $STAX_PUSH_HEADERS holds, and takes it out of the
+// environment, so that the command stax record runs does not inherit the credentials.
+func pushHeadersFromEnv() string {
+	if s, ok := os.LookupEnv(pushHeadersEnv); ok {
+		envPushHeaders = s
+		os.Unsetenv(pushHeadersEnv)
+	}
+	return envPushHeaders
+}
 
 func (f *pushFlags) add(g *globals, c *cobra.Command, live bool) {
 	f.errOut = g.errOut
@@ -90,7 +103,7 @@ func (f *pushFlags) headerSet() (http.Header, error) {
 	}
 	f.read = true
 	h := http.Header{}
-	if env := os.Getenv(pushHeadersEnv); env != "" {
+	if env := pushHeadersFromEnv(); env != "" {
 		if err := push.ParseHeaderLines(h, env, "$"+pushHeadersEnv); err != nil {
 			f.readErr = usageErr("%v", err)
 			return nil, f.readErr

@@ -18,8 +18,9 @@ import (
 )
 
 // TestPushHeaderFileKeepsSecretOffCmdline: a credential given as --push-header @FILE and
-// $STAX_PUSH_HEADERS reaches the push endpoint with every request, and the command line of
-// the running recorder (which every local user can read) does not hold it.
+// $STAX_PUSH_HEADERS reaches the push endpoint with every request, the command line of
+// the running recorder (which every local user can read) does not hold it, and the
+// recorded command does not inherit $STAX_PUSH_HEADERS.
 func TestPushHeaderFileKeepsSecretOffCmdline(t *testing.T) {
 	testutil.RequirePerf(t)
 	e := newEnv(t)
@@ -39,7 +40,7 @@ func TestPushHeaderFileKeepsSecretOffCmdline(t *testing.T) {
 	}
 	e.env = append(e.env, "STAX_PUSH_HEADERS=X-Scope-OrgID: team-env")
 	rec := e.startRecordUntilReady(t.TempDir(), []string{"--push", "otlp+" + srv.URL, "--push-every", "1s", "--push-header", "@" + hf},
-		"sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; echo ready; read x")
+		"sh", "-c", "echo \"inherited=[$STAX_PUSH_HEADERS]\"; i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; echo ready; read x")
 	cmdline, err := os.ReadFile("/proc/" + itoa(rec.cmd.Process.Pid) + "/cmdline")
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +52,9 @@ func TestPushHeaderFileKeepsSecretOffCmdline(t *testing.T) {
 		t.Errorf("the recorder's command line holds the secret: %q", cmdline)
 	}
 	rec.finish(t)
+	if !strings.Contains(rec.out.String(), "inherited=[]\n") {
+		t.Errorf("the recorded command inherited $STAX_PUSH_HEADERS:\n%s", rec.out.String())
+	}
 	if strings.Contains(rec.out.String(), secret) || strings.Contains(rec.out.String(), "warning") {
 		t.Errorf("record printed the secret or a warning:\n%s", rec.out.String())
 	}

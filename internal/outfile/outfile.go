@@ -1,6 +1,6 @@
 // Package outfile writes the files a user names on stax's command line (export -o, save
 // PATH) without replacing what is not a regular file. A regular file, or a path that does
-// not exist yet, is written through a temporary file beside it that is renamed over it
+// not exist yet (its missing directories are created, 0700), is written through a temporary file beside it that is renamed over it
 // once complete, so a failed write leaves the previous contents; a symlink is followed,
 // and its target written, the link left in place. Anything else (a FIFO, a character
 // device such as /dev/null or a terminal, a socket's or pipe's /proc/self/fd/N) is opened
@@ -34,6 +34,8 @@ func Write(path string, perm os.FileMode, write func(*os.File) error) (int64, er
 	}
 	if info != nil {
 		perm = info.Mode().Perm()
+	} else if err := os.MkdirAll(filepath.Dir(dest), 0o700); err != nil {
+		return 0, err
 	}
 	return replace(dest, perm, write)
 }
