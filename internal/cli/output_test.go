@@ -58,10 +58,10 @@ func TestExportOutputKeepsWhatItWritesTo(t *testing.T) {
 			got <- b
 		}()
 		export(fifo)
+		checkType(t, fifo, os.ModeNamedPipe) // else the reader waits on it forever
 		if b := <-got; !bytes.Equal(b, wantText) {
 			t.Errorf("the reader got %d bytes, want %d", len(b), len(wantText))
 		}
-		checkType(t, fifo, os.ModeNamedPipe)
 
 		// save --force onto the FIFO: the reader gets a run file, the FIFO stays.
 		go func() {
@@ -78,6 +78,7 @@ func TestExportOutputKeepsWhatItWritesTo(t *testing.T) {
 		if code := Main([]string{"save", "--force", "--run", id, fifo}, &out, &errOut); code != 0 {
 			t.Fatalf("save --force onto a FIFO: exit %d: %s", code, errOut.String())
 		}
+		checkType(t, fifo, os.ModeNamedPipe)
 		b := <-got
 		if r, err := store.Decode(bytes.NewReader(b)); err != nil || r.Meta.ID != id {
 			t.Errorf("the reader of save's FIFO got %d bytes that do not decode: %v", len(b), err)
@@ -85,7 +86,6 @@ func TestExportOutputKeepsWhatItWritesTo(t *testing.T) {
 		if !strings.Contains(out.String(), "saved run "+id+" to "+fifo+": ") || !strings.Contains(out.String(), bytesText(int64(len(b)))) {
 			t.Errorf("save said %q; want the %d bytes the reader got", out.String(), len(b))
 		}
-		checkType(t, fifo, os.ModeNamedPipe)
 	})
 
 	t.Run("device", func(t *testing.T) {
@@ -183,6 +183,6 @@ func checkType(t *testing.T, path string, want os.FileMode) {
 		t.Fatal(err)
 	}
 	if info.Mode().Type() != want {
-		t.Errorf("%s is %v now, want type %v", path, info.Mode().Type(), want)
+		t.Fatalf("%s is %v now, want type %v", path, info.Mode().Type(), want)
 	}
 }
