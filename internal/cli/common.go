@@ -306,13 +306,13 @@ func goneNote(g *globals, id string, m store.Meta, while, did string) {
 	}
 	switch {
 	case m.Finished && at != "":
-		fmt.Fprintf(g.errOut, "stax: run %s finished while %s; %s its stored copy (finished at %s)\n", id, while, did, at)
+		fmt.Fprintf(g.errOut, "stax: run %s finished while %s; %s its stored copy (finished at %s)\n", esc(id), while, did, at)
 	case m.Finished:
-		fmt.Fprintf(g.errOut, "stax: run %s finished while %s; %s its stored copy\n", id, while, did)
+		fmt.Fprintf(g.errOut, "stax: run %s finished while %s; %s its stored copy\n", esc(id), while, did)
 	case at != "":
-		fmt.Fprintf(g.errOut, "stax: the recorder of run %s ended without finishing while %s; %s its last checkpoint (from %s)\n", id, while, did, at)
+		fmt.Fprintf(g.errOut, "stax: the recorder of run %s ended without finishing while %s; %s its last checkpoint (from %s)\n", esc(id), while, did, at)
 	default:
-		fmt.Fprintf(g.errOut, "stax: the recorder of run %s ended without finishing while %s; %s its last checkpoint\n", id, while, did)
+		fmt.Fprintf(g.errOut, "stax: the recorder of run %s ended without finishing while %s; %s its last checkpoint\n", esc(id), while, did)
 	}
 }
 
@@ -327,11 +327,13 @@ func printJSON(w io.Writer, v any) error {
 	return err
 }
 
-// escapeJSONControls writes DEL and the C1 control characters, which encoding/json leaves
-// raw, as \u escapes: the JSON decodes to the same values, and printed to a terminal it
-// cannot drive it. In valid UTF-8, C1 characters are exactly the pairs 0xc2 0x80..0x9f.
+// escapeJSONControls writes DEL, the C1 control characters and the bidirectional controls
+// (U+202A to U+202E, U+2066 to U+2069), which encoding/json leaves raw, as \u escapes: the
+// JSON decodes to the same values, and printed to a terminal it cannot drive it or reorder
+// it. In valid UTF-8, C1 characters are exactly the pairs 0xc2 0x80..0x9f, and the bidi
+// controls 0xe2 0x80 0xaa..0xae and 0xe2 0x81 0xa6..0xa9.
 func escapeJSONControls(b []byte) []byte {
-	if !bytes.ContainsFunc(b, func(r rune) bool { return r == 0x7f || r >= 0x80 && r < 0xa0 }) {
+	if !bytes.ContainsFunc(b, func(r rune) bool { return r == 0x7f || r >= 0x80 && r < 0xa0 || textesc.Bidi(r) }) {
 		return b
 	}
 	out := make([]byte, 0, len(b)+16)
@@ -342,6 +344,10 @@ func escapeJSONControls(b []byte) []byte {
 		case b[i] == 0xc2 && i+1 < len(b) && b[i+1] >= 0x80 && b[i+1] < 0xa0:
 			out = fmt.Appendf(out, `\u%04x`, b[i+1])
 			i++
+		case b[i] == 0xe2 && i+2 < len(b) && textesc.Bidi(rune(b[i+1]&0x3f)<<6|rune(b[i+2]&0x3f)|0x2000) &&
+			(b[i+1] == 0x80 || b[i+1] == 0x81):
+			out = fmt.Appendf(out, `\u%04x`, rune(b[i+1]&0x3f)<<6|rune(b[i+2]&0x3f)|0x2000)
+			i += 2
 		default:
 			out = append(out, b[i])
 		}
@@ -374,7 +380,7 @@ func runState(state string, r *client.Run) string {
 }
 
 func header(w io.Writer, id, state string, samples uint64, extra string) {
-	fmt.Fprintf(w, "run %s (%s) · %s samples%s\n", id, state, commas(samples), extra)
+	fmt.Fprintf(w, "run %s (%s) · %s samples%s\n", esc(id), state, commas(samples), extra)
 }
 
 // esc makes a name that came from the profiled programs (function, image, file, thread,

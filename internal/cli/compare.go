@@ -126,11 +126,11 @@ func loadRun(g *globals, id string, win query.Window) (*store.Run, error) {
 
 func printCompare(g *globals, res api.Compare) {
 	if res.OffCPU {
-		fmt.Fprintf(g.out, "base %s: %s ms off CPU · cand %s: %s ms off CPU (%+.2f%%)\n", res.Base.Run, ms(res.Base.Samples),
-			res.Cand.Run, ms(res.Cand.Samples), res.SamplesDeltaPct)
+		fmt.Fprintf(g.out, "base %s: %s ms off CPU · cand %s: %s ms off CPU (%+.2f%%)\n", esc(res.Base.Run), ms(res.Base.Samples),
+			esc(res.Cand.Run), ms(res.Cand.Samples), res.SamplesDeltaPct)
 	} else {
-		fmt.Fprintf(g.out, "base %s: %s samples · cand %s: %s samples (%+.2f%%)\n", res.Base.Run, commas(res.Base.Samples),
-			res.Cand.Run, commas(res.Cand.Samples), res.SamplesDeltaPct)
+		fmt.Fprintf(g.out, "base %s: %s samples · cand %s: %s samples (%+.2f%%)\n", esc(res.Base.Run), commas(res.Base.Samples),
+			esc(res.Cand.Run), commas(res.Cand.Samples), res.SamplesDeltaPct)
 	}
 	fmt.Fprintf(g.out, "%9s %9s  %17s  %17s  %s\n", "ΔSELF", "ΔTOTAL", "SELF base→cand", "TOTAL base→cand", "FUNCTION  [IMAGE]")
 	for _, r := range res.Rows {

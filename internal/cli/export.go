@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stax-profiler/stax/internal/export"
+	"github.com/stax-profiler/stax/internal/outfile"
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/store"
 )
@@ -132,14 +133,20 @@ nanoseconds), and the Firefox Profiler's gets a marker for each interval off CPU
 				}
 				path = filepath.Base(id) + f.Ext
 			}
-			if err := writeFile(path, func(w *bufio.Writer) error { return f.Write(w, run) }); err != nil {
+			if _, err := outfile.Write(path, 0o644, func(out *os.File) error {
+				bw := bufio.NewWriterSize(out, 256<<10)
+				if err := f.Write(bw, run); err != nil {
+					return err
+				}
+				return bw.Flush()
+			}); err != nil {
 				return err
 			}
 			if offCPU {
-				fmt.Fprintf(g.out, "wrote %s (%s, %s ms off CPU) to %s\n", format, run.Meta.ID, ms(run.Profile.TotalSamples()), path)
+				fmt.Fprintf(g.out, "wrote %s (%s, %s ms off CPU) to %s\n", format, esc(run.Meta.ID), ms(run.Profile.TotalSamples()), esc(path))
 				return nil
 			}
-			fmt.Fprintf(g.out, "wrote %s (%s, %s samples) to %s\n", format, run.Meta.ID, commas(run.Profile.TotalSamples()), path)
+			fmt.Fprintf(g.out, "wrote %s (%s, %s samples) to %s\n", format, esc(run.Meta.ID), commas(run.Profile.TotalSamples()), esc(path))
 			return nil
 		},
 	}
@@ -151,31 +158,4 @@ nanoseconds), and the Firefox Profiler's gets a marker for each interval off CPU
 	c.Flags().StringVarP(&output, "output", "o", "", "write to `FILE` (- for stdout; default <run-id>.<ext>)")
 	c.Flags().BoolVar(&offCPU, "off-cpu", false, "write the time threads spent off CPU (nanoseconds) instead of the samples")
 	return c
-}
-
-// writeFile writes a file through a temporary one beside it, so a failed export leaves no
-// partial file behind.
-func writeFile(path string, write func(*bufio.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	bw := bufio.NewWriterSize(tmp, 256<<10)
-	if err := write(bw); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

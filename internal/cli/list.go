@@ -97,7 +97,7 @@ func listCmd(g *globals) *cobra.Command {
 				if r.SamplesDamage != nil {
 					what += " (" + r.SamplesDamage.String() + ")"
 				}
-				fmt.Fprintf(g.out, "%-24s %-10s %10s  %-20s  %s\n", r.ID, r.State, commas(r.Samples), r.Start, esc(what))
+				fmt.Fprintf(g.out, "%-24s %-10s %10s  %-20s  %s\n", esc(r.ID), r.State, commas(r.Samples), r.Start, esc(what))
 			}
 			return nil
 		},
@@ -138,9 +138,9 @@ func stopCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if r.Why != "" {
-				fmt.Fprintf(g.out, "run %s stopped (%s)\n", r.ID, r.Why)
+				fmt.Fprintf(g.out, "run %s stopped (%s)\n", esc(r.ID), r.Why)
 			} else {
-				fmt.Fprintf(g.out, "run %s stopped\n", r.ID)
+				fmt.Fprintf(g.out, "run %s stopped\n", esc(r.ID))
 			}
 			return nil
 		},

@@ -43,7 +43,7 @@ lists it with the program's own spans and markers.`,
 				e.SetIndent("", "  ")
 				return e.Encode(res)
 			}
-			fmt.Fprintf(g.out, "run %s: marker %s\n", res.Run, strconv.Quote(res.Name))
+			fmt.Fprintf(g.out, "run %s: marker %s\n", esc(res.Run), strconv.Quote(res.Name))
 			return nil
 		},
 	}

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/stax-profiler/stax/internal/push"
 	"github.com/stax-profiler/stax/internal/store"
@@ -23,9 +26,12 @@ Push URLs:
                               --feature-gates=service.profilesSupport
   pyroscope+http://HOST:4040  Grafana Pyroscope's /ingest API, with the pprof export
   pyroscope+https://HOST:4040
-A path after HOST:PORT prefixes the endpoint's (e.g. behind a proxy). Credentials go in
---push-header: --push-header "Authorization=Bearer TOKEN", or user:password@ in the URL
-for basic auth. https checks the server's certificate against the system's roots.
+A path after HOST:PORT prefixes the endpoint's (e.g. behind a proxy). Headers go in
+--push-header NAME=VALUE, or, for credentials, where other users cannot read them (every
+user can read a command line): --push-header @FILE reads "Name: value" lines from FILE
+(curl's form; # comments and blank lines skipped), and $STAX_PUSH_HEADERS holds such
+lines too (a command stax record runs does not inherit it). user:password@ in the URL is basic auth. https checks the server's
+certificate against the system's roots. A redirect to another host is not followed.
 Profiles are symbolized as stax names them (JIT code included), with host.name,
 service.name, process.executable.path and process.pid; each sample has its thread.id
 and thread.name.`
@@ -37,9 +43,32 @@ type pushFlags struct {
 	headers []string
 	service string
 	timeout time.Duration
+
+	errOut io.Writer // where a warning about a headers file goes
+	read   bool      // the headers were read into parsed (or failed with readErr)
+	parsed http.Header
+	// readErr is the error reading the headers ended with.
+	readErr error
 }
 
-func (f *pushFlags) add(c *cobra.Command, live bool) {
+// pushHeadersEnv holds headers to push with, one "Name: value" a line.
+const pushHeadersEnv = "STAX_PUSH_HEADERS"
+
+// envPushHeaders is what $STAX_PUSH_HEADERS held.
+var envPushHeaders string
+
+// pushHeadersFromEnv returns what $STAX_PUSH_HEADERS holds, and takes it out of the
+// environment, so that the command stax record runs does not inherit the credentials.
+func pushHeadersFromEnv() string {
+	if s, ok := os.LookupEnv(pushHeadersEnv); ok {
+		envPushHeaders = s
+		os.Unsetenv(pushHeadersEnv)
+	}
+	return envPushHeaders
+}
+
+func (f *pushFlags) add(g *globals, c *cobra.Command, live bool) {
+	f.errOut = g.errOut
 	if live {
 		c.Flags().StringVar(&f.url, "push", "", "push the profile to `URL` every --push-every while recording (otlp+http://HOST:4318, pyroscope+http://HOST:4040; see below)")
 		c.Flags().DurationVar(&f.every, "push-every", 10*time.Second, "send the samples since the last push every `DURATION` (at least 100ms)")
@@ -47,7 +76,7 @@ func (f *pushFlags) add(c *cobra.Command, live bool) {
 	} else {
 		c.Flags().DurationVar(&f.timeout, "push-timeout", 10*time.Second, "give up after `DURATION`")
 	}
-	c.Flags().StringArrayVar(&f.headers, "push-header", nil, "add the HTTP header `NAME=VALUE` to every push (repeatable), e.g. Authorization=Bearer TOKEN")
+	c.Flags().StringArrayVar(&f.headers, "push-header", nil, "add the HTTP header `NAME=VALUE` to every push (repeatable), e.g. X-Scope-OrgID=team; @FILE reads \"Name: value\" lines from FILE (for credentials: see below)")
 	c.Flags().StringVar(&f.service, "service", "", "`NAME` pushed profiles carry as service.name (Pyroscope: the application name; default: the program's file name, stax with -a)")
 }
 
@@ -57,14 +86,85 @@ func (f *pushFlags) target(url string) (push.Target, map[string][]string, error)
 	if err != nil {
 		return push.Target{}, nil, usageErr("%v", err)
 	}
-	h, err := push.ParseHeaders(f.headers)
+	h, err := f.headerSet()
 	if err != nil {
-		return push.Target{}, nil, usageErr("%v", err)
+		return push.Target{}, nil, err
 	}
 	if f.timeout <= 0 {
 		return push.Target{}, nil, usageErr("--push-timeout must be positive")
 	}
 	return t, h, nil
+}
+
+// headerSet reads the headers of $STAX_PUSH_HEADERS and --push-header, once.
+func (f *pushFlags) headerSet() (http.Header, error) {
+	if f.read {
+		return f.parsed, f.readErr
+	}
+	f.read = true
+	h := http.Header{}
+	if env := pushHeadersFromEnv(); env != "" {
+		if err := push.ParseHeaderLines(h, env, "$"+pushHeadersEnv); err != nil {
+			f.readErr = usageErr("%v", err)
+			return nil, f.readErr
+		}
+	}
+	for _, a := range f.headers {
+		if path, ok := strings.CutPrefix(a, "@"); ok {
+			text, warn, err := readHeadersFile(path)
+			if err == nil {
+				err = push.ParseHeaderLines(h, text, path)
+			}
+			if err != nil {
+				f.readErr = usageErr("--push-header @%s: %v", path, err)
+				return nil, f.readErr
+			}
+			if warn != "" && f.errOut != nil {
+				fmt.Fprintf(f.errOut, "stax: warning: %s\n", esc(warn))
+			}
+			continue
+		}
+		one, err := push.ParseHeaders([]string{a})
+		if err != nil {
+			f.readErr = usageErr("%v", err)
+			return nil, f.readErr
+		}
+		for k, vs := range one {
+			h[k] = append(h[k], vs...)
+		}
+	}
+	f.parsed = h
+	return h, nil
+}
+
+// readHeadersFile reads a --push-header @FILE: a regular file (opened without blocking,
+// so a FIFO is refused rather than waited on) of at most push.MaxHeaderText bytes. warn
+// is set when other users may read it.
+func readHeadersFile(path string) (text, warn string, err error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return "", "", &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return "", "", err
+	}
+	if !info.Mode().IsRegular() {
+		return "", "", fmt.Errorf("not a regular file (%s)", info.Mode().Type())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, push.MaxHeaderText+1))
+	if err != nil {
+		return "", "", err
+	}
+	if len(b) > push.MaxHeaderText {
+		return "", "", fmt.Errorf("more than %d bytes", push.MaxHeaderText)
+	}
+	if perm := info.Mode().Perm(); perm&0o044 != 0 {
+		warn = fmt.Sprintf("--push-header @%s: the file is readable by other users (mode %04o): chmod 600 it", path, perm)
+	}
+	return string(b), warn, nil
 }
 
 // resource describes what was recorded, for the pushed profiles.
@@ -160,12 +260,12 @@ profile, to a fleet's profile store. To push while recording, use stax record --
 			if err := push.Send(ctx, t, h, pf.timeout, req); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.out, "pushed run %s (%s samples, %s) to %s\n", run.Meta.ID, commas(run.Profile.TotalSamples()), bytesText(int64(len(req.Body))), t)
+			fmt.Fprintf(g.out, "pushed run %s (%s samples, %s) to %s\n", esc(run.Meta.ID), commas(run.Profile.TotalSamples()), bytesText(int64(len(req.Body))), t)
 			return nil
 		},
 	}
 	c.Flags().StringVar(&rf.run, "run", "", "run `ID` to send, or a file written by stax save (default: the live run, else the newest stored one with samples; see stax list)")
 	rf.addWindow(c)
-	pf.add(c, false)
+	pf.add(g, c, false)
 	return c
 }

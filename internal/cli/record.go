@@ -282,7 +282,7 @@ At the end, what is queued is sent for up to --push-timeout.
 	c.Flags().StringVar(&runIDFile, "run-id-file", "", "write the run's id to `FILE` once recording has begun (for --run in scripts)")
 	c.Flags().BoolVar(&webOn, "web", false, "serve the recording to a browser too (stax web; its URL is printed on stderr), until the recording ends")
 	c.Flags().StringVar(&webAddr, "web-addr", "127.0.0.1:0", "`HOST:PORT` for --web")
-	pf.add(c, true)
+	pf.add(g, c, true)
 	return c
 }
 

@@ -39,7 +39,7 @@ first with stax stop.`,
 				case err != nil:
 					return fmt.Errorf("remove run %s: %w", id, err)
 				default:
-					fmt.Fprintf(g.out, "removed %s\n", id)
+					fmt.Fprintf(g.out, "removed %s\n", esc(id))
 				}
 			}
 			if len(missing) > 0 {
@@ -106,7 +106,7 @@ are judged in stax's own pid namespace.`,
 				if err := store.Remove(sr.ID); err != nil && !errors.Is(err, os.ErrNotExist) {
 					return fmt.Errorf("remove run %s: %w", sr.ID, err)
 				}
-				fmt.Fprintf(g.out, "removed %s\n", sr.ID)
+				fmt.Fprintf(g.out, "removed %s\n", esc(sr.ID))
 			}
 			return nil
 		},

@@ -59,6 +59,7 @@ type globals struct {
 
 // Main runs stax with args and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
+	pushHeadersFromEnv() // out of the environment before any command is started
 	g := &globals{out: stdout, errOut: stderr}
 	root := &cobra.Command{
 		Use:   "stax",

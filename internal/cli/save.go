@@ -11,6 +11,7 @@ import (
 
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/client"
+	"github.com/stax-profiler/stax/internal/outfile"
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/recorder"
 	"github.com/stax-profiler/stax/internal/store"
@@ -123,7 +124,7 @@ func printOpened(g *globals, run *store.Run, asJSON bool, what string) error {
 		return printJSON(g.out, st)
 	}
 	printStatus(g, st, &client.Run{ID: run.Meta.ID})
-	fmt.Fprintf(g.out, "\n%s: ask it with stax top --run %s\n", what, run.Meta.ID)
+	fmt.Fprintf(g.out, "\n%s: ask it with stax top --run %s\n", esc(what), esc(run.Meta.ID))
 	return nil
 }
 
@@ -132,7 +133,11 @@ func printOpened(g *globals, run *store.Run, asJSON bool, what string) error {
 // and the user told which.
 func save(ctx context.Context, g *globals, r *client.Run, path string) error {
 	if r.Live {
-		saved, err := r.Save(ctx, path)
+		var saved client.Saved
+		_, err := outfile.Write(path, 0o600, func(f *os.File) (err error) {
+			saved, err = r.SaveTo(ctx, f)
+			return err
+		})
 		if err == nil {
 			printSaved(g, saved.Meta, path, saved.Size, saved.Kept, saved.Failed)
 			return nil
@@ -153,12 +158,9 @@ func save(ctx context.Context, g *globals, r *client.Run, path string) error {
 		// The file says what it lacks: its samples' times are the rest.
 		run.Meta.Notes = append(run.Meta.Notes, "saved without part of its samples' times: "+d.String())
 	}
-	if err := store.Save(path, run); err != nil {
+	size, err := outfile.Write(path, 0o600, func(f *os.File) error { return store.WriteFile(f, run) })
+	if err != nil {
 		return err
-	}
-	var size int64
-	if info, err := os.Stat(path); err == nil {
-		size = info.Size()
 	}
 	printSaved(g, run.Meta, path, size, kept, failed)
 	return nil
@@ -166,7 +168,7 @@ func save(ctx context.Context, g *globals, r *client.Run, path string) error {
 
 func printSaved(g *globals, m store.Meta, path string, size int64, kept, failed int) {
 	fmt.Fprintf(g.out, "saved run %s to %s: %s samples, code of %d functions kept, %s\n",
-		m.ID, path, commas(m.Samples), kept, bytesText(size))
+		esc(m.ID), esc(path), commas(m.Samples), kept, bytesText(size))
 	if failed > 0 {
 		fmt.Fprintf(g.out, "note: the code of %d functions could not be read; annotate will say why\n", failed)
 	}

@@ -51,7 +51,7 @@ func statusCmd(g *globals) *cobra.Command {
 func printStatus(g *globals, st api.Status, r *client.Run) {
 	m := st.Meta
 	w := g.out
-	fmt.Fprintf(w, "run:       %s (%s)\n", m.ID, runState(st.State, r))
+	fmt.Fprintf(w, "run:       %s (%s)\n", esc(m.ID), runState(st.State, r))
 	if st.State == api.StateCrashed {
 		fmt.Fprintf(w, "crashed:   the recorder ended without finishing; this is its last checkpoint, at %.1fs\n", st.ElapsedSec)
 	}

@@ -89,7 +89,7 @@ Exit codes: 0 the condition holds; 3 the run ended first; 4 --timeout-ms passed 
 			switch res.Outcome {
 			case api.WaitMet:
 				if !rf.json {
-					fmt.Fprintf(g.out, "run %s: condition met at %s samples after %.1fs\n", res.Run, commas(res.Samples), res.ElapsedSec)
+					fmt.Fprintf(g.out, "run %s: condition met at %s samples after %.1fs\n", esc(res.Run), commas(res.Samples), res.ElapsedSec)
 				}
 				return nil
 			case api.WaitEnded:

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/url"
 	"os"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/server"
 	"github.com/stax-profiler/stax/internal/store"
@@ -124,7 +127,7 @@ written. Stop it with Ctrl-C.` + transformHelp,
 	c.Flags().StringVar(&baseWin.From, "base-from", "", "the diff's base starts `SEC` seconds after its start (without --diff: a window of this run)")
 	c.Flags().StringVar(&baseWin.To, "base-to", "", "the diff's base ends before `SEC` seconds after its start (-N: before the end; +N: after --base-from)")
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "`HOST:PORT` to listen on (anything but loopback lets other machines reach the page, token still required)")
-	c.Flags().BoolVar(&open, "open", false, "open the page in the desktop's browser (xdg-open)")
+	c.Flags().BoolVar(&open, "open", false, "open the page in the desktop's browser (xdg-open), through a file only this user can read that redirects to the URL")
 	return c
 }
 
@@ -140,23 +143,71 @@ func startWeb(g *globals, urlOut io.Writer, src web.Source, o web.Options, open 
 	}
 	fmt.Fprintln(urlOut, srv.URL())
 	if urlOut == g.out {
-		fmt.Fprintf(g.errOut, "stax: serving run %s at the URL above; Ctrl-C stops\n", id)
+		fmt.Fprintf(g.errOut, "stax: serving run %s at the URL above; Ctrl-C stops\n", esc(id))
 	}
 	if open {
-		opener := ""
-		for _, name := range []string{"xdg-open", "sensible-browser"} {
-			if p, err := exec.LookPath(name); err == nil {
-				opener = p
-				break
-			}
-		}
-		if opener == "" {
-			fmt.Fprintln(g.errOut, "stax: --open: no xdg-open or sensible-browser here; open the URL yourself")
-		} else if cmd := exec.Command(opener, srv.URL()); cmd.Start() != nil {
-			fmt.Fprintf(g.errOut, "stax: --open: %s failed; open the URL yourself\n", opener)
-		} else {
-			go cmd.Wait()
-		}
+		openPage(g, srv)
 	}
 	return srv, nil
+}
+
+// openPage opens the page in the desktop's browser without putting its token in a command
+// line, which every local user can read (/proc/PID/cmdline): the browser is handed a file
+// only this user can read (0600, in the private socket directory) that redirects to the
+// page, as Jupyter does. The file is removed when the server stops.
+func openPage(g *globals, srv *web.Server) {
+	opener := ""
+	for _, name := range []string{"xdg-open", "sensible-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			opener = p
+			break
+		}
+	}
+	if opener == "" {
+		fmt.Fprintln(g.errOut, "stax: --open: no xdg-open or sensible-browser here; open the URL yourself")
+		return
+	}
+	path, err := writeRedirectPage(srv.URL())
+	if err != nil {
+		fmt.Fprintf(g.errOut, "stax: --open: %v; open the URL yourself\n", err)
+		return
+	}
+	srv.AtClose(func() { os.Remove(path) })
+	page := (&url.URL{Scheme: "file", Path: path}).String()
+	if cmd := exec.Command(opener, page); cmd.Start() != nil {
+		fmt.Fprintf(g.errOut, "stax: --open: %s failed; open the URL yourself\n", opener)
+	} else {
+		go cmd.Wait()
+	}
+}
+
+// writeRedirectPage writes an HTML file, readable by this user alone, that sends a browser
+// to target.
+func writeRedirectPage(target string) (string, error) {
+	dir, err := api.SocketDir()
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, "web-*.html") // 0600, O_EXCL
+	if err != nil {
+		return "", fmt.Errorf("write the page to open: %w", err)
+	}
+	js, _ := json.Marshal(target) // escapes <, > and &: safe inside <script>
+	h := html.EscapeString(target)
+	_, err = fmt.Fprintf(f, `<!DOCTYPE html>
+<html><head><meta charset="utf-8">
+<meta http-equiv="refresh" content="0;url=%s">
+<title>stax web</title></head>
+<body><p>Opening <a href="%s">the run's page</a>.</p>
+<script>window.location.replace(%s)</script>
+</body></html>
+`, h, h, js)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("write the page to open: %w", err)
+	}
+	return f.Name(), nil
 }

@@ -372,31 +372,41 @@ func (r *Run) Save(ctx context.Context, path string) (Saved, error) {
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	f, err := r.fetch(ctx, bw, true)
+	saved, err := r.SaveTo(ctx, tmp)
+	if err != nil {
+		return Saved{}, err
+	}
+	if err := tmp.Close(); err != nil {
+		return Saved{}, fmt.Errorf("save run: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return Saved{}, fmt.Errorf("save run: %w", err)
+	}
+	return saved, nil
+}
+
+// SaveTo streams the live run as a saved-run file into f, a new empty file (the header is
+// finished last, at its start), and checks it.
+func (r *Run) SaveTo(ctx context.Context, f *os.File) (Saved, error) {
+	bw := bufio.NewWriterSize(f, 1<<20)
+	fe, err := r.fetch(ctx, bw, true)
 	if err != nil {
 		return Saved{}, err
 	}
 	if err := bw.Flush(); err != nil {
 		return Saved{}, fmt.Errorf("save run: %w", err)
 	}
-	if err := store.FinishStream(tmp, f.sum, f.size); err != nil {
+	if err := store.FinishStream(f, fe.sum, fe.size); err != nil {
 		return Saved{}, fmt.Errorf("save run: %w", err)
 	}
-	if err := tmp.Sync(); err != nil {
+	if err := f.Sync(); err != nil {
 		return Saved{}, fmt.Errorf("save run: %w", err)
 	}
-	if err := tmp.Close(); err != nil {
-		return Saved{}, fmt.Errorf("save run: %w", err)
-	}
-	meta, err := store.ReadMeta(tmp.Name())
+	meta, err := store.ReadMeta(f.Name())
 	if err != nil {
 		return Saved{}, fmt.Errorf("ask run %s: %w", r.ID, err)
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return Saved{}, fmt.Errorf("save run: %w", err)
-	}
-	return Saved{Meta: meta, Size: int64(f.size) + int64(f.header), Kept: f.kept, Failed: f.failed}, nil
+	return Saved{Meta: meta, Size: int64(fe.size) + int64(fe.header), Kept: fe.kept, Failed: fe.failed}, nil
 }
 
 // fetched is what a streamed run's trailers said, checked against the bytes received.

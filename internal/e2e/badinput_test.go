@@ -108,9 +108,12 @@ func asNobody(t *testing.T) (*staxEnv, string) {
 	if err := os.WriteFile(bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// The user's own: stax refuses a store in a directory others can write to.
 	home := filepath.Join(dir, "home")
-	os.Mkdir(home, 0o777)
-	os.Chmod(home, 0o777)
+	os.Mkdir(home, 0o700)
+	if err := os.Chown(home, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
 	return &staxEnv{t: t, bin: bin, home: home}, setpriv
 }
 

@@ -13,6 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
+
+	"github.com/stax-profiler/stax/internal/store"
 )
 
 // Request is one encoded window, ready to send.
@@ -47,8 +50,13 @@ func OpenQueue(dir string, max int) (*Queue, error) {
 	if max < 1 {
 		max = 1
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// Not MkdirAll, which would take a symlink planted at dir for the directory it points
+	// to: dir must be a directory of this user that no other can write to.
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("create push queue: %w", err)
+	}
+	if err := store.CheckOwnDir(dir, "push queue"); err != nil {
+		return nil, err
 	}
 	q := &Queue{dir: dir, max: max, wake: make(chan struct{}, 1)}
 	names, err := os.ReadDir(dir)
@@ -93,7 +101,8 @@ func (q *Queue) Put(r Request) error {
 	}
 	b.Write(r.Body)
 	tmp := q.file(r.Seq) + ".tmp"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o600); err != nil {
+	os.Remove(tmp) // one a crash left
+	if err := writeNew(tmp, b.Bytes()); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("queue push request: %w", err)
 	}
@@ -113,6 +122,20 @@ func (q *Queue) Put(r Request) error {
 	default:
 	}
 	return nil
+}
+
+// writeNew creates path, never through a symlink or over a file already there, and
+// writes b to it.
+func writeNew(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Wake is signalled when a request is queued.
@@ -145,11 +168,14 @@ func (q *Queue) Peek() (r Request, ok bool) {
 }
 
 func readRequest(path string) (Request, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return Request{}, err
 	}
 	defer f.Close()
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		return Request{}, fmt.Errorf("read queued request %s: not a regular file", path)
+	}
 	br := bufio.NewReader(io.LimitReader(f, maxRequestBytes))
 	line, err := br.ReadBytes('\n')
 	if err != nil {

@@ -3,9 +3,11 @@ package push
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -40,8 +42,48 @@ func NewSender(t Target, headers map[string][]string, timeout time.Duration, q *
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	return &Sender{target: t, headers: headers, q: q, client: &http.Client{Timeout: timeout},
+	c := &http.Client{Timeout: timeout, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if !sameOrigin(req.URL, t.Base) {
+			return &redirectError{to: req.URL}
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}}
+	return &Sender{target: t, headers: headers, q: q, client: c,
 		MinBackoff: 250 * time.Millisecond, MaxBackoff: 30 * time.Second}
+}
+
+// redirectError is a redirect to another origin than the target's: the profile and the
+// headers (credentials, often) would go to a host the user did not name, so it is not
+// followed.
+type redirectError struct{ to *url.URL }
+
+func (e *redirectError) Error() string {
+	u := *e.to
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return fmt.Sprintf("redirected to %s, another host than the push URL's: not followed (push to the URL it redirects to, if it is meant)", u.String())
+}
+
+// sameOrigin reports whether u has the scheme, host and port of base.
+func sameOrigin(u, base *url.URL) bool {
+	return strings.EqualFold(u.Scheme, base.Scheme) && strings.EqualFold(u.Hostname(), base.Hostname()) &&
+		portOf(u) == portOf(base)
+}
+
+// portOf is u's port, the scheme's default when it has none.
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+		return "443"
+	case "http":
+		return "80"
+	}
+	return ""
 }
 
 // Counts are what a sender did so far.
@@ -176,7 +218,9 @@ func (s *Sender) send(ctx context.Context, r Request) (retry bool, err error) {
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return true, fmt.Errorf("push window %d to %s: %w", r.Seq, s.target, unwrapURL(err))
+		// A redirect elsewhere would be refused again: the window is refused, not retried.
+		var re *redirectError
+		return !errors.As(err, &re), fmt.Errorf("push window %d to %s: %w", r.Seq, s.target, unwrapURL(err))
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))

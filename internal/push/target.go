@@ -52,13 +52,64 @@ func (t Target) String() string {
 // ParseHeaders reads K=V pairs (--push-header) into a header set.
 func ParseHeaders(kvs []string) (http.Header, error) {
 	h := http.Header{}
-	for _, kv := range kvs {
+	for i, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		k = strings.TrimSpace(k)
-		if !ok || k == "" || strings.ContainsAny(k, " :\r\n") || strings.ContainsAny(v, "\r\n") {
-			return nil, fmt.Errorf("push header %q: want NAME=VALUE, e.g. Authorization=Bearer TOKEN", kv)
+		if !ok || !validName(k) || !validValue(v) {
+			// Nothing of it is quoted: it holds a credential, often.
+			return nil, fmt.Errorf("push header %d: want NAME=VALUE, e.g. X-Scope-OrgID=team (or @FILE of Name: value lines)", i+1)
 		}
 		h.Add(k, strings.TrimSpace(v))
 	}
 	return h, nil
+}
+
+// MaxHeaderText bounds the text ParseHeaderLines reads (a headers file).
+const MaxHeaderText = 64 << 10
+
+// ParseHeaderLines reads headers written one a line as curl takes them from a file,
+// "Name: value", into h: blank lines and lines starting with # are skipped, and a line
+// may end in CRLF. from names the text's source in errors, which give the line number
+// and the header's name but never a value (a credential, often).
+func ParseHeaderLines(h http.Header, text, from string) error {
+	if len(text) > MaxHeaderText {
+		return fmt.Errorf("push headers in %s: more than %d bytes", from, MaxHeaderText)
+	}
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(strings.TrimSuffix(line, "\r"))
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, ":")
+		k = strings.TrimSpace(k)
+		if !ok || !validName(k) || !validValue(v) {
+			return fmt.Errorf("push headers in %s, line %d: want Name: value, e.g. Authorization: Bearer TOKEN", from, i+1)
+		}
+		h.Add(k, strings.TrimSpace(v))
+	}
+	return nil
+}
+
+// validName reports whether k is an HTTP header name (an RFC 9110 token).
+func validName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// validValue reports whether v can be a header's value: no control character but tab.
+func validValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }

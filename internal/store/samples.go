@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"github.com/stax-profiler/stax/internal/agg"
 )
@@ -39,7 +40,7 @@ type SampleLog struct {
 
 // CreateSampleLog creates a run's samples file (it must not exist).
 func CreateSampleLog(path string) (*SampleLog, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("create samples file: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/stax-profiler/stax/internal/spans"
 )
@@ -47,7 +48,7 @@ type SpanLog struct {
 
 // CreateSpanLog creates a run's spans file (it must not exist).
 func CreateSpanLog(path string) (*SpanLog, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("create spans file: %w", err)
 	}

@@ -51,6 +51,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/stax-profiler/stax/internal/agg"
@@ -874,18 +875,7 @@ func save(path string, r *Run, refs bool) error {
 		return fmt.Errorf("save run: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	bw := fileBuffers.get()
-	bw.Reset(tmp)
-	sum, size, err := encodeStream(bw, r, refs)
-	if err == nil {
-		err = bw.Flush()
-	}
-	bw.Reset(nil)
-	fileBuffers.put(bw)
-	if err == nil {
-		err = FinishStream(tmp, sum, size)
-	}
-	if err != nil {
+	if err := encodeFile(tmp, r, refs); err != nil {
 		tmp.Close()
 		return fmt.Errorf("save run: %w", err)
 	}
@@ -896,6 +886,30 @@ func save(path string, r *Run, refs bool) error {
 		return fmt.Errorf("save run: %w", err)
 	}
 	return nil
+}
+
+// WriteFile writes run r, every sample in it, into f from its current offset (it must be
+// seekable: the header is finished last), as Save writes a file.
+func WriteFile(f *os.File, r *Run) error {
+	if err := encodeFile(f, r, false); err != nil {
+		return fmt.Errorf("save run: %w", err)
+	}
+	return nil
+}
+
+func encodeFile(f *os.File, r *Run, refs bool) error {
+	bw := fileBuffers.get()
+	bw.Reset(f)
+	sum, size, err := encodeStream(bw, r, refs)
+	if err == nil {
+		err = bw.Flush()
+	}
+	bw.Reset(nil)
+	fileBuffers.put(bw)
+	if err == nil {
+		err = FinishStream(f, sum, size)
+	}
+	return err
 }
 
 // Dir is the per-user run store: $STAX_HOME/runs, else $XDG_STATE_HOME/stax/runs, else
@@ -914,6 +928,64 @@ func Dir() string {
 	return filepath.Join(home, ".local", "state", "stax", "runs")
 }
 
+// CheckDir creates the run store (Dir) when it is missing and checks it as stax checks its
+// socket directory: a directory, not a symlink, of this user, that no other user can
+// write to. In a store others can write, one could plant a symlink where stax (root's
+// agent, too) then writes, or runs it then reads; such a store is refused with an error
+// that says what to do.
+func CheckDir() (string, error) {
+	dir := Dir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create run store: %w", err)
+	}
+	if err := CheckOwnDir(dir, "run store"); err != nil {
+		return "", err
+	}
+	return dir, checkParent(dir, "run store")
+}
+
+// checkParent checks that no other user can replace dir: the directory holding it belongs
+// to this user or to root, and no one else can write to it.
+func checkParent(dir, what string) error {
+	parent := filepath.Dir(dir)
+	fi, err := os.Stat(parent)
+	if err != nil {
+		return fmt.Errorf("check %s: %w", what, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || (int(st.Uid) != os.Geteuid() && st.Uid != 0) || fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s %s is in %s, which other users can write to (mode %04o, uid %d): they could replace the store; set STAX_HOME to a directory of your own",
+			what, dir, parent, fi.Mode().Perm(), st.Uid)
+	}
+	return nil
+}
+
+// CheckOwnDir checks that dir is a directory (not a symlink) of this user that no other
+// user can write to; what names it in the error.
+func CheckOwnDir(dir, what string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("check %s: %w", what, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	fix := "set STAX_HOME to a directory of your own"
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		return fmt.Errorf("%s %s is a symlink: stax writes only into a directory of its own; replace it with a directory, or %s", what, dir, fix)
+	case !fi.IsDir():
+		return fmt.Errorf("%s %s is not a directory: remove it, or %s", what, dir, fix)
+	case !ok || int(st.Uid) != os.Geteuid():
+		owner := -1
+		if ok {
+			owner = int(st.Uid)
+		}
+		return fmt.Errorf("%s %s belongs to uid %d, not to this user (uid %d): another user's files would be written through; %s", what, dir, owner, os.Geteuid(), fix)
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("%s %s can be written by other users (mode %04o): they could plant files that stax writes through; chmod go-w %s, or %s", what, dir, fi.Mode().Perm(), dir, fix)
+	}
+	return nil
+}
+
 // Path is where the run with id is stored.
 func Path(id string) string { return filepath.Join(Dir(), id+".stax") }
 
@@ -922,15 +994,15 @@ func Path(id string) string { return filepath.Join(Dir(), id+".stax") }
 // recorders started in the same second for the same pid never share an id, a file or a
 // socket.
 func Claim(base string) (string, error) {
-	if err := os.MkdirAll(Dir(), 0o700); err != nil {
-		return "", fmt.Errorf("claim run id: %w", err)
+	if _, err := CheckDir(); err != nil {
+		return "", err
 	}
 	for n := 1; n <= 1000; n++ {
 		id := base
 		if n > 1 {
 			id = fmt.Sprintf("%s-%d", base, n)
 		}
-		f, err := os.OpenFile(Path(id), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		f, err := os.OpenFile(Path(id), os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600)
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}
@@ -956,6 +1028,11 @@ func List() ([]string, error) {
 	ents, err := os.ReadDir(Dir())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
+	}
+	if err == nil {
+		if err := CheckOwnDir(Dir(), "run store"); err != nil {
+			return nil, err
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)

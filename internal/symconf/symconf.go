@@ -4,9 +4,11 @@
 package symconf
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 
+	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/symbol"
 	"github.com/stax-profiler/stax/internal/symbol/debuginfod"
 )
@@ -17,6 +19,13 @@ import (
 // DEBUGINFOD_CACHE_PATH, as elfutils reads them. note reports a configuration problem.
 func Options(note func(string, ...any)) symbol.Options {
 	opts := symbol.Options{DebugRoot: os.Getenv("STAX_DEBUG_ROOT"), TableCache: TableCacheDir()}
+	if d := opts.TableCache; d != "" {
+		// Symbol tables read from a cache another user can write would name code as they like.
+		if err := store.CheckOwnDir(d, "symbol cache"); err != nil && !errors.Is(err, os.ErrNotExist) {
+			note("the symbol cache is off: %v", err)
+			opts.TableCache = ""
+		}
+	}
 	if c := Debuginfod(note); c != nil {
 		opts.Fetcher = c
 	}

@@ -1,7 +1,10 @@
 package symconf
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -31,5 +34,29 @@ func TestNoServerMeansNoNetwork(t *testing.T) {
 	t.Setenv("DEBUGINFOD_URLS", "http://127.0.0.1:1")
 	if c := Debuginfod(func(string, ...any) {}); c == nil || len(c.URLs) != 1 {
 		t.Errorf("DEBUGINFOD_URLS was not read")
+	}
+}
+
+// TestSharedSymbolCacheOff: a symbol cache other users can write to is not used (they
+// could plant tables that name code as they like), and a note says why; a missing one is
+// left for stax to create.
+func TestSharedSymbolCacheOff(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("STAX_SYMBOL_CACHE", "")
+	t.Setenv("STAX_HOME", home)
+	t.Setenv("DEBUGINFOD_URLS", "")
+	var notes []string
+	note := func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) }
+	if o := Options(note); o.TableCache != filepath.Join(home, "cache", "symbols") || len(notes) != 0 {
+		t.Errorf("a missing cache: %q, notes %q", o.TableCache, notes)
+	}
+	dir := filepath.Join(home, "cache", "symbols")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o777)
+	o := Options(note)
+	if o.TableCache != "" || len(notes) != 1 || !strings.Contains(notes[0], "symbol cache is off: symbol cache "+dir+" can be written by other users (mode 0777)") {
+		t.Errorf("a shared cache: %q, notes %q", o.TableCache, notes)
 	}
 }

@@ -23,6 +23,11 @@ func TestEscape(t *testing.T) {
 		{"ok\uFFFDreplacement", "ok\uFFFDreplacement"}, // U+FFFD itself is printable
 		{`back\slash`, `back\slash`},
 		{"\u00a0nbsp", "\u00a0nbsp"},
+		{"file\u202etxt.exe", `file\u202etxt.exe`}, // RIGHT-TO-LEFT OVERRIDE
+		{"\u202a\u202b\u202c\u202d x", `\u202a\u202b\u202c\u202d x`},
+		{"\u2066\u2067\u2068\u2069", `\u2066\u2067\u2068\u2069`},
+		{"\u2029\u206a\u2065 ok", "\u2029\u206a\u2065 ok"}, // beside the ranges: left as they are
+		{"שלום עולם", "שלום עולם"},                         // right-to-left text itself is printable
 	} {
 		if got := Escape(c.in); got != c.want {
 			t.Errorf("Escape(%q) = %q, want %q", c.in, got, c.want)

@@ -164,6 +164,8 @@ type Server struct {
 	loopback bool
 	hostname string
 	port     string
+	closeMu  sync.Mutex
+	atClose  []func()
 	// Polled by the page's event stream; answers are cached for a moment so many open
 	// pages cost one query.
 	statusMu  sync.Mutex
@@ -247,8 +249,22 @@ func (s *Server) Serve() error {
 	return err
 }
 
+// AtClose has Close call f first (to remove a file that gives the page's URL away).
+func (s *Server) AtClose(f func()) {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	s.atClose = append(s.atClose, f)
+}
+
 // Close stops the server; open event streams end.
 func (s *Server) Close() {
+	s.closeMu.Lock()
+	fs := s.atClose
+	s.atClose = nil
+	s.closeMu.Unlock()
+	for _, f := range fs {
+		f()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if s.srv.Shutdown(ctx) != nil {
