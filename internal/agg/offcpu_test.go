@@ -62,7 +62,7 @@ func TestOffCPUViews(t *testing.T) {
 		}
 	}
 
-	th := OffCPUThreads([]ThreadRow{{Tid: 2, Pid: 1, Name: "worker", Samples: 50}, {Tid: 3, Pid: 1, Name: "idle"}}, p, reasons, 1000, 0)
+	th := OffCPUThreads([]ThreadRow{{Tid: 2, Pid: 1, Name: "worker", Samples: 50}, {Tid: 3, Pid: 1, Name: "idle"}}, p, reasons, 1000, 0, nil)
 	if len(th) != 2 || th[0].Tid != 2 {
 		t.Fatalf("threads %+v", th)
 	}
