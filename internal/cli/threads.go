@@ -21,7 +21,7 @@ func threadsCmd(g *globals) *cobra.Command {
 		Long: `List threads by samples, with their names and hottest functions (by self samples).
 
 Where the run recorded off-CPU time (the default; see docs/off-cpu.md), each thread also
-shows its time on CPU (from its samples), runnable (preempted, waiting for a CPU) and off
+shows its time on CPU (from the switch records; from its samples in a window), runnable (preempted, waiting for a CPU) and off
 CPU (waiting for an event), with the reason it waited most for; threads with as many
 samples are listed by time off CPU. Off-CPU time is for the whole run: with --from or
 --to it is left out.` + transformHelp,
