@@ -308,7 +308,8 @@ func (r *Recorder) offThread(pid, tid uint32) *offThread {
 	th = &offThread{pid: pid}
 	o.threads[tid] = th
 	r.mu.Lock()
-	o.counts.Threads = len(o.threads)
+	// The threads followed: those that exited are forgotten (offExit), not uncounted.
+	o.counts.Threads = max(o.counts.Threads, len(o.threads))
 	r.mu.Unlock()
 	return th
 }
@@ -484,11 +485,8 @@ func (r *Recorder) offExit(tid uint32, t uint64) {
 	} else if th.out != 0 {
 		r.offEnd(tid, th, t)
 	}
-	delete(o.threads, tid)
+	delete(o.threads, tid) // Threads still counts it: followed
 	delete(o.wakes, tid)
-	r.mu.Lock()
-	o.counts.Threads = len(o.threads)
-	r.mu.Unlock()
 }
 
 // offFork starts the state of thread tid of process pid, created at t: it is runnable

@@ -64,8 +64,8 @@ func TestOffExitEndsTheInterval(t *testing.T) {
 	if got := r.off.run.Samples(); got != 4000 {
 		t.Errorf("%d ns off CPU, want 4000 (to its exit)", got)
 	}
-	if m := r.offCPUMeta(); m.Intervals != 1 || m.Threads != 0 {
-		t.Errorf("%d intervals, %d threads followed; want 1 and none", m.Intervals, m.Threads)
+	if m := r.offCPUMeta(); m.Intervals != 1 || len(r.off.threads) != 0 {
+		t.Errorf("%d intervals, %d threads still followed; want 1 and none", m.Intervals, len(r.off.threads))
 	}
 }
 
