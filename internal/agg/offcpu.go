@@ -18,6 +18,9 @@ const (
 	// FuncNoStack: the kernel gave no stack for the switch (user-only recording, or the
 	// context-switch event was throttled).
 	FuncNoStack = "[no stack]"
+	// FuncStarting: a thread or process the target started, runnable from its creation to
+	// its first run (below FuncRunnable): it has no stack yet.
+	FuncStarting = "[starting]"
 	// ImageSched is the image of those frames.
 	ImageSched = "[sched]"
 )

@@ -25,6 +25,7 @@ import (
 const (
 	runnableMark = ^uint64(16384 - 1)
 	noStackMark  = ^uint64(16384 - 2)
+	startingMark = ^uint64(16384 - 3)
 )
 
 // Bounds on the off-CPU state.
@@ -64,6 +65,7 @@ type offThread struct {
 	hasStack bool   // last[preempt] is the stack it went out with, or stands for it
 	sampled  bool   // it stands for it: the switch out had no stack sample of its own
 	fromCPU  bool   // it is the thread's latest CPU sample's (a preemption, waitStacks)
+	starting bool   // it is runnable from its creation: its stack is startingMark
 	switched bool   // a switch record of it was read
 	lost     bool   // part of its time off CPU could not be counted
 	key      uint32 // the off-CPU run's key its time is counted under (keyOK)
@@ -359,7 +361,7 @@ func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
 			// (offFlush), so that the intervals hold all the time the aggregate does.
 			r.offInterval(tid, th, th.out, th.counted, 0)
 		}
-		th.counted, th.keyOK, th.lost = 0, false, false
+		th.counted, th.keyOK, th.lost, th.starting = 0, false, false, false
 		th.out, th.preempt, th.pid = t, preempt, pid
 		k := kindOf(preempt)
 		own := th.chainTime != 0 && th.chainTime <= t && t-th.chainTime < stackSlack
@@ -394,7 +396,7 @@ func (r *Recorder) offEnd(tid uint32, th *offThread, t uint64) {
 	r.offInterval(tid, th, th.out, t, waker)
 	r.mu.Lock()
 	o.counts.Intervals++
-	if !th.hasStack {
+	if !th.hasStack && !th.starting {
 		o.counts.NoStack++
 	}
 	if th.sampled {
@@ -407,7 +409,7 @@ func (r *Recorder) offEnd(tid uint32, th *offThread, t uint64) {
 		o.counts.Lost++
 	}
 	r.mu.Unlock()
-	th.out, th.counted, th.hasStack, th.sampled, th.fromCPU, th.lost, th.keyOK = 0, 0, false, false, false, false, false
+	th.out, th.counted, th.hasStack, th.sampled, th.fromCPU, th.lost, th.keyOK, th.starting = 0, 0, false, false, false, false, false, false
 }
 
 func kindOf(preempt bool) int {
@@ -430,9 +432,12 @@ func (r *Recorder) offAccount(tid uint32, th *offThread, t uint64) {
 	if th.preempt {
 		chain = append(chain, runnableMark)
 	}
-	if th.hasStack {
+	switch {
+	case th.starting:
+		chain = append(chain, startingMark)
+	case th.hasStack:
 		chain = append(chain, th.last[kindOf(th.preempt)]...)
-	} else {
+	default:
 		chain = append(chain, noStackMark)
 	}
 	o.chainBuf = chain
@@ -500,7 +505,7 @@ func (r *Recorder) offFork(pid, tid uint32, t uint64) {
 	}
 	th := r.offThread(pid, tid)
 	th.switched = true
-	th.out, th.preempt, th.pid = t, true, pid
+	th.out, th.preempt, th.pid, th.starting = t, true, pid, true
 	th.counted, th.keyOK, th.lost, th.hasStack, th.sampled, th.fromCPU = 0, false, false, false, false, false
 }
 
@@ -717,11 +722,13 @@ func (r *Recorder) wakersProfiles(threads []agg.ThreadInfo) (ns, n *agg.Profile)
 type offResolver struct{ *resolve.Resolver }
 
 func (o offResolver) Resolve(pid uint32, t uint64, chain []uint64, out []agg.Site) ([]agg.Site, int, uint64, int) {
-	for len(chain) > 0 && (chain[0] == runnableMark || chain[0] == noStackMark || chain[0]&^wakeeMask == wakeeMark) {
+	for len(chain) > 0 && (chain[0] == runnableMark || chain[0] == noStackMark || chain[0] == startingMark || chain[0]&^wakeeMask == wakeeMark) {
 		name := agg.FuncRunnable
 		switch {
 		case chain[0] == noStackMark:
 			name = agg.FuncNoStack
+		case chain[0] == startingMark:
+			name = agg.FuncStarting
 		case chain[0]&^wakeeMask == wakeeMark:
 			name = agg.WakeeFunc(uint32(chain[0] & wakeeMask))
 		}

@@ -43,7 +43,7 @@ func TestOnCPUFromSwitches(t *testing.T) {
 	var runnable3 uint64
 	p := r.offCPUProfile(nil)
 	for _, e := range p.Entries {
-		if fs := p.FrameStacks[e.Stack]; e.Tid == 3 && len(fs) > 0 && p.Frames[fs[0]].Func == agg.FuncRunnable {
+		if fs := p.FrameStacks[e.Stack]; e.Tid == 3 && len(fs) == 2 && p.Frames[fs[0]].Func == agg.FuncRunnable && p.Frames[fs[1]].Func == agg.FuncStarting {
 			runnable3 += e.Count
 		}
 	}
