@@ -18,6 +18,9 @@ const (
 	// FuncNoStack: the kernel gave no stack for the switch (user-only recording, or the
 	// context-switch event was throttled).
 	FuncNoStack = "[no stack]"
+	// FuncStarting: a thread or process the target started, runnable from its creation to
+	// its first run (below FuncRunnable): it has no stack yet.
+	FuncStarting = "[starting]"
 	// ImageSched is the image of those frames.
 	ImageSched = "[sched]"
 )
@@ -70,22 +73,29 @@ type Interval struct {
 	Waker      uint32
 }
 
+// ThreadNs is a thread's time, in nanoseconds.
+type ThreadNs struct {
+	Tid uint32 `json:"tid"`
+	Ns  uint64 `json:"ns"`
+}
+
 // NoStack is the Stack of an interval that was not counted.
 const NoStack = ^uint32(0)
 
 // ThreadOffCPU is a thread's time on and off CPU.
 type ThreadOffCPU struct {
-	OnCPUMs    float64 `json:"on_cpu_ms"`        // its samples over the sampling frequency
+	OnCPUMs    float64 `json:"on_cpu_ms"`        // from the switch records, else its samples over the sampling frequency
 	RunnableMs float64 `json:"runnable_ms"`      // preempted, waiting for a CPU
 	OffCPUMs   float64 `json:"off_cpu_ms"`       // waiting for an event (runnable time aside)
 	Reason     string  `json:"reason,omitempty"` // the reason with the most of its waiting time
 }
 
 // OffCPUThreads adds to rows (Threads of the CPU profile, all of them) each thread's time
-// on CPU (estimated from its samples at freq Hz) and off CPU, from off (an off-CPU
-// profile) and reasons (its StackReasons); threads seen only off CPU are added. Rows stay
-// sorted by samples, then by time off CPU, most first, and are cut to n (0: all).
-func OffCPUThreads(rows []ThreadRow, off *Profile, reasons []uint8, freq, n int) []ThreadRow {
+// on CPU and off CPU, from off (an off-CPU profile) and reasons (its StackReasons);
+// threads seen only off CPU are added. The time on CPU is the thread's share of on (from
+// the switch records) for its samples, where on has it, else its samples at freq Hz. Rows
+// stay sorted by samples, then by time off CPU, most first, and are cut to n (0: all).
+func OffCPUThreads(rows []ThreadRow, off *Profile, reasons []uint8, freq, n int, on *OnCPUTime) []ThreadRow {
 	byTid := map[uint32]int{}
 	for i := range rows {
 		byTid[rows[i].Tid] = i
@@ -117,7 +127,11 @@ func OffCPUThreads(rows []ThreadRow, off *Profile, reasons []uint8, freq, n int)
 	for i := range rows {
 		r := &rows[i]
 		o := &ThreadOffCPU{}
-		if freq > 0 {
+		if ps, ok := on.PerSample(r.Tid); ok {
+			o.OnCPUMs = float64(r.Samples) * ps / 1e6
+		} else if ns, ok := on.Unsampled(r.Tid); ok {
+			o.OnCPUMs = float64(ns) / 1e6
+		} else if freq > 0 {
 			o.OnCPUMs = float64(r.Samples) * 1000 / float64(freq)
 		}
 		if s := sums[r.Tid]; s != nil {

@@ -13,6 +13,7 @@ const (
 	ReasonPoll       = "poll"
 	ReasonConnect    = "net-connect"
 	ReasonAccept     = "net-accept"
+	ReasonChild      = "child"    // waiting for a child process to change state (wait4, waitid)
 	ReasonRunnable   = "runnable" // preempted: the thread could run, and waited for a CPU
 	ReasonOther      = "other"
 	reasonKernelOnly = 1 // a rule that matches kernel frames only
@@ -21,7 +22,7 @@ const (
 
 // Reasons lists every reason, in the order of their indexes in StackReasons.
 var Reasons = []string{ReasonLock, ReasonCond, ReasonSem, ReasonSleep, ReasonIORead, ReasonIOWrite,
-	ReasonPoll, ReasonConnect, ReasonAccept, ReasonRunnable, ReasonOther, ReasonOnCPU}
+	ReasonPoll, ReasonConnect, ReasonAccept, ReasonRunnable, ReasonOther, ReasonOnCPU, ReasonChild}
 
 // ReasonRule names the functions whose presence in a blocked stack gives its reason. A name
 // matches a function whose name, without leading underscores, a "GI_" or "libc_" prefix and
@@ -33,7 +34,10 @@ type ReasonRule struct {
 	Reason  string
 	Kernel  bool // matches kernel frames (else user frames)
 	Generic bool
-	Names   []string
+	// Overrides: a rule (of user frames) that wins over every other anywhere in the
+	// stack, for a wait site that blocks through another kind of wait.
+	Overrides bool
+	Names     []string
 }
 
 // ReasonRules is the table docs/off-cpu.md describes.
@@ -42,6 +46,10 @@ var ReasonRules = []ReasonRule{
 		"lll_lock_wait", "lll_lock_wait_private", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock",
 		"pthread_rwlock_timedrdlock", "pthread_rwlock_timedwrlock", "pthread_rwlock_clockrdlock", "pthread_rwlock_clockwrlock",
 		"mtx_lock", "mtx_timedlock", "flockfile", "runtime.lock2", "sync.(*Mutex).Lock", "sync.(*RWMutex).Lock", "sync.(*RWMutex).RLock"}},
+	// HotSpot's monitor contention (a synchronized block or method another thread holds)
+	// parks on a condition variable nearer the leaf, which alone would read "cond".
+	{Reason: ReasonLock, Overrides: true, Names: []string{"ObjectMonitor::enter*", "ObjectMonitor::EnterI*",
+		"ObjectMonitor::ReenterI*", "ObjectSynchronizer::enter*", "ObjectSynchronizer::inflate_and_enter*"}},
 	{Reason: ReasonCond, Names: []string{"pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait",
 		"pthread_barrier_wait", "pthread_join", "pthread_clockjoin_np", "pthread_clockjoin_ex", "pthread_timedjoin_np", "cnd_wait", "cnd_timedwait",
 		"runtime.notesleep", "runtime.notetsleep", "runtime.notetsleepg", "sync.(*Cond).Wait", "sync.(*WaitGroup).Wait"}},
@@ -58,6 +66,7 @@ var ReasonRules = []ReasonRule{
 		"pselect", "pselect6", "runtime.netpoll", "runtime.epollwait"}},
 	{Reason: ReasonConnect, Names: []string{"connect", "syscall.connect", "syscall.Connect"}},
 	{Reason: ReasonAccept, Names: []string{"accept", "accept4", "syscall.accept", "syscall.accept4", "syscall.Accept", "syscall.Accept4"}},
+	{Reason: ReasonChild, Names: []string{"wait", "waitpid", "wait3", "wait4", "waitid", "syscall.wait4", "syscall.Wait4"}},
 
 	// Kernel wait sites.
 	{Reason: ReasonLock, Kernel: true, Names: []string{"rwsem_down_read_slowpath", "rwsem_down_write_slowpath",
@@ -75,6 +84,8 @@ var ReasonRules = []ReasonRule{
 	{Reason: ReasonConnect, Kernel: true, Names: []string{"__sys_connect", "inet_stream_connect", "__inet_stream_connect", "unix_stream_connect"}},
 	{Reason: ReasonAccept, Kernel: true, Names: []string{"__sys_accept4", "do_accept", "inet_csk_accept", "unix_accept"}},
 	{Reason: ReasonSem, Kernel: true, Names: []string{"do_semtimedop", "__x64_sys_semop", "__x64_sys_semtimedop"}},
+	{Reason: ReasonChild, Kernel: true, Names: []string{"do_wait", "kernel_wait4", "kernel_waitid", "__do_sys_wait4",
+		"__x64_sys_wait4", "__x64_sys_waitid"}},
 
 	// What every wait in user space may end in.
 	{Reason: ReasonLock, Generic: true, Names: []string{"futex_wait", "futex_abstimed_wait*", "futex_lock_pi*", "syscall",
@@ -105,9 +116,12 @@ func normalReasonName(s string) string {
 
 // reasonMatcher indexes ReasonRules.
 type reasonMatcher struct {
-	exact  [4]map[string]uint8 // by kernel<<1|generic: name -> reason index
-	prefix [4][]reasonPrefix
+	exact  [5]map[string]uint8 // by kernel<<1|generic, or overrideClass: name -> reason index
+	prefix [5][]reasonPrefix
 }
+
+// overrideClass is the rules that override the others' class (ReasonRule.Overrides).
+const overrideClass = 4
 
 type reasonPrefix struct {
 	p      string
@@ -126,6 +140,9 @@ func newReasonMatcher() *reasonMatcher {
 		}
 		if r.Generic {
 			class |= 1
+		}
+		if r.Overrides {
+			class = overrideClass
 		}
 		idx := uint8(reasonIndex(r.Reason))
 		for _, n := range r.Names {
@@ -166,12 +183,12 @@ func StackReasons(p *Profile) []uint8 {
 	m := newReasonMatcher()
 	fst := p.frameStacks()
 	// Each frame's match, per rule class, computed once: -1 none, else the reason.
-	memo := make([][4]int16, len(p.Frames))
+	memo := make([][5]int16, len(p.Frames))
 	for i, f := range p.Frames {
 		name := normalReasonName(f.Func)
-		for c := range 4 {
+		for c := range 5 {
 			memo[i][c] = -1
-			if kernel := c&2 != 0; kernel != (f.Kind == KindKernel) {
+			if kernel := c&2 != 0 && c != overrideClass; kernel != (f.Kind == KindKernel) {
 				continue
 			}
 			if r, ok := m.match(c, name); ok {
@@ -187,9 +204,10 @@ func StackReasons(p *Profile) []uint8 {
 			out[sid] = runnable
 			continue
 		}
-		// User rules, then kernel, then the generic ones; within one, the leaf's first.
+		// Overriding rules, user rules, then kernel, then the generic ones; within one, the
+		// leaf's first.
 	classes:
-		for _, c := range []int{0, 2, 1, 3} {
+		for _, c := range []int{overrideClass, 0, 2, 1, 3} {
 			for _, f := range st {
 				if r := memo[f][c]; r >= 0 {
 					out[sid] = uint8(r)

@@ -32,6 +32,14 @@ func TestStackReasons(t *testing.T) {
 		{ReasonLock, []Frame{u("runtime.futex"), u("runtime.lock2"), u("runtime.main")}},
 		{ReasonIORead, []Frame{u("syscall.Syscall"), u("syscall.read"), u("internal/poll.(*FD).Read")}},
 		{ReasonOther, []Frame{u("readdir"), u("mysleep"), u("main")}}, // near names are not names
+		{ReasonChild, []Frame{k("do_wait"), k("kernel_wait4"), u("__GI___wait4"), u("waitpid"), u("main")}},
+		{ReasonChild, []Frame{k("do_wait"), k("kernel_waitid"), k("__x64_sys_waitid"), u("[unknown] 0x1234")}},
+		{ReasonChild, []Frame{u("syscall.Syscall6"), u("syscall.wait4"), u("syscall.Wait4"), u("os.(*Process).pidWait")}},
+		// HotSpot's monitor enter parks on a condition variable: the monitor is the reason.
+		{ReasonLock, []Frame{k("futex_wait"), u("__futex_abstimed_wait_common"), u("___pthread_cond_wait"),
+			u("PlatformEvent::park()"), u("ObjectMonitor::EnterI(JavaThread*)"), u("ObjectMonitor::enter(JavaThread*)"),
+			u("ObjectSynchronizer::enter(Handle, BasicLock*, JavaThread*)"), u("Interpreter")}},
+		{ReasonCond, []Frame{k("futex_wait"), u("___pthread_cond_wait"), u("PlatformEvent::park()"), u("ObjectMonitor::wait(long, bool, JavaThread*)")}},
 	}
 	tab := NewFrameTable()
 	p := &Profile{}

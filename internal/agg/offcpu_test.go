@@ -62,7 +62,7 @@ func TestOffCPUViews(t *testing.T) {
 		}
 	}
 
-	th := OffCPUThreads([]ThreadRow{{Tid: 2, Pid: 1, Name: "worker", Samples: 50}, {Tid: 3, Pid: 1, Name: "idle"}}, p, reasons, 1000, 0)
+	th := OffCPUThreads([]ThreadRow{{Tid: 2, Pid: 1, Name: "worker", Samples: 50}, {Tid: 3, Pid: 1, Name: "idle"}}, p, reasons, 1000, 0, nil)
 	if len(th) != 2 || th[0].Tid != 2 {
 		t.Fatalf("threads %+v", th)
 	}
@@ -94,5 +94,53 @@ func TestAddWeightBound(t *testing.T) {
 	}
 	if got := r.Samples(); got != 15 {
 		t.Errorf("%d ns counted, want 15", got)
+	}
+}
+
+// TestOnCPUTimeShared: a thread's time on CPU from the switch records is shared among its
+// samples, in threads and in a wall profile, by the samples of the whole run: a transform
+// that keeps some of them keeps their share. A thread without such time keeps its samples
+// over the frequency, one without samples shows its time.
+func TestOnCPUTimeShared(t *testing.T) {
+	cpu := offProfile() // its stacks stand for CPU stacks here: thread 2, 3 and 2 samples
+	cpu.Entries = []Entry{{Tid: 2, Pid: 1, Stack: 0, Count: 3, LeafFunc: -1}, {Tid: 2, Pid: 1, Stack: 1, Count: 1, LeafFunc: -1},
+		{Tid: 4, Pid: 1, Stack: 2, Count: 2, LeafFunc: -1}}
+	on := NewOnCPUTime([]ThreadNs{{Tid: 2, Ns: 40e6}, {Tid: 3, Ns: 7e6}}, cpu)
+	if NewOnCPUTime(nil, cpu) != nil {
+		t.Error("no time from switch records, yet an OnCPUTime")
+	}
+	off := offProfile()
+	th := OffCPUThreads([]ThreadRow{{Tid: 2, Pid: 1, Samples: 3}, {Tid: 3, Pid: 1}, {Tid: 4, Pid: 1, Samples: 2}}, off, StackReasons(off), 1000, 0, on)
+	got := map[uint32]float64{}
+	for _, r := range th {
+		got[r.Tid] = r.OffCPU.OnCPUMs
+	}
+	// Thread 2: 3 of its 4 samples (a transform left one out) of 40 ms; 3: no samples, its
+	// 7 ms; 4: no switch-record time, 2 samples at 1000 Hz.
+	if want := map[uint32]float64{2: 30, 3: 7, 4: 2}; got[2] != want[2] || got[3] != want[3] || got[4] != want[4] {
+		t.Errorf("on CPU %v ms, want %v", got, want)
+	}
+	for _, q := range []*Profile{cpu, off} { // stacks of locations, one a frame
+		q.Stacks, q.Locations = nil, nil
+		for _, fs := range q.FrameStacks {
+			var st []uint32
+			for _, f := range fs {
+				st = append(st, uint32(len(q.Locations)))
+				q.Locations = append(q.Locations, Location{Lines: []Line{{Func: f}}})
+			}
+			q.Stacks = append(q.Stacks, st)
+		}
+	}
+	w, n := WallProfile(cpu, off, 1e6, on)
+	var onNs, offNs uint64
+	for _, e := range w.Entries {
+		if int(e.Stack) < n {
+			onNs += e.Count
+		} else {
+			offNs += e.Count
+		}
+	}
+	if onNs != 40e6+2e6 || offNs != 1e9 {
+		t.Errorf("wall: %d ns on CPU, %d off; want %d and %d", onNs, offNs, uint64(42e6), uint64(1e9))
 	}
 }

@@ -3,11 +3,63 @@ package agg
 // ReasonOnCPU is the reason of on-CPU time in a wall-clock profile (WallProfile).
 const ReasonOnCPU = "on-cpu"
 
+// OnCPUTime is the threads' time on CPU from the switch records (the recorder's
+// store.OffCPUMeta.OnCPU), shared among each thread's samples: samples give the stacks,
+// the switch records the time. A thread that runs in bursts shorter than the sampling
+// period is sampled far from its share of the CPU (0.2 to 1.1 times it), while its time
+// off CPU is exact.
+type OnCPUTime struct {
+	ns      map[uint32]uint64
+	samples map[uint32]uint64
+}
+
+// NewOnCPUTime shares on among the samples of whole, the run's profile before any
+// transform or window; nil when on is empty (a run recorded without the switch records,
+// or by an older stax).
+func NewOnCPUTime(on []ThreadNs, whole *Profile) *OnCPUTime {
+	if len(on) == 0 {
+		return nil
+	}
+	o := &OnCPUTime{ns: make(map[uint32]uint64, len(on)), samples: map[uint32]uint64{}}
+	for _, t := range on {
+		o.ns[t.Tid] += t.Ns
+	}
+	for _, e := range whole.Entries {
+		o.samples[e.Tid] += e.Count
+	}
+	return o
+}
+
+// PerSample is what a sample of thread tid weighs, in nanoseconds: false when the thread
+// has no time from the switch records, or no samples to share it.
+func (o *OnCPUTime) PerSample(tid uint32) (float64, bool) {
+	if o == nil {
+		return 0, false
+	}
+	ns, ok := o.ns[tid]
+	n := o.samples[tid]
+	if !ok || n == 0 {
+		return 0, false
+	}
+	return float64(ns) / float64(n), true
+}
+
+// Unsampled is the time on CPU of thread tid when it has no samples (false otherwise, or
+// when it has no time from the switch records).
+func (o *OnCPUTime) Unsampled(tid uint32) (uint64, bool) {
+	if o == nil || o.samples[tid] != 0 {
+		return 0, false
+	}
+	ns, ok := o.ns[tid]
+	return ns, ok
+}
+
 // WallProfile is cpu's samples, each weighing nsPerSample nanoseconds, and off's time off
 // CPU, in one profile whose counts are nanoseconds: a thread's time on and off CPU
 // together, its wall clock while it was followed. Its first cpuStacks stacks are cpu's.
-// It has no time series.
-func WallProfile(cpu, off *Profile, nsPerSample uint64) (p *Profile, cpuStacks int) {
+// It has no time series. With on, the samples of a thread that has time from the switch
+// records weigh their share of it instead (OnCPUTime.PerSample).
+func WallProfile(cpu, off *Profile, nsPerSample uint64, on *OnCPUTime) (p *Profile, cpuStacks int) {
 	p = &Profile{}
 	frameIDs := map[Frame]uint32{}
 	frameMap := func(src *Profile) []uint32 {
@@ -24,7 +76,7 @@ func WallProfile(cpu, off *Profile, nsPerSample uint64) (p *Profile, cpuStacks i
 		return m
 	}
 	threads := map[uint32]bool{}
-	add := func(src *Profile, weight uint64) {
+	add := func(src *Profile, weight uint64, on *OnCPUTime) {
 		fm := frameMap(src)
 		mapBase := uint32(len(p.Mappings))
 		p.Mappings = append(p.Mappings, src.Mappings...)
@@ -49,7 +101,11 @@ func WallProfile(cpu, off *Profile, nsPerSample uint64) (p *Profile, cpuStacks i
 		}
 		for _, e := range src.Entries {
 			e.Stack += stackBase
-			e.Count *= weight
+			if ps, ok := on.PerSample(e.Tid); ok {
+				e.Count = uint64(float64(e.Count)*ps + 0.5)
+			} else {
+				e.Count *= weight
+			}
 			if e.LeafFunc >= 0 && int(e.LeafFunc) < len(fm) {
 				e.LeafFunc = int32(fm[e.LeafFunc])
 			} else {
@@ -64,9 +120,9 @@ func WallProfile(cpu, off *Profile, nsPerSample uint64) (p *Profile, cpuStacks i
 			}
 		}
 	}
-	add(cpu, nsPerSample)
+	add(cpu, nsPerSample, on)
 	cpuStacks = len(p.Stacks)
-	add(off, 1)
+	add(off, 1, nil)
 	p.sortEntries()
 	p.ExpandStacks()
 	return p, cpuStacks

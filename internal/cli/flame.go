@@ -41,8 +41,8 @@ BASE had that this run lacks are listed as (gone).
 
 --off-cpu weighs the tree by the time threads spent off CPU (blocked, or runnable and
 waiting for a CPU) instead of by samples: each line shows milliseconds and its dominant
-reason; --json gives nanoseconds. --wall weighs it by time on CPU (samples over the
-frequency, reason on-cpu) and off CPU together, so a thread's width is its wall clock;
+reason; --json gives nanoseconds. --wall weighs it by time on CPU (from the switch
+records, shared by the samples; reason on-cpu) and off CPU together, so a thread's width is its wall clock;
 --runnable by runnable time alone. See docs/off-cpu.md.` + granularityHelp + transformHelp,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {

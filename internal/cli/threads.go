@@ -21,12 +21,12 @@ func threadsCmd(g *globals) *cobra.Command {
 		Long: `List threads by samples, with their names and hottest functions (by self samples).
 
 Where the run recorded off-CPU time (the default; see docs/off-cpu.md), each thread also
-shows its time on CPU (from its samples) and off CPU: runnable (preempted, waiting for a
-CPU) and blocked (waiting for an event), with the reason it waited most for; threads with
-as many samples are listed by time off CPU. The header gives the time off CPU of all
-threads, of which runnable. With --from and --to, the time off CPU is that inside the
-window (from the intervals the run kept; a run by an older stax kept none, and then shows
-none); the stack transforms apply to it as to the samples.` + transformHelp,
+shows its time on CPU (from the switch records; from its samples in a window) and off CPU:
+runnable (preempted, waiting for a CPU) and blocked (waiting for an event), with the reason
+it waited most for; threads with as many samples are listed by time off CPU. The header
+gives the time off CPU of all threads, of which runnable. With --from and --to, the time off
+CPU is that inside the window (from the intervals the run kept; a run by an older stax kept
+none, and then shows none); the stack transforms apply to it as to the samples.` + transformHelp,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := checkCount("-n", n); err != nil {

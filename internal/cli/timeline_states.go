@@ -29,6 +29,7 @@ var stateMarks = map[string]byte{
 	agg.ReasonPoll:     'P',
 	agg.ReasonConnect:  'N',
 	agg.ReasonAccept:   'A',
+	agg.ReasonChild:    'H',
 	agg.ReasonOther:    'o',
 	agg.ReasonOnCPU:    '#',
 }
@@ -38,7 +39,7 @@ const timelineStatesHelp = `
 timeline --states: one row per thread, one letter per bucket for the state the thread
 spent most of the bucket in: # running, r runnable (waiting for a CPU), and blocked:
 L lock, C cond, M sem, S sleep, R io-read, W io-write, P poll, N net-connect,
-A net-accept, o other; a space where stax did not see the thread. --json gives the
+A net-accept, H child, o other; a space where stax did not see the thread. --json gives the
 nanoseconds of every state in every bucket.`
 
 func timelineStates(g *globals, rf *runFlags, r *client.Run, q url.Values, o query.TimelineOptions) error {
@@ -86,7 +87,7 @@ func printThreadStates(w io.Writer, res api.ThreadStates) {
 		fmt.Fprintf(w, "%8d %-16s %9.1f %9.1f %9.1f  |%s|\n", th.Tid, esc(name), float64(th.Total[agg.StateRunning])/1e6,
 			float64(th.Total[agg.ReasonRunnable])/1e6, float64(blocked)/1e6, b.String())
 	}
-	fmt.Fprintln(w, "\n# running  r runnable  L lock  C cond  M sem  S sleep  R io-read  W io-write  P poll  N net-connect  A net-accept  o other")
+	fmt.Fprintln(w, "\n# running  r runnable  L lock  C cond  M sem  S sleep  R io-read  W io-write  P poll  N net-connect  A net-accept  H child  o other")
 }
 
 // stateMark is the letter of the state with the most time in a bucket.

@@ -33,9 +33,9 @@ its time on), each with its share and hottest function; --pid and --comm keep so
 
 --off-cpu weighs functions by the time threads spent off CPU under them (blocked, or
 runnable and waiting for a CPU) instead of by samples, each row with its dominant reason
-(lock, cond, sem, sleep, io-read, io-write, poll, net-connect, net-accept, runnable,
-other); --json gives nanoseconds. --wall weighs them by time on CPU (samples over the
-frequency, reason on-cpu) and off CPU together, so a thread's total is its wall clock;
+(lock, cond, sem, sleep, io-read, io-write, poll, net-connect, net-accept, child, runnable,
+other); --json gives nanoseconds. --wall weighs them by time on CPU (from the switch
+records, shared by the samples; reason on-cpu) and off CPU together, so a thread's total is its wall clock;
 --runnable by runnable time alone (threads waiting for a CPU). See docs/off-cpu.md.` + granularityHelp + transformHelp,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {

@@ -51,12 +51,16 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 	// cpuStacks stacks), with values off_cpu and wall.
 	cpuStacks := -1
 	var reasons []uint8
+	var on *agg.OnCPUTime // the threads' time on CPU from the switch records
 	inSpans := spanCounts(run)
 	if run.OffCPU != nil {
 		if err := run.OffCPU.CheckIndexes(); err != nil {
 			return nil, fmt.Errorf("export: off-CPU: %w", err)
 		}
-		merged, n := agg.WallProfile(&run.Profile, run.OffCPU, 1)
+		if run.Meta.OffCPU != nil {
+			on = agg.NewOnCPUTime(run.Meta.OffCPU.OnCPU, &run.Profile)
+		}
+		merged, n := agg.WallProfile(&run.Profile, run.OffCPU, 1, nil)
 		r := *run
 		r.Profile = *merged
 		run, cpuStacks, reasons = &r, n, agg.WallReasons(merged, n)
@@ -112,7 +116,11 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 		}
 		if cpuStacks >= 0 {
 			if int(e.Stack) < cpuStacks {
-				s.Value = append(s.Value, 0, int64(e.Count)*period)
+				if ps, ok := on.PerSample(e.Tid); ok {
+					// The thread's time on CPU from the switch records, shared by its samples.
+					s.Value[1] = int64(float64(e.Count)*ps + 0.5)
+				}
+				s.Value = append(s.Value, 0, s.Value[1])
 			} else {
 				s.Value = []int64{0, 0, int64(e.Count), int64(e.Count)}
 			}

@@ -183,6 +183,11 @@ type Session struct {
 	// permitted): their samples carry the woken thread in WakingPid of their raw data.
 	Wakers    bool
 	WakingPid TraceField
+	// WakingFlags is where their raw data holds the trace entry's flags: a wakeup made in
+	// an interrupt (IRQContextFlags) is not the woken thread's waker's, whoever ran on
+	// the CPU. The events are filtered in the kernel (taskWakeFilter) where it takes the
+	// filter; the flags let the reader drop those that pass where it does not.
+	WakingFlags TraceField
 	// OffCPURate is the rate the switches' and wakeups' stacks are sampled at, per second
 	// per thread and CPU, while SampleOffCPU says so (0: never): Config.OffCPURate within
 	// the kernel's bound.
@@ -651,6 +656,10 @@ func (s *Session) openWakers(cfg Config, targets []switchTarget) {
 			err = errors.New("sched_waking has no pid field")
 		}
 		s.WakingPid = f
+		s.WakingFlags, ok = tp.fields["common_flags"]
+		if !ok || s.WakingFlags.Size != 1 {
+			s.WakingFlags = TraceField{Offset: -1} // unknown: Value says so
+		}
 	}
 	opened, every, everyIDs, counting := []int{}, []int{}, []uint64{}, []int{}
 	type waking struct {
@@ -693,6 +702,9 @@ func (s *Session) openWakers(cfg Config, targets []switchTarget) {
 			err = fmt.Errorf("redirect sched_waking: %w", e)
 			break
 		}
+		// Where the kernel does not take the filter, the reader drops such wakeups (and
+		// the count of the events that sample includes them).
+		_ = unix.IoctlSetString(fd, unix.PERF_EVENT_IOC_SET_FILTER, taskWakeFilter)
 		opened = append(opened, fd)
 		if s.OffCPURate > 0 && !ev.sampled {
 			every = append(every, fd)
@@ -720,6 +732,17 @@ func (s *Session) openWakers(cfg Config, targets []switchTarget) {
 	s.waking = tp
 	s.Wakers = len(opened) > 0
 }
+
+// IRQContextFlags are the trace entry flags of an event raised in a hard or soft
+// interrupt or an NMI (TRACE_FLAG_HARDIRQ, TRACE_FLAG_SOFTIRQ, TRACE_FLAG_NMI): a wakeup
+// made there is the interrupt's (a timer's expiry, a ring's reader woken by its irq_work),
+// not the interrupted thread's, although the sample carries that thread. A softirq's bit is
+// set only while one is served, not while a thread has them disabled.
+const IRQContextFlags = 0x08 | 0x10 | 0x40
+
+// taskWakeFilter keeps, of sched_waking's events, the wakeups made in task context
+// (IRQContextFlags): the kernel then neither samples nor counts an interrupt's.
+const taskWakeFilter = "!(common_flags & 0x58)"
 
 // WakeupsCounted is how many wakeups the target's threads made since the events were
 // enabled, as the kernel counted them, and false where wakeups are not sampled

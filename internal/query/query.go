@@ -268,6 +268,12 @@ func Callers(run *store.Run, o CallersOptions) (api.Callers, error) {
 // Threads answers `stax threads`.
 func Threads(run *store.Run, n int, w Window, t api.Transform) (api.Threads, error) {
 	offCPU, meta := run.OffCPU, run.Meta
+	var on *agg.OnCPUTime
+	if offCPU != nil && w.IsAll() && meta.OffCPU != nil {
+		// The threads' time on CPU from the switch records, for the whole run: a window
+		// takes its samples' time.
+		on = agg.NewOnCPUTime(meta.OffCPU.OnCPU, &run.Profile)
+	}
 	if offCPU != nil && !w.IsAll() {
 		// Off-CPU time in a window is that of its intervals; without them (an older run),
 		// it is shown for the whole run only.
@@ -290,7 +296,7 @@ func Threads(run *store.Run, n int, w Window, t api.Transform) (api.Threads, err
 		}
 		reasons := agg.StackReasons(&off.Profile)
 		rows, samples = agg.Threads(&run.Profile, 0)
-		rows = agg.OffCPUThreads(rows, &off.Profile, reasons, run.Meta.Freq, n)
+		rows = agg.OffCPUThreads(rows, &off.Profile, reasons, run.Meta.Freq, n, on)
 		times = timeTotals(&off.Profile, reasons, agg.Filter{})
 	} else {
 		rows, samples = agg.Threads(&run.Profile, n)

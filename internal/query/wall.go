@@ -30,7 +30,12 @@ func timeRun(run *store.Run, wall, runnable bool, w Window, t api.Transform) (_ 
 		if run.Meta.Freq <= 0 {
 			return nil, -1, nil, notRecorded("run %s has no sampling frequency to give its samples a time: use --off-cpu", run.Meta.ID)
 		}
-		p, n := agg.WallProfile(&cpu.Profile, &off.Profile, uint64(1e9/run.Meta.Freq))
+		var on *agg.OnCPUTime
+		if w.IsAll() && run.Meta.OffCPU != nil {
+			// The threads' time on CPU from the switch records, for the whole run.
+			on = agg.NewOnCPUTime(run.Meta.OffCPU.OnCPU, &run.Profile)
+		}
+		p, n := agg.WallProfile(&cpu.Profile, &off.Profile, uint64(1e9/run.Meta.Freq), on)
 		return &store.Run{Meta: run.Meta, Profile: *p}, n, win, nil
 	case runnable:
 		p := agg.OnlyReason(&off.Profile, agg.StackReasons(&off.Profile), agg.ReasonRunnable)

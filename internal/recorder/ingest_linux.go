@@ -181,6 +181,11 @@ func (r *Recorder) read(cpu int, rec []byte) {
 		r.addToBatch(cpu, rec) // a switch keeps its place among the stacks of switches
 		return
 	}
+	if r.off.on && (h.Type == record.TypeExit || h.Type == record.TypeFork) {
+		// A thread's start and end apply to its off-CPU state after the switches before
+		// them (the batch's records stay valid until the step releases them).
+		r.flushBatch()
+	}
 	r.handle(cpu, h, rec)
 }
 
@@ -216,6 +221,9 @@ func (r *Recorder) handle(cpu int, h record.Header, rec []byte) {
 			return
 		}
 		r.tracker.Fork(int(t.Pid), int(t.PPid), int(t.Tid), int(t.PTid), t.Time)
+		if r.off.on {
+			r.offFork(t.Pid, t.Tid, t.Time)
+		}
 		if r.in.cpuWide {
 			r.in.targets[t.Pid] = true // the side band is the target's own
 		}
@@ -229,6 +237,9 @@ func (r *Recorder) handle(cpu int, h record.Header, rec []byte) {
 			return
 		}
 		r.tracker.Exit(int(t.Pid), int(t.Tid), t.Time)
+		if r.off.on {
+			r.offExit(t.Tid, t.Time)
+		}
 	case record.TypeLost, record.TypeLostSamples:
 		l, err := r.in.dec.Lost(rec)
 		if err != nil {

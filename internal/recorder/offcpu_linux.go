@@ -9,6 +9,10 @@
 package recorder
 
 import (
+	"cmp"
+	"os"
+	"strconv"
+
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/perfevent"
 	"github.com/stax-profiler/stax/internal/resolve"
@@ -21,6 +25,7 @@ import (
 const (
 	runnableMark = ^uint64(16384 - 1)
 	noStackMark  = ^uint64(16384 - 2)
+	startingMark = ^uint64(16384 - 3)
 )
 
 // Bounds on the off-CPU state.
@@ -54,11 +59,13 @@ type offThread struct {
 	// has the one of its kind.
 	last     [2][]uint64
 	out      uint64 // when it went out (0: it is on a CPU, or not seen yet)
+	in       uint64 // when it came in (0: it is off CPU, or not seen yet): its time on CPU runs from it
 	counted  uint64 // up to when its time off CPU is counted (0: none of it yet)
 	preempt  bool
 	hasStack bool   // last[preempt] is the stack it went out with, or stands for it
 	sampled  bool   // it stands for it: the switch out had no stack sample of its own
 	fromCPU  bool   // it is the thread's latest CPU sample's (a preemption, waitStacks)
+	starting bool   // it is runnable from its creation: its stack is startingMark
 	switched bool   // a switch record of it was read
 	lost     bool   // part of its time off CPU could not be counted
 	key      uint32 // the off-CPU run's key its time is counted under (keyOK)
@@ -105,6 +112,11 @@ type offCPUState struct {
 	// wakeupsCountedAt (offCountWakeups).
 	wakeupsCounted   bool
 	wakeupsCountedAt uint64
+	// rejected counts the wakeups read that were not the target's (offOwnWakeup, or made
+	// in an interrupt), by the samples' periods: the kernel's count includes those the
+	// events delivered. self caches which threads are the recorder's own.
+	rejected uint64
+	self     map[uint32]bool
 
 	// intervals are the intervals with their times, under their keys (agg.Interval's
 	// Stack holds the key until offIntervals names it), nIntervals of them, in chunks of
@@ -115,6 +127,14 @@ type offCPUState struct {
 	// open are the waits counted so far but not ended (offFlush's), up to when they are
 	// counted, under Recorder.mu: a live run shows them.
 	open map[uint32]agg.Interval
+
+	// onNs is each thread's time on CPU from the switch records, a switch in to the next
+	// switch out (or its exit), under Recorder.mu: exact where CPU samples estimate it (a
+	// thread that runs in bursts shorter than the sampling period is sampled far less
+	// than its share). begin is when the events were enabled: a thread whose first record
+	// is a switch out was on CPU from then.
+	onNs  map[uint32]uint64
+	begin uint64
 }
 
 // pendingWake is a wakeup: who made it, when, and its stack.
@@ -132,7 +152,39 @@ const (
 
 func newOffCPU() offCPUState {
 	return offCPUState{run: agg.NewRun(), threads: map[uint32]*offThread{}, wakes: map[uint32]*pendingWake{}, wakeNs: agg.NewRun(), wakeN: agg.NewRun(),
-		open: map[uint32]agg.Interval{}}
+		open: map[uint32]agg.Interval{}, onNs: map[uint32]uint64{}}
+}
+
+// offOwnWakeup says whether a wakeup of thread wakee, read from a sched_waking event as
+// made by thread tid of process pid (in task context), is the target's: tid is one of its
+// threads, and wakee is not one of the recorder's. The kernel delivers a wakeup of a
+// target thread to that thread's events too, whoever made it (another process, or the
+// idle task for a timer's expiry); and a target thread that writes a record past a ring's
+// watermark wakes the recorder's reader.
+func (r *Recorder) offOwnWakeup(pid, tid, wakee uint32) bool {
+	if pid == 0 || tid == 0 {
+		return false
+	}
+	if th, ok := r.tracker.Thread(int(tid)); !ok || th.Pid != int(pid) {
+		if th, ok := r.off.threads[tid]; !ok || th.pid != pid {
+			return false
+		}
+	}
+	return !r.offSelf(wakee)
+}
+
+// offSelf says whether thread tid is one of the recorder's own.
+func (r *Recorder) offSelf(tid uint32) bool {
+	o := &r.off
+	if self, ok := o.self[tid]; ok {
+		return self
+	}
+	if o.self == nil || len(o.self) >= maxOffThreads {
+		o.self = map[uint32]bool{}
+	}
+	_, err := os.Stat("/proc/self/task/" + strconv.FormatUint(uint64(tid), 10))
+	o.self[tid] = err == nil
+	return err == nil
 }
 
 // offWaking takes a wakeup of thread wakee by thread tid at time t, made with chain.
@@ -176,14 +228,19 @@ func (r *Recorder) offCountWakeups(t uint64, final bool) {
 		return
 	}
 	o.wakeupsCountedAt = t
+	if !o.sampling && o.counts.SampledTimes == 0 {
+		// Every wakeup has had its stack taken so far: those seen are all there were.
+		return
+	}
 	n, ok := wc.WakeupsCounted()
 	if !ok {
 		return
 	}
 	r.mu.Lock()
 	o.wakeupsCounted = true
-	// The samples read so far may include wakeups made after the count was read.
-	o.counts.WakeupsAll = max(n, o.counts.Wakeups)
+	// The samples read so far may include wakeups made after the count was read; the
+	// count includes wakeups the events delivered that were not the target's.
+	o.counts.WakeupsAll = max(n-min(n, o.rejected), o.counts.Wakeups)
 	r.mu.Unlock()
 }
 
@@ -253,7 +310,8 @@ func (r *Recorder) offThread(pid, tid uint32) *offThread {
 	th = &offThread{pid: pid}
 	o.threads[tid] = th
 	r.mu.Lock()
-	o.counts.Threads = len(o.threads)
+	// The threads followed: those that exited are forgotten (offExit), not uncounted.
+	o.counts.Threads = max(o.counts.Threads, len(o.threads))
 	r.mu.Unlock()
 	return th
 }
@@ -279,6 +337,7 @@ func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
 	// Switch records alternate, out and in: one missing was lost (the thread's first may
 	// be an in: it was switched out when the recording began).
 	unpaired := th.switched && out == (th.out != 0)
+	first := !th.switched
 	th.switched = true
 	r.mu.Lock()
 	o.counts.Switches++
@@ -287,6 +346,13 @@ func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
 	}
 	r.mu.Unlock()
 	if out {
+		if from := th.in; from != 0 || first && r.offSinceBegin(tid) {
+			if from == 0 {
+				from = o.begin // on CPU since the events were enabled
+			}
+			r.offOnCPU(tid, from, t)
+		}
+		th.in = 0
 		if !preempt || !o.waitStacks {
 			o.stackOuts++
 		}
@@ -295,7 +361,7 @@ func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
 			// (offFlush), so that the intervals hold all the time the aggregate does.
 			r.offInterval(tid, th, th.out, th.counted, 0)
 		}
-		th.counted, th.keyOK, th.lost = 0, false, false
+		th.counted, th.keyOK, th.lost, th.starting = 0, false, false, false
 		th.out, th.preempt, th.pid = t, preempt, pid
 		k := kindOf(preempt)
 		own := th.chainTime != 0 && th.chainTime <= t && t-th.chainTime < stackSlack
@@ -311,6 +377,13 @@ func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
 		}
 		return
 	}
+	th.in = t
+	r.offEnd(tid, th, t)
+}
+
+// offEnd ends thread tid's interval off CPU, if one is open, at t.
+func (r *Recorder) offEnd(tid uint32, th *offThread, t uint64) {
+	o := &r.off
 	if th.out == 0 || t < th.out {
 		th.out = 0
 		return // its switch out came before the recording began
@@ -323,7 +396,7 @@ func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
 	r.offInterval(tid, th, th.out, t, waker)
 	r.mu.Lock()
 	o.counts.Intervals++
-	if !th.hasStack {
+	if !th.hasStack && !th.starting {
 		o.counts.NoStack++
 	}
 	if th.sampled {
@@ -336,7 +409,7 @@ func (r *Recorder) offSwitch(pid, tid uint32, t uint64, out, preempt bool) {
 		o.counts.Lost++
 	}
 	r.mu.Unlock()
-	th.out, th.counted, th.hasStack, th.sampled, th.fromCPU, th.lost, th.keyOK = 0, 0, false, false, false, false, false
+	th.out, th.counted, th.hasStack, th.sampled, th.fromCPU, th.lost, th.keyOK, th.starting = 0, 0, false, false, false, false, false, false
 }
 
 func kindOf(preempt bool) int {
@@ -359,9 +432,12 @@ func (r *Recorder) offAccount(tid uint32, th *offThread, t uint64) {
 	if th.preempt {
 		chain = append(chain, runnableMark)
 	}
-	if th.hasStack {
+	switch {
+	case th.starting:
+		chain = append(chain, startingMark)
+	case th.hasStack:
 		chain = append(chain, th.last[kindOf(th.preempt)]...)
-	} else {
+	default:
 		chain = append(chain, noStackMark)
 	}
 	o.chainBuf = chain
@@ -377,6 +453,62 @@ func (r *Recorder) offAccount(tid uint32, th *offThread, t uint64) {
 	}
 }
 
+// offSinceBegin says whether thread tid, whose first switch record is a switch out, was
+// on CPU since the events were enabled: it was there then (a thread started since has a
+// switch in first, and one that exited has no records after).
+func (r *Recorder) offSinceBegin(tid uint32) bool {
+	if r.off.begin == 0 {
+		return false
+	}
+	th, ok := r.tracker.Thread(int(tid))
+	return !ok || th.StartTime <= r.off.begin && th.ExitTime == 0
+}
+
+// offOnCPU counts thread tid's time on CPU from from to to.
+func (r *Recorder) offOnCPU(tid uint32, from, to uint64) {
+	if to <= from {
+		return
+	}
+	r.mu.Lock()
+	if _, ok := r.off.onNs[tid]; ok || len(r.off.onNs) < 4*maxOffThreads {
+		r.off.onNs[tid] += to - from
+	}
+	r.mu.Unlock()
+}
+
+// offExit ends thread tid's state at its exit at t: the kernel writes no switch record of
+// it past its exit record (its events go with it), so its time on CPU ends there, and so
+// does an interval off CPU still open (a switch in lost).
+func (r *Recorder) offExit(tid uint32, t uint64) {
+	o := &r.off
+	th := o.threads[tid]
+	if th == nil {
+		return
+	}
+	if th.in != 0 {
+		r.offOnCPU(tid, th.in, t)
+	} else if th.out != 0 {
+		r.offEnd(tid, th, t)
+	}
+	delete(o.threads, tid) // Threads still counts it: followed
+	delete(o.wakes, tid)
+}
+
+// offFork starts the state of thread tid of process pid, created at t: it is runnable
+// from then until its first switch in, which the kernel records, but no switch out
+// before it (the time a new process waits for a CPU: on a busy machine, much of a short
+// one's life).
+func (r *Recorder) offFork(pid, tid uint32, t uint64) {
+	o := &r.off
+	if th := o.threads[tid]; th != nil && th.switched {
+		return // its records came first (rings are read in time order: not expected)
+	}
+	th := r.offThread(pid, tid)
+	th.switched = true
+	th.out, th.preempt, th.pid, th.starting = t, true, pid, true
+	th.counted, th.keyOK, th.lost, th.hasStack, th.sampled, th.fromCPU = 0, false, false, false, false, false
+}
+
 // offFlush counts, up to t, the time of the threads off CPU for longer than offFlushAfter
 // since it was last counted: a thread that waits long (or for ever) shows in the live run,
 // and one still waiting when the recording ends is counted up to its end.
@@ -385,6 +517,10 @@ func (r *Recorder) offFlush(t uint64, final bool) {
 		return
 	}
 	for tid, th := range r.off.threads {
+		if final && th.in != 0 {
+			r.offOnCPU(tid, th.in, t) // on CPU when the recording ended
+			th.in = t
+		}
 		if th.out != 0 && t > th.out && (final || t-max(th.out, th.counted) >= offFlushAfter) {
 			r.offAccount(tid, th, t)
 			if final {
@@ -525,7 +661,12 @@ func (r *Recorder) offCPUMeta() *store.OffCPUMeta {
 	}
 	r.mu.Lock()
 	m := r.off.counts
+	m.OnCPU = make([]agg.ThreadNs, 0, len(r.off.onNs))
+	for tid, ns := range r.off.onNs {
+		m.OnCPU = append(m.OnCPU, agg.ThreadNs{Tid: tid, Ns: ns})
+	}
 	r.mu.Unlock()
+	slices.SortFunc(m.OnCPU, func(a, b agg.ThreadNs) int { return cmp.Compare(a.Tid, b.Tid) })
 	return &m
 }
 
@@ -581,11 +722,13 @@ func (r *Recorder) wakersProfiles(threads []agg.ThreadInfo) (ns, n *agg.Profile)
 type offResolver struct{ *resolve.Resolver }
 
 func (o offResolver) Resolve(pid uint32, t uint64, chain []uint64, out []agg.Site) ([]agg.Site, int, uint64, int) {
-	for len(chain) > 0 && (chain[0] == runnableMark || chain[0] == noStackMark || chain[0]&^wakeeMask == wakeeMark) {
+	for len(chain) > 0 && (chain[0] == runnableMark || chain[0] == noStackMark || chain[0] == startingMark || chain[0]&^wakeeMask == wakeeMark) {
 		name := agg.FuncRunnable
 		switch {
 		case chain[0] == noStackMark:
 			name = agg.FuncNoStack
+		case chain[0] == startingMark:
+			name = agg.FuncStarting
 		case chain[0]&^wakeeMask == wakeeMark:
 			name = agg.WakeeFunc(uint32(chain[0] & wakeeMask))
 		}

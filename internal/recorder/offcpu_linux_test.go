@@ -369,8 +369,8 @@ func TestPreemptionsCopyNoStack(t *testing.T) {
 			continue
 		}
 		fr := names(run.OffCPU, iv.Stack)
-		if len(fr) == 0 || fr[0] != agg.FuncRunnable {
-			continue
+		if len(fr) == 0 || fr[0] != agg.FuncRunnable || len(fr) > 1 && fr[1] == agg.FuncStarting {
+			continue // not a preemption: a new thread's wait for its first run
 		}
 		runnable++
 		if len(fr) == 1 || fr[1] == agg.FuncNoStack {

@@ -309,7 +309,7 @@ func Start(opts Options) (_ *Recorder, err error) {
 		for _, w := range r.in.workers {
 			w.isSwitch, w.isEvery = sess.IsSwitchEvent, sess.IsEveryEvent
 			if sess.Wakers {
-				w.isWaking, w.wakingPid = sess.IsWakingEvent, sess.WakingPid
+				w.isWaking, w.wakingPid, w.wakingFlags = sess.IsWakingEvent, sess.WakingPid, sess.WakingFlags
 				w.wakeDec = w.dec
 				w.wakeDec.SampleType |= record.SampleRaw
 			}
@@ -347,6 +347,7 @@ func Start(opts Options) (_ *Recorder, err error) {
 		}
 	}
 
+	r.off.begin = perfevent.MonotonicNow() // a thread on CPU since then has no switch in
 	if r.gate != nil {
 		if r.gate.Traced() {
 			// Stopped after its exec: its mappings and name are in /proc, not in records.

@@ -63,6 +63,9 @@ type stackWorker struct {
 	isEvery   func(id uint64) bool
 	wakeDec   record.Decoder
 	wakingPid perfevent.TraceField
+	// wakingFlags is where their raw data holds the trace entry's flags, which say a
+	// wakeup was made in an interrupt (perfevent.IRQContextFlags).
+	wakingFlags perfevent.TraceField
 	// frames holds the batch's stacks, back to back.
 	frames []uint64
 	// fitSize is the stack copy the sampling events take now (stackFit.cur; 0: not
@@ -80,6 +83,7 @@ type batchedSample struct {
 	preempt       bool   // a switch out: the thread was still runnable
 	every         bool   // a stack of a switch out or wakeup from an event that takes every one
 	wakee         uint32 // a wakeup: the thread woken
+	irq           bool   // a wakeup made in an interrupt, not by the thread it interrupted
 	period        uint32 // a wakeup: how many the kernel counted since the one before it sampled
 	time          uint64
 	worker        uint32
@@ -218,6 +222,11 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 				continue
 			}
 			kind, wakee = kindWaking, uint32(v)
+			if f, ok := w.wakingFlags.Value(s.Raw); ok && f&perfevent.IRQContextFlags != 0 {
+				out[k] = batchedSample{kind: kindWaking, pid: s.Pid, tid: s.Tid, time: s.Time, wakee: wakee, irq: true,
+					period: uint32(min(s.Period, 1<<32-1)), every: w.isEvery != nil && w.isEvery(s.ID)}
+				continue // its stack is the interrupted thread's: not unwound
+			}
 		case w.isSwitch != nil && w.isSwitch(s.ID):
 			kind = kindOffStack
 		}
@@ -442,7 +451,14 @@ func (r *Recorder) flushBatch() {
 			}
 			r.offStack(s.pid, s.tid, s.time, ws[s.worker].frames[s.lo:s.hi])
 		case kindWaking:
-			if !r.offKeep(s.time, s.every) {
+			keep := r.offKeep(s.time, s.every)
+			if s.irq || !r.offOwnWakeup(s.pid, s.tid, s.wakee) {
+				if keep {
+					r.off.rejected += uint64(max(s.period, 1))
+				}
+				continue
+			}
+			if !keep {
 				continue
 			}
 			r.offWakingSampled(s.pid, s.tid, s.wakee, s.time, s.period, ws[s.worker].frames[s.lo:s.hi])

@@ -320,6 +320,11 @@ type OffCPUMeta struct {
 	// CPU sample's stack instead (those without one are NoStack).
 	WaitStacks   bool   `json:"wait_stacks,omitempty"`
 	PreemptedCPU uint64 `json:"preempted_cpu_stack,omitempty"`
+	// OnCPU is each thread's time on CPU from the switch records (a switch in to the next
+	// switch out, or the thread's exit), sorted by thread: the views' on-CPU time where a
+	// thread has it, in place of its samples over the frequency. Runs recorded by an
+	// older stax have none.
+	OnCPU []agg.ThreadNs `json:"on_cpu,omitempty"`
 }
 
 // body is what a file holds after its meta section: the profile without its series and

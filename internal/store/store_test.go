@@ -552,7 +552,7 @@ func FuzzDecode(f *testing.F) {
 			agg.OffCPUTop(o, reasons, agg.Filter{}, 10, false)
 			agg.OffCPUFlame(o, reasons, agg.Filter{}, 0, 0, true)
 			rows, _ := agg.Threads(p, 0)
-			agg.OffCPUThreads(rows, o, reasons, 999, 0)
+			agg.OffCPUThreads(rows, o, reasons, 999, 0, nil)
 			if ivs := r.OffCPUIntervals; ivs != nil {
 				w := agg.IntervalsIn(o, ivs, 0, ^uint64(0))
 				agg.OffCPUTop(w, agg.StackReasons(w), agg.Filter{}, 10, false)

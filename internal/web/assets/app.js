@@ -412,7 +412,7 @@ function chainOf(path) {
 const LABEL_MIN_PX = 28;
 // The reasons a thread is off CPU (and on-cpu, running, in wall views), as the API names
 // them; each has a colour in the style sheet (--r-NAME).
-const REASONS = ["on-cpu", "runnable", "lock", "cond", "sem", "sleep", "io-read", "io-write", "poll", "net-connect", "net-accept", "other"];
+const REASONS = ["on-cpu", "runnable", "lock", "cond", "sem", "sleep", "io-read", "io-write", "poll", "net-connect", "net-accept", "child", "other"];
 // byReason says whether frames are coloured by their dominant reason: in the off-CPU and
 // wall views, whose nodes carry one.
 const byReason = () => view.mode !== "cpu" && !diffing();
