@@ -101,10 +101,15 @@ func (b *Budget) Full() bool {
 // index and of the garbage that rebuilding the index leaves.
 const funcOverhead = 256
 
-// cost estimates the memory f keeps.
+// cost estimates the resident memory f costs: what it keeps, times heapFactor.
 func (f *Func) cost() int64 {
-	return funcOverhead + int64(len(f.Name)) + int64(cap(f.Code)) + int64(len(f.Unwind)) +
-		int64(len(f.Lines))*lineEntryCost
+	return heapFactor * (funcOverhead + int64(len(f.Name)) + int64(cap(f.Code)) + int64(len(f.Unwind)) +
+		int64(len(f.Lines))*lineEntryCost)
 }
+
+// heapFactor is what memory kept on the Go heap costs in resident memory: the heap grows
+// to about twice what is live between two collections (GOGC=100), so a budget of resident
+// memory keeps functions of half its size.
+const heapFactor = 2
 
 const lineEntryCost = 48

@@ -563,7 +563,7 @@ func (t *Table) evict(limit int64) int {
 		t.always++
 		// Let the evicted entries go now, not at the next lookup: a table that nobody
 		// looks up in would keep them all.
-		if t.removed >= 1024 && t.removed*2 >= len(t.funcs) {
+		if t.removed >= 1024 && t.removed*8 >= len(t.funcs) {
 			t.compact()
 			clear(t.segItems)
 			clear(t.segPerfItems)
@@ -679,8 +679,8 @@ func (t *Table) rebuild() {
 	bounds = slices.Compact(bounds)
 	nseg := max(len(bounds)-1, 0)
 
-	timed := make([]*Func, 0, len(t.funcs))
-	var perfFuncs []*Func
+	timed := make([]*Func, 0, len(t.funcs)-t.perf.n)
+	perfFuncs := make([]*Func, 0, t.perf.n)
 	for _, f := range t.funcs {
 		if f.Size == 0 {
 			continue

@@ -92,7 +92,7 @@ func TestJITWatcherSharesTheBudget(t *testing.T) {
 		t.Fatalf("the flood keeps %d bytes, want nearly all the budget", flood.Bytes())
 	}
 
-	// A second process, with 2,000 functions: some 0.5 MiB, its whole share.
+	// A second process, with 800 functions: nearly its whole share.
 	other := exec.Command("sleep", "60")
 	if err := other.Start(); err != nil {
 		t.Fatal(err)
@@ -100,7 +100,7 @@ func TestJITWatcherSharesTheBudget(t *testing.T) {
 	defer func() { other.Process.Kill(); other.Wait() }()
 	path := "/tmp/perf-" + strconv.Itoa(other.Process.Pid) + ".map"
 	var b strings.Builder
-	for i := range 1800 {
+	for i := range 800 {
 		fmt.Fprintf(&b, "%x 10 other_%d\n", 0x200000000+16*i, i)
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
@@ -111,7 +111,7 @@ func TestJITWatcherSharesTheBudget(t *testing.T) {
 	w.Finish(time.Now().Add(time.Minute))
 
 	ot := r.JIT(uint32(other.Process.Pid))
-	if st := ot.Stats(); st.Funcs != 1800 || st.Evicted != 0 || st.OverBudget != 0 {
+	if st := ot.Stats(); st.Funcs != 800 || st.Evicted != 0 || st.OverBudget != 0 {
 		t.Errorf("the other process's table: %+v (flood %+v)", st, flood.Stats())
 	}
 	share := r.JITBudget().Share()
@@ -128,7 +128,7 @@ func TestJITWatcherSharesTheBudget(t *testing.T) {
 				t.Errorf("the flood's evictions are not counted against it: %+v", s)
 			}
 		case other.Process.Pid:
-			if s.Evicted != 0 || s.Functions != 1800 {
+			if s.Evicted != 0 || s.Functions != 800 {
 				t.Errorf("the other process: %+v", s)
 			}
 		}
