@@ -70,8 +70,9 @@ func TestPerfMapFloodLeavesOtherJITsNamed(t *testing.T) {
 	}
 	waitStatus(t, e, ended, &recOut, "the recording to start", func(*api.Status) bool { return true }, &st)
 
-	// The flood: two million lines at once, then CPU work for as long as the test needs.
-	flood := exec.Command(flooder, "2000000", "600000")
+	// The flood: two million lines at once, then a little CPU work (it is recorded once it
+	// is sampled), then it sleeps until the test ends, leaving the CPUs to the recorder.
+	flood := exec.Command(flooder, "2000000", "300", "3600")
 	if err := flood.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -195,22 +196,22 @@ func TestPerfMapFloodLeavesOtherJITsNamed(t *testing.T) {
 	}
 }
 
-// waitStatus polls the live run's status until ok says yes, failing the test after two
-// minutes or if the recording ends.
+// waitStatus polls the live run's status until ok says yes, failing the test after four
+// minutes (a status query waits up to 30 s for a busy recorder) or if the recording ends.
 func waitStatus(t *testing.T, e *staxEnv, ended func() (bool, error), recOut *syncBuffer, what string, ok func(*api.Status) bool, st *api.Status) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(4 * time.Minute)
 	for {
 		if done, err := ended(); done {
 			t.Fatalf("the recording ended waiting for %s: %v\n%s", what, err, recOut.String())
 		}
-		out, _, code := e.run("status", "--json")
+		out, errOut, code := e.run("status", "--json")
 		*st = api.Status{}
 		if code == 0 && json.Unmarshal([]byte(out), st) == nil && ok(st) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s; last status:\n%.4000s", what, out)
+			t.Fatalf("gave up waiting for %s; last status (exit %d):\n%.4000s%s", what, code, out, errOut)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
