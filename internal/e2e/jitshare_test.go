@@ -31,6 +31,12 @@ const jitShareBudgetMiB = 64
 func TestPerfMapFloodLeavesOtherJITsNamed(t *testing.T) {
 	testutil.RequirePerf(t)
 	testutil.RequireRoot(t) // system-wide recording needs root or CAP_PERFMON
+	if testutil.Race {
+		// Seen on 2 busy CPUs: a race-detector build recording every process did not answer
+		// one status query in 4 minutes, and the test synchronises on them. The budget's
+		// sharing is checked under the race detector by internal/jit and internal/resolve.
+		t.Skip("a race-detector build of stax recording every process of a busy machine answers no live query in time")
+	}
 	e := newEnv(t)
 	e.env = append(e.env, "STAX_JIT_MEMORY="+itoa(jitShareBudgetMiB))
 	dir := t.TempDir()
