@@ -191,13 +191,20 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 			sort.Strings(reasons)
 			line += ", skipped " + strings.Join(reasons, ", ")
 		}
+		if j.Evicted > 0 {
+			line += fmt.Sprintf(", %d oldest dropped (the process was at its share of the JIT memory)", j.Evicted)
+		}
 		if j.Error != "" {
 			line += " (" + j.Error + ")"
 		}
 		fmt.Fprintln(w, esc(line))
 	}
 	if m.JITMemory > 0 {
-		fmt.Fprintf(w, "jit memory: %s of at most %s kept in JIT tables\n", bytesText(int64(m.JITMemory)), bytesText(int64(m.JITMemoryLimit)))
+		line := fmt.Sprintf("jit memory: %s of at most %s kept in JIT tables", bytesText(int64(m.JITMemory)), bytesText(int64(m.JITMemoryLimit)))
+		if m.JITProcesses > 1 {
+			line += fmt.Sprintf(", shared by %d processes: at most %s each", m.JITProcesses, bytesText(int64(m.JITMemoryShare)))
+		}
+		fmt.Fprintln(w, line)
 	}
 	if m.FilesRefused > 0 || m.FilesAbandoned > 0 {
 		fmt.Fprintf(w, "files:     %s of the programs' files refused (not regular files: not opened), %s opens abandoned (no answer in time); the notes name them\n",

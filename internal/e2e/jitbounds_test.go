@@ -19,7 +19,7 @@ import (
 // million lines (far more than stax keeps) and then runs an ordinary function. The map is
 // read off the rings' path and within a memory budget: no sample is lost while it is read,
 // the recorder's memory stays bounded, the run ends soon after the program exits, and the
-// status says the map was not read whole.
+// status says the map's functions were not all kept.
 func TestHugePerfMapCostsBoundedMemoryAndTime(t *testing.T) {
 	testutil.RequirePerf(t)
 	e := newEnv(t)
@@ -80,14 +80,17 @@ func TestHugePerfMapCostsBoundedMemoryAndTime(t *testing.T) {
 	if after > limit {
 		t.Errorf("run ended %v after the program exited", after)
 	}
+	// The map holds far more than the budget: its oldest functions were dropped (or, on a
+	// slow machine, it was not read to its end), and status says so.
 	var note string
+	var evicted uint64
 	for _, s := range st.JIT {
 		if strings.HasSuffix(s.Path, ".map") {
-			note = s.Error
+			note, evicted = s.Error, s.Evicted
 		}
 	}
-	if !strings.Contains(note, "stopped reading") && !strings.Contains(note, "not read to its end") {
-		t.Errorf("status does not say the perf map was not read whole: %+v", st.JIT)
+	if evicted == 0 && !strings.Contains(note, "stopped reading") && !strings.Contains(note, "not read to its end") {
+		t.Errorf("status does not say the perf map's functions were not all kept: %+v", st.JIT)
 	}
 }
 

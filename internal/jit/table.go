@@ -129,6 +129,7 @@ type TableStats struct {
 	Orphans        uint64 // moves, unloads, method ids naming no live code
 	DroppedLoads   uint64 // loads refused because the table is full
 	OverBudget     uint64 // of those, refused because the tables' memory budget is spent
+	Evicted        uint64 // entries dropped, oldest first, to stay within the table's share of the budget
 	DroppedDebug   uint64 // debug-info records that never met their load
 	QuirkDebug     uint64 // debug-info records shifted by -0x40
 	DestructiveEvs int
@@ -171,6 +172,10 @@ type Table struct {
 
 	budget *Budget // nil: unbounded
 	bytes  int64   // taken from budget by the functions held
+
+	evictAt   int               // funcs before it are all removed: where eviction looks first
+	evictedBy map[uint32]uint64 // entries evicted, by the origin they came from
+	always    uint64            // destructive events at every time (evictions)
 }
 
 // NewTable returns an empty table.
@@ -221,7 +226,7 @@ func (t *Table) Generation(ts uint64) uint64 {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	n := sort.Search(len(t.events), func(i int) bool { return t.events[i] > ts })
-	return uint64(n)
+	return uint64(n) + t.always
 }
 
 // Apply adds decoded jitdump records from the file numbered origin.
@@ -305,6 +310,13 @@ func (t *Table) newFunc(f *Func) bool {
 		return false
 	}
 	cost := f.cost()
+	if share := t.budget.Share(); cost > share {
+		t.stats.DroppedLoads++
+		t.stats.OverBudget++
+		return false
+	} else if t.bytes+cost > share {
+		t.evict(share - cost)
+	}
 	if !t.budget.take(cost) {
 		t.stats.DroppedLoads++
 		t.stats.OverBudget++
@@ -505,6 +517,76 @@ func (t *Table) AddPerfMap(origin uint32, entries []PerfMapEntry, ts uint64) {
 	}
 }
 
+// Shrink drops the table's oldest entries until it keeps at most limit bytes (its share of
+// a budget that more processes now share), and returns how many it dropped.
+func (t *Table) Shrink(limit int64) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.evict(limit)
+}
+
+// EvictedFrom is how many entries from the file numbered origin were evicted (Shrink,
+// TableStats.Evicted).
+func (t *Table) EvictedFrom(origin uint32) uint64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.evictedBy[origin]
+}
+
+// evict drops the oldest entries until the table keeps at most limit bytes; t.mu must be
+// held for writing. An entry named by samples already counted keeps its name there; later
+// samples in its code are unnamed.
+func (t *Table) evict(limit int64) int {
+	n := 0
+	for t.bytes > limit && t.evictAt < len(t.funcs) {
+		f := t.funcs[t.evictAt]
+		t.evictAt++
+		if f.removed {
+			continue
+		}
+		if f.Source == SourcePerfMap {
+			if t.perf.get(f.Start) == f {
+				t.perf.remove(f.Start)
+			}
+		} else if f.EndTime == Forever && t.timed.get(f.Start) == f {
+			t.timed.remove(f.Start)
+		}
+		t.markRemoved(f)
+		if t.evictedBy == nil {
+			t.evictedBy = map[uint32]uint64{}
+		}
+		t.evictedBy[f.Origin]++
+		t.stats.Evicted++
+		n++
+	}
+	if n > 0 {
+		t.always++
+		// Let the evicted entries go now, not at the next lookup: a table that nobody
+		// looks up in would keep them all.
+		if t.removed >= 1024 && t.removed*8 >= len(t.funcs) {
+			t.compact()
+			clear(t.segItems)
+			clear(t.segPerfItems)
+		}
+	}
+	return n
+}
+
+// compact drops the removed entries from t.funcs; t.mu must be held for writing.
+func (t *Table) compact() {
+	kept := t.funcs[:0]
+	for _, f := range t.funcs {
+		if !f.removed {
+			kept = append(kept, f)
+		}
+	}
+	clear(t.funcs[len(kept):])
+	t.funcs = kept
+	t.removed = 0
+	t.evictAt = 0
+	t.dirty = true
+}
+
 func (t *Table) markRemoved(f *Func) {
 	if !f.removed {
 		f.removed = true
@@ -585,15 +667,7 @@ func (t *Table) Funcs() []*Func {
 // rebuild recomputes the lookup index; t.mu must be held for writing.
 func (t *Table) rebuild() {
 	if t.removed > 0 {
-		kept := t.funcs[:0]
-		for _, f := range t.funcs {
-			if !f.removed {
-				kept = append(kept, f)
-			}
-		}
-		clear(t.funcs[len(kept):])
-		t.funcs = kept
-		t.removed = 0
+		t.compact()
 	}
 	bounds := t.bounds[:0]
 	for _, f := range t.funcs {
@@ -605,8 +679,8 @@ func (t *Table) rebuild() {
 	bounds = slices.Compact(bounds)
 	nseg := max(len(bounds)-1, 0)
 
-	timed := make([]*Func, 0, len(t.funcs))
-	var perfFuncs []*Func
+	timed := make([]*Func, 0, len(t.funcs)-t.perf.n)
+	perfFuncs := make([]*Func, 0, t.perf.n)
 	for _, f := range t.funcs {
 		if f.Size == 0 {
 			continue

@@ -126,6 +126,7 @@ func (r *Recorder) snapshot(final bool, bufs *agg.ProfileBuffers) *store.Run {
 	meta.OverloadSamples = r.in.overload.fastSamples.Load()
 	if b := r.res.JITBudget(); b.Used() > 0 {
 		meta.JITMemory, meta.JITMemoryLimit = uint64(b.Used()), uint64(b.Limit())
+		meta.JITMemoryShare, meta.JITProcesses = uint64(b.Share()), b.Shares()
 	}
 	meta.StackEnds = map[string]uint64{}
 	for i, n := range stackEnds(r.in.workers) {

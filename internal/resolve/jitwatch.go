@@ -24,8 +24,10 @@ import (
 // by the profiled programs: whatever they hold, the recorder's memory and the time it takes
 // to finish stay bounded.
 const (
-	// MaxJITMemory bounds what the JIT tables of one run keep (names, code, line tables);
-	// functions past it are dropped and counted.
+	// MaxJITMemory bounds what the JIT tables of one run keep (names, code, line tables).
+	// Each process with JIT files may keep an equal share of it (jit.Budget): past its
+	// share, its oldest functions are dropped and counted. STAX_JIT_MEMORY (MiB) lowers
+	// or raises it.
 	MaxJITMemory = 256 << 20
 	// MaxJITFileBytes bounds the bytes read from one JIT file (a file rewritten from its
 	// start counts again): reading stops there, and the status says so.
@@ -67,6 +69,7 @@ type JITWatcher struct {
 	mu        sync.Mutex
 	pids      map[int]*watchedProc
 	nextOrig  uint32
+	sharing   int    // processes with a JIT code file opened: they share the JIT budget
 	defaultID uint32 // uid assumed for processes whose owner cannot be read any more
 
 	watermark atomic.Uint64 // CLOCK_MONOTONIC ns: JIT records written before it are applied
@@ -98,6 +101,9 @@ type watchedProc struct {
 	// before it was first looked at: a file written before then is an earlier process's.
 	startTicks uint64
 	started    time.Time
+	// sharing says that it holds a share of the JIT budget: a jitdump or perf map of its
+	// was opened.
+	sharing bool
 }
 
 // youngFor is how long after its start a watched process has its owner looked at every
@@ -520,6 +526,9 @@ func (w *JITWatcher) pollSource(p *watchedProc, inner string, s *watchedSource, 
 			return false
 		}
 		s.openErr = ""
+		if s.dump != nil || s.pmap != nil {
+			w.share(p)
+		}
 	}
 	if s.marks != nil {
 		return w.pollMarkers(s)
@@ -533,14 +542,11 @@ func (w *JITWatcher) pollSource(p *watchedProc, inner string, s *watchedSource, 
 	} else {
 		pr = s.pmap.Progress()
 	}
-	switch budget := w.res.JITBudget(); {
-	case pr.Consumed >= MaxJITFileBytes:
+	// A process past its share of the JIT budget drops its own oldest functions as it
+	// reads on (jit.Budget): the file is read to its end, up to MaxJITFileBytes.
+	if pr.Consumed >= MaxJITFileBytes {
 		s.stop(fmt.Sprintf("stopped reading after %s: stax reads at most %s of one JIT file (its later functions are unnamed)",
 			mib(pr.Consumed), mib(MaxJITFileBytes)))
-		return false
-	case budget.Full():
-		s.stop(fmt.Sprintf("stopped reading at %s: the JIT tables of this run hold the most stax keeps (%s; its later functions are unnamed)",
-			mib(pr.Offset), mib(budget.Limit())))
 		return false
 	}
 	table := w.res.JIT(uint32(p.pid))
@@ -585,6 +591,36 @@ func (w *JITWatcher) pollSource(p *watchedProc, inner string, s *watchedSource, 
 	return more
 }
 
+// share gives p a share of the JIT budget, if it has none yet: the shares of the others
+// shrink, and a table over its new share drops its oldest functions now, so that p's fit
+// whatever the others took before it came. w.mu must be held.
+func (w *JITWatcher) share(p *watchedProc) {
+	if p.sharing {
+		return
+	}
+	p.sharing = true
+	w.sharing++
+	budget := w.res.JITBudget()
+	budget.SetShares(w.sharing)
+	limit := budget.Share()
+	evicted := 0
+	for _, q := range w.pids {
+		if t := w.res.JITIfAny(uint32(q.pid)); q.sharing && t != nil {
+			evicted += t.Shrink(limit)
+		}
+	}
+	if evicted > 0 {
+		w.res.Learned()
+	}
+}
+
+// JITShares is the number of processes sharing the JIT budget.
+func (w *JITWatcher) JITShares() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.sharing
+}
+
 // stop ends the reading of a file for good.
 func (s *watchedSource) stop(why string) {
 	s.stopped = why
@@ -622,6 +658,9 @@ func (w *JITWatcher) Sources() []store.JITSource {
 			}
 			js.Functions = int(st.Functions)
 			js.Records = st.Records
+			if t := w.res.JITIfAny(uint32(p.pid)); t != nil && (s.dump != nil || s.pmap != nil) {
+				js.Evicted = t.EvictedFrom(s.origin)
+			}
 			if s.overBudget > 0 {
 				if st.Skipped == nil {
 					st.Skipped = map[string]uint64{}

@@ -46,8 +46,8 @@ func mapSource(t *testing.T, w *JITWatcher) store.JITSource {
 	return store.JITSource{}
 }
 
-// TestJITWatcherKeepsToItsBudget gives the JIT tables a small budget: the watcher keeps what
-// fits, stops reading the file, and says so.
+// TestJITWatcherKeepsToItsBudget gives the JIT tables a small budget: the watcher reads the
+// whole file, keeps its newest functions within the budget, and counts the oldest dropped.
 func TestJITWatcherKeepsToItsBudget(t *testing.T) {
 	writeOwnPerfMap(t, 50000)
 	r := New(proc.NewTracker(), symbol.Options{})
@@ -64,15 +64,74 @@ func TestJITWatcherKeepsToItsBudget(t *testing.T) {
 	if used := r.JITBudget().Used(); used != table.Bytes() {
 		t.Errorf("budget used %d, table holds %d", used, table.Bytes())
 	}
-	if _, ok := table.Lookup(0x100000000, 1); !ok {
-		t.Errorf("the first function was not kept")
+	if _, ok := table.Lookup(0x100000000+16*49999, 1); !ok {
+		t.Errorf("the last function was not kept")
 	}
-	if _, ok := table.Lookup(0x100000000+16*49999, 1); ok {
-		t.Errorf("the last function was kept beyond the budget")
+	if _, ok := table.Lookup(0x100000000, 1); ok {
+		t.Errorf("the first function was kept beyond the budget")
 	}
 	src := mapSource(t, w)
-	if src.Skipped[jit.SkipOverBudget] == 0 && !strings.Contains(src.Error, "stopped reading") {
-		t.Errorf("status does not say functions were dropped: %+v", src)
+	if st := table.Stats(); src.Evicted == 0 || src.Evicted != st.Evicted || uint64(st.Funcs)+st.Evicted != 50000 {
+		t.Errorf("status does not count the functions dropped: %+v, table %+v", src, st)
+	}
+}
+
+// TestJITWatcherSharesTheBudget: a process whose perf map took the whole budget gives back
+// the share of another process whose JIT files come later, and keeps to its own: the
+// other's functions are all kept, the flood's dropped ones counted against it alone.
+func TestJITWatcherSharesTheBudget(t *testing.T) {
+	writeOwnPerfMap(t, 50000)
+	r := New(proc.NewTracker(), symbol.Options{})
+	r.jitBudget = jit.NewBudget(1 << 20)
+	w := NewJITWatcher(r, nil)
+	w.Track(os.Getpid())
+	w.Finish(time.Now().Add(time.Minute))
+	defer w.Close()
+	flood := r.JIT(uint32(os.Getpid()))
+	if flood.Bytes() < 1<<20*9/10 {
+		t.Fatalf("the flood keeps %d bytes, want nearly all the budget", flood.Bytes())
+	}
+
+	// A second process, with 800 functions: nearly its whole share.
+	other := exec.Command("sleep", "60")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { other.Process.Kill(); other.Wait() }()
+	path := "/tmp/perf-" + strconv.Itoa(other.Process.Pid) + ".map"
+	var b strings.Builder
+	for i := range 800 {
+		fmt.Fprintf(&b, "%x 10 other_%d\n", 0x200000000+16*i, i)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(path)
+	w.Track(other.Process.Pid)
+	w.Finish(time.Now().Add(time.Minute))
+
+	ot := r.JIT(uint32(other.Process.Pid))
+	if st := ot.Stats(); st.Funcs != 800 || st.Evicted != 0 || st.OverBudget != 0 {
+		t.Errorf("the other process's table: %+v (flood %+v)", st, flood.Stats())
+	}
+	share := r.JITBudget().Share()
+	if share != 1<<19 || w.JITShares() != 2 || flood.Bytes() > share || ot.Bytes() > share {
+		t.Errorf("share %d of 2 (%d), tables %d and %d", share, w.JITShares(), flood.Bytes(), ot.Bytes())
+	}
+	if used := r.JITBudget().Used(); used != flood.Bytes()+ot.Bytes() || used > 1<<20 {
+		t.Errorf("budget used %d, tables %d + %d", used, flood.Bytes(), ot.Bytes())
+	}
+	for _, s := range w.Sources() {
+		switch s.Pid {
+		case os.Getpid():
+			if s.Evicted != flood.Stats().Evicted || s.Evicted == 0 {
+				t.Errorf("the flood's evictions are not counted against it: %+v", s)
+			}
+		case other.Process.Pid:
+			if s.Evicted != 0 || s.Functions != 800 {
+				t.Errorf("the other process: %+v", s)
+			}
+		}
 	}
 }
 

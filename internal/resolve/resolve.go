@@ -76,8 +76,16 @@ func New(tracker *proc.Tracker, opts symbol.Options) *Resolver {
 		cache:   map[frameKey]symbolized{},
 		errors:  map[string]string{},
 
-		jitBudget: jit.NewBudget(MaxJITMemory),
+		jitBudget: jit.NewBudget(jitMemory()),
 	}
+}
+
+// jitMemory is the JIT tables' budget: MaxJITMemory, or STAX_JIT_MEMORY MiB.
+func jitMemory() int64 {
+	if n, err := strconv.ParseInt(os.Getenv("STAX_JIT_MEMORY"), 10, 64); err == nil && n > 0 && n <= 1<<20 {
+		return n << 20
+	}
+	return MaxJITMemory
 }
 
 // JITBudget is the memory budget every JIT table of the run draws on.

@@ -132,9 +132,12 @@ type Meta struct {
 	// was not recorded.
 	OffCPU *OffCPUMeta `json:"off_cpu,omitempty"`
 	// JITMemory is what the run's JIT tables keep (names, code, line tables), and
-	// JITMemoryLimit the most they may (a JIT file past it is not read further).
+	// JITMemoryLimit the most they may. JITProcesses processes with JIT files share the
+	// limit: each may keep JITMemoryShare (past it, its oldest functions are dropped).
 	JITMemory      uint64 `json:"jit_memory,omitempty"`
 	JITMemoryLimit uint64 `json:"jit_memory_limit,omitempty"`
+	JITMemoryShare uint64 `json:"jit_memory_share,omitempty"`
+	JITProcesses   int    `json:"jit_processes,omitempty"`
 	// FilesRefused counts the files of the recorded programs that stax would not open (a
 	// FIFO, device or socket at the path of a debug file, image, JIT or spans file), each
 	// path once; FilesAbandoned the opens and reads of their files abandoned at their
@@ -175,7 +178,10 @@ type JITSource struct {
 	Functions int               `json:"functions"`
 	Records   uint64            `json:"records"`
 	Skipped   map[string]uint64 `json:"skipped,omitempty"`
-	Error     string            `json:"error,omitempty"`
+	// Evicted counts its functions dropped, oldest first, after they were kept: the
+	// process's JIT tables were at their share of the run's JIT memory.
+	Evicted uint64 `json:"evicted,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // Code says where a sampled piece of machine code is, so annotate works after the process

@@ -1,7 +1,7 @@
-// bigmap LINES MS: writes a perf map of LINES lines to /tmp/perf-<pid>.map at once (a JIT
-// gone wild, or a hostile one), then runs after_map for MS milliseconds of CPU time and
-// prints "exit <CLOCK_MONOTONIC ns> <CPU ms before after_map> <CPU ms in after_map>" as it
-// exits.
+// bigmap LINES MS [IDLE_S]: writes a perf map of LINES lines to /tmp/perf-<pid>.map at once
+// (a JIT gone wild, or a hostile one), then runs after_map for MS milliseconds of CPU time,
+// sleeps IDLE_S seconds (default 0) and prints "exit <CLOCK_MONOTONIC ns> <CPU ms before
+// after_map> <CPU ms in after_map>" as it exits.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +35,8 @@ int main(int argc, char **argv) {
 	double before = thread_cpu_ms();
 	after_map(ms);
 	double in = thread_cpu_ms() - before;
+	if (argc > 3)
+		sleep((unsigned)atoi(argv[3]));
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	printf("exit %lld %.1f %.1f\n", (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec, before, in);
