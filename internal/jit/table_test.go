@@ -355,9 +355,8 @@ func TestLoad100kBudget(t *testing.T) {
 	if held > 100<<20 {
 		t.Errorf("table holds %d bytes, budget 100 MiB", held)
 	}
-	if !raceEnabled && elapsed > time.Second {
-		t.Errorf("loading took %v, budget 1s", elapsed)
-	}
+	// The time it takes is BenchmarkLoad100k's to judge, not a test's: it depends on the
+	// machine and what else runs on it.
 	runtime.KeepAlive(tab)
 	runtime.KeepAlive(buf)
 }
