@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,6 +127,24 @@ func (r *Resolver) ImageErrors() map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// GoInlineNotes says, per Go image whose inline tree could not be trusted and whose frames
+// were asked for, how many addresses were named without their inline functions, and why.
+func (r *Resolver) GoInlineNotes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var notes []string
+	for _, ie := range r.images {
+		if ie.im == nil || ie.im.ELF() == nil {
+			continue
+		}
+		if n, why := ie.im.ELF().GoNoInline(); n > 0 {
+			notes = append(notes, fmt.Sprintf("Go frames of %s at %d addresses without inline functions: %s", ie.im.ELF().Path, n, why))
+		}
+	}
+	sort.Strings(notes)
+	return notes
 }
 
 // Resolve implements agg.Resolver. Each machine frame's address is the sampled instruction

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/stax-profiler/stax/internal/targetfile"
 )
@@ -80,6 +81,9 @@ type Image struct {
 	// runtime layout could not be trusted, see goinline.go); "" when they come with them
 	// or the image is not Go.
 	GoInlineNote string
+	// goNoInline counts the lookups GoFrames answered without inline functions because of
+	// GoInlineNote.
+	goNoInline atomic.Uint64
 
 	syms  []Symbol
 	gotb  *gosym.Table

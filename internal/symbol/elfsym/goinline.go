@@ -435,6 +435,12 @@ func (g *goInline) chain(pc uint64) (names []string, sites []uint64, outer strin
 	return names, sites, outer
 }
 
+// GoNoInline returns how many lookups of GoFrames came without inline functions because
+// the image's runtime layout could not be trusted, and why (GoInlineNote).
+func (im *Image) GoNoInline() (n uint64, why string) {
+	return im.goNoInline.Load(), im.GoInlineNote
+}
+
 // GoFrames returns the Go inline chain for pc, innermost first, from
 // .gopclntab: inlined functions followed by the enclosing function. ok is
 // false when the image has no usable Go line table.
@@ -452,6 +458,9 @@ func (im *Image) GoFrames(pc uint64) (frames []GoFrame, ok bool) {
 		return nil, false
 	}
 	if im.goinl == nil {
+		if im.GoInlineNote != "" {
+			im.goNoInline.Add(1)
+		}
 		return []GoFrame{{Func: fn, File: file, Line: line}}, true
 	}
 	names, sites, outer := im.goinl.chain(pc)
