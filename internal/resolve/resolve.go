@@ -55,9 +55,10 @@ type Resolver struct {
 }
 
 type imageEntry struct {
-	im  *symbol.Image
-	err error
-	mem []byte // the image's bytes, for images read from memory (the vdso)
+	path string // the mapping's path, as the process names it
+	im   *symbol.Image
+	err  error
+	mem  []byte // the image's bytes, for images read from memory (the vdso)
 	// file holds open a file no lasting path reaches (one deleted or replaced since it
 	// was mapped): the image reads it, lazily, through /proc/self/fd.
 	file *os.File
@@ -140,7 +141,7 @@ func (r *Resolver) GoInlineNotes() []string {
 			continue
 		}
 		if n, why := ie.im.ELF().GoNoInline(); n > 0 {
-			notes = append(notes, fmt.Sprintf("Go frames of %s at %d addresses without inline functions: %s", ie.im.ELF().Path, n, why))
+			notes = append(notes, fmt.Sprintf("Go frames of %s at %d addresses without inline functions: %s", ie.path, n, why))
 		}
 	}
 	sort.Strings(notes)
@@ -375,7 +376,7 @@ func (r *Resolver) image(pid uint32, m *proc.Mapping) *imageEntry {
 	if ie != nil {
 		return ie
 	}
-	ie = &imageEntry{}
+	ie = &imageEntry{path: m.Path}
 	if m.Path == vdso.Name {
 		ie.mem, ie.err = r.vdsoBytes(pid, m)
 		if ie.err == nil {
