@@ -223,7 +223,20 @@ var errNoTypeInfo = errors.New("it has no DWARF type info for " + dwarfLayoutNee
 
 // dwarfGoLayout checks the offsets goInline uses against the binary's DWARF description of
 // the runtime's structures; nil when every one is as expected.
-func dwarfGoLayout(f *elf.File, ptr int) (err error) {
+func dwarfGoLayout(f *elf.File, ptr int) error {
+	want := map[string]map[string]int64{
+		"runtime._func":       {"nameOff": funcNameOff, "npcdata": funcNpcdata, "nfuncdata": funcNfuncdata},
+		"runtime.inlinedCall": {"nameOff": inlCallNameOff, "parentPc": inlCallParentPc},
+		"runtime.moduledata": {"pcHeader": 0, "funcnametab": int64(ptr), "text": int64(moduledataText * ptr),
+			"gofunc": int64(moduledataGofunc * ptr)},
+	}
+	wantSize := map[string]int64{"runtime._func": funcSize, "runtime.inlinedCall": inlinedCallSize}
+	return dwarfLayout(f, want, wantSize)
+}
+
+// dwarfLayout checks, in f's DWARF, the field offsets want gives per structure and the
+// sizes wantSize gives; nil when each is as given.
+func dwarfLayout(f *elf.File, want map[string]map[string]int64, wantSize map[string]int64) (err error) {
 	defer func() {
 		if recover() != nil {
 			err = errNoTypeInfo // a damaged DWARF section
@@ -233,13 +246,6 @@ func dwarfGoLayout(f *elf.File, ptr int) (err error) {
 	if derr != nil {
 		return errNoTypeInfo
 	}
-	want := map[string]map[string]int64{
-		"runtime._func":       {"nameOff": funcNameOff, "npcdata": funcNpcdata, "nfuncdata": funcNfuncdata},
-		"runtime.inlinedCall": {"nameOff": inlCallNameOff, "parentPc": inlCallParentPc},
-		"runtime.moduledata": {"pcHeader": 0, "funcnametab": int64(ptr), "text": int64(moduledataText * ptr),
-			"gofunc": int64(moduledataGofunc * ptr)},
-	}
-	wantSize := map[string]int64{"runtime._func": funcSize, "runtime.inlinedCall": inlinedCallSize}
 	rd := d.Reader()
 	var cur string
 	got := map[string]map[string]int64{}
@@ -282,7 +288,11 @@ func dwarfGoLayout(f *elf.File, ptr int) (err error) {
 			return errNoTypeInfo
 		}
 		for field, off := range fields {
-			if g, ok := got[s][field]; !ok || g != off {
+			g, ok := got[s][field]
+			if !ok {
+				return fmt.Errorf("its DWARF has no %s.%s", s, field)
+			}
+			if g != off {
 				return fmt.Errorf("its DWARF puts %s.%s at %d, not %d", s, field, g, off)
 			}
 		}

@@ -261,3 +261,43 @@ func TestParseBuildInfoVersion(t *testing.T) {
 		}
 	}
 }
+
+// The DWARF check finds the runtime's structures in a binary built here, and tells a field
+// or a size that is not where goInline reads it, or a structure that is missing.
+func TestDWARFLayout(t *testing.T) {
+	requireTool(t, "go")
+	dir := t.TempDir()
+	full, stripped := filepath.Join(dir, "full"), filepath.Join(dir, "stripped")
+	run(t, "go", "build", "-o", full, "testdata/main.go")
+	run(t, "go", "build", "-ldflags=-w", "-o", stripped, "testdata/main.go")
+	f, err := elf.Open(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := dwarfGoLayout(f, 8); err != nil {
+		t.Fatalf("this toolchain's layout: %v", err)
+	}
+	for _, c := range []struct {
+		want     map[string]map[string]int64
+		wantSize map[string]int64
+		err      string
+	}{
+		{map[string]map[string]int64{"runtime.inlinedCall": {"parentPc": 12}}, nil, "puts runtime.inlinedCall.parentPc at 8, not 12"},
+		{map[string]map[string]int64{"runtime._func": {"npcdata": 28}}, map[string]int64{"runtime._func": 48}, "gives runtime._func 44 bytes, not 48"},
+		{map[string]map[string]int64{"runtime.noSuchType": {"x": 0}}, nil, "no DWARF type info"},
+		{map[string]map[string]int64{"runtime._func": {"noSuchField": 0}}, nil, "has no runtime._func.noSuchField"},
+	} {
+		if err := dwarfLayout(f, c.want, c.wantSize); err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%v %v: %v, want %q", c.want, c.wantSize, err, c.err)
+		}
+	}
+	g, err := elf.Open(stripped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := dwarfGoLayout(g, 8); err != errNoTypeInfo {
+		t.Errorf("without DWARF: %v", err)
+	}
+}
