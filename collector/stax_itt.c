@@ -45,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stax_abi.h"
 #include "stax_itt.h"
 
 #define STAX_EXPORT __attribute__((visibility("default")))
@@ -238,7 +239,7 @@ static void open_file(void)
 	file_pid = (int)pid;
 	file_failed = 1;
 	written = 0;
-	if (snprintf(path, sizeof path, "%s/itt-%u.spans", dir, pid) >= (int)sizeof path)
+	if (snprintf(path, sizeof path, "%s/" STAX_ITT_SPANS_PREFIX "%u" STAX_SPANS_SUFFIX, dir, pid) >= (int)sizeof path)
 		return;
 	/* An old file of ours is replaced; a link or another user's file is left alone. */
 	if (lstat(path, &sb) == 0) {
@@ -255,8 +256,8 @@ static void open_file(void)
 		fprintf(stderr, "stax itt collector: create %s: %s\n", path, strerror(errno));
 		return;
 	}
-	memcpy(hdr + 8, &pid, 4);
-	memcpy(hdr + 12, &hsize, 4);
+	memcpy(hdr + STAX_ITT_HDR_PID, &pid, 4);
+	memcpy(hdr + STAX_ITT_HDR_SIZE, &hsize, 4);
 	memcpy(hdr + STAX_ITT_HDR_START, &start, 8);
 	if (pwrite(fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr) {
 		/* Without a header nothing can be counted: no file is better than an empty one. */
@@ -397,7 +398,7 @@ static void flush(struct tbuf *t, uint64_t now, int own)
 			char path[4096];
 
 			warned = 1;
-			snprintf(path, sizeof path, "%s/itt-%d.spans", dir, file_pid);
+			snprintf(path, sizeof path, "%s/" STAX_ITT_SPANS_PREFIX "%d" STAX_SPANS_SUFFIX, dir, file_pid);
 			warn("cannot write", path, err);
 		}
 	} else if (n > 0) {
@@ -703,9 +704,9 @@ static void atfork_child(void)
 
 static void init(void)
 {
-	const char *on = getenv("STAX_JIT_COLLECT");
-	const char *d = getenv("STAX_JIT_DIR");
-	const char *mb = getenv("STAX_ITT_MAX_MB");
+	const char *on = getenv(STAX_ENV_COLLECT);
+	const char *d = getenv(STAX_ENV_DIR);
+	const char *mb = getenv(STAX_ENV_ITT_MAX_MB);
 	unsigned long lim = ITT_MAX_MB_DEFAULT;
 
 	if (!on || strcmp(on, "1") != 0)
@@ -718,7 +719,7 @@ static void init(void)
 			lim = v;
 	}
 	max_bytes = (uint64_t)lim << 20;
-	dir = strdup(d && *d ? d : "/tmp");
+	dir = strdup(d && *d ? d : STAX_DEFAULT_DIR);
 	if (!dir || pthread_key_create(&key, thread_gone) != 0)
 		return;
 	if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) != 0)

@@ -101,9 +101,12 @@ typedef struct stax_itt_id {
  */
 #define STAX_ITT_FILE_MAGIC "STAXITT\2"
 #define STAX_ITT_HEADER 40
+#define STAX_ITT_HDR_PID 8     /* offset of the pid */
+#define STAX_ITT_HDR_SIZE 12    /* offset of the header size */
 #define STAX_ITT_HDR_START 16   /* offset of the process's start time */
 #define STAX_ITT_HDR_DROPPED 24 /* offset of the dropped count */
-#define STAX_ITT_HDR_FAILED 32  /* offset of the failed writes, then the errno */
+#define STAX_ITT_HDR_FAILED 32  /* offset of the failed writes */
+#define STAX_ITT_HDR_ERRNO 36   /* offset of the errno of the last */
 enum {
 	STAX_ITT_NAME = 1,
 	STAX_ITT_TASK = 2,

@@ -65,6 +65,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stax_abi.h"
 #include "stax_jitdump.h"
 #include "stax_jitprofiling.h"
 
@@ -1487,8 +1488,8 @@ __attribute__((destructor)) static void fini(void)
 
 static void init(void)
 {
-	const char *on = getenv("STAX_JIT_COLLECT");
-	const char *dir = getenv("STAX_JIT_DIR");
+	const char *on = getenv(STAX_ENV_COLLECT);
+	const char *dir = getenv(STAX_ENV_DIR);
 	const char *kb = getenv("STAX_JIT_BUFFER_KB");
 	const char *stats = getenv("STAX_JIT_STATS");
 	unsigned long limit = LIMIT_DEFAULT_KB;
@@ -1505,7 +1506,7 @@ static void init(void)
 	st.limit = (size_t)limit << 10;
 	st.stats = stats && strcmp(stats, "1") == 0;
 	cv_init();
-	st.dir = strdup(dir && *dir ? dir : "/tmp");
+	st.dir = strdup(dir && *dir ? dir : STAX_DEFAULT_DIR);
 	if (!st.dir)
 		return;
 	if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) != 0)

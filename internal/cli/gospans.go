@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/stax-profiler/stax/internal/asuser"
+	"github.com/stax-profiler/stax/internal/collectorabi"
 	"github.com/stax-profiler/stax/internal/proc"
 )
 
@@ -14,11 +15,11 @@ import (
 // unless the user set STAX_SPANS.
 func withGoSpans(env []string) []string {
 	for _, kv := range env {
-		if strings.HasPrefix(kv, "STAX_SPANS=") {
+		if strings.HasPrefix(kv, collectorabi.EnvSpans+"=") {
 			return env
 		}
 	}
-	return append(env, "STAX_SPANS=1")
+	return append(env, collectorabi.EnvSpans+"=1")
 }
 
 // attachSpans tells a process stax attached to that it is recorded: stax's Go package
@@ -38,7 +39,7 @@ func attachSpans(pid int) func() {
 	if err != nil {
 		return none
 	}
-	name := "stax-" + strconv.Itoa(proc.NSPid(pid)) + ".recording"
+	name := collectorabi.AttachName(proc.NSPid(pid))
 	root, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return none
@@ -46,7 +47,7 @@ func attachSpans(pid int) func() {
 	defer unix.Close(root)
 	dir := -1
 	err = asuser.Run(&creds, func() error {
-		d, err := unix.Openat2(root, "tmp", &unix.OpenHow{
+		d, err := unix.Openat2(root, strings.TrimPrefix(collectorabi.DefaultDir, "/"), &unix.OpenHow{
 			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
 		})

@@ -4,10 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/stax-profiler/stax/internal/collectorabi"
 )
 
 // collectorName is the JIT Profiling API collector shipped beside the stax binary.
-const collectorName = "libstax-jitcollector.so"
+const collectorName = collectorabi.LibName
 
 // findCollector looks for the collector beside the stax executable, then in ../lib/stax.
 func findCollector() string {
@@ -29,8 +31,8 @@ func findCollector() string {
 func withJITAPI(env []string, notef func(string, ...any)) []string {
 	var jitSet, ittSet bool
 	for _, kv := range env {
-		jitSet = jitSet || strings.HasPrefix(kv, "INTEL_JIT_PROFILER64=")
-		ittSet = ittSet || strings.HasPrefix(kv, "INTEL_LIBITTNOTIFY64=")
+		jitSet = jitSet || strings.HasPrefix(kv, collectorabi.EnvJITProfiler64+"=")
+		ittSet = ittSet || strings.HasPrefix(kv, collectorabi.EnvITT64+"=")
 	}
 	if jitSet && ittSet {
 		return env
@@ -40,10 +42,10 @@ func withJITAPI(env []string, notef func(string, ...any)) []string {
 		return env
 	}
 	if !jitSet {
-		env = append(env, "INTEL_JIT_PROFILER64="+lib)
+		env = append(env, collectorabi.EnvJITProfiler64+"="+lib)
 	}
 	if !ittSet {
-		env = append(env, "INTEL_LIBITTNOTIFY64="+lib)
+		env = append(env, collectorabi.EnvITT64+"="+lib)
 	}
-	return append(env, "STAX_JIT_COLLECT=1")
+	return append(env, collectorabi.EnvCollect+"=1")
 }

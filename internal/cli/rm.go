@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stax-profiler/stax/internal/client"
+	"github.com/stax-profiler/stax/internal/collectorabi"
 	"github.com/stax-profiler/stax/internal/jit"
 	"github.com/stax-profiler/stax/internal/store"
 )
@@ -120,8 +121,8 @@ are judged in stax's own pid namespace.`,
 
 // gcSpans removes the stale spans files in /tmp, $STAX_JIT_DIR and dirs.
 func gcSpans(g *globals, dirs []string) error {
-	look := []string{"/tmp"}
-	if d := os.Getenv("STAX_JIT_DIR"); filepath.IsAbs(d) {
+	look := []string{collectorabi.DefaultDir}
+	if d := os.Getenv(collectorabi.EnvDir); filepath.IsAbs(d) {
 		look = append(look, d)
 	}
 	look = append(look, dirs...)

@@ -19,41 +19,23 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/stax-profiler/stax/internal/collectorabi"
 )
 
 // LibName is the file name of the collector library.
-const LibName = "libstax-jitcollector.so"
+const LibName = collectorabi.LibName
 
-// Environment variables read by JITs and by the collector.
+// Environment variables read by JITs and by the collector (see package collectorabi).
 const (
-	// EnvProfiler64 names the collector library to 64-bit JITs.
-	EnvProfiler64 = "INTEL_JIT_PROFILER64"
-	// EnvCollect must be "1" for the collector to write anything.
-	EnvCollect = "STAX_JIT_COLLECT"
-	// EnvDir overrides the directory of the dump files (default /tmp).
-	EnvDir = "STAX_JIT_DIR"
-	// EnvITT64 names the collector library to 64-bit programs instrumented with the ITT
-	// API (ittnotify.h), for their tasks and markers.
-	EnvITT64 = "INTEL_LIBITTNOTIFY64"
+	EnvProfiler64 = collectorabi.EnvJITProfiler64
+	EnvCollect    = collectorabi.EnvCollect
+	EnvDir        = collectorabi.EnvDir
+	EnvITT64      = collectorabi.EnvITT64
 )
 
 // SourceFile is the collector's C source, relative to the source directory.
 const SourceFile = "stax_jitcollector.c"
-
-// ITTSourceFile is the C source of the ITT API part (tasks and markers), built into the
-// same library.
-const ITTSourceFile = "stax_itt.c"
-
-// Sources are the paths of the library's C sources in the source directory src.
-func Sources(src string) []string {
-	return []string{filepath.Join(src, SourceFile), filepath.Join(src, ITTSourceFile)}
-}
-
-// CFlags are the compiler flags used for the collector library.
-var CFlags = []string{
-	"-std=gnu11", "-Wall", "-Wextra", "-O2", "-fPIC", "-shared",
-	"-fvisibility=hidden", "-pthread",
-}
 
 // Env returns the environment entries that make a JIT started with them
 // report its code, and a program instrumented with the ITT API its tasks and
@@ -132,9 +114,13 @@ func isSourceDir(d string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
-// Build compiles the collector library into outDir with the C compiler
-// named by $CC (default cc) and returns the library's path.
-func Build(outDir string) (string, error) {
+// Build compiles the collector library into outDir with collector/build.sh (which reads
+// the sources and flags from build.conf; compiler: $CC, default cc) and returns the
+// library's path.
+func Build(outDir string) (string, error) { return build(outDir) }
+
+// build is Build, with extra compiler flags after build.conf's.
+func build(outDir string, extra ...string) (string, error) {
 	src, err := SourceDir()
 	if err != nil {
 		return "", err
@@ -146,9 +132,13 @@ func Build(outDir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	args := append(append(append([]string{}, CFlags...), "-o", out), Sources(src)...)
-	if err := runCC(args); err != nil {
+	cmd := exec.Command("/bin/sh", filepath.Join(src, "build.sh"), filepath.Dir(out))
+	cmd.Env = append(os.Environ(), "COLLECTOR_EXTRA_CFLAGS="+strings.Join(extra, " "))
+	if err := runOut(cmd); err != nil {
 		return "", fmt.Errorf("building %s: %w", LibName, err)
+	}
+	if st, err := os.Stat(out); err != nil || !st.Mode().IsRegular() {
+		return "", fmt.Errorf("building %s: build.sh made no %s", LibName, out)
 	}
 	return out, nil
 }
@@ -190,7 +180,11 @@ func runCC(args []string) error {
 	if len(cc) == 0 {
 		cc = []string{"cc"}
 	}
-	cmd := exec.Command(cc[0], append(cc[1:], args...)...)
+	return runOut(exec.Command(cc[0], append(cc[1:], args...)...))
+}
+
+// runOut runs cmd, its output in the error when it fails.
+func runOut(cmd *exec.Cmd) error {
 	output, err := cmd.CombinedOutput()
 	if err != nil {
 		msg := strings.TrimSpace(string(output))

@@ -82,14 +82,9 @@ func buildTSan(t *testing.T) (dir, lib string, tsan []string) {
 	if _, stderr, err, ok := tsanRun(t, nil, filepath.Join(dir, "probe")); !ok || err != nil {
 		requireTSan(t, "ThreadSanitizer programs do not run here: "+strings.TrimSpace(stderr))
 	}
-	src, err := SourceDir()
-	if err != nil {
-		t.Fatal(err)
-	}
 	tsan = []string{"-fsanitize=thread", "-g", "-O1"}
-	lib = filepath.Join(dir, "tsan", LibName)
-	os.MkdirAll(filepath.Dir(lib), 0o755)
-	if err := runCC(append(append(append(append([]string{}, CFlags...), tsan...), "-o", lib), Sources(src)...)); err != nil {
+	lib, err := build(filepath.Join(dir, "tsan"), tsan...)
+	if err != nil {
 		t.Fatalf("build the collector with ThreadSanitizer: %v", err)
 	}
 	return dir, lib, tsan

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/stax-profiler/stax/internal/collectorabi"
 	"github.com/stax-profiler/stax/internal/spans"
 	"github.com/stax-profiler/stax/internal/targetfile"
 )
@@ -63,12 +64,12 @@ func DiscoverIn(pid, nsPid int, jitDir string) ([]Candidate, error) {
 	add("/tmp/jit-"+ns+".dump", SourceJitdump)
 	add("/tmp/perf-"+ns+".map", SourcePerfMap)
 	add("/tmp/marker-"+ns+".txt", SourceMarkers)
-	add("/tmp/itt-"+ns+".spans", SourceITTSpans)
-	add("/tmp/stax-"+ns+".spans", SourceITTSpans)
+	add(collectorabi.DefaultDir+"/"+collectorabi.ITTSpansName(nsPid), SourceITTSpans)
+	add(collectorabi.DefaultDir+"/"+collectorabi.GoSpansName(nsPid), SourceITTSpans)
 	if dir := jitDir; dir != "" {
 		add(filepath.Join(dir, "jit-"+ns+".dump"), SourceJitdump)
-		add(filepath.Join(dir, "itt-"+ns+".spans"), SourceITTSpans)
-		add(filepath.Join(dir, "stax-"+ns+".spans"), SourceITTSpans)
+		add(filepath.Join(dir, collectorabi.ITTSpansName(nsPid)), SourceITTSpans)
+		add(filepath.Join(dir, collectorabi.GoSpansName(nsPid)), SourceITTSpans)
 	}
 	if cwd, err := os.Readlink(proc + "/cwd"); err == nil && filepath.IsAbs(cwd) {
 		add(filepath.Join(cwd, "marker-"+ns+".txt"), SourceMarkers)
@@ -124,7 +125,7 @@ func ReadEnvJITDir(pid int) (dir string, ok bool) {
 		} else {
 			b = nil
 		}
-		if v, ok := bytes.CutPrefix(kv, []byte("STAX_JIT_DIR=")); ok && filepath.IsAbs(string(v)) {
+		if v, ok := bytes.CutPrefix(kv, []byte(collectorabi.EnvDir+"=")); ok && filepath.IsAbs(string(v)) {
 			return filepath.Clean(string(v)), true
 		}
 	}

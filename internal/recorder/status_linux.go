@@ -137,7 +137,7 @@ func (r *Recorder) symbolNotes() []string {
 	for _, p := range paths {
 		notes = append(notes, "no symbols for "+p+": "+errs[p])
 	}
-	return notes
+	return append(notes, r.res.GoInlineNotes()...)
 }
 
 // SetPushStatus makes Status report pushing through f; call it before serving queries.

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/stax-profiler/stax/internal/collectorabi"
 	"github.com/stax-profiler/stax/internal/jit"
 	"github.com/stax-profiler/stax/internal/proc"
 	"github.com/stax-profiler/stax/internal/spans"
@@ -461,8 +462,8 @@ func (w *JITWatcher) addLeftFiles(p *watchedProc) {
 			{"jit-" + pid + ".dump", jit.SourceJitdump},
 			{"perf-" + pid + ".map", jit.SourcePerfMap},
 			{"marker-" + pid + ".txt", jit.SourceMarkers},
-			{"itt-" + pid + ".spans", jit.SourceITTSpans},
-			{"stax-" + pid + ".spans", jit.SourceITTSpans},
+			{collectorabi.ITTSpansName(p.pid), jit.SourceITTSpans},
+			{collectorabi.GoSpansName(p.pid), jit.SourceITTSpans},
 		} {
 			if c.kind == jit.SourcePerfMap && dir != "/tmp" {
 				continue

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,9 +55,10 @@ type Resolver struct {
 }
 
 type imageEntry struct {
-	im  *symbol.Image
-	err error
-	mem []byte // the image's bytes, for images read from memory (the vdso)
+	path string // the mapping's path, as the process names it
+	im   *symbol.Image
+	err  error
+	mem  []byte // the image's bytes, for images read from memory (the vdso)
 	// file holds open a file no lasting path reaches (one deleted or replaced since it
 	// was mapped): the image reads it, lazily, through /proc/self/fd.
 	file *os.File
@@ -134,6 +136,24 @@ func (r *Resolver) ImageErrors() map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// GoInlineNotes says, per Go image whose inline tree could not be trusted and whose frames
+// were asked for, how many addresses were named without their inline functions, and why.
+func (r *Resolver) GoInlineNotes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var notes []string
+	for _, ie := range r.images {
+		if ie.im == nil || ie.im.ELF() == nil {
+			continue
+		}
+		if n, why := ie.im.ELF().GoNoInline(); n > 0 {
+			notes = append(notes, fmt.Sprintf("Go frames of %s at %d addresses without inline functions: %s", ie.path, n, why))
+		}
+	}
+	sort.Strings(notes)
+	return notes
 }
 
 // Resolve implements agg.Resolver. Each machine frame's address is the sampled instruction
@@ -364,7 +384,7 @@ func (r *Resolver) image(pid uint32, m *proc.Mapping) *imageEntry {
 	if ie != nil {
 		return ie
 	}
-	ie = &imageEntry{}
+	ie = &imageEntry{path: m.Path}
 	if m.Path == vdso.Name {
 		ie.mem, ie.err = r.vdsoBytes(pid, m)
 		if ie.err == nil {

@@ -6,30 +6,31 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/stax-profiler/stax/internal/collectorabi"
 )
 
-// The spans file of stax's ITT collector, itt-PID.spans (collector/stax_itt.h): a header,
-// then records of a u16 type, a u16 size (the whole record, a multiple of 8), a u32 thread
-// id and a body, little-endian. Version 1 (stax's Go package) has a 16-byte header (magic,
-// pid); version 2 (the collector) a 40-byte one that adds the process's start time and the
-// counts of what the collector could not write, updated in place.
+// The spans file of stax's ITT collector, itt-PID.spans, and of stax's Go package: its
+// format is defined in package collectorabi. Version 1 (stax's Go package) has a 16-byte
+// header (magic, pid); version 2 (the collector) a 40-byte one that adds the process's
+// start time and the counts of what the collector could not write, updated in place.
 const (
-	ITTMagic   = "STAXITT\x01"
-	ITTMagicV2 = "STAXITT\x02"
+	ITTMagic   = collectorabi.SpansMagicV1
+	ITTMagicV2 = collectorabi.SpansMagicV2
 	// ITTHeaderSize is the size of a version 1 header, the least any version has.
-	ITTHeaderSize = 16
+	ITTHeaderSize = collectorabi.HeaderV1Size
 	// ITTHeaderV2Size is the size of the collector's version 2 header.
-	ITTHeaderV2Size = 40
+	ITTHeaderV2Size = collectorabi.HeaderV2Size
 	// maxITTHeader bounds the header size a version 2 file may give.
-	maxITTHeader = 4096
-	ittName      = 1
-	ittTask      = 2
-	ittMark      = 3
-	ittDrop      = 4
-	ittNote      = 5
-	// ittUnfinished flags a task still open when its thread or the process ended.
-	ittUnfinished = 1
-	// maxITTRecord is the largest record the collector writes (a NAME of MaxName bytes).
+	maxITTHeader  = 4096
+	ittName       = collectorabi.RecName
+	ittTask       = collectorabi.RecTask
+	ittMark       = collectorabi.RecMark
+	ittDrop       = collectorabi.RecDrop
+	ittNote       = collectorabi.RecNote
+	ittUnfinished = collectorabi.TaskUnfinished
+	// maxITTRecord is the largest record read, a little over the largest written (a NAME of
+	// MaxName bytes).
 	maxITTRecord = 16 + MaxName + 8
 	// MaxITTNames bounds the names one file may define; spans of names past it are named
 	// by their key.
@@ -38,7 +39,7 @@ const (
 
 // KindOf returns the kind of source of a spans file named as IsITTName accepts.
 func KindOf(path string) string {
-	if strings.HasPrefix(filepath.Base(path), "stax-") {
+	if strings.HasPrefix(filepath.Base(path), collectorabi.GoSpansPrefix) {
 		return KindGo
 	}
 	return KindITT
@@ -87,7 +88,7 @@ func ParseITTHeaderFull(b []byte) (ITTHeader, error) {
 		return h, errors.New("ITT spans header cut short")
 	}
 	le := binary.LittleEndian
-	h.Pid = le.Uint32(b[8:])
+	h.Pid = le.Uint32(b[collectorabi.HdrPid:])
 	switch string(b[:8]) {
 	case ITTMagic:
 		h.Version, h.Size = 1, ITTHeaderSize
@@ -99,11 +100,11 @@ func ParseITTHeaderFull(b []byte) (ITTHeader, error) {
 	if len(b) < ITTHeaderV2Size {
 		return h, errors.New("ITT spans header cut short")
 	}
-	h.Version, h.Size = 2, int(le.Uint32(b[12:]))
+	h.Version, h.Size = 2, int(le.Uint32(b[collectorabi.HdrSize:]))
 	if h.Size < ITTHeaderV2Size || h.Size > maxITTHeader || h.Size%8 != 0 {
 		return h, fmt.Errorf("%w: header size %d", ErrITTDamaged, h.Size)
 	}
-	h.Start = le.Uint64(b[16:])
+	h.Start = le.Uint64(b[collectorabi.HdrStart:])
 	h.ParseCounts(b)
 	return h, nil
 }
@@ -115,7 +116,8 @@ func (h *ITTHeader) ParseCounts(b []byte) {
 		return
 	}
 	le := binary.LittleEndian
-	h.Dropped, h.FailedWrites, h.Errno = le.Uint64(b[24:]), le.Uint32(b[32:]), le.Uint32(b[36:])
+	h.Dropped = le.Uint64(b[collectorabi.HdrDropped:])
+	h.FailedWrites, h.Errno = le.Uint32(b[collectorabi.HdrFailedWrites:]), le.Uint32(b[collectorabi.HdrErrno:])
 }
 
 // ITTDecoder decodes the records of one spans file, remembering the names they define.
@@ -213,14 +215,14 @@ func (d *ITTDecoder) name(key uint64) string {
 // and returns the pid.
 func IsITTName(path string) (pid int, ok bool) {
 	base := filepath.Base(path)
-	rest, found := strings.CutPrefix(base, "itt-")
+	rest, found := strings.CutPrefix(base, collectorabi.ITTSpansPrefix)
 	if !found {
-		rest, found = strings.CutPrefix(base, "stax-")
+		rest, found = strings.CutPrefix(base, collectorabi.GoSpansPrefix)
 	}
 	if !found {
 		return 0, false
 	}
-	rest, found = strings.CutSuffix(rest, ".spans")
+	rest, found = strings.CutSuffix(rest, collectorabi.SpansSuffix)
 	if !found {
 		return 0, false
 	}

@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/stax-profiler/stax/internal/collectorabi"
 )
 
 // ittLibraries are libraries that report ITT tasks when a collector is named.
 var ittLibraries = []string{"libdnnl", "libmkl_core", "libtbb", "libopenvino", "libtorch_cpu", "libittnotify"}
 
 // EnvITTCollector names the ITT collector library to 64-bit programs.
-const EnvITTCollector = "INTEL_LIBITTNOTIFY64"
+const EnvITTCollector = collectorabi.EnvITT64
 
 // ITTLibrary returns the file name of path when it is a library that reports ITT tasks
 // once a collector is named (libtbb.so.12, libdnnl.so.3, ...); "" otherwise.

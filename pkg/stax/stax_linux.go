@@ -7,26 +7,29 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/stax-profiler/stax/internal/collectorabi"
 )
 
-// The spans file's layout (stax's ITT collector writes the same): a 16-byte header, then
-// records of u16 type, u16 size (a multiple of 8), u32 thread id and a body.
+// The spans file's layout (package collectorabi; stax's ITT collector writes the same): a
+// 16-byte header (version 1), then records of u16 type, u16 size (a multiple of 8), u32
+// thread id and a body.
 const (
-	fileMagic = "STAXITT\x01"
-	recName   = 1
-	recTask   = 2
-	recMark   = 3
-	maxName   = 1024
+	fileMagic = collectorabi.SpansMagicV1
+	hdrSize   = collectorabi.HeaderV1Size
+	recName   = collectorabi.RecName
+	recTask   = collectorabi.RecTask
+	recMark   = collectorabi.RecMark
+	maxName   = collectorabi.MaxName
 	// EnvOn is set to 1 in the environment of the commands stax record launches.
-	envOn = "STAX_SPANS"
+	envOn = collectorabi.EnvSpans
 	// envDir names the directory of the spans file, as for stax's JIT collector.
-	envDir = "STAX_JIT_DIR"
+	envDir = collectorabi.EnvDir
 	// watchEvery is how often an attach is looked for.
 	watchEvery = 100 * time.Millisecond
 )
@@ -63,11 +66,11 @@ func on() bool {
 	defer openMu.Unlock()
 	dir := os.Getenv(envDir)
 	if dir == "" {
-		dir = "/tmp"
+		dir = collectorabi.DefaultDir
 	}
 	// A new file each time (an earlier recording's, or one another user left, is removed
 	// first), never through a link.
-	path := filepath.Join(dir, "stax-"+strconv.Itoa(os.Getpid())+".spans")
+	path := filepath.Join(dir, collectorabi.GoSpansName(os.Getpid()))
 	unix.Unlink(path)
 	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_APPEND|unix.O_CLOEXEC, 0o600)
 	if err != nil {
@@ -80,9 +83,9 @@ func on() bool {
 	}
 	w.t0 = time.Now()
 	w.mono0 = uint64(ts.Nano())
-	var hdr [16]byte
+	var hdr [hdrSize]byte
 	copy(hdr[:], fileMagic)
-	binary.LittleEndian.PutUint32(hdr[8:], uint32(os.Getpid()))
+	binary.LittleEndian.PutUint32(hdr[collectorabi.HdrPid:], uint32(os.Getpid()))
 	if _, err := unix.Write(w.fd, hdr[:]); err != nil {
 		return false
 	}
@@ -98,7 +101,7 @@ func startWatch() {
 		if !state.CompareAndSwap(stateUnknown, stateOff) {
 			return
 		}
-		go watch("/tmp/stax-" + strconv.Itoa(os.Getpid()) + ".recording")
+		go watch(collectorabi.AttachPath(os.Getpid()))
 	})
 }
 

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/stax-profiler/stax/internal/targetfile"
 )
@@ -76,6 +77,13 @@ type Image struct {
 
 	HasDWARF bool // the image has a .debug_info section with contents
 	IsGo     bool // the image has a .gopclntab section
+	// GoInlineNote says why Go frames come without their inline functions (the image's
+	// runtime layout could not be trusted, see goinline.go); "" when they come with them
+	// or the image is not Go.
+	GoInlineNote string
+	// goNoInline counts the lookups GoFrames answered without inline functions because of
+	// GoInlineNote.
+	goNoInline atomic.Uint64
 
 	syms  []Symbol
 	gotb  *gosym.Table
@@ -200,7 +208,7 @@ func load(f *elf.File, path string) (*Image, error) {
 			errs = append(errs, err)
 		} else {
 			im.gotb = tb
-			im.goinl = newGoInline(f, data, s.Addr, text)
+			im.goinl, im.GoInlineNote = newGoInline(f, data, s.Addr, text)
 			if len(syms) == 0 {
 				for _, fn := range tb.Funcs {
 					if fn.End > fn.Entry && fn.Sym != nil {
@@ -383,7 +391,7 @@ func (im *Image) Merge(other *Image) {
 		im.HasDWARF = true
 	}
 	if im.gotb == nil && other.gotb != nil {
-		im.gotb, im.goinl, im.IsGo = other.gotb, other.goinl, true
+		im.gotb, im.goinl, im.IsGo, im.GoInlineNote = other.gotb, other.goinl, true, other.GoInlineNote
 	}
 }
 

@@ -1,10 +1,12 @@
 package elfsym
 
 import (
+	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -82,5 +84,220 @@ func TestWriteInlineSeeds(t *testing.T) {
 	content := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n[]byte(%q)\n[]byte(%q)\n[]byte(%q)\nuint64(%d)\n", a, b, c, d, 0x1005)
 	if err := os.WriteFile(filepath.Join(dir, "one-inlined-call"), []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// withGoVersion copies the Go binary at src to dst with the version in its .go.buildinfo
+// section changed to v, of the same length.
+func withGoVersion(t *testing.T, src, dst, v string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := f.Section(".go.buildinfo")
+	if s == nil {
+		t.Fatal("no .go.buildinfo section")
+	}
+	hdr := b[s.Offset:]
+	n, k := binary.Uvarint(hdr[32:])
+	old := string(hdr[32+k : 32+k+int(n)])
+	if len(v) != len(old) {
+		t.Fatalf("version %q is not as long as %q", v, old)
+	}
+	copy(hdr[32+k:], v)
+	if err := os.WriteFile(dst, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// spinFrames returns the Go frames of every instruction of main.spin in im.
+func spinFrames(t *testing.T, im *Image) [][]GoFrame {
+	t.Helper()
+	var spin Symbol
+	for _, s := range im.Symbols() {
+		if s.Name == "main.spin" {
+			spin = s
+		}
+	}
+	if spin.Size == 0 {
+		t.Fatal("main.spin not found")
+	}
+	var out [][]GoFrame
+	for off := range spin.Size {
+		fr, ok := im.GoFrames(spin.Addr + off)
+		if !ok || len(fr) == 0 || fr[len(fr)-1].Func != "main.spin" {
+			t.Fatalf("main.spin+%#x: frames %+v, ok %v", off, fr, ok)
+		}
+		out = append(out, fr)
+	}
+	return out
+}
+
+func inlinedAt(frames [][]GoFrame) int {
+	n := 0
+	for _, fr := range frames {
+		if len(fr) > 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// A Go binary built here (inlining on) gives inline frames; the same binary claiming a Go
+// version whose runtime layout stax does not know gives the same functions without them,
+// and says why; with its DWARF, which confirms the layout, it gives them again.
+func TestGoInlineVersion(t *testing.T) {
+	requireTool(t, "go")
+	dir := t.TempDir()
+	stripped := filepath.Join(dir, "stripped")
+	full := filepath.Join(dir, "full")
+	run(t, "go", "build", "-ldflags=-s -w", "-o", stripped, "testdata/main.go")
+	run(t, "go", "build", "-o", full, "testdata/main.go")
+
+	im, err := Open(stripped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im.GoInlineNote != "" || im.goinl == nil {
+		t.Fatalf("this toolchain's binary: inline tree %v, note %q", im.goinl != nil, im.GoInlineNote)
+	}
+	known := spinFrames(t, im)
+	if inlinedAt(known) == 0 {
+		t.Fatal("no inline frames in main.spin")
+	}
+
+	for _, v := range []string{"go0.", "go2."} {
+		unknown := filepath.Join(dir, "unknown-"+v)
+		withGoVersion(t, stripped, unknown, v+strings.TrimPrefix(goVersionOf(t, stripped), "go1."))
+		im, err := Open(unknown)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if im.goinl != nil || !strings.Contains(im.GoInlineNote, "not go1.20 to go1.26") ||
+			!strings.Contains(im.GoInlineNote, "no DWARF type info") || !strings.Contains(im.GoInlineNote, "without inline functions") {
+			t.Errorf("version %s: inline tree %v, note %q", v, im.goinl != nil, im.GoInlineNote)
+		}
+		fr := spinFrames(t, im)
+		if n := inlinedAt(fr); n != 0 {
+			t.Errorf("version %s: %d instructions with inline frames", v, n)
+		}
+		for i := range fr {
+			if fr[i][0].Func != "main.spin" || fr[i][0].Line == 0 {
+				t.Fatalf("version %s: main.spin+%#x is %+v", v, i, fr[i])
+			}
+		}
+	}
+
+	unknownFull := filepath.Join(dir, "unknown-full")
+	withGoVersion(t, full, unknownFull, "go0."+strings.TrimPrefix(goVersionOf(t, full), "go1."))
+	im, err = Open(unknownFull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im.goinl == nil || im.GoInlineNote != "" {
+		t.Fatalf("unknown version with DWARF: inline tree %v, note %q", im.goinl != nil, im.GoInlineNote)
+	}
+	if n := inlinedAt(spinFrames(t, im)); n != inlinedAt(known) {
+		t.Errorf("unknown version with DWARF: %d instructions with inline frames, %d without -s -w", n, inlinedAt(known))
+	}
+}
+
+func goVersionOf(t *testing.T, path string) string {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	v := goVersion(f)
+	if !strings.HasPrefix(v, "go1.") {
+		t.Fatalf("%s: Go version %q", path, v)
+	}
+	return v
+}
+
+func TestKnownGoLayout(t *testing.T) {
+	for v, want := range map[string]bool{
+		"go1.20": true, "go1.22.5": true, "go1.26.8": true, "go1.23rc1": true, "go1.21beta2": true,
+		"go1.24.1 X:nocoverageredesign": true,
+		"go1.19.13":                     false, "go1.27": false, "go1.200": false, "go1.2": false, "devel go1.27-abcdef": false,
+		"go2.0": false, "": false, "go1.": false, "go1.22x": false, "go1.99999999999999999999": false,
+	} {
+		if got := knownGoLayout(v); got != want {
+			t.Errorf("knownGoLayout(%q) = %v", v, got)
+		}
+	}
+}
+
+func FuzzBuildInfoVersion(f *testing.F) {
+	hdr := []byte(buildInfoMagic + "\x08\x02" + strings.Repeat("\x00", 16))
+	f.Add(append(append(append([]byte{}, hdr...), 8), "go1.26.8"...))
+	f.Add(append(append(append([]byte{}, hdr...), 0xff, 0xff, 0xff, 0x0f), "go"...))
+	f.Add(hdr[:20])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v := parseBuildInfoVersion(b)
+		if len(v) > 256 || len(v) > len(b) {
+			t.Fatalf("version of %d bytes from %d", len(v), len(b))
+		}
+	})
+}
+
+func TestParseBuildInfoVersion(t *testing.T) {
+	hdr := buildInfoMagic + "\x08\x02" + strings.Repeat("\x00", 16)
+	for in, want := range map[string]string{
+		hdr + "\x08go1.26.8": "go1.26.8",
+		hdr + "\x09go1.26.8": "", // longer than the section
+		hdr[:20]:             "",
+		buildInfoMagic + "\x08\x00" + hdr[16:] + "x": "", // pointers to the strings, before Go 1.18
+	} {
+		if got := parseBuildInfoVersion([]byte(in)); got != want {
+			t.Errorf("parseBuildInfoVersion(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The DWARF check finds the runtime's structures in a binary built here, and tells a field
+// or a size that is not where goInline reads it, or a structure that is missing.
+func TestDWARFLayout(t *testing.T) {
+	requireTool(t, "go")
+	dir := t.TempDir()
+	full, stripped := filepath.Join(dir, "full"), filepath.Join(dir, "stripped")
+	run(t, "go", "build", "-o", full, "testdata/main.go")
+	run(t, "go", "build", "-ldflags=-w", "-o", stripped, "testdata/main.go")
+	f, err := elf.Open(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := dwarfGoLayout(f, 8); err != nil {
+		t.Fatalf("this toolchain's layout: %v", err)
+	}
+	for _, c := range []struct {
+		want     map[string]map[string]int64
+		wantSize map[string]int64
+		err      string
+	}{
+		{map[string]map[string]int64{"runtime.inlinedCall": {"parentPc": 12}}, nil, "puts runtime.inlinedCall.parentPc at 8, not 12"},
+		{map[string]map[string]int64{"runtime._func": {"npcdata": 28}}, map[string]int64{"runtime._func": 48}, "gives runtime._func 44 bytes, not 48"},
+		{map[string]map[string]int64{"runtime.noSuchType": {"x": 0}}, nil, "no DWARF type info"},
+		{map[string]map[string]int64{"runtime._func": {"noSuchField": 0}}, nil, "has no runtime._func.noSuchField"},
+	} {
+		if err := dwarfLayout(f, c.want, c.wantSize); err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%v %v: %v, want %q", c.want, c.wantSize, err, c.err)
+		}
+	}
+	g, err := elf.Open(stripped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := dwarfGoLayout(g, 8); err != errNoTypeInfo {
+		t.Errorf("without DWARF: %v", err)
 	}
 }
