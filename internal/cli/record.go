@@ -3,13 +3,11 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
-	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,8 +15,7 @@ import (
 	"github.com/stax-profiler/stax/internal/launch"
 	"github.com/stax-profiler/stax/internal/push"
 	"github.com/stax-profiler/stax/internal/recorder"
-	"github.com/stax-profiler/stax/internal/server"
-	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/recordrun"
 	"github.com/stax-profiler/stax/internal/web"
 )
 
@@ -112,31 +109,32 @@ At the end, what is queued is sent for up to --push-timeout.
 			if len(args) > 0 {
 				env = withGoSpans(env)
 			}
-			// Catch signals before the command starts: a Ctrl-C the moment it runs must not
-			// kill stax (the signals wait in the channel until the recorder is up).
-			// The id file is created before the recording starts, so a path it cannot be
-			// written to fails before the command runs.
-			var idFile *os.File
-			if runIDFile != "" {
-				f, err := os.CreateTemp(filepath.Dir(runIDFile), "."+filepath.Base(runIDFile)+".*")
-				if pe := (*os.PathError)(nil); errors.As(err, &pe) {
-					err = pe.Err // the temporary file's name would only confuse
-				}
-				if err != nil {
-					return fmt.Errorf("write --run-id-file %s: %w (choose a path in a directory you can write)", runIDFile, err)
-				}
-				idFile = f
-				defer os.Remove(f.Name()) // left only if the recording did not start
+			cfg := recordrun.Config{
+				Recorder: recorder.Options{
+					Argv: args, Pid: pid, SystemWide: all, Freq: freq, Duration: time.Duration(seconds * float64(time.Second)), RingPages: pages,
+					CallGraph: callGraph, StackSize: stackSize, OffCPU: !noOffCPU, OffCPURate: offRate, NoWakers: noWakers,
+					PerThreadEvents: perThread, Env: env,
+				},
+				Quiet: quiet, RunIDFile: runIDFile, Notef: notef,
+				Attached: func() func() {
+					undo := attachSpans(pid)
+					if !quiet {
+						noteITTHint(pid, notef)
+					}
+					return undo
+				},
 			}
-			sigs := make(chan os.Signal, 4)
-			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-			defer signal.Stop(sigs)
-			started := time.Now()
-			rec, err := recorder.Start(recorder.Options{
-				Argv: args, Pid: pid, SystemWide: all, Freq: freq, Duration: time.Duration(seconds * float64(time.Second)), RingPages: pages,
-				CallGraph: callGraph, StackSize: stackSize, OffCPU: !noOffCPU, OffCPURate: offRate, NoWakers: noWakers,
-				PerThreadEvents: perThread, Env: env, Notef: notef,
-			})
+			if pf.url != "" {
+				cfg.Push = recordrun.Push{URL: pf.url, Timeout: pf.timeout, Start: func(rec *recorder.Recorder) (*push.Pusher, error) {
+					return pf.startPush(rec, rec.ID(), rec.Snapshot().Meta, targetExe(args, pid))
+				}}
+			}
+			if webOn {
+				cfg.StartWeb = func(h http.Handler, id string) (*web.Server, error) {
+					return startWeb(g, g.errOut, web.HandlerSource{Handler: h}, web.Options{Addr: webAddr}, false, id)
+				}
+			}
+			r, err := recordrun.Start(cfg)
 			if err != nil {
 				var nf *launch.NotFoundError
 				var ne *launch.NotExecutableError
@@ -150,117 +148,13 @@ At the end, what is queued is sent for up to --push-timeout.
 				}
 				return err
 			}
-			if pid != 0 {
-				defer attachSpans(pid)()
-				if !quiet {
-					noteITTHint(pid, notef)
-				}
-			}
-			if idFile != nil {
-				if err := writeRunID(idFile, runIDFile, rec.ID()); err != nil {
-					notef("--run-id-file: %v", err)
-				}
-			}
-			var pusher *push.Pusher
-			if pf.url != "" {
-				if pusher, err = pf.startPush(rec, rec.ID(), rec.Snapshot().Meta, targetExe(args, pid)); err != nil {
-					notef("--push is off: %v", err)
-				} else {
-					rec.SetPushStatus(pusher.Status)
-				}
-			}
-			srv, err := server.Listen(rec)
-			if err != nil {
-				notef("live queries are off: %v", err)
-			} else {
-				go srv.Serve()
-				go func() {
-					<-rec.Done()
-					srv.Close()
-				}()
-			}
-			if webOn {
-				if srv == nil {
-					notef("--web is off: live queries are off")
-				} else if wsrv, err := startWeb(g, g.errOut, web.HandlerSource{Handler: server.Handler(rec, true)}, web.Options{Addr: webAddr}, false, rec.ID()); err != nil {
-					notef("--web is off: %v", err)
-				} else {
-					go wsrv.Serve()
-					go func() {
-						<-rec.Done()
-						wsrv.Close()
-					}()
-				}
-			}
-			if !quiet {
-				what := strings.Join(args, " ")
-				if pid != 0 {
-					what = fmt.Sprintf("pid %d", pid)
-				}
-				if all {
-					what = "every process (system-wide)"
-				}
-				notef("recording %s as run %s (%d Hz); ask with: stax top, stax flame, stax wait --for-samples N", what, rec.ID(), freq)
-			}
-			go func() {
-				for sig := range sigs {
-					if pid != 0 || all {
-						rec.Stop()
-						continue
-					}
-					rec.ForwardSignal(sig)
-				}
-			}()
-			summarized := make(chan struct{})
-			saveFailed := false
-			go func() {
-				defer close(summarized)
-				<-rec.Done()
-				if pusher != nil {
-					if left := pusher.Close(pf.timeout); left > 0 {
-						notef("push: %d windows not sent to %s (%s); they stay in %s", left, pf.url, pusher.Status().LastError,
-							store.PushQueuePath(rec.ID()))
-					}
-				}
-				if srv != nil {
-					srv.Close()
-				}
-				m := rec.Counts()
-				if m.Lost*1000 > m.Samples+m.Lost {
-					how := "or a lower -F"
-					if m.OffCPU != nil && m.OffCPU.Switches > m.Samples {
-						// The switches and their stacks share the rings: they are most of what was lost.
-						how = fmt.Sprintf("or --no-off-cpu (its %s context switches share the rings)", commas(m.OffCPU.Switches))
-					}
-					notef("lost %s of %s samples (%.2f%%): the reader fell behind; record with a larger ring (-m %d; now %d pages per CPU) %s",
-						commas(m.Lost), commas(m.Samples+m.Lost), float64(m.Lost)*100/float64(m.Samples+m.Lost), m.RingPages*4, m.RingPages, how)
-				}
-				if kept, serr := rec.SaveResult(); serr != nil {
-					saveFailed = true
-					// Said even with -q: the run is not what the store holds.
-					notef("run %s was not saved whole to %s: %v", rec.ID(), store.Dir(), serr)
-					notef("%s", keptText(rec.ID(), kept, m.Samples, time.Since(started).Seconds()))
-					return
-				}
-				if rec.CommandRunsOn() {
-					notef("recording stopped: run %s saved (%s samples); %s keeps running, and stax exits with its status when it ends",
-						rec.ID(), commas(m.Samples), args[0])
-					return
-				}
-				if !quiet {
-					notef("run %s: %s samples, %s lost, saved to %s", rec.ID(), commas(m.Samples), commas(m.Lost), rec.StorePath())
-				}
-			}()
-			exit := rec.Loop()
-			<-summarized
-			if saveFailed {
-				if len(args) > 0 && (rec.CommandRunsOn() || exit != 0) {
-					notef("%s exited with status %d", args[0], exit)
-				}
+			defer r.Close()
+			res := r.Wait()
+			if !res.Saved {
 				return &exitError{ExitNotSaved, errors.New("")}
 			}
-			if exit != 0 {
-				return &exitError{exit, errors.New("")}
+			if res.Exit != 0 {
+				return &exitError{res.Exit, errors.New("")}
 			}
 			return nil
 		},
@@ -284,29 +178,6 @@ At the end, what is queued is sent for up to --push-timeout.
 	c.Flags().StringVar(&webAddr, "web-addr", "127.0.0.1:0", "`HOST:PORT` for --web")
 	pf.add(g, c, true)
 	return c
-}
-
-// keptText says what the store holds of a run whose final save failed: its last good
-// checkpoint, of what was recorded.
-func keptText(id string, kept recorder.SavedCheckpoint, samples uint64, secs float64) string {
-	if !kept.Saved {
-		return fmt.Sprintf("run %s is incomplete: no checkpoint was saved; the %s samples recorded (%.1fs) are lost", id, commas(samples), secs)
-	}
-	return fmt.Sprintf("run %s is incomplete: the store keeps its last checkpoint, %s of the %s samples recorded (%.1fs of %.1fs); stax list and stax status mark it incomplete",
-		id, commas(kept.Samples), commas(samples), kept.Seconds, secs)
-}
-
-// writeRunID writes id as one line into f, a temporary file beside path, and renames it
-// to path: a reader sees the whole id or no file.
-func writeRunID(f *os.File, path, id string) error {
-	_, err := f.WriteString(id + "\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	return err
 }
 
 // defaultCallGraph is dwarf where stax unwinds .eh_frame itself (x86-64), else fp.

@@ -1,5 +1,6 @@
 // Package cli implements the stax command line. Each subcommand lives in its own file and
-// talks to runs only through internal/client.
+// talks to runs only through internal/client; stax record starts one through
+// internal/recordrun.
 package cli
 
 import (

@@ -93,32 +93,80 @@ const (
 // Annotate answers `stax annotate`. It accepts whatever top lists: a function (each of its
 // code versions counted apart), a function inlined into another (annotated in the code it
 // was inlined into), an image+0xOFF or [unknown] 0xADDR row (the bytes kept around it).
+//
+// It goes in steps: find the target, find the code holding it, divide the samples among
+// that code's versions, pick one, read and disassemble it with its samples and source
+// lines, and assemble the answer.
 func Annotate(run *store.Run, o AnnotateOptions) (*AnnotateResult, error) {
 	p := &run.Profile
-	// An entry's code frame holds its leaf's code: the outermost function at the leaf, or
-	// the row standing for an unnamed leaf address.
-	codeFrame := func(e *agg.Entry) int32 {
-		if e.LeafFunc >= 0 {
-			return e.LeafFunc
-		}
-		if leaf, ok := p.LeafFrame(e.Stack); ok && p.Frames[leaf].Kind != agg.KindKernel {
-			return int32(leaf)
-		}
-		return -1
+	lf := leafFrames{p}
+	t, err := findTarget(run, lf, o)
+	if err != nil {
+		return nil, err
 	}
-	topFrame := func(e *agg.Entry) int32 {
-		if leaf, ok := p.LeafFrame(e.Stack); ok {
-			return int32(leaf)
-		}
-		return -1
+	codeF, focus, err := codeFrameOf(lf, t.frame, o.Tid)
+	if err != nil {
+		return nil, err
 	}
+	f := p.Frames[codeF]
+	vs := versionsOf(run, uint32(codeF))
+	if len(vs) == 0 {
+		return nil, fmt.Errorf("annotate %s: %s", f.Func, noCodeReason(f))
+	}
+	split := splitSamples(p, vs, lf.mine(codeF, o.Tid), lf.inFocus(focus))
+	pick, err := pickVersion(f, vs, split, o.Version, t.pinned)
+	if err != nil {
+		return nil, err
+	}
+	in, err := annotateInput(run, f, vs[pick], split, pick, focus, o.Intel)
+	if err != nil {
+		return nil, err
+	}
+	notes := noteSourceErrors(&in)
+	res := &AnnotateResult{Schema: api.Schema, Run: run.Meta.ID, Annotation: annotate.Annotate(in), Others: t.others,
+		Version: pick + 1, Warning: vs[pick].Warning}
+	res.Notes = *notes
+	res.Annotation.Outside += split.outside
+	res.Versions = versionTable(run.Meta, vs, split)
+	if focus >= 0 {
+		res.Inlined = &InlinedTarget{Func: p.Frames[focus].Func, Into: f.Func, Samples: res.Annotation.FocusSamples}
+	}
+	return res, nil
+}
+
+// leafFrames tells which frames hold an entry's leaf.
+type leafFrames struct{ p *agg.Profile }
+
+// code is an entry's code frame, which holds its leaf's code: the outermost function at
+// the leaf, or the row standing for an unnamed leaf address; -1: none (kernel code).
+func (lf leafFrames) code(e *agg.Entry) int32 {
+	if e.LeafFunc >= 0 {
+		return e.LeafFunc
+	}
+	if leaf, ok := lf.p.LeafFrame(e.Stack); ok && lf.p.Frames[leaf].Kind != agg.KindKernel {
+		return int32(leaf)
+	}
+	return -1
+}
+
+// top is an entry's innermost frame (an inlined function, if the leaf is in one); -1: none.
+func (lf leafFrames) top(e *agg.Entry) int32 {
+	if leaf, ok := lf.p.LeafFrame(e.Stack); ok {
+		return int32(leaf)
+	}
+	return -1
+}
+
+// scores counts the samples of each frame that is an entry's code or top frame (each
+// entry once per frame), over thread tid's entries (0: all).
+func (lf leafFrames) scores(tid uint32) map[int32]uint64 {
 	score := make(map[int32]uint64)
-	for i := range p.Entries {
-		e := &p.Entries[i]
-		if o.Tid != 0 && e.Tid != o.Tid {
+	for i := range lf.p.Entries {
+		e := &lf.p.Entries[i]
+		if tid != 0 && e.Tid != tid {
 			continue
 		}
-		cf, tf := codeFrame(e), topFrame(e)
+		cf, tf := lf.code(e), lf.top(e)
 		if cf >= 0 {
 			score[cf] += e.Count
 		}
@@ -126,114 +174,146 @@ func Annotate(run *store.Run, o AnnotateOptions) (*AnnotateResult, error) {
 			score[tf] += e.Count
 		}
 	}
-	frame := int32(-1)
-	var pinned *store.Code
-	var others []Match
+	return score
+}
+
+// mine marks the entries whose code frame is codeF, of thread tid (0: all).
+func (lf leafFrames) mine(codeF int32, tid uint32) []bool {
+	mine := make([]bool, len(lf.p.Entries))
+	for i := range lf.p.Entries {
+		e := &lf.p.Entries[i]
+		mine[i] = lf.code(e) == codeF && (tid == 0 || e.Tid == tid)
+	}
+	return mine
+}
+
+// inFocus marks the entries whose top frame is focus (none when focus is -1).
+func (lf leafFrames) inFocus(focus int32) []bool {
+	in := make([]bool, len(lf.p.Entries))
+	for i := range lf.p.Entries {
+		in[i] = focus >= 0 && lf.top(&lf.p.Entries[i]) == focus
+	}
+	return in
+}
+
+// target is what an annotate target names.
+type target struct {
+	frame  int32       // the frame named
+	pinned *store.Code // the code holding the address, for an address target with bytes
+	others []Match     // other functions the name matched, best first
+}
+
+// findTarget finds the frame the target names: the code holding an address (0xADDR), or
+// the best sampled function whose name contains the target. Its error wraps ErrNoMatch
+// when nothing matches.
+func findTarget(run *store.Run, lf leafFrames, o AnnotateOptions) (target, error) {
 	if addr, ok := parseAddr(o.Target); ok {
-		for i := range run.Code {
-			c := &run.Code[i]
-			if addr >= c.Start && addr < c.Start+max(c.Size, 1) && (len(c.Bytes) > 0 || c.Path != "") {
-				frame, pinned = int32(c.Frame), c
-				break
-			}
-		}
-		if frame < 0 {
-			// An unnamed address row ([unknown] 0xADDR) whose bytes were not kept.
-			for i := range p.Entries {
-				if e := &p.Entries[i]; e.Leaf == addr && codeFrame(e) >= 0 {
-					frame = codeFrame(e)
-					break
-				}
-			}
-		}
-		if frame < 0 {
-			return nil, fmt.Errorf("address %#x is outside any sampled function's code: %w", addr, ErrNoMatch)
-		}
-	} else {
-		target, wantInlined := strings.CutSuffix(o.Target, " (inlined)")
-		want := strings.ToLower(target)
-		var matches []Match
-		var ids []int32
-		for id, f := range p.Frames {
-			if strings.Contains(strings.ToLower(f.Func), want) && score[int32(id)] > 0 && (!wantInlined || f.Inlined) {
-				name := f.Func
-				if f.Inlined {
-					name += " (inlined)"
-				}
-				matches = append(matches, Match{Func: name, Image: f.Image, Samples: score[int32(id)]})
-				ids = append(ids, int32(id))
-			}
-		}
-		if len(matches) == 0 {
-			return nil, fmt.Errorf("no sampled function matches %q (stax top lists them): %w", o.Target, ErrNoMatch)
-		}
-		order := make([]int, len(matches))
-		for i := range order {
-			order[i] = i
-		}
-		sort.SliceStable(order, func(a, b int) bool {
-			// An exact name beats a longer one that contains it, then the hottest wins.
-			ea, eb := strings.EqualFold(p.Frames[ids[order[a]]].Func, target), strings.EqualFold(p.Frames[ids[order[b]]].Func, target)
-			if ea != eb {
-				return ea
-			}
-			return matches[order[a]].Samples > matches[order[b]].Samples
-		})
-		frame = ids[order[0]]
-		for _, i := range order[1:] {
-			others = append(others, matches[i])
-		}
+		return findAddr(run, lf, addr)
 	}
+	return findName(lf, o.Target, lf.scores(o.Tid))
+}
 
-	// An inlined function is annotated in the code of the function it was inlined into
-	// (the hottest, if several).
-	focus := int32(-1)
-	codeF := frame
-	if p.Frames[frame].Inlined {
-		focus = frame
-		into := map[int32]uint64{}
-		for i := range p.Entries {
-			e := &p.Entries[i]
-			if topFrame(e) == focus && (o.Tid == 0 || e.Tid == o.Tid) {
-				if cf := codeFrame(e); cf >= 0 && cf != focus {
-					into[cf] += e.Count
-				}
-			}
-		}
-		codeF = -1
-		for cf, n := range into {
-			if codeF < 0 || n > into[codeF] || n == into[codeF] && cf < codeF {
-				codeF = cf
-			}
-		}
-		if codeF < 0 {
-			return nil, fmt.Errorf("annotate %s: no sample says which function it was inlined into", p.Frames[frame].Func)
+// findAddr finds the code holding addr: a kept piece of code, else an unnamed address
+// row ([unknown] 0xADDR) whose bytes were not kept.
+func findAddr(run *store.Run, lf leafFrames, addr uint64) (target, error) {
+	for i := range run.Code {
+		c := &run.Code[i]
+		if addr >= c.Start && addr < c.Start+max(c.Size, 1) && (len(c.Bytes) > 0 || c.Path != "") {
+			return target{frame: int32(c.Frame), pinned: c}, nil
 		}
 	}
-	f := p.Frames[codeF]
+	p := lf.p
+	for i := range p.Entries {
+		if e := &p.Entries[i]; e.Leaf == addr && lf.code(e) >= 0 {
+			return target{frame: lf.code(e)}, nil
+		}
+	}
+	return target{}, fmt.Errorf("address %#x is outside any sampled function's code: %w", addr, ErrNoMatch)
+}
 
-	vs := versionsOf(run, uint32(codeF))
-	if len(vs) == 0 {
-		return nil, fmt.Errorf("annotate %s: %s", f.Func, noCodeReason(f))
+// findName finds the sampled frames whose function name contains name (case-insensitive;
+// a " (inlined)" suffix asks for inlined ones only): an exact name beats a longer one
+// that contains it, then the hottest wins; the others are kept in that order.
+func findName(lf leafFrames, name string, score map[int32]uint64) (target, error) {
+	p := lf.p
+	want, wantInlined := strings.CutSuffix(name, " (inlined)")
+	lower := strings.ToLower(want)
+	var matches []Match
+	var ids []int32
+	for id, f := range p.Frames {
+		if strings.Contains(strings.ToLower(f.Func), lower) && score[int32(id)] > 0 && (!wantInlined || f.Inlined) {
+			n := f.Func
+			if f.Inlined {
+				n += " (inlined)"
+			}
+			matches = append(matches, Match{Func: n, Image: f.Image, Samples: score[int32(id)]})
+			ids = append(ids, int32(id))
+		}
 	}
-	mine := make([]bool, len(p.Entries))
-	inFocus := make([]bool, len(p.Entries))
+	if len(matches) == 0 {
+		return target{}, fmt.Errorf("no sampled function matches %q (stax top lists them): %w", name, ErrNoMatch)
+	}
+	order := make([]int, len(matches))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		ea, eb := strings.EqualFold(p.Frames[ids[order[a]]].Func, want), strings.EqualFold(p.Frames[ids[order[b]]].Func, want)
+		if ea != eb {
+			return ea
+		}
+		return matches[order[a]].Samples > matches[order[b]].Samples
+	})
+	t := target{frame: ids[order[0]]}
+	for _, i := range order[1:] {
+		t.others = append(t.others, matches[i])
+	}
+	return t, nil
+}
+
+// codeFrameOf returns the frame whose code shows the target frame, and the focus: for an
+// inlined function, the function it was inlined into (the hottest, if several, over
+// thread tid's entries; 0: all) and the inlined frame itself; else the frame and -1.
+func codeFrameOf(lf leafFrames, frame int32, tid uint32) (codeF, focus int32, err error) {
+	p := lf.p
+	if !p.Frames[frame].Inlined {
+		return frame, -1, nil
+	}
+	focus = frame
+	into := map[int32]uint64{}
 	for i := range p.Entries {
 		e := &p.Entries[i]
-		mine[i] = codeFrame(e) == codeF && (o.Tid == 0 || e.Tid == o.Tid)
-		inFocus[i] = focus >= 0 && topFrame(e) == focus
+		if lf.top(e) == focus && (tid == 0 || e.Tid == tid) {
+			if cf := lf.code(e); cf >= 0 && cf != focus {
+				into[cf] += e.Count
+			}
+		}
 	}
-	split := splitSamples(p, vs, mine, inFocus)
+	codeF = -1
+	for cf, n := range into {
+		if codeF < 0 || n > into[codeF] || n == into[codeF] && cf < codeF {
+			codeF = cf
+		}
+	}
+	if codeF < 0 {
+		return -1, -1, fmt.Errorf("annotate %s: no sample says which function it was inlined into", p.Frames[frame].Func)
+	}
+	return codeF, focus, nil
+}
 
+// pickVersion picks the index of the version of f's code to annotate: the one asked for
+// (version, 1-based; 0: none), else the one holding the pinned address, else the hottest
+// whose bytes can be read. Its error says why none can be annotated.
+func pickVersion(f agg.Frame, vs []store.Code, sp split, version int, pinned *store.Code) (int, error) {
 	pick := -1
 	switch {
-	case o.Version != 0:
-		if o.Version < 1 || o.Version > len(vs) {
-			return nil, fmt.Errorf("annotate %s: --version %d: it has %d version(s), numbered 1 to %d", f.Func, o.Version, len(vs), len(vs))
+	case version != 0:
+		if version < 1 || version > len(vs) {
+			return -1, fmt.Errorf("annotate %s: --version %d: it has %d version(s), numbered 1 to %d", f.Func, version, len(vs), len(vs))
 		}
-		pick = o.Version - 1
+		pick = version - 1
 		if !usable(vs[pick]) {
-			return nil, fmt.Errorf("annotate %s: version %d: its bytes cannot be read: %s", f.Func, o.Version, vs[pick].Error)
+			return -1, fmt.Errorf("annotate %s: version %d: its bytes cannot be read: %s", f.Func, version, vs[pick].Error)
 		}
 	case pinned != nil:
 		for i, c := range vs {
@@ -244,7 +324,7 @@ func Annotate(run *store.Run, o AnnotateOptions) (*AnnotateResult, error) {
 	}
 	if pick < 0 {
 		for i, c := range vs {
-			if usable(c) && (pick < 0 || split.total[i] > split.total[pick]) {
+			if usable(c) && (pick < 0 || sp.total[i] > sp.total[pick]) {
 				pick = i
 			}
 		}
@@ -252,28 +332,39 @@ func Annotate(run *store.Run, o AnnotateOptions) (*AnnotateResult, error) {
 	if pick < 0 {
 		hot := 0
 		for i := range vs {
-			if split.total[i] > split.total[hot] {
+			if sp.total[i] > sp.total[hot] {
 				hot = i
 			}
 		}
-		return nil, fmt.Errorf("annotate %s: its bytes cannot be read: %s", f.Func, vs[hot].Error)
+		return -1, fmt.Errorf("annotate %s: its bytes cannot be read: %s", f.Func, vs[hot].Error)
 	}
-	c := vs[pick]
+	return pick, nil
+}
+
+// annotateInput gathers what annotating version pick (the code c) of f needs: its bytes
+// and their sources (see inputFor), its samples, the part of them in the focused inlined
+// function (focus; -1: none), a window's start aligned on an instruction, the syntax.
+func annotateInput(run *store.Run, f agg.Frame, c store.Code, sp split, pick int, focus int32, intel bool) (annotate.Input, error) {
 	in, err := inputFor(run, c, f)
 	if err != nil {
-		return nil, fmt.Errorf("annotate %s: %w", f.Func, err)
+		return annotate.Input{}, fmt.Errorf("annotate %s: %w", f.Func, err)
 	}
-	in.Samples = split.samples[pick]
+	in.Samples = sp.samples[pick]
 	if focus >= 0 {
-		in.Focus, in.FocusFunc = split.focus[pick], p.Frames[focus].Func
+		in.Focus, in.FocusFunc = sp.focus[pick], run.Profile.Frames[focus].Func
 	}
 	if isWindow(f) {
 		alignWindow(&in, in.Samples)
 	}
-	if o.Intel {
+	if intel {
 		in.Syntax = disasm.SyntaxIntel
 	}
-	// Say why a source file named by the debug info is not shown, unless it is simply gone.
+	return in, nil
+}
+
+// noteSourceErrors makes in's source reader note why a source file named by the debug
+// info is not shown, unless it is simply gone; the notes fill in as in is annotated.
+func noteSourceErrors(in *annotate.Input) *[]string {
 	var notes []string
 	if read := in.Source; read != nil {
 		in.Source = func(file string) ([]string, error) {
@@ -284,30 +375,30 @@ func Annotate(run *store.Run, o AnnotateOptions) (*AnnotateResult, error) {
 			return lines, err
 		}
 	}
-	res := &AnnotateResult{Schema: api.Schema, Run: run.Meta.ID, Annotation: annotate.Annotate(in), Others: others,
-		Version: pick + 1, Warning: c.Warning}
-	res.Notes = notes
-	res.Annotation.Outside += split.outside
+	return &notes
+}
+
+// versionTable lists the versions vs with their samples, their share of all the
+// function's samples (those in no version included) and their load time in the run.
+func versionTable(m store.Meta, vs []store.Code, sp split) []CodeVersion {
 	var all uint64
-	for _, n := range split.total {
+	for _, n := range sp.total {
 		all += n
 	}
-	all += split.outside
+	all += sp.outside
+	var out []CodeVersion
 	for i, v := range vs {
-		cv := CodeVersion{Index: i + 1, Start: v.Start, Size: v.Size, Samples: split.total[i], Error: v.Error}
+		cv := CodeVersion{Index: i + 1, Start: v.Start, Size: v.Size, Samples: sp.total[i], Error: v.Error}
 		if all > 0 {
-			cv.Percent = 100 * float64(split.total[i]) / float64(all)
+			cv.Percent = 100 * float64(sp.total[i]) / float64(all)
 		}
-		if v.LoadTime != 0 && run.Meta.StartNs != 0 {
-			sec := (float64(v.LoadTime) - float64(run.Meta.StartNs)) / 1e9
+		if v.LoadTime != 0 && m.StartNs != 0 {
+			sec := (float64(v.LoadTime) - float64(m.StartNs)) / 1e9
 			cv.LoadSec = &sec
 		}
-		res.Versions = append(res.Versions, cv)
+		out = append(out, cv)
 	}
-	if focus >= 0 {
-		res.Inlined = &InlinedTarget{Func: p.Frames[focus].Func, Into: f.Func, Samples: res.Annotation.FocusSamples}
-	}
-	return res, nil
+	return out
 }
 
 // versionsOf returns the pieces of code kept for a frame, oldest first, each once.
