@@ -133,6 +133,7 @@ func (r *Recorder) snapshot(final bool, bufs *agg.ProfileBuffers) *store.Run {
 			meta.StackEnds[unwind.EndReason(i).String()] = n
 		}
 	}
+	meta.JITFrames = jitFrames(r.in.workers)
 	meta.LostByCPU = make(map[string]uint64, len(r.lostByCPU))
 	for cpu, n := range r.lostByCPU {
 		meta.LostByCPU[strconv.Itoa(cpu)] = n
