@@ -28,24 +28,32 @@ type trampKey struct {
 // no unwinding info: as CPython's trampoline where its code is that, else by its frame
 // pointer where the frame below left a plausible one (rbp recovered by the callee's rules,
 // pointing into the stack at or above f's stack pointer, inside the copy). Each frame
-// unwound so is counted in u.JITFrames.
-func (u *Unwinder) jitStep(view ProcessView, s *Sample, m Mapping, f *frameRegs, mem *memory) (frameRegs, bool) {
+// unwound so is counted in u.JITFrames. A frame whose saved frame pointer and return
+// address are its own (the next steps would give the same pc and CFA forever) ends the
+// stack with EndLoop.
+func (u *Unwinder) jitStep(view ProcessView, s *Sample, m Mapping, f *frameRegs, mem *memory) (frameRegs, EndReason, bool) {
 	if u.isTrampoline(view, s.Pid, m, f.pc) {
 		ra, end := mem.read(f.sp + 8)
 		if end == EndComplete && usable(view, ra) {
 			u.JITFrames.Trampoline.Add(1)
-			return frameRegs{pc: ra, sp: f.sp + 16, bp: f.bp, bpValid: f.bpValid}, true
+			return frameRegs{pc: ra, sp: f.sp + 16, bp: f.bp, bpValid: f.bpValid}, EndComplete, true
 		}
-		return frameRegs{}, false
+		return frameRegs{}, EndNoCFI, false
 	}
 	if !f.bpValid || f.bp < f.sp || f.bp-mem.start >= uint64(len(mem.b)) {
-		return frameRegs{}, false
+		return frameRegs{}, EndNoCFI, false
 	}
 	next, ok := fpStep(f, mem)
-	if ok && usable(view, next.pc) {
+	if !ok {
+		return frameRegs{}, EndNoCFI, false
+	}
+	if next.pc == f.pc && next.bp == f.bp {
+		return frameRegs{}, EndLoop, false
+	}
+	if usable(view, next.pc) {
 		u.JITFrames.FramePointer.Add(1)
 	}
-	return next, ok // a return address in no code ends the stack as garbage
+	return next, EndComplete, true // a return address in no code ends the stack as garbage
 }
 
 // isTrampoline reports whether the return address pc, in mapping m of process pid, lies

@@ -71,3 +71,22 @@ func TestJITFramesWithoutUnwindInfo(t *testing.T) {
 		})
 	}
 }
+
+// A JIT frame whose saved frame pointer points at itself and whose return address is its
+// own pc (a deoptimization entry that keeps calling itself, as V8's was seen to) would
+// repeat the same pc at the same CFA: the stack ends there as a loop, counted.
+func TestJITFramePointerLoop(t *testing.T) {
+	const sp = 0x7ffd0000
+	regs, stack := jitCallerStack(sp + 32)
+	binary.LittleEndian.PutUint64(stack[32:], sp+32)          // the JIT frame's saved rbp: itself
+	binary.LittleEndian.PutUint64(stack[40:], 0x7f0000001006) // and its return address: its own pc
+	other := []byte{0x55, 0x48, 0x89, 0xe5, 0x90, 0x90, 0x5d, 0xc3, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc}
+	var u Unwinder
+	pcs, end := u.Unwind(codeProc{code: other}, &Sample{Regs: regs, Stack: stack}, make([]uint64, 0, 16))
+	if want := []uint64{0x401234, 0x7f0000001006}; !slices.Equal(pcs, want) || end != EndLoop {
+		t.Errorf("pcs %#x (%v), want %#x (loop)", pcs, end, want)
+	}
+	if n := u.Counts[EndLoop].Load(); n != 1 {
+		t.Errorf("%d stacks counted as loops, want 1", n)
+	}
+}

@@ -89,7 +89,8 @@ const (
 	EndUnmapped
 	// EndLoop: a step gave a frame the walk had already been in, or a canonical frame
 	// address that does not increase (the stack grows down, so a caller's frame lies above
-	// its callee's): what follows would repeat. The frames before it stay.
+	// its callee's), or a JIT frame unwound by a frame pointer that saved itself and its
+	// own pc as return address: what follows would repeat. The frames before it stay.
 	EndLoop
 	NumEndReasons
 )
@@ -267,7 +268,9 @@ func (u *Unwinder) unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 				next, ok = frameless(&f, mem, view)
 			}
 			if !ok && i > 0 && jit {
-				next, ok = u.jitStep(view, s, m, &f, mem)
+				if next, end, ok = u.jitStep(view, s, m, &f, mem); end == EndLoop {
+					return out, EndLoop
+				}
 			} else if !ok && f.bpValid {
 				next, ok = fpStep(&f, mem)
 			}
