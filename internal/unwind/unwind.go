@@ -1,6 +1,9 @@
 // Package unwind recovers user-space call stacks from a sample's registers and a copy of
 // its user stack, with the .eh_frame/.debug_frame call-frame information of the images
-// mapped by the process, falling back to the frame-pointer chain where that runs out.
+// mapped by the process, falling back to the frame-pointer chain where that runs out. JIT
+// code with no unwinding info is stepped over by its frame pointer where that is plausible,
+// and CPython's perf trampolines by their known layout (jitStep) where the ProcessView can
+// read code (CodeReader).
 //
 // An Unwinder is not safe for concurrent use: give each goroutine its own (they may share
 // Tables through a Loader that caches them).
