@@ -118,3 +118,28 @@ func TestPythonPerfStacksReachStart(t *testing.T) {
 		testutil.Require(t, testutil.EnvPerf, "neither CPython 3.12 nor 3.13 is installed by pyenv (pyenv versions)")
 	}
 }
+
+// A CPython 3.12+ started without perf support names none of its Python functions:
+// stax status names the option that does.
+func TestPythonWithoutPerfSupportIsNamedInStatus(t *testing.T) {
+	testutil.RequirePerf(t)
+	py := pyenvPython("3.12")
+	if py == "" {
+		if py = pyenvPython("3.13"); py == "" {
+			testutil.Require(t, testutil.EnvPerf, "neither CPython 3.12 nor 3.13 is installed by pyenv (pyenv versions)")
+		}
+	}
+	script := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/spin.py")
+	e := newEnv(t)
+	e.env = append(e.env, "PYTHONPERFSUPPORT=")
+	if out, errOut, code := e.run("record", "-q", "--", py, script, "0.5"); code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code := e.run("status")
+	if code != 0 {
+		t.Fatalf("status: exit %d\n%s", code, errOut)
+	}
+	if want := "start it with `python -X perf` (3.12+) or `-X perf_jit` (3.13+), or PYTHONPERFSUPPORT=1"; !strings.Contains(out, want) {
+		t.Errorf("status does not name the option (%q):\n%s", want, out)
+	}
+}

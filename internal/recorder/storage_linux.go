@@ -163,6 +163,7 @@ func (r *Recorder) snapshot(final bool, bufs *agg.ProfileBuffers) *store.Run {
 	run := &store.Run{Meta: meta, Profile: *prof, OffCPU: offCPU, OffCPUIntervals: intervals, WakersNs: wakeNs, WakersN: wakeN, JIT: r.jitw.Sources(), Code: codes}
 	run.Spans, run.Meta.SpanSources = r.spans.Snapshot()
 	run.Meta.Notes = append(run.Meta.Notes, unnamedJITNotes(run, r.comm)...)
+	run.Meta.Notes = append(run.Meta.Notes, cpythonNotes(run, r.comm)...)
 	return run
 }
 
