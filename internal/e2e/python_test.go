@@ -112,6 +112,24 @@ func TestPythonPerfStacksReachStart(t *testing.T) {
 			if st.Meta.JITFrames["cpython_trampoline"] == 0 {
 				t.Errorf("no CPython trampoline frames counted: %v", st.Meta.JITFrames)
 			}
+			// --python: Python frames only (and the native leaf), <module> the callers' root.
+			var fl api.Flame
+			e.mustJSON(&fl, "flame", "--python", "-d", "2", "--threshold-pct", "0")
+			var under uint64
+			for _, m := range fl.Root.Children {
+				if !strings.HasPrefix(m.Func, "py::<module>:") {
+					continue
+				}
+				for _, c := range m.Children {
+					if strings.HasPrefix(c.Func, "py::spin_a:") || strings.HasPrefix(c.Func, "py::spin_b:") {
+						under += c.Total
+					}
+				}
+			}
+			if float64(under) < 0.95*float64(a+b) {
+				roots, _, _ := e.run("flame", "--python", "-d", "3")
+				t.Errorf("flame --python: %d of %d samples of spin_a/spin_b right under <module>\n%s", under, a+b, roots)
+			}
 		})
 	}
 	if ran == 0 {
