@@ -20,6 +20,10 @@ import (
 //     the frames above it (its callers) are dropped.
 //  3. Hide removes the frames that match; their callees become their caller's. A stack whose
 //     frames are all hidden keeps its samples, with no frames.
+//     Python keeps only the frames of Python functions (CPython's perf trampolines,
+//     py::NAME:FILE) and the stack's leaf (the native function below the innermost
+//     Python frame, where the sample landed): py-spy's default view. A stack with no
+//     Python frame keeps its leaf alone.
 //  4. CollapseImages turns every run of consecutive frames in one of these images into one
 //     frame: the run's entry function (its outermost frame), which takes the run's samples.
 //     An image is named by its path, its base name, or its name without brackets
@@ -41,6 +45,7 @@ type Transform struct {
 	Hide           *regexp.Regexp
 	CollapseImages []string
 	FoldRecursion  bool
+	Python         bool
 	// mergeRuns makes each run of consecutive frames of one function one frame (a view by
 	// image, whose frames are images).
 	mergeRuns bool
@@ -48,7 +53,7 @@ type Transform struct {
 
 // IsZero says whether t changes nothing.
 func (t *Transform) IsZero() bool {
-	return t == nil || t.Focus == nil && t.Ignore == nil && t.Hide == nil && len(t.CollapseImages) == 0 && !t.FoldRecursion && !t.mergeRuns
+	return t == nil || t.Focus == nil && t.Ignore == nil && t.Hide == nil && len(t.CollapseImages) == 0 && !t.FoldRecursion && !t.Python && !t.mergeRuns
 }
 
 // ImageMatches says whether image is named by name: its path, its base name, or its name
@@ -69,7 +74,12 @@ const (
 	tFocus
 	tHide
 	tCollapse
+	tPython
 )
+
+// IsPython says whether f is a Python function's frame: CPython's perf trampoline for it,
+// named py::NAME:FILE in its perf map or jitdump.
+func IsPython(f *Frame) bool { return f.Kind == KindJIT && strings.HasPrefix(f.Func, "py::") }
 
 // stackRewriter rewrites stacks by t; scratch space is reused between stacks.
 type stackRewriter struct {
@@ -95,6 +105,9 @@ func newStackRewriter(p *Profile, t *Transform) *stackRewriter {
 		}
 		if t.Hide != nil && t.Hide.MatchString(f.Func) {
 			fl |= tHide
+		}
+		if IsPython(&f) {
+			fl |= tPython
 		}
 		for _, img := range t.CollapseImages {
 			if ImageMatches(f.Image, img) {
@@ -139,7 +152,7 @@ func (w *stackRewriter) rewrite(stack []uint32) ([]int32, bool) {
 	for j := top; j >= 0; j-- {
 		id := stack[j]
 		fl := w.flags[id]
-		if fl&tHide != 0 {
+		if fl&tHide != 0 || w.t.Python && j > 0 && fl&tPython == 0 {
 			continue
 		}
 		if w.t.mergeRuns && len(out) > 0 && stack[out[len(out)-1]] == id {

@@ -296,3 +296,42 @@ func TestTransformedViews(t *testing.T) {
 		t.Errorf("threads of focus b: %+v", th)
 	}
 }
+
+// Python keeps the py:: frames of CPython's trampolines and the leaf below the innermost,
+// whatever native frames lie between; a stack with no Python frame keeps its leaf.
+func TestTransformPython(t *testing.T) {
+	native := func(n string) Frame { return Frame{Func: n, Image: "libpython3.12.so.1.0", Kind: KindUser} }
+	py := func(n string) Frame { return Frame{Func: "py::" + n + ":/app.py", Image: "[jit]", Kind: KindJIT} }
+	const (
+		start = iota
+		eval
+		module
+		spinA
+		spinB
+		alloc
+		other // a JIT frame that is not Python's
+	)
+	p := located(&Profile{
+		Frames: []Frame{native("_start"), native("_PyEval_EvalFrameDefault"), py("<module>"), py("spin_a"), py("spin_b"),
+			native("_PyObject_Malloc"), {Func: "jitted", Image: "[jit]", Kind: KindJIT}},
+		Stacks: [][]uint32{
+			{alloc, eval, spinA, eval, module, eval, start},
+			{eval, spinB, eval, module, eval, start},
+			{spinB, eval, module, eval, start},
+			{alloc, other, start},
+		},
+		Entries: []Entry{
+			{Tid: 1, Pid: 1, Stack: 0, Count: 3, LeafFunc: alloc},
+			{Tid: 1, Pid: 1, Stack: 1, Count: 5, LeafFunc: eval},
+			{Tid: 1, Pid: 1, Stack: 2, Count: 1, LeafFunc: spinB},
+			{Tid: 1, Pid: 1, Stack: 3, Count: 2, LeafFunc: alloc},
+		},
+		Threads: []ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}},
+	})
+	got := folded(p.Transform(&Transform{Python: true}))
+	want := []string{"1:_PyObject_Malloc 2", "1:py::<module>:/app.py;py::spin_a:/app.py;_PyObject_Malloc 3",
+		"1:py::<module>:/app.py;py::spin_b:/app.py 1", "1:py::<module>:/app.py;py::spin_b:/app.py;_PyEval_EvalFrameDefault 5"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -245,11 +245,12 @@ type Transform struct {
 	Hide          string   `json:"hide,omitempty"`
 	CollapseImage []string `json:"collapse_image,omitempty"`
 	FoldRecursion bool     `json:"fold_recursion,omitempty"`
+	Python        bool     `json:"python,omitempty"` // --python: Python frames and the native leaf only
 }
 
 // IsZero says whether t rewrites nothing.
 func (t *Transform) IsZero() bool {
-	return t == nil || t.Focus == "" && t.Ignore == "" && t.Hide == "" && len(t.CollapseImage) == 0 && !t.FoldRecursion
+	return t == nil || t.Focus == "" && t.Ignore == "" && t.Hide == "" && len(t.CollapseImage) == 0 && !t.FoldRecursion && !t.Python
 }
 
 // Query parameters of a Transform.
@@ -259,6 +260,7 @@ const (
 	ParamHide          = "hide"
 	ParamCollapseImage = "collapse_image"
 	ParamFoldRecursion = "fold_recursion"
+	ParamPython        = "python"
 )
 
 // AddParams sets t's query parameters in q.
@@ -278,12 +280,16 @@ func (t *Transform) AddParams(q url.Values) {
 	if t.FoldRecursion {
 		q.Set(ParamFoldRecursion, "1")
 	}
+	if t.Python {
+		q.Set(ParamPython, "1")
+	}
 }
 
 // TransformParams reads a Transform from query parameters.
 func TransformParams(q url.Values) Transform {
 	return Transform{Focus: q.Get(ParamFocus), Ignore: q.Get(ParamIgnore), Hide: q.Get(ParamHide),
-		CollapseImage: q[ParamCollapseImage], FoldRecursion: q.Get(ParamFoldRecursion) == "1"}
+		CollapseImage: q[ParamCollapseImage], FoldRecursion: q.Get(ParamFoldRecursion) == "1",
+		Python: q.Get(ParamPython) == "1"}
 }
 
 // Query parameters of a view's granularity (see agg.Granularity): by=function|line|address|

@@ -57,7 +57,9 @@ keeps only those through one, from its outermost match down (its callers are dro
 --collapse-image IMG makes each run of frames in image IMG (its path, file name, or
 name without brackets: libc.so.6, kernel.kallsyms) one frame, the function called into
 it; --fold-recursion merges a function that appears again below itself (directly or
-through others) into its outermost appearance. RE is a regular expression in Go's
+through others) into its outermost appearance; --python keeps only the Python functions
+of a CPython started with perf support (python -X perf) and the native function below the
+innermost one, where the sample landed. RE is a regular expression in Go's
 syntax, as pprof's, matched against function names (not, as pprof also does, file
 names), anywhere in the name: anchor it (^main$) to match one.`
 
@@ -68,6 +70,7 @@ func (f *runFlags) addTransform(c *cobra.Command) {
 	c.Flags().StringVar(&f.transform.Hide, "hide", "", "remove functions matching `RE` from stacks (their callees become their caller's)")
 	c.Flags().StringArrayVar(&f.transform.CollapseImage, "collapse-image", nil, "one frame per call into image `IMG`, named by the function called (repeatable)")
 	c.Flags().BoolVar(&f.transform.FoldRecursion, "fold-recursion", false, "merge a function that appears again below itself into its outermost appearance")
+	c.Flags().BoolVar(&f.transform.Python, "python", false, "only Python functions (CPython with perf support) and the native leaf below the innermost one")
 }
 
 // transformText describes an answer's stack transform for headers.
@@ -90,6 +93,9 @@ func transformText(t *api.Transform) string {
 	}
 	if t.FoldRecursion {
 		s += " · recursion folded"
+	}
+	if t.Python {
+		s += " · python"
 	}
 	return s
 }

@@ -103,6 +103,9 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 			}
 		}
 		fmt.Fprintf(w, "stacks by: %s; user stacks ended: %s\n", how, countsByKey(m.StackEnds))
+		if len(m.JITFrames) > 0 {
+			fmt.Fprintf(w, "jit frames: without unwinding info, unwound by: %s\n", countsByKey(m.JITFrames))
+		}
 		var all uint64
 		for _, n := range m.StackEnds {
 			all += n

@@ -19,7 +19,7 @@ func CompileTransform(t api.Transform) (*agg.Transform, error) {
 	if t.IsZero() {
 		return nil, nil
 	}
-	out := &agg.Transform{FoldRecursion: t.FoldRecursion}
+	out := &agg.Transform{FoldRecursion: t.FoldRecursion, Python: t.Python}
 	for _, c := range []struct {
 		flag, expr string
 		re         **regexp.Regexp

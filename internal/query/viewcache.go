@@ -37,7 +37,7 @@ type viewCache struct {
 }
 
 func (c *viewCache) get(run *store.Run, w Window, t api.Transform, tid uint32, compute func() (*store.Run, *api.Window, *api.Transform, error)) (*store.Run, *api.Window, *api.Transform, error) {
-	key := viewKey{run: run, w: w, t: fmt.Sprintf("%q %q %q %v %q", t.Focus, t.Ignore, t.Hide, t.FoldRecursion, t.CollapseImage), tid: tid}
+	key := viewKey{run: run, w: w, t: fmt.Sprintf("%q %q %q %v %q %v", t.Focus, t.Ignore, t.Hide, t.FoldRecursion, t.CollapseImage, t.Python), tid: tid}
 	c.mu.Lock()
 	for i, e := range c.entries {
 		if e.key == key {

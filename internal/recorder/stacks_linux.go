@@ -475,3 +475,19 @@ func (r *Recorder) flushBatch() {
 		r.offRate(0) // on the kernel's count and clock: a step far behind its rings is long
 	}
 }
+
+// jitFrames sums the frames in JIT code without unwinding info the workers' walks went
+// through, by how they were unwound; nil when there were none.
+func jitFrames(ws []*stackWorker) map[string]uint64 {
+	var fp, tramp uint64
+	for _, w := range ws {
+		if w.dwarf != nil {
+			fp += w.dwarf.u.JITFrames.FramePointer.Load()
+			tramp += w.dwarf.u.JITFrames.Trampoline.Load()
+		}
+	}
+	if fp == 0 && tramp == 0 {
+		return nil
+	}
+	return map[string]uint64{"frame_pointer": fp, "cpython_trampoline": tramp}
+}

@@ -220,3 +220,72 @@ func containsFold(names []string, s string) bool {
 	}
 	return false
 }
+
+// cpythonNotes names, per process whose stacks run CPython's interpreter loop with no perf
+// map or jitdump of its own, the option that names its Python functions: CPython 3.12+
+// writes them only when started with perf support.
+func cpythonNotes(run *store.Run, comm func(int) string) []string {
+	p := &run.Profile
+	hasJIT := map[int]bool{}
+	for _, s := range run.JIT {
+		hasJIT[s.Pid] = true
+	}
+	eval := map[uint32]uint64{} // samples in the interpreter loop, per process
+	images := map[uint32]string{}
+	var buf []uint32
+	for _, e := range p.Entries {
+		if hasJIT[int(e.Pid)] {
+			continue
+		}
+		buf = p.AppendFrames(buf[:0], e.Stack)
+		for _, fid := range buf {
+			if f := &p.Frames[fid]; f.Func == "_PyEval_EvalFrameDefault" && cpythonMinor(f.Image) >= 0 {
+				eval[e.Pid] += e.Count
+				images[e.Pid] = f.Image
+				break
+			}
+		}
+	}
+	pids := make([]uint32, 0, len(eval))
+	for pid := range eval {
+		pids = append(pids, pid)
+	}
+	slices.Sort(pids)
+	var notes []string
+	for _, pid := range pids {
+		who := fmt.Sprintf("pid %d", pid)
+		if c := comm(int(pid)); c != "" {
+			who += " (" + c + ")"
+		}
+		img := images[pid]
+		if cpythonMinor(img) < 12 {
+			notes = append(notes, fmt.Sprintf("%s: %d samples in CPython's interpreter (%s), which names no Python function for profilers before 3.12 "+
+				"(3.12+ does, started with `python -X perf`)", who, eval[pid], img))
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("%s: %d samples in CPython's interpreter (%s) with no perf map or jitdump: its Python functions "+
+			"are unnamed; start it with `python -X perf` (3.12+) or `-X perf_jit` (3.13+), or PYTHONPERFSUPPORT=1", who, eval[pid], img))
+	}
+	return notes
+}
+
+// cpythonMinor returns N of an image named libpython3.N... or python3.N (a CPython 3
+// interpreter), or -1.
+func cpythonMinor(image string) int {
+	base := image[strings.LastIndexByte(image, '/')+1:]
+	base = strings.TrimPrefix(base, "lib")
+	rest, ok := strings.CutPrefix(base, "python3.")
+	if !ok {
+		return -1
+	}
+	n := 0
+	digits := 0
+	for digits < len(rest) && digits < 3 && rest[digits] >= '0' && rest[digits] <= '9' {
+		n = n*10 + int(rest[digits]-'0')
+		digits++
+	}
+	if digits == 0 {
+		return -1
+	}
+	return n
+}

@@ -134,6 +134,7 @@ func (r *Recorder) snapshot(final bool, bufs *agg.ProfileBuffers) *store.Run {
 			meta.StackEnds[unwind.EndReason(i).String()] = n
 		}
 	}
+	meta.JITFrames = jitFrames(r.in.workers)
 	meta.LostByCPU = make(map[string]uint64, len(r.lostByCPU))
 	for cpu, n := range r.lostByCPU {
 		meta.LostByCPU[strconv.Itoa(cpu)] = n
@@ -163,6 +164,7 @@ func (r *Recorder) snapshot(final bool, bufs *agg.ProfileBuffers) *store.Run {
 	run := &store.Run{Meta: meta, Profile: *prof, OffCPU: offCPU, OffCPUIntervals: intervals, WakersNs: wakeNs, WakersN: wakeN, JIT: r.jitw.Sources(), Code: codes}
 	run.Spans, run.Meta.SpanSources = r.spans.Snapshot()
 	run.Meta.Notes = append(run.Meta.Notes, unnamedJITNotes(run, r.comm)...)
+	run.Meta.Notes = append(run.Meta.Notes, cpythonNotes(run, r.comm)...)
 	return run
 }
 

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/hex"
 	"os"
+	"strconv"
 
 	"github.com/stax-profiler/stax/internal/proc"
 	"github.com/stax-profiler/stax/internal/record"
 	"github.com/stax-profiler/stax/internal/resolve"
+	"github.com/stax-profiler/stax/internal/targetfile"
 	"github.com/stax-profiler/stax/internal/unwind"
 )
 
@@ -87,6 +89,18 @@ func (v *trackerView) Table(m unwind.Mapping) *unwind.Table {
 		return v.loader.TableOf(v.pid, m)
 	}
 	return v.c.table(v.loader, v.pid, m)
+}
+
+// ReadCode reads the process's code at addr from its memory (unwind.CodeReader): the
+// unwinder recognises CPython's perf trampolines by it.
+func (v *trackerView) ReadCode(m unwind.Mapping, addr uint64, b []byte) bool {
+	f, err := targetfile.Open("/proc/" + strconv.Itoa(v.pid) + "/mem")
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	n, _ := f.ReadAt(b, int64(addr))
+	return n == len(b)
 }
 
 // openImage opens the file behind an unwinder's mapping as process pid maps it, refusing

@@ -162,3 +162,36 @@ func TestUserChainFromCopy(t *testing.T) {
 		t.Errorf("a sample without user registers got %#x", chain)
 	}
 }
+
+func TestCPythonNotes(t *testing.T) {
+	run := &store.Run{
+		Profile: agg.Profile{
+			Frames: []agg.Frame{
+				{Func: "_PyEval_EvalFrameDefault", Image: "libpython3.12.so.1.0", Kind: agg.KindUser},
+				{Func: "_PyEval_EvalFrameDefault", Image: "python3.11", Kind: agg.KindUser},
+				{Func: "main", Image: "app", Kind: agg.KindUser},
+			},
+			Stacks: [][]uint32{{0, 2}, {1}, {2}},
+			Entries: []agg.Entry{{Pid: 1, Tid: 1, Stack: 0, Count: 5}, {Pid: 2, Tid: 2, Stack: 1, Count: 7},
+				{Pid: 3, Tid: 3, Stack: 0, Count: 9}, {Pid: 4, Tid: 4, Stack: 2, Count: 100}},
+		},
+		JIT: []store.JITSource{{Pid: 3, Path: "/tmp/perf-3.map", Kind: "perfmap", Functions: 10}},
+	}
+	run.Profile.LocateFrameStacks()
+	notes := cpythonNotes(run, func(pid int) string { return map[int]string{1: "python3.12"}[pid] })
+	all := strings.Join(notes, "\n")
+	for _, w := range []string{"pid 1 (python3.12): 5 samples", "`python -X perf` (3.12+) or `-X perf_jit` (3.13+), or PYTHONPERFSUPPORT=1",
+		"pid 2: 7 samples", "before 3.12"} {
+		if !strings.Contains(all, w) {
+			t.Errorf("notes lack %q:\n%s", w, all)
+		}
+	}
+	if len(notes) != 2 || strings.Contains(all, "pid 3") || strings.Contains(all, "pid 4") {
+		t.Errorf("want two notes, none for the process with a perf map nor the one without CPython:\n%s", all)
+	}
+	for img, want := range map[string]int{"libpython3.12.so.1.0": 12, "python3.13": 13, "/usr/bin/python3.9": 9, "python3": -1, "libc.so.6": -1, "python3.x": -1} {
+		if got := cpythonMinor(img); got != want {
+			t.Errorf("cpythonMinor(%q) = %d, want %d", img, got, want)
+		}
+	}
+}

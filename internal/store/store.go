@@ -106,6 +106,9 @@ type Meta struct {
 	// where it started (see StackFit).
 	StackFit  *StackFit         `json:"stack_fit,omitempty"`
 	StackEnds map[string]uint64 `json:"stack_ends,omitempty"` // dwarf: how user stacks ended (complete, truncated, no_cfi, ...)
+	// JITFrames (dwarf): frames in JIT code without unwinding info that stacks went through,
+	// by how they were unwound (frame_pointer, cpython_trampoline).
+	JITFrames map[string]uint64 `json:"jit_frames,omitempty"`
 	UserOnly  bool              `json:"user_only,omitempty"`
 	// CPUWide: the CPU was sampled through one event per CPU, which sees every task;
 	// ForeignSamples, those of other processes, were dropped as they were read.

@@ -1,6 +1,9 @@
 // Package unwind recovers user-space call stacks from a sample's registers and a copy of
 // its user stack, with the .eh_frame/.debug_frame call-frame information of the images
-// mapped by the process, falling back to the frame-pointer chain where that runs out.
+// mapped by the process, falling back to the frame-pointer chain where that runs out. JIT
+// code with no unwinding info is stepped over by its frame pointer where that is plausible,
+// and CPython's perf trampolines by their known layout (jitStep) where the ProcessView can
+// read code (CodeReader).
 //
 // An Unwinder is not safe for concurrent use: give each goroutine its own (they may share
 // Tables through a Loader that caches them).
@@ -55,6 +58,23 @@ type JITUnwindInfo interface {
 	JITUnwindInfo(pid uint32, addr, time uint64) (ehFrame []byte, base uint64, ok bool)
 }
 
+// CodeReader is what a ProcessView may add: the bytes of the process's code at addr, in
+// mapping m (the process's memory, for code no file holds). ok false: they could not be read.
+type CodeReader interface {
+	ReadCode(m Mapping, addr uint64, b []byte) (ok bool)
+}
+
+// JITFrames counts the frames in JIT code without unwinding info that a walk went through
+// (stax status shows them).
+type JITFrames struct {
+	// FramePointer: frames unwound by their frame pointer (rbp recovered for them by their
+	// callee's rules, pointing into the stack above their callee's frame).
+	FramePointer atomic.Uint64
+	// Trampoline: CPython's perf trampolines (python -X perf, -X perf_jit), recognised by
+	// their code: sub $8,%rsp; call *%rcx; add $8,%rsp; ret.
+	Trampoline atomic.Uint64
+}
+
 // EndReason says why a stack ended.
 type EndReason uint8
 
@@ -72,7 +92,8 @@ const (
 	EndUnmapped
 	// EndLoop: a step gave a frame the walk had already been in, or a canonical frame
 	// address that does not increase (the stack grows down, so a caller's frame lies above
-	// its callee's): what follows would repeat. The frames before it stay.
+	// its callee's), or a JIT frame unwound by a frame pointer that saved itself and its
+	// own pc as return address: what follows would repeat. The frames before it stay.
 	EndLoop
 	NumEndReasons
 )
@@ -94,6 +115,8 @@ type Counts [NumEndReasons]atomic.Uint64
 type Unwinder struct {
 	JIT    JITUnwindInfo
 	Counts Counts
+	// JITFrames counts the frames in JIT code without unwinding info the walks went through.
+	JITFrames JITFrames
 
 	cache [rowCacheSize]rowEntry
 	jit   map[jitKey]*Table
@@ -101,6 +124,7 @@ type Unwinder struct {
 	mem   memory
 	sps   []uint64 // the stack pointer of each frame of the walk, beside its pc
 	fpEnd int      // how much of the frame-pointer chain to use (FPLoopAt), -1 until known
+	tramp map[trampKey]bool
 }
 
 type jitKey struct {
@@ -242,10 +266,15 @@ func (u *Unwinder) unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 		} else {
 			end = EndNoCFI
 			signal = false
-			if i == 0 && proc.CodeOf(m.Path) != proc.CodeFile {
+			jit := proc.CodeOf(m.Path) != proc.CodeFile
+			if i == 0 && jit {
 				next, ok = frameless(&f, mem, view)
 			}
-			if !ok && f.bpValid {
+			if !ok && i > 0 && jit {
+				if next, end, ok = u.jitStep(view, s, m, &f, mem); end == EndLoop {
+					return out, EndLoop
+				}
+			} else if !ok && f.bpValid {
 				next, ok = fpStep(&f, mem)
 			}
 			if !ok {

@@ -1,0 +1,79 @@
+package unwind
+
+import "bytes"
+
+// cpythonTrampoline is the code CPython (3.12 and 3.13, x86-64) copies in front of each
+// Python function it runs with perf support (Python/asm_trampoline.S): it keeps no frame
+// pointer and announces no unwinding info in a perf map, and in a jitdump only once its
+// buffered writes reach the file. At the return address (right after the call) the frame is
+// 16 bytes: 8 bytes of alignment, then the caller's return address.
+var cpythonTrampoline = []byte{
+	0x48, 0x83, 0xec, 0x08, // sub $8,%rsp
+	0xff, 0xd1, // call *%rcx
+	0x48, 0x83, 0xc4, 0x08, // add $8,%rsp
+	0xc3, // ret
+}
+
+// cpythonTrampolineRet is the offset of the return address in cpythonTrampoline.
+const cpythonTrampolineRet = 6
+
+const maxTrampolineCache = 1 << 14
+
+type trampKey struct {
+	pid uint32
+	pc  uint64
+}
+
+// jitStep unwinds frame f, whose return address pc lies in JIT code (mapping m) that has
+// no unwinding info: as CPython's trampoline where its code is that, else by its frame
+// pointer where the frame below left a plausible one (rbp recovered by the callee's rules,
+// pointing into the stack at or above f's stack pointer, inside the copy). Each frame
+// unwound so is counted in u.JITFrames. A frame whose saved frame pointer and return
+// address are its own (the next steps would give the same pc and CFA forever) ends the
+// stack with EndLoop.
+func (u *Unwinder) jitStep(view ProcessView, s *Sample, m Mapping, f *frameRegs, mem *memory) (frameRegs, EndReason, bool) {
+	if u.isTrampoline(view, s.Pid, m, f.pc) {
+		ra, end := mem.read(f.sp + 8)
+		if end == EndComplete && usable(view, ra) {
+			u.JITFrames.Trampoline.Add(1)
+			return frameRegs{pc: ra, sp: f.sp + 16, bp: f.bp, bpValid: f.bpValid}, EndComplete, true
+		}
+		return frameRegs{}, EndNoCFI, false
+	}
+	if !f.bpValid || f.bp < f.sp || f.bp-mem.start >= uint64(len(mem.b)) {
+		return frameRegs{}, EndNoCFI, false
+	}
+	next, ok := fpStep(f, mem)
+	if !ok {
+		return frameRegs{}, EndNoCFI, false
+	}
+	if next.pc == f.pc && next.bp == f.bp {
+		return frameRegs{}, EndLoop, false
+	}
+	if usable(view, next.pc) {
+		u.JITFrames.FramePointer.Add(1)
+	}
+	return next, EndComplete, true // a return address in no code ends the stack as garbage
+}
+
+// isTrampoline reports whether the return address pc, in mapping m of process pid, lies
+// right after the call of a CPython trampoline, reading the code through view (a
+// CodeReader); verdicts are kept per address.
+func (u *Unwinder) isTrampoline(view ProcessView, pid uint32, m Mapping, pc uint64) bool {
+	cr, ok := view.(CodeReader)
+	if !ok || pc < m.Start+cpythonTrampolineRet || pc+uint64(len(cpythonTrampoline)-cpythonTrampolineRet) > m.End {
+		return false
+	}
+	k := trampKey{pid, pc}
+	if v, ok := u.tramp[k]; ok {
+		return v
+	}
+	var b [16]byte
+	code := b[:len(cpythonTrampoline)]
+	v := cr.ReadCode(m, pc-cpythonTrampolineRet, code) && bytes.Equal(code, cpythonTrampoline)
+	if u.tramp == nil || len(u.tramp) >= maxTrampolineCache {
+		u.tramp = map[trampKey]bool{}
+	}
+	u.tramp[k] = v
+	return v
+}
