@@ -99,10 +99,15 @@ func TestOffCPUNoWakeupsOfACPUBoundThread(t *testing.T) {
 
 // TestOnCPUTimeFromSwitchRecords records a thread that runs ~50 us and sleeps ~50 us, over
 // and over, until it has run 300 ms: its time on CPU in stax threads, and in top --wall
-// beside its time off CPU, is within 5% of what the kernel's schedstat says it ran (read by
-// the thread as its last act). From its samples over the frequency it was 0.2 to 1.1
-// times that: a per-thread cpu-clock event counts a thread's time in ticks it may start
-// and stop between.
+// beside its time off CPU, is 0.95 to 1.15 times what the kernel's schedstat says it ran
+// (read by the thread as its last act). From its samples over the frequency it was 0.2 to
+// 1.1 times that: a per-thread cpu-clock event counts a thread's time in ticks it may start
+// and stop between. The switch records are not the scheduler's clock: each interval starts
+// late by the switch itself and ends late by the wait's stack sample, a few microseconds a
+// switch either way that load moves (docs/off-cpu.md: 0.98 to 1.10 measured on two busy
+// CPUs, 1.13 once), so the bound is that of the records, not 5%.
+func onCPUWithin(stax, sched float64) bool { return stax >= 0.95*sched && stax <= 1.15*sched }
+
 func TestOnCPUTimeFromSwitchRecords(t *testing.T) {
 	testutil.RequirePerf(t)
 	prog := buildBursts(t, t.TempDir())
@@ -125,16 +130,16 @@ func TestOnCPUTimeFromSwitchRecords(t *testing.T) {
 	schedMs := schedNs / 1e6
 	t.Logf("burster %d: %d samples, %.1f ms on CPU in stax threads, %.1f ms by schedstat; %.1f ms runnable, %.1f ms off CPU",
 		tid, w.Samples, w.OffCPU.OnCPUMs, schedMs, w.OffCPU.RunnableMs, w.OffCPU.OffCPUMs)
-	if math.Abs(w.OffCPU.OnCPUMs-schedMs) > 0.05*schedMs {
-		t.Errorf("stax threads: burster on CPU %.1f ms, schedstat %.1f ms: want within 5%%", w.OffCPU.OnCPUMs, schedMs)
+	if !onCPUWithin(w.OffCPU.OnCPUMs, schedMs) {
+		t.Errorf("stax threads: burster on CPU %.1f ms, schedstat %.1f ms: want 0.95 to 1.15 times", w.OffCPU.OnCPUMs, schedMs)
 	}
 	// top --wall: its time on and off CPU together; on CPU, the rest of what threads
 	// says it spent off CPU.
 	var top api.Top
 	e.mustJSON(&top, "top", "--wall", "--tid", strconv.Itoa(int(tid)), "--json", "-n", "1")
 	onMs := float64(top.Samples)/1e6 - w.OffCPU.OffCPUMs - w.OffCPU.RunnableMs
-	if math.Abs(onMs-schedMs) > 0.05*schedMs {
-		t.Errorf("top --wall: burster %.1f ms in all, %.1f on CPU; schedstat %.1f ms on CPU: want within 5%%", float64(top.Samples)/1e6, onMs, schedMs)
+	if !onCPUWithin(onMs, schedMs) {
+		t.Errorf("top --wall: burster %.1f ms in all, %.1f on CPU; schedstat %.1f ms on CPU: want 0.95 to 1.15 times", float64(top.Samples)/1e6, onMs, schedMs)
 	}
 }
 

@@ -448,6 +448,10 @@ func newRecorder(opts Options) *Recorder {
 	r.filesBase[0], r.filesBase[1] = targetfile.Counts()
 	r.res = resolve.New(r.tracker, symconf.Options(r.note))
 	r.spans = spans.NewSet()
+	if opts.SystemWide {
+		// Many users' programs: none may take the spans another would keep.
+		r.spans.ShareAmongProcesses()
+	}
 	r.jitw = resolve.NewJITWatcher(r.res, r.spans)
 	st, regs := perfevent.SampleTypeFor(perfevent.Config{CallGraph: opts.CallGraph, OffCPU: opts.OffCPU})
 	r.in.dec = record.Decoder{SampleType: st, RegsUserMask: regs, SampleIDAll: true}

@@ -2,6 +2,7 @@ package spans
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -131,5 +132,54 @@ func TestSetBounds(t *testing.T) {
 	}
 	if _, srcs = s.Snapshot(); srcs[src].Dropped != 6 {
 		t.Errorf("dropped %d, want 6", srcs[src].Dropped)
+	}
+}
+
+// TestSharedSetKeepsEachProcessToItsShare: in a set shared among processes, one that
+// floods it takes at most half of the spans while it is alone, and what it leaves lets
+// the next process in; names are shared the same way.
+func TestSharedSetKeepsEachProcessToItsShare(t *testing.T) {
+	s := NewSet()
+	s.ShareAmongProcesses()
+	flood := s.Source(KindITT, 10, "/tmp/itt-10.spans")
+	other := s.Source(KindITT, 20, "/tmp/itt-20.spans")
+	kept := 0
+	for i := 0; i < MaxSpans; i++ {
+		if s.Add(Span{Name: "flood", Pid: 10, Start: uint64(i), End: uint64(i), Source: flood}) {
+			kept++
+		}
+	}
+	if kept != MaxSpans/2 {
+		t.Fatalf("the flooding process kept %d spans alone, want half of %d", kept, MaxSpans)
+	}
+	for i := 0; i < 1000; i++ {
+		if !s.Add(Span{Name: "work", Pid: 20, Start: uint64(i), End: uint64(i), Source: other}) {
+			t.Fatalf("the second process's span %d was dropped", i)
+		}
+	}
+	// Names: the flood's distinct names stop at its share of the name bytes.
+	s2 := NewSet()
+	s2.ShareAmongProcesses()
+	src := s2.Source(KindGo, 30, "/tmp/stax-30.spans")
+	name := strings.Repeat("x", MaxName-8)
+	var nameKept int
+	for i := 0; i < 2*MaxNameBytes/len(name); i++ {
+		if s2.Add(Span{Name: fmt.Sprintf("%s%08d", name, i), Pid: 30, Source: src}) {
+			nameKept += MaxName
+		}
+	}
+	if nameKept > MaxNameBytes/2 || nameKept < MaxNameBytes/2-MaxName {
+		t.Errorf("the process kept %d bytes of names alone, want about half of %d", nameKept, MaxNameBytes)
+	}
+	if _, srcs := s2.Snapshot(); srcs[src].Dropped == 0 {
+		t.Errorf("the names past its share were not counted dropped: %+v", srcs[src])
+	}
+	// A set not shared keeps one process to the run's bounds alone.
+	s3 := NewSet()
+	one := s3.Source(KindITT, 40, "")
+	for i := 0; i < MaxSpans/2+1; i++ {
+		if !s3.Add(Span{Name: "n", Pid: 40, Source: one}) {
+			t.Fatalf("an unshared set dropped span %d", i)
+		}
 	}
 }

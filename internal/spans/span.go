@@ -62,6 +62,28 @@ type Set struct {
 	nameBytes int
 	sources   []Source
 	srcIndex  map[srcKey]uint32
+	// shared, where many programs' spans meet (a system-wide run), keeps each process to
+	// its share of the bounds: perPid holds what each has taken.
+	shared bool
+	perPid map[uint32]*pidShare
+}
+
+// pidShare is what one process's spans take of a shared set's bounds.
+type pidShare struct{ spans, nameBytes int }
+
+// ShareAmongProcesses keeps each process to a share of the set's bounds from now on: of
+// the spans and name bytes, a process may take at most what it would leave to one more,
+// 1/(N+1) of each bound with N processes that have spans (of MaxSources processes at
+// most: the spans of more are dropped). Spans are never let go, so the
+// share of a process that took its fill before others came is not taken back; but no
+// process can take all that is left, and each newcomer finds room.
+func (s *Set) ShareAmongProcesses() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shared = true
+	if s.perPid == nil {
+		s.perPid = map[uint32]*pidShare{}
+	}
 }
 
 type srcKey struct {
@@ -126,17 +148,39 @@ func (s *Set) add(sp Span) bool {
 		src.Dropped++
 		return false
 	}
+	var share *pidShare
+	if s.shared && sp.Pid != 0 {
+		if share = s.perPid[sp.Pid]; share == nil {
+			if len(s.perPid) >= MaxSources {
+				src.Dropped++
+				return false
+			}
+			share = &pidShare{}
+			s.perPid[sp.Pid] = share
+		}
+		n := len(s.perPid) + 1
+		if share.spans >= MaxSpans/n {
+			src.Dropped++
+			return false
+		}
+	}
 	id, ok := s.t.id(sp.Name)
 	if !ok {
 		name := CutName(sp.Name)
 		if id, ok = s.t.id(name); !ok {
-			if s.nameBytes+len(name) > MaxNameBytes {
+			if s.nameBytes+len(name) > MaxNameBytes || (share != nil && share.nameBytes+len(name) > MaxNameBytes/(len(s.perPid)+1)) {
 				src.Dropped++
 				return false
 			}
 			s.nameBytes += len(name)
+			if share != nil {
+				share.nameBytes += len(name)
+			}
 			id = s.t.intern(name)
 		}
+	}
+	if share != nil {
+		share.spans++
 	}
 	s.t.push(rec{start: sp.Start, end: sp.End, name: id, pid: sp.Pid, tid: sp.Tid, depth: sp.Depth, src: sp.Source})
 	return true
