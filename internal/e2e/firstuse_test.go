@@ -57,6 +57,38 @@ func TestRunIDFile(t *testing.T) {
 		t.Errorf("unwritable --run-id-file: exit %d, %q", code, errOut)
 	}
 	checkOneLine(t, "unwritable --run-id-file", errOut)
+
+	// A FIFO (what a script's process substitution gives) is written into, not replaced.
+	fifo := filepath.Join(dir, "run.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		b, err := os.ReadFile(fifo)
+		if err != nil {
+			got <- "error: " + err.Error()
+			return
+		}
+		got <- string(b)
+	}()
+	out, errOut, code = e.run("record", "-q", "--run-id-file", fifo, "--", "true")
+	if code != 0 {
+		t.Fatalf("record --run-id-file FIFO: exit %d\n%s%s", code, out, errOut)
+	}
+	var line string
+	select {
+	case line = <-got:
+	case <-time.After(time.Minute):
+		os.WriteFile(fifo, nil, 0) // lets the reader go
+		t.Fatalf("nothing was written into the FIFO")
+	}
+	if !store.ValidID(strings.TrimSuffix(line, "\n")) || !strings.HasSuffix(line, "\n") {
+		t.Errorf("the FIFO gave %q, want a run id and a newline", line)
+	}
+	if info, err := os.Lstat(fifo); err != nil || info.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("--run-id-file replaced the FIFO: %v %v", info.Mode(), err)
+	}
 }
 
 // runBounded runs stax and kills it if it has not ended within limit: for commands that

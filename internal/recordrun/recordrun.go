@@ -12,6 +12,7 @@ package recordrun
 import (
 	"errors"
 	"fmt"
+	"github.com/stax-profiler/stax/internal/outfile"
 	"net/http"
 	"os"
 	"os/signal"
@@ -73,7 +74,9 @@ type Recording struct {
 	rec     *recorder.Recorder
 	started time.Time
 
-	idFile    *os.File // the run-id file's temporary, renamed into place once recording began
+	idFile    *os.File      // the run-id file's temporary, renamed into place once recording began
+	idInto    bool          // the run-id file is no regular file: the id is written into it
+	idWritten chan struct{} // closed once the id was written into it (idInto)
 	sigs      chan os.Signal
 	undo      func() // undoes Attached
 	srv       *server.Server
@@ -94,7 +97,11 @@ type Recording struct {
 func Start(cfg Config) (*Recording, error) {
 	r := &Recording{cfg: cfg, finished: make(chan struct{})}
 	notef := cfg.Notef
-	if cfg.RunIDFile != "" {
+	if info, err := os.Stat(cfg.RunIDFile); err == nil && !info.Mode().IsRegular() && !info.IsDir() {
+		// A FIFO, a pipe's /dev/fd/N or a terminal: written into once the run has an id,
+		// never replaced by a regular file.
+		r.idInto = true
+	} else if cfg.RunIDFile != "" {
 		f, err := os.CreateTemp(filepath.Dir(cfg.RunIDFile), "."+filepath.Base(cfg.RunIDFile)+".*")
 		if pe := (*os.PathError)(nil); errors.As(err, &pe) {
 			err = pe.Err // the temporary file's name would only confuse
@@ -122,6 +129,19 @@ func Start(cfg Config) (*Recording, error) {
 		if err := writeRunID(r.idFile, cfg.RunIDFile, rec.ID()); err != nil {
 			notef("--run-id-file: %v", err)
 		}
+	}
+	if r.idInto {
+		// Opening a FIFO waits for its reader: the recording does not.
+		r.idWritten = make(chan struct{})
+		go func(id string) {
+			defer close(r.idWritten)
+			if _, err := outfile.Write(cfg.RunIDFile, 0o644, func(f *os.File) error {
+				_, err := f.WriteString(id + "\n")
+				return err
+			}); err != nil {
+				notef("--run-id-file: %v", err)
+			}
+		}(rec.ID())
 	}
 	if cfg.Push.Start != nil {
 		if p, err := cfg.Push.Start(rec); err != nil {
@@ -269,8 +289,22 @@ func (r *Recording) Close() {
 		if r.idFile != nil {
 			os.Remove(r.idFile.Name()) // left only if the recording did not start
 		}
+		if r.idWritten != nil {
+			select {
+			case <-r.idWritten:
+			case <-time.After(idReaderWait):
+				notef := r.cfg.Notef
+				if notef == nil {
+					notef = func(string, ...any) {}
+				}
+				notef("--run-id-file: nothing read %s: the run id was not written", r.cfg.RunIDFile)
+			}
+		}
 	})
 }
+
+// idReaderWait is how long a recording that ends waits for a reader of a run-id FIFO.
+const idReaderWait = 5 * time.Second
 
 // keptText says what the store holds of a run whose final save failed: its last good
 // checkpoint, of what was recorded.
