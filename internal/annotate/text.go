@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stax-profiler/stax/internal/numfmt"
 	"github.com/stax-profiler/stax/internal/textesc"
 )
 
@@ -179,24 +180,7 @@ func orUnknown(s string) string {
 }
 
 // commas formats n with thousands separators.
-func commas(n uint64) string {
-	s := strconv.FormatUint(n, 10)
-	if len(s) <= 3 {
-		return s
-	}
-	var b strings.Builder
-	pre := len(s) % 3
-	if pre > 0 {
-		b.WriteString(s[:pre])
-	}
-	for i := pre; i < len(s); i += 3 {
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(s[i : i+3])
-	}
-	return b.String()
-}
+var commas = numfmt.Commas
 
 func itoa(n int) string       { return strconv.Itoa(n) }
 func utoaHex(v uint64) string { return strconv.FormatUint(v, 16) }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/client"
+	"github.com/stax-profiler/stax/internal/numfmt"
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/textesc"
@@ -362,17 +363,7 @@ func escapeJSONControls(b []byte) []byte {
 }
 
 // commas formats n with thousands separators.
-func commas(n uint64) string {
-	s := strconv.FormatUint(n, 10)
-	out := make([]byte, 0, len(s)+len(s)/3)
-	for i := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
-}
+var commas = numfmt.Commas
 
 func itoa(n int) string { return strconv.Itoa(n) }
 

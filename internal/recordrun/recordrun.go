@@ -12,17 +12,17 @@ package recordrun
 import (
 	"errors"
 	"fmt"
-	"github.com/stax-profiler/stax/internal/outfile"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/stax-profiler/stax/internal/numfmt"
+	"github.com/stax-profiler/stax/internal/outfile"
 	"github.com/stax-profiler/stax/internal/push"
 	"github.com/stax-profiler/stax/internal/recorder"
 	"github.com/stax-profiler/stax/internal/server"
@@ -329,15 +329,5 @@ func writeRunID(f *os.File, path, id string) error {
 	return err
 }
 
-// commas formats n with thousands separators, as stax's other messages do.
-func commas(n uint64) string {
-	s := strconv.FormatUint(n, 10)
-	out := make([]byte, 0, len(s)+len(s)/3)
-	for i := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
-}
+// commas formats n with thousands separators.
+var commas = numfmt.Commas
