@@ -190,14 +190,21 @@ type Callers struct {
 	Window    *Window    `json:"window,omitempty"`
 	Transform *Transform `json:"transform,omitempty"`
 	Samples   uint64     `json:"samples"`
-	Direction string     `json:"direction"` // callers or callees
-	Match     string     `json:"match"`     // FN as given
+	// OffCPU, Wall and Runnable: as Top's (callers --off-cpu, --wall, --runnable): the
+	// counts are nanoseconds.
+	OffCPU    bool   `json:"off_cpu,omitempty"`
+	Wall      bool   `json:"wall,omitempty"`
+	Runnable  bool   `json:"runnable,omitempty"`
+	Direction string `json:"direction"` // callers or callees
+	Match     string `json:"match"`     // FN as given
 	// By, NoInline and Short say what a row (a caller or callee) is, as in Top; the
 	// functions matching Match stay whole functions.
 	By        string             `json:"by"`
 	NoInline  bool               `json:"no_inline,omitempty"`
 	Short     bool               `json:"short,omitempty"`
 	Functions []agg.CallFunction `json:"functions"`
+	// Time: as Top's.
+	Time *TimeTotals `json:"time,omitempty"`
 }
 
 // Directions of a Callers answer.
@@ -240,11 +247,11 @@ type Timeline struct {
 // the flags --focus, --ignore, --hide, --collapse-image and --fold-recursion as given, and
 // the query parameters of the same names (fold_recursion=1; collapse_image repeated).
 type Transform struct {
-	Focus         string   `json:"focus,omitempty"`
-	Ignore        string   `json:"ignore,omitempty"`
-	Hide          string   `json:"hide,omitempty"`
-	CollapseImage []string `json:"collapse_image,omitempty"`
-	FoldRecursion bool     `json:"fold_recursion,omitempty"`
+	Focus         string   `json:"focus,omitempty" param:"focus"`
+	Ignore        string   `json:"ignore,omitempty" param:"ignore"`
+	Hide          string   `json:"hide,omitempty" param:"hide"`
+	CollapseImage []string `json:"collapse_image,omitempty" param:"collapse_image"`
+	FoldRecursion bool     `json:"fold_recursion,omitempty" param:"fold_recursion"`
 }
 
 // IsZero says whether t rewrites nothing.
@@ -252,64 +259,11 @@ func (t *Transform) IsZero() bool {
 	return t == nil || t.Focus == "" && t.Ignore == "" && t.Hide == "" && len(t.CollapseImage) == 0 && !t.FoldRecursion
 }
 
-// Query parameters of a Transform.
-const (
-	ParamFocus         = "focus"
-	ParamIgnore        = "ignore"
-	ParamHide          = "hide"
-	ParamCollapseImage = "collapse_image"
-	ParamFoldRecursion = "fold_recursion"
-)
-
 // AddParams sets t's query parameters in q.
 func (t *Transform) AddParams(q url.Values) {
-	if t.Focus != "" {
-		q.Set(ParamFocus, t.Focus)
+	for k, v := range EncodeParams(t) {
+		q[k] = v
 	}
-	if t.Ignore != "" {
-		q.Set(ParamIgnore, t.Ignore)
-	}
-	if t.Hide != "" {
-		q.Set(ParamHide, t.Hide)
-	}
-	for _, img := range t.CollapseImage {
-		q.Add(ParamCollapseImage, img)
-	}
-	if t.FoldRecursion {
-		q.Set(ParamFoldRecursion, "1")
-	}
-}
-
-// TransformParams reads a Transform from query parameters.
-func TransformParams(q url.Values) Transform {
-	return Transform{Focus: q.Get(ParamFocus), Ignore: q.Get(ParamIgnore), Hide: q.Get(ParamHide),
-		CollapseImage: q[ParamCollapseImage], FoldRecursion: q.Get(ParamFoldRecursion) == "1"}
-}
-
-// Query parameters of a view's granularity (see agg.Granularity): by=function|line|address|
-// image, inline=0 (--no-inline), short=1.
-const (
-	ParamBy     = "by"
-	ParamInline = "inline"
-	ParamShort  = "short"
-)
-
-// AddGranularityParams sets g's query parameters in q.
-func AddGranularityParams(q url.Values, g agg.Granularity) {
-	if g.By != "" {
-		q.Set(ParamBy, g.By)
-	}
-	if g.NoInline {
-		q.Set(ParamInline, "0")
-	}
-	if g.Short {
-		q.Set(ParamShort, "1")
-	}
-}
-
-// GranularityParams reads a granularity from query parameters.
-func GranularityParams(q url.Values) agg.Granularity {
-	return agg.Granularity{By: q.Get(ParamBy), NoInline: q.Get(ParamInline) == "0", Short: q.Get(ParamShort) == "1"}
 }
 
 // Compare is the answer of `stax compare`.

@@ -110,29 +110,24 @@ func (f *runFlags) checkProcesses() error {
 	return nil
 }
 
-// query returns q with the window's and process filter's parameters added.
+// query returns q with the window's, process filter's and transform's parameters added.
 func (f *runFlags) query(q url.Values) url.Values {
 	if q == nil {
 		q = url.Values{}
 	}
-	if f.processes.Pid != 0 {
-		q.Set("pid", strconv.FormatUint(uint64(f.processes.Pid), 10))
+	for k, v := range api.EncodeParams(struct {
+		Processes api.Processes
+		Window    api.WindowParams
+		Transform api.Transform
+	}{f.apiProcesses(), f.apiWindow(), f.transform}) {
+		q[k] = v
 	}
-	if f.processes.Comm != "" {
-		q.Set("comm", f.processes.Comm)
-	}
-	if f.window.From != "" {
-		q.Set("from", f.window.From)
-	}
-	if f.window.To != "" {
-		q.Set("to", f.window.To)
-	}
-	if f.window.Span != "" {
-		q.Set("span", f.window.Span)
-	}
-	f.transform.AddParams(q)
 	return q
 }
+
+// apiProcesses and apiWindow are the process filter and window as a request holds them.
+func (f *runFlags) apiProcesses() api.Processes { return api.Processes(f.processes) }
+func (f *runFlags) apiWindow() api.WindowParams { return api.WindowParams(f.window) }
 
 // timeFlags checks --off-cpu, --wall and --runnable: at most one of the last two, and
 // either makes the view one weighed by time, as --off-cpu does.
@@ -253,6 +248,15 @@ func ask[T any](ctx context.Context, g *globals, r *client.Run, path string, q u
 	}
 	out, err = offline(run)
 	return out, queryErr(err)
+}
+
+// askFor asks req of the live recorder, or answers it from the stored run with answer:
+// the same request either way.
+func askFor[Q interface {
+	Path() string
+	Encode() url.Values
+}, T any](ctx context.Context, g *globals, r *client.Run, req Q, need store.Parts, answer func(*store.Run, Q) (T, error)) (T, error) {
+	return ask(ctx, g, r, req.Path(), req.Encode(), need, func(run *store.Run) (T, error) { return answer(run, req) })
 }
 
 // queryErr gives a query's error its exit code: not found (5) where it selects nothing

@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/query"
-	"github.com/stax-profiler/stax/internal/store"
 )
 
 func topCmd(g *globals) *cobra.Command {
@@ -68,20 +66,9 @@ frequency, reason on-cpu) and off CPU together, so a thread's total is its wall 
 			if err != nil {
 				return err
 			}
-			q := rf.query(addGranularityParams(url.Values{"n": {itoa(n)}, "sort": {sort}, "tid": {itoa(tid)}}, gran))
-			if offCPU {
-				q.Set("off_cpu", "1")
-			}
-			if wall {
-				q.Set("wall", "1")
-			}
-			if runnable {
-				q.Set("runnable", "1")
-			}
-			res, err := ask(context.Background(), g, r, "/v1/top", q, rf.need()|offCPUPart(offCPU), func(run *store.Run) (api.Top, error) {
-				return query.Top(run, query.TopOptions{N: n, ByTotal: sort == "total", ByProcess: by == "process", Granularity: gran,
-					Tid: uint32(tid), Processes: rf.processes, Window: rf.window, Transform: rf.transform, OffCPU: offCPU, Wall: wall, Runnable: runnable})
-			})
+			req := api.TopRequest{N: n, Sort: sort, Granularity: gran, Tid: uint32(tid), Processes: rf.apiProcesses(), Window: rf.apiWindow(),
+				Transform: rf.transform, TimeMode: api.TimeMode{OffCPU: offCPU, Wall: wall, Runnable: runnable}}
+			res, err := askFor(context.Background(), g, r, req, rf.need()|offCPUPart(offCPU), query.AnswerTop)
 			if err != nil {
 				return err
 			}

@@ -231,14 +231,29 @@ type CallersOptions struct {
 	Processes   Processes
 	Window      Window
 	Transform   api.Transform
+	// OffCPU, Wall and Runnable weigh rows by time, as TopOptions'.
+	OffCPU, Wall, Runnable bool
 }
 
 // Callers answers `stax callers` and `stax callees`. No function matching is no error: the
 // answer lists none.
 func Callers(run *store.Run, o CallersOptions) (api.Callers, error) {
-	run, win, tr, err := view(run, o.Window, o.Transform, o.Tid)
+	cpuStacks := -1
+	var timeWin *api.Window
+	vw := o.Window
+	if o.OffCPU || o.Wall || o.Runnable {
+		var err error
+		if run, cpuStacks, timeWin, err = timeRun(run, o.Wall, o.Runnable, o.Window, o.Transform); err != nil {
+			return api.Callers{}, err
+		}
+		o.OffCPU, vw = true, Window{}
+	}
+	run, win, tr, err := view(run, vw, o.Transform, o.Tid)
 	if err != nil {
 		return api.Callers{}, err
+	}
+	if timeWin != nil {
+		win = timeWin
 	}
 	g, err := granularity(o.Granularity, false)
 	if err != nil {
@@ -253,7 +268,12 @@ func Callers(run *store.Run, o CallersOptions) (api.Callers, error) {
 		}
 	}
 	p := run.Profile.AtKeeping(g, match)
-	fs, samples := agg.Callers(p, o.Processes.filter(&run.Profile, o.Tid), match, o.MaxFuncs, o.MaxRows, o.Callees)
+	f := o.Processes.filter(&run.Profile, o.Tid)
+	fs, samples := agg.Callers(p, f, match, o.MaxFuncs, o.MaxRows, o.Callees)
+	var times *api.TimeTotals
+	if o.OffCPU {
+		times = timeTotals(&run.Profile, timeReasons(&run.Profile, cpuStacks), f)
+	}
 	if fs == nil {
 		fs = []agg.CallFunction{}
 	}
@@ -262,7 +282,7 @@ func Callers(run *store.Run, o CallersOptions) (api.Callers, error) {
 		dir = api.DirCallees
 	}
 	return api.Callers{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
-		Samples: samples, Direction: dir, Match: o.Func, By: g.By, NoInline: g.NoInline, Short: g.Short, Functions: fs}, nil
+		Samples: samples, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Time: times, Direction: dir, Match: o.Func, By: g.By, NoInline: g.NoInline, Short: g.Short, Functions: fs}, nil
 }
 
 // Threads answers `stax threads`.
