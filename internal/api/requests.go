@@ -39,11 +39,12 @@ type TimeMode struct {
 	Runnable bool `param:"runnable"`
 }
 
-// TopRequest asks /v1/top (stax top).
-type TopRequest struct {
-	N    int    `param:"n" default:"20"`
-	Sort string `param:"sort"` // self (default) or total
-	// Granularity's By may also be process (top --by process).
+// View is what the views of a run's stacks (top, flame, callers) share: what a row or
+// node is, the samples they keep, how the stacks are rewritten, and whether they weigh
+// time.
+type View struct {
+	// Granularity is what a row or node is; top's By may also be process (top --by
+	// process); callers' matching functions stay whole functions.
 	Granularity agg.Granularity
 	Tid         uint32 `param:"tid"`
 	Processes   Processes
@@ -52,20 +53,22 @@ type TopRequest struct {
 	TimeMode
 }
 
+// TopRequest asks /v1/top (stax top).
+type TopRequest struct {
+	N    int    `param:"n" default:"20"`
+	Sort string `param:"sort"` // self (default) or total
+	View
+}
+
 // FlameRequest asks /v1/flame (stax flame).
 type FlameRequest struct {
 	Depth        int     `param:"depth" default:"12"`
 	ThresholdPct float64 `param:"threshold_pct" default:"1"`
 	Inverted     bool    `param:"inverted"`
-	Granularity  agg.Granularity
-	Tid          uint32 `param:"tid"`
-	Processes    Processes
-	Window       WindowParams
-	Transform    Transform
 	// Match, a regular expression, asks how many samples have a frame whose function it
 	// matches (Flame.Matched).
 	Match string `param:"match"`
-	TimeMode
+	View
 }
 
 // CallersRequest asks /v1/callers, or /v1/callees (stax callers and callees).
@@ -74,13 +77,7 @@ type CallersRequest struct {
 	Func      string `param:"fn" required:"give a function name or a regular expression"`
 	N         int    `param:"n" default:"20"`         // rows per function
 	Functions int    `param:"functions" default:"10"` // functions matching Func
-	// Granularity is what a row (a caller or callee) is; the matching functions stay whole.
-	Granularity agg.Granularity
-	Tid         uint32 `param:"tid"`
-	Processes   Processes
-	Window      WindowParams
-	Transform   Transform
-	TimeMode
+	View
 }
 
 // ThreadsRequest asks /v1/threads (stax threads).

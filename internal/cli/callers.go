@@ -58,8 +58,7 @@ func callersCmd(g *globals, callees bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req := api.CallersRequest{Callees: callees, Func: fn, N: n, Functions: funcs, Granularity: gran, Tid: uint32(tid),
-				Processes: rf.apiProcesses(), Window: rf.apiWindow(), Transform: rf.transform, TimeMode: api.TimeMode{OffCPU: offCPU, Wall: wall, Runnable: runnable}}
+			req := api.CallersRequest{Callees: callees, Func: fn, N: n, Functions: funcs, View: rf.view(gran, tid, offCPU, wall, runnable)}
 			res, err := askFor(context.Background(), g, r, req, rf.need()|offCPUPart(offCPU), query.AnswerCallers)
 			if err != nil {
 				return err

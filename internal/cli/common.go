@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/client"
 	"github.com/stax-profiler/stax/internal/query"
@@ -123,6 +124,13 @@ func (f *runFlags) query(q url.Values) url.Values {
 		q[k] = v
 	}
 	return q
+}
+
+// view is what a view's request (top, flame, callers) asks of the run: g, thread tid, the
+// flags' processes, window and transform, weighed by time with offCPU, wall or runnable.
+func (f *runFlags) view(g agg.Granularity, tid int, offCPU, wall, runnable bool) api.View {
+	return api.View{Granularity: g, Tid: uint32(tid), Processes: f.apiProcesses(), Window: f.apiWindow(), Transform: f.transform,
+		TimeMode: api.TimeMode{OffCPU: offCPU, Wall: wall, Runnable: runnable}}
 }
 
 // apiProcesses and apiWindow are the process filter and window as a request holds them.

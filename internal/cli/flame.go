@@ -69,8 +69,7 @@ frequency, reason on-cpu) and off CPU together, so a thread's width is its wall 
 			if err != nil {
 				return err
 			}
-			req := api.FlameRequest{Depth: depth, ThresholdPct: threshold, Inverted: inverted, Granularity: gran, Tid: uint32(tid),
-				Processes: rf.apiProcesses(), Window: rf.apiWindow(), Transform: rf.transform, TimeMode: api.TimeMode{OffCPU: offCPU, Wall: wall, Runnable: runnable}}
+			req := api.FlameRequest{Depth: depth, ThresholdPct: threshold, Inverted: inverted, View: rf.view(gran, tid, offCPU, wall, runnable)}
 			res, err := askFor(context.Background(), g, r, req, rf.need()|offCPUPart(offCPU), query.AnswerFlame)
 			if err != nil {
 				return err

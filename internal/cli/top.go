@@ -66,8 +66,7 @@ frequency, reason on-cpu) and off CPU together, so a thread's total is its wall 
 			if err != nil {
 				return err
 			}
-			req := api.TopRequest{N: n, Sort: sort, Granularity: gran, Tid: uint32(tid), Processes: rf.apiProcesses(), Window: rf.apiWindow(),
-				Transform: rf.transform, TimeMode: api.TimeMode{OffCPU: offCPU, Wall: wall, Runnable: runnable}}
+			req := api.TopRequest{N: n, Sort: sort, View: rf.view(gran, tid, offCPU, wall, runnable)}
 			res, err := askFor(context.Background(), g, r, req, rf.need()|offCPUPart(offCPU), query.AnswerTop)
 			if err != nil {
 				return err

@@ -300,7 +300,7 @@ func BenchmarkFlameViewHide1M(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		body, code := src.Get(context.Background(), "/v1/flame", api.FlameRequest{ThresholdPct: 0.1, Tid: 101, Transform: api.Transform{Hide: fmt.Sprintf("^func_%d$", i)}}.Encode())
+		body, code := src.Get(context.Background(), "/v1/flame", api.FlameRequest{ThresholdPct: 0.1, View: api.View{Tid: 101, Transform: api.Transform{Hide: fmt.Sprintf("^func_%d$", i)}}}.Encode())
 		if code != 200 {
 			b.Fatalf("%d %s", code, body)
 		}
