@@ -163,3 +163,14 @@ func (p param) parse(f reflect.Value, s string) error {
 	}
 	return nil
 }
+
+// ParamNames is the names of the query parameters of the request v (a struct or a pointer
+// to one), in field order.
+func ParamNames(v any) []string {
+	var names []string
+	walkParams(reflect.Indirect(reflect.ValueOf(v)), func(_ reflect.Value, p param) error {
+		names = append(names, p.name)
+		return nil
+	})
+	return names
+}

@@ -133,7 +133,7 @@ func TestRequestsLiveAndStored(t *testing.T) {
 			t.Errorf("%s: no stored answer in the test's table", req.Path())
 			continue
 		}
-		for name := range paramNames(t, req) {
+		for _, name := range api.ParamNames(req) {
 			v, ok := values[name]
 			if !ok {
 				t.Errorf("%s: parameter %s has no value in the test's table", req.Path(), name)
@@ -193,30 +193,4 @@ func TestRequestsLiveAndStored(t *testing.T) {
 	if len(c.Functions) == 0 || c.Functions[0].Total < 500e6 {
 		t.Errorf("callers --off-cpu: wait_for_lock waited %+v, want >= 500 ms", c.Functions)
 	}
-}
-
-// paramNames is the names of the parameters of req, from its encoding with every field
-// set (see api's TestRequestsRoundTrip, which checks each field is one).
-func paramNames(t *testing.T, req api.Request) map[string]bool {
-	names := map[string]bool{}
-	var walk func(v reflect.Value)
-	walk = func(v reflect.Value) {
-		for i := range v.NumField() {
-			sf := v.Type().Field(i)
-			tag, ok := sf.Tag.Lookup("param")
-			switch {
-			case tag == "-":
-			case !ok:
-				walk(v.Field(i))
-			default:
-				name, _, _ := strings.Cut(tag, ",")
-				names[name] = true
-			}
-		}
-	}
-	walk(reflect.ValueOf(req).Elem())
-	if len(names) == 0 {
-		t.Fatalf("%T has no parameters", req)
-	}
-	return names
 }
