@@ -63,10 +63,7 @@ func callersCmd(g *globals, callees bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := tidHasSamples(tid, res.Run, res.Samples); err != nil && !offCPU {
-				return err
-			}
-			if err := rf.matched(tid, res.Run, res.Samples, countWord(offCPU, wall, runnable)); err != nil {
+			if err := rf.viewKept(tid, res.Run, res.Samples, offCPU, wall, runnable); err != nil {
 				return err
 			}
 			if len(res.Functions) == 0 {

@@ -133,6 +133,16 @@ func (f *runFlags) view(g agg.Granularity, tid int, offCPU, wall, runnable bool)
 		TimeMode: api.TimeMode{OffCPU: offCPU, Wall: wall, Runnable: runnable}}
 }
 
+// viewKept checks that a view's answer (top, flame, callers), of count samples (or
+// nanoseconds, weighed by time), kept something of thread tid and of the flags'
+// selection; a view weighed by time may keep a thread that has no samples.
+func (f *runFlags) viewKept(tid int, run string, count uint64, offCPU, wall, runnable bool) error {
+	if err := tidHasSamples(tid, run, count); err != nil && !offCPU {
+		return err
+	}
+	return f.matched(tid, run, count, countWord(offCPU, wall, runnable))
+}
+
 // apiProcesses and apiWindow are the process filter and window as a request holds them.
 func (f *runFlags) apiProcesses() api.Processes { return api.Processes(f.processes) }
 func (f *runFlags) apiWindow() api.WindowParams { return api.WindowParams(f.window) }

@@ -71,10 +71,7 @@ frequency, reason on-cpu) and off CPU together, so a thread's total is its wall 
 			if err != nil {
 				return err
 			}
-			if err := tidHasSamples(tid, res.Run, res.Samples); err != nil && !offCPU {
-				return err
-			}
-			if err := rf.matched(tid, res.Run, res.Samples, countWord(offCPU, wall, runnable)); err != nil {
+			if err := rf.viewKept(tid, res.Run, res.Samples, offCPU, wall, runnable); err != nil {
 				return err
 			}
 			if rf.json {
