@@ -83,15 +83,13 @@ func callersCmd(g *globals, callees bool) *cobra.Command {
 				extra += " · comm " + esc(rf.processes.Comm)
 			}
 			extra = esc(extra) + granularityText(res.By, res.NoInline, res.Short) + transformText(res.Transform) + windowText(res.Window)
-			count := commas
 			if offCPU {
-				count = ms
 				fmt.Fprintf(g.out, "run %s (%s) · %s%s\n", res.Run, runState(res.State, r), timeText(res.Samples, res.Time, res.Wall, res.Runnable), extra)
 			} else {
 				header(g.out, res.Run, runState(res.State, r), res.Samples, extra)
 			}
 			for _, f := range res.Functions {
-				printCallFunction(g, f, callees, res.By, count)
+				printCallFunction(g, f, callees, res.By, offCPU)
 			}
 			return nil
 		},
@@ -160,17 +158,21 @@ func funcName(fn string, inlined bool, file string, line int) string {
 	return name
 }
 
-// printCallFunction writes one function's callers or callees, their counts written by
-// count (samples, or nanoseconds as milliseconds).
-func printCallFunction(g *globals, f agg.CallFunction, callees bool, by string, count func(uint64) string) {
+// printCallFunction writes one function's callers or callees, their counts samples, or
+// (timed) nanoseconds written as milliseconds.
+func printCallFunction(g *globals, f agg.CallFunction, callees bool, by string, timed bool) {
 	w := g.out
-	fmt.Fprintf(w, "\n%s  [%s]  total %s (%.2f%%) · self %s (%.2f%%)\n", funcName(f.Func, f.Inlined, f.File, f.Line), esc(trimBrackets(f.Image)),
-		count(f.Total), f.TotalPct, count(f.Self), f.SelfPct)
+	count, unit := commas, ""
+	if timed {
+		count, unit = ms, " ms"
+	}
+	fmt.Fprintf(w, "\n%s  [%s]  total %s%s (%.2f%%) · self %s%s (%.2f%%)\n", funcName(f.Func, f.Inlined, f.File, f.Line), esc(trimBrackets(f.Image)),
+		count(f.Total), unit, f.TotalPct, count(f.Self), unit, f.SelfPct)
 	col := "CALLER"
 	if callees {
 		col = "CALLEE"
 	}
-	fmt.Fprintf(w, "%8s %10s %10s  %s\n", "SHARE", "TOTAL", "SELF", col+"  [IMAGE]")
+	fmt.Fprintf(w, "%8s %10s %10s  %s\n", "SHARE", "TOTAL"+unit, "SELF"+unit, col+"  [IMAGE]")
 	// The samples no row holds, (outermost) or (self), are a row of their own, in its place.
 	var rest uint64
 	restText := ""
