@@ -130,13 +130,42 @@ type Top struct {
 	// NoInline: each machine frame counted as the function its code belongs to (--no-inline).
 	NoInline bool `json:"no_inline,omitempty"`
 	// Short: C++ names without parameter lists and template arguments (--short).
-	Short bool         `json:"short,omitempty"`
-	Rows  []agg.TopRow `json:"rows"`
+	Short bool     `json:"short,omitempty"`
+	Rows  []TopRow `json:"rows"`
 	// Processes lists processes by samples for top --by process.
-	Processes []agg.ProcessRow `json:"processes,omitempty"`
+	Processes []ProcessRow `json:"processes,omitempty"`
 	// Time says what Samples holds in a view weighed by time: the time off CPU, of which
 	// runnable and blocked, and (--wall) on CPU; absent in a view of samples.
 	Time *TimeTotals `json:"time,omitempty"`
+}
+
+// TopRow is a row of Top: a function (or a line, an address, an image), its samples
+// (nanoseconds in a view weighed by time) and their shares of the answer's.
+type TopRow struct {
+	Func    string `json:"func"`
+	Image   string `json:"image"`
+	Kind    string `json:"kind"`
+	Inlined bool   `json:"inlined,omitempty"`
+	File    string `json:"file,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	// Addr is the row's instruction address in a view by address.
+	Addr     uint64  `json:"addr,omitempty"`
+	Self     uint64  `json:"self"`
+	Total    uint64  `json:"total"`
+	SelfPct  float64 `json:"self_pct"`
+	TotalPct float64 `json:"total_pct"`
+	// Reason is, in a view weighed by time, the reason with the most of the row's time.
+	Reason string `json:"reason,omitempty"`
+}
+
+// ProcessRow is a row of Top by process.
+type ProcessRow struct {
+	Pid     uint32  `json:"pid"`
+	Comm    string  `json:"comm"`
+	Threads int     `json:"threads"`
+	Samples uint64  `json:"samples"`
+	Pct     float64 `json:"pct"`
+	TopFunc string  `json:"top_func,omitempty"` // its hottest function (self)
 }
 
 // TimeTotals splits the time a view weighed by time counts (nanoseconds). Off CPU is

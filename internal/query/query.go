@@ -105,7 +105,7 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 			times = timeTotals(&run.Profile, timeReasons(&run.Profile, cpuStacks), f)
 		}
 		return api.Top{Time: times, Wall: o.Wall, Runnable: o.Runnable, Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples,
-			OffCPU: o.OffCPU, Sort: "samples", By: "process", Rows: []agg.TopRow{}, Processes: procs}, nil
+			OffCPU: o.OffCPU, Sort: "samples", By: "process", Rows: []api.TopRow{}, Processes: processRows(procs)}, nil
 	}
 	g, err := granularity(o.Granularity, true)
 	if err != nil {
@@ -125,11 +125,8 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 	if o.ByTotal {
 		sort = "total"
 	}
-	if rows == nil {
-		rows = []agg.TopRow{}
-	}
 	return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Time: times, Sort: sort,
-		By: g.By, NoInline: g.NoInline, Short: g.Short, Rows: rows}, nil
+		By: g.By, NoInline: g.NoInline, Short: g.Short, Rows: topRows(rows)}, nil
 }
 
 // granularity checks a query's granularity and fills in its default (by function).
