@@ -1,6 +1,10 @@
 // Package api is what the live server and its clients share: the types that stax's query
 // commands exchange, over the live socket and as --json output, where the sockets are, and
 // the summaries both sides compute from a run. Schema is bumped on any incompatible change.
+//
+// Each query is a request type (TopRequest, FlameRequest, ...) whose tagged fields are its
+// query parameters, encoded and decoded by one codec (EncodeParams, DecodeParams) for the
+// CLI, the server and the web page alike.
 package api
 
 import (
