@@ -78,24 +78,33 @@ func offCPURun(run *store.Run, w Window) (*store.Run, error) {
 	return &store.Run{Meta: run.Meta, Profile: *run.OffCPU}, nil
 }
 
-// Top answers `stax top`.
-func Top(run *store.Run, o TopOptions) (api.Top, error) {
-	cpuStacks := -1
+// timedView is view's run, window and transform, weighed by time (timeRun) when timed,
+// wall or runnable: cpuStacks is then the number of CPU stacks a wall profile begins
+// with (else -1).
+func timedView(run *store.Run, timed, wall, runnable bool, w Window, t api.Transform, tid uint32) (_ *store.Run, win *api.Window, tr *api.Transform, cpuStacks int, err error) {
+	cpuStacks = -1
 	var timeWin *api.Window
-	vw := o.Window
-	if o.OffCPU || o.Wall || o.Runnable {
-		var err error
-		if run, cpuStacks, timeWin, err = timeRun(run, o.Wall, o.Runnable, o.Window, o.Transform); err != nil {
-			return api.Top{}, err
+	if timed {
+		if run, cpuStacks, timeWin, err = timeRun(run, wall, runnable, w, t); err != nil {
+			return nil, nil, nil, -1, err
 		}
-		o.OffCPU, vw = true, Window{}
+		w = Window{}
 	}
-	run, win, tr, err := view(run, vw, o.Transform, o.Tid)
-	if err != nil {
-		return api.Top{}, err
+	if run, win, tr, err = view(run, w, t, tid); err != nil {
+		return nil, nil, nil, -1, err
 	}
 	if timeWin != nil {
 		win = timeWin
+	}
+	return run, win, tr, cpuStacks, nil
+}
+
+// Top answers `stax top`.
+func Top(run *store.Run, o TopOptions) (api.Top, error) {
+	o.OffCPU = o.OffCPU || o.Wall || o.Runnable
+	run, win, tr, cpuStacks, err := timedView(run, o.OffCPU, o.Wall, o.Runnable, o.Window, o.Transform, o.Tid)
+	if err != nil {
+		return api.Top{}, err
 	}
 	f := o.Processes.filter(&run.Profile, o.Tid)
 	if o.ByProcess {
@@ -164,22 +173,10 @@ type FlameOptions struct {
 
 // Flame answers `stax flame`.
 func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
-	cpuStacks := -1
-	var timeWin *api.Window
-	vw := o.Window
-	if o.OffCPU || o.Wall || o.Runnable {
-		var err error
-		if run, cpuStacks, timeWin, err = timeRun(run, o.Wall, o.Runnable, o.Window, o.Transform); err != nil {
-			return api.Flame{}, err
-		}
-		o.OffCPU, vw = true, Window{}
-	}
-	run, win, tr, err := view(run, vw, o.Transform, o.Tid)
+	o.OffCPU = o.OffCPU || o.Wall || o.Runnable
+	run, win, tr, cpuStacks, err := timedView(run, o.OffCPU, o.Wall, o.Runnable, o.Window, o.Transform, o.Tid)
 	if err != nil {
 		return api.Flame{}, err
-	}
-	if timeWin != nil {
-		win = timeWin
 	}
 	var match *regexp.Regexp
 	if o.Match != "" {
@@ -235,22 +232,10 @@ type CallersOptions struct {
 // Callers answers `stax callers` and `stax callees`. No function matching is no error: the
 // answer lists none.
 func Callers(run *store.Run, o CallersOptions) (api.Callers, error) {
-	cpuStacks := -1
-	var timeWin *api.Window
-	vw := o.Window
-	if o.OffCPU || o.Wall || o.Runnable {
-		var err error
-		if run, cpuStacks, timeWin, err = timeRun(run, o.Wall, o.Runnable, o.Window, o.Transform); err != nil {
-			return api.Callers{}, err
-		}
-		o.OffCPU, vw = true, Window{}
-	}
-	run, win, tr, err := view(run, vw, o.Transform, o.Tid)
+	o.OffCPU = o.OffCPU || o.Wall || o.Runnable
+	run, win, tr, cpuStacks, err := timedView(run, o.OffCPU, o.Wall, o.Runnable, o.Window, o.Transform, o.Tid)
 	if err != nil {
 		return api.Callers{}, err
-	}
-	if timeWin != nil {
-		win = timeWin
 	}
 	g, err := granularity(o.Granularity, false)
 	if err != nil {
