@@ -13,16 +13,16 @@ var Granularities = []string{ByFunction, ByLine, ByAddress, ByImage}
 
 // Granularity says what a view counts.
 type Granularity struct {
-	By string `json:"by,omitempty"` // ByFunction (or ""), ByLine, ByAddress or ByImage
+	By string `json:"by,omitempty" param:"by"` // ByFunction (or ""), ByLine, ByAddress or ByImage
 	// NoInline counts each machine frame as the function its code belongs to, the way perf
 	// report and pprof -noinlines count: functions inlined into it get no frames, no rows and
 	// no samples of their own. Without it, a sample's self goes to the innermost function
 	// inlined at its address, and each inlined function is a frame of its own.
-	NoInline bool `json:"no_inline,omitempty"`
+	NoInline bool `json:"no_inline,omitempty" param:"inline,negated"`
 	// Short names native functions without their C++ parameter lists and template
 	// arguments (see ShortName); functions whose short names are the same are counted as
 	// one.
-	Short bool `json:"short,omitempty"`
+	Short bool `json:"short,omitempty" param:"short"`
 }
 
 // IsZero says whether g is a view's default: functions, inlined ones included, full names.

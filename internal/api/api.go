@@ -1,6 +1,10 @@
 // Package api is what the live server and its clients share: the types that stax's query
 // commands exchange, over the live socket and as --json output, where the sockets are, and
 // the summaries both sides compute from a run. Schema is bumped on any incompatible change.
+//
+// Each query is a request type (TopRequest, FlameRequest, ...) whose tagged fields are its
+// query parameters, encoded and decoded by one codec (EncodeParams, DecodeParams) for the
+// CLI, the server and the web page alike.
 package api
 
 import (
@@ -130,13 +134,42 @@ type Top struct {
 	// NoInline: each machine frame counted as the function its code belongs to (--no-inline).
 	NoInline bool `json:"no_inline,omitempty"`
 	// Short: C++ names without parameter lists and template arguments (--short).
-	Short bool         `json:"short,omitempty"`
-	Rows  []agg.TopRow `json:"rows"`
+	Short bool     `json:"short,omitempty"`
+	Rows  []TopRow `json:"rows"`
 	// Processes lists processes by samples for top --by process.
-	Processes []agg.ProcessRow `json:"processes,omitempty"`
+	Processes []ProcessRow `json:"processes,omitempty"`
 	// Time says what Samples holds in a view weighed by time: the time off CPU, of which
 	// runnable and blocked, and (--wall) on CPU; absent in a view of samples.
 	Time *TimeTotals `json:"time,omitempty"`
+}
+
+// TopRow is a row of Top: a function (or a line, an address, an image), its samples
+// (nanoseconds in a view weighed by time) and their shares of the answer's.
+type TopRow struct {
+	Func    string `json:"func"`
+	Image   string `json:"image"`
+	Kind    string `json:"kind"`
+	Inlined bool   `json:"inlined,omitempty"`
+	File    string `json:"file,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	// Addr is the row's instruction address in a view by address.
+	Addr     uint64  `json:"addr,omitempty"`
+	Self     uint64  `json:"self"`
+	Total    uint64  `json:"total"`
+	SelfPct  float64 `json:"self_pct"`
+	TotalPct float64 `json:"total_pct"`
+	// Reason is, in a view weighed by time, the reason with the most of the row's time.
+	Reason string `json:"reason,omitempty"`
+}
+
+// ProcessRow is a row of Top by process.
+type ProcessRow struct {
+	Pid     uint32  `json:"pid"`
+	Comm    string  `json:"comm"`
+	Threads int     `json:"threads"`
+	Samples uint64  `json:"samples"`
+	Pct     float64 `json:"pct"`
+	TopFunc string  `json:"top_func,omitempty"` // its hottest function (self)
 }
 
 // TimeTotals splits the time a view weighed by time counts (nanoseconds). Off CPU is
@@ -190,14 +223,21 @@ type Callers struct {
 	Window    *Window    `json:"window,omitempty"`
 	Transform *Transform `json:"transform,omitempty"`
 	Samples   uint64     `json:"samples"`
-	Direction string     `json:"direction"` // callers or callees
-	Match     string     `json:"match"`     // FN as given
+	// OffCPU, Wall and Runnable: as Top's (callers --off-cpu, --wall, --runnable): the
+	// counts are nanoseconds.
+	OffCPU    bool   `json:"off_cpu,omitempty"`
+	Wall      bool   `json:"wall,omitempty"`
+	Runnable  bool   `json:"runnable,omitempty"`
+	Direction string `json:"direction"` // callers or callees
+	Match     string `json:"match"`     // FN as given
 	// By, NoInline and Short say what a row (a caller or callee) is, as in Top; the
 	// functions matching Match stay whole functions.
 	By        string             `json:"by"`
 	NoInline  bool               `json:"no_inline,omitempty"`
 	Short     bool               `json:"short,omitempty"`
 	Functions []agg.CallFunction `json:"functions"`
+	// Time: as Top's.
+	Time *TimeTotals `json:"time,omitempty"`
 }
 
 // Directions of a Callers answer.
@@ -240,12 +280,12 @@ type Timeline struct {
 // the flags --focus, --ignore, --hide, --collapse-image and --fold-recursion as given, and
 // the query parameters of the same names (fold_recursion=1; collapse_image repeated).
 type Transform struct {
-	Focus         string   `json:"focus,omitempty"`
-	Ignore        string   `json:"ignore,omitempty"`
-	Hide          string   `json:"hide,omitempty"`
-	CollapseImage []string `json:"collapse_image,omitempty"`
-	FoldRecursion bool     `json:"fold_recursion,omitempty"`
-	Python        bool     `json:"python,omitempty"` // --python: Python frames and the native leaf only
+	Focus         string   `json:"focus,omitempty" param:"focus"`
+	Ignore        string   `json:"ignore,omitempty" param:"ignore"`
+	Hide          string   `json:"hide,omitempty" param:"hide"`
+	CollapseImage []string `json:"collapse_image,omitempty" param:"collapse_image"`
+	FoldRecursion bool     `json:"fold_recursion,omitempty" param:"fold_recursion"`
+	Python        bool     `json:"python,omitempty" param:"python"` // --python: Python frames and the native leaf only
 }
 
 // IsZero says whether t rewrites nothing.
@@ -253,69 +293,11 @@ func (t *Transform) IsZero() bool {
 	return t == nil || t.Focus == "" && t.Ignore == "" && t.Hide == "" && len(t.CollapseImage) == 0 && !t.FoldRecursion && !t.Python
 }
 
-// Query parameters of a Transform.
-const (
-	ParamFocus         = "focus"
-	ParamIgnore        = "ignore"
-	ParamHide          = "hide"
-	ParamCollapseImage = "collapse_image"
-	ParamFoldRecursion = "fold_recursion"
-	ParamPython        = "python"
-)
-
 // AddParams sets t's query parameters in q.
 func (t *Transform) AddParams(q url.Values) {
-	if t.Focus != "" {
-		q.Set(ParamFocus, t.Focus)
+	for k, v := range EncodeParams(t) {
+		q[k] = v
 	}
-	if t.Ignore != "" {
-		q.Set(ParamIgnore, t.Ignore)
-	}
-	if t.Hide != "" {
-		q.Set(ParamHide, t.Hide)
-	}
-	for _, img := range t.CollapseImage {
-		q.Add(ParamCollapseImage, img)
-	}
-	if t.FoldRecursion {
-		q.Set(ParamFoldRecursion, "1")
-	}
-	if t.Python {
-		q.Set(ParamPython, "1")
-	}
-}
-
-// TransformParams reads a Transform from query parameters.
-func TransformParams(q url.Values) Transform {
-	return Transform{Focus: q.Get(ParamFocus), Ignore: q.Get(ParamIgnore), Hide: q.Get(ParamHide),
-		CollapseImage: q[ParamCollapseImage], FoldRecursion: q.Get(ParamFoldRecursion) == "1",
-		Python: q.Get(ParamPython) == "1"}
-}
-
-// Query parameters of a view's granularity (see agg.Granularity): by=function|line|address|
-// image, inline=0 (--no-inline), short=1.
-const (
-	ParamBy     = "by"
-	ParamInline = "inline"
-	ParamShort  = "short"
-)
-
-// AddGranularityParams sets g's query parameters in q.
-func AddGranularityParams(q url.Values, g agg.Granularity) {
-	if g.By != "" {
-		q.Set(ParamBy, g.By)
-	}
-	if g.NoInline {
-		q.Set(ParamInline, "0")
-	}
-	if g.Short {
-		q.Set(ParamShort, "1")
-	}
-}
-
-// GranularityParams reads a granularity from query parameters.
-func GranularityParams(q url.Values) agg.Granularity {
-	return agg.Granularity{By: q.Get(ParamBy), NoInline: q.Get(ParamInline) == "0", Short: q.Get(ParamShort) == "1"}
 }
 
 // Compare is the answer of `stax compare`.

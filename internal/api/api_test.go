@@ -59,15 +59,17 @@ func TestTransformParamsRoundTrip(t *testing.T) {
 	want := Transform{Focus: "a|b", Ignore: "^c$", Hide: "d", CollapseImage: []string{"libc.so.6", "[kernel.kallsyms]"}, FoldRecursion: true}
 	q := url.Values{}
 	want.AddParams(q)
-	if got := TransformParams(q); !reflect.DeepEqual(got, want) {
-		t.Errorf("parameters %v read back as %+v, want %+v", q, got, want)
+	var got Transform
+	if err := DecodeParams(q, &got); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("parameters %v read back as %+v (%v), want %+v", q, got, err, want)
 	}
 	q = url.Values{}
 	(&Transform{}).AddParams(q)
 	if len(q) != 0 {
 		t.Errorf("a zero transform sets parameters %v", q)
 	}
-	if got := TransformParams(q); !got.IsZero() {
-		t.Errorf("no parameters read as %+v", got)
+	got = Transform{}
+	if err := DecodeParams(q, &got); err != nil || !got.IsZero() {
+		t.Errorf("no parameters read as %+v (%v)", got, err)
 	}
 }

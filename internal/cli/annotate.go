@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stax-profiler/stax/internal/annotate"
+	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/store"
 )
@@ -51,17 +52,18 @@ samples taken under main_loop.` + transformHelp,
 			if err != nil {
 				return err
 			}
-			run, win, err := rf.window.Apply(run)
-			if err != nil {
-				return queryErr(err)
+			req := api.AnnotateRequest{Target: args[0], Tid: uint32(tid), Version: version, Window: rf.apiWindow(), Transform: rf.transform}
+			if intel {
+				req.Syntax = "intel"
 			}
-			if run, _, err = query.ApplyTransform(run, rf.transform); err != nil {
+			run, win, err := query.AnnotateView(run, req)
+			if err != nil {
 				return queryErr(err)
 			}
 			if err := rf.matched(0, run.Meta.ID, run.Profile.TotalSamples(), "samples"); err != nil {
 				return err
 			}
-			res, err := query.Annotate(run, query.AnnotateOptions{Target: args[0], Tid: uint32(tid), Intel: intel, Version: version})
+			res, err := query.Annotate(run, query.AnnotateOf(req))
 			if err == nil {
 				res.Window = win
 			}

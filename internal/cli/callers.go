@@ -3,14 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net/url"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/query"
-	"github.com/stax-profiler/stax/internal/store"
 )
 
 // callersCmd is stax callers, or stax callees.
@@ -18,9 +16,10 @@ func callersCmd(g *globals, callees bool) *cobra.Command {
 	var rf runFlags
 	var gf granularityFlags
 	var n, funcs, tid int
-	name, short, path := "callers", "Show who calls a function, with each caller's share", "/v1/callers"
+	var offCPU, wall, runnable bool
+	name, short := "callers", "Show who calls a function, with each caller's share"
 	if callees {
-		name, short, path = "callees", "Show whom a function calls, with each callee's share", "/v1/callees"
+		name, short = "callees", "Show whom a function calls, with each callee's share"
 	}
 	long := callersHelp
 	if callees {
@@ -52,22 +51,19 @@ func callersCmd(g *globals, callees bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := timeFlags(&offCPU, wall, runnable); err != nil {
+				return err
+			}
 			r, err := rf.pick()
 			if err != nil {
 				return err
 			}
-			q := rf.query(addGranularityParams(url.Values{"fn": {fn}, "n": {itoa(n)}, "functions": {itoa(funcs)}, "tid": {itoa(tid)}}, gran))
-			res, err := ask(context.Background(), g, r, path, q, rf.need(), func(run *store.Run) (api.Callers, error) {
-				return query.Callers(run, query.CallersOptions{Func: fn, Callees: callees, MaxFuncs: funcs, MaxRows: n, Granularity: gran,
-					Tid: uint32(tid), Processes: rf.processes, Window: rf.window, Transform: rf.transform})
-			})
+			req := api.CallersRequest{Callees: callees, Func: fn, N: n, Functions: funcs, View: rf.view(gran, tid, offCPU, wall, runnable)}
+			res, err := askFor(context.Background(), g, r, req, rf.need()|offCPUPart(offCPU), query.AnswerCallers)
 			if err != nil {
 				return err
 			}
-			if err := tidHasSamples(tid, res.Run, res.Samples); err != nil {
-				return err
-			}
-			if err := rf.matched(tid, res.Run, res.Samples, "samples"); err != nil {
+			if err := rf.viewKept(tid, res.Run, res.Samples, offCPU, wall, runnable); err != nil {
 				return err
 			}
 			if len(res.Functions) == 0 {
@@ -86,9 +82,14 @@ func callersCmd(g *globals, callees bool) *cobra.Command {
 			if rf.processes.Comm != "" {
 				extra += " · comm " + esc(rf.processes.Comm)
 			}
-			header(g.out, res.Run, runState(res.State, r), res.Samples, esc(extra)+granularityText(res.By, res.NoInline, res.Short)+transformText(res.Transform)+windowText(res.Window))
+			extra = esc(extra) + granularityText(res.By, res.NoInline, res.Short) + transformText(res.Transform) + windowText(res.Window)
+			if offCPU {
+				fmt.Fprintf(g.out, "run %s (%s) · %s%s\n", res.Run, runState(res.State, r), timeText(res.Samples, res.Time, res.Wall, res.Runnable), extra)
+			} else {
+				header(g.out, res.Run, runState(res.State, r), res.Samples, extra)
+			}
 			for _, f := range res.Functions {
-				printCallFunction(g, f, callees, res.By)
+				printCallFunction(g, f, callees, res.By, offCPU)
 			}
 			return nil
 		},
@@ -102,6 +103,9 @@ func callersCmd(g *globals, callees bool) *cobra.Command {
 	c.Flags().IntVarP(&n, "n", "n", 20, "show `N` "+name+" of each function")
 	c.Flags().IntVar(&funcs, "functions", 10, "show the `N` hottest functions matching FN")
 	c.Flags().IntVar(&tid, "tid", 0, "only samples of thread `TID`")
+	c.Flags().BoolVar(&offCPU, "off-cpu", false, "weigh "+name+" by the time threads were off CPU under them")
+	c.Flags().BoolVar(&wall, "wall", false, "weigh "+name+" by the time threads were on and off CPU under them (wall clock)")
+	c.Flags().BoolVar(&runnable, "runnable", false, "weigh "+name+" by the time threads waited for a CPU under them")
 	return c
 }
 
@@ -114,7 +118,7 @@ each row is the line that calls the function.
 Recursion is folded: in each sample a function's caller is the one above its outermost
 call, so a function is never its own caller and each sample counts once per function.
 The rows add up to the function's total, with (outermost) for the samples in which
-nothing called it (a thread's first function).`
+nothing called it (a thread's first function).` + callersTimeHelp
 
 const calleesHelp = `For each function matching FN, the functions it calls, most samples first: TOTAL counts
 the samples in which the function calls the callee, SHARE is their part of the
@@ -124,7 +128,13 @@ running. A callee's file:line is where that function is (as in stax top).
 Recursion is folded: in each sample a function's callee is the one below its innermost
 call, so a function is never its own callee and each sample counts once per function.
 The rows add up to the function's total, with (self) for the samples in which the
-function itself was running.`
+function itself was running.` + callersTimeHelp
+
+const callersTimeHelp = `
+
+--off-cpu weighs them by the time threads spent off CPU (blocked, or runnable) instead of
+by samples, --wall by time on and off CPU together, --runnable by runnable time alone, as
+stax top's do: the counts are milliseconds (--json: nanoseconds). See docs/off-cpu.md.`
 
 const callersByHelp = `
 With --by the rows (callers, callees) are lines, addresses or images; the functions
@@ -148,26 +158,32 @@ func funcName(fn string, inlined bool, file string, line int) string {
 	return name
 }
 
-func printCallFunction(g *globals, f agg.CallFunction, callees bool, by string) {
+// printCallFunction writes one function's callers or callees, their counts samples, or
+// (timed) nanoseconds written as milliseconds.
+func printCallFunction(g *globals, f agg.CallFunction, callees bool, by string, timed bool) {
 	w := g.out
-	fmt.Fprintf(w, "\n%s  [%s]  total %s (%.2f%%) · self %s (%.2f%%)\n", funcName(f.Func, f.Inlined, f.File, f.Line), esc(trimBrackets(f.Image)),
-		commas(f.Total), f.TotalPct, commas(f.Self), f.SelfPct)
+	count, unit := commas, ""
+	if timed {
+		count, unit = ms, " ms"
+	}
+	fmt.Fprintf(w, "\n%s  [%s]  total %s%s (%.2f%%) · self %s%s (%.2f%%)\n", funcName(f.Func, f.Inlined, f.File, f.Line), esc(trimBrackets(f.Image)),
+		count(f.Total), unit, f.TotalPct, count(f.Self), unit, f.SelfPct)
 	col := "CALLER"
 	if callees {
 		col = "CALLEE"
 	}
-	fmt.Fprintf(w, "%8s %10s %10s  %s\n", "SHARE", "TOTAL", "SELF", col+"  [IMAGE]")
+	fmt.Fprintf(w, "%8s %10s %10s  %s\n", "SHARE", "TOTAL"+unit, "SELF"+unit, col+"  [IMAGE]")
 	// The samples no row holds, (outermost) or (self), are a row of their own, in its place.
 	var rest uint64
 	restText := ""
 	if callees {
-		rest, restText = f.Self, fmt.Sprintf("%10s  (self)", commas(f.Self))
+		rest, restText = f.Self, fmt.Sprintf("%10s  (self)", count(f.Self))
 	} else {
 		rest, restText = f.Outermost, fmt.Sprintf("%10s  (outermost)", "")
 	}
 	printRest := func() {
 		if rest > 0 {
-			fmt.Fprintf(w, "%7.2f%% %10s %s\n", float64(rest)*100/float64(max(f.Total, 1)), commas(rest), restText)
+			fmt.Fprintf(w, "%7.2f%% %10s %s\n", float64(rest)*100/float64(max(f.Total, 1)), count(rest), restText)
 			rest = 0
 		}
 	}
@@ -175,7 +191,7 @@ func printCallFunction(g *globals, f agg.CallFunction, callees bool, by string) 
 		if rest > row.Total {
 			printRest()
 		}
-		fmt.Fprintf(w, "%7.2f%% %10s %10s  %s  [%s]\n", row.Pct, commas(row.Total), commas(row.Self),
+		fmt.Fprintf(w, "%7.2f%% %10s %10s  %s  [%s]\n", row.Pct, count(row.Total), count(row.Self),
 			rowName(by, row.Func, row.Inlined, row.File, row.Line, row.Addr), esc(trimBrackets(row.Image)))
 	}
 	printRest()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/client"
 	"github.com/stax-profiler/stax/internal/numfmt"
@@ -117,29 +118,41 @@ func (f *runFlags) checkProcesses() error {
 	return nil
 }
 
-// query returns q with the window's and process filter's parameters added.
+// query returns q with the window's, process filter's and transform's parameters added.
 func (f *runFlags) query(q url.Values) url.Values {
 	if q == nil {
 		q = url.Values{}
 	}
-	if f.processes.Pid != 0 {
-		q.Set("pid", strconv.FormatUint(uint64(f.processes.Pid), 10))
+	for k, v := range api.EncodeParams(struct {
+		Processes api.Processes
+		Window    api.WindowParams
+		Transform api.Transform
+	}{f.apiProcesses(), f.apiWindow(), f.transform}) {
+		q[k] = v
 	}
-	if f.processes.Comm != "" {
-		q.Set("comm", f.processes.Comm)
-	}
-	if f.window.From != "" {
-		q.Set("from", f.window.From)
-	}
-	if f.window.To != "" {
-		q.Set("to", f.window.To)
-	}
-	if f.window.Span != "" {
-		q.Set("span", f.window.Span)
-	}
-	f.transform.AddParams(q)
 	return q
 }
+
+// view is what a view's request (top, flame, callers) asks of the run: g, thread tid, the
+// flags' processes, window and transform, weighed by time with offCPU, wall or runnable.
+func (f *runFlags) view(g agg.Granularity, tid int, offCPU, wall, runnable bool) api.View {
+	return api.View{Granularity: g, Tid: uint32(tid), Processes: f.apiProcesses(), Window: f.apiWindow(), Transform: f.transform,
+		TimeMode: api.TimeMode{OffCPU: offCPU, Wall: wall, Runnable: runnable}}
+}
+
+// viewKept checks that a view's answer (top, flame, callers), of count samples (or
+// nanoseconds, weighed by time), kept something of thread tid and of the flags'
+// selection; a view weighed by time may keep a thread that has no samples.
+func (f *runFlags) viewKept(tid int, run string, count uint64, offCPU, wall, runnable bool) error {
+	if err := tidHasSamples(tid, run, count); err != nil && !offCPU {
+		return err
+	}
+	return f.matched(tid, run, count, countWord(offCPU, wall, runnable))
+}
+
+// apiProcesses and apiWindow are the process filter and window as a request holds them.
+func (f *runFlags) apiProcesses() api.Processes { return api.Processes(f.processes) }
+func (f *runFlags) apiWindow() api.WindowParams { return api.WindowParams(f.window) }
 
 // timeFlags checks --off-cpu, --wall and --runnable: at most one of the last two, and
 // either makes the view one weighed by time, as --off-cpu does.
@@ -260,6 +273,15 @@ func ask[T any](ctx context.Context, g *globals, r *client.Run, path string, q u
 	}
 	out, err = offline(run)
 	return out, queryErr(err)
+}
+
+// askFor asks req of the live recorder, or answers it from the stored run with answer:
+// the same request either way.
+func askFor[Q interface {
+	Path() string
+	Encode() url.Values
+}, T any](ctx context.Context, g *globals, r *client.Run, req Q, need store.Parts, answer func(*store.Run, Q) (T, error)) (T, error) {
+	return ask(ctx, g, r, req.Path(), req.Encode(), need, func(run *store.Run) (T, error) { return answer(run, req) })
 }
 
 // queryErr gives a query's error its exit code: not found (5) where it selects nothing

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,7 +12,6 @@ import (
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/query"
-	"github.com/stax-profiler/stax/internal/store"
 )
 
 func flameCmd(g *globals) *cobra.Command {
@@ -72,30 +69,12 @@ records, shared by the samples; reason on-cpu) and off CPU together, so a thread
 			if err != nil {
 				return err
 			}
-			q := rf.query(addGranularityParams(url.Values{"depth": {itoa(depth)}, "threshold_pct": {strconv.FormatFloat(threshold, 'f', -1, 64)}, "tid": {itoa(tid)}}, gran))
-			if inverted {
-				q.Set("inverted", "1")
-			}
-			if offCPU {
-				q.Set("off_cpu", "1")
-			}
-			if wall {
-				q.Set("wall", "1")
-			}
-			if runnable {
-				q.Set("runnable", "1")
-			}
-			res, err := ask(context.Background(), g, r, "/v1/flame", q, rf.need()|offCPUPart(offCPU), func(run *store.Run) (api.Flame, error) {
-				return query.Flame(run, query.FlameOptions{Depth: depth, ThresholdPct: threshold, Inverted: inverted, Granularity: gran,
-					Tid: uint32(tid), Processes: rf.processes, Window: rf.window, Transform: rf.transform, OffCPU: offCPU, Wall: wall, Runnable: runnable})
-			})
+			req := api.FlameRequest{Depth: depth, ThresholdPct: threshold, Inverted: inverted, View: rf.view(gran, tid, offCPU, wall, runnable)}
+			res, err := askFor(context.Background(), g, r, req, rf.need()|offCPUPart(offCPU), query.AnswerFlame)
 			if err != nil {
 				return err
 			}
-			if err := tidHasSamples(tid, res.Run, res.Samples); err != nil && !offCPU {
-				return err
-			}
-			if err := rf.matched(tid, res.Run, res.Samples, countWord(offCPU, wall, runnable)); err != nil {
+			if err := rf.viewKept(tid, res.Run, res.Samples, offCPU, wall, runnable); err != nil {
 				return err
 			}
 			if diff != "" && res.Root != nil {

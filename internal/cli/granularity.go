@@ -2,13 +2,11 @@ package cli
 
 import (
 	"fmt"
-	"net/url"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stax-profiler/stax/internal/agg"
-	"github.com/stax-profiler/stax/internal/api"
 )
 
 // granularityHelp ends the help of the commands that take --by, --inline and --short.
@@ -64,12 +62,6 @@ func (f *granularityFlags) get(c *cobra.Command, others ...string) (agg.Granular
 		return g, usageErr("--by must be %s, not %q", values, g.By)
 	}
 	return g, nil
-}
-
-// addParams sets g's query parameters in q.
-func addGranularityParams(q url.Values, g agg.Granularity) url.Values {
-	api.AddGranularityParams(q, g)
-	return q
 }
 
 // granularityText describes an answer's granularity for headers.

@@ -56,6 +56,10 @@ func TestOffCPUCommands(t *testing.T) {
 		// --wall adds the samples (1 ms each at 1000 Hz) to the time off CPU.
 		{[]string{"top", "--wall", "--tid", "102", "--sort", "total"}, []string{"on and off CPU (wall clock) 2,051.0 ms: on CPU 1,001.0 ms, off CPU 1,050.0 ms, of which runnable 50.0 ms", "lock         run_jit"}},
 		{[]string{"top", "--runnable"}, []string{"runnable 50.0 ms (waiting for a CPU) · sort: total", "runnable     [runnable]"}},
+		// Callers and callees weigh the time too, in milliseconds.
+		{[]string{"callees", "run_jit", "--off-cpu"}, []string{"off CPU 1,050.0 ms, of which runnable 50.0 ms · callees of \"run_jit\"", "total 1,050.0 ms (100.00%)", "TOTAL ms", "66.67%      700.0      700.0  __lll_lock_wait  [libc.so.6]"}},
+		{[]string{"callers", "__lll_lock_wait", "--off-cpu"}, []string{"total 700.0 ms (66.67%)", "100.00%      700.0      700.0  run_jit  [/opt/app/bin/app]"}},
+		{[]string{"callers", "run_jit", "--off-cpu", "--json"}, []string{`"off_cpu": true`, `"samples": 1050000000`, `"total": 1050000000`, `"off_cpu_ns": 1050000000`}},
 		// Exports: the off-CPU profile in nanoseconds.
 		{[]string{"export", "--format", "folded", "--off-cpu", "-o", "-"}, []string{"main;run_jit;__lll_lock_wait 700000000", "main;run_jit;clock_nanosleep 300000000"}},
 		{[]string{"export", "--format", "speedscope", "--off-cpu", "-o", "-"}, []string{`"unit":"nanoseconds"`, `"endValue":1050000000`}},

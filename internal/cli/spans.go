@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net/url"
 
 	"github.com/spf13/cobra"
 
@@ -34,10 +33,8 @@ that take no time. stax top --span NAME and stax flame --span NAME show what ran
 			if err != nil {
 				return err
 			}
-			q := url.Values{"by": {by}, "n": {itoa(n)}}
-			res, err := ask(context.Background(), g, r, "/v1/spans", q, store.Samples, func(run *store.Run) (api.Spans, error) {
-				return query.Spans(run, query.SpansOptions{By: by, N: n})
-			})
+			req := api.SpansRequest{By: by, N: n}
+			res, err := askFor(context.Background(), g, r, req, store.Samples, query.AnswerSpans)
 			if err != nil {
 				return err
 			}

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net/url"
 
 	"github.com/spf13/cobra"
 
@@ -36,9 +35,8 @@ none, and then shows none); the stack transforms apply to it as to the samples.`
 			if err != nil {
 				return err
 			}
-			res, err := ask(context.Background(), g, r, "/v1/threads", rf.query(url.Values{"n": {itoa(n)}}), rf.need()|store.OffCPUPart, func(run *store.Run) (api.Threads, error) {
-				return query.Threads(run, n, rf.window, rf.transform)
-			})
+			req := api.ThreadsRequest{N: n, Window: rf.apiWindow(), Transform: rf.transform}
+			res, err := askFor(context.Background(), g, r, req, rf.need()|store.OffCPUPart, query.AnswerThreads)
 			if err != nil {
 				return err
 			}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -60,13 +59,12 @@ reason (docs/off-cpu.md).` + timelineStatesHelp + transformHelp,
 			if err != nil {
 				return err
 			}
-			q := rf.query(url.Values{"tid": {itoa(tid)}, "threads": {itoa(threads)}, "bucket_ms": {strconv.FormatFloat(bucket, 'f', -1, 64)}})
+			req := api.TimelineRequest{States: states, Tid: uint32(tid), Processes: rf.apiProcesses(), BucketMs: bucket, MaxThreads: threads,
+				Window: rf.apiWindow(), Transform: rf.transform}
 			if states {
-				return timelineStates(g, &rf, r, q, query.TimelineOptions{Tid: uint32(tid), Processes: rf.processes, BucketMs: bucket, MaxThreads: threads, Window: rf.window})
+				return timelineStates(g, &rf, r, req)
 			}
-			res, err := ask(context.Background(), g, r, "/v1/timeline", q, store.Samples, func(run *store.Run) (api.Timeline, error) {
-				return query.Timeline(run, query.TimelineOptions{Tid: uint32(tid), Processes: rf.processes, BucketMs: bucket, MaxThreads: threads, Window: rf.window, Transform: rf.transform})
-			})
+			res, err := askFor(context.Background(), g, r, req, store.Samples, query.AnswerTimeline)
 			if err != nil {
 				return err
 			}

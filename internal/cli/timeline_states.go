@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -42,14 +41,12 @@ L lock, C cond, M sem, S sleep, R io-read, W io-write, P poll, N net-connect,
 A net-accept, H child, o other; a space where stax did not see the thread. --json gives the
 nanoseconds of every state in every bucket.`
 
-func timelineStates(g *globals, rf *runFlags, r *client.Run, q url.Values, o query.TimelineOptions) error {
-	res, err := ask(context.Background(), g, r, "/v1/thread_states", q, store.Samples|store.OffCPUPart, func(run *store.Run) (api.ThreadStates, error) {
-		return query.ThreadStates(run, o)
-	})
+func timelineStates(g *globals, rf *runFlags, r *client.Run, req api.TimelineRequest) error {
+	res, err := askFor(context.Background(), g, r, req, store.Samples|store.OffCPUPart, query.AnswerThreadStates)
 	if err != nil {
 		return err
 	}
-	if err := rf.matched(int(o.Tid), res.Run, uint64(len(res.Threads)), "threads"); err != nil {
+	if err := rf.matched(int(req.Tid), res.Run, uint64(len(res.Threads)), "threads"); err != nil {
 		return err
 	}
 	if rf.json {

@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/query"
-	"github.com/stax-profiler/stax/internal/store"
 )
 
 func topCmd(g *globals) *cobra.Command {
@@ -68,27 +66,12 @@ records, shared by the samples; reason on-cpu) and off CPU together, so a thread
 			if err != nil {
 				return err
 			}
-			q := rf.query(addGranularityParams(url.Values{"n": {itoa(n)}, "sort": {sort}, "tid": {itoa(tid)}}, gran))
-			if offCPU {
-				q.Set("off_cpu", "1")
-			}
-			if wall {
-				q.Set("wall", "1")
-			}
-			if runnable {
-				q.Set("runnable", "1")
-			}
-			res, err := ask(context.Background(), g, r, "/v1/top", q, rf.need()|offCPUPart(offCPU), func(run *store.Run) (api.Top, error) {
-				return query.Top(run, query.TopOptions{N: n, ByTotal: sort == "total", ByProcess: by == "process", Granularity: gran,
-					Tid: uint32(tid), Processes: rf.processes, Window: rf.window, Transform: rf.transform, OffCPU: offCPU, Wall: wall, Runnable: runnable})
-			})
+			req := api.TopRequest{N: n, Sort: sort, View: rf.view(gran, tid, offCPU, wall, runnable)}
+			res, err := askFor(context.Background(), g, r, req, rf.need()|offCPUPart(offCPU), query.AnswerTop)
 			if err != nil {
 				return err
 			}
-			if err := tidHasSamples(tid, res.Run, res.Samples); err != nil && !offCPU {
-				return err
-			}
-			if err := rf.matched(tid, res.Run, res.Samples, countWord(offCPU, wall, runnable)); err != nil {
+			if err := rf.viewKept(tid, res.Run, res.Samples, offCPU, wall, runnable); err != nil {
 				return err
 			}
 			if rf.json {

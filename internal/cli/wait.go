@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,19 +56,19 @@ Exit codes: 0 the condition holds; 3 the run ended first; 4 --timeout-ms passed 
 			}
 			var res api.Wait
 			if r.Live {
-				q := url.Values{"samples": {itoa(samples)}, "seconds": {strconv.FormatFloat(seconds, 'f', -1, 64)}, "symbol": {symbol}}
+				req := api.WaitRequest{Samples: samples, Seconds: seconds, Symbol: symbol}
 				// The recorder answers when the time is up; the client gives it a grace
 				// period more before it calls the recorder unresponsive. With no timeout,
 				// only a stopped recorder ends the wait early.
 				pollCtx := context.Background()
 				if timeoutMS > 0 {
 					left := time.Duration(timeoutMS)*time.Millisecond - time.Since(start)
-					q.Set("timeout_ms", strconv.FormatInt(max(left.Milliseconds(), 1), 10))
+					req.TimeoutMs = int(max(left.Milliseconds(), 1))
 					var cancel context.CancelFunc
 					pollCtx, cancel = context.WithTimeout(pollCtx, max(left, 0)+client.WaitGrace)
 					defer cancel()
 				}
-				err = r.LongPoll(pollCtx, "/v1/wait", q, &res)
+				err = r.LongPoll(pollCtx, req.Path(), req.Encode(), &res)
 				if na := (*client.NoAnswerError)(nil); errors.As(err, &na) {
 					return err
 				}

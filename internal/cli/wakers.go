@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -40,10 +39,8 @@ timers have no waker here.`,
 			if err != nil {
 				return err
 			}
-			q := url.Values{"tid": {itoa(tid)}, "stacks": {itoa(stacks)}}
-			res, err := ask(context.Background(), g, r, "/v1/wakers", q, store.OffCPUPart, func(run *store.Run) (api.Wakers, error) {
-				return query.Wakers(run, uint32(tid), stacks)
-			})
+			req := api.WakersRequest{Tid: uint32(tid), Stacks: stacks}
+			res, err := askFor(context.Background(), g, r, req, store.OffCPUPart, query.AnswerWakers)
 			if err != nil {
 				return err
 			}

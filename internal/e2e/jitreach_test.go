@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
@@ -244,7 +243,7 @@ func TestSystemWideRecording(t *testing.T) {
 	// is the hottest, whatever share the kernel's scheduling takes on a busy machine.
 	for i, hot := range []string{"jitted_func", "phase_a", "spin"} {
 		c := procs[i]
-		var found *agg.ProcessRow
+		var found *api.ProcessRow
 		for j, p := range top.Processes {
 			if int(p.Pid) == c.Process.Pid {
 				found = &top.Processes[j]

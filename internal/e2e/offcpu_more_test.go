@@ -142,7 +142,7 @@ func TestOffCPUWall(t *testing.T) {
 			t.Errorf("%s --wall gives the worker %.1f ms, its wall clock is %.1f ms: more than 5%% apart", name, got, wallMs)
 		}
 	}
-	i := slices.IndexFunc(top.Rows, func(r agg.TopRow) bool { return r.Func == "worker" })
+	i := slices.IndexFunc(top.Rows, func(r api.TopRow) bool { return r.Func == "worker" })
 	if i < 0 || top.Rows[i].Reason != agg.ReasonLock {
 		t.Errorf("worker's row in top --wall: %+v, want it with reason lock", top.Rows)
 	}

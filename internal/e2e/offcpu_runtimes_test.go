@@ -154,9 +154,9 @@ func checkBlockedStacks(t *testing.T, fl api.Flame, rooted func(path []string) b
 }
 
 // topRow returns the row of top --off-cpu for fn.
-func topRow(t *testing.T, top api.Top, fn string) agg.TopRow {
+func topRow(t *testing.T, top api.Top, fn string) api.TopRow {
 	t.Helper()
-	i := slices.IndexFunc(top.Rows, func(r agg.TopRow) bool { return r.Func == fn })
+	i := slices.IndexFunc(top.Rows, func(r api.TopRow) bool { return r.Func == fn })
 	if i < 0 {
 		t.Fatalf("top --off-cpu has no row for %s", fn)
 	}
@@ -212,7 +212,7 @@ func TestOffCPUGoRuntime(t *testing.T) {
 	if sched.Total < uint64(rounds*sleep) {
 		t.Errorf("runtime.findRunnable has %.1f ms off CPU, less than the %v main slept", float64(sched.Total)/1e6, rounds*sleep)
 	}
-	if i := slices.IndexFunc(top.Rows, func(r agg.TopRow) bool { return r.Func == "runtime.netpoll" }); i >= 0 && top.Rows[i].Reason != agg.ReasonPoll {
+	if i := slices.IndexFunc(top.Rows, func(r api.TopRow) bool { return r.Func == "runtime.netpoll" }); i >= 0 && top.Rows[i].Reason != agg.ReasonPoll {
 		t.Errorf("runtime.netpoll's reason is %q, want poll", top.Rows[i].Reason)
 	}
 
@@ -280,7 +280,7 @@ func TestOffCPUNode(t *testing.T) {
 	if min := uint64(rounds) * (waitMs - 1) * 1e6; loop.Total < min {
 		t.Errorf("uv__io_poll has %.1f ms off CPU, want at least the timers' %.1f ms", float64(loop.Total)/1e6, float64(min)/1e6)
 	}
-	epoll := slices.IndexFunc(top.Rows, func(r agg.TopRow) bool {
+	epoll := slices.IndexFunc(top.Rows, func(r api.TopRow) bool {
 		return r.Func == "epoll_pwait" || r.Func == "epoll_wait" || r.Func == "epoll_pwait2"
 	})
 	if epoll < 0 || top.Rows[epoll].Reason != agg.ReasonPoll {

@@ -86,10 +86,10 @@ func TestOffCPUWaits(t *testing.T) {
 		fn, reason string
 		pct        float64
 	}{{"wait_for_lock", agg.ReasonLock, 70}, {"nap", agg.ReasonSleep, 20}, {"read_pipe", agg.ReasonIORead, 10}}
-	got := map[string]agg.TopRow{}
+	got := map[string]api.TopRow{}
 	var sum uint64
 	for _, wnt := range want {
-		i := slices.IndexFunc(top.Rows, func(r agg.TopRow) bool { return r.Func == wnt.fn })
+		i := slices.IndexFunc(top.Rows, func(r api.TopRow) bool { return r.Func == wnt.fn })
 		if i < 0 {
 			t.Fatalf("top --off-cpu has no row for %s: %+v", wnt.fn, top.Rows)
 		}
@@ -192,7 +192,7 @@ func TestOffCPURunnable(t *testing.T) {
 	}
 	var top api.Top
 	e.mustJSON(&top, "top", "--off-cpu", "--sort", "total", "-n", "1000")
-	if i := slices.IndexFunc(top.Rows, func(r agg.TopRow) bool { return r.Func == "burn" }); i < 0 || top.Rows[i].Reason != agg.ReasonRunnable {
+	if i := slices.IndexFunc(top.Rows, func(r api.TopRow) bool { return r.Func == "burn" }); i < 0 || top.Rows[i].Reason != agg.ReasonRunnable {
 		t.Errorf("burn's off-CPU row is missing or not runnable: %+v", top.Rows)
 	}
 }
@@ -250,7 +250,7 @@ func TestOffCPUStuckThreadLive(t *testing.T) {
 	tid := strconv.Itoa(int(stuck.Tid))
 	// Its wait so far is counted every step once it is 100 ms long: poll until 300 ms of it.
 	const want = 300e6
-	var row agg.TopRow
+	var row api.TopRow
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var top api.Top
@@ -258,7 +258,7 @@ func TestOffCPUStuckThreadLive(t *testing.T) {
 		if !top.Live {
 			t.Fatalf("the run is not live: %+v", top)
 		}
-		if i := slices.IndexFunc(top.Rows, func(r agg.TopRow) bool { return r.Func == "wait_for_lock" }); i >= 0 {
+		if i := slices.IndexFunc(top.Rows, func(r api.TopRow) bool { return r.Func == "wait_for_lock" }); i >= 0 {
 			row = top.Rows[i]
 			if row.Total >= want {
 				break
@@ -275,7 +275,7 @@ func TestOffCPUStuckThreadLive(t *testing.T) {
 	live.finish(t)
 	var top api.Top
 	e.mustJSON(&top, "top", "--off-cpu", "--tid", tid, "--sort", "total", "-n", "1000")
-	i := slices.IndexFunc(top.Rows, func(r agg.TopRow) bool { return r.Func == "wait_for_lock" })
+	i := slices.IndexFunc(top.Rows, func(r api.TopRow) bool { return r.Func == "wait_for_lock" })
 	if i < 0 || top.Rows[i].Total < row.Total {
 		t.Errorf("the stored run has less of wait_for_lock than the live one had (%d ns): %+v", row.Total, top.Rows)
 	}

@@ -34,7 +34,7 @@ func TestTopByLineMatchesAnnotate(t *testing.T) {
 	if top.By != agg.ByLine {
 		t.Fatalf("top --by line answered by %q", top.By)
 	}
-	var hot agg.TopRow
+	var hot api.TopRow
 	for _, r := range top.Rows {
 		if r.Func == "split_hot" && r.Self > hot.Self {
 			hot = r

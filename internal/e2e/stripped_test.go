@@ -54,7 +54,7 @@ func fdeHolding(fs []fde, addr uint64) (fde, bool) {
 }
 
 // rangeStart parses a row named image+0xOFF; ok is false for any other name.
-func rangeStart(r agg.TopRow) (uint64, bool) {
+func rangeStart(r api.TopRow) (uint64, bool) {
 	hex, ok := strings.CutPrefix(r.Func, r.Image+"+0x")
 	if !ok {
 		return 0, false
@@ -142,9 +142,9 @@ func checkShare(t *testing.T, what string, staxIn, staxAll, perfIn, perfAll uint
 // checkRows checks the rows stax lists for an image: none for one instruction inside a
 // function range (each unnamed row inside an FDE is named after its start). It returns
 // the image's rows, most samples first, and their samples.
-func checkRows(t *testing.T, top api.Top, image string, fdes []fde) ([]agg.TopRow, uint64) {
+func checkRows(t *testing.T, top api.Top, image string, fdes []fde) ([]api.TopRow, uint64) {
 	t.Helper()
-	var rows []agg.TopRow
+	var rows []api.TopRow
 	var all uint64
 	perInst := 0
 	defer func() {
@@ -184,7 +184,7 @@ func checkRows(t *testing.T, top api.Top, image string, fdes []fde) ([]agg.TopRo
 
 // checkAnnotated annotates a row and checks that the annotation is the row's whole
 // function (its range, for a function range) and holds all its samples, on instructions.
-func checkAnnotated(t *testing.T, e *staxEnv, r agg.TopRow, size uint64) {
+func checkAnnotated(t *testing.T, e *staxEnv, r api.TopRow, size uint64) {
 	t.Helper()
 	var res query.AnnotateResult
 	e.mustJSON(&res, "annotate", r.Func)

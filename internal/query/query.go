@@ -78,24 +78,33 @@ func offCPURun(run *store.Run, w Window) (*store.Run, error) {
 	return &store.Run{Meta: run.Meta, Profile: *run.OffCPU}, nil
 }
 
-// Top answers `stax top`.
-func Top(run *store.Run, o TopOptions) (api.Top, error) {
-	cpuStacks := -1
+// timedView is view's run, window and transform, weighed by time (timeRun) when timed,
+// wall or runnable: cpuStacks is then the number of CPU stacks a wall profile begins
+// with (else -1).
+func timedView(run *store.Run, timed, wall, runnable bool, w Window, t api.Transform, tid uint32) (_ *store.Run, win *api.Window, tr *api.Transform, cpuStacks int, err error) {
+	cpuStacks = -1
 	var timeWin *api.Window
-	vw := o.Window
-	if o.OffCPU || o.Wall || o.Runnable {
-		var err error
-		if run, cpuStacks, timeWin, err = timeRun(run, o.Wall, o.Runnable, o.Window, o.Transform); err != nil {
-			return api.Top{}, err
+	if timed {
+		if run, cpuStacks, timeWin, err = timeRun(run, wall, runnable, w, t); err != nil {
+			return nil, nil, nil, -1, err
 		}
-		o.OffCPU, vw = true, Window{}
+		w = Window{}
 	}
-	run, win, tr, err := view(run, vw, o.Transform, o.Tid)
-	if err != nil {
-		return api.Top{}, err
+	if run, win, tr, err = view(run, w, t, tid); err != nil {
+		return nil, nil, nil, -1, err
 	}
 	if timeWin != nil {
 		win = timeWin
+	}
+	return run, win, tr, cpuStacks, nil
+}
+
+// Top answers `stax top`.
+func Top(run *store.Run, o TopOptions) (api.Top, error) {
+	o.OffCPU = o.OffCPU || o.Wall || o.Runnable
+	run, win, tr, cpuStacks, err := timedView(run, o.OffCPU, o.Wall, o.Runnable, o.Window, o.Transform, o.Tid)
+	if err != nil {
+		return api.Top{}, err
 	}
 	f := o.Processes.filter(&run.Profile, o.Tid)
 	if o.ByProcess {
@@ -105,7 +114,7 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 			times = timeTotals(&run.Profile, timeReasons(&run.Profile, cpuStacks), f)
 		}
 		return api.Top{Time: times, Wall: o.Wall, Runnable: o.Runnable, Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples,
-			OffCPU: o.OffCPU, Sort: "samples", By: "process", Rows: []agg.TopRow{}, Processes: procs}, nil
+			OffCPU: o.OffCPU, Sort: "samples", By: "process", Rows: []api.TopRow{}, Processes: processRows(procs)}, nil
 	}
 	g, err := granularity(o.Granularity, true)
 	if err != nil {
@@ -125,11 +134,8 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 	if o.ByTotal {
 		sort = "total"
 	}
-	if rows == nil {
-		rows = []agg.TopRow{}
-	}
 	return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Time: times, Sort: sort,
-		By: g.By, NoInline: g.NoInline, Short: g.Short, Rows: rows}, nil
+		By: g.By, NoInline: g.NoInline, Short: g.Short, Rows: topRows(rows)}, nil
 }
 
 // granularity checks a query's granularity and fills in its default (by function).
@@ -167,22 +173,10 @@ type FlameOptions struct {
 
 // Flame answers `stax flame`.
 func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
-	cpuStacks := -1
-	var timeWin *api.Window
-	vw := o.Window
-	if o.OffCPU || o.Wall || o.Runnable {
-		var err error
-		if run, cpuStacks, timeWin, err = timeRun(run, o.Wall, o.Runnable, o.Window, o.Transform); err != nil {
-			return api.Flame{}, err
-		}
-		o.OffCPU, vw = true, Window{}
-	}
-	run, win, tr, err := view(run, vw, o.Transform, o.Tid)
+	o.OffCPU = o.OffCPU || o.Wall || o.Runnable
+	run, win, tr, cpuStacks, err := timedView(run, o.OffCPU, o.Wall, o.Runnable, o.Window, o.Transform, o.Tid)
 	if err != nil {
 		return api.Flame{}, err
-	}
-	if timeWin != nil {
-		win = timeWin
 	}
 	var match *regexp.Regexp
 	if o.Match != "" {
@@ -231,12 +225,15 @@ type CallersOptions struct {
 	Processes   Processes
 	Window      Window
 	Transform   api.Transform
+	// OffCPU, Wall and Runnable weigh rows by time, as TopOptions'.
+	OffCPU, Wall, Runnable bool
 }
 
 // Callers answers `stax callers` and `stax callees`. No function matching is no error: the
 // answer lists none.
 func Callers(run *store.Run, o CallersOptions) (api.Callers, error) {
-	run, win, tr, err := view(run, o.Window, o.Transform, o.Tid)
+	o.OffCPU = o.OffCPU || o.Wall || o.Runnable
+	run, win, tr, cpuStacks, err := timedView(run, o.OffCPU, o.Wall, o.Runnable, o.Window, o.Transform, o.Tid)
 	if err != nil {
 		return api.Callers{}, err
 	}
@@ -253,7 +250,12 @@ func Callers(run *store.Run, o CallersOptions) (api.Callers, error) {
 		}
 	}
 	p := run.Profile.AtKeeping(g, match)
-	fs, samples := agg.Callers(p, o.Processes.filter(&run.Profile, o.Tid), match, o.MaxFuncs, o.MaxRows, o.Callees)
+	f := o.Processes.filter(&run.Profile, o.Tid)
+	fs, samples := agg.Callers(p, f, match, o.MaxFuncs, o.MaxRows, o.Callees)
+	var times *api.TimeTotals
+	if o.OffCPU {
+		times = timeTotals(&run.Profile, timeReasons(&run.Profile, cpuStacks), f)
+	}
 	if fs == nil {
 		fs = []agg.CallFunction{}
 	}
@@ -262,7 +264,7 @@ func Callers(run *store.Run, o CallersOptions) (api.Callers, error) {
 		dir = api.DirCallees
 	}
 	return api.Callers{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
-		Samples: samples, Direction: dir, Match: o.Func, By: g.By, NoInline: g.NoInline, Short: g.Short, Functions: fs}, nil
+		Samples: samples, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Time: times, Direction: dir, Match: o.Func, By: g.By, NoInline: g.NoInline, Short: g.Short, Functions: fs}, nil
 }
 
 // Threads answers `stax threads`.

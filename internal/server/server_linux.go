@@ -102,19 +102,19 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /v1/status", s.snapshotting(s.status))
 	mux.HandleFunc("GET /v1/run", s.snapshotting(s.run))
 	mux.HandleFunc("GET "+api.RunFilePath, s.snapshotting(s.runFile))
-	mux.HandleFunc("GET /v1/top", s.snapshotting(s.top))
-	mux.HandleFunc("GET /v1/flame", s.snapshotting(s.flame))
-	mux.HandleFunc("GET /v1/callers", s.snapshotting(s.callers(false)))
-	mux.HandleFunc("GET /v1/callees", s.snapshotting(s.callers(true)))
-	mux.HandleFunc("GET /v1/threads", s.snapshotting(s.threads))
-	mux.HandleFunc("GET /v1/wakers", s.snapshotting(s.wakers))
-	mux.HandleFunc("GET /v1/thread_states", s.snapshotting(s.threadStates))
-	mux.HandleFunc("GET /v1/timeline", s.snapshotting(s.timeline))
-	mux.HandleFunc("GET /v1/annotate", s.snapshotting(s.annotate))
+	handle(s, mux, api.TopRequest{}, query.AnswerTop, func(a *api.Top) (*bool, *string) { return &a.Live, &a.State })
+	handle(s, mux, api.FlameRequest{}, query.AnswerFlame, func(a *api.Flame) (*bool, *string) { return &a.Live, &a.State })
+	handle(s, mux, api.CallersRequest{}, query.AnswerCallers, func(a *api.Callers) (*bool, *string) { return &a.Live, &a.State })
+	handle(s, mux, api.CallersRequest{Callees: true}, query.AnswerCallers, func(a *api.Callers) (*bool, *string) { return &a.Live, &a.State })
+	handle(s, mux, api.ThreadsRequest{}, query.AnswerThreads, func(a *api.Threads) (*bool, *string) { return &a.Live, &a.State })
+	handle(s, mux, api.WakersRequest{}, query.AnswerWakers, func(a *api.Wakers) (*bool, *string) { return &a.Live, &a.State })
+	handle(s, mux, api.TimelineRequest{States: true}, query.AnswerThreadStates, func(a *api.ThreadStates) (*bool, *string) { return &a.Live, &a.State })
+	handle(s, mux, api.TimelineRequest{}, query.AnswerTimeline, func(a *api.Timeline) (*bool, *string) { return &a.Live, &a.State })
+	handle(s, mux, api.AnnotateRequest{}, query.AnswerAnnotate, nil)
+	handle(s, mux, api.SpansRequest{}, query.AnswerSpans, func(a *api.Spans) (*bool, *string) { return &a.Live, &a.State })
 	mux.HandleFunc("GET /v1/wait", s.wait)
 	mux.HandleFunc("POST /v1/stop", s.stop)
 	mux.HandleFunc("POST /v1/mark", s.addMark)
-	mux.HandleFunc("GET /v1/spans", s.snapshotting(s.spans))
 	return mux
 }
 
@@ -215,33 +215,29 @@ func (l *peerCheckListener) Accept() (net.Conn, error) {
 	}
 }
 
-// processes reads a query's pid and comm parameters.
-func processes(r *http.Request) (query.Processes, error) {
-	q := r.URL.Query()
-	ps := query.Processes{Comm: q.Get("comm")}
-	if v := q.Get("pid"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 32)
-		if err != nil {
-			return ps, fmt.Errorf("parameter pid: %q is not a process id", v)
+// handle serves the request kind of preset (its path) from the run's snapshot: the query
+// parameters decoded into a copy of preset, answered by answer, marked live (where the
+// answer says it: live gives its fields) when the recording is.
+func handle[Q any, PQ interface {
+	*Q
+	api.Request
+}, T any](s *Server, mux *http.ServeMux, preset Q, answer func(*store.Run, Q) (T, error), live func(*T) (*bool, *string)) {
+	mux.HandleFunc("GET "+PQ(&preset).Path(), s.snapshotting(func(w http.ResponseWriter, r *http.Request) {
+		req := preset
+		if err := PQ(&req).Decode(r.URL.Query()); err != nil {
+			badRequest(w, "%v", err)
+			return
 		}
-		ps.Pid = uint32(n)
-	}
-	return ps, nil
-}
-
-// window reads a query's from and to parameters (as the user wrote them; see query.Window).
-func window(r *http.Request) query.Window {
-	q := r.URL.Query()
-	return query.Window{From: q.Get("from"), To: q.Get("to"), Span: q.Get("span")}
-}
-
-// transform reads a query's stack transform (see api.Transform).
-func transform(r *http.Request) api.Transform { return api.TransformParams(r.URL.Query()) }
-
-// queryError answers a query that failed: not found when it names a span the run does not
-// have, a bad request else.
-func queryError(w http.ResponseWriter, err error) {
-	badRequest(w, "%v", err)
+		res, err := answer(s.rec.Snapshot(), req)
+		if err != nil {
+			badRequest(w, "%v", err)
+			return
+		}
+		if live != nil {
+			s.mark(live(&res))
+		}
+		writeJSON(w, http.StatusOK, res)
+	}))
 }
 
 // badRequest answers a request that failed: a bad request, but not found (404) when an
@@ -261,30 +257,6 @@ func badRequest(w http.ResponseWriter, format string, args ...any) {
 		}
 	}
 	writeJSON(w, code, api.Error{Error: fmt.Sprintf(format, args...)})
-}
-
-func intParam(r *http.Request, name string, def int) (int, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, fmt.Errorf("parameter %s: %q is not a number", name, v)
-	}
-	return n, nil
-}
-
-func floatParam(r *http.Request, name string, def float64) (float64, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		return 0, fmt.Errorf("parameter %s: %q is not a number", name, v)
-	}
-	return n, nil
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
@@ -333,205 +305,20 @@ func (d deadlineWriter) Write(p []byte) (int, error) {
 	return d.w.Write(p)
 }
 
-func (s *Server) top(w http.ResponseWriter, r *http.Request) {
-	n, err1 := intParam(r, "n", 20)
-	tid, err2 := intParam(r, "tid", 0)
-	if err := errors.Join(err1, err2); err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	ps, err := processes(r)
-	if err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	res, err := query.Top(s.rec.Snapshot(), query.TopOptions{N: n, ByTotal: r.URL.Query().Get("sort") == "total",
-		ByProcess: r.URL.Query().Get("by") == "process", Granularity: api.GranularityParams(r.URL.Query()),
-		Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r), OffCPU: r.URL.Query().Get("off_cpu") == "1",
-		Wall: r.URL.Query().Get("wall") == "1", Runnable: r.URL.Query().Get("runnable") == "1"})
-	if err != nil {
-		queryError(w, err)
-		return
-	}
-	s.mark(&res.Live, &res.State)
-	writeJSON(w, http.StatusOK, res)
-}
-
-func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
-	d, err1 := intParam(r, "depth", 12)
-	tid, err2 := intParam(r, "tid", 0)
-	th, err3 := floatParam(r, "threshold_pct", 1)
-	if err := errors.Join(err1, err2, err3); err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	ps, err := processes(r)
-	if err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	res, err := query.Flame(s.rec.Snapshot(), query.FlameOptions{Depth: d, ThresholdPct: th, Inverted: r.URL.Query().Get("inverted") == "1",
-		Granularity: api.GranularityParams(r.URL.Query()), Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r), Match: r.URL.Query().Get("match"),
-		OffCPU: r.URL.Query().Get("off_cpu") == "1", Wall: r.URL.Query().Get("wall") == "1", Runnable: r.URL.Query().Get("runnable") == "1"})
-	if err != nil {
-		queryError(w, err)
-		return
-	}
-	s.mark(&res.Live, &res.State)
-	writeJSON(w, http.StatusOK, res)
-}
-
-// callers answers /v1/callers, or /v1/callees: fn names the functions (see
-// query.FunctionMatcher), functions bounds how many, n the rows of each.
-func (s *Server) callers(callees bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		n, err1 := intParam(r, "n", 20)
-		funcs, err2 := intParam(r, "functions", 10)
-		tid, err3 := intParam(r, "tid", 0)
-		if err := errors.Join(err1, err2, err3); err != nil {
-			badRequest(w, "%v", err)
-			return
-		}
-		fn := r.URL.Query().Get("fn")
-		if fn == "" {
-			badRequest(w, "parameter fn: give a function name or a regular expression")
-			return
-		}
-		ps, err := processes(r)
-		if err != nil {
-			badRequest(w, "%v", err)
-			return
-		}
-		res, err := query.Callers(s.rec.Snapshot(), query.CallersOptions{Func: fn, Callees: callees, MaxFuncs: max(funcs, 0), MaxRows: max(n, 0),
-			Granularity: api.GranularityParams(r.URL.Query()), Tid: uint32(tid), Processes: ps, Window: window(r), Transform: transform(r)})
-		if err != nil {
-			badRequest(w, "%v", err)
-			return
-		}
-		s.mark(&res.Live, &res.State)
-		writeJSON(w, http.StatusOK, res)
-	}
-}
-
-func (s *Server) wakers(w http.ResponseWriter, r *http.Request) {
-	tid, err := intParam(r, "tid", 0)
-	if err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	stacks, err := intParam(r, "stacks", 3)
-	if err == nil && (tid < 0 || tid > 1<<32-1 || stacks < 0) {
-		err = fmt.Errorf("parameters tid and stacks: %d and %d: give numbers from 0", tid, stacks)
-	}
-	if err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	res, err := query.Wakers(s.rec.Snapshot(), uint32(tid), stacks)
-	if err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	s.mark(&res.Live, &res.State)
-	writeJSON(w, http.StatusOK, res)
-}
-
-func (s *Server) threads(w http.ResponseWriter, r *http.Request) {
-	n, err := intParam(r, "n", 20)
-	if err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	res, err := query.Threads(s.rec.Snapshot(), n, window(r), transform(r))
-	if err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	s.mark(&res.Live, &res.State)
-	writeJSON(w, http.StatusOK, res)
-}
-
-// timelineOptions reads the parameters of the timeline and of the threads' states.
-func timelineOptions(r *http.Request) (query.TimelineOptions, error) {
-	tid, err1 := intParam(r, "tid", 0)
-	threads, err2 := intParam(r, "threads", 0)
-	bucket, err3 := floatParam(r, "bucket_ms", 0)
-	buckets, err4 := intParam(r, "buckets", 0)
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return query.TimelineOptions{}, err
-	}
-	ps, err := processes(r)
-	if err != nil {
-		return query.TimelineOptions{}, err
-	}
-	return query.TimelineOptions{Tid: uint32(tid), Processes: ps, BucketMs: bucket, Buckets: buckets, MaxThreads: threads,
-		Window: window(r), Transform: transform(r)}, nil
-}
-
-func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
-	o, err := timelineOptions(r)
-	if err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	res, err := query.Timeline(s.rec.Snapshot(), o)
-	if err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	s.mark(&res.Live, &res.State)
-	writeJSON(w, http.StatusOK, res)
-}
-
-func (s *Server) annotate(w http.ResponseWriter, r *http.Request) {
-	tid, err1 := intParam(r, "tid", 0)
-	version, err2 := intParam(r, "version", 0)
-	if err := errors.Join(err1, err2); err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	target := r.URL.Query().Get("target")
-	if target == "" {
-		badRequest(w, "parameter target: give a function name or an address")
-		return
-	}
-	run, win, err := window(r).Apply(s.rec.Snapshot())
-	if err == nil {
-		run, _, err = query.ApplyTransform(run, transform(r))
-	}
-	if err != nil {
-		queryError(w, err)
-		return
-	}
-	res, err := query.Annotate(run, query.AnnotateOptions{Target: target, Tid: uint32(tid), Version: version,
-		Intel: r.URL.Query().Get("syntax") == "intel"})
-	if errors.Is(err, query.ErrNoMatch) {
-		writeJSON(w, http.StatusNotFound, api.Error{Error: err.Error()})
-		return
-	}
-	if err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	res.Window = win
-	writeJSON(w, http.StatusOK, res)
-}
-
 func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
-	n, err1 := intParam(r, "samples", 0)
-	secs, err2 := floatParam(r, "seconds", 0)
-	timeout, err3 := intParam(r, "timeout_ms", 0)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	var req api.WaitRequest
+	if err := req.Decode(r.URL.Query()); err != nil {
 		badRequest(w, "%v", err)
 		return
 	}
+	timeout := req.TimeoutMs
 	ctx := r.Context()
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(timeout)*time.Millisecond)
 		defer cancel()
 	}
-	res := s.rec.Wait(ctx, api.WaitCondition{Samples: uint64(max(n, 0)), Seconds: secs, Symbol: r.URL.Query().Get("symbol")})
+	res := s.rec.Wait(ctx, api.WaitCondition{Samples: uint64(max(req.Samples, 0)), Seconds: req.Seconds, Symbol: req.Symbol})
 	writeJSON(w, http.StatusOK, res)
 }
 
@@ -542,19 +329,4 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 	case <-time.After(30 * time.Second):
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"schema": api.Schema, "run": s.rec.ID(), "stopped": true})
-}
-
-func (s *Server) threadStates(w http.ResponseWriter, r *http.Request) {
-	o, err := timelineOptions(r)
-	if err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	res, err := query.ThreadStates(s.rec.Snapshot(), o)
-	if err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	s.mark(&res.Live, &res.State)
-	writeJSON(w, http.StatusOK, res)
 }

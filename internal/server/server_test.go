@@ -408,16 +408,16 @@ func FuzzQuery(f *testing.F) {
 	}
 	rec := newFake(5)
 	s := &Server{rec: rec, snapshots: make(chan struct{}, maxSnapshots)}
-	handlers := map[string]http.HandlerFunc{"top": s.top, "flame": s.flame, "threads": s.threads, "status": s.status}
+	mux := s.routes()
 	f.Fuzz(func(t *testing.T, q string) {
-		for name, h := range handlers {
+		for _, name := range []string{"top", "flame", "callers", "threads", "timeline", "status"} {
 			req := httptest.NewRequest("GET", "http://stax/v1/"+name, nil)
 			req.URL.RawQuery = q
 			if _, err := url.ParseQuery(q); err != nil {
 				req.URL.RawQuery = url.QueryEscape(q)
 			}
 			w := httptest.NewRecorder()
-			h(w, req)
+			mux.ServeHTTP(w, req)
 			if w.Code != 200 && w.Code != 400 && w.Code != 404 && w.Code != 422 {
 				t.Errorf("%s?%s: status %d", name, q, w.Code)
 			}

@@ -255,3 +255,34 @@ func TestTimelineStates(t *testing.T) {
 	})
 	noErrors(t, ctx)
 }
+
+// TestCallersPanelOffCPU: in the off-CPU mode the callers and callees of the selected
+// function weigh its time off CPU, in milliseconds, as the graph does (the panel once
+// showed its CPU samples: the socket API dropped the mode for callers).
+func TestCallersPanelOffCPU(t *testing.T) {
+	bctx := browser.Require(t)
+	s := serve(t, offCPURun(), "")
+	ctx := open(t, bctx, s, "&mode=off_cpu&sel=")
+	if err := browser.ClickFrame(ctx, func(f browser.Frame) bool { return f.Func == "path_b" }); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, "path_b's time off CPU in the panel's title", func() (bool, string) {
+		got := text(ctx, "#calls-panel")
+		return strings.Contains(got, "Callers and callees of path_b") && strings.Contains(got, "700 ms, self 0 ms"), got
+	})
+	idle(t, ctx)
+	// path_b: 700 ms off CPU, all under main, all in pthread_mutex_lock.
+	callers, callees := text(ctx, "#callers"), text(ctx, "#callees")
+	for _, c := range []struct{ got, want string }{
+		{callers, "700 ms\t100.0%\tmain"},
+		{callees, "700 ms\t100.0%\tpthread_mutex_lock"},
+	} {
+		if !strings.Contains(c.got, c.want) {
+			t.Errorf("the panel lacks %q:\n%s", c.want, c.got)
+		}
+	}
+	if strings.Contains(callees, "hot_leaf") {
+		t.Errorf("the off-CPU panel lists a CPU callee:\n%s", callees)
+	}
+	noErrors(t, ctx)
+}

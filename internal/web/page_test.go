@@ -605,7 +605,8 @@ func TestFrameMenuTransforms(t *testing.T) {
 		}
 	}
 	q := pageURL(t, ctx).Query()
-	if got := api.TransformParams(q); fmt.Sprint(got) != fmt.Sprint(tr) {
+	var got api.Transform
+	if err := api.DecodeParams(q, &got); err != nil || fmt.Sprint(got) != fmt.Sprint(tr) {
 		t.Errorf("the URL keeps %+v, want %+v", got, tr)
 	}
 	// Removed, one by one: focus, then hide.

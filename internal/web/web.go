@@ -336,15 +336,15 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /app.css", s.asset("assets/app.css", "text/css; charset=utf-8"))
 	mux.HandleFunc("GET /api/status", s.status)
 	mux.HandleFunc("GET /api/events", s.events)
-	mux.HandleFunc("GET /api/timeline", s.proxy("/v1/timeline", map[string]string{"threads": "16", "buckets": "200"}))
+	mux.HandleFunc("GET /api/timeline", s.proxy(func() api.Request { return &api.TimelineRequest{} }, map[string]string{"threads": "16", "buckets": "200"}))
 	mux.HandleFunc("GET /api/flame", s.flame)
 	mux.HandleFunc("GET /api/changes", s.changes)
-	mux.HandleFunc("GET /api/top", s.proxy("/v1/top", map[string]string{"n": "100"}))
-	mux.HandleFunc("GET /api/threads", s.proxy("/v1/threads", map[string]string{"n": "200"}))
-	mux.HandleFunc("GET /api/thread_states", s.proxy("/v1/thread_states", map[string]string{"threads": "16", "buckets": "200"}))
-	mux.HandleFunc("GET /api/wakers", s.proxy("/v1/wakers", map[string]string{"stacks": "3"}))
-	mux.HandleFunc("GET /api/callers", s.proxy("/v1/callers", map[string]string{"n": "12", "functions": "4"}))
-	mux.HandleFunc("GET /api/callees", s.proxy("/v1/callees", map[string]string{"n": "12", "functions": "4"}))
+	mux.HandleFunc("GET /api/top", s.proxy(func() api.Request { return &api.TopRequest{} }, map[string]string{"n": "100"}))
+	mux.HandleFunc("GET /api/threads", s.proxy(func() api.Request { return &api.ThreadsRequest{} }, map[string]string{"n": "200"}))
+	mux.HandleFunc("GET /api/thread_states", s.proxy(func() api.Request { return &api.TimelineRequest{States: true} }, map[string]string{"threads": "16", "buckets": "200"}))
+	mux.HandleFunc("GET /api/wakers", s.proxy(func() api.Request { return &api.WakersRequest{} }, map[string]string{"stacks": "3"}))
+	mux.HandleFunc("GET /api/callers", s.proxy(func() api.Request { return &api.CallersRequest{} }, map[string]string{"n": "12", "functions": "4"}))
+	mux.HandleFunc("GET /api/callees", s.proxy(func() api.Request { return &api.CallersRequest{Callees: true} }, map[string]string{"n": "12", "functions": "4"}))
 	mux.HandleFunc("GET /api/annotate", s.annotate)
 	return mux
 }
@@ -372,35 +372,27 @@ func (s *Server) asset(name, ctype string) http.HandlerFunc {
 	}
 }
 
-// passed are the query parameters the page may set; anything else is dropped.
-var passed = []string{"from", "to", "tid", "pid", "comm", "sort", "n", "threshold_pct", "depth", "bucket_ms", "buckets", "threads",
-	"target", "version", "syntax", "inverted", "match", "fn", "functions", "off_cpu", "wall",
-	api.ParamFocus, api.ParamIgnore, api.ParamHide, api.ParamCollapseImage, api.ParamFoldRecursion}
-
-func params(r *http.Request, defaults map[string]string) url.Values {
-	in := r.URL.Query()
-	q := url.Values{}
-	for _, k := range passed {
-		if k == api.ParamCollapseImage {
-			for _, v := range in[k] {
-				if v != "" {
-					q.Add(k, v)
-				}
-			}
-		} else if v := in.Get(k); v != "" {
-			q.Set(k, v)
-		} else if d, ok := defaults[k]; ok {
+// pageRequest sets req from the page's query parameters (those of the socket API's
+// request: anything else is not passed on), with the page's defaults where it gives none.
+func pageRequest(r *http.Request, req api.Request, defaults map[string]string) error {
+	q := r.URL.Query()
+	for k, d := range defaults {
+		if q.Get(k) == "" {
 			q.Set(k, d)
 		}
 	}
-	return q
+	return req.Decode(q)
 }
 
 // flame answers the flame graph; with diff=1, and a base, each node also has the share
 // of samples the same call path has in the base (agg.DiffFlame, as stax flame --diff).
 func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
-	q := params(r, map[string]string{"depth": "0", "threshold_pct": "0.1"})
-	body, code := s.get(r.Context(), "/v1/flame", q)
+	var req api.FlameRequest
+	if err := pageRequest(r, &req, map[string]string{"depth": "0", "threshold_pct": "0.1"}); err != nil {
+		writeJSON(w, http.StatusBadRequest, api.Error{Error: err.Error()})
+		return
+	}
+	body, code := s.get(r.Context(), req.Path(), req.Encode())
 	if code != http.StatusOK || s.diff == nil || r.URL.Query().Get("diff") != "1" {
 		writeRaw(w, code, body)
 		return
@@ -410,14 +402,13 @@ func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadGateway, api.Error{Error: fmt.Sprintf("flame graph unreadable: %v", err)})
 		return
 	}
-	base, err := s.baseFlame(q, fl.Inverted, 0)
+	base, err := s.baseFlame(req, fl.Inverted, 0)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, api.Error{Error: err.Error()})
 		return
 	}
 	if fl.Root != nil {
-		th, _ := strconv.ParseFloat(q.Get("threshold_pct"), 64)
-		agg.DiffFlame(fl.Root, base.root, th)
+		agg.DiffFlame(fl.Root, base.root, req.ThresholdPct)
 	}
 	writeJSON(w, http.StatusOK, struct {
 		api.Flame
@@ -446,15 +437,17 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, api.Error{Error: "no diff: start stax web with --diff BASE or --base-from/--base-to"})
 		return
 	}
-	q := params(r, nil)
-	n, err := strconv.Atoi(q.Get("n"))
+	var req api.FlameRequest
+	if err := pageRequest(r, &req, nil); err != nil {
+		writeJSON(w, http.StatusBadRequest, api.Error{Error: err.Error()})
+		return
+	}
+	n, err := strconv.Atoi(r.URL.Query().Get("n"))
 	if err != nil || n <= 0 {
 		n = 20
 	}
-	q.Set("inverted", "1")
-	q.Set("depth", "1")
-	q.Set("threshold_pct", "0")
-	body, code := s.get(r.Context(), "/v1/flame", q)
+	req.Inverted, req.Depth, req.ThresholdPct = true, 1, 0
+	body, code := s.get(r.Context(), req.Path(), req.Encode())
 	if code != http.StatusOK {
 		writeRaw(w, code, body)
 		return
@@ -464,7 +457,7 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadGateway, api.Error{Error: fmt.Sprintf("flame graph unreadable: %v", err)})
 		return
 	}
-	base, err := s.baseFlame(q, true, 1)
+	base, err := s.baseFlame(req, true, 1)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, api.Error{Error: err.Error()})
 		return
@@ -503,15 +496,13 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) {
 
 // baseFlame is the base's tree for the page's query q, unpruned (as stax flame --diff
 // builds it), cut to depth levels (0: all).
-func (s *Server) baseFlame(q url.Values, inverted bool, depth int) (baseTree, error) {
-	o := query.FlameOptions{Depth: depth, Inverted: inverted, Transform: api.TransformParams(q)}
+func (s *Server) baseFlame(req api.FlameRequest, inverted bool, depth int) (baseTree, error) {
+	o := query.FlameOptions{Depth: depth, Inverted: inverted, Transform: req.Transform}
 	if s.baseTid {
-		tid, _ := strconv.ParseUint(q.Get("tid"), 10, 32)
-		pid, _ := strconv.ParseUint(q.Get("pid"), 10, 32)
-		o.Tid, o.Processes = uint32(tid), query.Processes{Pid: uint32(pid), Comm: q.Get("comm")}
+		o.Tid, o.Processes = req.Tid, query.Processes(req.Processes)
 	} else {
 		// Process names carry over to another run; thread and process ids do not.
-		o.Processes.Comm = q.Get("comm")
+		o.Processes.Comm = req.Processes.Comm
 	}
 	key := fmt.Sprintf("%+v", o)
 	s.baseMu.Lock()
@@ -591,9 +582,15 @@ func (a *answers) put(key string, b []byte) {
 	a.bytes += len(b)
 }
 
-func (s *Server) proxy(path string, defaults map[string]string) http.HandlerFunc {
+// proxy passes the page's request of newReq's kind on to the source.
+func (s *Server) proxy(newReq func() api.Request, defaults map[string]string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, code := s.get(r.Context(), path, params(r, defaults))
+		req := newReq()
+		if err := pageRequest(r, req, defaults); err != nil {
+			writeJSON(w, http.StatusBadRequest, api.Error{Error: err.Error()})
+			return
+		}
+		body, code := s.get(r.Context(), req.Path(), req.Encode())
 		writeRaw(w, code, body)
 	}
 }
@@ -711,7 +708,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 
 // annotate answers with the annotation and its text, as stax annotate prints it.
 func (s *Server) annotate(w http.ResponseWriter, r *http.Request) {
-	body, code := s.get(r.Context(), "/v1/annotate", params(r, nil))
+	var req api.AnnotateRequest
+	if err := pageRequest(r, &req, nil); err != nil {
+		writeJSON(w, http.StatusBadRequest, api.Error{Error: err.Error()})
+		return
+	}
+	body, code := s.get(r.Context(), req.Path(), req.Encode())
 	if code != http.StatusOK {
 		writeRaw(w, code, body)
 		return

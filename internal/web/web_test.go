@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/server"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/testutil/browser"
@@ -222,7 +223,7 @@ func BenchmarkFlameView1M(b *testing.B) {
 	src := s.src
 	var n int
 	for b.Loop() {
-		body, code := src.Get(context.Background(), "/v1/flame", params(&http.Request{URL: mustURL("/?")}, map[string]string{"depth": "0", "threshold_pct": "0.1"}))
+		body, code := src.Get(context.Background(), "/v1/flame", api.FlameRequest{ThresholdPct: 0.1}.Encode())
 		if code != 200 {
 			b.Fatalf("%d %s", code, body)
 		}
@@ -299,7 +300,7 @@ func BenchmarkFlameViewHide1M(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		body, code := src.Get(context.Background(), "/v1/flame", params(&http.Request{URL: mustURL("/?")}, map[string]string{"depth": "0", "threshold_pct": "0.1", "tid": "101", "hide": fmt.Sprintf("^func_%d$", i)}))
+		body, code := src.Get(context.Background(), "/v1/flame", api.FlameRequest{ThresholdPct: 0.1, View: api.View{Tid: 101, Transform: api.Transform{Hide: fmt.Sprintf("^func_%d$", i)}}}.Encode())
 		if code != 200 {
 			b.Fatalf("%d %s", code, body)
 		}

@@ -161,25 +161,38 @@ function writeURL(push) {
 // combine joins expressions into one that matches what any of them does.
 const combine = (list) => (list.length === 1 ? list[0] : list.map((e) => `(?:${e})`).join("|"));
 
-// query is the API parameters of the view: with the window unless whole, and with the
-// thread filter and the transforms.
-function query({ window = true, inverted = true } = {}) {
+// PARAMS is the one table of the API parameters the page sets from its view, named as
+// the socket API's requests name them (api.TopRequest and the others): each gives its
+// value for the query's options, or null to leave it out (an array: the parameter
+// repeated).
+const PARAMS = {
+  from: (o) => (o.window && view.from !== null ? fmtSec(view.from) : null),
+  to: (o) => (o.window && view.from !== null ? fmtSec(view.to) : null),
+  tid: () => view.tid || null,
+  pid: () => view.pid || null,
+  focus: () => view.focus || null,
+  ignore: () => (view.ignore.length ? combine(view.ignore) : null),
+  hide: () => (view.hide.length ? combine(view.hide) : null),
+  collapse_image: () => view.collapse,
+  fold_recursion: () => (view.fold ? "1" : null),
+  inverted: (o) => (o.inverted && view.inverted ? "1" : null),
+  // Off-CPU and wall time are views of time, not samples (docs/off-cpu.md): every panel
+  // asks in the view's mode.
+  off_cpu: () => (view.mode === "off_cpu" ? "1" : null),
+  wall: () => (view.mode === "wall" ? "1" : null),
+};
+
+// query is the API parameters of the view (PARAMS): with the window unless whole, the
+// thread filter and the transforms; then those of the panel asking, extra.
+function query({ window = true, inverted = true } = {}, extra = {}) {
   const q = new URLSearchParams();
-  if (window && view.from !== null) {
-    q.set("from", fmtSec(view.from));
-    q.set("to", fmtSec(view.to));
+  const o = { window, inverted };
+  for (const [name, get] of Object.entries(PARAMS)) {
+    const v = get(o);
+    if (Array.isArray(v)) for (const x of v) q.append(name, x);
+    else if (v !== null && v !== undefined && v !== "") q.set(name, v);
   }
-  if (view.tid) q.set("tid", view.tid);
-  if (view.pid) q.set("pid", view.pid);
-  if (view.focus) q.set("focus", view.focus);
-  if (view.ignore.length) q.set("ignore", combine(view.ignore));
-  if (view.hide.length) q.set("hide", combine(view.hide));
-  for (const v of view.collapse) q.append("collapse_image", v);
-  if (view.fold) q.set("fold_recursion", "1");
-  if (inverted && view.inverted) q.set("inverted", "1");
-  // Off-CPU and wall time are views of time, not samples (docs/off-cpu.md).
-  if (view.mode === "off_cpu") q.set("off_cpu", "1");
-  if (view.mode === "wall") q.set("wall", "1");
+  for (const [name, v] of Object.entries(extra)) if (v !== null && v !== undefined && v !== "") q.set(name, v);
   return q;
 }
 
@@ -707,10 +720,7 @@ function countMatches() {
   if (!search) return;
   soon(searchTimer, 120, async () => {
     const key = filterKey();
-    const q = query({ inverted: false });
-    q.set("match", search);
-    q.set("depth", "1");
-    q.set("threshold_pct", "100");
+    const q = query({ inverted: false }, { match: search, depth: 1, threshold_pct: 100 });
     try {
       const r = await api("flame", q);
       if (search !== view.search) return;
@@ -1124,8 +1134,7 @@ function loadCalls() {
   if (state.calls && state.calls.key === key) return;
   // Keyboard steps come quickly: ask once the selection rests.
   soon(callsTimer, 80, async () => {
-    const q = query({ inverted: false });
-    q.set("fn", reQuote(n.func));
+    const q = query({ inverted: false }, { fn: reQuote(n.func) });
     try {
       const [callers, callees] = await Promise.all([api("callers", q), api("callees", q)]);
       if (!state.selected || keyOf(state.selected.n) !== keyOf(n)) return;
@@ -1149,11 +1158,11 @@ function drawCalls() {
     return;
   }
   const fn = c.callers || c.callees;
-  $("#calls-title").innerHTML = `Callers and callees of <b>${esc(frameLabel(c.n))}</b>` + (fn ? ` <span class="hint">${commas(fn.total)} samples, self ${commas(fn.self)}</span>` : "");
+  $("#calls-title").innerHTML = `Callers and callees of <b>${esc(frameLabel(c.n))}</b>` + (fn ? ` <span class="hint">${amount(fn.total)}${view.mode === "cpu" ? " samples" : ""}, self ${amount(fn.self)}</span>` : "");
   const rows = (f, outer) => {
     if (!f) return '<tr><td class="placeholder">none</td></tr>';
-    const out = f.rows.map((r) => `<tr data-func="${esc(r.func)}"><td class="num">${commas(r.total)}</td><td class="num">${r.pct.toFixed(1)}%</td><td title="${esc(r.image)}">${esc(r.func)}${r.inlined ? " (inlined)" : ""}</td></tr>`);
-    if (outer) out.push(`<tr><td class="num">${commas(outer)}</td><td class="num">${pct(outer, f.total).replace(/(\.\d)\d%$/, "$1%")}</td><td class="placeholder">(no caller)</td></tr>`);
+    const out = f.rows.map((r) => `<tr data-func="${esc(r.func)}"><td class="num">${amount(r.total)}</td><td class="num">${r.pct.toFixed(1)}%</td><td title="${esc(r.image)}">${esc(r.func)}${r.inlined ? " (inlined)" : ""}</td></tr>`);
+    if (outer) out.push(`<tr><td class="num">${amount(outer)}</td><td class="num">${pct(outer, f.total).replace(/(\.\d)\d%$/, "$1%")}</td><td class="placeholder">(no caller)</td></tr>`);
     return out.length ? out.join("") : '<tr><td class="placeholder">none</td></tr>';
   };
   $("#callers tbody").innerHTML = rows(c.callers, c.callers && c.callers.outermost);
@@ -1232,9 +1241,7 @@ async function loadFunc() {
   const pre = $("#annotate");
   $("#func-title").textContent = view.code;
   try {
-    const q = query({ inverted: false });
-    q.set("target", view.code);
-    if (view.version) q.set("version", view.version);
+    const q = query({ inverted: false }, { target: view.code, version: view.version || null });
     const a = await api("annotate", q);
     pre.className = "";
     pre.innerHTML = a.text.split("\n").map((line) => {
@@ -1303,9 +1310,7 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
   try {
     const fq = query();
     if (state.summary && state.summary.diff && view.diff && view.mode === "cpu") fq.set("diff", "1");
-    const tq = query({ inverted: false });
-    tq.set("sort", view.sort);
-    tq.set("n", 100);
+    const tq = query({ inverted: false }, { sort: view.sort, n: 100 });
     // The timeline shows the whole run, whatever the view: it is where a window is picked.
     // It comes with the first answers (its height then stays), and again on live updates.
     const tlq = new URLSearchParams({ threads: 16, buckets: 200 });
