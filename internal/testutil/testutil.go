@@ -160,47 +160,64 @@ func CC(t testing.TB, dir, out string, compiler string, args ...string) string {
 	return path
 }
 
-var (
-	staxOnce sync.Once
-	staxPath string
-	staxErr  error
-	staxDir  string
-)
-
 // Stax builds the stax binary (and the collector library beside it) once per test process
 // and returns its path. Under -race the binary is built with -race, and a data race it
 // finds makes it exit with status 66 and a report on stderr.
 func Stax(t testing.TB) string {
 	t.Helper()
-	staxOnce.Do(func() {
-		staxDir, staxErr = os.MkdirTemp("", "stax-bin-")
-		if staxErr != nil {
+	return staxRace.get(t, Race)
+}
+
+// StaxPlain is Stax built without the race detector, for the tests that measure what stax
+// costs (its memory, its speed recording a whole machine): a race-detector build takes
+// several times the memory and CPU, and says nothing of stax's.
+func StaxPlain(t testing.TB) string {
+	t.Helper()
+	if !Race {
+		return Stax(t)
+	}
+	return staxPlain.get(t, false)
+}
+
+// staxBuild is one build of stax, made once per test process.
+type staxBuild struct {
+	once sync.Once
+	path string // the binary, or the build's output when it failed
+	err  error
+}
+
+var staxRace, staxPlain staxBuild
+
+func (b *staxBuild) get(t testing.TB, race bool) string {
+	t.Helper()
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "stax-bin-")
+		if err != nil {
+			b.err = err
 			return
 		}
-		staxPath = filepath.Join(staxDir, "stax")
-		args := []string{"build", "-o", staxPath}
-		if Race {
+		b.path = filepath.Join(dir, "stax")
+		args := []string{"build", "-o", b.path}
+		if race {
 			args = append(args, "-race")
 		}
 		cmd := exec.Command("go", append(args, "./cmd/stax")...)
 		cmd.Dir = RepoRoot(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			staxErr = err
-			staxPath = string(out)
+			b.err, b.path = err, string(out)
 			return
 		}
 		// The JIT Profiling API collector ships beside the binary.
-		cmd = exec.Command("collector/build.sh", staxDir)
+		cmd = exec.Command("collector/build.sh", dir)
 		cmd.Dir = RepoRoot(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			staxErr = err
-			staxPath = string(out)
+			b.err, b.path = err, string(out)
 		}
 	})
-	if staxErr != nil {
-		t.Fatalf("build stax: %v\n%s", staxErr, staxPath)
+	if b.err != nil {
+		t.Fatalf("build stax: %v\n%s", b.err, b.path)
 	}
-	return staxPath
+	return b.path
 }
 
 // StaxDeps lists the stax packages that package pkg (a path from the module root, like
