@@ -56,7 +56,9 @@ func TestExportMatchesTop(t *testing.T) {
 		}
 		return string(out)
 	}
-	flat := pprofFlat(t, goTool("-top", "-nodecount", "1000", file))
+	// top counts samples; pprof's default, cpu, weighs each by its thread's time on CPU
+	// from the switch records (docs/export.md), which moves shares by a fraction of a point.
+	flat := pprofFlat(t, goTool("-top", "-sample_index=samples", "-nodecount", "1000", file))
 	for _, fn := range []string{"jitted_func1", "jitted_func2"} {
 		var want float64
 		for _, r := range top.Rows {

@@ -44,12 +44,19 @@ int main(int argc, char **argv) {
 		{[]string{"record", "-q", "--no-jit-api", "--", prog, lib}, true},
 		{[]string{"record", "-q", "--", prog, lib}, false},
 	} {
-		if out, errOut, code := e.run(c.args...); code != 0 {
-			t.Fatalf("stax %v: exit %d\n%s%s", c.args, code, out, errOut)
+		idFile := filepath.Join(dir, "run.id")
+		args := append([]string{c.args[0], "--run-id-file", idFile}, c.args[1:]...)
+		if out, errOut, code := e.run(args...); code != 0 {
+			t.Fatalf("stax %v: exit %d\n%s%s", args, code, out, errOut)
 		}
-		text, _, _ := e.run("status")
+		id, err := os.ReadFile(idFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := strings.TrimSpace(string(id))
+		text, _, _ := e.run("status", "--run", run)
 		var st api.Status
-		e.mustJSON(&st, "status")
+		e.mustJSON(&st, "status", "--run", run)
 		var lines []string
 		for _, l := range strings.Split(text, "\n") {
 			if strings.HasPrefix(l, "hint:") {
