@@ -180,14 +180,20 @@ const PARAMS = {
   // asks in the view's mode.
   off_cpu: () => (view.mode === "off_cpu" ? "1" : null),
   wall: () => (view.mode === "wall" ? "1" : null),
+  // The panel's own, from its options: the timeline's size, the wakers' stacks.
+  threads: (o) => o.threads ?? null,
+  buckets: (o) => o.buckets ?? null,
+  stacks: (o) => o.stacks ?? null,
 };
 
 // query is the API parameters of the view (PARAMS): with the window unless whole, the
-// thread filter and the transforms; then those of the panel asking, extra.
-function query({ window = true, inverted = true } = {}, extra = {}) {
+// thread filter and the transforms, or only those named; then those of the panel asking,
+// extra.
+function query({ window = true, inverted = true, only = null, ...panel } = {}, extra = {}) {
   const q = new URLSearchParams();
-  const o = { window, inverted };
+  const o = { window, inverted, ...panel };
   for (const [name, get] of Object.entries(PARAMS)) {
+    if (only && !only.includes(name)) continue;
     const v = get(o);
     if (Array.isArray(v)) for (const x of v) q.append(name, x);
     else if (v !== null && v !== undefined && v !== "") q.set(name, v);
@@ -1313,7 +1319,7 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
     const tq = query({ inverted: false }, { sort: view.sort, n: 100 });
     // The timeline shows the whole run, whatever the view: it is where a window is picked.
     // It comes with the first answers (its height then stays), and again on live updates.
-    const tlq = new URLSearchParams({ threads: 16, buckets: 200 });
+    const tlq = query({ only: ["threads", "buckets"], threads: 16, buckets: 200 });
     // The top table comes with the first answers too; after a change, once the graph is
     // drawn (on two cores its query would slow the graph's).
     const first = !state.top;
@@ -1404,7 +1410,7 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
     // Who woke the threads: off CPU and wall views only, after the rest.
     if (view.mode === "cpu") $("#wakers-panel").hidden = true;
     else {
-      const wq = new URLSearchParams({ tid: view.tid || 0, stacks: 3 });
+      const wq = query({ only: ["tid", "stacks"], stacks: 3 });
       if (need("wakers", wq)) {
         try {
           const wk = await api("wakers", wq, signal);
