@@ -374,12 +374,12 @@ type Error struct {
 
 // RunFilePath answers the whole run as a saved-run file (store.EncodeStream), streamed:
 // its header's checksum and length are zero in the body and follow it as the trailers
-// TrailerChecksum and TrailerLength (decimal). With BakeParam=1 the run is written as
-// stax save keeps it (its code made self-contained), and the trailers TrailerCodeKept and
-// TrailerCodeFailed say how many functions' code was kept and could not be read.
+// TrailerChecksum and TrailerLength (decimal). With bake=1 (RunFileRequest) the run is
+// written as stax save keeps it (its code made self-contained), and the trailers
+// TrailerCodeKept and TrailerCodeFailed say how many functions' code was kept and could
+// not be read.
 const (
 	RunFilePath       = "/v1/run.stax"
-	BakeParam         = "bake"
 	TrailerChecksum   = "Stax-Checksum"
 	TrailerLength     = "Stax-Length"
 	TrailerCodeKept   = "Stax-Code-Kept"

@@ -133,8 +133,8 @@ func stopCmd(g *globals) *cobra.Command {
 				}
 				return notFound(fmt.Errorf("no live run to stop (stax list shows the runs)"))
 			}
-			var res map[string]any
-			if err := r.Post(context.Background(), "/v1/stop", &res); err != nil {
+			var res api.Stopped
+			if err := r.Post(context.Background(), api.StopRequest{}.Path(), &res); err != nil {
 				return err
 			}
 			if r.Why != "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -33,9 +32,9 @@ lists it with the program's own spans and markers.`,
 			if r == nil || !r.Live {
 				return notFound(fmt.Errorf("no live run to mark: markers go into a run while it records (stax list shows the runs)"))
 			}
-			q := url.Values{"name": {name}, "at": {strconv.FormatUint(at, 10)}}
+			req := api.MarkRequest{Name: name, At: at}
 			var res api.Mark
-			if err := r.PostQuery(context.Background(), "/v1/mark", q, &res); err != nil {
+			if err := r.PostQuery(context.Background(), req.Path(), req.Encode(), &res); err != nil {
 				return err
 			}
 			if asJSON {

@@ -421,10 +421,7 @@ type fetched struct {
 // header with its checksum and length zero, then the payload, which it checks against
 // the trailers that follow.
 func (r *Run) fetch(ctx context.Context, w io.Writer, bake bool) (fetched, error) {
-	var q url.Values
-	if bake {
-		q = url.Values{api.BakeParam: {"1"}}
-	}
+	req := api.RunFileRequest{Bake: bake}
 	// A large run takes a while to stream: no deadline, but a stopped recorder is given up on.
 	ctx, release, err := r.bound(ctx, http.MethodGet, 0)
 	if err != nil {
@@ -432,7 +429,7 @@ func (r *Run) fetch(ctx context.Context, w io.Writer, bake bool) (fetched, error
 	}
 	defer release()
 	began := time.Now()
-	resp, err := r.request(ctx, http.MethodGet, api.RunFilePath, q)
+	resp, err := r.request(ctx, http.MethodGet, req.Path(), req.Encode())
 	if err != nil {
 		return fetched{}, r.explain(ctx, began, err)
 	}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/spans"
@@ -21,22 +20,12 @@ func (s *Server) addMark(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusConflict, api.Error{Error: "run " + s.rec.ID() + " is not recording: markers go into a live run"})
 		return
 	}
-	q := r.URL.Query()
-	name := q.Get("name")
-	if name == "" {
-		badRequest(w, "parameter name: empty (a marker needs a name)")
+	var req api.MarkRequest
+	if err := decode(r, &req); err != nil {
+		badRequest(w, "%v", err)
 		return
 	}
-	var at uint64
-	if v := q.Get("at"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			badRequest(w, "parameter at: %q is not a time in nanoseconds", v)
-			return
-		}
-		at = n
-	}
-	name = spans.CutName(name)
-	at = m.Mark(name, at)
+	name := spans.CutName(req.Name)
+	at := m.Mark(name, req.At)
 	writeJSON(w, http.StatusOK, api.Mark{Schema: api.Schema, Run: s.rec.ID(), Name: name, TimeNs: at})
 }

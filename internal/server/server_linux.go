@@ -224,7 +224,7 @@ func handle[Q any, PQ interface {
 }, T any](s *Server, mux *http.ServeMux, preset Q, answer func(*store.Run, Q) (T, error), live func(*T) (*bool, *string)) {
 	mux.HandleFunc("GET "+PQ(&preset).Path(), s.snapshotting(func(w http.ResponseWriter, r *http.Request) {
 		req := preset
-		if err := PQ(&req).Decode(r.URL.Query()); err != nil {
+		if err := decode(r, PQ(&req)); err != nil {
 			badRequest(w, "%v", err)
 			return
 		}
@@ -270,9 +270,14 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 // runFile streams the run as a saved-run file (see api.RunFilePath): nothing but the JSON
 // body is held whole, so a run of any size is answered, whatever maxUnsentBytes.
 func (s *Server) runFile(w http.ResponseWriter, r *http.Request) {
+	var req api.RunFileRequest
+	if err := decode(r, &req); err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
 	run := s.rec.Snapshot()
 	kept, failed := 0, 0
-	if r.URL.Query().Get(api.BakeParam) == "1" {
+	if req.Bake {
 		run, kept, failed = query.ForSave(run)
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
@@ -307,7 +312,7 @@ func (d deadlineWriter) Write(p []byte) (int, error) {
 
 func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
 	var req api.WaitRequest
-	if err := req.Decode(r.URL.Query()); err != nil {
+	if err := decode(r, &req); err != nil {
 		badRequest(w, "%v", err)
 		return
 	}
@@ -323,10 +328,19 @@ func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
+	var req api.StopRequest
+	if err := decode(r, &req); err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
 	s.rec.Stop()
 	select {
 	case <-s.rec.Done():
 	case <-time.After(30 * time.Second):
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"schema": api.Schema, "run": s.rec.ID(), "stopped": true})
+	writeJSON(w, http.StatusOK, api.Stopped{Run: s.rec.ID(), Schema: api.Schema, Stopped: true})
 }
+
+// decode sets req from the query parameters of r: the one place a handler reads them, so
+// that each is read by api's codec as its clients wrote it.
+func decode(r *http.Request, req api.Request) error { return req.Decode(r.URL.Query()) }
