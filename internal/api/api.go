@@ -5,13 +5,15 @@
 // Each query is a request type (TopRequest, FlameRequest, ...) whose tagged fields are its
 // query parameters, encoded and decoded by one codec (EncodeParams, DecodeParams) for the
 // CLI, the server and the web page alike.
+//
+// Each document is made of api's own types (wire.go), never of the model's (internal/agg,
+// internal/store, ...): convert.go fills them from the model, one function per part, so
+// that changing the model cannot change the JSON.
 package api
 
 import (
 	"net/url"
 
-	"github.com/stax-profiler/stax/internal/agg"
-	"github.com/stax-profiler/stax/internal/spans"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
@@ -75,32 +77,29 @@ func StateOf(m store.Meta) string {
 
 // Status describes a run.
 type Status struct {
-	Schema     int        `json:"schema"`
-	Live       bool       `json:"live"`
-	State      string     `json:"state"`
-	Meta       store.Meta `json:"meta"`
-	ElapsedSec float64    `json:"elapsed_sec"`
+	Schema     int     `json:"schema"`
+	Live       bool    `json:"live"`
+	State      string  `json:"state"`
+	Meta       RunMeta `json:"meta"`
+	ElapsedSec float64 `json:"elapsed_sec"`
 	// Incomplete: the run's final save failed (state incomplete); what the store holds.
 	Incomplete *Incomplete `json:"incomplete,omitempty"`
 	// SamplesDamage: what the run lost to a damaged samples file (views over time show the
 	// rest).
-	SamplesDamage  *store.SamplesDamage `json:"samples_damage,omitempty"`
-	DistinctStacks int                  `json:"distinct_stacks"`
-	Threads        int                  `json:"threads"`
-	Processes      []ProcessStatus      `json:"processes"`
-	JIT            []store.JITSource    `json:"jit"`
-	JITSamples     uint64               `json:"jit_samples"`     // samples whose leaf is in JIT code
-	JITUnnamed     uint64               `json:"jit_unnamed"`     // of those, samples with no name
-	UnknownSamples uint64               `json:"unknown_samples"` // samples whose leaf has no name at all
+	SamplesDamage  *SamplesDamage  `json:"samples_damage,omitempty"`
+	DistinctStacks int             `json:"distinct_stacks"`
+	Threads        int             `json:"threads"`
+	Processes      []ProcessStatus `json:"processes"`
+	JIT            []JITSource     `json:"jit"`
+	JITSamples     uint64          `json:"jit_samples"`     // samples whose leaf is in JIT code
+	JITUnnamed     uint64          `json:"jit_unnamed"`     // of those, samples with no name
+	UnknownSamples uint64          `json:"unknown_samples"` // samples whose leaf has no name at all
 	// Unsymbolized counts, by image, the samples whose leaf is native code no symbol names
 	// (an image+0xOFF row), most first.
 	Unsymbolized []ImageSamples `json:"unsymbolized,omitempty"`
 	// Push is how pushing to a fleet store goes (record --push); absent: not pushing.
 	Push *PushStatus `json:"push,omitempty"`
 }
-
-// ImageSamples is a count of samples in one image.
-type ImageSamples = agg.ImageSamples
 
 // ProcessStatus is one process of the run.
 type ProcessStatus struct {
@@ -201,10 +200,10 @@ type Flame struct {
 	// Self and Total are nanoseconds, and each node has its dominant reason.
 	OffCPU bool `json:"off_cpu,omitempty"`
 	// Wall and Runnable: as Top's.
-	Wall     bool           `json:"wall,omitempty"`
-	Runnable bool           `json:"runnable,omitempty"`
-	Samples  uint64         `json:"samples"`
-	Root     *agg.FlameNode `json:"root"`
+	Wall     bool       `json:"wall,omitempty"`
+	Runnable bool       `json:"runnable,omitempty"`
+	Samples  uint64     `json:"samples"`
+	Root     *FlameNode `json:"root"`
 	// Matched counts the samples with a frame whose function the query's match parameter
 	// (a regular expression) matches, in the tree as built (transformed, filtered); absent
 	// without one.
@@ -232,10 +231,10 @@ type Callers struct {
 	Match     string `json:"match"`     // FN as given
 	// By, NoInline and Short say what a row (a caller or callee) is, as in Top; the
 	// functions matching Match stay whole functions.
-	By        string             `json:"by"`
-	NoInline  bool               `json:"no_inline,omitempty"`
-	Short     bool               `json:"short,omitempty"`
-	Functions []agg.CallFunction `json:"functions"`
+	By        string         `json:"by"`
+	NoInline  bool           `json:"no_inline,omitempty"`
+	Short     bool           `json:"short,omitempty"`
+	Functions []CallFunction `json:"functions"`
 	// Time: as Top's.
 	Time *TimeTotals `json:"time,omitempty"`
 }
@@ -248,14 +247,14 @@ const (
 
 // Threads is the answer of `stax threads`.
 type Threads struct {
-	Schema    int             `json:"schema"`
-	Run       string          `json:"run"`
-	Live      bool            `json:"live"`
-	State     string          `json:"state"`
-	Window    *Window         `json:"window,omitempty"` // the time window asked for; absent: the whole run
-	Transform *Transform      `json:"transform,omitempty"`
-	Samples   uint64          `json:"samples"`
-	Rows      []agg.ThreadRow `json:"rows"`
+	Schema    int         `json:"schema"`
+	Run       string      `json:"run"`
+	Live      bool        `json:"live"`
+	State     string      `json:"state"`
+	Window    *Window     `json:"window,omitempty"` // the time window asked for; absent: the whole run
+	Transform *Transform  `json:"transform,omitempty"`
+	Samples   uint64      `json:"samples"`
+	Rows      []ThreadRow `json:"rows"`
 	// Time is the time off CPU of every thread (not only the rows shown), of which
 	// runnable and blocked (a row's off_cpu_ms); absent where the run recorded none.
 	Time *TimeTotals `json:"time,omitempty"`
@@ -272,7 +271,7 @@ type Timeline struct {
 	Transform *Transform `json:"transform,omitempty"`
 	StartSec  float64    `json:"start_sec"`
 	BucketSec float64    `json:"bucket_sec"`
-	agg.Timeline
+	TimelineData
 	TimelineSpans
 }
 
@@ -308,9 +307,9 @@ type Compare struct {
 	SamplesDeltaPct float64 `json:"samples_delta_pct"` // how much more (or less) CPU time cand used
 	// OffCPU: the runs' time off CPU is compared (compare --off-cpu): Samples are
 	// nanoseconds off CPU, the shares are of that time.
-	OffCPU   bool             `json:"off_cpu,omitempty"`
-	Rows     []agg.CompareRow `json:"rows"`
-	Failures []string         `json:"failures,omitempty"` // thresholds passed (--fail-*)
+	OffCPU   bool         `json:"off_cpu,omitempty"`
+	Rows     []CompareRow `json:"rows"`
+	Failures []string     `json:"failures,omitempty"` // thresholds passed (--fail-*)
 }
 
 // RunRef names a run and its size.
@@ -353,12 +352,12 @@ type RunInfo struct {
 	// Incomplete: the run's final save failed; what the store holds of it.
 	Incomplete *Incomplete `json:"incomplete,omitempty"`
 	// SamplesDamage: what the run lost to a damaged samples file.
-	SamplesDamage *store.SamplesDamage `json:"samples_damage,omitempty"`
-	Command       []string             `json:"command,omitempty"`
-	Pid           int                  `json:"pid"`
-	Samples       uint64               `json:"samples"`
-	Start         string               `json:"start"`
-	Finished      bool                 `json:"finished"`
+	SamplesDamage *SamplesDamage `json:"samples_damage,omitempty"`
+	Command       []string       `json:"command,omitempty"`
+	Pid           int            `json:"pid"`
+	Samples       uint64         `json:"samples"`
+	Start         string         `json:"start"`
+	Finished      bool           `json:"finished"`
 }
 
 // List is the answer of `stax list`.
@@ -396,26 +395,26 @@ type Mark struct {
 
 // Spans is the answer of `stax spans`: the run's spans summed by name.
 type Spans struct {
-	Schema  int            `json:"schema"`
-	Run     string         `json:"run"`
-	Live    bool           `json:"live"`
-	State   string         `json:"state"`
-	Sort    string         `json:"sort"`    // time, count, avg or max
-	Samples uint64         `json:"samples"` // the run's samples
-	Rows    []spans.Stat   `json:"rows"`
-	Sources []spans.Source `json:"sources"` // spans received and dropped, per source
+	Schema  int          `json:"schema"`
+	Run     string       `json:"run"`
+	Live    bool         `json:"live"`
+	State   string       `json:"state"`
+	Sort    string       `json:"sort"`    // time, count, avg or max
+	Samples uint64       `json:"samples"` // the run's samples
+	Rows    []SpanStat   `json:"rows"`
+	Sources []SpanSource `json:"sources"` // spans received and dropped, per source
 }
 
 // Wakers is the answer of `stax wakers`: which threads woke which, how often, the time off
 // CPU their wakeups ended, and from which stacks.
 type Wakers struct {
-	Schema int            `json:"schema"`
-	Run    string         `json:"run"`
-	Live   bool           `json:"live"`
-	State  string         `json:"state"`
-	Tid    uint32         `json:"tid,omitempty"` // the thread woken asked for; 0: all
-	Woken  uint64         `json:"woken"`         // waits matched to the wakeup that ended them
-	Rows   []agg.WakerRow `json:"rows"`
+	Schema int        `json:"schema"`
+	Run    string     `json:"run"`
+	Live   bool       `json:"live"`
+	State  string     `json:"state"`
+	Tid    uint32     `json:"tid,omitempty"` // the thread woken asked for; 0: all
+	Woken  uint64     `json:"woken"`         // waits matched to the wakeup that ended them
+	Rows   []WakerRow `json:"rows"`
 	// Wakeups are the wakeups seen; WakeupsAll, when more, how many the kernel
 	// counted: their stacks were sampled, and the rows count those seen alone.
 	Wakeups    uint64 `json:"wakeups"`
@@ -426,12 +425,12 @@ type Wakers struct {
 // runnable and blocked (by reason) in buckets of BucketSec seconds, the first starting
 // StartSec seconds after the run's start.
 type ThreadStates struct {
-	Schema    int                `json:"schema"`
-	Run       string             `json:"run"`
-	Live      bool               `json:"live"`
-	State     string             `json:"state"`
-	Window    *Window            `json:"window,omitempty"`
-	StartSec  float64            `json:"start_sec"`
-	BucketSec float64            `json:"bucket_sec"`
-	Threads   []agg.ThreadStates `json:"threads"`
+	Schema    int               `json:"schema"`
+	Run       string            `json:"run"`
+	Live      bool              `json:"live"`
+	State     string            `json:"state"`
+	Window    *Window           `json:"window,omitempty"`
+	StartSec  float64           `json:"start_sec"`
+	BucketSec float64           `json:"bucket_sec"`
+	Threads   []ThreadStatesRow `json:"threads"`
 }

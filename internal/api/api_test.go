@@ -27,7 +27,7 @@ func TestStateOf(t *testing.T) {
 // TestKeysAreSnakeCase: every key of every document is snake_case (schema 2).
 func TestKeysAreSnakeCase(t *testing.T) {
 	camel := regexp.MustCompile(`"[a-z0-9_]*[A-Z][A-Za-z0-9_]*":`)
-	for _, v := range []any{Status{Processes: []ProcessStatus{{}}}, Top{Transform: &Transform{FoldRecursion: true, CollapseImage: []string{"x"}}}, Flame{}, Threads{}, Callers{Functions: []agg.CallFunction{{Rows: []agg.CallRow{{}}}}}, Timeline{}, Wait{}, List{Runs: []RunInfo{{}}}, Error{}} {
+	for _, v := range []any{Status{Processes: []ProcessStatus{{}}}, Top{Transform: &Transform{FoldRecursion: true, CollapseImage: []string{"x"}}}, Flame{}, Threads{}, Callers{Functions: []CallFunction{{Rows: []CallRow{{}}}}}, Timeline{}, Wait{}, List{Runs: []RunInfo{{}}}, Error{}} {
 		b, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)

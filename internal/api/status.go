@@ -8,12 +8,14 @@ import (
 // StatusOf summarizes a saved or live run. A run read without its profile (its meta
 // alone) is summarized from the summary its meta keeps.
 func StatusOf(run *store.Run) Status {
-	st := Status{Schema: Schema, State: StateOf(run.Meta), Meta: run.Meta, JIT: run.JIT}
+	meta := run.Meta
+	meta.Summary, meta.JITSources = nil, nil // the status's own fields hold them
+	st := Status{Schema: Schema, State: StateOf(run.Meta), Meta: RunMetaOf(meta), JIT: JITSources(run.JIT)}
 	if st.JIT == nil {
-		st.JIT = run.Meta.JITSources
+		st.JIT = JITSources(run.Meta.JITSources)
 	}
 	if st.JIT == nil {
-		st.JIT = []store.JITSource{}
+		st.JIT = []JITSource{}
 	}
 	if !run.Meta.End.IsZero() {
 		st.ElapsedSec = run.Meta.End.Sub(run.Meta.Start).Seconds()
@@ -25,10 +27,9 @@ func StatusOf(run *store.Run) Status {
 	if p := &run.Profile; len(p.Entries) == 0 && len(p.Stacks) == 0 && run.Meta.Summary != nil {
 		sum = *run.Meta.Summary
 	}
-	st.Meta.Summary, st.Meta.JITSources = nil, nil // the status's own fields hold them
 	st.Threads, st.DistinctStacks = sum.Threads, sum.DistinctStacks
 	st.JITSamples, st.JITUnnamed, st.UnknownSamples = sum.JITSamples, sum.JITUnnamed, sum.UnknownSamples
-	st.Unsymbolized = sum.Unsymbolized
+	st.Unsymbolized = ImageSamplesOf(sum.Unsymbolized)
 	return st
 }
 

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/query"
 )
@@ -160,7 +159,7 @@ func funcName(fn string, inlined bool, file string, line int) string {
 
 // printCallFunction writes one function's callers or callees, their counts samples, or
 // (timed) nanoseconds written as milliseconds.
-func printCallFunction(g *globals, f agg.CallFunction, callees bool, by string, timed bool) {
+func printCallFunction(g *globals, f api.CallFunction, callees bool, by string, timed bool) {
 	w := g.out
 	count, unit := commas, ""
 	if timed {

@@ -67,7 +67,7 @@ function's share of each run's time blocked, and --fail-total-pct the growth of 
 			}
 			rows, bs, cs := agg.Compare(bp, cp)
 			res := api.Compare{Schema: api.Schema, Base: api.RunRef{Run: base.Meta.ID, Samples: bs},
-				Cand: api.RunRef{Run: cand.Meta.ID, Samples: cs}, OffCPU: offCPU, Rows: rows}
+				Cand: api.RunRef{Run: cand.Meta.ID, Samples: cs}, OffCPU: offCPU, Rows: api.CompareRows(rows)}
 			if bs > 0 {
 				res.SamplesDeltaPct = (float64(cs) - float64(bs)) * 100 / float64(bs)
 			}

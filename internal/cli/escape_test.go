@@ -147,8 +147,8 @@ func TestHostileNamesEscaped(t *testing.T) {
 // could hold (a byte that is not UTF-8): it prints as \xff.
 func TestPrintersEscapeRawNames(t *testing.T) {
 	var b strings.Builder
-	printFlame(&b, &agg.FlameNode{Func: hostile, Image: "[jit]", Total: 1, TotalPct: 100,
-		Children: []*agg.FlameNode{{Func: "child\x1b[2J", Image: "/lib/\xfelib.so", Total: 1, TotalPct: 100, Self: 1}}}, 0, agg.ByFunction)
+	printFlame(&b, &api.FlameNode{Func: hostile, Image: "[jit]", Total: 1, TotalPct: 100,
+		Children: []*api.FlameNode{{Func: "child\x1b[2J", Image: "/lib/\xfelib.so", Total: 1, TotalPct: 100, Self: 1}}}, 0, agg.ByFunction)
 	checkPrintable(t, "flame", b.String())
 	for _, w := range []string{hostileEscaped + "  [jit]", `child\x1b[2J  [/lib/\xfelib.so]`} {
 		if !strings.Contains(b.String(), w) {
@@ -158,8 +158,8 @@ func TestPrintersEscapeRawNames(t *testing.T) {
 	b.Reset()
 	tl := api.Timeline{BucketSec: 1}
 	tl.Buckets = 2
-	tl.Threads = []agg.TimelineThread{{Tid: 7, Name: "th\x1b[2J\xff", Samples: 2, Counts: []uint64{1, 1}}}
-	tl.Phases = []agg.Phase{{FirstBucket: 0, LastBucket: 1, Func: hostile, Image: "[jit]", Samples: 2, Pct: 100}}
+	tl.Threads = []api.TimelineThread{{Tid: 7, Name: "th\x1b[2J\xff", Samples: 2, Counts: []uint64{1, 1}}}
+	tl.Phases = []api.Phase{{FirstBucket: 0, LastBucket: 1, Func: hostile, Image: "[jit]", Samples: 2, Pct: 100}}
 	printTimeline(&b, tl)
 	checkPrintable(t, "timeline", b.String())
 	for _, w := range []string{`th\x1b[2J\xff`, hostileEscaped + "  [jit]"} {

@@ -90,7 +90,7 @@ records, shared by the samples; reason on-cpu) and off CPU together, so a thread
 					build = agg.InvertedFlame
 				}
 				baseRoot, _ := build(base.Profile.At(gran), agg.Filter{Tid: uint32(tid)}, depth, 0)
-				agg.DiffFlame(res.Root, baseRoot, threshold)
+				api.DiffFlame(res.Root, api.FlameRoot(baseRoot), threshold)
 			}
 			if rf.json {
 				return printJSON(g.out, res)
@@ -132,7 +132,7 @@ records, shared by the samples; reason on-cpu) and off CPU together, so a thread
 
 // printFlame prints n and its children, indented from level, each named as a row of a view
 // by by.
-func printFlame(w io.Writer, n *agg.FlameNode, level int, by string) {
+func printFlame(w io.Writer, n *api.FlameNode, level int, by string) {
 	name := esc(n.Func)
 	if n.Inlined {
 		name += " (inlined)"

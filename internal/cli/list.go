@@ -45,7 +45,9 @@ func listCmd(g *globals) *cobra.Command {
 					if na.State == 0 {
 						info.State = stateNoAnswer
 					}
-					st.Meta, err = store.ReadMeta(r.StoredPath())
+					var m store.Meta
+					m, err = store.ReadMeta(r.StoredPath())
+					st.Meta = api.RunMetaOf(m)
 				}
 				if err == nil {
 					info.Command, info.Pid, info.Samples = st.Meta.Command, st.Meta.Pid, st.Meta.Samples
@@ -74,7 +76,7 @@ func listCmd(g *globals) *cobra.Command {
 				}
 				if meta != nil {
 					if d, err := store.SamplesDamageOf(store.Path(sr.ID), sr.Meta); err == nil && d != nil {
-						info.SamplesDamage = d
+						info.SamplesDamage = api.SamplesDamageOf(d)
 					}
 				}
 				if inc := api.IncompleteOf(sr.ID, meta); inc != nil {

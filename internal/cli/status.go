@@ -26,15 +26,17 @@ func statusCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var meta store.Meta // a stored run's
 			st, err := ask(context.Background(), g, r, "/v1/status", nil, store.MetaOnly, func(run *store.Run) (api.Status, error) {
+				meta = run.Meta
 				return api.StatusOf(run), nil
 			})
 			if err != nil {
 				return err
 			}
 			if !st.Live && r.File == "" {
-				if d, err := store.SamplesDamageOf(r.StoredPath(), st.Meta); err == nil {
-					st.SamplesDamage = d
+				if d, err := store.SamplesDamageOf(r.StoredPath(), meta); err == nil {
+					st.SamplesDamage = api.SamplesDamageOf(d)
 				}
 			}
 			if rf.json {
@@ -286,7 +288,7 @@ func countsByKey(m map[string]uint64) string {
 }
 
 // spanSourceLine is status's line for one source of spans.
-func spanSourceLine(s spans.Source) string {
+func spanSourceLine(s api.SpanSource) string {
 	where := s.Kind
 	switch {
 	case s.Kind == spans.KindMark:

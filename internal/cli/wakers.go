@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/store"
@@ -81,7 +80,7 @@ timers have no waker here.`,
 
 // stackLine is a waker's stack's first n functions, leaf first, from the first that is
 // not the kernel's when there is one.
-func stackLine(s agg.WakerStack, n int) string {
+func stackLine(s api.WakerStack, n int) string {
 	frames := s.Frames
 	if s.Kernel < len(frames) {
 		frames = frames[s.Kernel:]

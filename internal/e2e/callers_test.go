@@ -7,23 +7,22 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
 
 // callRow returns the row of fn among a function's callers or callees.
-func callRow(f agg.CallFunction, fn string) (agg.CallRow, bool) {
+func callRow(f api.CallFunction, fn string) (api.CallRow, bool) {
 	for _, r := range f.Rows {
 		if r.Func == fn {
 			return r, true
 		}
 	}
-	return agg.CallRow{}, false
+	return api.CallRow{}, false
 }
 
 // hotLeafCallers asks stax callers hot_leaf (with args) and returns hot_leaf's answer.
-func (e *staxEnv) hotLeafCallers(args ...string) (api.Callers, agg.CallFunction) {
+func (e *staxEnv) hotLeafCallers(args ...string) (api.Callers, api.CallFunction) {
 	e.t.Helper()
 	var c api.Callers
 	e.mustJSON(&c, append([]string{"callers", "^hot_leaf$"}, args...)...)
@@ -199,7 +198,7 @@ func TestCallersAndTransforms(t *testing.T) {
 }
 
 // child returns n's child named fn.
-func child(n *agg.FlameNode, fn string) *agg.FlameNode {
+func child(n *api.FlameNode, fn string) *api.FlameNode {
 	for _, c := range n.Children {
 		if c.Func == fn {
 			return c

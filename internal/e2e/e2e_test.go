@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
@@ -237,7 +236,7 @@ func TestRatioTopAndFlame(t *testing.T) {
 }
 
 // hasPath reports whether the tree has the functions of path as consecutive descendants.
-func hasPath(n *agg.FlameNode, path []string) bool {
+func hasPath(n *api.FlameNode, path []string) bool {
 	if n == nil {
 		return false
 	}
@@ -252,7 +251,7 @@ func hasPath(n *agg.FlameNode, path []string) bool {
 	return false
 }
 
-func follows(n *agg.FlameNode, path []string) bool {
+func follows(n *api.FlameNode, path []string) bool {
 	if len(path) == 0 {
 		return true
 	}

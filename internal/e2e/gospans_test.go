@@ -65,7 +65,7 @@ func TestSpansFromGoPackage(t *testing.T) {
 	if m, ok := spanRow(res, "halfway"); !ok || m.Count != 1 || m.TotalNs != 0 {
 		t.Errorf("marker halfway: %+v, want one instant", m)
 	}
-	var src *spans.Source
+	var src *api.SpanSource
 	for i := range res.Sources {
 		if res.Sources[i].Kind == spans.KindGo {
 			src = &res.Sources[i]
@@ -200,7 +200,7 @@ func TestSpansFromGoPackageAttached(t *testing.T) {
 	e.mustJSON(&res, "spans")
 	a, _ := spanRow(res, "phaseA")
 	b, _ := spanRow(res, "phaseB")
-	var src *spans.Source
+	var src *api.SpanSource
 	for i := range res.Sources {
 		if res.Sources[i].Kind == spans.KindGo {
 			src = &res.Sources[i]

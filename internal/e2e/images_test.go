@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
@@ -51,8 +50,8 @@ func checkDaemonStacks(t *testing.T, e *staxEnv) {
 	e.mustJSON(&fl, "flame", "-d", "0", "--threshold-pct", "0")
 	want := []string{"_start", "main", "daemon_outer", "daemon_middle", "daemon_leaf"}
 	var in, on uint64
-	var walk func(n *agg.FlameNode, i int)
-	walk = func(n *agg.FlameNode, i int) {
+	var walk func(n *api.FlameNode, i int)
+	walk = func(n *api.FlameNode, i int) {
 		if n.Func == "daemon_leaf" {
 			in += n.Total
 		}

@@ -33,7 +33,7 @@ func TestITTFloodCounted(t *testing.T) {
 	var res api.Spans
 	e.mustJSON(&res, "spans")
 	unit, _ := spanRow(res, "unit")
-	var src *spans.Source
+	var src *api.SpanSource
 	for i := range res.Sources {
 		if res.Sources[i].Kind == spans.KindITT {
 			src = &res.Sources[i]

@@ -212,7 +212,7 @@ func checkNodeNames(t *testing.T, e *staxEnv, st api.Status) {
 	}
 }
 
-func flameHas(n *agg.FlameNode, match func(string) bool) bool {
+func flameHas(n *api.FlameNode, match func(string) bool) bool {
 	if n == nil {
 		return false
 	}

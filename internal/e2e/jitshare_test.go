@@ -16,7 +16,6 @@ import (
 
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
-	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
 
@@ -148,7 +147,7 @@ func TestPerfMapFloodLeavesOtherJITsNamed(t *testing.T) {
 	toyIn.Close()
 
 	e.mustJSON(&st, "status")
-	var floodSrc, toySrc *store.JITSource
+	var floodSrc, toySrc *api.JITSource
 	for i, s := range st.JIT {
 		switch {
 		case s.Pid == floodPid && s.Kind == "perfmap":

@@ -32,8 +32,8 @@ func TestOffCPUWakers(t *testing.T) {
 	var res api.Wakers
 	e.mustJSON(&res, "wakers", "--tid", strconv.Itoa(int(worker)), "--json", "--stacks", "10")
 	t.Logf("%+v", res.Rows)
-	row := func(waker uint32) agg.WakerRow {
-		i := slices.IndexFunc(res.Rows, func(r agg.WakerRow) bool { return r.Waker == waker })
+	row := func(waker uint32) api.WakerRow {
+		i := slices.IndexFunc(res.Rows, func(r api.WakerRow) bool { return r.Waker == waker })
 		if i < 0 {
 			t.Fatalf("no wakeups of the worker by thread %d in %+v", waker, res.Rows)
 		}
@@ -158,7 +158,7 @@ func TestOffCPUWall(t *testing.T) {
 	win := []string{"--from", strconv.FormatFloat(from, 'f', 3, 64), "--to", strconv.FormatFloat(from+1, 'f', 3, 64)}
 	var th api.Threads
 	e.mustJSON(&th, append([]string{"threads", "--json", "-n", "1000"}, win...)...)
-	i = slices.IndexFunc(th.Rows, func(r agg.ThreadRow) bool { return strconv.Itoa(int(r.Tid)) == tid })
+	i = slices.IndexFunc(th.Rows, func(r api.ThreadRow) bool { return strconv.Itoa(int(r.Tid)) == tid })
 	if i < 0 || th.Rows[i].OffCPU == nil {
 		t.Fatalf("no worker with off-CPU time in threads %v: %+v", win, th.Rows)
 	}

@@ -30,7 +30,7 @@ var (
 
 // blockedPaths calls f with every path from a root's child down to a node with time of
 // its own, for the paths that blocked (not runnable: their leaf is no [runnable] frame).
-func blockedPaths(n *agg.FlameNode, path []*agg.FlameNode, f func(path []*agg.FlameNode, self uint64)) {
+func blockedPaths(n *api.FlameNode, path []*api.FlameNode, f func(path []*api.FlameNode, self uint64)) {
 	path = append(path, n)
 	if n.Self > 0 && n.Func != "[runnable]" && len(path) > 1 {
 		f(path[1:], n.Self)
@@ -40,7 +40,7 @@ func blockedPaths(n *agg.FlameNode, path []*agg.FlameNode, f func(path []*agg.Fl
 	}
 }
 
-func funcsOf(path []*agg.FlameNode) []string {
+func funcsOf(path []*api.FlameNode) []string {
 	s := make([]string, len(path))
 	for i, n := range path {
 		s[i] = n.Func
@@ -78,7 +78,7 @@ func recordedOutput(t *testing.T, e *staxEnv, args ...string) (map[string]int64,
 // off CPU is the wall time its CPU time leaves. The time on CPU is estimated from samples
 // (one per millisecond of CPU at 999 Hz): it may be off by a few samples and their square
 // root.
-func checkThreadTimes(t *testing.T, rows []agg.ThreadRow, pid uint32, wall, record time.Duration) {
+func checkThreadTimes(t *testing.T, rows []api.ThreadRow, pid uint32, wall, record time.Duration) {
 	t.Helper()
 	mainSeen := false
 	for _, r := range rows {
@@ -120,7 +120,7 @@ func checkBlockedStacks(t *testing.T, fl api.Flame, rooted func(path []string) b
 	t.Helper()
 	var total, reached, odd uint64
 	var oddPaths, unreached []string
-	blockedPaths(fl.Root, nil, func(path []*agg.FlameNode, self uint64) {
+	blockedPaths(fl.Root, nil, func(path []*api.FlameNode, self uint64) {
 		total += self
 		fns := funcsOf(path)
 		if rooted(fns) {
@@ -264,7 +264,7 @@ func TestOffCPUNode(t *testing.T) {
 		}
 	}
 	checkThreadTimes(t, th.Rows, pid, wall, took)
-	mainRow := th.Rows[slices.IndexFunc(th.Rows, func(r agg.ThreadRow) bool { return r.Tid == pid })]
+	mainRow := th.Rows[slices.IndexFunc(th.Rows, func(r api.ThreadRow) bool { return r.Tid == pid })]
 	if mainRow.OffCPU.Reason != agg.ReasonPoll {
 		t.Errorf("node's main thread waited mostly for %q, want poll", mainRow.OffCPU.Reason)
 	}

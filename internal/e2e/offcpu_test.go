@@ -23,10 +23,10 @@ func buildOffCPU(t *testing.T, dir string) string {
 }
 
 // threadsNamed returns the rows of stax threads for the threads called name.
-func threadsNamed(e *staxEnv, name string, args ...string) []agg.ThreadRow {
+func threadsNamed(e *staxEnv, name string, args ...string) []api.ThreadRow {
 	var th api.Threads
 	e.mustJSON(&th, append([]string{"threads", "-n", "1000"}, args...)...)
-	var rows []agg.ThreadRow
+	var rows []api.ThreadRow
 	for _, r := range th.Rows {
 		if r.Name == name {
 			if r.OffCPU == nil {
@@ -138,7 +138,7 @@ func TestOffCPUWaits(t *testing.T) {
 }
 
 // flamePath is the functions from the root's child down to the first node called fn.
-func flamePath(n *agg.FlameNode, fn string) []string {
+func flamePath(n *api.FlameNode, fn string) []string {
 	for _, c := range n.Children {
 		if c.Func == fn {
 			return []string{fn}
@@ -150,9 +150,9 @@ func flamePath(n *agg.FlameNode, fn string) []string {
 	return nil
 }
 
-func flameNode(n *agg.FlameNode, path []string) *agg.FlameNode {
+func flameNode(n *api.FlameNode, path []string) *api.FlameNode {
 	for _, fn := range path {
-		i := slices.IndexFunc(n.Children, func(c *agg.FlameNode) bool { return c.Func == fn })
+		i := slices.IndexFunc(n.Children, func(c *api.FlameNode) bool { return c.Func == fn })
 		n = n.Children[i]
 	}
 	return n

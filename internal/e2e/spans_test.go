@@ -48,13 +48,13 @@ func parseITTFrames(t *testing.T, out string) ittFrames {
 	return r
 }
 
-func spanRow(res api.Spans, name string) (spans.Stat, bool) {
+func spanRow(res api.Spans, name string) (api.SpanStat, bool) {
 	for _, s := range res.Rows {
 		if s.Name == name {
 			return s, true
 		}
 	}
-	return spans.Stat{}, false
+	return api.SpanStat{}, false
 }
 
 // TestSpansFromITTMarkerFileAndMark records ittframes.c, which reports nested ITT tasks
@@ -149,7 +149,7 @@ func TestSpansFromITTMarkerFileAndMark(t *testing.T) {
 	if afterGo.Start != got.goAt {
 		t.Errorf("after_go at %d, the program wrote %d", afterGo.Start, got.goAt)
 	}
-	srcs := map[string]spans.Source{}
+	srcs := map[string]api.SpanSource{}
 	for _, s := range st.Meta.SpanSources {
 		srcs[s.Kind] = s
 	}

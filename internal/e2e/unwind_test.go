@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
@@ -51,8 +50,8 @@ func TestDwarfUnwindingFindsCallersWithoutFramePointers(t *testing.T) {
 	}
 	// The comparator's samples reach _start through main.
 	var cmpSamples, rooted uint64
-	var walk func(n *agg.FlameNode, path []string)
-	walk = func(n *agg.FlameNode, path []string) {
+	var walk func(n *api.FlameNode, path []string)
+	walk = func(n *api.FlameNode, path []string) {
 		path = append(path, n.Func)
 		if n.Func == "cmp" {
 			cmpSamples += n.Total
@@ -147,8 +146,8 @@ func TestFramelessJITLeafHasItsCaller(t *testing.T) {
 			// samples (its clock reads, start and exit) grow in share on a busy machine,
 			// where the clock event's samples come when the program is scheduled back in.
 			var on, in uint64
-			var walk func(n *agg.FlameNode, i int)
-			walk = func(n *agg.FlameNode, i int) {
+			var walk func(n *api.FlameNode, i int)
+			walk = func(n *api.FlameNode, i int) {
 				if n.Func == leaf {
 					in += n.Total
 				}
@@ -205,8 +204,8 @@ func TestCxxExceptionsAndDeepRecursion(t *testing.T) {
 			// in: the samples in the recursion (under its outermost level frame); rooted:
 			// those of them whose stack begins at tc.root (and, complete, runs through main).
 			var in, rooted uint64
-			var walk func(n *agg.FlameNode, path []string)
-			walk = func(n *agg.FlameNode, path []string) {
+			var walk func(n *api.FlameNode, path []string)
+			walk = func(n *api.FlameNode, path []string) {
 				if n.Func == level {
 					in += n.Total
 					if len(path) > 0 && path[0] == tc.root && (tc.root != "_start" || path[len(path)-1] == "main") {
@@ -347,8 +346,8 @@ func TestDwarfUnwindingStopsAtALoop(t *testing.T) {
 	e.mustJSON(&fl, "flame", "-d", "0", "--threshold-pct", "0")
 	var in, under, repeated uint64
 	var repeatedAt []string
-	var walk func(n *agg.FlameNode, path []string)
-	walk = func(n *agg.FlameNode, path []string) {
+	var walk func(n *api.FlameNode, path []string)
+	walk = func(n *api.FlameNode, path []string) {
 		// The loop's frames must not repeat. Others may: the loader's call_init has an
 		// inlined copy of itself (its debug info says so), under which its start-up runs.
 		if len(path) > 0 && path[len(path)-1] == n.Func && (n.Func == "deopt_caller" || n.Func == "selfloop") {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/testutil"
 	"github.com/stax-profiler/stax/internal/testutil/browser"
@@ -575,10 +574,10 @@ func drawnTree(ctx context.Context, t *testing.T) ([]string, float64) {
 
 // flameTree lists the nodes of a flame graph below n as drawnTree does, those the page
 // draws: at least half a pixel wide in a graph width px wide.
-func flameTree(n *agg.FlameNode, px float64) []string {
+func flameTree(n *api.FlameNode, px float64) []string {
 	var out []string
-	var walk func(n *agg.FlameNode, depth int)
-	walk = func(n *agg.FlameNode, depth int) {
+	var walk func(n *api.FlameNode, depth int)
+	walk = func(n *api.FlameNode, depth int) {
 		for _, c := range n.Children {
 			if float64(c.Total)*px/float64(max(n.Total, 1)) >= 0.5 {
 				out = append(out, fmt.Sprintf("%d %s %d", depth+1, c.Func, c.Total))
@@ -702,8 +701,8 @@ func TestWebDiffColoursGrowth(t *testing.T) {
 	}
 	var cli api.Flame
 	e.mustJSON(&cli, "flame", "--run", cand, "--diff", base, "--threshold-pct", "0.1", "-d", "0")
-	var cliChange func(n *agg.FlameNode) (float64, bool)
-	cliChange = func(n *agg.FlameNode) (float64, bool) {
+	var cliChange func(n *api.FlameNode) (float64, bool)
+	cliChange = func(n *api.FlameNode) (float64, bool) {
 		if n.Func == "phase_b" && n.BasePct != nil {
 			return n.TotalPct - *n.BasePct, true
 		}

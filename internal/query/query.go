@@ -114,7 +114,7 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 			times = timeTotals(&run.Profile, timeReasons(&run.Profile, cpuStacks), f)
 		}
 		return api.Top{Time: times, Wall: o.Wall, Runnable: o.Runnable, Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples,
-			OffCPU: o.OffCPU, Sort: "samples", By: "process", Rows: []api.TopRow{}, Processes: processRows(procs)}, nil
+			OffCPU: o.OffCPU, Sort: "samples", By: "process", Rows: []api.TopRow{}, Processes: api.ProcessRows(procs)}, nil
 	}
 	g, err := granularity(o.Granularity, true)
 	if err != nil {
@@ -135,7 +135,7 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 		sort = "total"
 	}
 	return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Time: times, Sort: sort,
-		By: g.By, NoInline: g.NoInline, Short: g.Short, Rows: topRows(rows)}, nil
+		By: g.By, NoInline: g.NoInline, Short: g.Short, Rows: api.TopRows(rows)}, nil
 }
 
 // granularity checks a query's granularity and fills in its default (by function).
@@ -204,7 +204,7 @@ func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
 		root, samples = build(run.Profile.At(g), f, o.Depth, o.ThresholdPct)
 	}
 	res := api.Flame{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
-		Inverted: o.Inverted, By: g.By, NoInline: g.NoInline, Short: g.Short, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Time: times, Samples: samples, Root: root}
+		Inverted: o.Inverted, By: g.By, NoInline: g.NoInline, Short: g.Short, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Time: times, Samples: samples, Root: api.FlameRoot(root)}
 	if match != nil {
 		// Focus keeps the samples with a matching function; a tree one level deep counts them.
 		_, n := agg.Flame(run.Profile.Transform(&agg.Transform{Focus: match}), f, 1, 100)
@@ -264,7 +264,7 @@ func Callers(run *store.Run, o CallersOptions) (api.Callers, error) {
 		dir = api.DirCallees
 	}
 	return api.Callers{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
-		Samples: samples, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Time: times, Direction: dir, Match: o.Func, By: g.By, NoInline: g.NoInline, Short: g.Short, Functions: fs}, nil
+		Samples: samples, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Time: times, Direction: dir, Match: o.Func, By: g.By, NoInline: g.NoInline, Short: g.Short, Functions: api.CallFunctions(fs)}, nil
 }
 
 // Threads answers `stax threads`.
@@ -306,5 +306,5 @@ func Threads(run *store.Run, n int, w Window, t api.Transform) (api.Threads, err
 	if rows == nil {
 		rows = []agg.ThreadRow{}
 	}
-	return api.Threads{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, Rows: rows, Time: times}, nil
+	return api.Threads{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, Rows: api.ThreadRows(rows), Time: times}, nil
 }

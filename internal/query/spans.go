@@ -74,5 +74,5 @@ func Spans(run *store.Run, o SpansOptions) (api.Spans, error) {
 		srcs = []spans.Source{}
 	}
 	return api.Spans{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Sort: by, Samples: p.TotalSamples(),
-		Rows: rows, Sources: srcs}, nil
+		Rows: api.SpanStats(rows), Sources: api.SpanSources(srcs)}, nil
 }

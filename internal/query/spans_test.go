@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/spans"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/testutil/synthrun"
@@ -40,7 +41,7 @@ func TestSpansByName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []spans.Stat{
+	want := []api.SpanStat{
 		{Name: "frame", Count: 1, TotalNs: 900e6, AvgNs: 900e6, MaxNs: 900e6, Samples: 900, Threads: 1},
 		{Name: "render", Count: 1, TotalNs: 600e6, AvgNs: 600e6, MaxNs: 600e6, Samples: 600, Threads: 1},
 		{Name: "physics", Count: 1, TotalNs: 300e6, AvgNs: 300e6, MaxNs: 300e6, Samples: 300, Threads: 1},

@@ -46,5 +46,5 @@ func ThreadStates(run *store.Run, o TimelineOptions) (api.ThreadStates, error) {
 		win = &api.Window{FromSec: secs(from, start), ToSec: secs(to, start)}
 	}
 	return api.ThreadStates{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win,
-		StartSec: secs(from, start), BucketSec: float64(bucket) / 1e9, Threads: ths}, nil
+		StartSec: secs(from, start), BucketSec: float64(bucket) / 1e9, Threads: api.ThreadStatesRows(ths)}, nil
 }

@@ -222,7 +222,7 @@ func Timeline(run *store.Run, o TimelineOptions) (api.Timeline, error) {
 		win = &api.Window{FromSec: secs(from, start), ToSec: secs(to, start)}
 	}
 	return api.Timeline{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
-		StartSec: secs(from, start), BucketSec: float64(bucket) / 1e9, Timeline: tl,
+		StartSec: secs(from, start), BucketSec: float64(bucket) / 1e9, TimelineData: api.TimelineOf(tl),
 		TimelineSpans: timelineSpans(run, from, to, start, o.Tid)}, nil
 }
 

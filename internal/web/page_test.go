@@ -181,7 +181,7 @@ func rootChildren(t *testing.T, ctx context.Context) string {
 }
 
 // childrenOf describes a flame node's children as rootChildren does.
-func childrenOf(n *agg.FlameNode) string {
+func childrenOf(n *api.FlameNode) string {
 	var parts []string
 	for _, c := range n.Children {
 		parts = append(parts, fmt.Sprintf("%s=%d", c.Func, c.Total))
@@ -218,7 +218,7 @@ func pageURL(t *testing.T, ctx context.Context) *url.URL {
 
 // flameOf is the flame graph the server answers for o, as the page asks it (no depth
 // limit, pruned at 0.1%).
-func flameOf(t *testing.T, run *store.Run, o query.FlameOptions) *agg.FlameNode {
+func flameOf(t *testing.T, run *store.Run, o query.FlameOptions) *api.FlameNode {
 	t.Helper()
 	o.ThresholdPct = 0.1
 	res, err := query.Flame(run, o)
@@ -543,7 +543,7 @@ func menu(t *testing.T, ctx context.Context, fn, action string) {
 }
 
 // drawnAs waits until the graph's top rows are those of want.
-func drawnAs(t *testing.T, ctx context.Context, what string, want *agg.FlameNode) {
+func drawnAs(t *testing.T, ctx context.Context, what string, want *api.FlameNode) {
 	t.Helper()
 	until(t, ctx, what, func() (bool, string) {
 		got := rootChildren(t, ctx)
@@ -562,7 +562,7 @@ func secondRow(t *testing.T, ctx context.Context) string {
 	return strings.Join(parts, " ")
 }
 
-func grandChildren(n *agg.FlameNode) string {
+func grandChildren(n *api.FlameNode) string {
 	var parts []string
 	for _, c := range n.Children {
 		if s := childrenOf(c); s != "" {

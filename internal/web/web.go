@@ -33,7 +33,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/annotate"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/client"
@@ -184,7 +183,7 @@ type Server struct {
 }
 
 type baseTree struct {
-	root    *agg.FlameNode
+	root    *api.FlameNode
 	samples uint64
 }
 
@@ -385,7 +384,7 @@ func pageRequest(r *http.Request, req api.Request, defaults map[string]string) e
 }
 
 // flame answers the flame graph; with diff=1, and a base, each node also has the share
-// of samples the same call path has in the base (agg.DiffFlame, as stax flame --diff).
+// of samples the same call path has in the base (api.DiffFlame, as stax flame --diff).
 func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
 	var req api.FlameRequest
 	if err := pageRequest(r, &req, map[string]string{"depth": "0", "threshold_pct": "0.1"}); err != nil {
@@ -408,7 +407,7 @@ func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if fl.Root != nil {
-		agg.DiffFlame(fl.Root, base.root, req.ThresholdPct)
+		api.DiffFlame(fl.Root, base.root, req.ThresholdPct)
 	}
 	writeJSON(w, http.StatusOK, struct {
 		api.Flame
@@ -464,7 +463,7 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) {
 	}
 	rows := []Change{}
 	if fl.Root != nil {
-		agg.DiffFlame(fl.Root, base.root, 0)
+		api.DiffFlame(fl.Root, base.root, 0)
 		for _, c := range fl.Root.Children {
 			ch := Change{Func: c.Func, Image: c.Image, Kind: c.Kind, Inlined: c.Inlined, Pct: c.TotalPct}
 			if c.BasePct != nil {
