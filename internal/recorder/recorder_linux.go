@@ -235,6 +235,33 @@ func Start(opts Options) (_ *Recorder, err error) {
 	}
 	cfg := perfevent.Config{Freq: opts.Freq, RingPages: opts.RingPages, CallGraph: opts.CallGraph, StackSize: opts.StackSize,
 		OffCPU: opts.OffCPU, OffCPURate: opts.OffCPURate, ContextSwitchEvent: opts.ContextSwitchEvent, NoWakers: opts.NoWakers}
+	if err := r.findTarget(opts, &cfg); err != nil {
+		return nil, err
+	}
+	sess, err := r.openEvents(opts, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.begin(); err != nil {
+		return nil, err
+	}
+	r.meta.Terminal = proc.Terminal()
+	if r.meta.Pid > 0 {
+		r.jitw.Track(r.meta.Pid)
+		if c, err := proc.ReadCreds(r.meta.Pid); err == nil {
+			r.meta.TargetUID, r.meta.TargetGIDs = &c.UID, c.GIDs
+		}
+	}
+	if err := r.startTarget(opts, sess); err != nil {
+		return nil, err
+	}
+	r.save(false) // the claimed file holds a readable run from the start
+	return r, nil
+}
+
+// findTarget launches the command held at its gate, or finds the process to attach to (or
+// every process, system-wide), and sets cfg's threads and the run's meta for it.
+func (r *Recorder) findTarget(opts Options, cfg *perfevent.Config) error {
 	if len(opts.Argv) > 0 {
 		start := launch.Start
 		if os.Getenv("STAX_CAPTURE") != "" {
@@ -244,7 +271,7 @@ func Start(opts Options) (_ *Recorder, err error) {
 		}
 		gate, err := start(opts.Argv, opts.Env)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		r.gate, r.gateHeld = gate, true
 		cfg.Pids = []int{gate.Pid()}
@@ -257,11 +284,11 @@ func Start(opts Options) (_ *Recorder, err error) {
 		r.meta.Command = []string{"(system-wide)"}
 	} else {
 		if err := checkPid(opts.Pid); err != nil {
-			return nil, err
+			return err
 		}
 		tids, err := proc.ThreadIDs(opts.Pid)
 		if err != nil {
-			return nil, fmt.Errorf("attach to pid %d: %w", opts.Pid, err)
+			return fmt.Errorf("attach to pid %d: %w", opts.Pid, err)
 		}
 		cfg.Pids = append([]int{opts.Pid}, without(tids, opts.Pid)...)
 		r.meta.Pid = opts.Pid
@@ -276,6 +303,12 @@ func Start(opts Options) (_ *Recorder, err error) {
 			cfg.NoUserFPChain, r.meta.NoUserFPChain = true, true
 		}
 	}
+	return nil
+}
+
+// openEvents opens the perf events for cfg and sets the recorder up for what the kernel
+// granted.
+func (r *Recorder) openEvents(opts Options, cfg perfevent.Config) (*perfevent.Session, error) {
 	// CPU-wide sampling events where the kernel allows them: per-thread ones are switched
 	// with their threads. Not behind a gate, whose events start at its exec (CPU-wide
 	// events cannot), nor for a capture, which replays the target's records alone, nor
@@ -305,24 +338,7 @@ func Start(opts Options) (_ *Recorder, err error) {
 		}
 	}
 	if sess.OffCPU {
-		r.off.on, r.off.isSwitch = true, sess.IsSwitchEvent
-		for _, w := range r.in.workers {
-			w.isSwitch, w.isEvery = sess.IsSwitchEvent, sess.IsEveryEvent
-			if sess.Wakers {
-				w.isWaking, w.wakingPid, w.wakingFlags = sess.IsWakingEvent, sess.WakingPid, sess.WakingFlags
-				w.wakeDec = w.dec
-				w.wakeDec.SampleType |= record.SampleRaw
-			}
-		}
-		r.off.wakers, r.off.counts.Wakers = sess.Wakers, sess.Wakers
-		r.off.counts.WakersOff = opts.NoWakers
-		r.off.sampled, r.off.counts.StackRate = sess.OffCPURate > 0, sess.OffCPURate
-		if _, ok := sess.SwitchOutsCounted(); ok {
-			// Counted from 0 as the events start: the first batch's look already sees
-			// a target that switches fast from its start.
-			r.off.counter, r.off.rateFrom = sess, perfevent.MonotonicNow()
-		}
-		r.off.waitStacks, r.off.counts.WaitStacks = sess.WaitStacks, sess.WaitStacks
+		r.useOffCPU(sess, opts)
 	}
 	for _, line := range strings.Split(sess.Note, "\n") {
 		if line != "" {
@@ -336,44 +352,59 @@ func Start(opts Options) (_ *Recorder, err error) {
 		r.in.targets = map[uint32]bool{uint32(r.meta.Pid): true}
 	}
 	r.meta.UserOnly = sess.UserOnly
-	if err := r.begin(); err != nil {
-		return nil, err
-	}
-	r.meta.Terminal = proc.Terminal()
-	if r.meta.Pid > 0 {
-		r.jitw.Track(r.meta.Pid)
-		if c, err := proc.ReadCreds(r.meta.Pid); err == nil {
-			r.meta.TargetUID, r.meta.TargetGIDs = &c.UID, c.GIDs
+	return sess, nil
+}
+
+// useOffCPU sets the recorder up for the off-CPU events sess opened.
+func (r *Recorder) useOffCPU(sess *perfevent.Session, opts Options) {
+	r.off.on, r.off.isSwitch = true, sess.IsSwitchEvent
+	for _, w := range r.in.workers {
+		w.isSwitch, w.isEvery = sess.IsSwitchEvent, sess.IsEveryEvent
+		if sess.Wakers {
+			w.isWaking, w.wakingPid, w.wakingFlags = sess.IsWakingEvent, sess.WakingPid, sess.WakingFlags
+			w.wakeDec = w.dec
+			w.wakeDec.SampleType |= record.SampleRaw
 		}
 	}
+	r.off.wakers, r.off.counts.Wakers = sess.Wakers, sess.Wakers
+	r.off.counts.WakersOff = opts.NoWakers
+	r.off.sampled, r.off.counts.StackRate = sess.OffCPURate > 0, sess.OffCPURate
+	if _, ok := sess.SwitchOutsCounted(); ok {
+		// Counted from 0 as the events start: the first batch's look already sees
+		// a target that switches fast from its start.
+		r.off.counter, r.off.rateFrom = sess, perfevent.MonotonicNow()
+	}
+	r.off.waitStacks, r.off.counts.WaitStacks = sess.WaitStacks, sess.WaitStacks
+}
 
+// startTarget starts recording the target: a launched command is let go from its gate
+// (a traced one, stopped after its exec, is described from /proc first, and its events
+// enabled), a process attached to (or every one) is described from /proc, and the events
+// enabled.
+func (r *Recorder) startTarget(opts Options, sess *perfevent.Session) error {
 	r.off.begin = perfevent.MonotonicNow() // a thread on CPU since then has no switch in
 	if r.gate != nil {
 		if r.gate.Traced() {
 			// Stopped after its exec: its mappings and name are in /proc, not in records.
 			r.synthesize(r.meta.Pid)
 			if err := startStep("enable", sess.Enable); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		r.gateHeld = false // released, or left to abortStart to kill if that fails
 		if err := startStep("release", r.gate.Release); err != nil {
 			r.gateLost = true
-			return nil, err
+			return err
 		}
 		go func() { r.gateDone <- r.gate.Wait() }()
-	} else {
-		if opts.SystemWide {
-			r.synthesizeAll()
-		} else {
-			r.synthesize(opts.Pid)
-		}
-		if err := startStep("enable", sess.Enable); err != nil {
-			return nil, err
-		}
+		return nil
 	}
-	r.save(false) // the claimed file holds a readable run from the start
-	return r, nil
+	if opts.SystemWide {
+		r.synthesizeAll()
+	} else {
+		r.synthesize(opts.Pid)
+	}
+	return startStep("enable", sess.Enable)
 }
 
 // startFault, set by tests, makes the start step it names fail: the steps after the run's
