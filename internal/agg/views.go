@@ -274,8 +274,27 @@ func InvertedFlame(p *Profile, f Filter, depth int, thresholdPct float64) (*Flam
 	return flame(p, f, depth, thresholdPct, true, nil)
 }
 
+// flame builds the tree of the samples of p that f keeps, in steps: their stacks as paths
+// from the root, the paths split into nodes, the nodes made into the tree.
 func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool, reasons []uint8) (*FlameNode, uint64) {
 	perStack, total := stackCounts(p, f)
+	paths, order := flamePaths(p, perStack, depth, inverted, reasons)
+	nodes, byReason := splitPaths(paths, order, total, thresholdPct, reasons != nil)
+	return flameTree(p, nodes, byReason, total), total
+}
+
+// flamePath is a sampled stack as a path from the tree's root, cut to a depth.
+type flamePath struct {
+	frames []uint32
+	count  uint64
+	whole  bool // not cut: its last frame gets the samples as self
+	reason uint8
+}
+
+// flamePaths is each sampled stack (perStack counts them) as a path from the tree's root,
+// cut to depth, and the order that sorts them: paths with a common beginning are
+// neighbours, so the tree is built in one pass without an index.
+func flamePaths(p *Profile, perStack []uint64, depth int, inverted bool, reasons []uint8) ([]flamePath, []int32) {
 	fst := p.frameStacks()
 	frames := 0
 	for sid, n := range perStack {
@@ -283,16 +302,7 @@ func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool,
 			frames += len(fst[sid])
 		}
 	}
-
-	// Each sampled stack as a path from the tree's root, cut to depth; sorted, paths with a
-	// common beginning are neighbours, so the tree is built in one pass without an index.
-	type path struct {
-		frames []uint32
-		count  uint64
-		whole  bool // not cut: its last frame gets the samples as self
-		reason uint8
-	}
-	paths := make([]path, 0, len(p.Stacks))
+	paths := make([]flamePath, 0, len(p.Stacks))
 	var slab []uint32
 	if !inverted {
 		slab = make([]uint32, 0, frames)
@@ -306,7 +316,7 @@ func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool,
 		if depth > 0 && keep > depth {
 			keep = depth
 		}
-		pa := path{count: n, whole: keep == len(st)}
+		pa := flamePath{count: n, whole: keep == len(st)}
 		if sid < len(reasons) {
 			pa.reason = reasons[sid]
 		}
@@ -326,13 +336,17 @@ func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool,
 		order[i] = int32(i)
 	}
 	slices.SortFunc(order, func(a, b int32) int { return slices.Compare(paths[a].frames, paths[b].frames) })
+	return paths, order
+}
 
-	// The sorted paths below a node are one range, split by their next frame into its
-	// children's ranges: only the children wide enough to keep are visited further, so a
-	// pruned tree costs what it keeps, not the whole tree.
-	nodes := []flatNode{{parent: -1, total: total}}
-	var byReason []reasonSums // per node, with reasons
-	if reasons != nil {
+// splitPaths builds the tree's nodes, parents before their children, from the paths in
+// their sorted order: the sorted paths below a node are one range, split by their next
+// frame into its children's ranges. Only the children of thresholdPct of total or more
+// are visited further, so a pruned tree costs what it keeps, not the whole tree. With
+// reasons, byReason sums each node's samples by reason.
+func splitPaths(paths []flamePath, order []int32, total uint64, thresholdPct float64, reasons bool) (nodes []flatNode, byReason []reasonSums) {
+	nodes = []flatNode{{parent: -1, total: total}}
+	if reasons {
 		byReason = make([]reasonSums, 1)
 		for i := range paths {
 			byReason[0][paths[i].reason] += paths[i].count
@@ -369,9 +383,12 @@ func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool,
 		}
 	}
 	split(0, len(order), 0, 0)
+	return nodes, byReason
+}
 
-	// Parents come before their children in nodes: one pass counts the children, a second
-	// makes the output nodes in one block.
+// flameTree makes the output nodes of nodes (parents before their children) in one
+// block, children sorted: one pass counts the children, a second makes the nodes.
+func flameTree(p *Profile, nodes []flatNode, byReason []reasonSums, total uint64) *FlameNode {
 	survivors := len(nodes)
 	out := make([]int32, len(nodes))
 	kids := make([]int32, len(nodes))
@@ -414,20 +431,24 @@ func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool,
 		parent.Children = append(parent.Children, fn)
 	}
 	for i := range block {
-		slices.SortFunc(block[i].Children, func(a, b *FlameNode) int {
-			if a.Total != b.Total {
-				return cmp.Compare(b.Total, a.Total)
-			}
-			if c := strings.Compare(a.Func, b.Func); c != 0 || a.Place == nil || b.Place == nil {
-				return c
-			}
-			if a.Line != b.Line {
-				return cmp.Compare(a.Line, b.Line)
-			}
-			return cmp.Compare(a.Addr, b.Addr)
-		})
+		slices.SortFunc(block[i].Children, compareFlameNodes)
 	}
-	return &block[0], total
+	return &block[0]
+}
+
+// compareFlameNodes orders a node's children: most total first, then by name, line and
+// address.
+func compareFlameNodes(a, b *FlameNode) int {
+	if a.Total != b.Total {
+		return cmp.Compare(b.Total, a.Total)
+	}
+	if c := strings.Compare(a.Func, b.Func); c != 0 || a.Place == nil || b.Place == nil {
+		return c
+	}
+	if a.Line != b.Line {
+		return cmp.Compare(a.Line, b.Line)
+	}
+	return cmp.Compare(a.Addr, b.Addr)
 }
 
 // ThreadRow is one thread in the threads view.
