@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,8 +52,24 @@ func statusCmd(g *globals) *cobra.Command {
 }
 
 func printStatus(g *globals, st api.Status, r *client.Run) {
-	m := st.Meta
 	w := g.out
+	printStatusRun(w, &st, r)
+	printStatusSampling(w, &st)
+	if len(st.Meta.StackEnds) > 0 {
+		printStatusStacks(w, &st.Meta)
+	}
+	if o := st.Meta.OffCPU; o != nil {
+		printStatusOffCPU(w, o)
+	}
+	printStatusCounts(w, &st)
+	printStatusJIT(w, &st)
+	printStatusRest(w, &st)
+}
+
+// printStatusRun is status's lines about the run: its state, what was lost, and its
+// target.
+func printStatusRun(w io.Writer, st *api.Status, r *client.Run) {
+	m := &st.Meta
 	fmt.Fprintf(w, "run:       %s (%s)\n", esc(m.ID), runState(st.State, r))
 	if st.State == api.StateCrashed {
 		fmt.Fprintf(w, "crashed:   the recorder ended without finishing; this is its last checkpoint, at %.1fs\n", st.ElapsedSec)
@@ -78,6 +95,11 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 		fmt.Fprintf(w, ", exit status %d", *m.ExitCode)
 	}
 	fmt.Fprintln(w)
+}
+
+// printStatusSampling is status's lines about the sampling, the samples and those lost.
+func printStatusSampling(w io.Writer, st *api.Status) {
+	m := &st.Meta
 	scope := "user and kernel"
 	if m.UserOnly {
 		scope = "user space only"
@@ -96,67 +118,78 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 		fmt.Fprintf(w, "lost:      %.2f%% of samples; by cpu: %s; by thread: %s%s\n",
 			float64(m.Lost)*100/float64(m.Samples+m.Lost), countsByKey(m.LostByCPU), countsByKey(m.LostByThread), ring)
 	}
-	if len(m.StackEnds) > 0 {
-		how := "frame pointers"
-		if m.CallGraph == "dwarf" {
-			how = "dwarf unwinding"
-			if m.NoUserFPChain {
-				how += " (the program has no frame pointers: the kernel does not walk them)"
-			}
-		}
-		fmt.Fprintf(w, "stacks by: %s; user stacks ended: %s\n", how, countsByKey(m.StackEnds))
-		if len(m.JITFrames) > 0 {
-			fmt.Fprintf(w, "jit frames: without unwinding info, unwound by: %s\n", countsByKey(m.JITFrames))
-		}
-		var all uint64
-		for _, n := range m.StackEnds {
-			all += n
-		}
-		if f := m.StackFit; m.CallGraph == "dwarf" && f != nil && f.Resizes > 0 {
-			fmt.Fprintf(w, "stack copy: %d bytes per sample, fitted to the deepest stack seen (%d bytes; %d at most, reopened %d times)\n",
-				m.StackSize, f.Need, f.Max, f.Resizes)
-		} else if f != nil && f.Held != "" {
-			fmt.Fprintf(w, "stack copy: %d bytes per sample, not fitted to the stacks: %s (see docs/stack-copy.md)\n", m.StackSize, f.Held)
-		}
-		copied := m.StackSize
-		if m.StackFit != nil {
-			copied = m.StackFit.Max
-		}
-		if cut := m.StackEnds["truncated"]; m.CallGraph == "dwarf" && copied > 0 && all > 0 && cut*100 > all {
-			fmt.Fprintf(w, "note:      %.1f%% of stacks went deeper than the %d-byte stack copy; record with --stack-size %d for them\n",
-				float64(cut)*100/float64(all), copied, min(2*copied, 65528))
+}
+
+// printStatusStacks is status's lines about the stacks: how they were walked and how
+// they ended, and the stack copy.
+func printStatusStacks(w io.Writer, m *api.RunMeta) {
+	how := "frame pointers"
+	if m.CallGraph == "dwarf" {
+		how = "dwarf unwinding"
+		if m.NoUserFPChain {
+			how += " (the program has no frame pointers: the kernel does not walk them)"
 		}
 	}
-	if o := m.OffCPU; o != nil {
-		fmt.Fprintf(w, "off-cpu:   %s switches, %s times off CPU counted", commas(o.Switches), commas(o.Intervals))
-		if o.NoStack > 0 {
-			fmt.Fprintf(w, " (%s without a stack)", commas(o.NoStack))
-		}
-		fmt.Fprintf(w, ", %s lost", commas(o.Lost))
-		if o.Lost > 0 {
-			fmt.Fprintf(w, " (%.1f s: the off-CPU tables were full)", float64(o.LostNs)/1e9)
+	fmt.Fprintf(w, "stacks by: %s; user stacks ended: %s\n", how, countsByKey(m.StackEnds))
+	if len(m.JITFrames) > 0 {
+		fmt.Fprintf(w, "jit frames: without unwinding info, unwound by: %s\n", countsByKey(m.JITFrames))
+	}
+	var all uint64
+	for _, n := range m.StackEnds {
+		all += n
+	}
+	if f := m.StackFit; m.CallGraph == "dwarf" && f != nil && f.Resizes > 0 {
+		fmt.Fprintf(w, "stack copy: %d bytes per sample, fitted to the deepest stack seen (%d bytes; %d at most, reopened %d times)\n",
+			m.StackSize, f.Need, f.Max, f.Resizes)
+	} else if f != nil && f.Held != "" {
+		fmt.Fprintf(w, "stack copy: %d bytes per sample, not fitted to the stacks: %s (see docs/stack-copy.md)\n", m.StackSize, f.Held)
+	}
+	copied := m.StackSize
+	if m.StackFit != nil {
+		copied = m.StackFit.Max
+	}
+	if cut := m.StackEnds["truncated"]; m.CallGraph == "dwarf" && copied > 0 && all > 0 && cut*100 > all {
+		fmt.Fprintf(w, "note:      %.1f%% of stacks went deeper than the %d-byte stack copy; record with --stack-size %d for them\n",
+			float64(cut)*100/float64(all), copied, min(2*copied, 65528))
+	}
+}
+
+// printStatusOffCPU is status's lines about the time off CPU and the wakers.
+func printStatusOffCPU(w io.Writer, o *api.OffCPUMeta) {
+	fmt.Fprintf(w, "off-cpu:   %s switches, %s times off CPU counted", commas(o.Switches), commas(o.Intervals))
+	if o.NoStack > 0 {
+		fmt.Fprintf(w, " (%s without a stack)", commas(o.NoStack))
+	}
+	fmt.Fprintf(w, ", %s lost", commas(o.Lost))
+	if o.Lost > 0 {
+		fmt.Fprintf(w, " (%.1f s: the off-CPU tables were full)", float64(o.LostNs)/1e9)
+	}
+	fmt.Fprintln(w)
+	if o.Unpaired > 0 {
+		fmt.Fprintf(w, "note:      at least %s switch records were lost (a switch out with no switch in, or the reverse): the time off CPU around them is miscounted; the lost samples above count every record lost, switch records and samples alike (the kernel does not say which)\n", commas(o.Unpaired))
+	}
+	if o.StackRate > 0 && o.SampledTimes > 0 {
+		fmt.Fprintf(w, "sampled:   blocked stacks sampled: %s of %s intervals took their thread's latest sampled stack of the same kind, not their own (the target switched out more than %d times a second: stacks were sampled at about %d a second per thread and CPU; --off-cpu-rate all takes every one)\n",
+			commas(o.Sampled), commas(o.Intervals), o.StackRate, o.StackRate)
+	}
+	if o.IntervalsDropped > 0 {
+		fmt.Fprintf(w, "note:      %s intervals off CPU were counted but not kept with their times (over the bound): --from/--to views of off-CPU time miss them\n", commas(o.IntervalsDropped))
+	}
+	if o.Wakers {
+		fmt.Fprintf(w, "wakers:    %s wakeups, %s waits matched to the wakeup that ended them (stax wakers)", commas(o.Wakeups), commas(o.Woken))
+		if o.WakeupsAll > o.Wakeups {
+			fmt.Fprintf(w, "; sampled: %s wakeups seen of %s made", commas(o.Wakeups), commas(o.WakeupsAll))
 		}
 		fmt.Fprintln(w)
-		if o.Unpaired > 0 {
-			fmt.Fprintf(w, "note:      at least %s switch records were lost (a switch out with no switch in, or the reverse): the time off CPU around them is miscounted; the lost samples above count every record lost, switch records and samples alike (the kernel does not say which)\n", commas(o.Unpaired))
-		}
-		if o.StackRate > 0 && o.SampledTimes > 0 {
-			fmt.Fprintf(w, "sampled:   blocked stacks sampled: %s of %s intervals took their thread's latest sampled stack of the same kind, not their own (the target switched out more than %d times a second: stacks were sampled at about %d a second per thread and CPU; --off-cpu-rate all takes every one)\n",
-				commas(o.Sampled), commas(o.Intervals), o.StackRate, o.StackRate)
-		}
-		if o.IntervalsDropped > 0 {
-			fmt.Fprintf(w, "note:      %s intervals off CPU were counted but not kept with their times (over the bound): --from/--to views of off-CPU time miss them\n", commas(o.IntervalsDropped))
-		}
-		if o.Wakers {
-			fmt.Fprintf(w, "wakers:    %s wakeups, %s waits matched to the wakeup that ended them (stax wakers)", commas(o.Wakeups), commas(o.Woken))
-			if o.WakeupsAll > o.Wakeups {
-				fmt.Fprintf(w, "; sampled: %s wakeups seen of %s made", commas(o.Wakeups), commas(o.WakeupsAll))
-			}
-			fmt.Fprintln(w)
-		} else if o.WakersOff {
-			fmt.Fprintln(w, "wakers:    not recorded (--no-wakers)")
-		}
+	} else if o.WakersOff {
+		fmt.Fprintln(w, "wakers:    not recorded (--no-wakers)")
 	}
+}
+
+// printStatusCounts is status's lines about what the samples hold: records, stacks,
+// names, processes.
+func printStatusCounts(w io.Writer, st *api.Status) {
+	m := &st.Meta
 	if m.OverloadSamples > 0 {
 		fmt.Fprintf(w, "overload:  %s samples (%.1f%%) came while the recorder was behind: their stacks are the frame-pointer chains, not unwound (a busier machine than the recorder could keep up with; -F lower, or fewer busy threads, avoids it)\n",
 			commas(m.OverloadSamples), float64(m.OverloadSamples)*100/float64(max(m.Samples, 1)))
@@ -182,6 +215,11 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 		}
 		fmt.Fprintf(w, "processes: %s\n", strings.Join(ps, ", "))
 	}
+}
+
+// printStatusJIT is status's lines about the threads and the JIT sources.
+func printStatusJIT(w io.Writer, st *api.Status) {
+	m := &st.Meta
 	fmt.Fprintf(w, "threads:   %d\n", st.Threads)
 	if len(st.JIT) == 0 {
 		fmt.Fprintln(w, "jit:       no jitdump or perf map found")
@@ -211,6 +249,11 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 		}
 		fmt.Fprintln(w, line)
 	}
+}
+
+// printStatusRest is status's last lines: files refused, spans, JIT code, push, notes.
+func printStatusRest(w io.Writer, st *api.Status) {
+	m := &st.Meta
 	if m.FilesRefused > 0 || m.FilesAbandoned > 0 {
 		fmt.Fprintf(w, "files:     %s of the programs' files refused (not regular files: not opened), %s opens abandoned (no answer in time); the notes name them\n",
 			commas(m.FilesRefused), commas(m.FilesAbandoned))
