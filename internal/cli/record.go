@@ -20,13 +20,7 @@ import (
 )
 
 func recordCmd(g *globals) *cobra.Command {
-	var freq, pid, pages, stackSize int
-	var all bool
-	var callGraph string
-	var seconds float64
-	var noJITAPI, quiet, webOn, noOffCPU, noWakers, perThread bool
-	var webAddr, runIDFile, offCPURate string
-	var pf pushFlags
+	var f recordFlags
 	c := &cobra.Command{
 		Use:   "record [-F HZ] [-l SECS] (-a | -p PID | -- CMD ARGS...)",
 		Short: "Record a command, or attach to a running process, and answer queries while it runs",
@@ -60,124 +54,164 @@ At the end, what is queued is sent for up to --push-timeout.
 ` + pushHelp,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			targets := 0
-			for _, given := range []bool{pid != 0, len(args) > 0, all} {
-				if given {
-					targets++
-				}
-			}
-			if targets > 1 {
-				return usageErr("give one of -a, -p PID or a command, not several")
-			}
-			if targets == 0 {
-				return usageErr("give a command to record (stax record -- CMD ARGS), -p PID, or -a for every process")
-			}
-			if freq <= 0 || freq > 100000 {
-				return usageErr("-F must be between 1 and 100000 Hz")
-			}
-			if seconds < 0 || pid < 0 {
-				return usageErr("-l and -p must not be negative")
-			}
-			if callGraph != "fp" && callGraph != "dwarf" {
-				return usageErr("--call-graph must be fp or dwarf, not %q", callGraph)
-			}
-			offRate, err := parseOffCPURate(offCPURate)
+			offRate, err := f.check(args)
 			if err != nil {
 				return err
 			}
-			if stackSize != 0 && (stackSize < 8<<10 || stackSize > 64<<10-8 || stackSize%8 != 0) {
-				return usageErr("--stack-size must be a multiple of 8 from 8192 to 65528 bytes, not %d", stackSize)
-			}
-			if pages != 0 && (pages < 1 || pages&(pages-1) != 0 || pages > 1<<20) {
-				return usageErr("-m must be a power of two number of pages (e.g. 512 or 2048), not %d", pages)
-			}
-			if pf.url != "" {
-				if _, _, err := pf.target(pf.url); err != nil {
-					return err
-				}
-				if pf.every < 100*time.Millisecond {
-					return usageErr("--push-every must be at least 100ms, not %s", pf.every)
-				}
-			}
-			notef := func(format string, a ...any) {
-				fmt.Fprintf(g.errOut, "stax: %s\n", esc(fmt.Sprintf(format, a...)))
-			}
-			env := os.Environ()
-			if len(args) > 0 && !noJITAPI {
-				env = withJITAPI(env, notef)
-			}
-			if len(args) > 0 {
-				env = withGoSpans(env)
-			}
-			cfg := recordrun.Config{
-				Recorder: recorder.Options{
-					Argv: args, Pid: pid, SystemWide: all, Freq: freq, Duration: time.Duration(seconds * float64(time.Second)), RingPages: pages,
-					CallGraph: callGraph, StackSize: stackSize, OffCPU: !noOffCPU, OffCPURate: offRate, NoWakers: noWakers,
-					PerThreadEvents: perThread, Env: env,
-				},
-				Quiet: quiet, RunIDFile: runIDFile, Notef: notef,
-				Attached: func() func() {
-					undo := attachSpans(pid)
-					if !quiet {
-						noteITTHint(pid, notef)
-					}
-					return undo
-				},
-			}
-			if pf.url != "" {
-				cfg.Push = recordrun.Push{URL: pf.url, Timeout: pf.timeout, Start: func(rec *recorder.Recorder) (*push.Pusher, error) {
-					return pf.startPush(rec, rec.ID(), rec.Snapshot().Meta, targetExe(args, pid))
-				}}
-			}
-			if webOn {
-				cfg.StartWeb = func(h http.Handler, id string) (*web.Server, error) {
-					return startWeb(g, g.errOut, web.HandlerSource{Handler: h}, web.Options{Addr: webAddr}, false, id)
-				}
-			}
-			r, err := recordrun.Start(cfg)
-			if err != nil {
-				var nf *launch.NotFoundError
-				var ne *launch.NotExecutableError
-				switch {
-				case errors.As(err, &nf):
-					return &exitError{127, err}
-				case errors.As(err, &ne):
-					return &exitError{126, err}
-				case strings.Contains(err.Error(), "no such process"):
-					return notFound(err)
-				}
-				return err
-			}
-			defer r.Close()
-			res := r.Wait()
-			if !res.Saved {
-				return &exitError{ExitNotSaved, errors.New("")}
-			}
-			if res.Exit != 0 {
-				return &exitError{res.Exit, errors.New("")}
-			}
-			return nil
+			return record(f.config(g, args, offRate))
 		},
 	}
-	c.Flags().SetInterspersed(false)
-	c.Flags().IntVarP(&freq, "freq", "F", 999, "samples per second per CPU")
-	c.Flags().StringVar(&callGraph, "call-graph", defaultCallGraph(), "how user stacks are walked: dwarf (.eh_frame, from a copy of each sample's user stack: complete stacks through code built without frame pointers) or `fp` (frame pointers, walked by the kernel: cheaper, but skips callers of code without them)")
-	c.Flags().IntVar(&stackSize, "stack-size", 0, "`BYTES` of user stack copied per sample with --call-graph dwarf (8192 to 65528; by default 8192, as perf record, then fitted to the stacks seen: see docs/stack-copy.md; status says when deeper stacks were cut short)")
-	c.Flags().BoolVar(&noOffCPU, "no-off-cpu", false, "do not record where threads wait: the context switches of the target's threads, and the stack each blocked in (see stax top --off-cpu)")
-	c.Flags().BoolVar(&noWakers, "no-wakers", false, "record off-CPU time without which thread ended each wait (stax wakers): a program that wakes its threads a hundred thousand times a second pays more for the wakers than for the rest of its off-CPU time (see docs/off-cpu.md)")
-	c.Flags().StringVar(&offCPURate, "off-cpu-rate", strconv.Itoa(defaultOffCPURate), "stacks of switches out (and of wakeups) taken per second per thread, about (`HZ`, or all): a thread that switches more often than that has its time off CPU counted at every switch still, each wait with its own stack or its latest sampled one (stax status counts those)")
-	c.Flags().IntVarP(&pages, "mmap-pages", "m", 0, "`PAGES` of ring buffer per CPU, a power of two (default: sized from -F to hold half a second)")
-	c.Flags().Float64VarP(&seconds, "duration", "l", 0, "stop recording after `SECS` seconds (0: when the command exits or on stax stop)")
-	c.Flags().IntVarP(&pid, "pid", "p", 0, "attach to the running process `PID` (all its threads)")
-	c.Flags().BoolVarP(&all, "all-cpus", "a", false, "record every process on every CPU (root or CAP_PERFMON); stop with -l, Ctrl-C or stax stop")
-	c.Flags().BoolVar(&perThread, "per-thread-events", false, "sample the CPU through events of the target's own threads, as without root, rather than one event per CPU that keeps the target's samples (see docs/sampling-events.md)")
-	c.Flags().BoolVar(&noJITAPI, "no-jit-api", false, "do not set INTEL_JIT_PROFILER64 and INTEL_LIBITTNOTIFY64 for the launched command")
-	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors (--run-id-file tells scripts the run's id)")
-	c.Flags().StringVar(&runIDFile, "run-id-file", "", "write the run's id to `FILE` once recording has begun (for --run in scripts)")
-	c.Flags().BoolVar(&webOn, "web", false, "serve the recording to a browser too (stax web; its URL is printed on stderr), until the recording ends")
-	c.Flags().StringVar(&webAddr, "web-addr", "127.0.0.1:0", "`HOST:PORT` for --web")
-	pf.add(g, c, true)
+	f.add(g, c)
 	return c
+}
+
+// recordFlags are stax record's flags.
+type recordFlags struct {
+	freq, pid, pages, stackSize int
+	all                         bool
+	callGraph                   string
+	seconds                     float64
+	noJITAPI, quiet, webOn      bool
+	noOffCPU, noWakers          bool
+	perThread                   bool
+	webAddr, runIDFile          string
+	offCPURate                  string
+	pf                          pushFlags
+}
+
+func (f *recordFlags) add(g *globals, c *cobra.Command) {
+	c.Flags().SetInterspersed(false)
+	c.Flags().IntVarP(&f.freq, "freq", "F", 999, "samples per second per CPU")
+	c.Flags().StringVar(&f.callGraph, "call-graph", defaultCallGraph(), "how user stacks are walked: dwarf (.eh_frame, from a copy of each sample's user stack: complete stacks through code built without frame pointers) or `fp` (frame pointers, walked by the kernel: cheaper, but skips callers of code without them)")
+	c.Flags().IntVar(&f.stackSize, "stack-size", 0, "`BYTES` of user stack copied per sample with --call-graph dwarf (8192 to 65528; by default 8192, as perf record, then fitted to the stacks seen: see docs/stack-copy.md; status says when deeper stacks were cut short)")
+	c.Flags().BoolVar(&f.noOffCPU, "no-off-cpu", false, "do not record where threads wait: the context switches of the target's threads, and the stack each blocked in (see stax top --off-cpu)")
+	c.Flags().BoolVar(&f.noWakers, "no-wakers", false, "record off-CPU time without which thread ended each wait (stax wakers): a program that wakes its threads a hundred thousand times a second pays more for the wakers than for the rest of its off-CPU time (see docs/off-cpu.md)")
+	c.Flags().StringVar(&f.offCPURate, "off-cpu-rate", strconv.Itoa(defaultOffCPURate), "stacks of switches out (and of wakeups) taken per second per thread, about (`HZ`, or all): a thread that switches more often than that has its time off CPU counted at every switch still, each wait with its own stack or its latest sampled one (stax status counts those)")
+	c.Flags().IntVarP(&f.pages, "mmap-pages", "m", 0, "`PAGES` of ring buffer per CPU, a power of two (default: sized from -F to hold half a second)")
+	c.Flags().Float64VarP(&f.seconds, "duration", "l", 0, "stop recording after `SECS` seconds (0: when the command exits or on stax stop)")
+	c.Flags().IntVarP(&f.pid, "pid", "p", 0, "attach to the running process `PID` (all its threads)")
+	c.Flags().BoolVarP(&f.all, "all-cpus", "a", false, "record every process on every CPU (root or CAP_PERFMON); stop with -l, Ctrl-C or stax stop")
+	c.Flags().BoolVar(&f.perThread, "per-thread-events", false, "sample the CPU through events of the target's own threads, as without root, rather than one event per CPU that keeps the target's samples (see docs/sampling-events.md)")
+	c.Flags().BoolVar(&f.noJITAPI, "no-jit-api", false, "do not set INTEL_JIT_PROFILER64 and INTEL_LIBITTNOTIFY64 for the launched command")
+	c.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors (--run-id-file tells scripts the run's id)")
+	c.Flags().StringVar(&f.runIDFile, "run-id-file", "", "write the run's id to `FILE` once recording has begun (for --run in scripts)")
+	c.Flags().BoolVar(&f.webOn, "web", false, "serve the recording to a browser too (stax web; its URL is printed on stderr), until the recording ends")
+	c.Flags().StringVar(&f.webAddr, "web-addr", "127.0.0.1:0", "`HOST:PORT` for --web")
+	f.pf.add(g, c, true)
+}
+
+// check validates the flags with the command's args, and reads --off-cpu-rate.
+func (f *recordFlags) check(args []string) (offRate int, err error) {
+	targets := 0
+	for _, given := range []bool{f.pid != 0, len(args) > 0, f.all} {
+		if given {
+			targets++
+		}
+	}
+	if targets > 1 {
+		return 0, usageErr("give one of -a, -p PID or a command, not several")
+	}
+	if targets == 0 {
+		return 0, usageErr("give a command to record (stax record -- CMD ARGS), -p PID, or -a for every process")
+	}
+	if f.freq <= 0 || f.freq > 100000 {
+		return 0, usageErr("-F must be between 1 and 100000 Hz")
+	}
+	if f.seconds < 0 || f.pid < 0 {
+		return 0, usageErr("-l and -p must not be negative")
+	}
+	if f.callGraph != "fp" && f.callGraph != "dwarf" {
+		return 0, usageErr("--call-graph must be fp or dwarf, not %q", f.callGraph)
+	}
+	if offRate, err = parseOffCPURate(f.offCPURate); err != nil {
+		return 0, err
+	}
+	if f.stackSize != 0 && (f.stackSize < 8<<10 || f.stackSize > 64<<10-8 || f.stackSize%8 != 0) {
+		return 0, usageErr("--stack-size must be a multiple of 8 from 8192 to 65528 bytes, not %d", f.stackSize)
+	}
+	if f.pages != 0 && (f.pages < 1 || f.pages&(f.pages-1) != 0 || f.pages > 1<<20) {
+		return 0, usageErr("-m must be a power of two number of pages (e.g. 512 or 2048), not %d", f.pages)
+	}
+	if f.pf.url != "" {
+		if _, _, err := f.pf.target(f.pf.url); err != nil {
+			return 0, err
+		}
+		if f.pf.every < 100*time.Millisecond {
+			return 0, usageErr("--push-every must be at least 100ms, not %s", f.pf.every)
+		}
+	}
+	return offRate, nil
+}
+
+// config is the recording the flags and the command's args ask for: its environment,
+// the recorder's options, and what to start beside it (push, web).
+func (f *recordFlags) config(g *globals, args []string, offRate int) recordrun.Config {
+	notef := func(format string, a ...any) {
+		fmt.Fprintf(g.errOut, "stax: %s\n", esc(fmt.Sprintf(format, a...)))
+	}
+	env := os.Environ()
+	if len(args) > 0 && !f.noJITAPI {
+		env = withJITAPI(env, notef)
+	}
+	if len(args) > 0 {
+		env = withGoSpans(env)
+	}
+	pid, quiet := f.pid, f.quiet
+	cfg := recordrun.Config{
+		Recorder: recorder.Options{
+			Argv: args, Pid: f.pid, SystemWide: f.all, Freq: f.freq, Duration: time.Duration(f.seconds * float64(time.Second)), RingPages: f.pages,
+			CallGraph: f.callGraph, StackSize: f.stackSize, OffCPU: !f.noOffCPU, OffCPURate: offRate, NoWakers: f.noWakers,
+			PerThreadEvents: f.perThread, Env: env,
+		},
+		Quiet: f.quiet, RunIDFile: f.runIDFile, Notef: notef,
+		Attached: func() func() {
+			undo := attachSpans(pid)
+			if !quiet {
+				noteITTHint(pid, notef)
+			}
+			return undo
+		},
+	}
+	if pf := f.pf; pf.url != "" {
+		cfg.Push = recordrun.Push{URL: pf.url, Timeout: pf.timeout, Start: func(rec *recorder.Recorder) (*push.Pusher, error) {
+			return pf.startPush(rec, rec.ID(), rec.Snapshot().Meta, targetExe(args, pid))
+		}}
+	}
+	if f.webOn {
+		addr := f.webAddr
+		cfg.StartWeb = func(h http.Handler, id string) (*web.Server, error) {
+			return startWeb(g, g.errOut, web.HandlerSource{Handler: h}, web.Options{Addr: addr}, false, id)
+		}
+	}
+	return cfg
+}
+
+// record records as cfg says until the recording ends, and says how it ended: the
+// command's exit status, or why the run was not saved whole or could not start.
+func record(cfg recordrun.Config) error {
+	r, err := recordrun.Start(cfg)
+	if err != nil {
+		var nf *launch.NotFoundError
+		var ne *launch.NotExecutableError
+		switch {
+		case errors.As(err, &nf):
+			return &exitError{127, err}
+		case errors.As(err, &ne):
+			return &exitError{126, err}
+		case strings.Contains(err.Error(), "no such process"):
+			return notFound(err)
+		}
+		return err
+	}
+	defer r.Close()
+	res := r.Wait()
+	if !res.Saved {
+		return &exitError{ExitNotSaved, errors.New("")}
+	}
+	if res.Exit != 0 {
+		return &exitError{res.Exit, errors.New("")}
+	}
+	return nil
 }
 
 // defaultCallGraph is dwarf where stax unwinds .eh_frame itself (x86-64), else fp.
