@@ -134,7 +134,7 @@ type FlameNode struct {
 	Image   string `json:"image"`
 	Kind    string `json:"kind"`
 	Inlined bool   `json:"inlined,omitempty"`
-	// Place is set in views by source line or address (see Granularity); its keys are
+	// Place is set in views by source line or address (by=line or by=address); its keys are
 	// the node's own in JSON.
 	*Place
 	Self     uint64       `json:"self"`
@@ -251,7 +251,7 @@ type ThreadStatesRow struct {
 	Tid  uint32 `json:"tid"`
 	Pid  uint32 `json:"pid"`
 	Name string `json:"name"`
-	// Buckets[i] maps a state (StateRunning or a reason) to its nanoseconds in bucket i.
+	// Buckets[i] maps a state ("running" or a reason) to its nanoseconds in bucket i.
 	Buckets []map[string]uint64 `json:"buckets"`
 	// Total is the thread's time per state over the buckets.
 	Total map[string]uint64 `json:"total"`
@@ -348,7 +348,7 @@ type CallRow struct {
 	Kind    string `json:"kind"`
 	Inlined bool   `json:"inlined,omitempty"`
 	// File and Line locate the caller's (callee's) function, as in top; in a view by line
-	// (see Granularity) they are the row's line: for a caller, the line of its call.
+	// (by=line) they are the row's line: for a caller, the line of its call.
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`
 	Addr uint64 `json:"addr,omitempty"` // in a view by address: the row's instruction`
