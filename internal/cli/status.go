@@ -181,6 +181,7 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 		fmt.Fprintf(w, "processes: %s\n", strings.Join(ps, ", "))
 	}
 	fmt.Fprintf(w, "threads:   %d\n", st.Threads)
+	statusBounds(w, st.Bounds, m.SystemWide, m.OffCPU == nil)
 	if len(st.JIT) == 0 {
 		fmt.Fprintln(w, "jit:       no jitdump or perf map found")
 	}
