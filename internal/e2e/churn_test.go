@@ -12,7 +12,7 @@ import (
 )
 
 // TestShortProcessesAreLetGo records, at 99 Hz as an agent would, a program that starts
-// 1,000 short children one after another, each burning 20 ms of CPU. Once they have exited
+// 1,000 short children one after another, each burning 10 ms of CPU. Once they have exited
 // and the grace period passed, the live recorder holds the parent alone (its processes,
 // threads, mappings and JIT watch), the children's keys are folded into one command's, a
 // few keys for all of them, and every sample is still counted: under the command, by
@@ -26,7 +26,7 @@ func TestShortProcessesAreLetGo(t *testing.T) {
 		filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/churn.c"))...)
 	// Frame-pointer stacks without off-CPU time: off-CPU time keeps every process (its
 	// intervals name their threads).
-	l := e.startRecordUntilReady(dir, []string{"--no-off-cpu", "--call-graph", "fp", "-F", "99"}, prog, itoa(children), "20")
+	l := e.startRecordUntilReady(dir, []string{"--no-off-cpu", "--call-graph", "fp", "-F", "99"}, prog, itoa(children), "10")
 	var st api.Status
 	ended := func() (bool, error) { return false, nil }
 	waitStatus(t, e, ended, &l.out, "the children to be let go", func(st *api.Status) bool {
@@ -45,7 +45,7 @@ func TestShortProcessesAreLetGo(t *testing.T) {
 	if b.ThreadsReleased < children || b.MappingsPruned < children {
 		t.Errorf("released %d threads and %d mappings of %d children, want each child's", b.ThreadsReleased, b.MappingsPruned, children)
 	}
-	// Each child is sampled about twice (20 ms at 99 Hz): most have keys, folded into
+	// Each child is sampled about once (10 ms at 99 Hz, and its start and exit): most have keys, folded into
 	// the command's. Without folding the run would hold a key or more per child.
 	if b.ProcessesFolded < children/2 || b.KeysFolded < int(b.ProcessesFolded) || b.CommandsFolded != 1 {
 		t.Errorf("folded %d processes (%d keys) into %d commands, want at least %d processes into 1 command",
