@@ -67,7 +67,7 @@ except Exception:
     d = {}
 b = d.get("bounds") or {}
 print((d.get("meta") or {}).get("samples", "-"), b.get("processes_held", "-"), b.get("processes_released", "-"),
-      d.get("keys", "-"), b.get("keys_folded", "-"))'; }
+      b.get("keys", "-"), b.get("keys_folded", "-"))'; }
 t0=$(date +%s)
 peak=0
 while kill -0 "$rec" 2>/dev/null; do

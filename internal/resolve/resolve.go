@@ -56,10 +56,10 @@ type Resolver struct {
 }
 
 type imageEntry struct {
-	path string // the mapping's path, as the process names it
-	im   *symbol.Image
-	err  error
-	mem  []byte // the image's bytes, for images read from memory (the vdso)
+	path    string // the mapping's path, as the process names it
+	im      *symbol.Image
+	err     error
+	mem     []byte // the image's bytes, for images read from memory (the vdso)
 	hexOnce sync.Once
 	hex     string // hexID's
 	hexOf   string // the raw build-id hex was made from
