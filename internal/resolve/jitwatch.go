@@ -394,7 +394,9 @@ func (w *JITWatcher) youngCount(now time.Time) int {
 // scanInterval is how often p is searched for new files, given how many processes are
 // young.
 func (w *JITWatcher) scanInterval(p *watchedProc, young int, now time.Time) time.Duration {
-	if young <= maxYoungScans && now.Sub(p.since) < youngFor {
+	if young <= maxYoungScans && now.Sub(p.since) < youngFor && !w.backoff {
+		// Following every process of a machine (backoff), the young are many: each is
+		// searched at once when it execs (Poke), then with backoff like the others.
 		return youngScanEvery
 	}
 	if p.every > 0 {
@@ -491,7 +493,7 @@ func (w *JITWatcher) round(final bool, stop <-chan struct{}) (caughtUp bool) {
 	w.takeRequests()
 	w.discover(final)
 	for _, p := range w.pids {
-		if !p.exited && time.Since(p.since) < youngFor {
+		if !p.exited && !w.backoff && time.Since(p.since) < youngFor {
 			if w.looks != nil {
 				w.looks(p.pid)
 			}

@@ -273,17 +273,23 @@ func TestJITWatcherFollowsOnlyLiveProcesses(t *testing.T) {
 		pids = append(pids, c.Process.Pid)
 	}
 	// Wait, on the live process's searches, until the watcher has had its look at every
-	// exited one: a young process is searched every youngScanEvery.
+	// exited one: each Poke makes the live process due a search at the next round.
 	waitLooks := func(k int) {
 		t.Helper()
 		want := lookCount(live.Process.Pid) + k
 		deadline := time.Now().Add(time.Minute)
 		for lookCount(live.Process.Pid) < want {
+			w.Poke(live.Process.Pid)
 			if time.Now().After(deadline) {
 				t.Fatalf("the live process was searched %d times in a minute, want %d", lookCount(live.Process.Pid), want)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+	}
+	// The exits not told are found by a search: each is due one (with backoff, its first
+	// comes scanEvery after it was tracked; a Poke makes it due now).
+	for _, pid := range pids[n/2:] {
+		w.Poke(pid)
 	}
 	waitLooks(3)
 	before := map[int]int{}
