@@ -50,6 +50,9 @@ type ThreadInfo struct {
 	Tid  uint32 `json:"tid"`
 	Pid  uint32 `json:"pid"`
 	Name string `json:"name"`
+	// Folded: a marker (tid and pid at or above FoldBase) for the exited processes of one
+	// command, folded together; how many processes.
+	Folded uint64 `json:"folded,omitempty"`
 }
 
 // Profile is a resolved, aggregated run: what every view is computed from (see

@@ -32,6 +32,7 @@ type keyState struct {
 	leaf       uint64
 	unresolved int32
 	version    uint64
+	alias      uint32 // folded (fold.go): its samples count under keys[alias-1]; 0: not
 }
 
 // Run aggregates the samples of one recording. AddSample is the hot path: it interns the
@@ -65,6 +66,7 @@ type Run struct {
 	lines           []Line
 	newLeaves       []LeafRef
 	series          seriesWriter
+	fold            foldState
 }
 
 // LeafRef is the first sample of a newly named stack: where the code at its leaf is. One
@@ -125,7 +127,7 @@ func (r *Run) Samples() uint64 {
 type Stats struct {
 	Samples          uint64 `json:"samples"`
 	DistinctStacks   int    `json:"distinct_stacks"`
-	Keys             int    `json:"keys"`
+	Keys             int    `json:"keys"`              // keys held: those folded into others are not counted
 	UnresolvedFrames uint64 `json:"unresolved_frames"` // frames (per distinct stack) no source could name
 	SeriesBytes      int    `json:"series_bytes"`      // memory of the per-sample time series
 	NamedKeys        int    `json:"named_keys"`        // keys resolved so far
@@ -138,12 +140,12 @@ func (r *Run) Stats() Stats {
 	var unres uint64
 	named := 0
 	for i := range r.keys {
-		if r.keys[i].rstack >= 0 {
+		if r.keys[i].rstack >= 0 && r.keys[i].alias == 0 {
 			unres += uint64(r.keys[i].unresolved)
 			named++
 		}
 	}
-	return Stats{Samples: r.samples, DistinctStacks: r.raw.Len(), Keys: len(r.keys), UnresolvedFrames: unres,
+	return Stats{Samples: r.samples, DistinctStacks: r.raw.Len(), Keys: len(r.keys) - r.fold.aliases, UnresolvedFrames: unres,
 		SeriesBytes: r.series.s.Bytes(), NamedKeys: named}
 }
 
@@ -170,8 +172,8 @@ func (r *Run) Resolve(res Resolver) []Frame {
 	r.mu.Lock()
 	for i := range r.keys {
 		k := &r.keys[i]
-		if k.rstack >= 0 && (k.unresolved == 0 || k.version == version) {
-			continue
+		if k.rstack >= 0 && (k.unresolved == 0 || k.version == version) || k.alias != 0 || IsFolded(k.Pid) {
+			continue // named, or folded: a folded process is not named again
 		}
 		jobs = append(jobs, job{key: i, pid: k.Pid, time: k.time, chain: append([]uint64(nil), r.raw.Get(k.Stack)...)})
 	}
@@ -339,7 +341,7 @@ func (r *Run) profile(threads []ThreadInfo, b *ProfileBuffers) *Profile {
 	for i := range r.keys {
 		k := &r.keys[i]
 		p.KeyEntry[i] = -1
-		if k.rstack < 0 {
+		if k.rstack < 0 || k.alias != 0 {
 			continue
 		}
 		mk := mergeKey{k.Tid, uint32(k.rstack), k.leaf}
@@ -355,6 +357,13 @@ func (r *Run) profile(threads []ThreadInfo, b *ProfileBuffers) *Profile {
 		p.KeyEntry[i] = int32(len(entries))
 		entries = append(entries, Entry{Tid: k.Tid, Pid: k.Pid, Stack: uint32(k.rstack), Count: k.count,
 			Leaf: k.leaf, LeafFunc: k.leafFunc, Time: k.time})
+	}
+	if r.fold.aliases > 0 {
+		for i := range r.keys {
+			if a := r.keys[i].alias; a != 0 {
+				p.KeyEntry[i] = p.KeyEntry[a-1]
+			}
+		}
 	}
 	p.Entries = entries
 	b.order = sortEntriesInPlace(p.Entries, p.KeyEntry, b.order)

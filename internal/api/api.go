@@ -99,6 +99,31 @@ type Status struct {
 	Unsymbolized []ImageSamples `json:"unsymbolized,omitempty"`
 	// Push is how pushing to a fleet store goes (record --push); absent: not pushing.
 	Push *PushStatus `json:"push,omitempty"`
+	// Bounds is what the live recorder holds and what it has let go; absent: a stored run.
+	Bounds *Bounds `json:"bounds,omitempty"`
+}
+
+// Bounds is what a live recorder holds of the processes it met, and what it let go: an
+// exited process is released, and its keys folded into its command's, ReleaseGraceSec
+// after its exit once its samples are named (README, "Long recordings").
+type Bounds struct {
+	ProcessesHeld     int    `json:"processes_held"`
+	ThreadsHeld       int    `json:"threads_held"`
+	MappingsHeld      int    `json:"mappings_held"` // executable mappings, history included
+	Keys              int    `json:"keys"`          // aggregation keys held
+	JITWatched        int    `json:"jit_watched"`   // processes the JIT watcher follows
+	ProcessesReleased uint64 `json:"processes_released"`
+	ThreadsReleased   uint64 `json:"threads_released"`
+	MappingsPruned    uint64 `json:"mappings_pruned"` // of released processes, and history cut
+	ProcessesFolded   uint64 `json:"processes_folded"`
+	KeysFolded        int    `json:"keys_folded"`     // keys now counted under their command's
+	CommandsFolded    int    `json:"commands_folded"` // commands with folded processes
+	// ExitedKept: exited processes past the grace period that are still held (their JIT
+	// files are read, or their stacks not yet named).
+	ExitedKept      uint64  `json:"exited_kept"`
+	ReleaseGraceSec float64 `json:"release_grace_sec"`
+	// NotReleased says why exited processes are not let go in this recording; empty: they are.
+	NotReleased string `json:"not_released,omitempty"`
 }
 
 // ProcessStatus is one process of the run.

@@ -221,6 +221,7 @@ func printStatusCounts(w io.Writer, st *api.Status) {
 func printStatusJIT(w io.Writer, st *api.Status) {
 	m := &st.Meta
 	fmt.Fprintf(w, "threads:   %d\n", st.Threads)
+	statusBounds(w, st.Bounds, m.SystemWide, m.OffCPU == nil)
 	if len(st.JIT) == 0 {
 		fmt.Fprintln(w, "jit:       no jitdump or perf map found")
 	}

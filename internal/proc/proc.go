@@ -78,6 +78,8 @@ type Process struct {
 	execTimes []uint64
 	changes   []uint64 // sorted times of destructive changes to the address space
 	forked    bool     // the parent's mappings were copied in
+	// changesDropped counts the changes PruneHistory dropped from the front of changes.
+	changesDropped uint32
 }
 
 // Thread is one thread.
@@ -90,9 +92,10 @@ type Thread struct {
 
 // Tracker holds every process and thread seen. It is safe for concurrent use.
 type Tracker struct {
-	mu      sync.RWMutex
-	procs   map[int]*Process
-	threads map[int]*Thread
+	mu       sync.RWMutex
+	procs    map[int]*Process
+	threads  map[int]*Thread
+	released struct{ procs, threads, maps uint64 } // see Release and PruneHistory
 }
 
 // NewTracker returns an empty tracker.
@@ -227,6 +230,9 @@ func (tr *Tracker) Fork(pid, ppid, tid, ptid int, t uint64) {
 	parent := tr.threads[ptid]
 	th := tr.thread(tid, pid)
 	th.StartTime = t
+	if th.ExitTime != 0 && th.ExitTime <= t {
+		th.ExitTime, th.Name = 0, "" // a new thread with an exited one's id
+	}
 	if parent != nil && th.Name == "" {
 		th.Name = parent.Name
 	}
@@ -234,6 +240,17 @@ func (tr *Tracker) Fork(pid, ppid, tid, ptid int, t uint64) {
 		return
 	}
 	p := tr.proc(pid)
+	if p.ExitTime != 0 && p.ExitTime <= t {
+		// A new process with the pid of one that exited and was not released yet: the
+		// old one's mappings end here and the parent's are copied in, as for any fork.
+		p.ExitTime, p.forked, p.Comm = 0, false, ""
+		for _, m := range p.maps {
+			if m.EndTime == 0 || m.EndTime > t {
+				m.EndTime = t
+			}
+		}
+		p.addChange(t)
+	}
 	p.PPid = ppid
 	pp := tr.procs[ppid]
 	if pp == nil {
@@ -318,7 +335,7 @@ func (tr *Tracker) Generation(pid int, t uint64) uint32 {
 	if p == nil {
 		return 0
 	}
-	return uint32(sort.Search(len(p.changes), func(i int) bool { return p.changes[i] > t }))
+	return p.changesDropped + uint32(sort.Search(len(p.changes), func(i int) bool { return p.changes[i] > t }))
 }
 
 // HasMappings reports whether any mapping of pid is known.

@@ -132,6 +132,11 @@ func (r *Recorder) step(final bool) {
 	r.mu.Lock()
 	r.pending = append(keep, r.pending...)
 	r.mu.Unlock()
+	if final {
+		cut = math.MaxUint64
+	}
+	r.addedAt.Store(cut) // the namer lets go of what exited well before it (letGo)
+	r.forgetReleased()
 }
 
 // commit adds a sample, once its stack is made, to the run; one taken after this step's cut
@@ -201,6 +206,8 @@ func (r *Recorder) handle(cpu int, h record.Header, rec []byte) {
 			Path: m.Filename, BuildID: m.BuildID, Maj: m.Maj, Min: m.Min, Ino: m.Ino, Time: m.SampleID.Time})
 		if watched(m.Filename) {
 			r.jitw.AddMmapPath(int(m.Pid), m.Filename)
+		} else if proc.CodeOf(m.Filename) == proc.CodeJIT {
+			r.jitw.Poke(int(m.Pid)) // code no file describes: a JIT may be starting
 		}
 		r.checkITTLibrary(int(m.Pid), m.Filename)
 	case record.TypeComm:
@@ -211,6 +218,7 @@ func (r *Recorder) handle(cpu int, h record.Header, rec []byte) {
 		}
 		if c.Exec {
 			r.tracker.Exec(int(c.Pid), c.SampleID.Time, c.Comm)
+			r.jitw.Poke(int(c.Pid))
 		} else {
 			r.tracker.Comm(int(c.Pid), int(c.Tid), c.Comm)
 		}
@@ -237,6 +245,9 @@ func (r *Recorder) handle(cpu int, h record.Header, rec []byte) {
 			return
 		}
 		r.tracker.Exit(int(t.Pid), int(t.Tid), t.Time)
+		if t.Pid == t.Tid {
+			r.jitw.Exited(int(t.Pid)) // its /proc is gone: not searched again
+		}
 		if r.off.on {
 			r.offExit(t.Tid, t.Time)
 		}

@@ -27,7 +27,9 @@ func (r *Recorder) nameLoop(kick <-chan struct{}, stop <-chan struct{}, done cha
 			return
 		case <-kick:
 		}
+		through := r.addedAt.Load() // named by the Resolve below
 		r.resolveAndNotify()
+		r.letGo(through)
 		if time.Since(lastCheckpoint) >= every {
 			began := time.Now()
 			r.save(false)

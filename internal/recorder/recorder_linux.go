@@ -134,6 +134,9 @@ type Recorder struct {
 
 	itt ittHintState
 
+	release releaseState  // what letGo let go (release_linux.go)
+	addedAt atomic.Uint64 // every sample taken before it has been added to run
+
 	// mu guards the fields below it.
 	mu         sync.Mutex
 	lost       uint64            // samples the kernel dropped (PERF_RECORD_LOST, LOST_SAMPLES)
@@ -456,7 +459,7 @@ func newRecorder(opts Options) *Recorder {
 		}
 	}
 	if opts.SystemWide {
-		opts.OffCPU = false // every thread of the machine: not yet
+		opts.OffCPU = false // every thread of the machine: not yet (status says why)
 	}
 	if opts.Notef == nil {
 		opts.Notef = func(string, ...any) {}
@@ -484,6 +487,7 @@ func newRecorder(opts Options) *Recorder {
 		r.spans.ShareAmongProcesses()
 	}
 	r.jitw = resolve.NewJITWatcher(r.res, r.spans)
+	r.jitw.SetBackoff(opts.SystemWide) // every process of the machine: most have no JIT
 	st, regs := perfevent.SampleTypeFor(perfevent.Config{CallGraph: opts.CallGraph, OffCPU: opts.OffCPU})
 	r.in.dec = record.Decoder{SampleType: st, RegsUserMask: regs, SampleIDAll: true}
 	dwarf := opts.CallGraph == "dwarf"

@@ -160,6 +160,7 @@ func (r *Recorder) Status() api.Status {
 	for _, p := range r.tracker.Processes() {
 		st.Processes = append(st.Processes, api.ProcessStatus{Pid: p.Pid, PPid: p.PPid, Comm: p.Comm, Exited: p.ExitTime != 0})
 	}
+	st.Bounds = r.bounds()
 	return st
 }
 

@@ -96,11 +96,11 @@ func (r *Recorder) SaveResult() (SavedCheckpoint, error) {
 
 func (r *Recorder) threads() []agg.ThreadInfo {
 	ths := r.tracker.Threads()
-	out := make([]agg.ThreadInfo, len(ths))
+	out := make([]agg.ThreadInfo, len(ths), len(ths)+r.run.FoldStats().Commands)
 	for i, t := range ths {
 		out[i] = agg.ThreadInfo{Tid: uint32(t.Tid), Pid: uint32(t.Pid), Name: t.Name}
 	}
-	return out
+	return append(out, r.run.FoldedThreads()...) // the commands of exited processes folded (sorted after: markers are above every tid)
 }
 
 // snapshot is the run as it stands. With bufs, its profile and its intervals off CPU are

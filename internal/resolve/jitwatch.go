@@ -48,6 +48,11 @@ const (
 	// envEvery is how often a process's environment is read again for its STAX_JIT_DIR
 	// (it changes only when the process execs): reading another process's memory costs.
 	envEvery = 200 * time.Millisecond
+	// maxScanEvery bounds the backoff of a watcher that follows many processes
+	// (SetBackoff, system-wide recording): a process with no JIT file is searched again
+	// after twice as long each time, up to maxScanEvery, and at once after it execs or
+	// maps memory no file describes (Poke).
+	maxScanEvery = 8 * time.Second
 )
 
 // JITWatcher finds the jitdump files and perf maps of every recorded process and tails them
@@ -73,6 +78,11 @@ type JITWatcher struct {
 	sharing   int    // processes with a JIT code file opened: they share the JIT budget
 	defaultID uint32 // uid assumed for processes whose owner cannot be read any more
 
+	backoff bool // SetBackoff: searches of a process that has no JIT file back off
+	// looks, set by tests, is called before each look at a process's /proc (a search for
+	// its files, its owner): none for a process known to have exited.
+	looks func(pid int)
+
 	watermark atomic.Uint64 // CLOCK_MONOTONIC ns: JIT records written before it are applied
 	// noFiles says no file is watched: every JIT record is applied at any time, and the
 	// watcher wakes only to search for files (and when asked to watch something: wake).
@@ -83,6 +93,10 @@ type JITWatcher struct {
 type watchRequest struct {
 	pid  int
 	path string // a jitdump the process mapped; empty: watch the process
+	// exited: the process exited (its EXIT record), so it is not searched again until the
+	// end; poke: it exec'd or mapped code no file describes, so it is searched soon. The
+	// two are for processes already watched: they add none.
+	exited, poke bool
 }
 
 type watchedProc struct {
@@ -105,6 +119,11 @@ type watchedProc struct {
 	// sharing says that it holds a share of the JIT budget: a jitdump or perf map of its
 	// was opened.
 	sharing bool
+	// exited: the process is gone (its EXIT record, or /proc said so): its /proc is not
+	// looked at again, but for the last search when the recording ends.
+	exited bool
+	// every is how long until its next search, with backoff (SetBackoff); 0: scanEvery.
+	every time.Duration
 }
 
 // youngFor is how long after its start a watched process has its owner looked at every
@@ -116,10 +135,16 @@ const youngFor = 5 * time.Second
 // refreshUID takes the process's current owner: a launched command may change user after
 // stax starts following it (setpriv, su, a setuid program), before it writes JIT files.
 func (p *watchedProc) refreshUID() {
-	if fi, err := os.Stat("/proc/" + strconv.Itoa(p.pid)); err == nil {
+	if p.exited {
+		return // what it had when it ran
+	}
+	fi, err := os.Stat("/proc/" + strconv.Itoa(p.pid))
+	if err == nil {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 			p.uid = st.Uid
 		}
+	} else if os.IsNotExist(err) {
+		p.exited = true // gone: not looked at again
 	}
 }
 
@@ -151,6 +176,70 @@ func NewJITWatcher(res *Resolver, set *spans.Set) *JITWatcher {
 		wake: make(chan struct{}, 1)}
 }
 
+// SetBackoff makes the searches of a process with no JIT file back off, from scanEvery up
+// to maxScanEvery, woken by Poke: for a watcher following every process of the machine.
+func (w *JITWatcher) SetBackoff(on bool) {
+	w.mu.Lock()
+	w.backoff = on
+	w.mu.Unlock()
+}
+
+// Exited tells the watcher that process pid exited: it is not searched again (its files
+// are looked for once more when the recording ends, or when it is forgotten).
+func (w *JITWatcher) Exited(pid int) { w.ask(watchRequest{pid: pid, exited: true}) }
+
+// Poke tells the watcher that process pid exec'd or mapped code no file describes: a JIT
+// may be starting, so a watched process is searched soon.
+func (w *JITWatcher) Poke(pid int) { w.ask(watchRequest{pid: pid, poke: true}) }
+
+// Forget stops watching pid, an exited process, and drops what the watcher held of it,
+// unless it has JIT files (found, or left in /tmp or its STAX_JIT_DIR: looked for now,
+// once), which are still read. It reports whether pid is no longer watched.
+func (w *JITWatcher) Forget(pid int) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.takeRequests()
+	p := w.pids[pid]
+	if p == nil {
+		return true
+	}
+	if len(p.sources) == 0 {
+		w.addLeftFiles(p)
+	}
+	// A file never opened that is gone, or was written before the process started (an
+	// earlier process's with the same pid), is not the process's. When its start could
+	// not be read (gone before it was first looked at), it started shortly before it was
+	// first watched.
+	started := p.started
+	if started.IsZero() {
+		started = p.since.Add(-10 * time.Second)
+	}
+	for inner, s := range p.sources {
+		if s.dump != nil || s.pmap != nil || s.marks != nil || s.itt != nil {
+			continue
+		}
+		fi, err := os.Stat(s.path)
+		if err != nil {
+			fi, err = os.Stat(inner) // its root link went with it
+		}
+		if err != nil || jit.CheckWrittenSince(fi.ModTime(), started) != nil {
+			delete(p.sources, inner)
+		}
+	}
+	if len(p.sources) > 0 {
+		return false
+	}
+	delete(w.pids, pid)
+	return true
+}
+
+// Watched is the number of processes watched.
+func (w *JITWatcher) Watched() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.pids)
+}
+
 // Track adds a process to watch. It returns at once: the process is looked at by the
 // watcher's goroutine.
 func (w *JITWatcher) Track(pid int) { w.ask(watchRequest{pid: pid}) }
@@ -176,6 +265,23 @@ func (w *JITWatcher) takeRequests() {
 	w.inbox = nil
 	w.inMu.Unlock()
 	for _, req := range reqs {
+		if req.exited || req.poke {
+			if p := w.pids[req.pid]; p != nil {
+				p.exited = p.exited || req.exited
+				if req.poke && !p.exited {
+					p.every, p.scanned = 0, time.Time{} // searched at the next round
+				}
+			}
+			continue
+		}
+		if p := w.pids[req.pid]; p != nil && p.exited && req.path == "" {
+			// Asked to watch a pid whose process exited: a new process has it now.
+			if len(p.sources) == 0 {
+				delete(w.pids, req.pid)
+			} else {
+				p.exited, p.every = false, 0
+			}
+		}
 		p := w.track(req.pid)
 		if req.path != "" {
 			kind := jit.SourceJitdump
@@ -267,7 +373,9 @@ func (w *JITWatcher) nextScanIn(now time.Time) time.Duration {
 	young := w.youngCount(now)
 	next := scanEvery
 	for _, p := range w.pids {
-		next = min(next, p.scanned.Add(w.scanInterval(p, young, now)).Sub(now))
+		if !p.exited {
+			next = min(next, p.scanned.Add(w.scanInterval(p, young, now)).Sub(now))
+		}
 	}
 	return max(next, pollEvery)
 }
@@ -276,7 +384,7 @@ func (w *JITWatcher) nextScanIn(now time.Time) time.Duration {
 func (w *JITWatcher) youngCount(now time.Time) int {
 	young := 0
 	for _, p := range w.pids {
-		if now.Sub(p.since) < youngFor {
+		if !p.exited && now.Sub(p.since) < youngFor {
 			young++
 		}
 	}
@@ -286,8 +394,13 @@ func (w *JITWatcher) youngCount(now time.Time) int {
 // scanInterval is how often p is searched for new files, given how many processes are
 // young.
 func (w *JITWatcher) scanInterval(p *watchedProc, young int, now time.Time) time.Duration {
-	if young <= maxYoungScans && now.Sub(p.since) < youngFor {
+	if young <= maxYoungScans && now.Sub(p.since) < youngFor && !w.backoff {
+		// Following every process of a machine (backoff), the young are many: each is
+		// searched at once when it execs (Poke), then with backoff like the others.
 		return youngScanEvery
+	}
+	if p.every > 0 {
+		return p.every
 	}
 	return scanEvery
 }
@@ -380,7 +493,10 @@ func (w *JITWatcher) round(final bool, stop <-chan struct{}) (caughtUp bool) {
 	w.takeRequests()
 	w.discover(final)
 	for _, p := range w.pids {
-		if time.Since(p.since) < youngFor {
+		if !p.exited && !w.backoff && time.Since(p.since) < youngFor {
+			if w.looks != nil {
+				w.looks(p.pid)
+			}
 			p.refreshUID()
 		}
 		for inner, s := range p.sources {
@@ -415,11 +531,22 @@ func (w *JITWatcher) discover(final bool) {
 	now := time.Now()
 	young := w.youngCount(now)
 	for _, p := range w.pids {
+		if p.exited && !final {
+			continue // gone: looked for once more at the end (or when forgotten)
+		}
 		if every := w.scanInterval(p, young, now); !final && !p.scanned.IsZero() && now.Sub(p.scanned) < every {
 			continue
 		}
+		if w.looks != nil {
+			w.looks(p.pid)
+		}
 		p.scanned = now
-		p.refreshUID()
+		if w.backoff && len(p.sources) == 0 && !final {
+			p.every = min(max(2*p.every, scanEvery), maxScanEvery)
+		}
+		if p.refreshUID(); p.exited && !final {
+			continue
+		}
 		if p.envRead.IsZero() || now.Sub(p.envRead) >= envEvery {
 			var known bool
 			if p.env, known = jit.ReadEnvJITDir(p.pid); known {
@@ -434,6 +561,7 @@ func (w *JITWatcher) discover(final bool) {
 			// The process is gone: look for its files in our own /tmp (a JVM writes
 			// its perf map as it exits) and in the STAX_JIT_DIR it had (stax's collector
 			// writes its spans there as it exits).
+			p.exited = true // not searched again until then
 			if !final {
 				continue
 			}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -215,5 +216,102 @@ func TestJITWatcherWithNoFiles(t *testing.T) {
 	}
 	if _, ok := r.JIT(uint32(os.Getpid())).Lookup(0x100000000+16*9, w.Watermark()); !ok {
 		t.Errorf("a function written before the watermark is not in the table")
+	}
+}
+
+// TestJITWatcherFollowsOnlyLiveProcesses: the watcher searches a process's /proc while it
+// runs; once its exit is known (the EXIT record, or /proc said it is gone) it looks no more,
+// and Forget drops it. 200 short processes, of which the first half's exits are told, the
+// others' found: after that, while a live process is searched on, the exited ones get
+// no look at all.
+func TestJITWatcherFollowsOnlyLiveProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 200 processes")
+	}
+	r := New(proc.NewTracker(), symbol.Options{})
+	w := NewJITWatcher(r, nil)
+	defer w.Close()
+	w.SetBackoff(true)
+	var mu sync.Mutex
+	looks := map[int]int{}
+	w.looks = func(pid int) {
+		mu.Lock()
+		looks[pid]++
+		mu.Unlock()
+	}
+	lookCount := func(pid int) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return looks[pid]
+	}
+	live := exec.Command("sleep", "300")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { live.Process.Kill(); live.Wait() }()
+	w.Track(live.Process.Pid)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() { defer close(done); w.Run(stop) }()
+	defer func() { close(stop); <-done }()
+
+	const n = 200
+	var pids []int
+	reaped := map[int]int{} // looks when the process was reaped
+	for i := 0; i < n; i++ {
+		c := exec.Command("true")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		w.Track(c.Process.Pid)
+		if err := c.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		reaped[c.Process.Pid] = lookCount(c.Process.Pid)
+		if i < n/2 {
+			w.Exited(c.Process.Pid) // as its EXIT record says
+		}
+		pids = append(pids, c.Process.Pid)
+	}
+	// Wait, on the live process's searches, until the watcher has had its look at every
+	// exited one: each Poke makes the live process due a search at the next round.
+	waitLooks := func(k int) {
+		t.Helper()
+		want := lookCount(live.Process.Pid) + k
+		deadline := time.Now().Add(time.Minute)
+		for lookCount(live.Process.Pid) < want {
+			w.Poke(live.Process.Pid)
+			if time.Now().After(deadline) {
+				t.Fatalf("the live process was searched %d times in a minute, want %d", lookCount(live.Process.Pid), want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// The exits not told are found by a search: each is due one (with backoff, its first
+	// comes scanEvery after it was tracked; a Poke makes it due now).
+	for _, pid := range pids[n/2:] {
+		w.Poke(pid)
+	}
+	waitLooks(3)
+	before := map[int]int{}
+	for _, pid := range pids {
+		before[pid] = lookCount(pid)
+	}
+	waitLooks(5)
+	for i, pid := range pids {
+		if got := lookCount(pid) - before[pid]; got != 0 {
+			t.Errorf("exited process %d (exit told: %v) was looked at %d times after its exit was known", pid, i < n/2, got)
+		}
+		if got := before[pid] - reaped[pid]; i >= n/2 && got > 1 {
+			// Found gone by the look that failed.
+			t.Errorf("exited process %d was looked at %d times after it was reaped, want at most 1", pid, got)
+		}
+	}
+	for _, pid := range pids {
+		if !w.Forget(pid) {
+			t.Errorf("Forget(%d) kept a process with no JIT file", pid)
+		}
+	}
+	if got := w.Watched(); got != 1 {
+		t.Errorf("%d processes watched after forgetting the exited ones, want 1 (the live one)", got)
 	}
 }

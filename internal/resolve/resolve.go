@@ -43,6 +43,7 @@ type Resolver struct {
 
 	mu          sync.Mutex
 	images      map[string]*imageEntry // by build-id, else path
+	byID        map[string]*imageEntry // by raw build-id: images' lookups without a key made
 	cache       map[frameKey]symbolized
 	jits        sync.Map    // pid -> *jit.Table; read per sample, so without a lock
 	jitBudget   *jit.Budget // shared by every JIT table
@@ -55,13 +56,41 @@ type Resolver struct {
 }
 
 type imageEntry struct {
-	path string // the mapping's path, as the process names it
-	im   *symbol.Image
-	err  error
-	mem  []byte // the image's bytes, for images read from memory (the vdso)
+	path    string // the mapping's path, as the process names it
+	im      *symbol.Image
+	err     error
+	mem     []byte // the image's bytes, for images read from memory (the vdso)
+	hexOnce sync.Once
+	hex     string // hexID's
+	hexOf   string // the raw build-id hex was made from
 	// file holds open a file no lasting path reaches (one deleted or replaced since it
 	// was mapped): the image reads it, lazily, through /proc/self/fd.
 	file *os.File
+}
+
+// hexID is the mapping's build-id in hex, else the image's: made once per image.
+func (ie *imageEntry) hexID(mapped []byte) string {
+	ie.hexOnce.Do(func() {
+		switch {
+		case len(mapped) > 0:
+			ie.hex = hex.EncodeToString(mapped)
+		case ie.err == nil && ie.im != nil:
+			ie.hex = hex.EncodeToString(ie.im.BuildID)
+		}
+		ie.hexOf = string(mapped)
+	})
+	if string(mapped) != ie.hexOf {
+		// Another build-id than the one the image was first asked with (an image found by
+		// path for a mapping that carries one): as before, from the mapping.
+		if len(mapped) > 0 {
+			return hex.EncodeToString(mapped)
+		}
+		if ie.err == nil && ie.im != nil {
+			return hex.EncodeToString(ie.im.BuildID)
+		}
+		return ""
+	}
+	return ie.hex
 }
 
 type frameKey struct {
@@ -75,6 +104,7 @@ func New(tracker *proc.Tracker, opts symbol.Options) *Resolver {
 		tracker: tracker,
 		syms:    symbol.NewCache(opts),
 		images:  map[string]*imageEntry{},
+		byID:    map[string]*imageEntry{},
 		cache:   map[frameKey]symbolized{},
 		errors:  map[string]string{},
 
@@ -265,10 +295,7 @@ func (r *Resolver) userFrames(pid uint32, t, addr, lookup uint64, out []agg.Site
 	ie := r.image(pid, m)
 	path := strings.TrimSuffix(m.Path, " (deleted)")
 	base := filepath.Base(path)
-	mapping := agg.Mapping{Pid: pid, Start: m.Start, Limit: m.End, Offset: m.Pgoff, File: path, BuildID: hex.EncodeToString(m.BuildID)}
-	if mapping.BuildID == "" && ie.err == nil && ie.im != nil {
-		mapping.BuildID = hex.EncodeToString(ie.im.BuildID)
-	}
+	mapping := agg.Mapping{Pid: pid, Start: m.Start, Limit: m.End, Offset: m.Pgoff, File: path, BuildID: ie.hexID(m.BuildID)}
 	unknown := func(off uint64) ([]agg.Site, bool) {
 		return append(out, agg.Site{Frame: agg.Frame{Func: fmt.Sprintf("%s+%#x", base, off), Image: base, Kind: agg.KindUnknown},
 			Addr: lookup, Mapping: mapping}), false
@@ -372,6 +399,16 @@ func (r *Resolver) jitFrames(pid uint32, t, addr uint64, out []agg.Site) ([]agg.
 // image loads the ELF image behind m once (keyed by build-id, else path and inode; the vdso,
 // the same for every process of one kernel and ABI, by its size).
 func (r *Resolver) image(pid uint32, m *proc.Mapping) *imageEntry {
+	if len(m.BuildID) > 0 {
+		// The common case, once per frame of every stack named: looked up by the raw
+		// build-id, without making a key.
+		r.mu.Lock()
+		ie := r.byID[string(m.BuildID)]
+		r.mu.Unlock()
+		if ie != nil {
+			return ie
+		}
+	}
 	key := m.Path + ":" + strconv.FormatUint(m.Ino, 10)
 	if len(m.BuildID) > 0 {
 		key = fmt.Sprintf("%x", m.BuildID)
@@ -407,6 +444,9 @@ func (r *Resolver) image(pid uint32, m *proc.Mapping) *imageEntry {
 		if ie.err != nil {
 			r.errors[m.Path] = ie.err.Error()
 		}
+	}
+	if len(m.BuildID) > 0 {
+		r.byID[string(m.BuildID)] = ie
 	}
 	r.mu.Unlock()
 	return ie
