@@ -124,10 +124,10 @@ type Unwinder struct {
 	// measured says the last walk reached the outermost frame through the stack copy
 	// alone: high is then the real depth of the stack (see Measured).
 	measured bool
-	mem   memory
-	sps   []uint64 // the stack pointer of each frame of the walk, beside its pc
-	fpEnd int      // how much of the frame-pointer chain to use (FPLoopAt), -1 until known
-	tramp map[trampKey]bool
+	mem      memory
+	sps      []uint64 // the stack pointer of each frame of the walk, beside its pc
+	fpEnd    int      // how much of the frame-pointer chain to use (FPLoopAt), -1 until known
+	tramp    map[trampKey]bool
 }
 
 type jitKey struct {
