@@ -266,11 +266,11 @@ func Summarize(p *Profile) Summary {
 		}
 		f := p.Frames[leaf]
 		switch {
-		case f.Kind == KindJIT && strings.HasPrefix(f.Func, "[unknown]"), f.Image == AnonImage:
+		case IsJITKind(f.Kind) && strings.HasPrefix(f.Func, "[unknown]"), f.Image == AnonImage:
 			s.JITSamples += e.Count
 			s.JITUnnamed += e.Count
 			s.UnknownSamples += e.Count
-		case f.Kind == KindJIT:
+		case IsJITKind(f.Kind):
 			s.JITSamples += e.Count
 		case f.Kind == KindUnknown, IsImageOffset(f): // no name, or a function range with none
 			s.UnknownSamples += e.Count
@@ -295,5 +295,5 @@ func Summarize(p *Profile) Summary {
 // IsImageOffset says whether a frame stands for native code no symbol names: a row named
 // image+0xOFF after an address, or after the start of the function range holding it.
 func IsImageOffset(f Frame) bool {
-	return f.Image != "" && f.Kind != KindJIT && f.Image != AnonImage && strings.HasPrefix(f.Func, f.Image+"+0x")
+	return f.Image != "" && !IsJITKind(f.Kind) && f.Image != AnonImage && strings.HasPrefix(f.Func, f.Image+"+0x")
 }

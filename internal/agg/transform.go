@@ -20,8 +20,8 @@ import (
 //     the frames above it (its callers) are dropped.
 //  3. Hide removes the frames that match; their callees become their caller's. A stack whose
 //     frames are all hidden keeps its samples, with no frames.
-//     Python keeps only the frames of Python functions (CPython's perf trampolines,
-//     py::NAME:FILE) and the stack's leaf (the native function below the innermost
+//     Python keeps only the frames of Python functions (kind python: CPython's perf
+//     trampolines, py::NAME:FILE in its perf map or jitdump) and the stack's leaf (the native function below the innermost
 //     Python frame, where the sample landed): py-spy's default view. A stack with no
 //     Python frame keeps its leaf alone.
 //  4. CollapseImages turns every run of consecutive frames in one of these images into one
@@ -76,10 +76,6 @@ const (
 	tCollapse
 	tPython
 )
-
-// IsPython says whether f is a Python function's frame: CPython's perf trampoline for it,
-// named py::NAME:FILE in its perf map or jitdump.
-func IsPython(f *Frame) bool { return f.Kind == KindJIT && strings.HasPrefix(f.Func, "py::") }
 
 // stackRewriter rewrites stacks by t; scratch space is reused between stacks.
 type stackRewriter struct {

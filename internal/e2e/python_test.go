@@ -2,17 +2,20 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
 
-// pyenvPython returns the newest CPython minor (e.g. "3.12") that pyenv installed, or "".
+// pyenvPython returns the newest CPython minor (e.g. "3.12") that pyenv installed, else
+// pythonMINOR on PATH, or "".
 func pyenvPython(minor string) string {
 	root := os.Getenv("PYENV_ROOT")
 	if root == "" {
@@ -27,7 +30,25 @@ func pyenvPython(minor string) string {
 			return p
 		}
 	}
-	return ""
+	p, _ := exec.LookPath("python" + minor)
+	return p
+}
+
+// noPerfPython skips a test that needs CPython 3.12 or 3.13: Debian 12, which CI runs on,
+// packages only 3.11, so it cannot be required there.
+func noPerfPython(t *testing.T) {
+	t.Helper()
+	testutil.RequirePerf(t)
+	t.Skip("neither CPython 3.12 nor 3.13 is installed (pyenv versions; Debian 12 packages 3.11 only)")
+}
+
+// pyFrame returns NAME of a Python function's frame in folded stacks, NAME (FILE)_[j], or "".
+func pyFrame(f string) string {
+	name, _, ok := strings.Cut(strings.TrimSuffix(f, ")_[j]"), " (")
+	if !ok || !strings.HasSuffix(f, ".py)_[j]") {
+		return ""
+	}
+	return name
 }
 
 // CPython 3.12 (-X perf: a perf map) and 3.13 (-X perf_jit: a jitdump) put a trampoline
@@ -66,21 +87,21 @@ func TestPythonPerfStacksReachStart(t *testing.T) {
 				// The innermost Python function of the stack.
 				inner := ""
 				for _, f := range frames {
-					if strings.HasPrefix(f, "py::") {
-						inner = f
+					if n := pyFrame(f); n != "" {
+						inner = n
 					}
 				}
-				switch {
-				case strings.HasPrefix(inner, "py::spin_a:"):
+				switch inner {
+				case "spin_a":
 					a += n
-				case strings.HasPrefix(inner, "py::spin_b:"):
+				case "spin_b":
 					b += n
 				default:
 					continue
 				}
 				module := false
 				for _, f := range frames {
-					module = module || strings.HasPrefix(f, "py::<module>:")
+					module = module || pyFrame(f) == "<module>"
 				}
 				if module && frames[0] == "_start" {
 					whole += n
@@ -112,16 +133,17 @@ func TestPythonPerfStacksReachStart(t *testing.T) {
 			if st.Meta.JITFrames["cpython_trampoline"] == 0 {
 				t.Errorf("no CPython trampoline frames counted: %v", st.Meta.JITFrames)
 			}
-			// --python: Python frames only (and the native leaf), <module> the callers' root.
+			// --python: Python frames only (and the native leaf), <module> the callers' root;
+			// each named NAME (FILE), of kind python.
 			var fl api.Flame
 			e.mustJSON(&fl, "flame", "--python", "-d", "2", "--threshold-pct", "0")
 			var under uint64
 			for _, m := range fl.Root.Children {
-				if !strings.HasPrefix(m.Func, "py::<module>:") {
+				if m.Func != "<module> ("+script+")" || m.Kind != agg.KindPython {
 					continue
 				}
 				for _, c := range m.Children {
-					if strings.HasPrefix(c.Func, "py::spin_a:") || strings.HasPrefix(c.Func, "py::spin_b:") {
+					if (c.Func == "spin_a ("+script+")" || c.Func == "spin_b ("+script+")") && c.Kind == agg.KindPython {
 						under += c.Total
 					}
 				}
@@ -130,10 +152,35 @@ func TestPythonPerfStacksReachStart(t *testing.T) {
 				roots, _, _ := e.run("flame", "--python", "-d", "3")
 				t.Errorf("flame --python: %d of %d samples of spin_a/spin_b right under <module>\n%s", under, a+b, roots)
 			}
+			// top --python: the Python functions, and native leaves only below them.
+			var top api.Top
+			e.mustJSON(&top, "top", "--python", "-n", "1000")
+			var pyTotal uint64
+			for _, r := range top.Rows {
+				if r.Kind == agg.KindPython {
+					pyTotal += r.Total
+					if r.File == "" || !strings.HasSuffix(r.Func, " ("+r.File+")") || r.Image != "[jit]" {
+						t.Errorf("top --python: %s has file %q, image %q", r.Func, r.File, r.Image)
+					}
+				} else if r.Total != r.Self {
+					t.Errorf("top --python: %s (%s) has callees (total %d, self %d): only Python frames call", r.Func, r.Kind, r.Total, r.Self)
+				}
+			}
+			if pyTotal == 0 {
+				t.Errorf("top --python: no Python function: %+v", top.Rows)
+			}
+			// callers --python spin_b: <module> calls it.
+			var cs api.Callers
+			e.mustJSON(&cs, "callers", "--python", "^spin_b ")
+			if len(cs.Functions) != 1 || len(cs.Functions[0].Rows) == 0 || cs.Functions[0].Rows[0].Func != "<module> ("+script+")" ||
+				float64(cs.Functions[0].Rows[0].Total) < 0.95*float64(cs.Functions[0].Total) {
+				out, _, _ := e.run("callers", "--python", "^spin_b ")
+				t.Errorf("callers --python spin_b: <module> is not its caller in 95%% of its samples\n%s", out)
+			}
 		})
 	}
 	if ran == 0 {
-		testutil.Require(t, testutil.EnvPerf, "neither CPython 3.12 nor 3.13 is installed by pyenv (pyenv versions)")
+		noPerfPython(t)
 	}
 }
 
@@ -144,7 +191,7 @@ func TestPythonWithoutPerfSupportIsNamedInStatus(t *testing.T) {
 	py := pyenvPython("3.12")
 	if py == "" {
 		if py = pyenvPython("3.13"); py == "" {
-			testutil.Require(t, testutil.EnvPerf, "neither CPython 3.12 nor 3.13 is installed by pyenv (pyenv versions)")
+			noPerfPython(t)
 		}
 	}
 	script := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/spin.py")

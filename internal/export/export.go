@@ -90,7 +90,7 @@ func funcName(f *agg.Frame) string {
 // imageName is where a frame's code lives, as pprof mappings and resources name it.
 func imageName(f *agg.Frame) string {
 	switch f.Kind {
-	case agg.KindJIT:
+	case agg.KindJIT, agg.KindPython:
 		return "[jit]"
 	case agg.KindKernel:
 		return "[kernel.kallsyms]"

@@ -30,7 +30,7 @@ func firefoxCategory(kind string) int {
 	switch kind {
 	case agg.KindUser:
 		return 1
-	case agg.KindJIT:
+	case agg.KindJIT, agg.KindPython:
 		return 2
 	case agg.KindKernel:
 		return 3

@@ -83,7 +83,7 @@ func foldedName(f *agg.Frame) string {
 	switch {
 	case f.Inlined:
 		n += "_[i]"
-	case f.Kind == agg.KindJIT:
+	case agg.IsJITKind(f.Kind):
 		n += "_[j]"
 	case f.Kind == agg.KindKernel:
 		n += "_[k]"

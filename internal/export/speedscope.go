@@ -159,7 +159,7 @@ func displayName(f *agg.Frame) string {
 	switch {
 	case f.Inlined:
 		n += " (inlined)"
-	case f.Kind == agg.KindJIT:
+	case agg.IsJITKind(f.Kind):
 		n += " [jit]"
 	case f.Kind == agg.KindKernel:
 		n += " [kernel]"

@@ -228,6 +228,7 @@ var svgLegend = []struct {
 	{agg.KindUser, false, "native"},
 	{agg.KindUser, true, "inlined"},
 	{agg.KindJIT, false, "JIT"},
+	{agg.KindPython, false, "Python"},
 	{agg.KindKernel, false, "kernel"},
 	{agg.KindUnknown, false, "unknown"},
 }
@@ -281,6 +282,8 @@ func svgFamily(kind string, inlined bool, v1, v2 float64) string {
 		r, g, b = 50+60*v1, 165+55*v1, 165+55*v1
 	case kind == agg.KindJIT:
 		r, g, b = 50+60*v1, 200+55*v1, 50+60*v1
+	case kind == agg.KindPython:
+		r, g, b = 55+40*v1, 100+50*v1, 200+55*v1
 	case kind == agg.KindKernel:
 		r, g, b = 200+55*v1, 110+70*v1, 0+20*v2
 	case kind == agg.KindUser:

@@ -95,7 +95,7 @@ func TestSVGOpensOnTheRoot(t *testing.T) {
 			t.Errorf("legend %s at %.0f-%.0f px, %.0f wide: not on the first screen", l.Label, l.Top, l.Bot, l.W)
 		}
 	}
-	if got := fmt.Sprint(labels); got != "[native inlined JIT kernel unknown search match]" {
+	if got := fmt.Sprint(labels); got != "[native inlined JIT Python kernel unknown search match]" {
 		t.Errorf("legend %s", got)
 	}
 	// Each swatch is of its family, as the frames' colours are (see TestSVG).
@@ -108,6 +108,7 @@ func TestSVGOpensOnTheRoot(t *testing.T) {
 		ok    func(r, g, b int) bool
 	}{
 		{"JIT", func(r, g, b int) bool { return g > 190 && r < 120 }},
+		{"Python", func(r, g, b int) bool { return b >= 200 && g <= 150 && r < 100 }},
 		{"kernel", func(r, g, b int) bool { return r >= 200 && b < 30 && g >= 110 && g < 190 }},
 		{"native", func(r, g, b int) bool { return r >= 205 && b <= 55 }},
 		{"inlined", func(r, g, b int) bool { return g > 160 && b > 160 && r < 120 }},

@@ -257,7 +257,11 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 		if kind == kindSample {
 			out[k].set = w.switched.set(uint32(s.StackSize))
 		}
-		if kind == kindSample && w.fitSize != 0 && !cheap[k] && !fast && uint32(s.StackSize) == w.fitSize && w.dwarf.unwound {
+		// The copy is fitted to the depth of the stacks walked to their outermost frame, and
+		// grows back for those cut by its end: a walk cut short otherwise (no call-frame
+		// information, a loop) read less than the stack holds, and says nothing of its depth.
+		if kind == kindSample && w.fitSize != 0 && !cheap[k] && !fast && uint32(s.StackSize) == w.fitSize && w.dwarf.unwound &&
+			(w.dwarf.end == unwind.EndTruncated || w.dwarf.u.Measured()) {
 			out[k].fit, out[k].high = fitRead, uint32(min(w.dwarf.u.High(), 1<<20))
 			if w.dwarf.end == unwind.EndTruncated && uint64(len(s.Stack)) == s.StackSize {
 				out[k].fit = fitCut

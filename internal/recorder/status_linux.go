@@ -13,6 +13,7 @@ import (
 
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/jit"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/targetfile"
 )
@@ -84,8 +85,8 @@ func unnamedJITNotes(run *store.Run, comm func(int) string) []string {
 	for _, pid := range pids {
 		var dump, emptyMap, anyMap, failed string
 		for _, s := range run.JIT {
-			if s.Pid != int(pid) {
-				continue
+			if s.Pid != int(pid) || strings.HasPrefix(s.Error, jit.ErrStale.Error()) {
+				continue // another process's file (its "jit:" line says so)
 			}
 			switch {
 			case s.Error != "" && s.Functions == 0:
@@ -116,6 +117,10 @@ func unnamedJITNotes(run *store.Run, comm func(int) string) []string {
 				"write (V8 in 2 MiB blocks), and the names appear when they write it or exit"
 		case anyMap != "":
 			why = "its perf map " + anyMap + " has no line for this code yet"
+		default:
+			if h := jitRuntimeHint(run, pid); h != "" {
+				why = h
+			}
 		}
 		notes = append(notes, fmt.Sprintf("%s: %d samples in JIT code with no name; %s", who, unnamed[pid], why))
 	}

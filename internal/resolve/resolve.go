@@ -382,6 +382,13 @@ func (r *Resolver) jitFrames(pid uint32, t, addr uint64, out []agg.Site) ([]agg.
 	if len(f.Lines) > 0 {
 		fr.File, fr.Line = f.Lines[0].File, f.Lines[0].Line
 	}
+	if name, file, ok := agg.PythonName(f.Name); ok {
+		// A CPython trampoline: the Python function NAME (FILE).
+		fr.Func, fr.Kind = name, agg.KindPython
+		if fr.File == "" {
+			fr.File = file
+		}
+	}
 	out = append(out, agg.Site{Frame: fr, Addr: addr, Mapping: m})
 	if line > 0 {
 		at := start

@@ -121,10 +121,13 @@ type Unwinder struct {
 	cache [rowCacheSize]rowEntry
 	jit   map[jitKey]*Table
 	high  uint64 // bytes of the last stack copy the last walk needed (for captures)
-	mem   memory
-	sps   []uint64 // the stack pointer of each frame of the walk, beside its pc
-	fpEnd int      // how much of the frame-pointer chain to use (FPLoopAt), -1 until known
-	tramp map[trampKey]bool
+	// measured says the last walk reached the outermost frame through the stack copy
+	// alone: high is then the real depth of the stack (see Measured).
+	measured bool
+	mem      memory
+	sps      []uint64 // the stack pointer of each frame of the walk, beside its pc
+	fpEnd    int      // how much of the frame-pointer chain to use (FPLoopAt), -1 until known
+	tramp    map[trampKey]bool
 }
 
 type jitKey struct {
@@ -198,6 +201,7 @@ const maxCanonical = 0x00007fffffffffff
 // sampled IP) to out, and returns the stack and why it ended.
 func (u *Unwinder) Unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, EndReason) {
 	u.fpEnd = -1
+	u.measured = false
 	pcs, end := u.unwind(view, s, out)
 	if end != EndComplete && end != EndUnmapped && len(s.FPChain) > len(pcs) {
 		// Never return less than the frame-pointer chain alone gives.
@@ -217,6 +221,13 @@ func (u *Unwinder) Unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 	u.high = u.mem.high
 	return pcs, end
 }
+
+// Measured says the last walk went from the leaf to the outermost frame by the stack copy
+// alone (call-frame information, CPython's trampolines, JIT frames' frame pointers read
+// in the copy): High is then how deep the stack really was. A walk cut short (no
+// call-frame information, a bad address, a loop, the depth limit) or finished along the
+// kernel's frame-pointer chain read less of the copy than the stack holds.
+func (u *Unwinder) Measured() bool { return u.measured }
 
 // High is how many bytes of its stack copy the last walk read: what the copy had to hold
 // for it (a walk cut short by the copy's end read all of it).
@@ -255,6 +266,7 @@ func (u *Unwinder) unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 		}
 		m, _ := view.Mapping(f.pc)
 		if u.inTopFrame(view, m, lookup) {
+			u.measured = true
 			return out, EndComplete
 		}
 		rw, ok := u.row(view, s, m, lookup)
@@ -279,6 +291,7 @@ func (u *Unwinder) unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 			}
 			if !ok {
 				if u.inEntryCode(view, m, lookup) {
+					u.measured = true
 					return out, EndComplete
 				}
 				return u.continueFP(view, s, out, EndNoCFI)
@@ -286,11 +299,13 @@ func (u *Unwinder) unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 		}
 		if !ok {
 			if end == EndComplete {
+				u.measured = true
 				return out, EndComplete
 			}
 			return u.continueFP(view, s, out, end)
 		}
 		if next.pc == 0 {
+			u.measured = true
 			return out, EndComplete
 		}
 		if next.sp <= f.sp {

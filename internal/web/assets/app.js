@@ -22,6 +22,7 @@ const view = {
   hide: [],
   collapse: [],
   fold: false,
+  python: false, // only Python functions and the native leaf (the API's python)
   inverted: false,
   zoom: [], // the zoomed frame's path: keys (or, from a URL, function names), root's children first
   sel: null, // the selected frame's path, as zoom; null: none
@@ -110,6 +111,7 @@ function readURL() {
   view.hide = u.getAll("hide").filter(Boolean);
   view.collapse = u.getAll("collapse_image").filter(Boolean);
   view.fold = u.get("fold_recursion") === "1";
+  view.python = u.get("python") === "1";
   view.inverted = u.get("inverted") === "1";
   view.zoom = u.getAll("zoom");
   const sel = u.getAll("sel");
@@ -140,6 +142,7 @@ function writeURL(push) {
   for (const v of view.hide) u.append("hide", v);
   for (const v of view.collapse) u.append("collapse_image", v);
   if (view.fold) u.set("fold_recursion", "1");
+  if (view.python) u.set("python", "1");
   if (view.inverted) u.set("inverted", "1");
   for (const k of urlPath(view.zoom)) u.append("zoom", k);
   if (view.sel) {
@@ -175,6 +178,7 @@ const PARAMS = {
   hide: () => (view.hide.length ? combine(view.hide) : null),
   collapse_image: () => view.collapse,
   fold_recursion: () => (view.fold ? "1" : null),
+  python: () => (view.python ? "1" : null),
   inverted: (o) => (o.inverted && view.inverted ? "1" : null),
   // Off-CPU and wall time are views of time, not samples (docs/off-cpu.md): every panel
   // asks in the view's mode.
@@ -442,7 +446,7 @@ function colours() {
   const cs = getComputedStyle(document.documentElement);
   const v = (name) => cs.getPropertyValue(name).trim();
   palette = {
-    user: v("--k-user"), jit: v("--k-jit"), kernel: v("--k-kernel"), unknown: v("--k-unknown"), root: v("--k-unknown"),
+    user: v("--k-user"), jit: v("--k-jit"), python: v("--k-python"), kernel: v("--k-kernel"), unknown: v("--k-unknown"), root: v("--k-unknown"),
     match: v("--match"), matchText: v("--match-text"), text: v("--frame-text"), select: v("--select"),
     grow: rgb(v("--grow")), shrink: rgb(v("--shrink")), same: rgb(v("--same")),
     reason: Object.fromEntries(REASONS.map((r) => [r, v(`--r-${r}`)])),
@@ -631,7 +635,7 @@ function drawLegend() {
     // The reasons of the frames drawn, in the table's order.
     const seen = new Set(state.flameEls.map((f) => f.n.reason));
     parts = REASONS.filter((r) => seen.has(r)).map((r) => `<span data-reason="${r}">${item(`r-${r}`, r)}</span>`);
-  } else parts = [item("k-user", "native"), item("k-jit", "JIT"), item("k-kernel", "kernel"), item("k-unknown", "unknown")];
+  } else parts = [item("k-user", "native"), item("k-jit", "JIT"), item("k-python", "Python"), item("k-kernel", "kernel"), item("k-unknown", "unknown")];
   if (view.search) parts.push(item("k-match", "match"));
   const html = parts.join(" ");
   if ($("#legend").innerHTML !== html) $("#legend").innerHTML = html;
@@ -899,6 +903,13 @@ function setupFlame() {
   $("#inverted").addEventListener("change", (e) =>
     change("inverted", () => {
       view.inverted = e.target.checked;
+      view.zoom = [];
+      view.sel = null;
+    }),
+  );
+  $("#python").addEventListener("change", (e) =>
+    change("python", () => {
+      view.python = e.target.checked;
       view.zoom = [];
       view.sel = null;
     }),
@@ -1286,6 +1297,7 @@ function change(what, apply) {
 function drawControls() {
   markThreads();
   $("#inverted").checked = view.inverted;
+  $("#python").checked = view.python;
   $("#mode").value = view.mode;
   $("#search").value = view.search;
   drawThreads();
