@@ -74,7 +74,7 @@ func TestShortProcessesAreLetGo(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &th); err != nil {
 			t.Fatal(err)
 		}
-		var folded *agg.ThreadRow
+		var folded *api.ThreadRow
 		for i, r := range th.Rows {
 			if agg.IsFolded(r.Tid) {
 				if folded != nil {
