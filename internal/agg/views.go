@@ -258,25 +258,40 @@ type flatNode struct {
 // (0: all) and to nodes with at least thresholdPct of the samples. It works on a flat node
 // table with one index, and makes output nodes only for what survives the pruning.
 func Flame(p *Profile, f Filter, depth int, thresholdPct float64) (*FlameNode, uint64) {
-	return flame(p, f, depth, thresholdPct, false, nil)
+	return flame(p, f, FlameShape{Depth: depth, ThresholdPct: thresholdPct})
 }
 
 // OffCPUFlame is Flame (or InvertedFlame) over an off-CPU profile: each node also gets its
 // dominant reason, from reasons (StackReasons of the profile by function).
 func OffCPUFlame(p *Profile, reasons []uint8, f Filter, depth int, thresholdPct float64, inverted bool) (*FlameNode, uint64) {
-	return flame(p, f, depth, thresholdPct, inverted, reasons)
+	return flame(p, f, FlameShape{Depth: depth, ThresholdPct: thresholdPct, Inverted: inverted, Reasons: reasons})
 }
 
 // InvertedFlame builds the tree bottom-up: the leaf functions (where samples landed) under
 // the root, each with its callers below it, pruned as Flame. A node's Self counts the
 // samples whose stack ends there (the function is their outermost frame).
 func InvertedFlame(p *Profile, f Filter, depth int, thresholdPct float64) (*FlameNode, uint64) {
-	return flame(p, f, depth, thresholdPct, true, nil)
+	return flame(p, f, FlameShape{Depth: depth, ThresholdPct: thresholdPct, Inverted: true})
 }
 
-func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool, reasons []uint8) (*FlameNode, uint64) {
+func flame(p *Profile, f Filter, o FlameShape) (*FlameNode, uint64) {
+	depth, thresholdPct, inverted, reasons := o.Depth, o.ThresholdPct, o.Inverted, o.Reasons
 	perStack, total := stackCounts(p, f)
 	fst := p.frameStacks()
+	if o.reshapes() {
+		// Each stack cut to the sandwich's side and the subtree asked for (subtree.go).
+		fst, perStack, total = o.reshape(p, fst, perStack)
+		inverted = o.Inverted
+	}
+	base := total // what the threshold is a share of: the subtree's samples
+	if len(o.Under) > 0 {
+		base = 0
+		for sid, n := range perStack {
+			if n > 0 && len(fst[sid]) >= len(o.Under) {
+				base += n
+			}
+		}
+	}
 	frames := 0
 	for sid, n := range perStack {
 		if n > 0 {
@@ -303,8 +318,11 @@ func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool,
 		}
 		st := fst[sid]
 		keep := len(st)
-		if depth > 0 && keep > depth {
-			keep = depth
+		if keep < len(o.Under) {
+			continue // ends above the subtree's root (reshape kept only its path)
+		}
+		if depth > 0 && keep > depth+len(o.Under) {
+			keep = depth + len(o.Under)
 		}
 		pa := path{count: n, whole: keep == len(st)}
 		if sid < len(reasons) {
@@ -353,7 +371,7 @@ func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool,
 				sum += paths[order[end]].count
 				end++
 			}
-			if pct(sum, total) >= thresholdPct {
+			if pct(sum, base) >= thresholdPct {
 				id := int32(len(nodes))
 				nodes = append(nodes, flatNode{frame: frame, parent: parent, total: sum})
 				if byReason != nil {
