@@ -187,5 +187,6 @@ func (r *WaitRequest) Decode(q url.Values) error     { return DecodeParams(q, r)
 // the callers' and the timeline's kinds), for the tests that walk them all.
 func Requests() []Request {
 	return []Request{&TopRequest{}, &FlameRequest{}, &CallersRequest{}, &CallersRequest{Callees: true}, &ThreadsRequest{},
-		&TimelineRequest{}, &TimelineRequest{States: true}, &WakersRequest{}, &AnnotateRequest{}, &SpansRequest{}, &WaitRequest{}}
+		&TimelineRequest{}, &TimelineRequest{States: true}, &WakersRequest{}, &AnnotateRequest{}, &SpansRequest{}, &WaitRequest{},
+		&StackChartRequest{}}
 }

@@ -346,6 +346,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/callers", s.proxy(func() api.Request { return &api.CallersRequest{} }, map[string]string{"n": "12", "functions": "4"}))
 	mux.HandleFunc("GET /api/callees", s.proxy(func() api.Request { return &api.CallersRequest{Callees: true} }, map[string]string{"n": "12", "functions": "4"}))
 	mux.HandleFunc("GET /api/annotate", s.annotate)
+	mux.HandleFunc("GET /api/stack_chart", s.proxy(func() api.Request { return &api.StackChartRequest{} }, nil))
 	return mux
 }
 
