@@ -1,5 +1,6 @@
 // Package web serves a run to a browser: a page (embedded in the binary) with a timeline,
-// a flame graph, a top table and annotated code, kept current while the run records.
+// a stack chart, a flame graph, a sandwich, a call tree, a top table and annotated code,
+// kept current while the run records.
 //
 // The page draws with its own small DOM and SVG code rather than a charting library: it
 // needs no build step or network, every frame is an element a test can measure, and live

@@ -1,0 +1,198 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/heapprofiler"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/query"
+	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/testutil/browser"
+	"github.com/stax-profiler/stax/internal/testutil/synthrun"
+)
+
+// TestBigRunDrill measures the page on a big run: 60 s at 4999 Hz (about 300,000 samples,
+// 166,000 distinct stacks; synthrun.Tree). It reports the time to the first flame graph,
+// the time from a click on each frame with 1% of the samples or more to its subtree on
+// screen (the server asked, when the pruned graph lacks it), a drill from such a frame down
+// to a leaf of the run's tree, and the page's JavaScript heap. The figures are printed,
+// not asserted (a loaded machine says nothing of a user's); what is drawn is checked.
+// bench/web-drill.sh runs it (STAX_WEB_BENCH=1).
+func TestBigRunDrill(t *testing.T) {
+	if os.Getenv("STAX_WEB_BENCH") == "" {
+		t.Skip("a measurement (it builds a 300,000-sample run): bench/web-drill.sh runs it, with STAX_WEB_BENCH=1")
+	}
+	bctx := browser.Require(t)
+	t0 := time.Now()
+	p := synthrun.Tree(60, 4999)
+	run := &store.Run{Meta: store.Meta{ID: "big-tree", Samples: p.TotalSamples(), Finished: true, StartNs: 1e9, Freq: 4999}, Profile: *p}
+	t.Logf("the run: %d samples, %d distinct stacks, %d functions (built in %.1f s)", p.TotalSamples(), len(p.Stacks), len(p.Frames), time.Since(t0).Seconds())
+	s := serve(t, run, "")
+	ctx := browser.Within(t, bctx, 10*time.Minute)
+	if err := chromedp.Do(ctx, chromedp.Navigate(s.URL())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := browser.WaitFrames(ctx, func(browser.Frame) bool { return true }); err != nil {
+		t.Fatalf("the page drew no flame graph: %v", err)
+	}
+	idle(t, ctx)
+	first := eval[float64](t, ctx, `window.staxPerf.firstFlameMs`)
+	firstBytes := eval[float64](t, ctx, `window.staxPerf.lastBytes.flame`)
+
+	type drawn struct {
+		Func     string  `json:"func"`
+		Total    float64 `json:"total"`
+		Depth    int     `json:"depth"`
+		Ancestor bool    `json:"ancestor"`
+		X        float64 `json:"x"`
+		W        float64 `json:"w"`
+	}
+	frames := func() []drawn {
+		var fs []drawn
+		json.Unmarshal(eval[json.RawMessage](t, ctx, `window.staxFrames()`), &fs)
+		return fs
+	}
+	rootTotal := eval[float64](t, ctx, `state.flame.root.total`)
+	var targets []drawn
+	for _, f := range frames() {
+		if f.Depth > 0 && !f.Ancestor && f.Total*100 >= rootTotal {
+			targets = append(targets, f)
+		}
+	}
+	if len(targets) == 0 {
+		t.Fatal("no frame has 1% of the samples")
+	}
+
+	// zoom clicks the frame drawn at depth d whose left edge is at x, and waits until what
+	// the click asked for is on screen: ms from the click to it, whether the server was
+	// asked for the subtree, and the frames drawn under it.
+	type zoomed struct {
+		ms      float64
+		fetched bool
+		under   int
+	}
+	zoom := func(f drawn) zoomed {
+		before := eval[int](t, ctx, `(window.staxPerf.subtrees || []).length`)
+		renders := eval[int](t, ctx, `window.staxPerf.flameRenderMs.length`)
+		eval[bool](t, ctx, fmt.Sprintf(`(() => {
+			const f = window.staxFrames().find((f) => f.depth === %d && Math.abs(f.x - %f) < 0.01 && f.func === %q);
+			const c = document.querySelector("#flame canvas");
+			window.staxClickAt = performance.now();
+			return c.dispatchEvent(new MouseEvent("click", {clientX: f.x + Math.min(f.w / 2, 2), clientY: f.y + f.h / 2, bubbles: true}));
+		})()`, f.Depth, f.X, f.Func))
+		until(t, ctx, "the zoom drawn", func() (bool, string) {
+			return eval[int](t, ctx, `window.staxPerf.flameRenderMs.length`) > renders && eval[bool](t, ctx, `window.staxIdle()`), "drawing"
+		})
+		z := zoomed{}
+		if eval[int](t, ctx, `(window.staxPerf.subtrees || []).length`) > before {
+			z.fetched = true
+			z.ms = eval[float64](t, ctx, `window.staxPerf.subtrees[window.staxPerf.subtrees.length - 1].at - window.staxClickAt`)
+		} else {
+			z.ms = eval[float64](t, ctx, `window.staxPerf.flameRenderMs[window.staxPerf.flameRenderMs.length - 1]`)
+		}
+		for _, g := range frames() {
+			if !g.Ancestor && g.Depth > f.Depth {
+				z.under++
+			}
+		}
+		return z
+	}
+	reset := func() {
+		renders := eval[int](t, ctx, `window.staxPerf.flameRenderMs.length`)
+		eval[bool](t, ctx, `(resetZoom(), true)`)
+		until(t, ctx, "the zoom reset", func() (bool, string) {
+			return eval[int](t, ctx, `window.staxPerf.flameRenderMs.length`) > renders && eval[bool](t, ctx, `window.staxIdle()`), "drawing"
+		})
+	}
+
+	var times []float64
+	fetched := 0
+	for _, f := range targets {
+		reset()
+		z := zoom(f)
+		if z.under == 0 {
+			t.Errorf("zoomed into %s (%.0f samples): nothing drawn under it", f.Func, f.Total)
+		}
+		if z.fetched {
+			fetched++
+		}
+		times = append(times, z.ms)
+	}
+	slices.Sort(times)
+
+	// Drill: from the widest target, into the widest frame under the zoom, to a leaf.
+	reset()
+	f := targets[0]
+	var steps []string
+	var path []string
+	for range 64 {
+		z := zoom(f)
+		path = eval[[]string](t, ctx, `new URLSearchParams(location.search).getAll("zoom")`)
+		steps = append(steps, fmt.Sprintf("%.0f", z.ms))
+		var next *drawn
+		for _, g := range frames() {
+			if !g.Ancestor && g.Depth == f.Depth+1 && (next == nil || g.W > next.W) {
+				g := g
+				next = &g
+			}
+		}
+		if next == nil {
+			break
+		}
+		f = *next
+	}
+	// The server's whole subtree there, unpruned: the drill ended on a leaf.
+	res, err := query.AnswerFlame(run, api.FlameRequest{Under: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := res.Root
+	for _, name := range path {
+		for _, c := range leaf.Children {
+			if c.Func == name {
+				leaf = c
+				break
+			}
+		}
+	}
+	if leaf.Func != path[len(path)-1] || len(leaf.Children) != 0 {
+		t.Errorf("the drill ended on %s (%d levels), which has %d callees in the run", leaf.Func, len(path), len(leaf.Children))
+	}
+
+	heap := func() float64 {
+		var used float64
+		if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			u, err := cdp.Call(ctx, tg, runtime.GetHeapUsage, cdp.Empty{})
+			used = u.UsedSize
+			return err
+		})); err != nil {
+			t.Fatal(err)
+		}
+		return used / (1 << 20)
+	}
+	live := heap()
+	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, heapprofiler.CollectGarbage, cdp.Empty{})
+		return err
+	})); err != nil {
+		t.Fatal(err)
+	}
+	afterGC := heap()
+	fmt.Printf("big run (60 s at 4999 Hz: %d samples, %d distinct stacks): first flame graph on screen at %.0f ms from navigation (%d KB); "+
+		"zoom into each of the %d frames with >= 1%% of the samples, click to its subtree on screen: median %.0f ms, max %.0f ms (%d asked the server); "+
+		"drill to a leaf, %d levels: %s ms; JS heap %.1f MB (%.1f MB after a GC)\n",
+		p.TotalSamples(), len(p.Stacks), first, int(firstBytes)/1024, len(targets), times[len(times)/2], times[len(times)-1], fetched,
+		len(path), strings.Join(steps, ", "), live, afterGC)
+	noErrors(t, ctx)
+}
