@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	goruntime "runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,10 +119,12 @@ func TestBigRunDrill(t *testing.T) {
 	}
 
 	var times []float64
+	var paths [][]string
 	fetched := 0
 	for _, f := range targets {
 		reset()
 		z := zoom(f)
+		paths = append(paths, eval[[]string](t, ctx, `new URLSearchParams(location.search).getAll("zoom")`))
 		if z.under == 0 {
 			t.Errorf("zoomed into %s (%.0f samples): nothing drawn under it", f.Func, f.Total)
 		}
@@ -189,6 +193,43 @@ func TestBigRunDrill(t *testing.T) {
 		t.Fatal(err)
 	}
 	afterGC := heap()
+	// The server's side, each query alone: the first graph's, and each zoom's subtree as
+	// the page asked it (pruned at half a pixel of the frame), to its JSON; wall and CPU
+	// time (the process's, user and system: on a loaded machine the wall time is mostly
+	// waiting for a CPU).
+	width := eval[float64](t, ctx, `document.querySelector("#flame canvas").getBoundingClientRect().width`)
+	serverTime := func(r api.FlameRequest) (wall, cpu float64) {
+		var a, b syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &a)
+		t0 := time.Now()
+		res, err := query.AnswerFlame(run, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := json.Marshal(res); err != nil {
+			t.Fatal(err)
+		}
+		wall = float64(time.Since(t0).Microseconds()) / 1000
+		syscall.Getrusage(syscall.RUSAGE_SELF, &b)
+		cpuOf := func(u syscall.Rusage) float64 {
+			return float64(u.Utime.Sec+u.Stime.Sec)*1000 + float64(u.Utime.Usec+u.Stime.Usec)/1000
+		}
+		return wall, cpuOf(b) - cpuOf(a)
+	}
+	firstWall, firstCPU := serverTime(api.FlameRequest{ThresholdPct: 0.1})
+	var zWall, zCPU []float64
+	for _, p := range paths {
+		w, c := serverTime(api.FlameRequest{ThresholdPct: min(0.1, 50/width), Under: p})
+		zWall, zCPU = append(zWall, w), append(zCPU, c)
+	}
+	slices.Sort(zWall)
+	slices.Sort(zCPU)
+	var load [3]float64
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Sscan(string(b), &load[0], &load[1], &load[2])
+	}
+	fmt.Printf("server, each query alone: first graph %.0f ms (%.0f ms CPU); a zoom's subtree median %.0f ms (%.0f ms CPU), max %.0f ms (%.0f ms CPU); load average %.1f on %d CPUs\n",
+		firstWall, firstCPU, zWall[len(zWall)/2], zCPU[len(zCPU)/2], zWall[len(zWall)-1], zCPU[len(zCPU)-1], load[0], goruntime.NumCPU())
 	fmt.Printf("big run (60 s at 4999 Hz: %d samples, %d distinct stacks): first flame graph on screen at %.0f ms from navigation (%d KB); "+
 		"zoom into each of the %d frames with >= 1%% of the samples, click to its subtree on screen: median %.0f ms, max %.0f ms (%d asked the server); "+
 		"drill to a leaf, %d levels: %s ms; JS heap %.1f MB (%.1f MB after a GC)\n",

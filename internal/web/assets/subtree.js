@@ -10,6 +10,10 @@
 
 // PRUNE_PCT is the threshold the page's flame graph is pruned at: web.go's flame default.
 const PRUNE_PCT = 0.1;
+// MAX_GRAFTS bounds the subtrees kept grafted into a graph: past it the oldest is taken out
+// again (its frame gets back the children the pruned graph had), so a long session of
+// zooms holds a few subtrees, not all of them.
+const MAX_GRAFTS = 6;
 const subtreeTimer = { id: 0 };
 
 // prunedUnder is the weight left out under node n: its total less its self and its
@@ -75,7 +79,7 @@ function fetchSubtree(path, W, then) {
     }
     if (state.flame !== flame) return; // the view changed meanwhile
     const answered = performance.now();
-    const node = graft(flame.root, a.root, path, thr);
+    const node = graft(flame.root, a.root, path, thr, key);
     then();
     afterPaint(() => {
       (perf.subtrees = perf.subtrees || []).push({ path: names, at: performance.now(), ms: performance.now() - t0, answerMs: answered - t0, bytes: a._bytes, found: !!node });
@@ -85,7 +89,14 @@ function fetchSubtree(path, W, then) {
 
 // graft puts the subtree answered (ans, a tree holding only the path and the subtree) into
 // the graph held (root) along path, and returns the node at its end (null: not found).
-function graft(root, ans, path, thr) {
+function graft(root, ans, path, thr, key) {
+  const grafts = (state.flame._grafts = state.flame._grafts || []);
+  while (grafts.length >= MAX_GRAFTS) {
+    const g = grafts.shift();
+    g.node.children = g.children;
+    delete g.node._cut;
+    state.flame._asked.delete(g.key);
+  }
   let s = root, a = ans;
   for (const k of path) {
     const ac = (a.children || []).find((c) => isNode(c, k));
@@ -99,6 +110,7 @@ function graft(root, ans, path, thr) {
     s = sc;
     a = ac;
   }
+  grafts.push({ key, node: s, children: s.children });
   s.children = a.children || [];
   const cut = (thr / 100) * s.total;
   const todo = [s];
