@@ -77,14 +77,16 @@ type stackMapper struct {
 	p     *Profile
 	fst   [][]uint32
 	rw    *stackRewriter
-	ids   []int32 // the profile's frame id -> the chart's, -1: not yet
-	memo  map[uint32][]uint32
+	ids   []int32    // the profile's frame id -> the chart's, -1: not yet
+	memo  [][]uint32 // by stack id: its frames; nil: not yet
+	gone  []bool     // by stack id: the transform drops it
 	chart *StackChart
 	index map[StackChartFrame]uint32
 }
 
 func newStackMapper(p *Profile, t *Transform, c *StackChart, index map[StackChartFrame]uint32) *stackMapper {
-	m := &stackMapper{p: p, fst: p.frameStacks(), ids: make([]int32, len(p.Frames)), memo: map[uint32][]uint32{}, chart: c, index: index}
+	fst := p.frameStacks()
+	m := &stackMapper{p: p, fst: fst, ids: make([]int32, len(p.Frames)), memo: make([][]uint32, len(fst)), gone: make([]bool, len(fst)), chart: c, index: index}
 	for i := range m.ids {
 		m.ids[i] = -1
 	}
@@ -96,18 +98,21 @@ func newStackMapper(p *Profile, t *Transform, c *StackChart, index map[StackChar
 
 // frames is stack sid's frames, root first; false: the transform drops it.
 func (m *stackMapper) frames(sid uint32) ([]uint32, bool) {
-	if out, ok := m.memo[sid]; ok {
-		return out, out != nil
+	if int(sid) >= len(m.fst) {
+		return nil, false
 	}
-	var st []uint32
-	if int(sid) < len(m.fst) {
-		st = m.fst[sid]
+	if m.gone[sid] {
+		return nil, false
 	}
+	if out := m.memo[sid]; out != nil {
+		return out, true
+	}
+	st := m.fst[sid]
 	var out []uint32
 	if m.rw != nil {
 		kept, ok := m.rw.rewrite(st)
 		if !ok {
-			m.memo[sid] = nil
+			m.gone[sid] = true
 			return nil, false
 		}
 		out = make([]uint32, 0, len(kept))
