@@ -14,7 +14,6 @@ const PRUNE_PCT = 0.1;
 // again (its frame gets back the children the pruned graph had), so a long session of
 // zooms holds a few subtrees, not all of them.
 const MAX_GRAFTS = 6;
-const subtreeTimer = { id: 0 };
 
 // prunedUnder is the weight left out under node n: its total less its self and its
 // children's totals.
@@ -64,7 +63,8 @@ function fetchSubtree(path, W, then) {
   if (flame._asked.has(key)) return;
   flame._asked.add(key);
   const t0 = performance.now();
-  soon(subtreeTimer, 0, async () => {
+  // A timer of its own: another subtree asked meanwhile does not cancel this one.
+  soon({ id: 0 }, 0, async () => {
     const thr = Math.min(PRUNE_PCT, 50 / Math.max(W, 300));
     const q = query({}, { threshold_pct: thr });
     if (state.summary && state.summary.diff && view.diff && view.mode === "cpu") q.set("diff", "1");
