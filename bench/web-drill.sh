@@ -6,4 +6,4 @@
 # the page's JavaScript heap. Targets: first graph <= 1 s, a zoom <= 500 ms, heap <= 50 MB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STAX_WEB_BENCH=1 go test -count=1 -timeout 20m -run '^TestBigRunDrill$' -v ./internal/web | grep -E '^big run|^server|the run:|PASS|FAIL|SKIP|Error|error'
+STAX_WEB_BENCH=1 go test -count=1 -timeout 20m -run '^TestBigRunDrill$' -v ./internal/web | grep -E '^big run|^server|^CPU time|the run:|PASS|FAIL|SKIP|Error|error'
