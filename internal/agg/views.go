@@ -258,28 +258,43 @@ type flatNode struct {
 // (0: all) and to nodes with at least thresholdPct of the samples. It works on a flat node
 // table with one index, and makes output nodes only for what survives the pruning.
 func Flame(p *Profile, f Filter, depth int, thresholdPct float64) (*FlameNode, uint64) {
-	return flame(p, f, depth, thresholdPct, false, nil)
+	return flame(p, f, FlameShape{Depth: depth, ThresholdPct: thresholdPct})
 }
 
 // OffCPUFlame is Flame (or InvertedFlame) over an off-CPU profile: each node also gets its
 // dominant reason, from reasons (StackReasons of the profile by function).
 func OffCPUFlame(p *Profile, reasons []uint8, f Filter, depth int, thresholdPct float64, inverted bool) (*FlameNode, uint64) {
-	return flame(p, f, depth, thresholdPct, inverted, reasons)
+	return flame(p, f, FlameShape{Depth: depth, ThresholdPct: thresholdPct, Inverted: inverted, Reasons: reasons})
 }
 
 // InvertedFlame builds the tree bottom-up: the leaf functions (where samples landed) under
 // the root, each with its callers below it, pruned as Flame. A node's Self counts the
 // samples whose stack ends there (the function is their outermost frame).
 func InvertedFlame(p *Profile, f Filter, depth int, thresholdPct float64) (*FlameNode, uint64) {
-	return flame(p, f, depth, thresholdPct, true, nil)
+	return flame(p, f, FlameShape{Depth: depth, ThresholdPct: thresholdPct, Inverted: true})
 }
 
-// flame builds the tree of the samples of p that f keeps, in steps: their stacks as paths
-// from the root, the paths split into nodes, the nodes made into the tree.
-func flame(p *Profile, f Filter, depth int, thresholdPct float64, inverted bool, reasons []uint8) (*FlameNode, uint64) {
+// flame builds the tree of the samples of p that f keeps, shaped by o, in steps: their
+// stacks as paths from the root (cut to a sandwich's side or a subtree when o asks), the
+// paths split into nodes, the nodes made into the tree.
+func flame(p *Profile, f Filter, o FlameShape) (*FlameNode, uint64) {
 	perStack, total := stackCounts(p, f)
-	paths, order := flamePaths(p, perStack, depth, inverted, reasons)
-	nodes, byReason := splitPaths(paths, order, total, thresholdPct, reasons != nil)
+	fst := p.frameStacks()
+	if o.reshapes() {
+		// Each stack cut to the sandwich's side and the subtree asked for (subtree.go).
+		fst, perStack, total = o.reshape(p, fst, perStack)
+	}
+	base := total // what the threshold is a share of: the subtree's samples
+	if len(o.Under) > 0 {
+		base = 0
+		for sid, n := range perStack {
+			if n > 0 && len(fst[sid]) >= len(o.Under) {
+				base += n
+			}
+		}
+	}
+	paths := flamePaths(fst, perStack, o.Depth, len(o.Under), o.Inverted, o.Reasons)
+	nodes, byReason := splitPaths(paths, total, base, o.ThresholdPct, o.Reasons != nil)
 	return flameTree(p, nodes, byReason, total), total
 }
 
@@ -291,18 +306,17 @@ type flamePath struct {
 	reason uint8
 }
 
-// flamePaths is each sampled stack (perStack counts them) as a path from the tree's root,
-// cut to depth, and the order that sorts them: paths with a common beginning are
-// neighbours, so the tree is built in one pass without an index.
-func flamePaths(p *Profile, perStack []uint64, depth int, inverted bool, reasons []uint8) ([]flamePath, []int32) {
-	fst := p.frameStacks()
+// flamePaths is each sampled stack (fst holds them, perStack counts them) as a path from
+// the tree's root, cut to depth frames below the first under (a subtree's root); stacks
+// that end above it are left out.
+func flamePaths(fst [][]uint32, perStack []uint64, depth, under int, inverted bool, reasons []uint8) []flamePath {
 	frames := 0
 	for sid, n := range perStack {
 		if n > 0 {
 			frames += len(fst[sid])
 		}
 	}
-	paths := make([]flamePath, 0, len(p.Stacks))
+	paths := make([]flamePath, 0, len(perStack))
 	var slab []uint32
 	if !inverted {
 		slab = make([]uint32, 0, frames)
@@ -313,8 +327,11 @@ func flamePaths(p *Profile, perStack []uint64, depth int, inverted bool, reasons
 		}
 		st := fst[sid]
 		keep := len(st)
-		if depth > 0 && keep > depth {
-			keep = depth
+		if keep < under {
+			continue // ends above the subtree's root (reshape kept only its path)
+		}
+		if depth > 0 && keep > depth+under {
+			keep = depth + under
 		}
 		pa := flamePath{count: n, whole: keep == len(st)}
 		if sid < len(reasons) {
@@ -331,20 +348,20 @@ func flamePaths(p *Profile, perStack []uint64, depth int, inverted bool, reasons
 		}
 		paths = append(paths, pa)
 	}
+	return paths
+}
+
+// splitPaths builds the tree's nodes, parents before their children, from the paths: the
+// paths below a node are one range, sorted by their next frame (those that end at the node
+// first) and split by it into its children's ranges. Only the children of thresholdPct of
+// base or more are sorted and visited further, so a pruned tree costs what it keeps, not
+// the whole tree (sorting whole paths first cost a big run most of its time). With
+// reasons, byReason sums each node's samples by reason.
+func splitPaths(paths []flamePath, total, base uint64, thresholdPct float64, reasons bool) (nodes []flatNode, byReason []reasonSums) {
 	order := make([]int32, len(paths))
 	for i := range order {
 		order[i] = int32(i)
 	}
-	slices.SortFunc(order, func(a, b int32) int { return slices.Compare(paths[a].frames, paths[b].frames) })
-	return paths, order
-}
-
-// splitPaths builds the tree's nodes, parents before their children, from the paths in
-// their sorted order: the sorted paths below a node are one range, split by their next
-// frame into its children's ranges. Only the children of thresholdPct of total or more
-// are visited further, so a pruned tree costs what it keeps, not the whole tree. With
-// reasons, byReason sums each node's samples by reason.
-func splitPaths(paths []flamePath, order []int32, total uint64, thresholdPct float64, reasons bool) (nodes []flatNode, byReason []reasonSums) {
 	nodes = []flatNode{{parent: -1, total: total}}
 	if reasons {
 		byReason = make([]reasonSums, 1)
@@ -354,6 +371,13 @@ func splitPaths(paths []flamePath, order []int32, total uint64, thresholdPct flo
 	}
 	var split func(lo, hi, lvl int, parent int32)
 	split = func(lo, hi, lvl int, parent int32) {
+		slices.SortFunc(order[lo:hi], func(a, b int32) int {
+			fa, fb := paths[a].frames, paths[b].frames
+			if len(fa) == lvl || len(fb) == lvl {
+				return cmp.Compare(len(fa), len(fb)) // the shorter ends here: first
+			}
+			return cmp.Compare(fa[lvl], fb[lvl])
+		})
 		for lo < hi && len(paths[order[lo]].frames) == lvl { // sorted first: they end at parent
 			if pa := &paths[order[lo]]; pa.whole {
 				nodes[parent].self += pa.count
@@ -367,7 +391,7 @@ func splitPaths(paths []flamePath, order []int32, total uint64, thresholdPct flo
 				sum += paths[order[end]].count
 				end++
 			}
-			if pct(sum, total) >= thresholdPct {
+			if pct(sum, base) >= thresholdPct {
 				id := int32(len(nodes))
 				nodes = append(nodes, flatNode{frame: frame, parent: parent, total: sum})
 				if byReason != nil {

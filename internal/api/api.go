@@ -235,6 +235,12 @@ type Flame struct {
 	Matched *uint64 `json:"matched,omitempty"`
 	// Time: as Top's.
 	Time *TimeTotals `json:"time,omitempty"`
+	// Under, CallersOf and CalleesOf: as the request's (absent: the whole tree). Under the
+	// tree holds the path to the subtree and the subtree; a sandwich's root counts the
+	// samples through the functions.
+	Under     []string `json:"under,omitempty"`
+	CallersOf string   `json:"callers_of,omitempty"`
+	CalleesOf string   `json:"callees_of,omitempty"`
 }
 
 // Callers is the answer of `stax callers` and `stax callees`: for each function matching

@@ -413,3 +413,15 @@ func wireThreadNs(m agg.ThreadNs) ThreadNs {
 		Ns:  m.Ns,
 	}
 }
+
+// StackChartOf is a stack chart's frames and boxes.
+func StackChartOf(m agg.StackChart) StackChartData {
+	return StackChartData{
+		Frames:    wireSlice(m.Frames, func(f agg.StackChartFrame) StackChartFrame { return StackChartFrame(f) }),
+		Boxes:     wireSlice(m.Boxes, func(b agg.StackBox) StackBox { return StackBox(b) }),
+		Samples:   m.Samples,
+		OffNs:     m.OffNs,
+		Hidden:    m.Hidden,
+		Truncated: m.Truncated,
+	}
+}

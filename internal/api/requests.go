@@ -68,6 +68,15 @@ type FlameRequest struct {
 	// Match, a regular expression, asks how many samples have a frame whose function it
 	// matches (Flame.Matched).
 	Match string `param:"match"`
+	// Under asks for the subtree under a node: its path of function names from the root's
+	// children down (the parameter repeated), in the tree's orientation (inverted: from
+	// the leaf). ThresholdPct and Depth are then of that node's samples and below it.
+	Under []string `param:"under"`
+	// CallersOf and CalleesOf (regular expressions) ask for a sandwich's side: the tree of
+	// the callers, or of the callees, of the functions matching, merged over every stack
+	// through them (agg.FlameShape).
+	CallersOf string `param:"callers_of"`
+	CalleesOf string `param:"callees_of"`
 	View
 }
 
@@ -178,5 +187,6 @@ func (r *WaitRequest) Decode(q url.Values) error     { return DecodeParams(q, r)
 // the callers' and the timeline's kinds), for the tests that walk them all.
 func Requests() []Request {
 	return []Request{&TopRequest{}, &FlameRequest{}, &CallersRequest{}, &CallersRequest{Callees: true}, &ThreadsRequest{},
-		&TimelineRequest{}, &TimelineRequest{States: true}, &WakersRequest{}, &AnnotateRequest{}, &SpansRequest{}, &WaitRequest{}}
+		&TimelineRequest{}, &TimelineRequest{States: true}, &WakersRequest{}, &AnnotateRequest{}, &SpansRequest{}, &WaitRequest{},
+		&StackChartRequest{}}
 }

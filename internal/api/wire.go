@@ -401,3 +401,37 @@ type ThreadNs struct {
 	Tid uint32 `json:"tid"`
 	Ns  uint64 `json:"ns"`
 }
+
+// StackChartData is a stack chart's boxes, deepest last among those that start together.
+type StackChartData struct {
+	Frames []StackChartFrame `json:"frames"`
+	Boxes  []StackBox        `json:"boxes"`
+	// Samples and OffNs are the thread's samples and time off CPU in the chart; Hidden
+	// counts the boxes left out as shorter than MinNs, Truncated says the bound on boxes
+	// was reached (the boxes stop there).
+	Samples   uint64 `json:"samples"`
+	OffNs     uint64 `json:"off_ns"`
+	Hidden    int    `json:"hidden"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// StackChartFrame is a function a box stands for.
+type StackChartFrame struct {
+	Func    string `json:"func"`
+	Image   string `json:"image"`
+	Kind    string `json:"kind"`
+	Inlined bool   `json:"inlined,omitempty"`
+}
+
+// StackBox is one frame over a stretch of time: at depth Depth (0: the stack's root), from
+// Start to End (ns from the chart's start). Samples counts the samples in it; Off its time
+// off CPU, and Reason the reason of that time when all of it had one.
+type StackBox struct {
+	Depth   int    `json:"d"`
+	Frame   uint32 `json:"f"`
+	Start   uint64 `json:"s"`
+	End     uint64 `json:"e"`
+	Samples uint32 `json:"n,omitempty"`
+	Off     uint64 `json:"off,omitempty"`
+	Reason  string `json:"r,omitempty"`
+}

@@ -43,6 +43,9 @@ var storedAnswers = map[string]func(*store.Run, api.Request) (any, error){
 		return query.AnswerAnnotate(r, *q.(*api.AnnotateRequest))
 	},
 	"/v1/spans": func(r *store.Run, q api.Request) (any, error) { return query.AnswerSpans(r, *q.(*api.SpansRequest)) },
+	"/v1/stack_chart": func(r *store.Run, q api.Request) (any, error) {
+		return query.AnswerStackChart(r, *q.(*api.StackChartRequest))
+	},
 }
 
 // sameAnswer compares a live answer's JSON with a stored one's, but for their liveness.
@@ -108,7 +111,8 @@ func TestRequestsLiveAndStored(t *testing.T) {
 		"focus": "worker", "ignore": "nap", "hide": "start_thread", "collapse_image": "libc.so.6", "fold_recursion": "1", "python": "1",
 		"off_cpu": "1", "wall": "1", "runnable": "1", "depth": "4", "threshold_pct": "5", "inverted": "1", "match": "wait",
 		"fn": "wait_for_lock", "functions": "2", "bucket_ms": "50", "buckets": "30", "threads": "2", "stacks": "1",
-		"target": "worker", "version": "1", "syntax": "intel",
+		"target": "worker", "version": "1", "syntax": "intel", "under": "start_thread", "callers_of": "wait_for_lock",
+		"callees_of": "worker", "width": "300",
 	}
 
 	t.Setenv("STAX_HOME", e.home)

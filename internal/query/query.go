@@ -169,6 +169,10 @@ type FlameOptions struct {
 	// OffCPU weighs nodes by the time threads spent off CPU under them; Wall by their
 	// time on CPU (their samples) and off CPU together; Runnable by their runnable time.
 	OffCPU, Wall, Runnable bool
+	// Under, CallersOf and CalleesOf ask for a subtree, or a sandwich's side (see
+	// api.FlameRequest and agg.FlameShape).
+	Under                []string
+	CallersOf, CalleesOf string
 }
 
 // Flame answers `stax flame`.
@@ -188,23 +192,21 @@ func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
 	if err != nil {
 		return api.Flame{}, err
 	}
-	build := agg.Flame
-	if o.Inverted {
-		build = agg.InvertedFlame
-	}
 	f := o.Processes.filter(&run.Profile, o.Tid)
-	var root *agg.FlameNode
-	var samples uint64
+	p := run.Profile.At(g)
+	shape, err := flameShape(p, o)
+	if err != nil {
+		return api.Flame{}, err
+	}
 	var times *api.TimeTotals
 	if o.OffCPU {
-		reasons := timeReasons(&run.Profile, cpuStacks)
-		root, samples = agg.OffCPUFlame(run.Profile.At(g), reasons, f, o.Depth, o.ThresholdPct, o.Inverted)
-		times = timeTotals(&run.Profile, reasons, f)
-	} else {
-		root, samples = build(run.Profile.At(g), f, o.Depth, o.ThresholdPct)
+		shape.Reasons = timeReasons(&run.Profile, cpuStacks)
+		times = timeTotals(&run.Profile, shape.Reasons, f)
 	}
+	root, samples := agg.FlameWith(p, f, shape)
 	res := api.Flame{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
-		Inverted: o.Inverted, By: g.By, NoInline: g.NoInline, Short: g.Short, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Time: times, Samples: samples, Root: api.FlameRoot(root)}
+		Inverted: shape.Inverted, By: g.By, NoInline: g.NoInline, Short: g.Short, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Time: times, Samples: samples, Root: api.FlameRoot(root),
+		Under: o.Under, CallersOf: o.CallersOf, CalleesOf: o.CalleesOf}
 	if match != nil {
 		// Focus keeps the samples with a matching function; a tree one level deep counts them.
 		_, n := agg.Flame(run.Profile.Transform(&agg.Transform{Focus: match}), f, 1, 100)

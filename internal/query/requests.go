@@ -25,7 +25,7 @@ func AnswerTop(run *store.Run, r api.TopRequest) (api.Top, error) { return Top(r
 func FlameOf(r api.FlameRequest) FlameOptions {
 	return FlameOptions{Depth: r.Depth, ThresholdPct: r.ThresholdPct, Inverted: r.Inverted, Granularity: r.Granularity,
 		Tid: r.Tid, Processes: Processes(r.Processes), Window: Window(r.Window), Transform: r.Transform, Match: r.Match,
-		OffCPU: r.OffCPU, Wall: r.Wall, Runnable: r.Runnable}
+		OffCPU: r.OffCPU, Wall: r.Wall, Runnable: r.Runnable, Under: r.Under, CallersOf: r.CallersOf, CalleesOf: r.CalleesOf}
 }
 
 // AnswerFlame answers a flame request.

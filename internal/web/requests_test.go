@@ -46,12 +46,12 @@ func TestProxyPassesEveryParameter(t *testing.T) {
 		"from": "0.1", "to": "-0.05", "span": "s", "focus": "f", "ignore": "i", "hide": "h", "collapse_image": "libc.so.6",
 		"fold_recursion": "1", "python": "1", "off_cpu": "1", "wall": "1", "runnable": "1", "depth": "4", "threshold_pct": "5",
 		"inverted": "1", "match": "m", "fn": "func_1", "functions": "2", "bucket_ms": "50", "buckets": "30", "threads": "2",
-		"stacks": "1", "target": "func_1", "version": "1", "syntax": "intel",
+		"stacks": "1", "target": "func_1", "version": "1", "syntax": "intel", "under": "func_1", "callers_of": "c", "callees_of": "e", "width": "640",
 	}
 	for page, req := range map[string]api.Request{
 		"top": &api.TopRequest{}, "flame": &api.FlameRequest{}, "callers": &api.CallersRequest{}, "callees": &api.CallersRequest{Callees: true},
 		"threads": &api.ThreadsRequest{}, "timeline": &api.TimelineRequest{}, "thread_states": &api.TimelineRequest{States: true},
-		"wakers": &api.WakersRequest{}, "annotate": &api.AnnotateRequest{},
+		"wakers": &api.WakersRequest{}, "annotate": &api.AnnotateRequest{}, "stack_chart": &api.StackChartRequest{},
 	} {
 		q := url.Values{}
 		for _, name := range api.ParamNames(req) {

@@ -1,5 +1,6 @@
 // Package web serves a run to a browser: a page (embedded in the binary) with a timeline,
-// a flame graph, a top table and annotated code, kept current while the run records.
+// a stack chart, a flame graph, a sandwich, a call tree, a top table and annotated code,
+// kept current while the run records.
 //
 // The page draws with its own small DOM and SVG code rather than a charting library: it
 // needs no build step or network, every frame is an element a test can measure, and live
@@ -333,6 +334,11 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /{$}", s.page)
 	mux.HandleFunc("GET /app.js", s.asset("assets/app.js", "text/javascript; charset=utf-8"))
 	mux.HandleFunc("GET /app.css", s.asset("assets/app.css", "text/css; charset=utf-8"))
+	// The views beside app.js, each in a file of its own (loaded before it).
+	for _, name := range []string{"subtree.js", "colours.js", "stackchart.js", "sandwich.js", "calltree.js"} {
+		mux.HandleFunc("GET /"+name, s.asset("assets/"+name, "text/javascript; charset=utf-8"))
+	}
+	mux.HandleFunc("GET /views.css", s.asset("assets/views.css", "text/css; charset=utf-8"))
 	mux.HandleFunc("GET /api/status", s.status)
 	mux.HandleFunc("GET /api/events", s.events)
 	mux.HandleFunc("GET /api/timeline", s.proxy(func() api.Request { return &api.TimelineRequest{} }, map[string]string{"threads": "16", "buckets": "200"}))
@@ -345,6 +351,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/callers", s.proxy(func() api.Request { return &api.CallersRequest{} }, map[string]string{"n": "12", "functions": "4"}))
 	mux.HandleFunc("GET /api/callees", s.proxy(func() api.Request { return &api.CallersRequest{Callees: true} }, map[string]string{"n": "12", "functions": "4"}))
 	mux.HandleFunc("GET /api/annotate", s.annotate)
+	mux.HandleFunc("GET /api/stack_chart", s.proxy(func() api.Request { return &api.StackChartRequest{} }, nil))
 	return mux
 }
 

@@ -32,6 +32,7 @@ const view = {
   version: 0,
   diff: true, // colour by change (when the server has a base)
   mode: "cpu", // what the flame graph and top weigh: cpu (samples), off_cpu or wall (nanoseconds)
+  colour: "", // "func": colour by function (colours.js)
 };
 
 const state = {
@@ -122,6 +123,7 @@ function readURL() {
   view.version = num("version");
   view.diff = u.get("diff") !== "0";
   view.mode = ["off_cpu", "wall"].includes(u.get("mode")) ? u.get("mode") : "cpu";
+  view.colour = u.get("colour") === "func" ? "func" : "";
 }
 
 // A path's elements in the URL are function names.
@@ -155,6 +157,7 @@ function writeURL(push) {
   if (view.version) u.set("version", view.version);
   if (!view.diff) u.set("diff", "0");
   if (view.mode !== "cpu") u.set("mode", view.mode);
+  if (view.colour) u.set("colour", view.colour);
   const url = `${location.pathname}?${u}`;
   if (url === location.pathname + location.search) return;
   if (push) history.pushState(null, "", url);
@@ -328,6 +331,7 @@ function drawTimeline() {
   window.staxTimeline = state.tlGeom;
   drawBrush();
   markThreads();
+  loadStackChart();
 }
 
 // markThreads marks the timeline's rows of the selected thread or process.
@@ -494,6 +498,7 @@ function drawFlame() {
   const zoom = chain[chain.length - 1];
   const W = Math.max(el.clientWidth, 300);
   const minFrac = 0.5 / W; // narrower than half a pixel: not drawn
+  drillZoom(chain, W); // a pruned graph: ask for the zoomed frame's subtree (subtree.js)
   const nodes = [];
   const add = (n, path, depth, x, w, ancestor) => nodes.push({ n, path, depth, x: x * W, w: w * W, ancestor, match: false, selected: false });
   const ancestorPath = [];
@@ -592,7 +597,9 @@ function paintFlame() {
       ? p.match
       : diff && f.change !== undefined
         ? changeColour(f.change, state.changeScale)
-        : (reasons && p.reason[f.n.reason]) || p[f.n.kind] || p.unknown;
+        : byFunction()
+          ? funcColour(f.n)
+          : (reasons && p.reason[f.n.reason]) || p[f.n.kind] || p.unknown;
     // Edges on whole device pixels, a one-pixel gap right and below: frames stay apart.
     const x0 = Math.round(f.x * dpr), x1 = Math.round((f.x + f.w) * dpr);
     const w = Math.max(x1 - x0 - 1, 1) / dpr;
@@ -1140,6 +1147,7 @@ function drawWakers() {
 
 function loadCalls() {
   cancel(callsTimer);
+  followSelection(); // the sandwich
   const f = state.selected;
   if (!f || f.n.kind === "root") {
     state.calls = null;
@@ -1331,7 +1339,7 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
     const tq = query({ inverted: false }, { sort: view.sort, n: 100 });
     // The timeline shows the whole run, whatever the view: it is where a window is picked.
     // It comes with the first answers (its height then stays), and again on live updates.
-    const tlq = query({ only: ["threads", "buckets"], threads: 16, buckets: 200 });
+    const tlq = timelineParams(); // the part of the run shown (stackchart.js)
     // The top table comes with the first answers too; after a change, once the graph is
     // drawn (on two cores its query would slow the graph's).
     const first = !state.top;
@@ -1388,6 +1396,7 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
     if (t0) afterPaint(() => perf.changes.push({ what, ms: performance.now() - t0, answerMs: answered - t0, drawnMs: drawn - t0 }));
     if (view.search) countMatches();
     loadCalls();
+    refreshViews(live); // the stack chart, the sandwich, the call tree
     // The rest: none of it holds up the graph.
     if (need("top", tq)) {
       try {
