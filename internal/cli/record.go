@@ -131,7 +131,7 @@ At the end, what is queued is sent for up to --push-timeout.
 			}
 			if webOn {
 				cfg.StartWeb = func(h http.Handler, id string) (*web.Server, error) {
-					return startWeb(g, g.errOut, web.HandlerSource{Handler: h}, web.Options{Addr: webAddr}, false, id)
+					return startWeb(g, g.errOut, web.HandlerSource{Handler: h}, web.Options{Addr: webAddr, Recording: true}, false, id)
 				}
 			}
 			r, err := recordrun.Start(cfg)
@@ -174,7 +174,7 @@ At the end, what is queued is sent for up to --push-timeout.
 	c.Flags().BoolVar(&noJITAPI, "no-jit-api", false, "do not set INTEL_JIT_PROFILER64 and INTEL_LIBITTNOTIFY64 for the launched command")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors (--run-id-file tells scripts the run's id)")
 	c.Flags().StringVar(&runIDFile, "run-id-file", "", "write the run's id to `FILE` once recording has begun (for --run in scripts)")
-	c.Flags().BoolVar(&webOn, "web", false, "serve the recording to a browser too (stax web; its URL is printed on stderr), until the recording ends")
+	c.Flags().BoolVar(&webOn, "web", false, "serve the recording to a browser too (stax web; its URL is printed on stderr); once the run is saved, the page serves it until Ctrl-C")
 	c.Flags().StringVar(&webAddr, "web-addr", "127.0.0.1:0", "`HOST:PORT` for --web")
 	pf.add(g, c, true)
 	return c
