@@ -182,7 +182,11 @@ type Server struct {
 
 	diff    *Diff
 	baseRun *store.Run // the base, cut to its window
-	baseTid bool       // thread and process filters apply to the base
+	// The base whole, and its window: time off CPU is cut to a window by its intervals,
+	// which the cut run does not hold.
+	baseWhole *store.Run
+	baseWin   query.Window
+	baseTid   bool // thread and process filters apply to the base
 	// Base trees by query: the base does not change, so each is built once.
 	baseMu    sync.Mutex
 	baseTrees map[string]baseTree
@@ -221,6 +225,7 @@ func Listen(src Source, o Options) (*Server, error) {
 			return nil, fmt.Errorf("the base of the diff, run %s: %w", b.Run.Meta.ID, err)
 		}
 		s.baseRun, s.baseTid = run, b.Same
+		s.baseWhole, s.baseWin = b.Run, b.Window
 		s.diff = &Diff{Base: b.Run.Meta.ID, Same: b.Same, Window: win, Samples: run.Profile.TotalSamples()}
 	}
 	s.Switch(src)
@@ -550,7 +555,11 @@ func (s *Server) baseFlame(req api.FlameRequest, inverted bool, depth int) (base
 	if t, ok := s.baseTrees[key]; ok {
 		return t, nil
 	}
-	res, err := query.Flame(s.baseRun, o)
+	run := s.baseRun
+	if o.OffCPU || o.Wall || o.Runnable {
+		run, o.Window = s.baseWhole, s.baseWin
+	}
+	res, err := query.Flame(run, o)
 	if err != nil {
 		return baseTree{}, fmt.Errorf("the base: %w", err)
 	}
