@@ -631,3 +631,32 @@ func TestUnknownSamplesSayTheFix(t *testing.T) {
 	}
 	noErrors(t, ctx)
 }
+
+// 4. A base that recorded no time off CPU cannot be diffed in the off-CPU mode: the graph
+// keeps the reasons' colours, the note above it says why, and the box is not ticked.
+func TestDiffOffCPUBaseWithoutTime(t *testing.T) {
+	bctx := browser.Require(t)
+	s, err := Listen(HandlerSource{server.Handler(server.Stored(offCPURun()), false), true}, Options{
+		Base: &Base{Run: callersRun()},
+		View: url.Values{"mode": {"off_cpu"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve()
+	t.Cleanup(s.Close)
+	ctx := open(t, bctx, s, "")
+	seen(t, ctx, "the note", "#flame-note")
+	if got := text(ctx, "#flame-note"); !strings.HasPrefix(got, "not coloured by change: the base: ") {
+		t.Errorf("the note says %q", got)
+	}
+	lock := eval[string](t, ctx, cssColourJS+`("--r-lock")`)
+	until(t, ctx, "pthread_mutex_lock in the colour of lock", func() (bool, string) {
+		got := eval[string](t, ctx, frameColourJS+`("pthread_mutex_lock")`)
+		return got == lock, got
+	})
+	if eval[bool](t, ctx, `document.querySelector("#diff-colour").checked`) {
+		t.Errorf("the box is ticked while the graph cannot be coloured by change")
+	}
+	noErrors(t, ctx)
+}
