@@ -140,6 +140,9 @@ func TestDiffOffCPU(t *testing.T) {
 	if !eval[bool](t, ctx, `document.querySelector("#diff-colour").checked`) {
 		t.Errorf("the colour-by-change box is not ticked")
 	}
+	if got := text(ctx, "#diff-title"); !strings.HasSuffix(got, "shares of each side's time off CPU") {
+		t.Errorf("the diff's title: %q", got)
+	}
 	grow := cssColour(t, ctx, "--grow")
 	until(t, ctx, "nanosleep in the colour of growth", func() (bool, string) {
 		for _, f := range graph(t, ctx) {

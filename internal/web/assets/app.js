@@ -1332,7 +1332,9 @@ function drawChanges() {
   panel.hidden = !d;
   if (!d) return;
   const win = d.window ? ` (${d.window.from_sec.toFixed(2)}s – ${d.window.to_sec.toFixed(2)}s)` : "";
-  $("#diff-title").textContent = `against ${d.same ? "another window of this run" : "run " + d.base}${win}: ${commas(d.samples)} samples; shares of each side's samples`;
+  // The base's count is of its samples: in the time modes the shares are of time.
+  const of = view.mode === "cpu" ? `${commas(d.samples)} samples; shares of each side's samples` : `shares of each side's ${view.mode === "wall" ? "time on and off CPU" : "time off CPU"}`;
+  $("#diff-title").textContent = `against ${d.same ? "another window of this run" : "run " + d.base}${win}: ${of}`;
   // Ticked only while the graph is coloured by change.
   const box = $("#diff-colour");
   box.checked = view.diff && !(state.flame && state.flame.diff_error);
