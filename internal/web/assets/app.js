@@ -544,7 +544,10 @@ function drawFlameNote() {
   if (fl && fl.diff_error) notes.push(`not coloured by change: ${fl.diff_error}`);
   const el = $("#flame-note");
   const text = notes.join(" · ");
-  if (el.textContent !== text) el.textContent = text;
+  if (el.textContent !== text) {
+    el.textContent = text;
+    el.title = text;
+  }
 }
 
 function drawFlame() {
