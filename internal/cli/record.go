@@ -95,7 +95,7 @@ func (f *recordFlags) add(g *globals, c *cobra.Command) {
 	c.Flags().BoolVar(&f.noJITAPI, "no-jit-api", false, "do not set INTEL_JIT_PROFILER64 and INTEL_LIBITTNOTIFY64 for the launched command")
 	c.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors (--run-id-file tells scripts the run's id)")
 	c.Flags().StringVar(&f.runIDFile, "run-id-file", "", "write the run's id to `FILE` once recording has begun (for --run in scripts)")
-	c.Flags().BoolVar(&f.webOn, "web", false, "serve the recording to a browser too (stax web; its URL is printed on stderr), until the recording ends")
+	c.Flags().BoolVar(&f.webOn, "web", false, "serve the recording to a browser too (stax web; its URL is printed on stderr); once the run is saved, the page serves it until Ctrl-C")
 	c.Flags().StringVar(&f.webAddr, "web-addr", "127.0.0.1:0", "`HOST:PORT` for --web")
 	f.pf.add(g, c, true)
 }
@@ -180,7 +180,7 @@ func (f *recordFlags) config(g *globals, args []string, offRate int) recordrun.C
 	if f.webOn {
 		addr := f.webAddr
 		cfg.StartWeb = func(h http.Handler, id string) (*web.Server, error) {
-			return startWeb(g, g.errOut, web.HandlerSource{Handler: h}, web.Options{Addr: addr}, false, id)
+			return startWeb(g, g.errOut, web.HandlerSource{Handler: h}, web.Options{Addr: addr, Recording: true}, false, id)
 		}
 	}
 	return cfg

@@ -281,30 +281,8 @@ func printStatusRest(w io.Writer, st *api.Status) {
 	}
 }
 
-// symbolsHint says, in one line, which images hold more than 1% of the samples in code no
-// symbol names, and what would name it; "" when none does.
-func symbolsHint(imgs []api.ImageSamples, total uint64) string {
-	var parts []string
-	kernel := true
-	for _, im := range imgs {
-		if total == 0 || im.Samples*100 <= total || len(parts) == 3 {
-			break
-		}
-		parts = append(parts, fmt.Sprintf("%s: %s", im.Image, commas(im.Samples)))
-		kernel = kernel && im.Image == "[vdso]"
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	what := "install its debug symbols (Debian: its -dbgsym package) or set DEBUGINFOD_URLS"
-	switch {
-	case kernel:
-		what = "the kernel's debug package names it (Debian: linux-image-*-dbg), or set DEBUGINFOD_URLS"
-	case len(parts) > 1:
-		what = "install their debug symbols (Debian: their -dbgsym packages) or set DEBUGINFOD_URLS"
-	}
-	return strings.Join(parts, ", ") + " samples in code without symbols; " + what
-}
+// symbolsHint is api.SymbolsHint: stax web's status strip gives the same fix.
+func symbolsHint(imgs []api.ImageSamples, total uint64) string { return api.SymbolsHint(imgs, total) }
 
 // countsByKey prints a map of counts as "k n, k n": numeric keys (CPUs, threads) in
 // numeric order, others alphabetically.

@@ -42,7 +42,7 @@ view.
 
 The run is the live one by default, else the newest stored one with samples (from this
 terminal first); --run picks a run id or a file from stax save. stax record --web serves
-the recording itself. --from/--to, --tid, --inverted and the stack transforms pick the
+the recording itself, and once it is saved the stored run, until Ctrl-C. --from/--to, --tid, --inverted and the stack transforms pick the
 view the page opens on.
 
 With --diff BASE (a run id or a file from stax save) the flame graph is coloured by how

@@ -319,14 +319,22 @@ func TestWebFollowsALiveRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// SIGTERM ends the recording (the toy JIT exits on it); then the page serves the
+		// stored run until a signal ends that too.
 		cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-done
+		for deadline := time.After(30 * time.Second); ; {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Second):
+				cmd.Process.Signal(os.Interrupt)
+			case <-deadline:
+				cmd.Process.Kill()
+				<-done
+				return
+			}
 		}
 	})
 	url := ""

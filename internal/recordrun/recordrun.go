@@ -48,7 +48,8 @@ type Config struct {
 	Push Push
 
 	// StartWeb, when set, serves the recording to a browser too (--web), through the live
-	// query handler h of run id, until the recording ends.
+	// query handler h of run id; once the run is saved, the page serves the stored run
+	// until a signal (Ctrl-C) ends it.
 	StartWeb func(h http.Handler, id string) (*web.Server, error)
 }
 
@@ -81,6 +82,9 @@ type Recording struct {
 	undo      func() // undoes Attached
 	srv       *server.Server
 	wsrv      *web.Server
+	serving   bool          // the page serves the stored run after the recording (set by finish)
+	stopServe chan struct{} // closed by a signal once the recording has finished
+	stopOnce  sync.Once
 	pusher    *push.Pusher
 	finished  chan struct{} // closed once the end has been said (see finish)
 	saveFails bool          // set by finish before finished is closed
@@ -95,7 +99,7 @@ type Recording struct {
 // is said and the recording goes on without it. On error nothing is left behind; the
 // error of recorder.Start is returned as it is (its launch errors tell the exit status).
 func Start(cfg Config) (*Recording, error) {
-	r := &Recording{cfg: cfg, finished: make(chan struct{})}
+	r := &Recording{cfg: cfg, finished: make(chan struct{}), stopServe: make(chan struct{})}
 	notef := cfg.Notef
 	if info, err := os.Stat(cfg.RunIDFile); err == nil && !info.Mode().IsRegular() && !info.IsDir() {
 		// A FIFO, a pipe's /dev/fd/N or a terminal: written into once the run has an id,
@@ -197,6 +201,15 @@ func (r *Recording) what() string {
 func (r *Recording) forwardSignals() {
 	o := r.cfg.Recorder
 	for sig := range r.sigs {
+		select {
+		case <-r.finished:
+			// The recording is over: a signal ends the page's serving of the stored run
+			// (and still reaches a command that runs on).
+			if r.serving {
+				r.stopOnce.Do(func() { close(r.stopServe) })
+			}
+		default:
+		}
 		if o.Pid != 0 || o.SystemWide {
 			r.Stop()
 			continue
@@ -216,9 +229,6 @@ func (r *Recording) finish() {
 	<-r.rec.Done()
 	notef := r.cfg.Notef
 	rec := r.rec
-	if r.wsrv != nil {
-		go r.wsrv.Close()
-	}
 	srvClosed := make(chan struct{})
 	go func() {
 		defer close(srvClosed)
@@ -243,7 +253,11 @@ func (r *Recording) finish() {
 		notef("lost %s of %s samples (%.2f%%): the reader fell behind; record with a larger ring (-m %d; now %d pages per CPU) %s",
 			commas(m.Lost), commas(m.Samples+m.Lost), float64(m.Lost)*100/float64(m.Samples+m.Lost), m.RingPages*4, m.RingPages, how)
 	}
-	if kept, serr := rec.SaveResult(); serr != nil {
+	kept, serr := rec.SaveResult()
+	if r.wsrv != nil {
+		r.serveStored(serr)
+	}
+	if serr != nil {
 		r.saveFails = true
 		// Said even with -q: the run is not what the store holds.
 		notef("run %s was not saved whole to %s: %v", rec.ID(), store.Dir(), serr)
@@ -260,6 +274,25 @@ func (r *Recording) finish() {
 	}
 }
 
+// serveStored has the page serve the run as saved, once the recording has ended: the page
+// shows the final counts, and stays there until a signal. A run not saved whole is not
+// served (the store keeps a checkpoint, not what the page showed).
+func (r *Recording) serveStored(saveErr error) {
+	if saveErr != nil {
+		r.wsrv.Close()
+		return
+	}
+	run, err := store.Load(r.rec.StorePath())
+	if err != nil {
+		r.cfg.Notef("--web: the stored run: %v; the page is closed", err)
+		r.wsrv.Close()
+		return
+	}
+	r.wsrv.Switch(web.HandlerSource{Handler: server.Handler(server.Stored(run), false), Stored: true})
+	r.serving = true
+	r.cfg.Notef("the page serves the stored run %s at %s until Ctrl-C", r.rec.ID(), r.wsrv.URL())
+}
+
 // Wait records until the launched command exits, Stop is called or the duration passes,
 // then waits until the run is saved and the end said. When the run was not saved whole and
 // a launched command ran on or failed, its exit status is said too: stax's own exit status
@@ -267,6 +300,10 @@ func (r *Recording) finish() {
 func (r *Recording) Wait() Result {
 	exit := r.rec.Loop()
 	<-r.finished
+	if r.serving {
+		<-r.stopServe
+		r.wsrv.Close()
+	}
 	if r.saveFails {
 		if argv := r.cfg.Recorder.Argv; len(argv) > 0 && (r.rec.CommandRunsOn() || exit != 0) {
 			r.cfg.Notef("%s exited with status %d", argv[0], exit)

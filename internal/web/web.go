@@ -143,6 +143,10 @@ type Options struct {
 	View url.Values
 	// Base, when set, is what the page's diff compares the run with.
 	Base *Base
+	// Recording says the source is a recording that Switch replaces with the stored run
+	// (stax record --web): between the end of the recording and the switch the page is
+	// told the run is being saved, not yet stored, so that it waits for the final answers.
+	Recording bool
 }
 
 // Base is the other side of a diff: another run, or another window of the run served.
@@ -156,7 +160,8 @@ type Base struct {
 
 // Server serves one run.
 type Server struct {
-	src      Source
+	srcMu    sync.Mutex
+	src      Source // see source; Switch changes it
 	token    string
 	ln       net.Listener
 	srv      *http.Server
@@ -172,11 +177,16 @@ type Server struct {
 	statusAt  time.Time
 	statusVal []byte
 
-	cache *answers // nil: the source's answers change
+	cache  *answers // nil: the source's answers change (guarded by srcMu)
+	saving bool     // Options.Recording until Switch (guarded by srcMu)
 
 	diff    *Diff
 	baseRun *store.Run // the base, cut to its window
-	baseTid bool       // thread and process filters apply to the base
+	// The base whole, and its window: time off CPU is cut to a window by its intervals,
+	// which the cut run does not hold.
+	baseWhole *store.Run
+	baseWin   query.Window
+	baseTid   bool // thread and process filters apply to the base
 	// Base trees by query: the base does not change, so each is built once.
 	baseMu    sync.Mutex
 	baseTrees map[string]baseTree
@@ -215,11 +225,11 @@ func Listen(src Source, o Options) (*Server, error) {
 			return nil, fmt.Errorf("the base of the diff, run %s: %w", b.Run.Meta.ID, err)
 		}
 		s.baseRun, s.baseTid = run, b.Same
+		s.baseWhole, s.baseWin = b.Run, b.Window
 		s.diff = &Diff{Base: b.Run.Meta.ID, Same: b.Same, Window: win, Samples: run.Profile.TotalSamples()}
 	}
-	if f, ok := src.(fixed); ok && f.fixed() {
-		s.cache = &answers{m: map[string][]byte{}}
-	}
+	s.Switch(src)
+	s.saving = o.Recording
 	s.hostname, _ = os.Hostname()
 	_, s.port, _ = net.SplitHostPort(ln.Addr().String())
 	shown := host
@@ -232,6 +242,28 @@ func Listen(src Source, o Options) (*Server, error) {
 	}
 	s.srv = &http.Server{Handler: s.guard(s.routes()), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10}
 	return s, nil
+}
+
+// Switch has the server answer from src from now on: stax record --web serves the
+// stored run once the recording has ended and been saved. The page's event stream then
+// tells it that the run is stored, and it loads the final answers.
+func (s *Server) Switch(src Source) {
+	s.srcMu.Lock()
+	s.src, s.cache, s.saving = src, nil, false
+	if f, ok := src.(fixed); ok && f.fixed() {
+		s.cache = &answers{m: map[string][]byte{}}
+	}
+	s.srcMu.Unlock()
+	s.statusMu.Lock()
+	s.statusVal = nil
+	s.statusMu.Unlock()
+}
+
+// source is the source answering now, and its cache (nil: its answers change).
+func (s *Server) source() (Source, *answers) {
+	s.srcMu.Lock()
+	defer s.srcMu.Unlock()
+	return s.src, s.cache
 }
 
 // URL is the page's address, token included.
@@ -293,6 +325,11 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			http.Error(w, "forbidden: this server answers only to its own address", http.StatusForbidden)
 			return
 		}
+		if r.Method == http.MethodGet && (r.URL.Path == "/favicon.ico" || r.URL.Path == "/favicon.svg") {
+			// The icon tells nothing about the run: browsers ask for it without the token.
+			serveGzipped(s.asset("assets/favicon.svg", "image/svg+xml"), w, r)
+			return
+		}
 		tok := r.URL.Query().Get("token")
 		if tok == "" {
 			tok = r.Header.Get("X-Stax-Token")
@@ -305,7 +342,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			http.Error(w, "only GET", http.StatusMethodNotAllowed)
 			return
 		}
-		next.ServeHTTP(w, r)
+		serveGzipped(next, w, r)
 	})
 }
 
@@ -410,7 +447,12 @@ func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
 	}
 	base, err := s.baseFlame(req, fl.Inverted, 0)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, api.Error{Error: err.Error()})
+		// The graph is still the run's (a base without off-CPU time has no tree of it):
+		// the page shows it with why it is not coloured by change.
+		writeJSON(w, http.StatusOK, struct {
+			api.Flame
+			DiffError string `json:"diff_error"`
+		}{fl, err.Error()})
 		return
 	}
 	if fl.Root != nil {
@@ -503,7 +545,10 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) {
 // baseFlame is the base's tree for the page's query q, unpruned (as stax flame --diff
 // builds it), cut to depth levels (0: all).
 func (s *Server) baseFlame(req api.FlameRequest, inverted bool, depth int) (baseTree, error) {
-	o := query.FlameOptions{Depth: depth, Inverted: inverted, Transform: req.Transform}
+	// The base is weighed as the run is: samples, or time off CPU, or both (a diff of
+	// off-CPU time against the base's CPU samples would compare nothing).
+	o := query.FlameOptions{Depth: depth, Inverted: inverted, Transform: req.Transform,
+		OffCPU: req.OffCPU, Wall: req.Wall, Runnable: req.Runnable}
 	if s.baseTid {
 		o.Tid, o.Processes = req.Tid, query.Processes(req.Processes)
 	} else {
@@ -516,7 +561,11 @@ func (s *Server) baseFlame(req api.FlameRequest, inverted bool, depth int) (base
 	if t, ok := s.baseTrees[key]; ok {
 		return t, nil
 	}
-	res, err := query.Flame(s.baseRun, o)
+	run := s.baseRun
+	if o.OffCPU || o.Wall || o.Runnable {
+		run, o.Window = s.baseWhole, s.baseWin
+	}
+	res, err := query.Flame(run, o)
 	if err != nil {
 		return baseTree{}, fmt.Errorf("the base: %w", err)
 	}
@@ -532,16 +581,17 @@ func (s *Server) baseFlame(req api.FlameRequest, inverted bool, depth int) (base
 
 // get asks the source, or takes a recent answer of a source whose answers never change.
 func (s *Server) get(ctx context.Context, path string, q url.Values) ([]byte, int) {
-	if s.cache == nil {
-		return s.src.Get(ctx, path, q)
+	src, cache := s.source()
+	if cache == nil {
+		return src.Get(ctx, path, q)
 	}
 	key := path + "?" + q.Encode()
-	if b, ok := s.cache.get(key); ok {
+	if b, ok := cache.get(key); ok {
 		return b, http.StatusOK
 	}
-	b, code := s.src.Get(ctx, path, q)
+	b, code := src.Get(ctx, path, q)
 	if code == http.StatusOK {
-		s.cache.put(key, b)
+		cache.put(key, b)
 	}
 	return b, code
 }
@@ -632,7 +682,10 @@ type Summary struct {
 	JITUnnamed     uint64   `json:"jit_unnamed"`
 	UnknownSamples uint64   `json:"unknown_samples"`
 	Unresolved     uint64   `json:"unresolved_frames"`
-	Diff           *Diff    `json:"diff,omitempty"` // what the page's diff compares with; absent: no diff
+	// UnknownHint is what stax status says would name the unknown samples (api.SymbolsHint);
+	// empty when it names no fix.
+	UnknownHint string `json:"unknown_hint,omitempty"`
+	Diff        *Diff  `json:"diff,omitempty"` // what the page's diff compares with; absent: no diff
 }
 
 // Diff describes the base of a diff.
@@ -649,13 +702,20 @@ func (s *Server) summary(ctx context.Context) ([]byte, int) {
 	if s.statusVal != nil && time.Since(s.statusAt) < 200*time.Millisecond {
 		return s.statusVal, http.StatusOK
 	}
-	body, code := s.src.Get(ctx, "/v1/status", nil)
+	s.srcMu.Lock()
+	src, saving := s.src, s.saving
+	s.srcMu.Unlock()
+	body, code := src.Get(ctx, "/v1/status", nil)
 	if code != http.StatusOK {
 		return body, code
 	}
 	var st api.Status
 	if err := json.Unmarshal(body, &st); err != nil {
 		return errorBody(err.Error()), http.StatusBadGateway
+	}
+	if saving && !st.Live {
+		// The recording has ended and is being saved: the stored run's answers come next.
+		st.Live, st.State = true, "saving"
 	}
 	jitFuncs := 0
 	for _, j := range st.JIT {
@@ -664,7 +724,8 @@ func (s *Server) summary(ctx context.Context) ([]byte, int) {
 	b, _ := json.Marshal(Summary{Run: st.Meta.ID, State: st.State, Live: st.Live, Command: st.Meta.Command,
 		Samples: st.Meta.Samples, Lost: st.Meta.Lost, ElapsedSec: st.ElapsedSec, Threads: st.Threads,
 		DistinctStacks: st.DistinctStacks, JITSources: len(st.JIT), JITFunctions: jitFuncs, JITSamples: st.JITSamples, JITUnnamed: st.JITUnnamed,
-		UnknownSamples: st.UnknownSamples, Unresolved: st.Meta.Unresolved, Diff: s.diff})
+		UnknownSamples: st.UnknownSamples, Unresolved: st.Meta.Unresolved, Diff: s.diff,
+		UnknownHint: api.SymbolsHint(st.Unsymbolized, st.Meta.Samples)})
 	s.statusVal, s.statusAt = b, time.Now()
 	return b, http.StatusOK
 }

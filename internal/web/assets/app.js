@@ -211,12 +211,17 @@ function query({ window = true, inverted = true, only = null, ...panel } = {}, e
 
 // amount is a flame graph's weight as the mode counts it: samples, or milliseconds.
 const amount = (v) => (view.mode === "cpu" ? commas(v) : `${commas(Math.round(v / 1e6))} ms`);
+// amountUnit is amount with its unit always said: "12 samples", "12 ms".
+const amountUnit = (v) => (view.mode === "cpu" ? `${commas(v)} ${v === 1 ? "sample" : "samples"}` : amount(v));
 
 // ---- status strip ----
 
 function drawSummary(s) {
   state.summary = s;
   $("#run").textContent = `run ${s.run}` + (s.command && s.command.length ? ` · ${s.command.join(" ")}` : "");
+  // The tab names the run, and what ran: several pages are told apart in the tab strip.
+  const prog = s.command && s.command.length ? s.command[0].split("/").pop() + " · " : "";
+  document.title = `${prog}run ${s.run}${s.live ? " (live)" : ""} · stax`;
   const st = $("#state");
   st.textContent = s.state;
   st.className = `state ${s.state}`;
@@ -230,6 +235,8 @@ function drawSummary(s) {
     item("unnamed JIT samples", commas(s.jit_unnamed), s.jit_unnamed > 0),
     item("unknown samples", commas(s.unknown_samples), s.unknown_samples > 0),
     item("unresolved frames", commas(s.unresolved_frames), s.unresolved_frames > 0),
+    // What would name the unknown samples, as stax status says it.
+    s.unknown_samples > 0 && s.unknown_hint ? `<span class="fix" id="unknown-fix">${esc(s.unknown_hint)}</span>` : "",
   ].join("");
   const notice = $("#notice");
   if (state.linkRun && state.linkRun !== s.run) {
@@ -409,12 +416,55 @@ function setupBrush() {
   });
   const whole = () => change("window", () => (view.from = view.to = null));
   el.addEventListener("dblclick", whole);
+  // From the keyboard (the timeline takes the focus with Tab): ← → move the window by its
+  // width (the first key picks a tenth of the run at its start or end), - and + widen and
+  // narrow it around its middle, Escape clears it.
+  el.addEventListener("keydown", (e) => {
+    const g = state.tlGeom;
+    if (!g) return;
+    const end = g.start + g.span;
+    const has = typeof view.from === "number" && typeof view.to === "number";
+    let from = has ? view.from : null, to = has ? view.to : null;
+    const w = has ? to - from : g.span / 10;
+    switch (e.key) {
+      case "ArrowLeft":
+        [from, to] = has ? [Math.max(g.start, from - w), Math.max(g.start, from - w) + w] : [end - w, end];
+        break;
+      case "ArrowRight":
+        [from, to] = has ? [Math.min(end, to + w) - w, Math.min(end, to + w)] : [g.start, g.start + w];
+        break;
+      case "-":
+      case "+":
+      case "=": {
+        if (!has) return;
+        const mid = (from + to) / 2, half = (e.key === "-" ? w : w / 4);
+        [from, to] = [Math.max(g.start, mid - half), Math.min(end, mid + half)];
+        break;
+      }
+      case "Escape":
+        if (!has && view.from === null) return;
+        e.preventDefault();
+        whole();
+        return;
+      default:
+        return;
+    }
+    e.preventDefault();
+    if (to - from <= 0) return;
+    change("window", () => {
+      view.from = from;
+      view.to = to;
+    });
+  });
   $("#clear-selection").addEventListener("click", whole);
 }
 
 // ---- flame graph ----
 
 const ROW = 18;
+// The graph asks for the frames with at least this share of the view: a large run's tree
+// has hundreds of thousands; the note above the graph says what was left out.
+const PRUNE_PCT = 0.1;
 const keyOf = (n) => `${n.func}\u0000${n.image}`;
 // A path element names a node by key, or (from a URL) by function name alone.
 const isNode = (n, k) => keyOf(n) === k || n.func === k;
@@ -483,10 +533,42 @@ function emptyText() {
   return state.summary && state.summary.live ? "waiting for the first samples" : "no samples";
 }
 
+// drawFlameNote says above the graph what it leaves out: frames under the pruning
+// threshold, and why a diff is not coloured.
+function drawFlameNote() {
+  const fl = state.flame;
+  const notes = [];
+  if (fl && fl.root && fl.root.total) {
+    // Where a node's children and self add up to less than its total, pruned frames hold
+    // the rest.
+    let left = 0;
+    const walk = (n) => {
+      let kids = 0;
+      for (const c of n.children || []) {
+        kids += c.total;
+        walk(c);
+      }
+      left += Math.max(0, n.total - n.self - kids);
+    };
+    walk(fl.root);
+    if (left > 0) {
+      notes.push(`pruned at ${PRUNE_PCT}%: frames under ${amountUnit(Math.ceil((fl.root.total * PRUNE_PCT) / 100))} are not drawn; they hold ${amountUnit(left)} (${pct(left, fl.root.total)})`);
+    }
+  }
+  if (fl && fl.diff_error) notes.push(`not coloured by change: ${fl.diff_error}`);
+  const el = $("#flame-note");
+  const text = notes.join(" · ");
+  if (el.textContent !== text) {
+    el.textContent = text;
+    el.title = text;
+  }
+}
+
 function drawFlame() {
   const t0 = performance.now();
   const el = $("#flame");
   const root = state.flame && state.flame.root;
+  drawFlameNote();
   if (!root || !root.total) {
     el.innerHTML = `<p class="placeholder">${emptyText()}</p>`;
     state.flameEls = [];
@@ -622,6 +704,12 @@ function paintFlame() {
 
 const frameLabel = (n) => n.func + (n.inlined ? " (inlined)" : "");
 
+// selfText says a drawn frame's self: in the inverted tree a frame of the first level is
+// where its samples landed (its total is the function's self), and further down a
+// caller's self would be the samples of which it is the outermost frame, not its own: none
+// is said there.
+const selfText = (f) => (!view.inverted ? ` · self ${amount(f.n.self)}` : f.path.length === 1 ? ` · self ${amount(f.n.total)}` : "");
+
 // fitLabel cuts text to fit px, with an ellipsis.
 function fitLabel(g, text, px) {
   if (g.measureText(text).width <= px) return text;
@@ -698,7 +786,9 @@ function drawSearchResult() {
     el.textContent = `${frames} · counting samples…`;
     return;
   }
-  el.textContent = `${frames} · ${commas(c.matched)} of ${commas(c.samples)} samples (${pct(c.matched, c.samples)})`;
+  // In the time modes the counts are nanoseconds: said in milliseconds, as the graph's.
+  const of = view.mode === "cpu" ? `${commas(c.matched)} of ${commas(c.samples)} samples` : `${amount(c.matched)} of ${amount(c.samples)}`;
+  el.textContent = `${frames} · ${of} (${pct(c.matched, c.samples)})`;
 }
 
 // Work the page does after drawing a view (a timer, then a request): counted, so that
@@ -772,6 +862,12 @@ function select(f) {
   view.sel = f ? f.path.slice() : null;
   markSelected();
   paintFlame();
+  if (f) {
+    // A deep graph scrolls in its panel: the selection is kept in sight.
+    const el = $("#flame"), y = f.depth * ROW;
+    if (y < el.scrollTop) el.scrollTop = y;
+    else if (y + ROW > el.scrollTop + el.clientHeight) el.scrollTop = y + ROW - el.clientHeight;
+  }
   drawFrameInfo();
   writeURL(false);
   loadCalls();
@@ -880,7 +976,7 @@ function setupFlame() {
     let change = "";
     if (item.change !== undefined) change = `<div>${n.base_pct.toFixed(2)}% in the base → ${n.total_pct.toFixed(2)}% (${item.change >= 0 ? "+" : ""}${item.change.toFixed(2)} points)</div>`;
     tip.innerHTML = `<div><b>${esc(n.func)}</b>${n.inlined ? " (inlined)" : ""}</div><div class="img">${esc(n.image || "")} · ${esc(n.kind)}</div>` +
-      `<div>total ${amount(n.total)} (${pct(n.total, root.total)}) · self ${amount(n.self)}${n.reason ? " · " + esc(n.reason) : ""}</div>${change}`;
+      `<div>total ${amount(n.total)} (${pct(n.total, root.total)})${selfText(item)}${n.reason ? " · " + esc(n.reason) : ""}</div>${change}`;
     tip.hidden = false;
     tip.style.left = `${Math.min(e.clientX + 12, window.innerWidth - tip.offsetWidth - 4)}px`;
     tip.style.top = `${e.clientY + 14}px`;
@@ -989,13 +1085,32 @@ function showMenu(f, x, y) {
     const b = e.target.closest("button");
     if (b) act(b.dataset.act, n);
   };
+  // As a menu: ↑ ↓ (and Home, End) move between its items, Tab leaves, Escape closes it
+  // and gives the focus back to the graph.
+  m.onkeydown = (e) => {
+    const items = [...m.querySelectorAll("button")];
+    const i = items.indexOf(document.activeElement);
+    const to = { ArrowDown: i + 1, ArrowUp: i - 1, Home: 0, End: items.length - 1 }[e.key];
+    if (to !== undefined && items.length) {
+      e.preventDefault();
+      items[(to + items.length) % items.length].focus();
+    } else if (e.key === "Escape" || e.key === "Tab") {
+      e.preventDefault();
+      hideMenu(true);
+    }
+  };
   const first = m.querySelector("button");
   if (first) first.focus();
 }
 
-function hideMenu() {
+// hideMenu closes the frame's menu; refocus gives the focus back to the graph (the menu
+// had it).
+function hideMenu(refocus) {
   const m = $("#frame-menu");
-  if (!m.hidden) m.hidden = true;
+  if (m.hidden) return;
+  const had = m.contains(document.activeElement);
+  m.hidden = true;
+  if ((refocus || had) && state.flameCanvas) state.flameCanvas.focus({ preventScroll: true });
 }
 
 function drawFrameInfo() {
@@ -1018,7 +1133,7 @@ function drawFrameInfo() {
   }
   let change = "";
   if (f.change !== undefined) change = ` · ${n.base_pct.toFixed(2)}% → ${n.total_pct.toFixed(2)}% (${f.change >= 0 ? "+" : ""}${f.change.toFixed(2)} points)`;
-  info.innerHTML = `<b>${esc(frameLabel(n))}</b> · ${esc(n.image || "")} · total ${amount(n.total)} (${pct(n.total, root.total)}) · self ${amount(n.self)}${n.reason ? " · " + esc(n.reason) : ""}${change}` +
+  info.innerHTML = `<b>${esc(frameLabel(n))}</b> · ${esc(n.image || "")} · total ${amount(n.total)} (${pct(n.total, root.total)})${selfText(f)}${n.reason ? " · " + esc(n.reason) : ""}${change}` +
     ACTIONS.filter(([a]) => a !== "collapse" || n.image).map(([a, label, title]) => `<button data-act="${a}" title="${esc(title)}"${a === "code" ? ' id="show-code"' : ""}>${label}</button>`).join("");
   info.onclick = (e) => {
     const b = e.target.closest("button");
@@ -1058,6 +1173,15 @@ function setupTransforms() {
 
 // ---- threads ----
 
+// threadWeight is what a thread counts in the mode: its samples, or its time off CPU
+// (blocked and runnable), or on and off CPU, in nanoseconds as the graph's.
+function threadWeight(r) {
+  if (view.mode === "cpu") return r.samples;
+  const o = r.off_cpu || {};
+  const ms = (o.off_cpu_ms || 0) + (o.runnable_ms || 0) + (view.mode === "wall" ? o.on_cpu_ms || 0 : 0);
+  return ms * 1e6;
+}
+
 function drawThreads() {
   const sel = $("#thread");
   const rows = (state.threads && state.threads.rows) || [];
@@ -1065,15 +1189,16 @@ function drawThreads() {
   for (const r of rows) {
     let p = procs.get(r.pid);
     if (!p) procs.set(r.pid, (p = { pid: r.pid, name: "", samples: 0, threads: [] }));
-    p.samples += r.samples;
+    p.samples += threadWeight(r);
     p.threads.push(r);
     if (r.tid === r.pid || !p.name) p.name = r.name;
   }
   const opts = ['<option value="">all threads</option>'];
   const multi = procs.size > 1;
   for (const p of [...procs.values()].sort((a, b) => b.samples - a.samples)) {
-    if (multi) opts.push(`<option value="p:${p.pid}">process ${p.pid} ${esc(p.name)} (${commas(p.samples)})</option>`);
-    for (const t of p.threads) opts.push(`<option value="t:${t.tid}">${multi ? "\u00a0\u00a0" : ""}${esc(t.name || "?")} ${t.tid} (${commas(t.samples)})</option>`);
+    if (multi) opts.push(`<option value="p:${p.pid}">process ${p.pid} ${esc(p.name)} (${amount(p.samples)})</option>`);
+    const threads = view.mode === "cpu" ? p.threads : p.threads.slice().sort((a, b) => threadWeight(b) - threadWeight(a));
+    for (const t of threads) opts.push(`<option value="t:${t.tid}">${multi ? "\u00a0\u00a0" : ""}${esc(t.name || "?")} ${t.tid} (${amount(threadWeight(t))})</option>`);
   }
   const want = view.tid ? `t:${view.tid}` : view.pid ? `p:${view.pid}` : "";
   if (want && !opts.some((o) => o.includes(`value="${want}"`))) opts.push(`<option value="${want}">${view.tid ? "thread" : "process"} ${view.tid || view.pid}</option>`);
@@ -1087,10 +1212,21 @@ function drawThreads() {
 function drawTop() {
   const rows = (state.top && state.top.rows) || [];
   const body = rows.map((r, i) =>
-    `<tr data-i="${i}" class="${r.func === view.code ? "chosen" : ""}"><td class="num">${r.self_pct.toFixed(2)}%</td><td class="num">${r.total_pct.toFixed(2)}%</td>` +
+    `<tr data-i="${i}" tabindex="0" class="${r.func === view.code ? "chosen" : ""}"><td class="num">${r.self_pct.toFixed(2)}%</td><td class="num">${r.total_pct.toFixed(2)}%</td>` +
     `<td class="k k-${esc(r.kind)}-text" title="${esc(r.func)}">${esc(r.func)}${r.inlined ? " (inlined)" : ""}</td><td title="${esc(r.image)}">${esc(r.image)}</td></tr>`);
   $("#top tbody").innerHTML = body.length ? body.join("") : `<tr><td colspan="4" class="placeholder">${emptyText()}</td></tr>`;
   for (const th of document.querySelectorAll("#top th[data-sort]")) th.classList.toggle("sorted", th.dataset.sort === view.sort);
+}
+
+// Rows that act on a click (the top table's, the callers', the changes') act on Enter or
+// Space too: each takes the focus with Tab.
+function setupRowKeys() {
+  document.addEventListener("keydown", (e) => {
+    const tr = e.target.closest && e.target.closest("tr[tabindex], th.sortable");
+    if (!tr || (e.key !== "Enter" && e.key !== " ")) return;
+    e.preventDefault();
+    tr.click();
+  });
 }
 
 function setupTop() {
@@ -1133,9 +1269,13 @@ function drawWakers() {
   body.innerHTML = rows
     .slice(0, 20)
     .map((r) => {
-      // A stack's leaf is the [woke TID] frame: the functions that woke start past it.
+      // The program's functions that woke, as stax wakers shows them: past the kernel's
+      // frames (the wakeup's own path, the same in every stack), leaf first; the whole
+      // stack in the title.
       const stacks = (r.stacks || []).map((s) => {
-        const fns = s.frames.filter((f) => !/^\[woke \d+\]$/.test(f)).slice(0, 8);
+        const k = s.kernel_frames || 0;
+        let fns = (k < s.frames.length ? s.frames.slice(k) : s.frames).filter((f) => !/^\[woke \d+\]$/.test(f));
+        if (fns.length > 8) fns = fns.slice(0, 8).concat("…");
         return `<div class="waker-stack" title="${esc(s.frames.join("\n"))}">${commas(s.count)}× ${ms(s.ns)}: ${esc(fns.join(" ← "))}</div>`;
       });
       return `<tr data-waker="${r.waker_tid}" data-wakee="${r.wakee_tid}"><td>${esc(r.wakee_name || "?")} ${r.wakee_tid}</td><td>${esc(r.waker_name || "?")} ${r.waker_tid}</td><td class="num">${commas(r.count)}</td><td class="num">${ms(r.ns)}</td><td>${stacks.join("")}</td></tr>`;
@@ -1155,7 +1295,8 @@ function loadCalls() {
     return;
   }
   const n = f.n;
-  const key = `${keyOf(n)}\u0001${filterKey()}`;
+  // A live run's counts grow: the panel is asked again with each update of the graph.
+  const key = `${keyOf(n)}\u0001${filterKey()}\u0001${state.liveGen || 0}`;
   if (state.calls && state.calls.key === key) return;
   // Keyboard steps come quickly: ask once the selection rests.
   soon(callsTimer, 80, async () => {
@@ -1186,7 +1327,7 @@ function drawCalls() {
   $("#calls-title").innerHTML = `Callers and callees of <b>${esc(frameLabel(c.n))}</b>` + (fn ? ` <span class="hint">${amount(fn.total)}${view.mode === "cpu" ? " samples" : ""}, self ${amount(fn.self)}</span>` : "");
   const rows = (f, outer) => {
     if (!f) return '<tr><td class="placeholder">none</td></tr>';
-    const out = f.rows.map((r) => `<tr data-func="${esc(r.func)}"><td class="num">${amount(r.total)}</td><td class="num">${r.pct.toFixed(1)}%</td><td title="${esc(r.image)}">${esc(r.func)}${r.inlined ? " (inlined)" : ""}</td></tr>`);
+    const out = f.rows.map((r) => `<tr data-func="${esc(r.func)}" tabindex="0"><td class="num">${amount(r.total)}</td><td class="num">${r.pct.toFixed(1)}%</td><td title="${esc(r.image)}">${esc(r.func)}${r.inlined ? " (inlined)" : ""}</td></tr>`);
     if (outer) out.push(`<tr><td class="num">${amount(outer)}</td><td class="num">${pct(outer, f.total).replace(/(\.\d)\d%$/, "$1%")}</td><td class="placeholder">(no caller)</td></tr>`);
     return out.length ? out.join("") : '<tr><td class="placeholder">none</td></tr>';
   };
@@ -1219,13 +1360,18 @@ function drawChanges() {
   panel.hidden = !d;
   if (!d) return;
   const win = d.window ? ` (${d.window.from_sec.toFixed(2)}s – ${d.window.to_sec.toFixed(2)}s)` : "";
-  $("#diff-title").textContent = `against ${d.same ? "another window of this run" : "run " + d.base}${win}: ${commas(d.samples)} samples; shares of each side's samples`;
-  $("#diff-colour").checked = view.diff;
+  // The base's count is of its samples: in the time modes the shares are of time.
+  const of = view.mode === "cpu" ? `${commas(d.samples)} samples; shares of each side's samples` : `shares of each side's ${view.mode === "wall" ? "time on and off CPU" : "time off CPU"}`;
+  $("#diff-title").textContent = `against ${d.same ? "another window of this run" : "run " + d.base}${win}: ${of}`;
+  // Ticked only while the graph is coloured by change.
+  const box = $("#diff-colour");
+  box.checked = view.diff && !(state.flame && state.flame.diff_error);
+  box.disabled = !!(state.flame && state.flame.diff_error);
   const c = state.changes;
   if (!c) return;
   const rows = (c.rows || []).map((r) => {
     const cls = r.delta_pct > 0 ? "grew" : r.delta_pct < 0 ? "shrank" : "";
-    return `<tr data-func="${esc(r.func)}"><td class="num ${cls}">${r.delta_pct > 0 ? "▲ +" : r.delta_pct < 0 ? "▼ " : ""}${r.delta_pct.toFixed(2)}</td><td class="num">${r.base_pct.toFixed(2)}%</td>` +
+    return `<tr data-func="${esc(r.func)}" tabindex="0"><td class="num ${cls}">${r.delta_pct > 0 ? "▲ +" : r.delta_pct < 0 ? "▼ " : ""}${r.delta_pct.toFixed(2)}</td><td class="num">${r.base_pct.toFixed(2)}%</td>` +
       `<td class="num">${r.pct.toFixed(2)}%</td><td title="${esc(r.func)}">${esc(r.func)}${r.inlined ? " (inlined)" : ""}</td><td title="${esc(r.image)}">${esc(r.image)}</td></tr>`;
   });
   $("#changes tbody").innerHTML = rows.length ? rows.join("") : '<tr><td colspan="5" class="placeholder">no samples on either side</td></tr>';
@@ -1332,10 +1478,12 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
   const signal = me.ctl.signal;
   const busy = setTimeout(() => ($("#busy").hidden = false), 150);
   const need = (name, q) => live || state.keys[name] !== q.toString();
+  if (live) state.liveGen = (state.liveGen || 0) + 1; // the callers panel asks again too
   let bytes = 0;
   try {
-    const fq = query();
-    if (state.summary && state.summary.diff && view.diff && view.mode === "cpu") fq.set("diff", "1");
+    const fq = query({}, { threshold_pct: PRUNE_PCT });
+    // The base is weighed in the view's mode too (the server builds its tree so).
+    if (state.summary && state.summary.diff && view.diff) fq.set("diff", "1");
     const tq = query({ inverted: false }, { sort: view.sort, n: 100 });
     // The timeline shows the whole run, whatever the view: it is where a window is picked.
     // It comes with the first answers (its height then stays), and again on live updates.
@@ -1486,6 +1634,14 @@ function follow() {
   es.addEventListener("status", (e) => {
     const s = JSON.parse(e.data);
     drawSummary(s);
+    if (!s.live) {
+      // The recording has ended: the server now answers from the stored run. Every view
+      // is asked once more, for the final counts; nothing will change after.
+      es.close();
+      refresh({ live: true });
+      loadThreads();
+      return;
+    }
     if (s.samples !== lastSamples) {
       lastSamples = s.samples;
       refresh({ live: true });
@@ -1494,7 +1650,6 @@ function follow() {
       lastThreads = s.threads;
       loadThreads();
     }
-    if (!s.live) es.close();
   });
 }
 
@@ -1504,6 +1659,7 @@ async function main() {
   setupFlame();
   setupTransforms();
   setupTop();
+  setupRowKeys();
   setupCalls();
   setupChanges();
   drawControls();
