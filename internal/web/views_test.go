@@ -99,7 +99,7 @@ func chartBoxes(t *testing.T, ctx context.Context) []chartBox {
 	return boxes
 }
 
-func boxOf(boxes []chartBox, fn string) (chartBox, bool) {
+func chartBoxOf(boxes []chartBox, fn string) (chartBox, bool) {
 	for _, b := range boxes {
 		if b.Func == fn {
 			return b, true
@@ -144,23 +144,23 @@ func TestStackChart(t *testing.T) {
 	var boxes []chartBox
 	until(t, ctx, "alpha's chart", func() (bool, string) {
 		boxes = chartBoxes(t, ctx)
-		_, a := boxOf(boxes, "path_a")
-		_, b := boxOf(boxes, "path_b")
+		_, a := chartBoxOf(boxes, "path_a")
+		_, b := chartBoxOf(boxes, "path_b")
 		return a && b, fmt.Sprint(boxes)
 	})
 	want := map[string][3]float64{"main": {0, 0, 0.4}, "path_a": {1, 0, 0.1}, "path_b": {1, 0.1, 0.4}}
 	for fn, w := range want {
-		b, _ := boxOf(boxes, fn)
+		b, _ := chartBoxOf(boxes, fn)
 		if b.Depth != int(w[0]) || b.StartSec < w[1]-0.001 || b.StartSec > w[1]+0.001 || b.EndSec < w[2]-0.001 || b.EndSec > w[2]+0.002 {
 			t.Errorf("%s: depth %d, %.4fs to %.4fs; want depth %v, %vs to %vs", fn, b.Depth, b.StartSec, b.EndSec, w[0], w[1], w[2])
 		}
 	}
-	if _, ok := boxOf(boxes, "path_c"); ok {
+	if _, ok := chartBoxOf(boxes, "path_c"); ok {
 		t.Errorf("alpha's chart has beta's path_c")
 	}
 	user := eval[string](t, ctx, cssColourJS+`("--k-user")`)
-	a, _ := boxOf(boxes, "path_a")
-	b, _ := boxOf(boxes, "path_b")
+	a, _ := chartBoxOf(boxes, "path_a")
+	b, _ := chartBoxOf(boxes, "path_b")
 	for _, x := range []chartBox{a, b} {
 		if got := canvasPixel(t, ctx, x.X+x.W/2, x.Y+x.H/2); got != "stackchart "+user {
 			t.Errorf("%s's centre: %s, want stackchart %s", x.Func, got, user)
@@ -187,8 +187,8 @@ func TestStackChart(t *testing.T) {
 	until(t, ctx, "the timeline and the chart zoomed", func() (bool, string) {
 		span = eval[float64](t, ctx, `window.staxTimeline.span`)
 		boxes = chartBoxes(t, ctx)
-		m, _ := boxOf(boxes, "main")
-		nb, ok := boxOf(boxes, "path_b")
+		m, _ := chartBoxOf(boxes, "main")
+		nb, ok := chartBoxOf(boxes, "path_b")
 		plot := eval[float64](t, ctx, `window.staxTimeline.w`)
 		return span < 0.3 && ok && nb.X > at-3 && nb.X < at+3 && m.W > 0.98*plot && !eval[bool](t, ctx, `document.querySelector("#tl-zoom-reset").hidden`),
 			fmt.Sprintf("span %.3f, main %.0f of %.0f px, path_b from %.1f (pointer %.1f)", span, m.W, plot, nb.X, at)
@@ -201,7 +201,7 @@ func TestStackChart(t *testing.T) {
 	wheel(0, 200, true)
 	until(t, ctx, "the timeline and the chart panned", func() (bool, string) {
 		st, sp := eval[float64](t, ctx, `window.staxTimeline.start`), eval[float64](t, ctx, `window.staxTimeline.span`)
-		nb, _ := boxOf(chartBoxes(t, ctx), "path_b")
+		nb, _ := chartBoxOf(chartBoxes(t, ctx), "path_b")
 		return st > start && sp > span*0.9 && sp < span*1.1 && nb.X < at-3, fmt.Sprintf("start %.3f (was %.3f), span %.3f, path_b from %.1f", st, start, sp, nb.X)
 	})
 	// Back to the whole run, then beta's chart.
@@ -211,8 +211,8 @@ func TestStackChart(t *testing.T) {
 	choose(t, ctx, "#thread", "t:102")
 	until(t, ctx, "beta's chart", func() (bool, string) {
 		boxes = chartBoxes(t, ctx)
-		_, c := boxOf(boxes, "path_c")
-		_, a := boxOf(boxes, "path_a")
+		_, c := chartBoxOf(boxes, "path_c")
+		_, a := chartBoxOf(boxes, "path_a")
 		return c && !a && strings.HasPrefix(text(ctx, "#stackchart-title"), "beta 102"), text(ctx, "#stackchart-title")
 	})
 	noErrors(t, ctx)
