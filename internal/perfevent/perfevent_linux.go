@@ -71,6 +71,9 @@ type Config struct {
 	// NoWakers leaves sched:sched_waking closed: no wakers, and none of what the
 	// tracepoint costs a target at each of its wakeups.
 	NoWakers bool
+	// NoRuntime leaves sched:sched_stat_runtime closed: the time on CPU is then the
+	// switch records' (runtime_linux.go).
+	NoRuntime bool
 	// ResizableStack ("dwarf", not SystemWide) lets Session.ResizeStack reopen the CPU
 	// sampling events with another stack copy. Closing an event ends its inherited copies,
 	// so the side-band records (mmaps, comms, forks and exits) and the rings go to a dummy
@@ -188,6 +191,11 @@ type Session struct {
 	// the CPU. The events are filtered in the kernel (taskWakeFilter) where it takes the
 	// filter; the flags let the reader drop those that pass where it does not.
 	WakingFlags TraceField
+	// Runtime says the sched:sched_stat_runtime events are open too (with OffCPU, where
+	// permitted): their samples carry, in their raw data, the run time the scheduler
+	// added (RuntimeNs) to a thread (RuntimePid). See runtime_linux.go.
+	Runtime               bool
+	RuntimePid, RuntimeNs TraceField
 	// OffCPURate is the rate the switches' and wakeups' stacks are sampled at, per second
 	// per thread and CPU, while SampleOffCPU says so (0: never): Config.OffCPURate within
 	// the kernel's bound.
@@ -227,6 +235,9 @@ type Session struct {
 	// wakingIDs are the ids of the sched_waking events, waking its tracepoint.
 	wakingIDs map[uint64]bool
 	waking    tracepoint
+	// runtimeIDs are the ids of the sched_stat_runtime events, runtimeFDs the events.
+	runtimeIDs map[uint64]bool
+	runtimeFDs []int
 	// wakingCountFDs are the sched_waking events that sample, with OffCPURate: they count
 	// every wakeup whatever they sample, and are never disabled (WakeupsCounted).
 	wakingCountFDs []int
@@ -435,6 +446,7 @@ func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) err
 	}
 	s.switchIDs = map[uint64]bool{}
 	s.wakingIDs = map[uint64]bool{}
+	s.runtimeIDs = map[uint64]bool{}
 	s.resizable = cfg.ResizableStack && cfg.CallGraph == "dwarf" && !cfg.SystemWide
 	s.cfg, s.evType, s.evConfig = cfg, typ, config
 	s.off = !cfg.EnableOnExec
@@ -578,6 +590,9 @@ func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) err
 	}
 	if s.OffCPU && !cfg.NoWakers {
 		s.openWakers(cfg, switches)
+	}
+	if s.OffCPU && !cfg.NoRuntime {
+		s.openRuntime(cfg, switches)
 	}
 	return nil
 }
@@ -1177,7 +1192,7 @@ func (s *Session) closeFDs() {
 	for _, fd := range s.fds {
 		unix.Close(fd)
 	}
-	s.rings, s.fds, s.sampleFDs, s.retiring, s.everyFDs, s.offSampled = nil, nil, nil, nil, nil, false
+	s.rings, s.fds, s.sampleFDs, s.retiring, s.everyFDs, s.offSampled, s.runtimeFDs = nil, nil, nil, nil, nil, false, nil
 }
 
 // Close releases every event and ring.

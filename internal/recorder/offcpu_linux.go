@@ -135,6 +135,11 @@ type offCPUState struct {
 	// is a switch out was on CPU from then.
 	onNs  map[uint32]uint64
 	begin uint64
+	// runtime says the time on CPU is the scheduler's (offRuntime), not the switch
+	// records'. lastOther is the latest run time read for another thread than its
+	// event's (offRuntime).
+	runtime   bool
+	lastOther runtimeRead
 }
 
 // pendingWake is a wakeup: who made it, when, and its stack.
@@ -466,7 +471,7 @@ func (r *Recorder) offSinceBegin(tid uint32) bool {
 
 // offOnCPU counts thread tid's time on CPU from from to to.
 func (r *Recorder) offOnCPU(tid uint32, from, to uint64) {
-	if to <= from {
+	if to <= from || r.off.runtime {
 		return
 	}
 	r.mu.Lock()

@@ -313,6 +313,11 @@ func Start(opts Options) (_ *Recorder, err error) {
 				w.wakeDec = w.dec
 				w.wakeDec.SampleType |= record.SampleRaw
 			}
+			if sess.Runtime {
+				w.isRuntime, w.runtimePid, w.runtimeNs = sess.IsRuntimeEvent, sess.RuntimePid, sess.RuntimeNs
+				w.runtimeDec = w.dec
+				w.runtimeDec.SampleType, w.runtimeDec.RegsUserMask = perfevent.RuntimeSampleType(cfg), 0
+			}
 		}
 		r.off.wakers, r.off.counts.Wakers = sess.Wakers, sess.Wakers
 		r.off.counts.WakersOff = opts.NoWakers
@@ -323,6 +328,9 @@ func Start(opts Options) (_ *Recorder, err error) {
 			r.off.counter, r.off.rateFrom = sess, perfevent.MonotonicNow()
 		}
 		r.off.waitStacks, r.off.counts.WaitStacks = sess.WaitStacks, sess.WaitStacks
+		if sess.Runtime {
+			r.off.runtime, r.off.counts.OnCPUClock = true, store.OnCPUScheduler
+		}
 	}
 	for _, line := range strings.Split(sess.Note, "\n") {
 		if line != "" {
