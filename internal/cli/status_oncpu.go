@@ -27,3 +27,16 @@ func onCPUStatus(w io.Writer, o *store.OffCPUMeta) {
 		fmt.Fprintf(w, "on-cpu:    %.1f ms, from the switch records (root or CAP_PERFMON takes the scheduler's run time)\n", float64(read)/1e6)
 	}
 }
+
+// exitingStatus writes the time tasks spent from their exit record to their end, or, where
+// it was not recorded, how many tasks lost it.
+func exitingStatus(w io.Writer, o *store.OffCPUMeta) {
+	switch {
+	case o.Deaths && o.ExitingTasks > 0:
+		fmt.Fprintf(w, "exiting:   %.1f ms runnable or in the kernel's exit code, of %s tasks from their exit record to their end ([exiting])\n",
+			float64(o.ExitingNs)/1e6, commas(o.ExitingTasks))
+	case !o.Deaths && o.ExitedTasks > 0:
+		fmt.Fprintf(w, "note:      %s tasks exited: their time from their exit record to their end (a wait for a CPU then) is not recorded (root or CAP_PERFMON records it)\n",
+			commas(o.ExitedTasks))
+	}
+}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -191,6 +192,15 @@ func TestOffCPUChildProcessesWholeLives(t *testing.T) {
 	}
 	if len(lives) != children {
 		t.Fatalf("the program reported %d children, want %d:\n%s", len(lives), children, out)
+	}
+	// As root, each child's time from its exit record (where its events end) to its last
+	// switch out is counted: under make -j2 a process waited there for a CPU for tens of
+	// milliseconds, which schedstat counts and the switch records do not see.
+	if os.Geteuid() == 0 {
+		st, text := offCPUMeta(e)
+		if o := st.Meta.OffCPU; !o.Deaths || o.ExitingTasks < children || !strings.Contains(text, "exiting:") {
+			t.Errorf("as root: deaths %v, %d tasks' exits counted (%d ns), want at least %d, said in status\n%s", o.Deaths, o.ExitingTasks, o.ExitingNs, children, text)
+		}
 	}
 	var th api.Threads
 	e.mustJSON(&th, "threads", "-n", "1000")

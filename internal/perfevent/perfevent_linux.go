@@ -74,6 +74,9 @@ type Config struct {
 	// NoRuntime leaves sched:sched_stat_runtime closed: the time on CPU is then the
 	// switch records' (runtime_linux.go).
 	NoRuntime bool
+	// NoDeaths leaves closed the CPU-wide events that give each task's last switch out
+	// (exit_linux.go).
+	NoDeaths bool
 	// ResizableStack ("dwarf", not SystemWide) lets Session.ResizeStack reopen the CPU
 	// sampling events with another stack copy. Closing an event ends its inherited copies,
 	// so the side-band records (mmaps, comms, forks and exits) and the rings go to a dummy
@@ -196,6 +199,11 @@ type Session struct {
 	// added (RuntimeNs) to a thread (RuntimePid). See runtime_linux.go.
 	Runtime               bool
 	RuntimePid, RuntimeNs TraceField
+	// Deaths says the CPU-wide sched:sched_switch events that give each task's last
+	// switch out are open (with OffCPU, where permitted): their samples carry the task
+	// in DeadPid of their raw data. See exit_linux.go.
+	Deaths  bool
+	DeadPid TraceField
 	// OffCPURate is the rate the switches' and wakeups' stacks are sampled at, per second
 	// per thread and CPU, while SampleOffCPU says so (0: never): Config.OffCPURate within
 	// the kernel's bound.
@@ -238,6 +246,8 @@ type Session struct {
 	// runtimeIDs are the ids of the sched_stat_runtime events, runtimeFDs the events.
 	runtimeIDs map[uint64]bool
 	runtimeFDs []int
+	// deadIDs are the ids of the events openDeaths opened.
+	deadIDs map[uint64]bool
 	// wakingCountFDs are the sched_waking events that sample, with OffCPURate: they count
 	// every wakeup whatever they sample, and are never disabled (WakeupsCounted).
 	wakingCountFDs []int
@@ -447,6 +457,7 @@ func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) err
 	s.switchIDs = map[uint64]bool{}
 	s.wakingIDs = map[uint64]bool{}
 	s.runtimeIDs = map[uint64]bool{}
+	s.deadIDs = map[uint64]bool{}
 	s.resizable = cfg.ResizableStack && cfg.CallGraph == "dwarf" && !cfg.SystemWide
 	s.cfg, s.evType, s.evConfig = cfg, typ, config
 	s.off = !cfg.EnableOnExec
@@ -593,6 +604,9 @@ func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) err
 	}
 	if s.OffCPU && !cfg.NoRuntime {
 		s.openRuntime(cfg, switches)
+	}
+	if s.OffCPU && !cfg.NoDeaths {
+		s.openDeaths(cfg)
 	}
 	return nil
 }

@@ -318,6 +318,11 @@ func Start(opts Options) (_ *Recorder, err error) {
 				w.runtimeDec = w.dec
 				w.runtimeDec.SampleType, w.runtimeDec.RegsUserMask = perfevent.RuntimeSampleType(cfg), 0
 			}
+			if sess.Deaths {
+				w.isDeath, w.deadPid = sess.IsDeathEvent, sess.DeadPid
+				w.runtimeDec = w.dec
+				w.runtimeDec.SampleType, w.runtimeDec.RegsUserMask = perfevent.RuntimeSampleType(cfg), 0
+			}
 		}
 		r.off.wakers, r.off.counts.Wakers = sess.Wakers, sess.Wakers
 		r.off.counts.WakersOff = opts.NoWakers
@@ -331,6 +336,7 @@ func Start(opts Options) (_ *Recorder, err error) {
 		if sess.Runtime {
 			r.off.runtime, r.off.counts.OnCPUClock = true, store.OnCPUScheduler
 		}
+		r.off.deaths, r.off.counts.Deaths = sess.Deaths, sess.Deaths
 	}
 	for _, line := range strings.Split(sess.Note, "\n") {
 		if line != "" {

@@ -70,6 +70,8 @@ type stackWorker struct {
 	// not recorded); runtimeDec decodes them, runtimePid and runtimeNs are where their raw
 	// data holds the thread and the run time added to it (oncpu_linux.go).
 	isRuntime             func(id uint64) bool
+	isDeath               func(id uint64) bool // the events of tasks' last switches (exit_linux.go)
+	deadPid               perfevent.TraceField
 	runtimeDec            record.Decoder
 	runtimePid, runtimeNs perfevent.TraceField
 	// frames holds the batch's stacks, back to back.
@@ -122,6 +124,7 @@ const (
 	kindSwitchIn                   // a thread switched in (no stack)
 	kindWaking                     // a thread woke another (with its stack)
 	kindRuntime                    // the scheduler added to a thread's run time
+	kindDeath                      // a task switched out for the last time
 )
 
 type sampleBatch struct {
@@ -212,6 +215,10 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 		}
 		if w.isRuntime != nil && len(rec) >= 16 && w.isRuntime(binary.LittleEndian.Uint64(rec[8:])) {
 			out[k] = w.runtimeSample(rec)
+			continue
+		}
+		if w.isDeath != nil && len(rec) >= 16 && w.isDeath(binary.LittleEndian.Uint64(rec[8:])) {
+			out[k] = w.deathSample(rec)
 			continue
 		}
 		var s record.Sample
@@ -464,6 +471,8 @@ func (r *Recorder) flushBatch() {
 			r.offStack(s.pid, s.tid, s.time, ws[s.worker].frames[s.lo:s.hi])
 		case kindRuntime:
 			r.offRuntime(s.tid, s.wakee, s.cpu, s.time, s.runtime)
+		case kindDeath:
+			r.offDeath(s.wakee, s.time)
 		case kindWaking:
 			keep := r.offKeep(s.time, s.every)
 			if s.irq || !r.offOwnWakeup(s.pid, s.tid, s.wakee) {

@@ -341,6 +341,14 @@ type OffCPUMeta struct {
 	// target's events (a little more than OnCPU holds when none was lost): past OnCPU's
 	// sum, time on CPU whose records were lost from full rings.
 	OnCPUCounted uint64 `json:"on_cpu_counted_ns,omitempty"`
+	// Deaths says each task's last switch out was recorded (root or CAP_PERFMON): a
+	// task's time from its exit record to it is counted, runnable, under [exiting].
+	// Without, that time is not recorded, and ExitedTasks counts the tasks that lost it.
+	Deaths      bool   `json:"deaths,omitempty"`
+	ExitedTasks uint64 `json:"exited_tasks,omitempty"`
+	// ExitingNs is the time counted under [exiting], of ExitingTasks tasks.
+	ExitingNs    uint64 `json:"exiting_ns,omitempty"`
+	ExitingTasks uint64 `json:"exiting_tasks,omitempty"`
 }
 
 // OnCPUScheduler is OffCPUMeta.OnCPUClock of a run whose time on CPU is the scheduler's.
