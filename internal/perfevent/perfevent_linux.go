@@ -248,6 +248,10 @@ type Session struct {
 	runtimeFDs []int
 	// deadIDs are the ids of the events openDeaths opened.
 	deadIDs map[uint64]bool
+	// newFDs and newIDs are the events FollowNewThreads opened (their ids are in
+	// switchIDs too).
+	newFDs []int
+	newIDs map[uint64]bool
 	// wakingCountFDs are the sched_waking events that sample, with OffCPURate: they count
 	// every wakeup whatever they sample, and are never disabled (WakeupsCounted).
 	wakingCountFDs []int
@@ -458,6 +462,7 @@ func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) err
 	s.wakingIDs = map[uint64]bool{}
 	s.runtimeIDs = map[uint64]bool{}
 	s.deadIDs = map[uint64]bool{}
+	s.newIDs = map[uint64]bool{}
 	s.resizable = cfg.ResizableStack && cfg.CallGraph == "dwarf" && !cfg.SystemWide
 	s.cfg, s.evType, s.evConfig = cfg, typ, config
 	s.off = !cfg.EnableOnExec
@@ -1206,7 +1211,7 @@ func (s *Session) closeFDs() {
 	for _, fd := range s.fds {
 		unix.Close(fd)
 	}
-	s.rings, s.fds, s.sampleFDs, s.retiring, s.everyFDs, s.offSampled, s.runtimeFDs = nil, nil, nil, nil, nil, false, nil
+	s.rings, s.fds, s.sampleFDs, s.retiring, s.everyFDs, s.offSampled, s.runtimeFDs, s.newFDs = nil, nil, nil, nil, nil, false, nil, nil
 }
 
 // Close releases every event and ring.

@@ -629,9 +629,20 @@ func (r *Recorder) offRate(cut uint64) {
 	// A stack taken at t is kept from the events of the mode at t (offKeep): from when
 	// every one is taken again, a few may be missed, but none is counted twice.
 	from := perfevent.MonotonicNow()
+	if want {
+		// Before the events that take every stack stop: a thread started meanwhile has
+		// both, not neither.
+		r.offFollowNewThreads(true)
+	}
 	if err := smp.SampleOffCPU(want); err != nil {
 		r.note("%v", err)
+		if want {
+			r.offFollowNewThreads(false)
+		}
 		return
+	}
+	if !want {
+		r.offFollowNewThreads(false)
 	}
 	if want {
 		from = perfevent.MonotonicNow()
