@@ -21,6 +21,10 @@ const (
 	// FuncStarting: a thread or process the target started, runnable from its creation to
 	// its first run (below FuncRunnable): it has no stack yet.
 	FuncStarting = "[starting]"
+	// FuncExiting: a task of the target from its exit record (where its events end) to
+	// its last switch out (below FuncRunnable): it waited for a CPU, or ran the kernel's
+	// exit code.
+	FuncExiting = "[exiting]"
 	// ImageSched is the image of those frames.
 	ImageSched = "[sched]"
 )

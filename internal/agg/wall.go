@@ -11,6 +11,19 @@ const ReasonOnCPU = "on-cpu"
 type OnCPUTime struct {
 	ns      map[uint32]uint64
 	samples map[uint32]uint64
+	window  bool // the samples weighed are a window's (InWindow)
+}
+
+// InWindow is o for the samples of a window of the run: each still weighs its thread's
+// time on CPU over the run's samples of it, and a thread without samples in the window
+// has no time on CPU there (not its whole run's).
+func (o *OnCPUTime) InWindow() *OnCPUTime {
+	if o == nil {
+		return nil
+	}
+	w := *o
+	w.window = true
+	return &w
 }
 
 // NewOnCPUTime shares on among the samples of whole, the run's profile before any
@@ -47,7 +60,7 @@ func (o *OnCPUTime) PerSample(tid uint32) (float64, bool) {
 // Unsampled is the time on CPU of thread tid when it has no samples (false otherwise, or
 // when it has no time from the switch records).
 func (o *OnCPUTime) Unsampled(tid uint32) (uint64, bool) {
-	if o == nil || o.samples[tid] != 0 {
+	if o == nil || o.window || o.samples[tid] != 0 {
 		return 0, false
 	}
 	ns, ok := o.ns[tid]

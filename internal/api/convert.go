@@ -331,6 +331,12 @@ func wireOffCPUMeta(m store.OffCPUMeta) OffCPUMeta {
 		WaitStacks:       m.WaitStacks,
 		PreemptedCPU:     m.PreemptedCPU,
 		OnCPU:            wireSlice(m.OnCPU, wireThreadNs),
+		OnCPUClock:       m.OnCPUClock,
+		OnCPUCounted:     m.OnCPUCounted,
+		Deaths:           m.Deaths,
+		ExitedTasks:      m.ExitedTasks,
+		ExitingNs:        m.ExitingNs,
+		ExitingTasks:     m.ExitingTasks,
 	}
 }
 

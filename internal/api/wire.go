@@ -319,6 +319,21 @@ type OffCPUMeta struct {
 	// thread has it, in place of its samples over the frequency. Runs recorded by an
 	// older stax have none.
 	OnCPU []ThreadNs `json:"on_cpu,omitempty"`
+	// OnCPUClock says whose clock OnCPU is: "scheduler", the scheduler's own run times
+	// (sched:sched_stat_runtime: schedstat's), or empty, the switch records'.
+	OnCPUClock string `json:"on_cpu_clock,omitempty"`
+	// OnCPUCounted is, with the scheduler's clock, the run time the kernel counted on the
+	// target's events: past OnCPU's sum, time on CPU whose records were lost from full
+	// rings.
+	OnCPUCounted uint64 `json:"on_cpu_counted_ns,omitempty"`
+	// Deaths says each task's last switch out was recorded: a task's time from its exit
+	// record to it is counted, runnable, under [exiting]. Without, that time is not
+	// recorded, and ExitedTasks counts the tasks that lost it.
+	Deaths      bool   `json:"deaths,omitempty"`
+	ExitedTasks uint64 `json:"exited_tasks,omitempty"`
+	// ExitingNs is the time counted under [exiting], of ExitingTasks tasks.
+	ExitingNs    uint64 `json:"exiting_ns,omitempty"`
+	ExitingTasks uint64 `json:"exiting_tasks,omitempty"`
 }
 
 // Summary is what status shows of a run's samples.

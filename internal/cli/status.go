@@ -168,6 +168,8 @@ func printStatusOffCPU(w io.Writer, o *api.OffCPUMeta) {
 	if o.Unpaired > 0 {
 		fmt.Fprintf(w, "note:      at least %s switch records were lost (a switch out with no switch in, or the reverse): the time off CPU around them is miscounted; the lost samples above count every record lost, switch records and samples alike (the kernel does not say which)\n", commas(o.Unpaired))
 	}
+	onCPUStatus(w, o)
+	exitingStatus(w, o)
 	if o.StackRate > 0 && o.SampledTimes > 0 {
 		fmt.Fprintf(w, "sampled:   blocked stacks sampled: %s of %s intervals took their thread's latest sampled stack of the same kind, not their own (the target switched out more than %d times a second: stacks were sampled at about %d a second per thread and CPU; --off-cpu-rate all takes every one)\n",
 			commas(o.Sampled), commas(o.Intervals), o.StackRate, o.StackRate)

@@ -20,7 +20,8 @@ func threadsCmd(g *globals) *cobra.Command {
 		Long: `List threads by samples, with their names and hottest functions (by self samples).
 
 Where the run recorded off-CPU time (the default; see docs/off-cpu.md), each thread also
-shows its time on CPU (from the switch records; from its samples in a window) and off CPU:
+shows its time on CPU (the scheduler's as root, else the switch records'; in a window, each
+of its samples there weighs its share of the whole run's) and off CPU:
 runnable (preempted, waiting for a CPU) and blocked (waiting for an event), with the reason
 it waited most for; threads with as many samples are listed by time off CPU. The header
 gives the time off CPU of all threads, of which runnable. With --from and --to, the time off

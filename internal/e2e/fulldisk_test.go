@@ -187,8 +187,7 @@ func TestFullDiskSaveIsNotClaimed(t *testing.T) {
 	if top.State != api.StateIncomplete {
 		t.Errorf("top calls the run %s", top.State)
 	}
-	// A checkpoint's profile is built just after its meta counts the samples: top may
-	// count a few more than the meta.
+	// A checkpoint's samples are its profile's: top answers from the kept ones.
 	if top.Samples == 0 || top.Samples >= inc.RecordedSamples {
 		t.Errorf("top answers from %d samples, the checkpoint holds %d of %d", top.Samples, inc.KeptSamples, inc.RecordedSamples)
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
 
@@ -99,17 +101,23 @@ func TestOffCPUNoWakeupsOfACPUBoundThread(t *testing.T) {
 
 // TestOnCPUTimeFromSwitchRecords records a thread that runs ~50 us and sleeps ~50 us, over
 // and over, until it has run 300 ms: its time on CPU in stax threads, and in top --wall
-// beside its time off CPU, is 0.95 to 1.15 times what the kernel's schedstat says it ran
+// beside its time off CPU, is 0.95 to 1.05 times what the kernel's schedstat says it ran
 // (read by the thread as its last act). From its samples over the frequency it was 0.2 to
 // 1.1 times that: a per-thread cpu-clock event counts a thread's time in ticks it may start
-// and stop between. The switch records are not the scheduler's clock: each interval starts
+// and stop between. From the switch records it was 0.98 to 1.13 times: each interval starts
 // late by the switch itself and ends late by the wait's stack sample, a few microseconds a
-// switch either way that load moves (docs/off-cpu.md: 0.98 to 1.10 measured on two busy
-// CPUs, 1.13 once), so the bound is that of the records, not 5%.
-func onCPUWithin(stax, sched float64) bool { return stax >= 0.95*sched && stax <= 1.15*sched }
+// switch either way that load moves, and holds the time interrupts and the hypervisor took.
+// As root the time is the scheduler's own (sched_stat_runtime), which schedstat sums.
+// Records lost from full rings (a reader under -race on a loaded machine) take their run
+// times with them: the kernel's count of the run time says how much at most, and the
+// bound below widens by it (status says it too).
+func onCPUWithin(stax, sched, unread float64) bool {
+	return stax >= 0.95*sched-unread && stax <= 1.05*sched
+}
 
 func TestOnCPUTimeFromSwitchRecords(t *testing.T) {
 	testutil.RequirePerf(t)
+	testutil.RequireRoot(t) // sched:sched_stat_runtime
 	prog := buildBursts(t, t.TempDir())
 	e := newEnv(t)
 	out, errOut, code := e.run("record", "-q", "--", prog, "switch", "300")
@@ -123,6 +131,20 @@ func TestOnCPUTimeFromSwitchRecords(t *testing.T) {
 	} else if _, err := fmt.Sscanf(out[i:], "burster %d on_cpu_ns %g", &tid, &schedNs); err != nil || schedNs <= 0 {
 		t.Fatalf("the program's line: %v\n%s", err, out)
 	}
+	st, _ := offCPUMeta(e)
+	if st.Meta.OffCPU.OnCPUClock != store.OnCPUScheduler {
+		t.Fatalf("time on CPU by the clock %q as root, want %q", st.Meta.OffCPU.OnCPUClock, store.OnCPUScheduler)
+	}
+	var readNs float64
+	for _, th := range st.Meta.OffCPU.OnCPU {
+		readNs += float64(th.Ns)
+	}
+	unreadMs := max(0, float64(st.Meta.OffCPU.OnCPUCounted)-readNs) / 1e6
+	if st.Meta.Lost == 0 {
+		unreadMs = 0
+	}
+	t.Logf("%d records lost, %d switch records unpaired, %d bad; run time counted %.1f ms, read %.1f ms",
+		st.Meta.Lost, st.Meta.OffCPU.Unpaired, st.Meta.BadRecords, float64(st.Meta.OffCPU.OnCPUCounted)/1e6, readNs/1e6)
 	w := threadsNamed(e, "burster")[0]
 	if w.Tid != tid {
 		t.Fatalf("threads has burster %d, the program said %d", w.Tid, tid)
@@ -130,16 +152,16 @@ func TestOnCPUTimeFromSwitchRecords(t *testing.T) {
 	schedMs := schedNs / 1e6
 	t.Logf("burster %d: %d samples, %.1f ms on CPU in stax threads, %.1f ms by schedstat; %.1f ms runnable, %.1f ms off CPU",
 		tid, w.Samples, w.OffCPU.OnCPUMs, schedMs, w.OffCPU.RunnableMs, w.OffCPU.OffCPUMs)
-	if !onCPUWithin(w.OffCPU.OnCPUMs, schedMs) {
-		t.Errorf("stax threads: burster on CPU %.1f ms, schedstat %.1f ms: want 0.95 to 1.15 times", w.OffCPU.OnCPUMs, schedMs)
+	if !onCPUWithin(w.OffCPU.OnCPUMs, schedMs, unreadMs) {
+		t.Errorf("stax threads: burster on CPU %.1f ms, schedstat %.1f ms: want 0.95 to 1.05 times (less %.1f ms in records lost)", w.OffCPU.OnCPUMs, schedMs, unreadMs)
 	}
 	// top --wall: its time on and off CPU together; on CPU, the rest of what threads
 	// says it spent off CPU.
 	var top api.Top
 	e.mustJSON(&top, "top", "--wall", "--tid", strconv.Itoa(int(tid)), "--json", "-n", "1")
 	onMs := float64(top.Samples)/1e6 - w.OffCPU.OffCPUMs - w.OffCPU.RunnableMs
-	if !onCPUWithin(onMs, schedMs) {
-		t.Errorf("top --wall: burster %.1f ms in all, %.1f on CPU; schedstat %.1f ms on CPU: want 0.95 to 1.15 times", float64(top.Samples)/1e6, onMs, schedMs)
+	if !onCPUWithin(onMs, schedMs, unreadMs) {
+		t.Errorf("top --wall: burster %.1f ms in all, %.1f on CPU; schedstat %.1f ms on CPU: want 0.95 to 1.05 times (less %.1f ms in records lost)", float64(top.Samples)/1e6, onMs, schedMs, unreadMs)
 	}
 }
 
@@ -170,6 +192,15 @@ func TestOffCPUChildProcessesWholeLives(t *testing.T) {
 	}
 	if len(lives) != children {
 		t.Fatalf("the program reported %d children, want %d:\n%s", len(lives), children, out)
+	}
+	// As root, each child's time from its exit record (where its events end) to its last
+	// switch out is counted: under make -j2 a process waited there for a CPU for tens of
+	// milliseconds, which schedstat counts and the switch records do not see.
+	if os.Geteuid() == 0 {
+		st, text := offCPUMeta(e)
+		if o := st.Meta.OffCPU; !o.Deaths || o.ExitingTasks < children || !strings.Contains(text, "exiting:") {
+			t.Errorf("as root: deaths %v, %d tasks' exits counted (%d ns), want at least %d, said in status\n%s", o.Deaths, o.ExitingTasks, o.ExitingNs, children, text)
+		}
 	}
 	var th api.Threads
 	e.mustJSON(&th, "threads", "-n", "1000")

@@ -1,6 +1,7 @@
 package perfevent
 
 import (
+	"encoding/binary"
 	"os"
 	"runtime"
 	"strings"
@@ -40,7 +41,9 @@ func TestSwitchesThisThread(t *testing.T) {
 		runtime.UnlockOSThread()
 		st, _ := SampleTypeFor(cfg)
 		dec := record.Decoder{SampleType: st, SampleIDAll: true}
+		rdec := record.Decoder{SampleType: RuntimeSampleType(cfg), SampleIDAll: true}
 		var outs, ins, stacks int
+		var ran int64
 		err = s.Read(func(cpu int, rec []byte) {
 			h, _ := record.ParseHeader(rec)
 			switch h.Type {
@@ -56,6 +59,16 @@ func TestSwitchesThisThread(t *testing.T) {
 				}
 			case record.TypeSample:
 				var smp record.Sample
+				if id := binary.LittleEndian.Uint64(rec[8:]); s.IsRuntimeEvent(id) || s.IsDeathEvent(id) {
+					// The scheduler's run times and the last switches: no stacks.
+					if err := rdec.Sample(rec, &smp); err != nil {
+						t.Errorf("decode a sample without a stack: %v", err)
+					} else if of, _ := s.RuntimePid.Value(smp.Raw); s.IsRuntimeEvent(id) && int(of) == tid {
+						ns, _ := s.RuntimeNs.Value(smp.Raw)
+						ran += ns
+					}
+					return
+				}
 				if err := dec.Sample(rec, &smp); err != nil {
 					t.Errorf("decode sample: %v", err)
 				} else if s.IsSwitchEvent(smp.ID) && len(smp.Callchain) > 0 {
@@ -67,7 +80,10 @@ func TestSwitchesThisThread(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("user-only %v: %d switches out, %d in, %d stacks", userOnly, outs, ins, stacks)
+		t.Logf("user-only %v: %d switches out, %d in, %d stacks; the scheduler's run times (%v) %d ns", userOnly, outs, ins, stacks, s.Runtime, ran)
+		if s.Runtime && ran <= 0 {
+			t.Errorf("the scheduler's run times are open and gave the thread none")
+		}
 		if outs < sleeps || ins < sleeps {
 			t.Errorf("user-only %v: %d switches out and %d in from %d sleeps", userOnly, outs, ins, sleeps)
 		}

@@ -60,6 +60,12 @@ type Config struct {
 	// NoWakers leaves sched:sched_waking closed: no wakers, and none of what the
 	// tracepoint costs a target at each of its wakeups.
 	NoWakers bool
+	// NoRuntime leaves sched:sched_stat_runtime closed: the time on CPU is then the
+	// switch records' (runtime_linux.go).
+	NoRuntime bool
+	// NoDeaths leaves closed the CPU-wide events that give each task's last switch out
+	// (exit_linux.go).
+	NoDeaths bool
 	// ResizableStack ("dwarf", not SystemWide) lets Session.ResizeStack reopen the CPU
 	// sampling events with another stack copy. Closing an event ends its inherited copies,
 	// so the side-band records (mmaps, comms, forks and exits) and the rings go to a dummy
@@ -98,6 +104,16 @@ type Session struct {
 	// the CPU. The events are filtered in the kernel (taskWakeFilter) where it takes the
 	// filter; the flags let the reader drop those that pass where it does not.
 	WakingFlags TraceField
+	// Runtime says the sched:sched_stat_runtime events are open too (with OffCPU, where
+	// permitted): their samples carry, in their raw data, the run time the scheduler
+	// added (RuntimeNs) to a thread (RuntimePid). See runtime_linux.go.
+	Runtime               bool
+	RuntimePid, RuntimeNs TraceField
+	// Deaths says the CPU-wide sched:sched_switch events that give each task's last
+	// switch out are open (with OffCPU, where permitted): their samples carry the task
+	// in DeadPid of their raw data. See exit_linux.go.
+	Deaths  bool
+	DeadPid TraceField
 	// OffCPURate is the rate the switches' and wakeups' stacks are sampled at, per second
 	// per thread and CPU, while SampleOffCPU says so (0: never): Config.OffCPURate within
 	// the kernel's bound.
@@ -137,6 +153,15 @@ type Session struct {
 	// wakingIDs are the ids of the sched_waking events, waking its tracepoint.
 	wakingIDs map[uint64]bool
 	waking    tracepoint
+	// runtimeIDs are the ids of the sched_stat_runtime events, runtimeFDs the events.
+	runtimeIDs map[uint64]bool
+	runtimeFDs []int
+	// deadIDs are the ids of the events openDeaths opened.
+	deadIDs map[uint64]bool
+	// newFDs and newIDs are the events FollowNewThreads opened (their ids are in
+	// switchIDs too).
+	newFDs []int
+	newIDs map[uint64]bool
 	// wakingCountFDs are the sched_waking events that sample, with OffCPURate: they count
 	// every wakeup whatever they sample, and are never disabled (WakeupsCounted).
 	wakingCountFDs []int
@@ -319,7 +344,7 @@ func (s *Session) closeFDs() {
 	for _, fd := range s.fds {
 		unix.Close(fd)
 	}
-	s.rings, s.fds, s.sampleFDs, s.retiring, s.everyFDs, s.offSampled = nil, nil, nil, nil, nil, false
+	s.rings, s.fds, s.sampleFDs, s.retiring, s.everyFDs, s.offSampled, s.runtimeFDs, s.newFDs = nil, nil, nil, nil, nil, false, nil, nil
 }
 
 // Close releases every event and ring.

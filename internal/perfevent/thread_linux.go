@@ -43,6 +43,9 @@ func (s *Session) reset(cfg Config, cpus []int, typ uint32, config uint64) {
 	}
 	s.switchIDs = map[uint64]bool{}
 	s.wakingIDs = map[uint64]bool{}
+	s.runtimeIDs = map[uint64]bool{}
+	s.deadIDs = map[uint64]bool{}
+	s.newIDs = map[uint64]bool{}
 	s.resizable = cfg.ResizableStack && cfg.CallGraph == "dwarf" && !cfg.SystemWide
 	s.cfg, s.evType, s.evConfig = cfg, typ, config
 	s.off = !cfg.EnableOnExec
@@ -223,5 +226,11 @@ func (s *Session) openOffCPU(cfg Config, switches []switchTarget) {
 	}
 	if s.OffCPU && !cfg.NoWakers {
 		s.openWakers(cfg, switches)
+	}
+	if s.OffCPU && !cfg.NoRuntime {
+		s.openRuntime(cfg, switches)
+	}
+	if s.OffCPU && !cfg.NoDeaths {
+		s.openDeaths(cfg)
 	}
 }

@@ -273,10 +273,13 @@ func Callers(run *store.Run, o CallersOptions) (api.Callers, error) {
 func Threads(run *store.Run, n int, w Window, t api.Transform) (api.Threads, error) {
 	offCPU, meta := run.OffCPU, run.Meta
 	var on *agg.OnCPUTime
-	if offCPU != nil && w.IsAll() && meta.OffCPU != nil {
-		// The threads' time on CPU from the switch records, for the whole run: a window
-		// takes its samples' time.
+	if offCPU != nil && meta.OffCPU != nil {
+		// The threads' time on CPU from the switch records (or the scheduler's), over the
+		// whole run's samples: in a window, each of its samples weighs that share.
 		on = agg.NewOnCPUTime(meta.OffCPU.OnCPU, &run.Profile)
+		if !w.IsAll() {
+			on = on.InWindow()
+		}
 	}
 	if offCPU != nil && !w.IsAll() {
 		// Off-CPU time in a window is that of its intervals; without them (an older run),

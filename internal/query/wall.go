@@ -31,9 +31,13 @@ func timeRun(run *store.Run, wall, runnable bool, w Window, t api.Transform) (_ 
 			return nil, -1, nil, notRecorded("run %s has no sampling frequency to give its samples a time: use --off-cpu", run.Meta.ID)
 		}
 		var on *agg.OnCPUTime
-		if w.IsAll() && run.Meta.OffCPU != nil {
-			// The threads' time on CPU from the switch records, for the whole run.
+		if run.Meta.OffCPU != nil {
+			// The threads' time on CPU from the switch records (or the scheduler's), over
+			// the whole run's samples: in a window, each of its samples weighs that share.
 			on = agg.NewOnCPUTime(run.Meta.OffCPU.OnCPU, &run.Profile)
+			if !w.IsAll() {
+				on = on.InWindow()
+			}
 		}
 		p, n := agg.WallProfile(&cpu.Profile, &off.Profile, uint64(1e9/run.Meta.Freq), on)
 		return &store.Run{Meta: run.Meta, Profile: *p}, n, win, nil

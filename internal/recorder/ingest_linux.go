@@ -113,6 +113,7 @@ func (r *Recorder) step(final bool) {
 		r.offFlush(cut, final) // every switch before the cut has been read
 		if final {
 			r.off.countNext = 0 // the kernel's last count
+			r.offCountRuntime()
 		}
 		r.offRate(cut)
 		r.offCountWakeups(cut, final)

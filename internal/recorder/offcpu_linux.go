@@ -26,6 +26,7 @@ const (
 	runnableMark = ^uint64(16384 - 1)
 	noStackMark  = ^uint64(16384 - 2)
 	startingMark = ^uint64(16384 - 3)
+	exitingMark  = ^uint64(16384 - 4)
 )
 
 // Bounds on the off-CPU state.
@@ -66,6 +67,7 @@ type offThread struct {
 	sampled  bool   // it stands for it: the switch out had no stack sample of its own
 	fromCPU  bool   // it is the thread's latest CPU sample's (a preemption, waitStacks)
 	starting bool   // it is runnable from its creation: its stack is startingMark
+	exiting  bool   // it is past its exit record: its stack is exitingMark (offDeath)
 	switched bool   // a switch record of it was read
 	lost     bool   // part of its time off CPU could not be counted
 	key      uint32 // the off-CPU run's key its time is counted under (keyOK)
@@ -135,6 +137,15 @@ type offCPUState struct {
 	// is a switch out was on CPU from then.
 	onNs  map[uint32]uint64
 	begin uint64
+	// runtime says the time on CPU is the scheduler's (offRuntime), not the switch
+	// records'. lastOther is the latest run time read for another thread than its
+	// event's (offRuntime).
+	runtime   bool
+	lastOther runtimeRead
+	// deaths says each task's last switch out is read (offDeath): exited holds the
+	// tasks past their exit record, not yet switched out for the last time.
+	deaths bool
+	exited map[uint32]exitedTask
 }
 
 // pendingWake is a wakeup: who made it, when, and its stack.
@@ -396,7 +407,7 @@ func (r *Recorder) offEnd(tid uint32, th *offThread, t uint64) {
 	r.offInterval(tid, th, th.out, t, waker)
 	r.mu.Lock()
 	o.counts.Intervals++
-	if !th.hasStack && !th.starting {
+	if !th.hasStack && !th.starting && !th.exiting {
 		o.counts.NoStack++
 	}
 	if th.sampled {
@@ -435,6 +446,8 @@ func (r *Recorder) offAccount(tid uint32, th *offThread, t uint64) {
 	switch {
 	case th.starting:
 		chain = append(chain, startingMark)
+	case th.exiting:
+		chain = append(chain, exitingMark)
 	case th.hasStack:
 		chain = append(chain, th.last[kindOf(th.preempt)]...)
 	default:
@@ -466,7 +479,7 @@ func (r *Recorder) offSinceBegin(tid uint32) bool {
 
 // offOnCPU counts thread tid's time on CPU from from to to.
 func (r *Recorder) offOnCPU(tid uint32, from, to uint64) {
-	if to <= from {
+	if to <= from || r.off.runtime {
 		return
 	}
 	r.mu.Lock()
@@ -492,6 +505,7 @@ func (r *Recorder) offExit(tid uint32, t uint64) {
 	}
 	delete(o.threads, tid) // Threads still counts it: followed
 	delete(o.wakes, tid)
+	r.offExited(th.pid, tid, t)
 }
 
 // offFork starts the state of thread tid of process pid, created at t: it is runnable
@@ -615,9 +629,20 @@ func (r *Recorder) offRate(cut uint64) {
 	// A stack taken at t is kept from the events of the mode at t (offKeep): from when
 	// every one is taken again, a few may be missed, but none is counted twice.
 	from := perfevent.MonotonicNow()
+	if want {
+		// Before the events that take every stack stop: a thread started meanwhile has
+		// both, not neither.
+		r.offFollowNewThreads(true)
+	}
 	if err := smp.SampleOffCPU(want); err != nil {
 		r.note("%v", err)
+		if want {
+			r.offFollowNewThreads(false)
+		}
 		return
+	}
+	if !want {
+		r.offFollowNewThreads(false)
 	}
 	if want {
 		from = perfevent.MonotonicNow()
@@ -722,13 +747,15 @@ func (r *Recorder) wakersProfiles(threads []agg.ThreadInfo) (ns, n *agg.Profile)
 type offResolver struct{ *resolve.Resolver }
 
 func (o offResolver) Resolve(pid uint32, t uint64, chain []uint64, out []agg.Site) ([]agg.Site, int, uint64, int) {
-	for len(chain) > 0 && (chain[0] == runnableMark || chain[0] == noStackMark || chain[0] == startingMark || chain[0]&^wakeeMask == wakeeMark) {
+	for len(chain) > 0 && (chain[0] == runnableMark || chain[0] == noStackMark || chain[0] == startingMark || chain[0] == exitingMark || chain[0]&^wakeeMask == wakeeMark) {
 		name := agg.FuncRunnable
 		switch {
 		case chain[0] == noStackMark:
 			name = agg.FuncNoStack
 		case chain[0] == startingMark:
 			name = agg.FuncStarting
+		case chain[0] == exitingMark:
+			name = agg.FuncExiting
 		case chain[0]&^wakeeMask == wakeeMark:
 			name = agg.WakeeFunc(uint32(chain[0] & wakeeMask))
 		}

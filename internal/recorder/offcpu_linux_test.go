@@ -369,8 +369,8 @@ func TestPreemptionsCopyNoStack(t *testing.T) {
 			continue
 		}
 		fr := names(run.OffCPU, iv.Stack)
-		if len(fr) == 0 || fr[0] != agg.FuncRunnable || len(fr) > 1 && fr[1] == agg.FuncStarting {
-			continue // not a preemption: a new thread's wait for its first run
+		if len(fr) == 0 || fr[0] != agg.FuncRunnable || len(fr) > 1 && (fr[1] == agg.FuncStarting || fr[1] == agg.FuncExiting) {
+			continue // not a preemption: a new thread's wait for its first run, or an exiting one's for its last
 		}
 		runnable++
 		if len(fr) == 1 || fr[1] == agg.FuncNoStack {

@@ -341,7 +341,7 @@ func (r *Recorder) openEvents(opts Options, cfg perfevent.Config) (*perfevent.Se
 		}
 	}
 	if sess.OffCPU {
-		r.useOffCPU(sess, opts)
+		r.useOffCPU(sess, opts, cfg)
 	}
 	for _, line := range strings.Split(sess.Note, "\n") {
 		if line != "" {
@@ -359,7 +359,7 @@ func (r *Recorder) openEvents(opts Options, cfg perfevent.Config) (*perfevent.Se
 }
 
 // useOffCPU sets the recorder up for the off-CPU events sess opened.
-func (r *Recorder) useOffCPU(sess *perfevent.Session, opts Options) {
+func (r *Recorder) useOffCPU(sess *perfevent.Session, opts Options, cfg perfevent.Config) {
 	r.off.on, r.off.isSwitch = true, sess.IsSwitchEvent
 	for _, w := range r.in.workers {
 		w.isSwitch, w.isEvery = sess.IsSwitchEvent, sess.IsEveryEvent
@@ -367,6 +367,16 @@ func (r *Recorder) useOffCPU(sess *perfevent.Session, opts Options) {
 			w.isWaking, w.wakingPid, w.wakingFlags = sess.IsWakingEvent, sess.WakingPid, sess.WakingFlags
 			w.wakeDec = w.dec
 			w.wakeDec.SampleType |= record.SampleRaw
+		}
+		if sess.Runtime {
+			w.isRuntime, w.runtimePid, w.runtimeNs = sess.IsRuntimeEvent, sess.RuntimePid, sess.RuntimeNs
+			w.runtimeDec = w.dec
+			w.runtimeDec.SampleType, w.runtimeDec.RegsUserMask = perfevent.RuntimeSampleType(cfg), 0
+		}
+		if sess.Deaths {
+			w.isDeath, w.deadPid = sess.IsDeathEvent, sess.DeadPid
+			w.runtimeDec = w.dec
+			w.runtimeDec.SampleType, w.runtimeDec.RegsUserMask = perfevent.RuntimeSampleType(cfg), 0
 		}
 	}
 	r.off.wakers, r.off.counts.Wakers = sess.Wakers, sess.Wakers
@@ -378,6 +388,10 @@ func (r *Recorder) useOffCPU(sess *perfevent.Session, opts Options) {
 		r.off.counter, r.off.rateFrom = sess, perfevent.MonotonicNow()
 	}
 	r.off.waitStacks, r.off.counts.WaitStacks = sess.WaitStacks, sess.WaitStacks
+	if sess.Runtime {
+		r.off.runtime, r.off.counts.OnCPUClock = true, store.OnCPUScheduler
+	}
+	r.off.deaths, r.off.counts.Deaths = sess.Deaths, sess.Deaths
 }
 
 // startTarget starts recording the target: a launched command is let go from its gate

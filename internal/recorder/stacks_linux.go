@@ -66,6 +66,14 @@ type stackWorker struct {
 	// wakingFlags is where their raw data holds the trace entry's flags, which say a
 	// wakeup was made in an interrupt (perfevent.IRQContextFlags).
 	wakingFlags perfevent.TraceField
+	// isRuntime tells the sched_stat_runtime events' samples by their event id (nil:
+	// not recorded); runtimeDec decodes them, runtimePid and runtimeNs are where their raw
+	// data holds the thread and the run time added to it (oncpu_linux.go).
+	isRuntime             func(id uint64) bool
+	isDeath               func(id uint64) bool // the events of tasks' last switches (exit_linux.go)
+	deadPid               perfevent.TraceField
+	runtimeDec            record.Decoder
+	runtimePid, runtimeNs perfevent.TraceField
 	// frames holds the batch's stacks, back to back.
 	frames []uint64
 	// fitSize is the stack copy the sampling events take now (stackFit.cur; 0: not
@@ -85,6 +93,7 @@ type batchedSample struct {
 	wakee         uint32 // a wakeup: the thread woken
 	irq           bool   // a wakeup made in an interrupt, not by the thread it interrupted
 	period        uint32 // a wakeup: how many the kernel counted since the one before it sampled
+	runtime       uint64 // a run time the scheduler added to thread wakee (kindRuntime)
 	time          uint64
 	worker        uint32
 	lo, hi        uint32 // its chain is workers[worker].frames[lo:hi]
@@ -114,6 +123,8 @@ const (
 	kindSwitchOut                  // a thread switched out (no stack)
 	kindSwitchIn                   // a thread switched in (no stack)
 	kindWaking                     // a thread woke another (with its stack)
+	kindRuntime                    // the scheduler added to a thread's run time
+	kindDeath                      // a task switched out for the last time
 )
 
 type sampleBatch struct {
@@ -200,6 +211,14 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 			if sw.Out {
 				out[k].kind = kindSwitchOut
 			}
+			continue
+		}
+		if w.isRuntime != nil && len(rec) >= 16 && w.isRuntime(binary.LittleEndian.Uint64(rec[8:])) {
+			out[k] = w.runtimeSample(rec)
+			continue
+		}
+		if w.isDeath != nil && len(rec) >= 16 && w.isDeath(binary.LittleEndian.Uint64(rec[8:])) {
+			out[k] = w.deathSample(rec)
 			continue
 		}
 		var s record.Sample
@@ -454,6 +473,10 @@ func (r *Recorder) flushBatch() {
 				r.mu.Unlock()
 			}
 			r.offStack(s.pid, s.tid, s.time, ws[s.worker].frames[s.lo:s.hi])
+		case kindRuntime:
+			r.offRuntime(s.tid, s.wakee, s.cpu, s.time, s.runtime)
+		case kindDeath:
+			r.offDeath(s.wakee, s.time)
 		case kindWaking:
 			keep := r.offKeep(s.time, s.every)
 			if s.irq || !r.offOwnWakeup(s.pid, s.tid, s.wakee) {

@@ -150,7 +150,6 @@ func (r *Recorder) snapshot(final bool, bufs *agg.ProfileBuffers) *store.Run {
 	meta.Notes = append(meta.Notes, r.symbolNotes()...)
 	meta.Notes = append(meta.Notes, r.fileCounts(&meta)...)
 	r.targetIdentity(&meta)
-	meta.Samples = st.Samples
 	meta.Unresolved = st.UnresolvedFrames
 	meta.Finished = final
 	meta.End = time.Now() // for a checkpoint, its time: a crashed run's last known moment
@@ -160,6 +159,12 @@ func (r *Recorder) snapshot(final bool, bufs *agg.ProfileBuffers) *store.Run {
 		prof = r.run.ProfileInto(threads, bufs)
 	} else {
 		prof = r.run.Profile(threads)
+	}
+	// The samples are the profile's, counted as it was built: samples added meanwhile, or
+	// not yet named (a stack is in the profile once named), are the next snapshot's.
+	meta.Samples = 0
+	for i := range prof.Entries {
+		meta.Samples += prof.Entries[i].Count
 	}
 	run := &store.Run{Meta: meta, Profile: *prof, OffCPU: offCPU, OffCPUIntervals: intervals, WakersNs: wakeNs, WakersN: wakeN, JIT: r.jitw.Sources(), Code: codes}
 	run.Spans, run.Meta.SpanSources = r.spans.Snapshot()

@@ -334,7 +334,25 @@ type OffCPUMeta struct {
 	// thread has it, in place of its samples over the frequency. Runs recorded by an
 	// older stax have none.
 	OnCPU []agg.ThreadNs `json:"on_cpu,omitempty"`
+	// OnCPUClock says whose clock OnCPU is: OnCPUScheduler, the scheduler's own run
+	// times (sched:sched_stat_runtime: schedstat's), or empty, the switch records'.
+	OnCPUClock string `json:"on_cpu_clock,omitempty"`
+	// OnCPUCounted is, with OnCPUScheduler, the run time the kernel counted on the
+	// target's events (a little more than OnCPU holds when none was lost): past OnCPU's
+	// sum, time on CPU whose records were lost from full rings.
+	OnCPUCounted uint64 `json:"on_cpu_counted_ns,omitempty"`
+	// Deaths says each task's last switch out was recorded (root or CAP_PERFMON): a
+	// task's time from its exit record to it is counted, runnable, under [exiting].
+	// Without, that time is not recorded, and ExitedTasks counts the tasks that lost it.
+	Deaths      bool   `json:"deaths,omitempty"`
+	ExitedTasks uint64 `json:"exited_tasks,omitempty"`
+	// ExitingNs is the time counted under [exiting], of ExitingTasks tasks.
+	ExitingNs    uint64 `json:"exiting_ns,omitempty"`
+	ExitingTasks uint64 `json:"exiting_tasks,omitempty"`
 }
+
+// OnCPUScheduler is OffCPUMeta.OnCPUClock of a run whose time on CPU is the scheduler's.
+const OnCPUScheduler = "scheduler"
 
 // body is what a file holds after its meta section: the profile without its series and
 // key entries, and the JIT sources (format 4; before, the code, the key entries and, in

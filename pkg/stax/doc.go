@@ -20,7 +20,9 @@
 // format of stax's ITT collector, each span or marker in one write system call when it
 // ends, so that none is lost when the program exits: a span then costs a few
 // microseconds, which suits requests, frames and phases rather than tight loops. stax
-// finds the file among the process's open files.
+// finds the file among the process's open files. A span or marker the file cannot take
+// (a full file system) is not written in part: it is counted in the file's header as
+// dropped, with the failed write and its error, and stax status and stax spans say so.
 //
 // stax links a span to the samples its thread took between its start and end. So that
 // these are the goroutine's, Begin locks the goroutine to its thread (runtime.LockOSThread)

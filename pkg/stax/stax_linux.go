@@ -3,10 +3,13 @@
 package stax
 
 import (
+	"bytes"
 	"encoding/binary"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,11 +20,11 @@ import (
 )
 
 // The spans file's layout (package collectorabi; stax's ITT collector writes the same): a
-// 16-byte header (version 1), then records of u16 type, u16 size (a multiple of 8), u32
-// thread id and a body.
+// 40-byte header (version 2: its counts of what could not be written are updated in
+// place), then records of u16 type, u16 size (a multiple of 8), u32 thread id and a body.
 const (
-	fileMagic = collectorabi.SpansMagicV1
-	hdrSize   = collectorabi.HeaderV1Size
+	fileMagic = collectorabi.SpansMagicV2
+	hdrSize   = collectorabi.HeaderV2Size
 	recName   = collectorabi.RecName
 	recTask   = collectorabi.RecTask
 	recMark   = collectorabi.RecMark
@@ -37,12 +40,23 @@ const (
 // writer appends records to one spans file. Its descriptor stays open for the life of
 // the process (a write racing a close could reach a reused descriptor); a new recording
 // gets a new file, and a late write of the last one goes to the old, removed file.
+//
+// A record is written whole or not at all: each at the file's end (off), one at a time; a
+// write that fails or is cut short (a full file system) is cut off the file again, and
+// the spans and markers it held are counted in the header as dropped, with the failed
+// write and its error, which stax status and stax spans report.
 type writer struct {
 	fd    int
 	mono0 uint64    // CLOCK_MONOTONIC at t0
 	t0    time.Time // carries Go's monotonic reading, the same clock
 	mu    sync.Mutex
 	names sync.Map // name -> key
+
+	fileMu  sync.Mutex // the file's end and counts
+	off     int64
+	dropped uint64
+	failed  uint32
+	errno   uint32
 }
 
 var (
@@ -72,7 +86,8 @@ func on() bool {
 	// first), never through a link.
 	path := filepath.Join(dir, collectorabi.GoSpansName(os.Getpid()))
 	unix.Unlink(path)
-	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_APPEND|unix.O_CLOEXEC, 0o600)
+	// Not O_APPEND: the header's counts are rewritten in place.
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return false
 	}
@@ -86,9 +101,14 @@ func on() bool {
 	var hdr [hdrSize]byte
 	copy(hdr[:], fileMagic)
 	binary.LittleEndian.PutUint32(hdr[collectorabi.HdrPid:], uint32(os.Getpid()))
-	if _, err := unix.Write(w.fd, hdr[:]); err != nil {
+	binary.LittleEndian.PutUint32(hdr[collectorabi.HdrSize:], hdrSize)
+	binary.LittleEndian.PutUint64(hdr[collectorabi.HdrStart:], startTicks())
+	if n, err := unix.Pwrite(w.fd, hdr[:], 0); err != nil || n != len(hdr) {
+		unix.Close(fd)
+		unix.Unlink(path)
 		return false
 	}
+	w.off = hdrSize
 	cur.Store(w)
 	state.Store(stateOn)
 	return true
@@ -120,15 +140,16 @@ func watch(flag string) {
 
 func (w *writer) now() uint64 { return w.mono0 + uint64(time.Since(w.t0)) }
 
-// key returns name's key, writing its NAME record the first time.
-func (w *writer) key(name string) uint64 {
+// key returns name's key, writing its NAME record the first time; false if it could not
+// be written (it is tried again next time).
+func (w *writer) key(name string) (uint64, bool) {
 	if k, ok := w.names.Load(name); ok {
-		return k.(uint64)
+		return k.(uint64), true
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if k, ok := w.names.Load(name); ok {
-		return k.(uint64)
+		return k.(uint64), true
 	}
 	k := nextKey.Add(1)
 	n := name
@@ -144,9 +165,75 @@ func (w *writer) key(name string) uint64 {
 	head(rec, recName, 0)
 	binary.LittleEndian.PutUint64(rec[8:], k)
 	copy(rec[16:], n)
-	unix.Write(w.fd, rec)
+	if !w.write(rec, 0) {
+		return 0, false
+	}
 	w.names.Store(name, k)
-	return k
+	return k, true
+}
+
+// write writes rec, which holds n spans or markers, at the file's end, whole or not at
+// all: one that fails is cut off again and counted (the spans and markers dropped, the
+// write failed and its error) in the header.
+func (w *writer) write(rec []byte, n uint64) bool {
+	w.fileMu.Lock()
+	defer w.fileMu.Unlock()
+	k, err := unix.Pwrite(w.fd, rec, w.off)
+	if err == nil && k == len(rec) {
+		w.off += int64(k)
+		return true
+	}
+	if k > 0 {
+		unix.Ftruncate(w.fd, w.off) // no torn record
+	}
+	errno := unix.ENOSPC // a short write: out of room
+	if e, ok := err.(unix.Errno); ok {
+		errno = e
+	}
+	w.failed++
+	w.errno = uint32(errno)
+	w.dropped += n
+	w.putCounts()
+	return false
+}
+
+// drop counts n spans or markers not written (their name could not be).
+func (w *writer) drop(n uint64) {
+	w.fileMu.Lock()
+	defer w.fileMu.Unlock()
+	w.dropped += n
+	w.putCounts()
+}
+
+// putCounts writes the counts into the header, in place (fileMu held).
+func (w *writer) putCounts() {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:], w.dropped)
+	binary.LittleEndian.PutUint32(b[8:], w.failed)
+	binary.LittleEndian.PutUint32(b[12:], w.errno)
+	unix.Pwrite(w.fd, b[:], collectorabi.HdrDropped)
+}
+
+// startTicks is when this process started, in clock ticks since boot (field 22 of
+// /proc/self/stat), 0 if unknown: the header names the process it was written by.
+func startTicks() uint64 {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0
+	}
+	v, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return v
 }
 
 func head(rec []byte, typ uint16, tid uint32) {
@@ -160,7 +247,11 @@ func begin(name string) Span {
 	if w == nil {
 		return Span{}
 	}
-	k := w.key(name)
+	k, ok := w.key(name)
+	if !ok {
+		w.drop(1)
+		return Span{} // nothing to end
+	}
 	runtime.LockOSThread()
 	return Span{w: w, key: k, tid: uint32(unix.Gettid()), start: w.now()}
 }
@@ -186,7 +277,7 @@ func end(s Span) {
 	le.PutUint64(b[16:], s.start)
 	le.PutUint64(b[24:], at)
 	le.PutUint64(b[32:], 0) // depth 0, reserved 0
-	unix.Write(w.fd, b[:])
+	w.write(b[:], 1)
 	bufs.Put(b)
 }
 
@@ -195,12 +286,16 @@ func mark(name string) {
 	if w == nil {
 		return
 	}
-	k := w.key(name)
+	k, ok := w.key(name)
+	if !ok {
+		w.drop(1)
+		return
+	}
 	b := bufs.Get().(*[40]byte)
 	r := b[:24]
 	head(r, recMark, uint32(unix.Gettid()))
 	binary.LittleEndian.PutUint64(r[8:], k)
 	binary.LittleEndian.PutUint64(r[16:], w.now())
-	unix.Write(w.fd, r)
+	w.write(r, 1)
 	bufs.Put(b)
 }

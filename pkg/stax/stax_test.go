@@ -22,21 +22,31 @@ func reset(t testing.TB) {
 
 func readSpans(t *testing.T) []spans.Span {
 	t.Helper()
+	out, h := readSpansHeader(t)
+	if h.Dropped != 0 || h.FailedWrites != 0 {
+		t.Fatalf("header: %d dropped, %d writes failed", h.Dropped, h.FailedWrites)
+	}
+	return out
+}
+
+// readSpansHeader reads the spans file whole (every record whole, none bad) and its header.
+func readSpansHeader(t *testing.T) ([]spans.Span, spans.ITTHeader) {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(os.Getenv(envDir), "stax-"+strconv.Itoa(os.Getpid())+".spans"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, err := spans.ParseITTHeader(b)
-	if err != nil || int(pid) != os.Getpid() {
-		t.Fatalf("header: pid %d, %v", pid, err)
+	h, err := spans.ParseITTHeaderFull(b)
+	if err != nil || int(h.Pid) != os.Getpid() || h.Version != 2 || h.Start == 0 {
+		t.Fatalf("header: %+v, %v", h, err)
 	}
 	var d spans.ITTDecoder
 	var out []spans.Span
-	n, bad, dropped, err := d.Decode(b[spans.ITTHeaderSize:], func(s spans.Span) { out = append(out, s) })
-	if err != nil || bad != 0 || dropped != 0 || n != len(b)-spans.ITTHeaderSize {
-		t.Fatalf("decode: %d of %d bytes, %d bad, %d dropped, %v", n, len(b)-spans.ITTHeaderSize, bad, dropped, err)
+	n, bad, dropped, err := d.Decode(b[h.Size:], func(s spans.Span) { out = append(out, s) })
+	if err != nil || bad != 0 || dropped != 0 || n != len(b)-h.Size {
+		t.Fatalf("decode: %d of %d bytes, %d bad, %d dropped, %v", n, len(b)-h.Size, bad, dropped, err)
 	}
-	return out
+	return out, h
 }
 
 func TestOffWritesNothing(t *testing.T) {
