@@ -22,7 +22,7 @@ type releaseState struct {
 	mu      sync.Mutex
 	pending []uint32 // released, not yet forgotten by the ring reader
 	kept    uint64   // exited processes kept: with JIT files, or keys not named
-	off     bool     // nothing is let go (off-CPU time names threads of every process)
+	pruned  uint64   // the time history was last cut before (the namer's alone)
 }
 
 // releases says whether exited processes are let go. They are not while off-CPU time is
@@ -63,7 +63,12 @@ func (r *Recorder) letGo(through uint64) {
 		r.release.kept = uint64(len(exited) - len(released))
 		r.release.mu.Unlock()
 	}
-	r.tracker.PruneHistory(before)
+	// Cutting history walks every mapping of every process under the tracker's lock, which
+	// the stack workers read: once per grace period is enough.
+	if before >= r.release.pruned+releaseGrace {
+		r.release.pruned = before
+		r.tracker.PruneHistory(before)
+	}
 }
 
 // forgetReleased makes the ring reader forget the processes released since its last step

@@ -189,7 +189,8 @@ func (w *JITWatcher) SetBackoff(on bool) {
 func (w *JITWatcher) Exited(pid int) { w.ask(watchRequest{pid: pid, exited: true}) }
 
 // Poke tells the watcher that process pid exec'd or mapped code no file describes: a JIT
-// may be starting, so a watched process is searched soon.
+// may be starting, so a watched process is searched soon, and its backoff starts again
+// (with SetBackoff; without, processes are searched every scanEvery anyway).
 func (w *JITWatcher) Poke(pid int) { w.ask(watchRequest{pid: pid, poke: true}) }
 
 // Forget stops watching pid, an exited process, and drops what the watcher held of it,
@@ -268,8 +269,13 @@ func (w *JITWatcher) takeRequests() {
 		if req.exited || req.poke {
 			if p := w.pids[req.pid]; p != nil {
 				p.exited = p.exited || req.exited
-				if req.poke && !p.exited {
-					p.every, p.scanned = 0, time.Time{} // searched at the next round
+				if req.poke && !p.exited && w.backoff {
+					// Searched at the next round, unless it was searched just now: a
+					// JIT maps code often, and each mapping pokes.
+					p.every = 0
+					if time.Since(p.scanned) >= youngScanEvery {
+						p.scanned = time.Time{}
+					}
 				}
 			}
 			continue
