@@ -103,8 +103,9 @@ func TestJVMContendedStacksReachThreadStart(t *testing.T) {
 	}
 }
 
-// attachUntil attaches `stax record -p` to pid until the run has n samples, and returns
-// the status it printed then, live.
+// attachUntil attaches `stax record -p` to pid until the run has n samples, stops it, and
+// returns the stored run's status (asked after the recording ended, so that a recorder
+// slow to answer on a loaded machine does not fail the test).
 func (e *staxEnv) attachUntil(t *testing.T, pid, n int) string {
 	t.Helper()
 	rec := e.cmd("record", "-q", "-p", itoa(pid))
@@ -117,15 +118,15 @@ func (e *staxEnv) attachUntil(t *testing.T, pid, n int) string {
 	if out, errOut, code := e.run("wait", "--for-samples", itoa(n), "--timeout-ms", "120000"); code != 0 {
 		t.Fatalf("wait: exit %d\n%s%s\n%s", code, out, errOut, recOut.String())
 	}
-	status, errOut, code := e.run("status")
-	if code != 0 {
-		t.Fatalf("status: exit %d\n%s", code, errOut)
-	}
 	if out, errOut, code := e.run("stop"); code != 0 {
 		t.Fatalf("stop: exit %d\n%s%s", code, out, errOut)
 	}
 	if err := rec.Wait(); err != nil {
 		t.Fatalf("record -p: %v\n%s", err, recOut.String())
+	}
+	status, errOut, code := e.run("status")
+	if code != 0 {
+		t.Fatalf("status: exit %d\n%s", code, errOut)
 	}
 	return status
 }

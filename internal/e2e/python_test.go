@@ -208,3 +208,40 @@ func TestPythonWithoutPerfSupportIsNamedInStatus(t *testing.T) {
 		t.Errorf("status does not name the option (%q):\n%s", want, out)
 	}
 }
+
+// A CPython 3.12+ started with perf support, attached to: its Python functions are named
+// from the perf map it has been writing, as any perf-map runtime's, kind python.
+func TestPythonPerfAttached(t *testing.T) {
+	testutil.RequirePerf(t)
+	py := pyenvPython("3.12")
+	if py == "" {
+		if py = pyenvPython("3.13"); py == "" {
+			noPerfPython(t)
+		}
+	}
+	script := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/spin.py")
+	// Ten minutes of CPU time: stopped by the test.
+	target := exec.Command(py, "-X", "perf", script, "600")
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { target.Process.Kill(); target.Wait() })
+	pid := target.Process.Pid
+	t.Cleanup(func() { os.Remove("/tmp/perf-" + strconv.Itoa(pid) + ".map") })
+	e := newEnv(t)
+	e.attachUntil(t, pid, 500)
+	var top api.Top
+	e.mustJSON(&top, "top", "--python", "--sort", "total", "-n", "50")
+	got := map[string]uint64{}
+	for _, r := range top.Rows {
+		if r.Kind == agg.KindPython {
+			got[r.Func] = r.Total
+		}
+	}
+	a, b := got["spin_a ("+script+")"], got["spin_b ("+script+")"]
+	t.Logf("%d samples; spin_a %d, spin_b %d; Python functions %v", top.Samples, a, b, got)
+	if a+b < top.Samples/2 || a == 0 || b == 0 {
+		text, _, _ := e.run("top", "-n", "10")
+		t.Errorf("attached: spin_a %d and spin_b %d of %d samples named\n%s\n%s", a, b, top.Samples, text, e.diagnosis())
+	}
+}

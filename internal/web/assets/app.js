@@ -730,7 +730,11 @@ function drawLegend() {
     // The reasons of the frames drawn, in the table's order.
     const seen = new Set(state.flameEls.map((f) => f.n.reason));
     parts = REASONS.filter((r) => seen.has(r)).map((r) => `<span data-reason="${r}">${item(`r-${r}`, r)}</span>`);
-  } else parts = [item("k-user", "native"), item("k-jit", "JIT"), item("k-python", "Python"), item("k-kernel", "kernel"), item("k-unknown", "unknown")];
+  } else parts = [item("k-user", "native"), item("k-jit", "JIT"), item("k-kernel", "kernel"), item("k-unknown", "unknown")];
+  // Python's colour and toggle only where the graph has Python functions (or the toggle is on).
+  const py = view.python || state.flameEls.some((f) => f.n.kind === "python");
+  if (py && !diffing() && !byReason()) parts.splice(2, 0, item("k-python", "Python"));
+  $("#python-toggle").hidden = !py;
   if (view.search) parts.push(item("k-match", "match"));
   const html = parts.join(" ");
   if ($("#legend").innerHTML !== html) $("#legend").innerHTML = html;
