@@ -42,7 +42,10 @@ type Entry struct {
 	// function that holds it: annotate counts per instruction from these.
 	Leaf     uint64 `json:"leaf"`
 	LeafFunc int32  `json:"leaf_func"` // -1 when unresolved
-	Time     uint64 `json:"time"`      // first sample's time (CLOCK_MONOTONIC ns)
+	// Event is the index of the samples' event in the run's events (store.Meta.Events;
+	// 0: the first, or the only one).
+	Event uint32 `json:"event,omitempty"`
+	Time  uint64 `json:"time"` // first sample's time (CLOCK_MONOTONIC ns)
 }
 
 // ThreadInfo names a thread.

@@ -21,6 +21,7 @@ type rawKey struct {
 	Tid, Pid uint32
 	Stack    uint32
 	Gen      uint32
+	Event    uint32 // the samples' event (Entry.Event)
 }
 
 type keyState struct {
@@ -95,13 +96,18 @@ func NewRun() *Run {
 
 // AddSample counts one sample taken at time t on cpu. chain is copied if new.
 func (r *Run) AddSample(pid, tid, cpu uint32, t uint64, gen uint32, chain []uint64) {
+	r.AddEventSample(0, pid, tid, cpu, t, gen, chain)
+}
+
+// AddEventSample counts one sample of the run's event number event (Entry.Event).
+func (r *Run) AddEventSample(event, pid, tid, cpu uint32, t uint64, gen uint32, chain []uint64) {
 	r.mu.Lock()
-	r.addLocked(pid, tid, cpu, t, gen, chain)
+	r.addLocked(event, pid, tid, cpu, t, gen, chain)
 	r.mu.Unlock()
 }
 
-func (r *Run) addLocked(pid, tid, cpu uint32, t uint64, gen uint32, chain []uint64) {
-	k := rawKey{Tid: tid, Pid: pid, Stack: r.raw.Intern(chain), Gen: gen}
+func (r *Run) addLocked(event, pid, tid, cpu uint32, t uint64, gen uint32, chain []uint64) {
+	k := rawKey{Tid: tid, Pid: pid, Stack: r.raw.Intern(chain), Gen: gen, Event: event}
 	r.samples++
 	i, ok := r.keyIndex[k]
 	if ok {
@@ -301,6 +307,7 @@ type ProfileBuffers struct {
 type mergeKey struct {
 	tid, stack uint32
 	leaf       uint64
+	event      uint32
 }
 
 // ProfileInto is Profile for a caller that writes the profile out and drops it: it builds
@@ -342,7 +349,7 @@ func (r *Run) profile(threads []ThreadInfo, b *ProfileBuffers) *Profile {
 		if k.rstack < 0 {
 			continue
 		}
-		mk := mergeKey{k.Tid, uint32(k.rstack), k.leaf}
+		mk := mergeKey{k.Tid, uint32(k.rstack), k.leaf, k.Event}
 		if j, ok := b.merged[mk]; ok {
 			p.KeyEntry[i] = j
 			entries[j].Count += k.count
@@ -354,7 +361,7 @@ func (r *Run) profile(threads []ThreadInfo, b *ProfileBuffers) *Profile {
 		b.merged[mk] = int32(len(entries))
 		p.KeyEntry[i] = int32(len(entries))
 		entries = append(entries, Entry{Tid: k.Tid, Pid: k.Pid, Stack: uint32(k.rstack), Count: k.count,
-			Leaf: k.leaf, LeafFunc: k.leafFunc, Time: k.time})
+			Leaf: k.leaf, LeafFunc: k.leafFunc, Time: k.time, Event: k.Event})
 	}
 	p.Entries = entries
 	b.order = sortEntriesInPlace(p.Entries, p.KeyEntry, b.order)

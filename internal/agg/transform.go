@@ -340,6 +340,7 @@ func (p *Profile) TransformThread(t *Transform, tid uint32) *Profile {
 		tid, pid, stack uint32
 		leaf            uint64
 		leafFunc        int32
+		event           uint32
 	}
 	var merged map[mergeKey]int32
 	didMerge := false
@@ -355,7 +356,7 @@ func (p *Profile) TransformThread(t *Transform, tid uint32) *Profile {
 		}
 		e.Stack = uint32(newID[e.Stack])
 		if merged != nil {
-			k := mergeKey{e.Tid, e.Pid, e.Stack, e.Leaf, e.LeafFunc}
+			k := mergeKey{e.Tid, e.Pid, e.Stack, e.Leaf, e.LeafFunc, e.Event}
 			if j, ok := merged[k]; ok {
 				m := &q.Entries[j]
 				m.Count += e.Count

@@ -80,6 +80,9 @@ type Status struct {
 	State      string     `json:"state"`
 	Meta       store.Meta `json:"meta"`
 	ElapsedSec float64    `json:"elapsed_sec"`
+	// Events are the events the run sampled, with their samples and counts (Meta.Events;
+	// absent for a run recorded before stax listed them).
+	Events []store.Event `json:"events,omitempty"`
 	// Incomplete: the run's final save failed (state incomplete); what the store holds.
 	Incomplete *Incomplete `json:"incomplete,omitempty"`
 	// SamplesDamage: what the run lost to a damaged samples file (views over time show the
@@ -117,6 +120,7 @@ type Top struct {
 	Live   bool    `json:"live"`
 	State  string  `json:"state"`
 	Window *Window `json:"window,omitempty"` // the time window asked for; absent: the whole run
+	Event  *Event  `json:"event,omitempty"`  // the event counted (events.go); absent: a run that lists none
 	// Transform is how the stacks were rewritten first; absent: they were not.
 	Transform *Transform `json:"transform,omitempty"`
 	Samples   uint64     `json:"samples"`
@@ -189,6 +193,7 @@ type Flame struct {
 	Live      bool       `json:"live"`
 	State     string     `json:"state"`
 	Window    *Window    `json:"window,omitempty"` // the time window asked for; absent: the whole run
+	Event     *Event     `json:"event,omitempty"`
 	Transform *Transform `json:"transform,omitempty"`
 	// Inverted: the tree is bottom-up (flame --inverted), leaf functions under the root and
 	// their callers below them.
@@ -221,6 +226,7 @@ type Callers struct {
 	Live      bool       `json:"live"`
 	State     string     `json:"state"`
 	Window    *Window    `json:"window,omitempty"`
+	Event     *Event     `json:"event,omitempty"`
 	Transform *Transform `json:"transform,omitempty"`
 	Samples   uint64     `json:"samples"`
 	// OffCPU, Wall and Runnable: as Top's (callers --off-cpu, --wall, --runnable): the
@@ -253,6 +259,7 @@ type Threads struct {
 	Live      bool            `json:"live"`
 	State     string          `json:"state"`
 	Window    *Window         `json:"window,omitempty"` // the time window asked for; absent: the whole run
+	Event     *Event          `json:"event,omitempty"`
 	Transform *Transform      `json:"transform,omitempty"`
 	Samples   uint64          `json:"samples"`
 	Rows      []agg.ThreadRow `json:"rows"`
@@ -269,6 +276,7 @@ type Timeline struct {
 	Live      bool       `json:"live"`
 	State     string     `json:"state"`
 	Window    *Window    `json:"window,omitempty"`
+	Event     *Event     `json:"event,omitempty"`
 	Transform *Transform `json:"transform,omitempty"`
 	StartSec  float64    `json:"start_sec"`
 	BucketSec float64    `json:"bucket_sec"`

@@ -8,7 +8,7 @@ import (
 // StatusOf summarizes a saved or live run. A run read without its profile (its meta
 // alone) is summarized from the summary its meta keeps.
 func StatusOf(run *store.Run) Status {
-	st := Status{Schema: Schema, State: StateOf(run.Meta), Meta: run.Meta, JIT: run.JIT}
+	st := Status{Schema: Schema, State: StateOf(run.Meta), Meta: run.Meta, JIT: run.JIT, Events: run.Meta.Events}
 	if st.JIT == nil {
 		st.JIT = run.Meta.JITSources
 	}

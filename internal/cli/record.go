@@ -26,6 +26,7 @@ func recordCmd(g *globals) *cobra.Command {
 	var seconds float64
 	var noJITAPI, quiet, webOn, noOffCPU, noWakers, perThread bool
 	var webAddr, runIDFile, offCPURate string
+	var ef eventFlags
 	var pf pushFlags
 	c := &cobra.Command{
 		Use:   "record [-F HZ] [-l SECS] (-a | -p PID | -- CMD ARGS...)",
@@ -85,6 +86,10 @@ At the end, what is queued is sent for up to --push-timeout.
 			if err != nil {
 				return err
 			}
+			events, err := ef.events(c.Flags().Changed("freq"))
+			if err != nil {
+				return err
+			}
 			if stackSize != 0 && (stackSize < 8<<10 || stackSize > 64<<10-8 || stackSize%8 != 0) {
 				return usageErr("--stack-size must be a multiple of 8 from 8192 to 65528 bytes, not %d", stackSize)
 			}
@@ -113,7 +118,7 @@ At the end, what is queued is sent for up to --push-timeout.
 				Recorder: recorder.Options{
 					Argv: args, Pid: pid, SystemWide: all, Freq: freq, Duration: time.Duration(seconds * float64(time.Second)), RingPages: pages,
 					CallGraph: callGraph, StackSize: stackSize, OffCPU: !noOffCPU, OffCPURate: offRate, NoWakers: noWakers,
-					PerThreadEvents: perThread, Env: env,
+					PerThreadEvents: perThread, Env: env, Events: events,
 				},
 				Quiet: quiet, RunIDFile: runIDFile, Notef: notef,
 				Attached: func() func() {
@@ -160,7 +165,8 @@ At the end, what is queued is sent for up to --push-timeout.
 		},
 	}
 	c.Flags().SetInterspersed(false)
-	c.Flags().IntVarP(&freq, "freq", "F", 999, "samples per second per CPU")
+	c.Flags().IntVarP(&freq, "freq", "F", 999, "samples per second per CPU (per event, and per thread for events other than cpu-clock)")
+	ef.add(c)
 	c.Flags().StringVar(&callGraph, "call-graph", defaultCallGraph(), "how user stacks are walked: dwarf (.eh_frame, from a copy of each sample's user stack: complete stacks through code built without frame pointers) or `fp` (frame pointers, walked by the kernel: cheaper, but skips callers of code without them)")
 	c.Flags().IntVar(&stackSize, "stack-size", 0, "`BYTES` of user stack copied per sample with --call-graph dwarf (8192 to 65528; by default 8192, as perf record, then fitted to the stacks seen: see docs/stack-copy.md; status says when deeper stacks were cut short)")
 	c.Flags().BoolVar(&noOffCPU, "no-off-cpu", false, "do not record where threads wait: the context switches of the target's threads, and the stack each blocked in (see stax top --off-cpu)")

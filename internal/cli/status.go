@@ -84,7 +84,7 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 	if m.CPUWide {
 		events = fmt.Sprintf(", one event per CPU (%s samples of other processes dropped)", commas(m.ForeignSamples))
 	}
-	fmt.Fprintf(w, "sampling:  %s at %d Hz, %s%s\n", m.Event, m.Freq, scope, events)
+	fmt.Fprintf(w, "sampling:  %s, %s%s\n", samplingText(&m), scope, events)
 	fmt.Fprintf(w, "samples:   %s in %.1fs, %s lost\n", commas(m.Samples), st.ElapsedSec, commas(m.Lost))
 	if m.Lost > 0 {
 		ring := ""

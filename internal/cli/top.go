@@ -91,7 +91,7 @@ records, shared by the samples; reason on-cpu) and off CPU together, so a thread
 			if rf.processes.Comm != "" {
 				extra += " · comm " + esc(rf.processes.Comm)
 			}
-			extra += transformText(res.Transform)
+			extra += eventText(res.Event) + transformText(res.Transform)
 			if by == "process" {
 				count, what := commas, "SAMPLES"
 				if offCPU {
@@ -127,6 +127,7 @@ records, shared by the samples; reason on-cpu) and off CPU together, so a thread
 		},
 	}
 	rf.add(c)
+	rf.addEvent(c)
 	rf.addWindow(c)
 	rf.addSpan(c)
 	rf.addProcesses(c)

@@ -85,6 +85,11 @@ type Config struct {
 	// record's, or stax's), and as long as alone under CPU-wide sampling. The side band,
 	// the rings and the off-CPU events stay the target's own.
 	CPUWide bool
+	// Events are the events to sample (stax record -e; eventspec.go), resolved
+	// (ResolveEvent): the first takes the place of cycles or cpu-clock, the others are
+	// opened beside it, per thread, into the same rings (not CPU-wide, nor resizable).
+	// Empty: cycles, else cpu-clock, at Freq.
+	Events []EventSpec
 }
 
 // sideBand are the attr bits of the side-band records: one event per CPU carries them, so
@@ -126,7 +131,7 @@ func SampleTypeFor(cfg Config) (sampleType, regsMask uint64) {
 	if cfg.CallGraph == "dwarf" {
 		sampleType, regsMask = DwarfSampleType, RegsUserDwarf
 	}
-	if cfg.OffCPU && !cfg.SystemWide {
+	if cfg.OffCPU && !cfg.SystemWide || len(cfg.Events) > 1 {
 		sampleType |= record.SampleIdentifier
 	}
 	return sampleType, regsMask
@@ -243,6 +248,7 @@ type Session struct {
 	epoll   *os.File
 	epollRC syscall.RawConn
 	spans   []ring.Span
+	events  eventState // events_linux.go
 }
 
 // switchTarget is a thread and CPU the context-switch events are opened for.
@@ -325,6 +331,13 @@ func Open(cfg Config) (*Session, error) {
 	}{
 		{"cycles", unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CPU_CYCLES},
 		{"cpu-clock", unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CPU_CLOCK},
+	}
+	if len(cfg.Events) > 0 {
+		events = events[:1]
+		events[0].name, events[0].typ, events[0].config = cfg.Events[0].Name, cfg.Events[0].Type, cfg.Events[0].Config
+		if len(cfg.Events) > 1 {
+			cfg.CPUWide, cfg.ResizableStack = false, false
+		}
 	}
 	var lastErr error
 	for _, ev := range events {
@@ -424,6 +437,7 @@ func (s *Session) attr(cfg Config, typ uint32, config uint64, enableOnExec bool)
 	if s.UserOnly {
 		a.Bits |= unix.PerfBitExcludeKernel | unix.PerfBitExcludeCallchainKernel
 	}
+	firstEventPeriod(cfg, a, typ, config)
 	return a
 }
 
@@ -435,6 +449,7 @@ func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) err
 	}
 	s.switchIDs = map[uint64]bool{}
 	s.wakingIDs = map[uint64]bool{}
+	s.events = eventState{}
 	s.resizable = cfg.ResizableStack && cfg.CallGraph == "dwarf" && !cfg.SystemWide
 	s.cfg, s.evType, s.evConfig = cfg, typ, config
 	s.off = !cfg.EnableOnExec
@@ -536,6 +551,12 @@ func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) err
 			}
 			if s.OffCPU && target != nil {
 				switches = append(switches, switchTarget{pid, cpu, target})
+			}
+			if err := s.openOtherEvents(cfg, pid, cpu, target); err != nil {
+				if i > 0 && errors.Is(err, unix.ESRCH) {
+					break
+				}
+				return err
 			}
 		}
 	}

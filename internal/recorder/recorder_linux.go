@@ -51,7 +51,11 @@ type Options struct {
 	// PerThreadEvents samples the CPU through per-thread events even where CPU-wide ones
 	// are allowed (perfevent.Config.CPUWide).
 	PerThreadEvents bool
-	Notef           func(format string, args ...any)
+	// Events are the events to sample (stax record -e), resolved (perfevent.ResolveEvent);
+	// empty: cycles, else cpu-clock, at Freq. With any but cpu-clock alone, the events are
+	// per thread (not CPU-wide).
+	Events []perfevent.EventSpec
+	Notef  func(format string, args ...any)
 }
 
 // Source is where the recorder's perf records come from: the kernel's rings
@@ -108,6 +112,7 @@ type Recorder struct {
 	opts    Options
 	id      string
 	meta    store.Meta
+	ev      eventCounts // events_linux.go
 	start   time.Time
 	src     Source
 	capture *replay.Writer // STAX_CAPTURE: every record read is also written here
@@ -234,7 +239,8 @@ func Start(opts Options) (_ *Recorder, err error) {
 		r.note("off-CPU time is not recorded while STAX_CAPTURE captures the records")
 	}
 	cfg := perfevent.Config{Freq: opts.Freq, RingPages: opts.RingPages, CallGraph: opts.CallGraph, StackSize: opts.StackSize,
-		OffCPU: opts.OffCPU, OffCPURate: opts.OffCPURate, ContextSwitchEvent: opts.ContextSwitchEvent, NoWakers: opts.NoWakers}
+		OffCPU: opts.OffCPU, OffCPURate: opts.OffCPURate, ContextSwitchEvent: opts.ContextSwitchEvent, NoWakers: opts.NoWakers,
+		Events: opts.Events}
 	if len(opts.Argv) > 0 {
 		start := launch.Start
 		if os.Getenv("STAX_CAPTURE") != "" {
@@ -283,10 +289,11 @@ func Start(opts Options) (_ *Recorder, err error) {
 	// (8 KiB a sample), and on a busy machine they filled the rings until the recorder
 	// fell behind and unwound the target's stacks cheaply.
 	cfg.CPUWide = !opts.PerThreadEvents && !opts.SystemWide && !cfg.EnableOnExec && os.Getenv("STAX_CAPTURE") == "" &&
-		cfg.CallGraph != "dwarf"
+		cfg.CallGraph != "dwarf" && defaultEvents(opts.Events)
 	// Fitted to the stacks seen unless the user chose the size (stackfit_linux.go); a
 	// capture replays without the events' reopening.
-	cfg.ResizableStack = cfg.CallGraph == "dwarf" && opts.StackSize == 0 && !cfg.SystemWide && os.Getenv("STAX_CAPTURE") == ""
+	cfg.ResizableStack = cfg.CallGraph == "dwarf" && opts.StackSize == 0 && !cfg.SystemWide && os.Getenv("STAX_CAPTURE") == "" &&
+		len(opts.Events) <= 1 // the other events are not reopened
 	sess, err := perfevent.Open(cfg)
 	if err != nil {
 		switch {
@@ -298,6 +305,11 @@ func Start(opts Options) (_ *Recorder, err error) {
 		return nil, fmt.Errorf("attach to pid %d: %w", opts.Pid, err)
 	}
 	r.src = sess
+	if len(opts.Events) > 1 {
+		for _, w := range r.in.workers {
+			w.eventOf = sess.EventOf
+		}
+	}
 	if n := sess.StackSize(); cfg.ResizableStack && n > 0 {
 		r.in.fit = stackFit{on: true, max: n, cur: n}
 		for _, w := range r.in.workers {
@@ -453,7 +465,7 @@ func newRecorder(opts Options) *Recorder {
 		r.spans.ShareAmongProcesses()
 	}
 	r.jitw = resolve.NewJITWatcher(r.res, r.spans)
-	st, regs := perfevent.SampleTypeFor(perfevent.Config{CallGraph: opts.CallGraph, OffCPU: opts.OffCPU})
+	st, regs := perfevent.SampleTypeFor(perfevent.Config{CallGraph: opts.CallGraph, OffCPU: opts.OffCPU, Events: opts.Events})
 	r.in.dec = record.Decoder{SampleType: st, RegsUserMask: regs, SampleIDAll: true}
 	dwarf := opts.CallGraph == "dwarf"
 	r.in.workers = newStackWorkers(opts.Workers, r.in.dec, dwarf, perfevent.MaxStack(), r.res)

@@ -66,6 +66,9 @@ type stackWorker struct {
 	// wakingFlags is where their raw data holds the trace entry's flags, which say a
 	// wakeup was made in an interrupt (perfevent.IRQContextFlags).
 	wakingFlags perfevent.TraceField
+	// eventOf tells the event (its index in Options.Events) of a CPU sample by its id
+	// (nil: one event).
+	eventOf func(id uint64) int
 	// frames holds the batch's stacks, back to back.
 	frames []uint64
 	// fitSize is the stack copy the sampling events take now (stackFit.cur; 0: not
@@ -84,7 +87,8 @@ type batchedSample struct {
 	every         bool   // a stack of a switch out or wakeup from an event that takes every one
 	wakee         uint32 // a wakeup: the thread woken
 	irq           bool   // a wakeup made in an interrupt, not by the thread it interrupted
-	period        uint32 // a wakeup: how many the kernel counted since the one before it sampled
+	period        uint32 // a wakeup, a sample: how many the kernel counted since the one before it sampled
+	event         uint32 // a sample: its event, an index in Options.Events
 	time          uint64
 	worker        uint32
 	lo, hi        uint32 // its chain is workers[worker].frames[lo:hi]
@@ -256,6 +260,9 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 			period: uint32(min(s.Period, 1<<32-1)), every: kind != kindSample && w.isEvery != nil && w.isEvery(s.ID)}
 		if kind == kindSample {
 			out[k].set = w.switched.set(uint32(s.StackSize))
+			if w.eventOf != nil {
+				out[k].event = uint32(w.eventOf(s.ID))
+			}
 		}
 		if kind == kindSample && w.fitSize != 0 && !cheap[k] && !fast && uint32(s.StackSize) == w.fitSize && w.dwarf.unwound {
 			out[k].fit, out[k].high = fitRead, uint32(min(w.dwarf.u.High(), 1<<20))
@@ -436,10 +443,10 @@ func (r *Recorder) flushBatch() {
 			if s.fit != fitNone {
 				r.in.fit.observe(int(s.high), s.fit == fitCut)
 			}
-			if r.off.waitStacks {
+			if r.off.waitStacks && s.event == 0 {
 				r.offCPUSample(s.pid, s.tid, ws[s.worker].frames[s.lo:s.hi])
 			}
-			r.commit(s.pid, s.tid, s.cpu, s.time, ws[s.worker].frames[s.lo:s.hi])
+			r.commit(s.event, s.period, s.pid, s.tid, s.cpu, s.time, ws[s.worker].frames[s.lo:s.hi])
 		case kindOffStack:
 			if !r.offKeep(s.time, s.every) {
 				continue

@@ -33,6 +33,7 @@ func (r *Recorder) Counts() store.Meta {
 	meta.ForeignSamples = r.in.foreign.Load()
 	r.mu.Unlock()
 	meta.Samples = r.run.Stats().Samples
+	meta.Events = r.eventsMeta()
 	meta.OffCPU = r.offCPUMeta()
 	r.fileCounts(&meta)
 	return meta

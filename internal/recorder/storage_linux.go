@@ -151,6 +151,7 @@ func (r *Recorder) snapshot(final bool, bufs *agg.ProfileBuffers) *store.Run {
 	meta.Notes = append(meta.Notes, r.fileCounts(&meta)...)
 	r.targetIdentity(&meta)
 	meta.Samples = st.Samples
+	meta.Events = r.eventsMeta()
 	meta.Unresolved = st.UnresolvedFrames
 	meta.Finished = final
 	meta.End = time.Now() // for a checkpoint, its time: a crashed run's last known moment

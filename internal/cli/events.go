@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/perfevent"
+	"github.com/stax-profiler/stax/internal/query"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+// eventFlags are stax record's -e and -c.
+type eventFlags struct {
+	list   string
+	period uint64
+}
+
+func (f *eventFlags) add(c *cobra.Command) {
+	c.Flags().StringVarP(&f.list, "event", "e", "", "sample `EVENTS`, comma-separated: cpu-clock (default), task-clock, page-faults, major-faults, minor-faults, context-switches, cpu-migrations, alignment-faults, hardware events (cycles, instructions, cache-misses, ...), rXXXX, pmu/event=..,umask=../ or a tracepoint sys:name (stax list-events; docs/events.md)")
+	c.Flags().Uint64VarP(&f.period, "count", "c", 0, "sample every `PERIOD` events of each event instead of -F times a second (tracepoints: 1 by default)")
+}
+
+// events resolves -e and -c into the events to record (nil: the default, cycles or
+// cpu-clock at -F); the others sample at -F too unless -c says. freqSet says -F was given.
+func (f *eventFlags) events(freqSet bool) ([]perfevent.EventSpec, error) {
+	if f.period > 0 && freqSet {
+		return nil, usageErr("-c and -F do not go together: -c samples every PERIOD events, -F so many times a second; keep one")
+	}
+	if f.period > 1<<62 {
+		return nil, usageErr("-c must be from 1 to 2^62, not %d", f.period)
+	}
+	list := f.list
+	if list == "" {
+		if f.period == 0 {
+			return nil, nil
+		}
+		list = "cpu-clock"
+	}
+	evs, err := perfevent.ParseEvents(list)
+	if err != nil {
+		return nil, usageErr("-e: %v", err)
+	}
+	for i := range evs {
+		ev := &evs[i]
+		switch {
+		case f.period > 0:
+			ev.Period = f.period
+		case ev.Tracepoint != "" && !freqSet:
+			ev.Period = 1 // as perf record: every hit of a tracepoint
+		}
+		if err := perfevent.ResolveEvent(ev); err != nil {
+			var np *perfevent.NoPMUError
+			if errors.As(err, &np) || errors.Is(err, perfevent.ErrEventSyntax) {
+				return nil, usageErr("%v", err)
+			}
+			return nil, err
+		}
+	}
+	return evs, nil
+}
+
+// addEvent adds --event, which picks the event a view counts in a run of several.
+func (f *runFlags) addEvent(c *cobra.Command) {
+	c.Flags().StringVar(&f.event, "event", "", "count the samples of event `NAME`, of a run recorded with several (stax record -e; default: the first; stax status lists them)")
+}
+
+// eventText describes the event a view counted, for headers: nothing for a run of the
+// default event alone.
+func eventText(ev *api.Event) string {
+	if ev == nil || ev.Of <= 1 && ev.Period == 0 && (ev.Name == "cpu-clock" || ev.Name == "cycles") {
+		return ""
+	}
+	if ev.Period > 0 {
+		return fmt.Sprintf(" · event %s (a sample every %s)", esc(ev.Name), commas(ev.Period))
+	}
+	unit := ""
+	if ev.Name == "cpu-clock" || ev.Name == "task-clock" {
+		unit = " ns"
+	}
+	return fmt.Sprintf(" · event %s (%d Hz: a sample per %s%s on average)", esc(ev.Name), ev.Freq, commas(uint64(math.Round(ev.Weight))), unit)
+}
+
+// compareEvent is base and cand with the samples of their event named name alone.
+func compareEvent(base, cand *store.Run, name string) (*store.Run, *store.Run, error) {
+	b, _, err := query.EventView(base, name)
+	if err != nil {
+		return nil, nil, queryErr(err)
+	}
+	c, _, err := query.EventView(cand, name)
+	if err != nil {
+		return nil, nil, queryErr(err)
+	}
+	return b, c, nil
+}
+
+// samplingText says what a run sampled, for status: "cpu-clock at 999 Hz", or each event
+// with its period or frequency, samples and count.
+func samplingText(m *store.Meta) string {
+	if len(m.Events) == 0 || len(m.Events) == 1 && m.Events[0].Name == m.Event && m.Events[0].Period == 0 && m.Events[0].Freq == m.Freq &&
+		(m.Event == "cpu-clock" || m.Event == "cycles") {
+		return fmt.Sprintf("%s at %d Hz", m.Event, m.Freq)
+	}
+	s := ""
+	for i, e := range m.Events {
+		if i > 0 {
+			s += "; "
+		}
+		if e.Period > 0 {
+			s += fmt.Sprintf("%s every %s (%s samples, %s counted)", esc(e.Name), commas(e.Period), commas(e.Samples), commas(e.Count))
+		} else {
+			s += fmt.Sprintf("%s at %d Hz (%s samples, %s counted)", esc(e.Name), e.Freq, commas(e.Samples), commas(e.Count))
+		}
+	}
+	return s
+}
