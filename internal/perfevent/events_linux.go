@@ -3,6 +3,7 @@ package perfevent
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,6 +12,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/stax-profiler/stax/internal/record"
 )
 
 // eventState is what a session keeps of the events it samples (Config.Events).
@@ -18,6 +21,19 @@ type eventState struct {
 	// ids maps the id of each event past the first (the sampling events the session
 	// opened beside the first's) to its index in Config.Events.
 	ids map[uint64]int
+	// fixed maps the id of each sampling event with a fixed period to the period: their
+	// samples carry no period (FixedPeriod).
+	fixed map[uint64]uint64
+}
+
+// FixedPeriod says whether a sample's id (record.Sample.ID) is that of an event sampled
+// with a fixed period, and the period: such samples are laid out without
+// record.SamplePeriod. For a software event the kernel would otherwise take a sample at
+// every event, each of period 1, whatever the period asked for (as perf record -c does,
+// stax leaves the period out and knows it).
+func (s *Session) FixedPeriod(id uint64) (uint64, bool) {
+	p, ok := s.events.fixed[id]
+	return p, ok
 }
 
 // EventOf is the index in Config.Events of the event a sample's id (record.Sample.ID)
@@ -35,6 +51,7 @@ func setPeriod(a *unix.PerfEventAttr, ev EventSpec, freq int) {
 	if ev.Period > 0 {
 		a.Bits &^= unix.PerfBitFreq
 		a.Sample = ev.Period
+		a.Sample_type &^= record.SamplePeriod
 		return
 	}
 	a.Bits |= unix.PerfBitFreq
@@ -56,11 +73,19 @@ func firstEventPeriod(cfg Config, a *unix.PerfEventAttr, typ uint32, config uint
 // openOtherEvents opens the events of cfg.Events past the first for thread pid on cpu,
 // writing into ring r (nil: none on that CPU), and keeps their ids.
 func (s *Session) openOtherEvents(cfg Config, pid, cpu int, r *mappedRing) error {
-	if len(cfg.Events) < 2 || r == nil {
+	if len(cfg.Events) == 0 || r == nil {
 		return nil
 	}
 	if s.events.ids == nil {
-		s.events.ids = map[uint64]int{}
+		s.events.ids, s.events.fixed = map[uint64]int{}, map[uint64]uint64{}
+	}
+	if first := cfg.Events[0]; first.Period > 0 && len(s.sampleFDs) > 0 {
+		// The first event's, opened for this thread and CPU just before.
+		id, err := eventID(s.sampleFDs[len(s.sampleFDs)-1])
+		if err != nil {
+			return fmt.Errorf("read the id of %s: %w", first.Name, err)
+		}
+		s.events.fixed[id] = first.Period
 	}
 	for i, ev := range cfg.Events[1:] {
 		a := s.attr(cfg, ev.Type, ev.Config, cfg.EnableOnExec)
@@ -73,10 +98,10 @@ func (s *Session) openOtherEvents(cfg Config, pid, cpu int, r *mappedRing) error
 		if err != nil {
 			return fmt.Errorf("open %s for pid %d on cpu %d: %w", ev.Name, pid, cpu, err)
 		}
-		var id uint64
-		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_ID, uintptr(unsafe.Pointer(&id))); e != 0 {
+		id, err := eventID(fd)
+		if err != nil {
 			unix.Close(fd)
-			return fmt.Errorf("read the id of %s: %w", ev.Name, e)
+			return fmt.Errorf("read the id of %s: %w", ev.Name, err)
 		}
 		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
 			unix.Close(fd)
@@ -84,8 +109,20 @@ func (s *Session) openOtherEvents(cfg Config, pid, cpu int, r *mappedRing) error
 		}
 		s.fds = append(s.fds, fd)
 		s.events.ids[id] = i + 1
+		if ev.Period > 0 {
+			s.events.fixed[id] = ev.Period
+		}
 	}
 	return nil
+}
+
+// eventID is the kernel's id of the event open as fd.
+func eventID(fd int) (uint64, error) {
+	var id uint64
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_ID, uintptr(unsafe.Pointer(&id))); e != 0 {
+		return 0, e
+	}
+	return id, nil
 }
 
 // NoPMUError says a hardware event was asked for on a machine that exposes no hardware
@@ -190,7 +227,10 @@ func resolvePMU(ev *EventSpec) error {
 	b, err := readSmall(filepath.Join(dir, "type"))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("event %s: this machine has no PMU %q (it has %s)", ev.Name, ev.PMU, strings.Join(EventSources(), ", "))
+			if ok, known := HardwareCounters(); !ok && known {
+				return &NoPMUError{Event: ev.Name, PMUs: EventSources()}
+			}
+			return fmt.Errorf("%w %s: this machine has no PMU %q (it has %s)", ErrEventSyntax, ev.Name, ev.PMU, strings.Join(EventSources(), ", "))
 		}
 		return fmt.Errorf("event %s: %w", ev.Name, err)
 	}
@@ -214,4 +254,34 @@ func resolvePMU(ev *EventSpec) error {
 	}
 	ev.Type = uint32(typ)
 	return ev.ApplyTerms(formats)
+}
+
+// maxAvailableEvents bounds tracefs's list of tracepoints.
+const maxAvailableEvents = 4 << 20
+
+// Tracepoints lists the kernel's tracepoints as SUBSYSTEM:NAME, from tracefs (mounted at
+// /sys/kernel/tracing or /sys/kernel/debug/tracing; reading it usually takes root).
+func Tracepoints() ([]string, error) {
+	var firstErr error
+	for _, dir := range tracefsDirs {
+		f, err := os.Open(filepath.Join(dir, "available_events"))
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		b := make([]byte, maxAvailableEvents)
+		n, _ := io.ReadFull(f, b)
+		f.Close()
+		var out []string
+		for _, line := range strings.Split(string(b[:n]), "\n") {
+			if sys, name, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && traceIdent(sys) && traceIdent(name) {
+				out = append(out, sys+":"+name)
+			}
+		}
+		sort.Strings(out)
+		return out, nil
+	}
+	return nil, fmt.Errorf("list tracepoints: %w (tracefs is not mounted, or not readable: root reads it)", firstErr)
 }

@@ -133,6 +133,8 @@ func SampleTypeFor(cfg Config) (sampleType, regsMask uint64) {
 	}
 	if cfg.OffCPU && !cfg.SystemWide || len(cfg.Events) > 1 {
 		sampleType |= record.SampleIdentifier
+	} else if len(cfg.Events) == 1 && cfg.Events[0].Period > 0 {
+		sampleType &^= record.SamplePeriod // the only event's samples: FixedPeriod
 	}
 	return sampleType, regsMask
 }
@@ -335,7 +337,9 @@ func Open(cfg Config) (*Session, error) {
 	if len(cfg.Events) > 0 {
 		events = events[:1]
 		events[0].name, events[0].typ, events[0].config = cfg.Events[0].Name, cfg.Events[0].Type, cfg.Events[0].Config
-		if len(cfg.Events) > 1 {
+		if len(cfg.Events) > 1 || cfg.Events[0].Period > 0 {
+			// The other events, and the first's ids (FixedPeriod), are the per-thread
+			// events' that openAll opens once.
 			cfg.CPUWide, cfg.ResizableStack = false, false
 		}
 	}

@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"github.com/stax-profiler/stax/internal/record"
 	"sync/atomic"
 
 	"github.com/stax-profiler/stax/internal/perfevent"
@@ -47,4 +48,23 @@ func (r *Recorder) eventsMeta() []store.Event {
 		}
 	}
 	return out
+}
+
+// eventWorkers tells the stack workers how to tell the events' samples apart: their
+// event by id, and the samples of events with a fixed period, which carry none.
+func (r *Recorder) eventWorkers(sess *perfevent.Session, cfg perfevent.Config) {
+	st, _ := perfevent.SampleTypeFor(cfg)
+	for _, w := range r.in.workers {
+		if len(cfg.Events) > 1 {
+			w.eventOf = sess.EventOf
+		}
+		switch {
+		case st&record.SampleIdentifier != 0:
+			w.fixed = sess.FixedPeriod
+			w.fixedDec = w.dec
+			w.fixedDec.SampleType &^= record.SamplePeriod
+		case len(cfg.Events) == 1 && cfg.Events[0].Period > 0:
+			w.onlyPeriod = cfg.Events[0].Period
+		}
+	}
 }

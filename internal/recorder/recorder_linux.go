@@ -293,7 +293,7 @@ func Start(opts Options) (_ *Recorder, err error) {
 	// Fitted to the stacks seen unless the user chose the size (stackfit_linux.go); a
 	// capture replays without the events' reopening.
 	cfg.ResizableStack = cfg.CallGraph == "dwarf" && opts.StackSize == 0 && !cfg.SystemWide && os.Getenv("STAX_CAPTURE") == "" &&
-		len(opts.Events) <= 1 // the other events are not reopened
+		(len(opts.Events) == 0 || len(opts.Events) == 1 && opts.Events[0].Period == 0) // see perfevent.Config.Events
 	sess, err := perfevent.Open(cfg)
 	if err != nil {
 		switch {
@@ -305,11 +305,7 @@ func Start(opts Options) (_ *Recorder, err error) {
 		return nil, fmt.Errorf("attach to pid %d: %w", opts.Pid, err)
 	}
 	r.src = sess
-	if len(opts.Events) > 1 {
-		for _, w := range r.in.workers {
-			w.eventOf = sess.EventOf
-		}
-	}
+	r.eventWorkers(sess, cfg)
 	if n := sess.StackSize(); cfg.ResizableStack && n > 0 {
 		r.in.fit = stackFit{on: true, max: n, cur: n}
 		for _, w := range r.in.workers {

@@ -69,6 +69,12 @@ type stackWorker struct {
 	// eventOf tells the event (its index in Options.Events) of a CPU sample by its id
 	// (nil: one event).
 	eventOf func(id uint64) int
+	// fixed tells the events sampled with a fixed period by their id, whose samples carry
+	// no period (perfevent.Session.FixedPeriod), and fixedDec decodes them; nil: none, or
+	// a recording of one such event, whose samples carry no id (onlyPeriod: its period).
+	fixed      func(id uint64) (uint64, bool)
+	fixedDec   record.Decoder
+	onlyPeriod uint64
 	// frames holds the batch's stacks, back to back.
 	frames []uint64
 	// fitSize is the stack copy the sampling events take now (stackFit.cur; 0: not
@@ -212,9 +218,18 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 		if waking {
 			dec = &w.wakeDec
 		}
+		fixedPeriod := w.onlyPeriod
+		if !waking && w.fixed != nil && len(rec) >= 16 {
+			if p, ok := w.fixed(binary.LittleEndian.Uint64(rec[8:])); ok {
+				dec, fixedPeriod = &w.fixedDec, p
+			}
+		}
 		if err := dec.Sample(rec, &s); err != nil {
 			out[k] = batchedSample{bad: true}
 			continue
+		}
+		if fixedPeriod > 0 {
+			s.Period = fixedPeriod
 		}
 		kind := kindSample
 		var wakee uint32
