@@ -28,6 +28,7 @@ type keyState struct {
 	rawKey
 	count      uint64
 	time       uint64
+	counters   int32 // where its counters' sums start in Run.counterSums, -1: none
 	rstack     int32 // resolved stack id, -1 until resolved
 	leafFunc   int32
 	leaf       uint64
@@ -60,6 +61,9 @@ type Run struct {
 	rstacks     *StackTable // location ids
 
 	samples         uint64
+	counterSums     []uint64 // counters.go
+	numCounters     int
+	lastKey         rawKey
 	unresolvedFrame uint64
 	ids             []uint64
 	fids            []uint32 // frame id of each site being interned
@@ -101,13 +105,23 @@ func (r *Run) AddSample(pid, tid, cpu uint32, t uint64, gen uint32, chain []uint
 
 // AddEventSample counts one sample of the run's event number event (Entry.Event).
 func (r *Run) AddEventSample(event, pid, tid, cpu uint32, t uint64, gen uint32, chain []uint64) {
+	r.AddCountedSample(event, pid, tid, cpu, t, gen, chain, nil)
+}
+
+// AddCountedSample counts one sample of event with the counters read with it (the
+// events each counted since the thread's sample before; counters.go).
+func (r *Run) AddCountedSample(event, pid, tid, cpu uint32, t uint64, gen uint32, chain []uint64, counters []uint64) {
 	r.mu.Lock()
 	r.addLocked(event, pid, tid, cpu, t, gen, chain)
+	if len(counters) > 0 {
+		r.addCounters(r.keyIndex[r.lastKey], counters)
+	}
 	r.mu.Unlock()
 }
 
 func (r *Run) addLocked(event, pid, tid, cpu uint32, t uint64, gen uint32, chain []uint64) {
 	k := rawKey{Tid: tid, Pid: pid, Stack: r.raw.Intern(chain), Gen: gen, Event: event}
+	r.lastKey = k
 	r.samples++
 	i, ok := r.keyIndex[k]
 	if ok {
@@ -115,7 +129,7 @@ func (r *Run) addLocked(event, pid, tid, cpu uint32, t uint64, gen uint32, chain
 	} else {
 		i = uint32(len(r.keys))
 		r.keyIndex[k] = i
-		r.keys = append(r.keys, keyState{rawKey: k, count: 1, time: t, rstack: -1, leafFunc: -1})
+		r.keys = append(r.keys, keyState{rawKey: k, count: 1, time: t, rstack: -1, leafFunc: -1, counters: -1})
 	}
 	r.series.add(t, i, cpu)
 }
@@ -352,6 +366,7 @@ func (r *Run) profile(threads []ThreadInfo, b *ProfileBuffers) *Profile {
 		mk := mergeKey{k.Tid, uint32(k.rstack), k.leaf, k.Event}
 		if j, ok := b.merged[mk]; ok {
 			p.KeyEntry[i] = j
+			entries[j].Counters = r.mergeCounters(entries[j].Counters, k.counters)
 			entries[j].Count += k.count
 			if k.time < entries[j].Time {
 				entries[j].Time = k.time
@@ -361,7 +376,7 @@ func (r *Run) profile(threads []ThreadInfo, b *ProfileBuffers) *Profile {
 		b.merged[mk] = int32(len(entries))
 		p.KeyEntry[i] = int32(len(entries))
 		entries = append(entries, Entry{Tid: k.Tid, Pid: k.Pid, Stack: uint32(k.rstack), Count: k.count,
-			Leaf: k.leaf, LeafFunc: k.leafFunc, Time: k.time, Event: k.Event})
+			Leaf: k.leaf, LeafFunc: k.leafFunc, Time: k.time, Event: k.Event, Counters: r.mergeCounters(nil, k.counters)})
 	}
 	p.Entries = entries
 	b.order = sortEntriesInPlace(p.Entries, p.KeyEntry, b.order)

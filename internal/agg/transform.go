@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -359,6 +360,7 @@ func (p *Profile) TransformThread(t *Transform, tid uint32) *Profile {
 			k := mergeKey{e.Tid, e.Pid, e.Stack, e.Leaf, e.LeafFunc, e.Event}
 			if j, ok := merged[k]; ok {
 				m := &q.Entries[j]
+				m.Counters = SumCounters(slices.Clone(m.Counters), e.Counters) // m's may be p's too
 				m.Count += e.Count
 				m.Time = min(m.Time, e.Time)
 				index[i] = j

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,12 +16,14 @@ import (
 
 // eventFlags are stax record's -e and -c.
 type eventFlags struct {
-	list   string
-	period uint64
+	list     string
+	period   uint64
+	counters string
 }
 
 func (f *eventFlags) add(c *cobra.Command) {
 	c.Flags().StringVarP(&f.list, "event", "e", "", "sample `EVENTS`, comma-separated: cpu-clock (default), task-clock, page-faults, major-faults, minor-faults, context-switches, cpu-migrations, alignment-faults, hardware events (cycles, instructions, cache-misses, ...), rXXXX, pmu/event=..,umask=../ or a tracepoint sys:name (stax list-events; docs/events.md)")
+	c.Flags().StringVar(&f.counters, "counters", "", "read the counters `LIST` (comma-separated events: task-clock, page-faults, context-switches, cycles, instructions, ...) with each sample, per thread: top, flame and annotate show what each function counted (docs/events.md)")
 	c.Flags().Uint64VarP(&f.period, "count", "c", 0, "sample every `PERIOD` events of each event instead of -F times a second (tracepoints: 1 by default)")
 }
 
@@ -61,6 +64,42 @@ func (f *eventFlags) events(freqSet bool) ([]perfevent.EventSpec, error) {
 		}
 	}
 	return evs, nil
+}
+
+// counterList resolves --counters: the counters to read with each sample. A hardware
+// counter on a machine without hardware counters is left out with a note (the recording
+// goes on without it), never an error.
+func (f *eventFlags) counterList(notef func(format string, a ...any)) ([]perfevent.EventSpec, error) {
+	if f.counters == "" {
+		return nil, nil
+	}
+	evs, err := perfevent.ParseEvents(f.counters)
+	if err != nil {
+		return nil, usageErr("--counters: %v", err)
+	}
+	var out []perfevent.EventSpec
+	var dropped []string
+	for _, ev := range evs {
+		if ev.Tracepoint != "" {
+			return nil, usageErr("--counters %s: a tracepoint is sampled (-e), not read as a counter", ev.Name)
+		}
+		if err := perfevent.ResolveEvent(&ev); err != nil {
+			var np *perfevent.NoPMUError
+			if errors.As(err, &np) {
+				dropped = append(dropped, ev.Name)
+				continue
+			}
+			if errors.Is(err, perfevent.ErrEventSyntax) {
+				return nil, usageErr("--counters: %v", err)
+			}
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	if len(dropped) > 0 {
+		notef("this machine exposes no hardware counters: --counters %s left out; recording the rest of the profile without them", strings.Join(dropped, ","))
+	}
+	return out, nil
 }
 
 // addEvent adds --event, which picks the event a view counts in a run of several.

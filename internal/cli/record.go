@@ -90,6 +90,14 @@ At the end, what is queued is sent for up to --push-timeout.
 			if err != nil {
 				return err
 			}
+			counters, err := ef.counterList(func(format string, a ...any) {
+				if !quiet {
+					fmt.Fprintf(g.errOut, "stax: %s\n", esc(fmt.Sprintf(format, a...)))
+				}
+			})
+			if err != nil {
+				return err
+			}
 			if stackSize != 0 && (stackSize < 8<<10 || stackSize > 64<<10-8 || stackSize%8 != 0) {
 				return usageErr("--stack-size must be a multiple of 8 from 8192 to 65528 bytes, not %d", stackSize)
 			}
@@ -118,7 +126,7 @@ At the end, what is queued is sent for up to --push-timeout.
 				Recorder: recorder.Options{
 					Argv: args, Pid: pid, SystemWide: all, Freq: freq, Duration: time.Duration(seconds * float64(time.Second)), RingPages: pages,
 					CallGraph: callGraph, StackSize: stackSize, OffCPU: !noOffCPU, OffCPURate: offRate, NoWakers: noWakers,
-					PerThreadEvents: perThread, Env: env, Events: events,
+					PerThreadEvents: perThread, Env: env, Events: events, Counters: counters,
 				},
 				Quiet: quiet, RunIDFile: runIDFile, Notef: notef,
 				Attached: func() func() {

@@ -90,6 +90,9 @@ type Config struct {
 	// opened beside it, per thread, into the same rings (not CPU-wide, nor resizable).
 	// Empty: cycles, else cpu-clock, at Freq.
 	Events []EventSpec
+	// Counters are read with each sample of the first event: a group under it per thread
+	// and CPU (counters_linux.go; not CPU-wide, nor resizable).
+	Counters []EventSpec
 }
 
 // sideBand are the attr bits of the side-band records: one event per CPU carries them, so
@@ -131,7 +134,7 @@ func SampleTypeFor(cfg Config) (sampleType, regsMask uint64) {
 	if cfg.CallGraph == "dwarf" {
 		sampleType, regsMask = DwarfSampleType, RegsUserDwarf
 	}
-	if cfg.OffCPU && !cfg.SystemWide || len(cfg.Events) > 1 {
+	if cfg.OffCPU && !cfg.SystemWide || len(cfg.Events) > 1 || len(cfg.Counters) > 0 {
 		sampleType |= record.SampleIdentifier
 	} else if len(cfg.Events) == 1 && cfg.Events[0].Period > 0 {
 		sampleType &^= record.SamplePeriod // the only event's samples: FixedPeriod
@@ -247,10 +250,11 @@ type Session struct {
 	// its goroutine instead of holding a thread in epoll_wait, which the runtime's monitor
 	// thread takes back after 10 ms and then polls every 20 us, at a cost of a few percent
 	// of a core while the recorder's other goroutines come and go.
-	epoll   *os.File
-	epollRC syscall.RawConn
-	spans   []ring.Span
-	events  eventState // events_linux.go
+	epoll    *os.File
+	epollRC  syscall.RawConn
+	spans    []ring.Span
+	events   eventState   // events_linux.go
+	counters counterState // counters_linux.go
 }
 
 // switchTarget is a thread and CPU the context-switch events are opened for.
@@ -333,6 +337,9 @@ func Open(cfg Config) (*Session, error) {
 	}{
 		{"cycles", unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CPU_CYCLES},
 		{"cpu-clock", unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CPU_CLOCK},
+	}
+	if len(cfg.Counters) > 0 {
+		cfg.CPUWide, cfg.ResizableStack = false, false // the groups are the per-thread events'
 	}
 	if len(cfg.Events) > 0 {
 		events = events[:1]
@@ -442,6 +449,7 @@ func (s *Session) attr(cfg Config, typ uint32, config uint64, enableOnExec bool)
 		a.Bits |= unix.PerfBitExcludeKernel | unix.PerfBitExcludeCallchainKernel
 	}
 	firstEventPeriod(cfg, a, typ, config)
+	s.leaderRead(cfg, a, typ, config)
 	return a
 }
 
@@ -453,7 +461,7 @@ func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) err
 	}
 	s.switchIDs = map[uint64]bool{}
 	s.wakingIDs = map[uint64]bool{}
-	s.events = eventState{}
+	s.events, s.counters = eventState{}, counterState{}
 	s.resizable = cfg.ResizableStack && cfg.CallGraph == "dwarf" && !cfg.SystemWide
 	s.cfg, s.evType, s.evConfig = cfg, typ, config
 	s.off = !cfg.EnableOnExec
@@ -555,6 +563,12 @@ func (s *Session) openAll(cfg Config, cpus []int, typ uint32, config uint64) err
 			}
 			if s.OffCPU && target != nil {
 				switches = append(switches, switchTarget{pid, cpu, target})
+			}
+			if err := s.openCounters(cfg, pid, cpu); err != nil {
+				if i > 0 && errors.Is(err, unix.ESRCH) {
+					break
+				}
+				return err
 			}
 			if err := s.openOtherEvents(cfg, pid, cpu, target); err != nil {
 				if i > 0 && errors.Is(err, unix.ESRCH) {

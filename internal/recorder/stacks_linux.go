@@ -75,6 +75,10 @@ type stackWorker struct {
 	fixed      func(id uint64) (uint64, bool)
 	fixedDec   record.Decoder
 	onlyPeriod uint64
+	// ctr decodes the samples that read the counters (counters_linux.go); reads holds
+	// the batch's reads, back to back.
+	ctr   counterDecoding
+	reads []uint64
 	// frames holds the batch's stacks, back to back.
 	frames []uint64
 	// fitSize is the stack copy the sampling events take now (stackFit.cur; 0: not
@@ -98,6 +102,8 @@ type batchedSample struct {
 	time          uint64
 	worker        uint32
 	lo, hi        uint32 // its chain is workers[worker].frames[lo:hi]
+	// rlo and rn locate a sample's counter read in workers[worker].reads (rn 0: none).
+	rlo, rn uint32
 	// fit is how the unwind of a sample with the current stack copy used it (fitNone:
 	// not measured); high how many of its bytes it read.
 	fit  fitUse
@@ -196,7 +202,7 @@ func newStackWorkers(n int, dec record.Decoder, dwarf bool, maxStack int, res *r
 // are not unwound; their frame-pointer chain stands for them (the recorder is behind, see
 // overload).
 func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [][]byte, cheap []bool, out []batchedSample, fast bool) {
-	w.frames = w.frames[:0]
+	w.frames, w.reads = w.frames[:0], w.reads[:0]
 	w.fp.cache.reset()
 	w.pre.cache.reset()
 	if w.dwarf != nil {
@@ -224,6 +230,7 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 				dec, fixedPeriod = &w.fixedDec, p
 			}
 		}
+		dec = w.ctr.decoder(dec, rec, waking)
 		if err := dec.Sample(rec, &s); err != nil {
 			out[k] = batchedSample{bad: true}
 			continue
@@ -277,6 +284,9 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 			out[k].set = w.switched.set(uint32(s.StackSize))
 			if w.eventOf != nil {
 				out[k].event = uint32(w.eventOf(s.ID))
+			}
+			if dec.SampleType&record.SampleRead != 0 {
+				out[k].rlo, out[k].rn = w.ctr.keep(&s, &w.reads)
 			}
 		}
 		if kind == kindSample && w.fitSize != 0 && !cheap[k] && !fast && uint32(s.StackSize) == w.fitSize && w.dwarf.unwound {
@@ -461,7 +471,11 @@ func (r *Recorder) flushBatch() {
 			if r.off.waitStacks && s.event == 0 {
 				r.offCPUSample(s.pid, s.tid, ws[s.worker].frames[s.lo:s.hi])
 			}
-			r.commit(s.event, s.period, s.pid, s.tid, s.cpu, s.time, ws[s.worker].frames[s.lo:s.hi])
+			var ctrs []uint64
+			if s.rn > 0 {
+				ctrs = r.ctr.deltas(s.tid, s.cpu, ws[s.worker].reads[s.rlo:s.rlo+s.rn])
+			}
+			r.commit(s.event, s.period, s.pid, s.tid, s.cpu, s.time, ws[s.worker].frames[s.lo:s.hi], ctrs)
 		case kindOffStack:
 			if !r.offKeep(s.time, s.every) {
 				continue

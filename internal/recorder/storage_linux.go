@@ -152,6 +152,7 @@ func (r *Recorder) snapshot(final bool, bufs *agg.ProfileBuffers) *store.Run {
 	r.targetIdentity(&meta)
 	meta.Samples = st.Samples
 	meta.Events = r.eventsMeta()
+	meta.Counters = r.ctr.meta(r.opts.Counters)
 	meta.Unresolved = st.UnresolvedFrames
 	meta.Finished = final
 	meta.End = time.Now() // for a checkpoint, its time: a crashed run's last known moment

@@ -27,7 +27,7 @@ import (
 //     location's outermost line (-1 for none), and its first sample's time.
 //
 // Format 5 starts the section with "COUNTS\x00\x03" and ends each entry with its event (the
-// index in Meta.Events); the sections of format 4 ("COUNTS\x00\x02") are read with every
+// index in Meta.Events) and its counters (their number, then each sum; Meta.Counters); the sections of format 4 ("COUNTS\x00\x02") are read with every
 // entry's event 0.
 //
 // Files written by earlier builds of format 4 start the section with "COUNTS\x00\x01" and
@@ -85,6 +85,10 @@ func appendCounts(b []byte, p *agg.Profile) []byte {
 		b = binary.AppendVarint(b, int64(e.LeafFunc)-fn)
 		b = binary.AppendUvarint(b, e.Time)
 		b = binary.AppendUvarint(b, uint64(e.Event))
+		b = binary.AppendUvarint(b, uint64(len(e.Counters)))
+		for _, v := range e.Counters {
+			b = binary.AppendUvarint(b, v)
+		}
 	}
 	return b
 }
@@ -215,6 +219,15 @@ func readCounts(r *bufio.Reader, p *agg.Profile, b *budget, l *layout) (frameIDs
 		e.Time = c.uv(1<<64 - 1)
 		if withEvents {
 			e.Event = uint32(c.uv(maxEvents - 1)) // validate checks the meta lists it
+			if n := c.uv(maxCounters); n > 0 && c.err == nil {
+				if err := b.charge(int64(n) * 8); err != nil {
+					return false, err
+				}
+				e.Counters = make([]uint64, n)
+				for j := range e.Counters {
+					e.Counters[j] = c.uv(1<<64 - 1)
+				}
+			}
 		}
 		p.Entries = append(p.Entries, e)
 	}

@@ -66,7 +66,20 @@ func (m *Meta) EventIndex(name string) (int, error) {
 	return 0, fmt.Errorf("run %s has no event %q: it sampled %s", m.ID, name, strings.Join(names, ", "))
 }
 
-// checkEvents says whether every entry's event is one the meta lists.
+// maxCounters bounds the counters read with each sample (record.MaxReadValues).
+const maxCounters = 32
+
+// Counter is one counter read with each sample (stax record --counters), as the meta
+// lists it.
+type Counter struct {
+	Name string `json:"name"`
+	// Count is what the samples read: the sum of each thread's counts between its
+	// samples.
+	Count uint64 `json:"count"`
+}
+
+// checkEvents says whether every entry's event is one the meta lists, and its counters
+// those the meta lists.
 func checkEvents(r *Run) error {
 	n := max(len(r.Meta.Events), 1)
 	if len(r.Meta.Events) > maxEvents {
@@ -75,6 +88,9 @@ func checkEvents(r *Run) error {
 	for i, e := range r.Profile.Entries {
 		if int(e.Event) >= n {
 			return fmt.Errorf("entry %d names event %d of %d", i, e.Event, n)
+		}
+		if len(e.Counters) != 0 && len(e.Counters) != len(r.Meta.Counters) {
+			return fmt.Errorf("entry %d has %d counters, the run %d", i, len(e.Counters), len(r.Meta.Counters))
 		}
 	}
 	return nil

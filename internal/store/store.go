@@ -104,10 +104,13 @@ type Meta struct {
 	Event      string   `json:"event"`
 	// Events are the events sampled (stax record -e; one when not given): an entry's
 	// event is an index in it (events.go). Runs before format 5 have none.
-	Events    []Event `json:"events,omitempty"`
-	RingPages int     `json:"ring_pages,omitempty"` // data pages per CPU ring
-	CallGraph string  `json:"call_graph,omitempty"` // fp or dwarf
-	StackSize int     `json:"stack_size,omitempty"` // dwarf: bytes of user stack copied per sample (at the end, when fitted)
+	Events []Event `json:"events,omitempty"`
+	// Counters are read with each sample of the first event (stax record --counters): an
+	// entry's counters are in their order (events.go).
+	Counters  []Counter `json:"counters,omitempty"`
+	RingPages int       `json:"ring_pages,omitempty"` // data pages per CPU ring
+	CallGraph string    `json:"call_graph,omitempty"` // fp or dwarf
+	StackSize int       `json:"stack_size,omitempty"` // dwarf: bytes of user stack copied per sample (at the end, when fitted)
 	// StackFit (dwarf): the copy was fitted to the stacks seen, StackSize bytes at most
 	// where it started (see StackFit).
 	StackFit  *StackFit         `json:"stack_fit,omitempty"`
