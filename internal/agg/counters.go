@@ -49,3 +49,27 @@ func SumCounters(dst, src []uint64) []uint64 {
 	}
 	return dst
 }
+
+// SelfCounters sums, per row of p (a frame of its view: function, line, address or
+// image), the counters of the samples whose leaf it is, over the entries f keeps; nil
+// when no entry has counters.
+func SelfCounters(p *Profile, f Filter) map[Frame][]uint64 {
+	fst := p.frameStacks()
+	var out map[Frame][]uint64
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		if len(e.Counters) == 0 || !f.keep(e) || int(e.Stack) >= len(fst) || len(fst[e.Stack]) == 0 {
+			continue
+		}
+		id := fst[e.Stack][0]
+		if int(id) >= len(p.Frames) {
+			continue
+		}
+		if out == nil {
+			out = map[Frame][]uint64{}
+		}
+		k := p.Frames[id]
+		out[k] = SumCounters(out[k], e.Counters)
+	}
+	return out
+}

@@ -121,6 +121,10 @@ type Top struct {
 	State  string  `json:"state"`
 	Window *Window `json:"window,omitempty"` // the time window asked for; absent: the whole run
 	Event  *Event  `json:"event,omitempty"`  // the event counted (events.go); absent: a run that lists none
+	// Counters name the counters read with each sample (stax record --counters), whose
+	// counts each row has; absent: none, or a window of the run (its samples' counters are
+	// not kept per sample).
+	Counters []string `json:"counters,omitempty"`
 	// Transform is how the stacks were rewritten first; absent: they were not.
 	Transform *Transform `json:"transform,omitempty"`
 	Samples   uint64     `json:"samples"`
@@ -164,6 +168,9 @@ type TopRow struct {
 	TotalPct float64 `json:"total_pct"`
 	// Reason is, in a view weighed by time, the reason with the most of the row's time.
 	Reason string `json:"reason,omitempty"`
+	// Counters are what the counters read with the samples (stax record --counters)
+	// counted in the row itself (its self samples), in the order of Top.Counters.
+	Counters []uint64 `json:"counters,omitempty"`
 }
 
 // ProcessRow is a row of Top by process.

@@ -3,7 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -153,6 +155,47 @@ func samplingText(m *store.Meta) string {
 		} else {
 			s += fmt.Sprintf("%s at %d Hz (%s samples, %s counted)", esc(e.Name), e.Freq, commas(e.Samples), commas(e.Count))
 		}
+	}
+	return s
+}
+
+// printTopCounters writes top's rows with what the counters read with the samples
+// counted in each function itself, and its IPC where cycles and instructions were read.
+func printTopCounters(w io.Writer, res api.Top) {
+	cyc, ins := slices.Index(res.Counters, "cycles"), slices.Index(res.Counters, "instructions")
+	head := fmt.Sprintf("%8s %10s %8s %10s", "SELF%", "SELF", "TOTAL%", "TOTAL")
+	for _, c := range res.Counters {
+		head += fmt.Sprintf(" %14s", strings.ToUpper(truncName(c, 14)))
+	}
+	if cyc >= 0 && ins >= 0 {
+		head += fmt.Sprintf(" %6s", "IPC")
+	}
+	fmt.Fprintln(w, head+"  FUNCTION  [IMAGE]")
+	for _, row := range res.Rows {
+		line := fmt.Sprintf("%7.2f%% %10s %7.2f%% %10s", row.SelfPct, commas(row.Self), row.TotalPct, commas(row.Total))
+		for i := range res.Counters {
+			var v uint64
+			if i < len(row.Counters) {
+				v = row.Counters[i]
+			}
+			line += fmt.Sprintf(" %14s", commas(v))
+		}
+		if cyc >= 0 && ins >= 0 {
+			ipc := "-"
+			if cyc < len(row.Counters) && ins < len(row.Counters) && row.Counters[cyc] > 0 {
+				ipc = fmt.Sprintf("%.2f", float64(row.Counters[ins])/float64(row.Counters[cyc]))
+			}
+			line += fmt.Sprintf(" %6s", ipc)
+		}
+		name := rowName(res.By, row.Func, row.Inlined, row.File, row.Line, row.Addr)
+		fmt.Fprintf(w, "%s  %s  [%s]\n", line, name, esc(trimBrackets(row.Image)))
+	}
+}
+
+// truncName is s cut to n bytes.
+func truncName(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
 	}
 	return s
 }

@@ -3,8 +3,10 @@ package e2e
 import (
 	"bytes"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -213,6 +215,17 @@ func TestHardwareEventWithoutPMU(t *testing.T) {
 		}
 		return
 	}
+	// --counters with hardware counters: a note, and the profile without them.
+	out, errOut, code := e.run("record", "--counters", "cycles,instructions", "--", prog, "faults", "1000", "300")
+	if code != 0 || !strings.Contains(errOut, "stax: this machine exposes no hardware counters: --counters cycles,instructions left out") {
+		t.Errorf("record --counters cycles,instructions: exit %d\n%s%s", code, out, errOut)
+	}
+	var st api.Status
+	e.mustJSON(&st, "status")
+	if st.Meta.Samples < 100 || len(st.Meta.Counters) != 0 {
+		t.Errorf("record --counters cycles,instructions: %d samples, counters %+v; want a cpu-clock profile without counters", st.Meta.Samples, st.Meta.Counters)
+	}
+	e = newEnv(t)
 	for _, ev := range []string{"cycles", "cpu-clock,instructions", "r003c", "L1-dcache-load-misses"} {
 		out, errOut, code := e.run("record", "-e", ev, "--", prog, "faults", "1000", "300")
 		lines := strings.Split(strings.TrimSpace(errOut), "\n")
@@ -228,5 +241,81 @@ func TestHardwareEventWithoutPMU(t *testing.T) {
 	e.mustJSON(&list, "list")
 	if len(list.Runs) != 0 {
 		t.Errorf("the refused recordings left runs: %+v", list.Runs)
+	}
+}
+
+// Counters read with each sample (--counters): what each thread's counters counted
+// between its samples, summed over the program's rows, is what perf stat counts for it.
+// One execution for both: stax records perf stat, which counts the program alone.
+func TestCountersWithSamples(t *testing.T) {
+	testutil.RequirePerf(t)
+	perf := testutil.RequireTool(t, "perf")
+	prog := buildEvents(t)
+	e := newEnv(t)
+	stat := filepath.Join(t.TempDir(), "stat.csv")
+	counters := []string{"task-clock", "page-faults", "context-switches"}
+	list := strings.Join(counters, ",")
+	out, errOut, code := e.run("record", "-q", "--counters", list, "--", perf, "stat", "-x", ",", "-o", stat, "-e", list, "--", prog, "faults", "200000", "500")
+	if code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	want := map[string]float64{}
+	b, err := os.ReadFile(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(line, ",")
+		if len(f) >= 3 {
+			if v, err := strconv.ParseFloat(f[0], 64); err == nil {
+				if f[2] == "task-clock" {
+					v *= 1e6 // msec
+				}
+				want[f[2]] = v
+			}
+		}
+	}
+	var st api.Status
+	e.mustJSON(&st, "status")
+	pid := 0
+	for _, p := range st.Processes {
+		if p.Comm == "events" {
+			pid = p.Pid
+		}
+	}
+	if pid == 0 {
+		t.Fatalf("the program is not among the run's processes: %+v", st.Processes)
+	}
+	var top api.Top
+	e.mustJSON(&top, "top", "-n", "100000", "--pid", strconv.Itoa(pid))
+	if !slices.Equal(top.Counters, counters) {
+		t.Fatalf("top's counters: %v, want %v", top.Counters, counters)
+	}
+	got := make([]float64, len(counters))
+	for _, r := range top.Rows {
+		for i, v := range r.Counters {
+			got[i] += float64(v)
+		}
+	}
+	for i, name := range counters {
+		w, ok := want[name]
+		if !ok {
+			t.Fatalf("perf stat counted no %s:\n%s", name, b)
+		}
+		// The counts after a thread's last sample are no sample's: at most a period of
+		// cpu-clock (1 ms) of its time, and what it did in it.
+		tol := math.Max(0.05*w, 5)
+		t.Logf("%s: stax %.0f over %d samples, perf stat %.0f (%.2f%% apart)", name, got[i], top.Samples, w, 100*math.Abs(got[i]-w)/math.Max(w, 1))
+		if math.Abs(got[i]-w) > tol {
+			t.Errorf("%s: the samples' counters sum to %.0f, perf stat counts %.0f: more than %.0f apart", name, got[i], w, tol)
+		}
+	}
+	if _, _, ok := row(top, "touch_pages"); !ok {
+		t.Errorf("touch_pages is not in top: %+v", top.Rows)
+	}
+	for _, r := range top.Rows {
+		if r.Func == "spin" && r.Counters[1] > uint64(0.05*want["page-faults"]) {
+			t.Errorf("spin counted %d page faults of %.0f", r.Counters[1], want["page-faults"])
+		}
 	}
 }
