@@ -108,7 +108,7 @@ func TestRequestsLiveAndStored(t *testing.T) {
 		"focus": "worker", "ignore": "nap", "hide": "start_thread", "collapse_image": "libc.so.6", "fold_recursion": "1", "python": "1",
 		"off_cpu": "1", "wall": "1", "runnable": "1", "depth": "4", "threshold_pct": "5", "inverted": "1", "match": "wait",
 		"fn": "wait_for_lock", "functions": "2", "bucket_ms": "50", "buckets": "30", "threads": "2", "stacks": "1",
-		"target": "worker", "version": "1", "syntax": "intel",
+		"target": "worker", "version": "1", "syntax": "intel", "event": "cpu-clock",
 	}
 
 	t.Setenv("STAX_HOME", e.home)
