@@ -199,3 +199,12 @@ func truncName(s string, n int) string {
 	}
 	return s
 }
+
+// countersText lists the counters read with each sample and their counts, for status.
+func countersText(cs []store.Counter) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = fmt.Sprintf("%s %s", esc(c.Name), commas(c.Count))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -85,6 +85,9 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 		events = fmt.Sprintf(", one event per CPU (%s samples of other processes dropped)", commas(m.ForeignSamples))
 	}
 	fmt.Fprintf(w, "sampling:  %s, %s%s\n", samplingText(&m), scope, events)
+	if len(m.Counters) > 0 {
+		fmt.Fprintf(w, "counters:  %s (read with each sample; stax top shows them per function)\n", countersText(m.Counters))
+	}
 	fmt.Fprintf(w, "samples:   %s in %.1fs, %s lost\n", commas(m.Samples), st.ElapsedSec, commas(m.Lost))
 	if m.Lost > 0 {
 		ring := ""

@@ -275,19 +275,19 @@ func TestCountersWithSamples(t *testing.T) {
 			}
 		}
 	}
-	var st api.Status
-	e.mustJSON(&st, "status")
-	pid := 0
-	for _, p := range st.Processes {
-		if p.Comm == "events" {
-			pid = p.Pid
+	var th api.Threads
+	e.mustJSON(&th, "threads")
+	pid := uint32(0)
+	for _, r := range th.Rows {
+		if r.Name == "events" {
+			pid = r.Pid
 		}
 	}
 	if pid == 0 {
-		t.Fatalf("the program is not among the run's processes: %+v", st.Processes)
+		t.Fatalf("the program is not among the run's threads: %+v", th.Rows)
 	}
 	var top api.Top
-	e.mustJSON(&top, "top", "-n", "100000", "--pid", strconv.Itoa(pid))
+	e.mustJSON(&top, "top", "-n", "100000", "--pid", strconv.Itoa(int(pid)))
 	if !slices.Equal(top.Counters, counters) {
 		t.Fatalf("top's counters: %v, want %v", top.Counters, counters)
 	}
