@@ -86,5 +86,8 @@ func onlyEvent(run *store.Run, event uint32) *store.Run {
 	p.Entries = entries
 	out := *run
 	out.Profile = p
+	if int(event) < len(run.Meta.Events) {
+		out.Meta.Event = run.Meta.Events[event].Name // what exports name the samples by
+	}
 	return &out
 }
