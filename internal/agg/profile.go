@@ -42,7 +42,13 @@ type Entry struct {
 	// function that holds it: annotate counts per instruction from these.
 	Leaf     uint64 `json:"leaf"`
 	LeafFunc int32  `json:"leaf_func"` // -1 when unresolved
-	Time     uint64 `json:"time"`      // first sample's time (CLOCK_MONOTONIC ns)
+	// Event is the index of the samples' event in the run's events (store.Meta.Events;
+	// 0: the first, or the only one).
+	Event uint32 `json:"event,omitempty"`
+	Time  uint64 `json:"time"` // first sample's time (CLOCK_MONOTONIC ns)
+	// Counters are the sums of the counters read with its samples (stax record
+	// --counters), in the order of the run's counters; nil when none were read.
+	Counters []uint64 `json:"counters,omitempty"`
 }
 
 // ThreadInfo names a thread.
@@ -197,6 +203,7 @@ func (p *Profile) WindowWhere(from, to uint64, keep func(time uint64, tid uint32
 			continue
 		}
 		e.Count, e.Time = counts[i], first[i]
+		e.Counters = nil // the series holds no counters (counters.go)
 		index[i] = int32(len(out.Entries))
 		out.Entries = append(out.Entries, e)
 	}

@@ -21,12 +21,14 @@ type rawKey struct {
 	Tid, Pid uint32
 	Stack    uint32
 	Gen      uint32
+	Event    uint32 // the samples' event (Entry.Event)
 }
 
 type keyState struct {
 	rawKey
 	count      uint64
 	time       uint64
+	counters   int32 // where its counters' sums start in Run.counterSums, -1: none
 	rstack     int32 // resolved stack id, -1 until resolved
 	leafFunc   int32
 	leaf       uint64
@@ -60,6 +62,9 @@ type Run struct {
 	rstacks     *StackTable // location ids
 
 	samples         uint64
+	counterSums     []uint64 // counters.go
+	numCounters     int
+	lastKey         rawKey
 	unresolvedFrame uint64
 	ids             []uint64
 	fids            []uint32 // frame id of each site being interned
@@ -97,13 +102,28 @@ func NewRun() *Run {
 
 // AddSample counts one sample taken at time t on cpu. chain is copied if new.
 func (r *Run) AddSample(pid, tid, cpu uint32, t uint64, gen uint32, chain []uint64) {
+	r.AddEventSample(0, pid, tid, cpu, t, gen, chain)
+}
+
+// AddEventSample counts one sample of the run's event number event (Entry.Event).
+func (r *Run) AddEventSample(event, pid, tid, cpu uint32, t uint64, gen uint32, chain []uint64) {
+	r.AddCountedSample(event, pid, tid, cpu, t, gen, chain, nil)
+}
+
+// AddCountedSample counts one sample of event with the counters read with it (the
+// events each counted since the thread's sample before; counters.go).
+func (r *Run) AddCountedSample(event, pid, tid, cpu uint32, t uint64, gen uint32, chain []uint64, counters []uint64) {
 	r.mu.Lock()
-	r.addLocked(pid, tid, cpu, t, gen, chain)
+	r.addLocked(event, pid, tid, cpu, t, gen, chain)
+	if len(counters) > 0 {
+		r.addCounters(r.keyIndex[r.lastKey], counters)
+	}
 	r.mu.Unlock()
 }
 
-func (r *Run) addLocked(pid, tid, cpu uint32, t uint64, gen uint32, chain []uint64) {
-	k := rawKey{Tid: tid, Pid: pid, Stack: r.raw.Intern(chain), Gen: gen}
+func (r *Run) addLocked(event, pid, tid, cpu uint32, t uint64, gen uint32, chain []uint64) {
+	k := rawKey{Tid: tid, Pid: pid, Stack: r.raw.Intern(chain), Gen: gen, Event: event}
+	r.lastKey = k
 	r.samples++
 	i, ok := r.keyIndex[k]
 	if ok {
@@ -111,7 +131,7 @@ func (r *Run) addLocked(pid, tid, cpu uint32, t uint64, gen uint32, chain []uint
 	} else {
 		i = uint32(len(r.keys))
 		r.keyIndex[k] = i
-		r.keys = append(r.keys, keyState{rawKey: k, count: 1, time: t, rstack: -1, leafFunc: -1})
+		r.keys = append(r.keys, keyState{rawKey: k, count: 1, time: t, rstack: -1, leafFunc: -1, counters: -1})
 	}
 	r.series.add(t, i, cpu)
 }
@@ -303,6 +323,7 @@ type ProfileBuffers struct {
 type mergeKey struct {
 	tid, stack uint32
 	leaf       uint64
+	event      uint32
 }
 
 // ProfileInto is Profile for a caller that writes the profile out and drops it: it builds
@@ -344,9 +365,10 @@ func (r *Run) profile(threads []ThreadInfo, b *ProfileBuffers) *Profile {
 		if k.rstack < 0 || k.alias != 0 {
 			continue
 		}
-		mk := mergeKey{k.Tid, uint32(k.rstack), k.leaf}
+		mk := mergeKey{k.Tid, uint32(k.rstack), k.leaf, k.Event}
 		if j, ok := b.merged[mk]; ok {
 			p.KeyEntry[i] = j
+			entries[j].Counters = r.mergeCounters(entries[j].Counters, k.counters)
 			entries[j].Count += k.count
 			if k.time < entries[j].Time {
 				entries[j].Time = k.time
@@ -356,7 +378,7 @@ func (r *Run) profile(threads []ThreadInfo, b *ProfileBuffers) *Profile {
 		b.merged[mk] = int32(len(entries))
 		p.KeyEntry[i] = int32(len(entries))
 		entries = append(entries, Entry{Tid: k.Tid, Pid: k.Pid, Stack: uint32(k.rstack), Count: k.count,
-			Leaf: k.leaf, LeafFunc: k.leafFunc, Time: k.time})
+			Leaf: k.leaf, LeafFunc: k.leafFunc, Time: k.time, Event: k.Event, Counters: r.mergeCounters(nil, k.counters)})
 	}
 	if r.fold.aliases > 0 {
 		for i := range r.keys {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -336,6 +337,7 @@ func (p *Profile) TransformThread(t *Transform, tid uint32) *Profile {
 		tid, pid, stack uint32
 		leaf            uint64
 		leafFunc        int32
+		event           uint32
 	}
 	var merged map[mergeKey]int32
 	didMerge := false
@@ -351,9 +353,10 @@ func (p *Profile) TransformThread(t *Transform, tid uint32) *Profile {
 		}
 		e.Stack = uint32(newID[e.Stack])
 		if merged != nil {
-			k := mergeKey{e.Tid, e.Pid, e.Stack, e.Leaf, e.LeafFunc}
+			k := mergeKey{e.Tid, e.Pid, e.Stack, e.Leaf, e.LeafFunc, e.Event}
 			if j, ok := merged[k]; ok {
 				m := &q.Entries[j]
+				m.Counters = SumCounters(slices.Clone(m.Counters), e.Counters) // m's may be p's too
 				m.Count += e.Count
 				m.Time = min(m.Time, e.Time)
 				index[i] = j

@@ -82,6 +82,9 @@ type Status struct {
 	State      string  `json:"state"`
 	Meta       RunMeta `json:"meta"`
 	ElapsedSec float64 `json:"elapsed_sec"`
+	// Events are the events the run sampled, with their samples and counts (Meta.Events;
+	// absent for a run recorded before stax listed them).
+	Events []EventCount `json:"events,omitempty"`
 	// Incomplete: the run's final save failed (state incomplete); what the store holds.
 	Incomplete *Incomplete `json:"incomplete,omitempty"`
 	// SamplesDamage: what the run lost to a damaged samples file (views over time show the
@@ -141,6 +144,11 @@ type Top struct {
 	Live   bool    `json:"live"`
 	State  string  `json:"state"`
 	Window *Window `json:"window,omitempty"` // the time window asked for; absent: the whole run
+	Event  *Event  `json:"event,omitempty"`  // the event counted (events.go); absent: a run that lists none
+	// Counters name the counters read with each sample (stax record --counters), whose
+	// counts each row has; absent: none, or a window of the run (its samples' counters are
+	// not kept per sample).
+	Counters []string `json:"counters,omitempty"`
 	// Transform is how the stacks were rewritten first; absent: they were not.
 	Transform *Transform `json:"transform,omitempty"`
 	Samples   uint64     `json:"samples"`
@@ -184,6 +192,9 @@ type TopRow struct {
 	TotalPct float64 `json:"total_pct"`
 	// Reason is, in a view weighed by time, the reason with the most of the row's time.
 	Reason string `json:"reason,omitempty"`
+	// Counters are what the counters read with the samples (stax record --counters)
+	// counted in the row itself (its self samples), in the order of Top.Counters.
+	Counters []uint64 `json:"counters,omitempty"`
 }
 
 // ProcessRow is a row of Top by process.
@@ -213,6 +224,7 @@ type Flame struct {
 	Live      bool       `json:"live"`
 	State     string     `json:"state"`
 	Window    *Window    `json:"window,omitempty"` // the time window asked for; absent: the whole run
+	Event     *Event     `json:"event,omitempty"`
 	Transform *Transform `json:"transform,omitempty"`
 	// Inverted: the tree is bottom-up (flame --inverted), leaf functions under the root and
 	// their callers below them.
@@ -251,6 +263,7 @@ type Callers struct {
 	Live      bool       `json:"live"`
 	State     string     `json:"state"`
 	Window    *Window    `json:"window,omitempty"`
+	Event     *Event     `json:"event,omitempty"`
 	Transform *Transform `json:"transform,omitempty"`
 	Samples   uint64     `json:"samples"`
 	// OffCPU, Wall and Runnable: as Top's (callers --off-cpu, --wall, --runnable): the
@@ -283,6 +296,7 @@ type Threads struct {
 	Live      bool        `json:"live"`
 	State     string      `json:"state"`
 	Window    *Window     `json:"window,omitempty"` // the time window asked for; absent: the whole run
+	Event     *Event      `json:"event,omitempty"`
 	Transform *Transform  `json:"transform,omitempty"`
 	Samples   uint64      `json:"samples"`
 	Rows      []ThreadRow `json:"rows"`
@@ -299,6 +313,7 @@ type Timeline struct {
 	Live      bool       `json:"live"`
 	State     string     `json:"state"`
 	Window    *Window    `json:"window,omitempty"`
+	Event     *Event     `json:"event,omitempty"`
 	Transform *Transform `json:"transform,omitempty"`
 	StartSec  float64    `json:"start_sec"`
 	BucketSec float64    `json:"bucket_sec"`

@@ -108,6 +108,8 @@ func wireRunMeta(m store.Meta) RunMeta {
 		TargetGIDs:      m.TargetGIDs,
 		Freq:            m.Freq,
 		Event:           m.Event,
+		Events:          EventCounts(m.Events),
+		Counters:        wireSlice(m.Counters, wireCounterCount),
 		RingPages:       m.RingPages,
 		CallGraph:       m.CallGraph,
 		StackSize:       m.StackSize,
@@ -431,3 +433,10 @@ func StackChartOf(m agg.StackChart) StackChartData {
 		Truncated: m.Truncated,
 	}
 }
+
+// EventCounts are the events a run sampled.
+func EventCounts(es []store.Event) []EventCount {
+	return wireSlice(es, func(e store.Event) EventCount { return EventCount(e) })
+}
+
+func wireCounterCount(c store.Counter) CounterCount { return CounterCount(c) }

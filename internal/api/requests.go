@@ -51,6 +51,9 @@ type View struct {
 	Window      WindowParams
 	Transform   Transform
 	TimeMode
+	// Event names the event counted, of a run that sampled several (stax record -e);
+	// "": the first.
+	Event string `param:"event"`
 }
 
 // TopRequest asks /v1/top (stax top).
@@ -94,6 +97,7 @@ type ThreadsRequest struct {
 	N         int `param:"n" default:"20"`
 	Window    WindowParams
 	Transform Transform
+	Event     string `param:"event"`
 }
 
 // TimelineRequest asks /v1/timeline (stax timeline), or with States /v1/thread_states
@@ -107,6 +111,7 @@ type TimelineRequest struct {
 	MaxThreads int     `param:"threads"`
 	Window     WindowParams
 	Transform  Transform
+	Event      string `param:"event"`
 }
 
 // WakersRequest asks /v1/wakers (stax wakers).
@@ -124,6 +129,7 @@ type AnnotateRequest struct {
 	Window  WindowParams
 	// Transform rewrites the stacks the annotation counts.
 	Transform Transform
+	Event     string `param:"event"`
 }
 
 // SpansRequest asks /v1/spans (stax spans).

@@ -24,9 +24,14 @@ type RunMeta struct {
 	TargetGIDs []uint32 `json:"target_gids,omitempty"`
 	Freq       int      `json:"freq"`
 	Event      string   `json:"event"`
-	RingPages  int      `json:"ring_pages,omitempty"` // data pages per CPU ring
-	CallGraph  string   `json:"call_graph,omitempty"` // fp or dwarf
-	StackSize  int      `json:"stack_size,omitempty"` // dwarf: bytes of user stack copied per sample (at the end, when fitted)
+	// Events are the events sampled (stax record -e; one when not given). Runs recorded
+	// before stax listed them have none.
+	Events []EventCount `json:"events,omitempty"`
+	// Counters are read with each sample of the first event (stax record --counters).
+	Counters  []CounterCount `json:"counters,omitempty"`
+	RingPages int            `json:"ring_pages,omitempty"` // data pages per CPU ring
+	CallGraph string         `json:"call_graph,omitempty"` // fp or dwarf
+	StackSize int            `json:"stack_size,omitempty"` // dwarf: bytes of user stack copied per sample (at the end, when fitted)
 	// StackFit (dwarf): the copy was fitted to the stacks seen, StackSize bytes at most
 	// where it started (see StackFit).
 	StackFit  *StackFit         `json:"stack_fit,omitempty"`
@@ -449,4 +454,24 @@ type StackBox struct {
 	Samples uint32 `json:"n,omitempty"`
 	Off     uint64 `json:"off,omitempty"`
 	Reason  string `json:"r,omitempty"`
+}
+
+// EventCount is one event a run sampled (stax record -e EVENT,...), with its samples.
+type EventCount struct {
+	Name string `json:"name"`
+	// Period: a sample every Period events; else Freq samples a second, the kernel
+	// choosing each sample's period.
+	Period uint64 `json:"period,omitempty"`
+	Freq   int    `json:"freq,omitempty"`
+	// Samples counted, and Count the events they stand for: the sum of their periods
+	// (Period times Samples for a fixed period; nanoseconds for cpu-clock and task-clock).
+	Samples uint64 `json:"samples"`
+	Count   uint64 `json:"count"`
+}
+
+// CounterCount is a counter read with each sample (stax record --counters): Count is what
+// the samples read, the sum of each thread's counts between its samples.
+type CounterCount struct {
+	Name  string `json:"name"`
+	Count uint64 `json:"count"`
 }

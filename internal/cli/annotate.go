@@ -52,7 +52,7 @@ samples taken under main_loop.` + transformHelp,
 			if err != nil {
 				return err
 			}
-			req := api.AnnotateRequest{Target: args[0], Tid: uint32(tid), Version: version, Window: rf.apiWindow(), Transform: rf.transform}
+			req := api.AnnotateRequest{Target: args[0], Tid: uint32(tid), Version: version, Window: rf.apiWindow(), Transform: rf.transform, Event: rf.event}
 			if intel {
 				req.Syntax = "intel"
 			}
@@ -98,6 +98,7 @@ samples taken under main_loop.` + transformHelp,
 		},
 	}
 	rf.add(c)
+	rf.addEvent(c)
 	rf.addWindow(c)
 	rf.addSpan(c)
 	rf.addTransform(c)

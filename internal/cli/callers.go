@@ -81,7 +81,7 @@ func callersCmd(g *globals, callees bool) *cobra.Command {
 			if rf.processes.Comm != "" {
 				extra += " · comm " + esc(rf.processes.Comm)
 			}
-			extra = esc(extra) + granularityText(res.By, res.NoInline, res.Short) + transformText(res.Transform) + windowText(res.Window)
+			extra = esc(extra) + granularityText(res.By, res.NoInline, res.Short) + transformText(res.Transform) + eventText(res.Event) + windowText(res.Window)
 			if offCPU {
 				fmt.Fprintf(g.out, "run %s (%s) · %s%s\n", res.Run, runState(res.State, r), timeText(res.Samples, res.Time, res.Wall, res.Runnable), extra)
 			} else {
@@ -94,6 +94,7 @@ func callersCmd(g *globals, callees bool) *cobra.Command {
 		},
 	}
 	rf.add(c)
+	rf.addEvent(c)
 	rf.addWindow(c)
 	rf.addSpan(c)
 	rf.addProcesses(c)

@@ -31,6 +31,7 @@ type runFlags struct {
 	processes query.Processes
 	pid       int
 	transform api.Transform
+	event     string // --event (events.go)
 }
 
 func (f *runFlags) add(c *cobra.Command) {
@@ -137,7 +138,7 @@ func (f *runFlags) query(q url.Values) url.Values {
 // flags' processes, window and transform, weighed by time with offCPU, wall or runnable.
 func (f *runFlags) view(g agg.Granularity, tid int, offCPU, wall, runnable bool) api.View {
 	return api.View{Granularity: g, Tid: uint32(tid), Processes: f.apiProcesses(), Window: f.apiWindow(), Transform: f.transform,
-		TimeMode: api.TimeMode{OffCPU: offCPU, Wall: wall, Runnable: runnable}}
+		TimeMode: api.TimeMode{OffCPU: offCPU, Wall: wall, Runnable: runnable}, Event: f.event}
 }
 
 // viewKept checks that a view's answer (top, flame, callers), of count samples (or

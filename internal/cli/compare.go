@@ -22,6 +22,7 @@ func compareCmd(g *globals) *cobra.Command {
 	var asJSON, offCPU bool
 	var failTotal, failFunc float64
 	var win query.Window
+	var event string
 	c := &cobra.Command{
 		Use:   "compare BASE CAND",
 		Short: "Compare two runs function by function (a CI gate with --fail-*)",
@@ -51,6 +52,9 @@ function's share of each run's time blocked, and --fail-total-pct the growth of 
 			}
 			cand, err := loadRun(g, args[1], win)
 			if err != nil {
+				return err
+			}
+			if base, cand, err = compareEvent(base, cand, event); err != nil {
 				return err
 			}
 			bp, cp := &base.Profile, &cand.Profile
@@ -103,6 +107,7 @@ function's share of each run's time blocked, and --fail-total-pct the growth of 
 	c.Flags().Float64Var(&failTotal, "fail-total-pct", 0, "exit 6 if CAND has more than `P` percent more samples than BASE")
 	c.Flags().Float64Var(&failFunc, "fail-function-pct", 0, "exit 6 if a function's self share grows more than `P` points")
 	c.Flags().StringVar(&win.From, "from", "", "compare only samples from `SEC` seconds after each run's start")
+	c.Flags().StringVar(&event, "event", "", "compare the samples of event `NAME` (runs recorded with stax record -e; default: each run's first)")
 	c.Flags().StringVar(&win.To, "to", "", "compare only samples before `SEC` seconds after each run's start")
 	return c
 }

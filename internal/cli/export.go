@@ -88,6 +88,9 @@ nanoseconds), and the Firefox Profiler's gets a marker for each interval off CPU
 			if offCPU && format == "pprof" {
 				return usageErr("export --off-cpu: pprof has the off-CPU time as a value of its own (off_cpu); leave --off-cpu out")
 			}
+			if run, _, err = query.EventView(run, rf.event); err != nil {
+				return queryErr(err)
+			}
 			if run, _, err = rf.window.Apply(run); err != nil {
 				return queryErr(err)
 			}
@@ -154,6 +157,7 @@ nanoseconds), and the Firefox Profiler's gets a marker for each interval off CPU
 	rf.addWindow(c)
 	rf.addSpan(c)
 	rf.addTransform(c)
+	rf.addEvent(c)
 	c.Flags().StringVarP(&format, "format", "f", "", "output `FORMAT`: "+strings.Join(export.Names(), ", "))
 	c.Flags().StringVarP(&output, "output", "o", "", "write to `FILE` (- for stdout; default <run-id>.<ext>)")
 	c.Flags().BoolVar(&offCPU, "off-cpu", false, "write the time threads spent off CPU (nanoseconds) instead of the samples")

@@ -103,7 +103,7 @@ records, shared by the samples; reason on-cpu) and off CPU together, so a thread
 				fmt.Fprintf(g.out, "run %s (%s) · %s%s\n", res.Run, runState(res.State, r), timeText(res.Samples, res.Time, res.Wall, res.Runnable),
 					extra+granularityText(res.By, res.NoInline, res.Short)+transformText(res.Transform)+windowText(res.Window))
 			} else {
-				header(g.out, res.Run, runState(res.State, r), res.Samples, extra+granularityText(res.By, res.NoInline, res.Short)+transformText(res.Transform)+windowText(res.Window))
+				header(g.out, res.Run, runState(res.State, r), res.Samples, extra+eventText(res.Event)+granularityText(res.By, res.NoInline, res.Short)+transformText(res.Transform)+windowText(res.Window))
 			}
 			if res.Root != nil {
 				for _, ch := range res.Root.Children {
@@ -114,6 +114,7 @@ records, shared by the samples; reason on-cpu) and off CPU together, so a thread
 		},
 	}
 	rf.add(c)
+	rf.addEvent(c)
 	rf.addWindow(c)
 	rf.addSpan(c)
 	rf.addProcesses(c)

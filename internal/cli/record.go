@@ -58,7 +58,20 @@ At the end, what is queued is sent for up to --push-timeout.
 			if err != nil {
 				return err
 			}
-			return record(f.config(g, args, offRate))
+			cfg := f.config(g, args, offRate)
+			if cfg.Recorder.Events, err = f.ef.events(c.Flags().Changed("freq")); err != nil {
+				return err
+			}
+			quiet := f.quiet
+			cfg.Recorder.Counters, err = f.ef.counterList(func(format string, a ...any) {
+				if !quiet {
+					fmt.Fprintf(g.errOut, "stax: %s\n", esc(fmt.Sprintf(format, a...)))
+				}
+			})
+			if err != nil {
+				return err
+			}
+			return record(cfg)
 		},
 	}
 	f.add(g, c)
@@ -76,12 +89,14 @@ type recordFlags struct {
 	perThread                   bool
 	webAddr, runIDFile          string
 	offCPURate                  string
+	ef                          eventFlags
 	pf                          pushFlags
 }
 
 func (f *recordFlags) add(g *globals, c *cobra.Command) {
 	c.Flags().SetInterspersed(false)
-	c.Flags().IntVarP(&f.freq, "freq", "F", 999, "samples per second per CPU")
+	c.Flags().IntVarP(&f.freq, "freq", "F", 999, "samples per second per CPU (per event, and per thread for events other than cpu-clock)")
+	f.ef.add(c)
 	c.Flags().StringVar(&f.callGraph, "call-graph", defaultCallGraph(), "how user stacks are walked: dwarf (.eh_frame, from a copy of each sample's user stack: complete stacks through code built without frame pointers) or `fp` (frame pointers, walked by the kernel: cheaper, but skips callers of code without them)")
 	c.Flags().IntVar(&f.stackSize, "stack-size", 0, "`BYTES` of user stack copied per sample with --call-graph dwarf (8192 to 65528; by default 8192, as perf record, then fitted to the stacks seen: see docs/stack-copy.md; status says when deeper stacks were cut short)")
 	c.Flags().BoolVar(&f.noOffCPU, "no-off-cpu", false, "do not record where threads wait: the context switches of the target's threads, and the stack each blocked in (see stax top --off-cpu)")

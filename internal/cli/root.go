@@ -90,7 +90,7 @@ Typical session:
 	})
 	root.AddCommand(recordCmd(g), waitCmd(g), statusCmd(g), listCmd(g), stopCmd(g), markCmd(g), spansCmd(g),
 		topCmd(g), flameCmd(g), callersCmd(g, false), callersCmd(g, true), threadsCmd(g), wakersCmd(g), timelineCmd(g), annotateCmd(g), saveCmd(g), openCmd(g),
-		compareCmd(g), exportCmd(g), pushCmd(g), webCmd(g), symbolizeCmd(g), rmCmd(g), gcCmd(g))
+		compareCmd(g), exportCmd(g), pushCmd(g), webCmd(g), symbolizeCmd(g), rmCmd(g), gcCmd(g), listEventsCmd(g))
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return ExitOK

@@ -108,7 +108,10 @@ func printStatusSampling(w io.Writer, st *api.Status) {
 	if m.CPUWide {
 		events = fmt.Sprintf(", one event per CPU (%s samples of other processes dropped)", commas(m.ForeignSamples))
 	}
-	fmt.Fprintf(w, "sampling:  %s at %d Hz, %s%s\n", m.Event, m.Freq, scope, events)
+	fmt.Fprintf(w, "sampling:  %s, %s%s\n", samplingText(m), scope, events)
+	if len(m.Counters) > 0 {
+		fmt.Fprintf(w, "counters:  %s (read with each sample; stax top shows them per function)\n", countersText(m.Counters))
+	}
 	fmt.Fprintf(w, "samples:   %s in %.1fs, %s lost\n", commas(m.Samples), st.ElapsedSec, commas(m.Lost))
 	if m.Lost > 0 {
 		ring := ""

@@ -36,7 +36,7 @@ none, and then shows none); the stack transforms apply to it as to the samples.`
 			if err != nil {
 				return err
 			}
-			req := api.ThreadsRequest{N: n, Window: rf.apiWindow(), Transform: rf.transform}
+			req := api.ThreadsRequest{N: n, Window: rf.apiWindow(), Transform: rf.transform, Event: rf.event}
 			res, err := askFor(context.Background(), g, r, req, rf.need()|store.OffCPUPart, query.AnswerThreads)
 			if err != nil {
 				return err
@@ -53,7 +53,7 @@ none, and then shows none); the stack transforms apply to it as to the samples.`
 			if rf.json {
 				return printJSON(g.out, res)
 			}
-			extra := transformText(res.Transform) + windowText(res.Window)
+			extra := eventText(res.Event) + transformText(res.Transform) + windowText(res.Window)
 			if res.Time != nil {
 				extra += " · " + timeText(res.Time.OffCPUNs, res.Time, false, false)
 			}
@@ -75,6 +75,7 @@ none, and then shows none); the stack transforms apply to it as to the samples.`
 		},
 	}
 	rf.add(c)
+	rf.addEvent(c)
 	rf.addWindow(c)
 	rf.addTransform(c)
 	c.Flags().IntVarP(&n, "n", "n", 20, "how many threads to show")

@@ -60,7 +60,7 @@ reason (docs/off-cpu.md).` + timelineStatesHelp + transformHelp,
 				return err
 			}
 			req := api.TimelineRequest{States: states, Tid: uint32(tid), Processes: rf.apiProcesses(), BucketMs: bucket, MaxThreads: threads,
-				Window: rf.apiWindow(), Transform: rf.transform}
+				Window: rf.apiWindow(), Transform: rf.transform, Event: rf.event}
 			if states {
 				return timelineStates(g, &rf, r, req)
 			}
@@ -87,6 +87,7 @@ reason (docs/off-cpu.md).` + timelineStatesHelp + transformHelp,
 		},
 	}
 	rf.add(c)
+	rf.addEvent(c)
 	rf.addWindow(c)
 	rf.addProcesses(c)
 	rf.addTransform(c)

@@ -91,7 +91,7 @@ records, shared by the samples; reason on-cpu) and off CPU together, so a thread
 			if rf.processes.Comm != "" {
 				extra += " · comm " + esc(rf.processes.Comm)
 			}
-			extra += transformText(res.Transform)
+			extra += eventText(res.Event) + transformText(res.Transform)
 			if by == "process" {
 				count, what := commas, "SAMPLES"
 				if offCPU {
@@ -110,6 +110,10 @@ records, shared by the samples; reason on-cpu) and off CPU together, so a thread
 				return nil
 			}
 			header(g.out, res.Run, runState(res.State, r), res.Samples, extra+granularityText(res.By, res.NoInline, res.Short)+windowText(res.Window))
+			if len(res.Counters) > 0 {
+				printTopCounters(g.out, res)
+				return nil
+			}
 			col := map[string]string{agg.ByLine: "LINE  FUNCTION  [IMAGE]", agg.ByAddress: "ADDRESS  FUNCTION  [IMAGE]", agg.ByImage: "IMAGE"}[res.By]
 			if col == "" {
 				col = "FUNCTION  [IMAGE]"
@@ -127,6 +131,7 @@ records, shared by the samples; reason on-cpu) and off CPU together, so a thread
 		},
 	}
 	rf.add(c)
+	rf.addEvent(c)
 	rf.addWindow(c)
 	rf.addSpan(c)
 	rf.addProcesses(c)

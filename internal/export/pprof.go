@@ -47,13 +47,18 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 		return nil, err
 	}
 	period := int64(periodNs(&run.Meta))
+	cpuType := &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}
+	evType, evPer, counted := eventValue(&run.Meta) // an event that counts no time: no off-CPU time beside it
+	if counted {
+		cpuType, period = evType, evPer
+	}
 	// With off-CPU time, the blocked stacks are samples too, after the CPU ones (the first
 	// cpuStacks stacks), with values off_cpu and wall.
 	cpuStacks := -1
 	var reasons []uint8
 	var on *agg.OnCPUTime // the threads' time on CPU from the switch records
 	inSpans := spanCounts(run)
-	if run.OffCPU != nil {
+	if run.OffCPU != nil && !counted {
 		if err := run.OffCPU.CheckIndexes(); err != nil {
 			return nil, fmt.Errorf("export: off-CPU: %w", err)
 		}
@@ -69,10 +74,10 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 	out := &profile.Profile{
 		SampleType: []*profile.ValueType{
 			{Type: "samples", Unit: "count"},
-			{Type: "cpu", Unit: "nanoseconds"},
+			cpuType,
 		},
-		DefaultSampleType: "cpu",
-		PeriodType:        &profile.ValueType{Type: "cpu", Unit: "nanoseconds"},
+		DefaultSampleType: cpuType.Type,
+		PeriodType:        &profile.ValueType{Type: cpuType.Type, Unit: cpuType.Unit},
 		Period:            period,
 	}
 	if !run.Meta.Start.IsZero() {

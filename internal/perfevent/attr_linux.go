@@ -56,8 +56,10 @@ func SampleTypeFor(cfg Config) (sampleType, regsMask uint64) {
 	if cfg.CallGraph == "dwarf" {
 		sampleType, regsMask = DwarfSampleType, RegsUserDwarf
 	}
-	if cfg.OffCPU && !cfg.SystemWide {
+	if cfg.OffCPU && !cfg.SystemWide || len(cfg.Events) > 1 || len(cfg.Counters) > 0 {
 		sampleType |= record.SampleIdentifier
+	} else if len(cfg.Events) == 1 && cfg.Events[0].Period > 0 {
+		sampleType &^= record.SamplePeriod // the only event's samples: FixedPeriod
 	}
 	return sampleType, regsMask
 }
@@ -109,5 +111,7 @@ func (s *Session) attr(cfg Config, typ uint32, config uint64, enableOnExec bool)
 	if s.UserOnly {
 		a.Bits |= unix.PerfBitExcludeKernel | unix.PerfBitExcludeCallchainKernel
 	}
+	firstEventPeriod(cfg, a, typ, config)
+	s.leaderRead(cfg, a, typ, config)
 	return a
 }

@@ -80,6 +80,14 @@ type Config struct {
 	// record's, or stax's), and as long as alone under CPU-wide sampling. The side band,
 	// the rings and the off-CPU events stay the target's own.
 	CPUWide bool
+	// Events are the events to sample (stax record -e; eventspec.go), resolved
+	// (ResolveEvent): the first takes the place of cycles or cpu-clock, the others are
+	// opened beside it, per thread, into the same rings (not CPU-wide, nor resizable).
+	// Empty: cycles, else cpu-clock, at Freq.
+	Events []EventSpec
+	// Counters are read with each sample of the first event: a group under it per thread
+	// and CPU (counters_linux.go; not CPU-wide, nor resizable).
+	Counters []EventSpec
 }
 
 // Session is a set of open events, one ring per CPU.
@@ -175,9 +183,11 @@ type Session struct {
 	// its goroutine instead of holding a thread in epoll_wait, which the runtime's monitor
 	// thread takes back after 10 ms and then polls every 20 us, at a cost of a few percent
 	// of a core while the recorder's other goroutines come and go.
-	epoll   *os.File
-	epollRC syscall.RawConn
-	spans   []ring.Span
+	epoll    *os.File
+	epollRC  syscall.RawConn
+	spans    []ring.Span
+	events   eventState   // events_linux.go
+	counters counterState // counters_linux.go
 }
 
 // switchTarget is a thread and CPU the context-switch events are opened for.
@@ -241,6 +251,18 @@ func Open(cfg Config) (*Session, error) {
 	}{
 		{"cycles", unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CPU_CYCLES},
 		{"cpu-clock", unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CPU_CLOCK},
+	}
+	if len(cfg.Counters) > 0 {
+		cfg.CPUWide, cfg.ResizableStack = false, false // the groups are the per-thread events'
+	}
+	if len(cfg.Events) > 0 {
+		events = events[:1]
+		events[0].name, events[0].typ, events[0].config = cfg.Events[0].Name, cfg.Events[0].Type, cfg.Events[0].Config
+		if len(cfg.Events) > 1 || cfg.Events[0].Period > 0 {
+			// The other events, and the first's ids (FixedPeriod), are the per-thread
+			// events' that openAll opens once.
+			cfg.CPUWide, cfg.ResizableStack = false, false
+		}
 	}
 	var lastErr error
 	for _, ev := range events {

@@ -43,6 +43,7 @@ func (s *Session) reset(cfg Config, cpus []int, typ uint32, config uint64) {
 	}
 	s.switchIDs = map[uint64]bool{}
 	s.wakingIDs = map[uint64]bool{}
+	s.events, s.counters = eventState{}, counterState{}
 	s.runtimeIDs = map[uint64]bool{}
 	s.deadIDs = map[uint64]bool{}
 	s.newIDs = map[uint64]bool{}
@@ -89,6 +90,18 @@ func (s *Session) openThreads(cfg Config, cpus []int, typ uint32, config uint64)
 			}
 			if s.OffCPU && target != nil {
 				switches = append(switches, switchTarget{pid, cpu, target})
+			}
+			if err := s.openCounters(cfg, pid, cpu); err != nil {
+				if i > 0 && errors.Is(err, unix.ESRCH) {
+					break
+				}
+				return nil, err
+			}
+			if err := s.openOtherEvents(cfg, pid, cpu, target); err != nil {
+				if i > 0 && errors.Is(err, unix.ESRCH) {
+					break
+				}
+				return nil, err
 			}
 		}
 	}

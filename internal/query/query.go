@@ -134,8 +134,12 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 	if o.ByTotal {
 		sort = "total"
 	}
-	return api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Time: times, Sort: sort,
-		By: g.By, NoInline: g.NoInline, Short: g.Short, Rows: api.TopRows(rows)}, nil
+	res := api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Time: times, Sort: sort,
+		By: g.By, NoInline: g.NoInline, Short: g.Short, Rows: api.TopRows(rows)}
+	if !o.OffCPU && o.Window.IsAll() {
+		topCounters(run, g, f, &res)
+	}
+	return res, nil
 }
 
 // granularity checks a query's granularity and fills in its default (by function).

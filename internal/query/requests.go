@@ -19,7 +19,15 @@ func TopOf(r api.TopRequest) TopOptions {
 }
 
 // AnswerTop answers a top request.
-func AnswerTop(run *store.Run, r api.TopRequest) (api.Top, error) { return Top(run, TopOf(r)) }
+func AnswerTop(run *store.Run, r api.TopRequest) (api.Top, error) {
+	run, ev, err := EventView(run, r.Event)
+	if err != nil {
+		return api.Top{}, err
+	}
+	res, err := Top(run, TopOf(r))
+	res.Event = ev
+	return res, err
+}
 
 // FlameOf is the options a flame request asks for.
 func FlameOf(r api.FlameRequest) FlameOptions {
@@ -30,7 +38,13 @@ func FlameOf(r api.FlameRequest) FlameOptions {
 
 // AnswerFlame answers a flame request.
 func AnswerFlame(run *store.Run, r api.FlameRequest) (api.Flame, error) {
-	return Flame(run, FlameOf(r))
+	run, ev, err := EventView(run, r.Event)
+	if err != nil {
+		return api.Flame{}, err
+	}
+	res, err := Flame(run, FlameOf(r))
+	res.Event = ev
+	return res, err
 }
 
 // CallersOf is the options a callers (or callees) request asks for.
@@ -42,12 +56,24 @@ func CallersOf(r api.CallersRequest) CallersOptions {
 
 // AnswerCallers answers a callers (or callees) request.
 func AnswerCallers(run *store.Run, r api.CallersRequest) (api.Callers, error) {
-	return Callers(run, CallersOf(r))
+	run, ev, err := EventView(run, r.Event)
+	if err != nil {
+		return api.Callers{}, err
+	}
+	res, err := Callers(run, CallersOf(r))
+	res.Event = ev
+	return res, err
 }
 
 // AnswerThreads answers a threads request.
 func AnswerThreads(run *store.Run, r api.ThreadsRequest) (api.Threads, error) {
-	return Threads(run, r.N, Window(r.Window), r.Transform)
+	run, ev, err := EventView(run, r.Event)
+	if err != nil {
+		return api.Threads{}, err
+	}
+	res, err := Threads(run, r.N, Window(r.Window), r.Transform)
+	res.Event = ev
+	return res, err
 }
 
 // TimelineOf is the options a timeline (or thread states) request asks for.
@@ -58,7 +84,13 @@ func TimelineOf(r api.TimelineRequest) TimelineOptions {
 
 // AnswerTimeline answers a timeline request.
 func AnswerTimeline(run *store.Run, r api.TimelineRequest) (api.Timeline, error) {
-	return Timeline(run, TimelineOf(r))
+	run, ev, err := EventView(run, r.Event)
+	if err != nil {
+		return api.Timeline{}, err
+	}
+	res, err := Timeline(run, TimelineOf(r))
+	res.Event = ev
+	return res, err
 }
 
 // AnswerThreadStates answers a thread states request (a timeline request with States).
@@ -88,6 +120,10 @@ func AnnotateOf(r api.AnnotateRequest) AnnotateOptions {
 // AnnotateView is the part of run an annotate request looks at: its window, its stacks
 // transformed.
 func AnnotateView(run *store.Run, r api.AnnotateRequest) (*store.Run, *api.Window, error) {
+	run, _, err := EventView(run, r.Event)
+	if err != nil {
+		return nil, nil, err
+	}
 	run, win, err := Window(r.Window).Apply(run)
 	if err == nil {
 		run, _, err = ApplyTransform(run, r.Transform)

@@ -23,12 +23,15 @@ func FuzzDecode(f *testing.F) {
 	f.Add(dwarfSampleRec(sampleFields{ip: 1, chain: []uint64{ContextUser, 1}}, 2, []uint64{1, 2, 3}, []byte{1, 2, 3, 4, 5, 6, 7, 8}, 8, 8), uint64(dwarfSampleType), true)
 	f.Add(dwarfSampleRec(sampleFields{ip: 1}, 0, nil, nil, 0, 0), uint64(dwarfSampleType), true)
 	f.Add(switchRec(TypeSwitchCPU, MiscSwitchOut|MiscSwitchPreempt, id, 5), uint64(staxSampleType|SampleIdentifier), true)
+	f.Add(groupReadRec(7, 1000, 900, []ReadValue{{5, 7}, {3, 8}, {2, 9}}), uint64(groupReadSampleType), true)
 	f.Fuzz(func(t *testing.T, data []byte, sampleType uint64, idAll bool) {
 		for _, d := range []*Decoder{
 			{SampleType: staxSampleType, SampleIDAll: true},
 			{SampleType: sampleType, SampleIDAll: idAll},
 			{SampleType: dwarfSampleType, SampleIDAll: true, RegsUserMask: regsMask},
 			{SampleType: sampleType, SampleIDAll: idAll, RegsUserMask: sampleType},
+			{SampleType: groupReadSampleType, SampleIDAll: true, ReadFormat: groupReadFormat},
+			{SampleType: sampleType, SampleIDAll: idAll, ReadFormat: sampleType >> 40 & 0x1f},
 		} {
 			d.Time(data)
 			var s Sample
@@ -41,6 +44,9 @@ func FuzzDecode(f *testing.F) {
 			if err == nil {
 				if len(s.Callchain) > maxCallchainSize {
 					t.Errorf("callchain of %d entries", len(s.Callchain))
+				}
+				if len(s.Read.Values) > MaxReadValues {
+					t.Errorf("a read of %d values", len(s.Read.Values))
 				}
 				if len(s.Stack) > MaxStackUser || uint64(len(s.Stack)) > s.StackSize || len(s.Regs) > maxRegsUser {
 					t.Errorf("stack %d of %d bytes, %d registers", len(s.Stack), s.StackSize, len(s.Regs))

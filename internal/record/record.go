@@ -115,6 +115,9 @@ type Sample struct {
 	// sampled stack pointer; StackSize is the size asked for. Stack aliases the record bytes.
 	Stack     []byte
 	StackSize uint64
+	// Read is what PERF_SAMPLE_READ read of the event (or its group) as the sample was
+	// taken (read.go).
+	Read ReadValues
 }
 
 // Mmap2 is a PERF_RECORD_MMAP2 (or a PERF_RECORD_MMAP, with no inode and build-id data).
@@ -168,8 +171,11 @@ type Decoder struct {
 	SampleIDAll bool
 	// RegsUserMask is perf_event_attr.sample_regs_user (used with SampleRegsUser).
 	RegsUserMask uint64
-	chain        []uint64
-	regs         []uint64
+	// ReadFormat is perf_event_attr.read_format (used with SampleRead; read.go).
+	ReadFormat uint64
+	chain      []uint64
+	regs       []uint64
+	values     []ReadValue
 }
 
 // ParseHeader reads the record header at the start of b.
@@ -386,7 +392,9 @@ func (d *Decoder) Sample(rec []byte, s *Sample) error {
 		s.Period = r.u64()
 	}
 	if st&SampleRead != 0 {
-		return errors.New("decode sample: PERF_SAMPLE_READ is not supported")
+		if err := d.read(&r, s); err != nil {
+			return err
+		}
 	}
 	if st&SampleCallchain != 0 {
 		nr := r.u64()

@@ -293,9 +293,15 @@ func TestSampleOtherLayouts(t *testing.T) {
 			want: Sample{IP: 0x1234, Pid: 5, Tid: 6, Time: 77, CPU: 2, Period: 10, ID: 0xdead},
 		},
 		{
-			name:       "read is refused",
+			name:       "read of one counter",
 			sampleType: SampleIP | SampleRead,
 			body:       func(w *rb) { w.u64(1); w.u64(2) },
+			want:       Sample{IP: 1, Read: ReadValues{Values: []ReadValue{{Value: 2}}}},
+		},
+		{
+			name:       "read cut short",
+			sampleType: SampleIP | SampleRead,
+			body:       func(w *rb) { w.u64(1) },
 			wantErr:    true,
 		},
 		{

@@ -8,6 +8,7 @@ package recorder
 import (
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -22,6 +23,8 @@ type heldSample struct {
 	pid, tid, cpu uint32
 	time          uint64
 	chain         []uint64
+	event, period uint32
+	counters      []uint64
 }
 
 // synthesize records the state of an already running process: its executable mappings and
@@ -125,7 +128,7 @@ func (r *Recorder) step(final bool) {
 	keep := held[:0]
 	for _, h := range held {
 		if final || h.time < cut {
-			r.add(h.pid, h.tid, h.cpu, h.time, h.chain)
+			r.add(h.event, h.period, h.pid, h.tid, h.cpu, h.time, h.chain, h.counters)
 		} else {
 			keep = append(keep, h)
 		}
@@ -142,23 +145,26 @@ func (r *Recorder) step(final bool) {
 
 // commit adds a sample, once its stack is made, to the run; one taken after this step's cut
 // (a source that does not hold such records back) waits for the next step.
-func (r *Recorder) commit(pid, tid, cpu uint32, t uint64, chain []uint64) {
+func (r *Recorder) commit(event, period, pid, tid, cpu uint32, t uint64, chain, counters []uint64) {
 	if r.meta.SystemWide && pid > 0 && !r.in.sampledPids[pid] {
 		r.in.sampledPids[pid] = true // its JIT files are looked for once it runs code
 		r.jitw.Track(int(pid))
 	}
 	if !r.in.stepFinal && t >= r.in.stepCut {
 		r.mu.Lock()
-		r.pending = append(r.pending, heldSample{pid, tid, cpu, t, append([]uint64(nil), chain...)})
+		r.pending = append(r.pending, heldSample{pid, tid, cpu, t, append([]uint64(nil), chain...), event, period, slices.Clone(counters)})
 		r.mu.Unlock()
 		return
 	}
-	r.add(pid, tid, cpu, t, chain)
+	r.add(event, period, pid, tid, cpu, t, chain, counters)
 }
 
-func (r *Recorder) add(pid, tid, cpu uint32, t uint64, chain []uint64) {
+// add counts a sample of the event numbered event (Options.Events), taken period events
+// after its thread's sample before.
+func (r *Recorder) add(event, period, pid, tid, cpu uint32, t uint64, chain, counters []uint64) {
 	gen := r.res.Generation(pid, t)
-	r.run.AddSample(pid, tid, cpu, t, gen, chain)
+	r.run.AddCountedSample(event, pid, tid, cpu, t, gen, chain, counters)
+	r.ev.count(event, period)
 	if len(chain) >= 2 && chain[0] == record.ContextUser {
 		r.res.NoteLeaf(pid, t, gen, chain[1]) // keeps unnamed JIT code's bytes for annotate
 	}

@@ -51,7 +51,14 @@ type Options struct {
 	// PerThreadEvents samples the CPU through per-thread events even where CPU-wide ones
 	// are allowed (perfevent.Config.CPUWide).
 	PerThreadEvents bool
-	Notef           func(format string, args ...any)
+	// Events are the events to sample (stax record -e), resolved (perfevent.ResolveEvent);
+	// empty: cycles, else cpu-clock, at Freq. With any but cpu-clock alone, the events are
+	// per thread (not CPU-wide).
+	Events []perfevent.EventSpec
+	// Counters are read with each sample of the first event (stax record --counters;
+	// resolved, and only those this machine counts): per thread, not CPU-wide.
+	Counters []perfevent.EventSpec
+	Notef    func(format string, args ...any)
 }
 
 // Source is where the recorder's perf records come from: the kernel's rings
@@ -108,6 +115,8 @@ type Recorder struct {
 	opts    Options
 	id      string
 	meta    store.Meta
+	ev      eventCounts  // events_linux.go
+	ctr     counterTrack // counters_linux.go
 	start   time.Time
 	src     Source
 	capture *replay.Writer // STAX_CAPTURE: every record read is also written here
@@ -237,7 +246,8 @@ func Start(opts Options) (_ *Recorder, err error) {
 		r.note("off-CPU time is not recorded while STAX_CAPTURE captures the records")
 	}
 	cfg := perfevent.Config{Freq: opts.Freq, RingPages: opts.RingPages, CallGraph: opts.CallGraph, StackSize: opts.StackSize,
-		OffCPU: opts.OffCPU, OffCPURate: opts.OffCPURate, ContextSwitchEvent: opts.ContextSwitchEvent, NoWakers: opts.NoWakers}
+		OffCPU: opts.OffCPU, OffCPURate: opts.OffCPURate, ContextSwitchEvent: opts.ContextSwitchEvent, NoWakers: opts.NoWakers,
+		Events: opts.Events, Counters: opts.Counters}
 	if err := r.findTarget(opts, &cfg); err != nil {
 		return nil, err
 	}
@@ -319,10 +329,11 @@ func (r *Recorder) openEvents(opts Options, cfg perfevent.Config) (*perfevent.Se
 	// (8 KiB a sample), and on a busy machine they filled the rings until the recorder
 	// fell behind and unwound the target's stacks cheaply.
 	cfg.CPUWide = !opts.PerThreadEvents && !opts.SystemWide && !cfg.EnableOnExec && os.Getenv("STAX_CAPTURE") == "" &&
-		cfg.CallGraph != "dwarf"
+		cfg.CallGraph != "dwarf" && defaultEvents(opts.Events) && len(opts.Counters) == 0
 	// Fitted to the stacks seen unless the user chose the size (stackfit_linux.go); a
 	// capture replays without the events' reopening.
-	cfg.ResizableStack = cfg.CallGraph == "dwarf" && opts.StackSize == 0 && !cfg.SystemWide && os.Getenv("STAX_CAPTURE") == ""
+	cfg.ResizableStack = cfg.CallGraph == "dwarf" && opts.StackSize == 0 && !cfg.SystemWide && os.Getenv("STAX_CAPTURE") == "" &&
+		(len(opts.Events) == 0 || len(opts.Events) == 1 && opts.Events[0].Period == 0) && len(opts.Counters) == 0 // see perfevent.Config.Events
 	sess, err := perfevent.Open(cfg)
 	if err != nil {
 		switch {
@@ -334,6 +345,8 @@ func (r *Recorder) openEvents(opts Options, cfg perfevent.Config) (*perfevent.Se
 		return nil, fmt.Errorf("attach to pid %d: %w", opts.Pid, err)
 	}
 	r.src = sess
+	r.eventWorkers(sess, cfg)
+	r.counterWorkers(sess, cfg)
 	if n := sess.StackSize(); cfg.ResizableStack && n > 0 {
 		r.in.fit = stackFit{on: true, max: n, cur: n}
 		for _, w := range r.in.workers {
@@ -502,7 +515,7 @@ func newRecorder(opts Options) *Recorder {
 	}
 	r.jitw = resolve.NewJITWatcher(r.res, r.spans)
 	r.jitw.SetBackoff(opts.SystemWide) // every process of the machine: most have no JIT
-	st, regs := perfevent.SampleTypeFor(perfevent.Config{CallGraph: opts.CallGraph, OffCPU: opts.OffCPU})
+	st, regs := perfevent.SampleTypeFor(perfevent.Config{CallGraph: opts.CallGraph, OffCPU: opts.OffCPU, Events: opts.Events, Counters: opts.Counters})
 	r.in.dec = record.Decoder{SampleType: st, RegsUserMask: regs, SampleIDAll: true}
 	dwarf := opts.CallGraph == "dwarf"
 	r.in.workers = newStackWorkers(opts.Workers, r.in.dec, dwarf, perfevent.MaxStack(), r.res)

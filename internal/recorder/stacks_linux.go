@@ -74,6 +74,19 @@ type stackWorker struct {
 	deadPid               perfevent.TraceField
 	runtimeDec            record.Decoder
 	runtimePid, runtimeNs perfevent.TraceField
+	// eventOf tells the event (its index in Options.Events) of a CPU sample by its id
+	// (nil: one event).
+	eventOf func(id uint64) int
+	// fixed tells the events sampled with a fixed period by their id, whose samples carry
+	// no period (perfevent.Session.FixedPeriod), and fixedDec decodes them; nil: none, or
+	// a recording of one such event, whose samples carry no id (onlyPeriod: its period).
+	fixed      func(id uint64) (uint64, bool)
+	fixedDec   record.Decoder
+	onlyPeriod uint64
+	// ctr decodes the samples that read the counters (counters_linux.go); reads holds
+	// the batch's reads, back to back.
+	ctr   counterDecoding
+	reads []uint64
 	// frames holds the batch's stacks, back to back.
 	frames []uint64
 	// fitSize is the stack copy the sampling events take now (stackFit.cur; 0: not
@@ -92,11 +105,14 @@ type batchedSample struct {
 	every         bool   // a stack of a switch out or wakeup from an event that takes every one
 	wakee         uint32 // a wakeup: the thread woken
 	irq           bool   // a wakeup made in an interrupt, not by the thread it interrupted
-	period        uint32 // a wakeup: how many the kernel counted since the one before it sampled
+	period        uint32 // a wakeup, a sample: how many the kernel counted since the one before it sampled
 	runtime       uint64 // a run time the scheduler added to thread wakee (kindRuntime)
+	event         uint32 // a sample: its event, an index in Options.Events
 	time          uint64
 	worker        uint32
 	lo, hi        uint32 // its chain is workers[worker].frames[lo:hi]
+	// rlo and rn locate a sample's counter read in workers[worker].reads (rn 0: none).
+	rlo, rn uint32
 	// fit is how the unwind of a sample with the current stack copy used it (fitNone:
 	// not measured); high how many of its bytes it read.
 	fit  fitUse
@@ -197,7 +213,7 @@ func newStackWorkers(n int, dec record.Decoder, dwarf bool, maxStack int, res *r
 // are not unwound; their frame-pointer chain stands for them (the recorder is behind, see
 // overload).
 func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [][]byte, cheap []bool, out []batchedSample, fast bool) {
-	w.frames = w.frames[:0]
+	w.frames, w.reads = w.frames[:0], w.reads[:0]
 	w.fp.cache.reset()
 	w.pre.cache.reset()
 	if w.dwarf != nil {
@@ -227,9 +243,19 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 		if waking {
 			dec = &w.wakeDec
 		}
+		fixedPeriod := w.onlyPeriod
+		if !waking && w.fixed != nil && len(rec) >= 16 {
+			if p, ok := w.fixed(binary.LittleEndian.Uint64(rec[8:])); ok {
+				dec, fixedPeriod = &w.fixedDec, p
+			}
+		}
+		dec = w.ctr.decoder(dec, rec, waking)
 		if err := dec.Sample(rec, &s); err != nil {
 			out[k] = batchedSample{bad: true}
 			continue
+		}
+		if fixedPeriod > 0 {
+			s.Period = fixedPeriod
 		}
 		kind := kindSample
 		var wakee uint32
@@ -275,6 +301,12 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 			period: uint32(min(s.Period, 1<<32-1)), every: kind != kindSample && w.isEvery != nil && w.isEvery(s.ID)}
 		if kind == kindSample {
 			out[k].set = w.switched.set(uint32(s.StackSize))
+			if w.eventOf != nil {
+				out[k].event = uint32(w.eventOf(s.ID))
+			}
+			if dec.SampleType&record.SampleRead != 0 {
+				out[k].rlo, out[k].rn = w.ctr.keep(&s, &w.reads)
+			}
 		}
 		// The copy is fitted to the depth of the stacks walked to their outermost frame, and
 		// grows back for those cut by its end: a walk cut short otherwise (no call-frame
@@ -459,10 +491,14 @@ func (r *Recorder) flushBatch() {
 			if s.fit != fitNone {
 				r.in.fit.observe(int(s.high), s.fit == fitCut)
 			}
-			if r.off.waitStacks {
+			if r.off.waitStacks && s.event == 0 {
 				r.offCPUSample(s.pid, s.tid, ws[s.worker].frames[s.lo:s.hi])
 			}
-			r.commit(s.pid, s.tid, s.cpu, s.time, ws[s.worker].frames[s.lo:s.hi])
+			var ctrs []uint64
+			if s.rn > 0 {
+				ctrs = r.ctr.deltas(s.tid, s.cpu, ws[s.worker].reads[s.rlo:s.rlo+s.rn])
+			}
+			r.commit(s.event, s.period, s.pid, s.tid, s.cpu, s.time, ws[s.worker].frames[s.lo:s.hi], ctrs)
 		case kindOffStack:
 			if !r.offKeep(s.time, s.every) {
 				continue

@@ -34,6 +34,8 @@ func (r *Recorder) Counts() store.Meta {
 	meta.ForeignSamples = r.in.foreign.Load()
 	r.mu.Unlock()
 	meta.Samples = r.run.Stats().Samples
+	meta.Events = r.eventsMeta()
+	meta.Counters = r.ctr.meta(r.opts.Counters)
 	meta.OffCPU = r.offCPUMeta()
 	r.fileCounts(&meta)
 	return meta

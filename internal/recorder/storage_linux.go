@@ -150,6 +150,8 @@ func (r *Recorder) snapshot(final bool, bufs *agg.ProfileBuffers) *store.Run {
 	meta.Notes = append(meta.Notes, r.symbolNotes()...)
 	meta.Notes = append(meta.Notes, r.fileCounts(&meta)...)
 	r.targetIdentity(&meta)
+	meta.Events = r.eventsMeta()
+	meta.Counters = r.ctr.meta(r.opts.Counters)
 	meta.Unresolved = st.UnresolvedFrames
 	meta.Finished = final
 	meta.End = time.Now() // for a checkpoint, its time: a crashed run's last known moment

@@ -172,7 +172,7 @@ func Start(cfg Config) (*Recording, error) {
 		}
 	}
 	if !cfg.Quiet {
-		notef("recording %s as run %s (%d Hz); ask with: stax top, stax flame, stax wait --for-samples N", r.what(), rec.ID(), o.Freq)
+		notef("recording %s as run %s (%s); ask with: stax top, stax flame, stax wait --for-samples N", r.what(), rec.ID(), eventsText(o))
 	}
 	go r.forwardSignals()
 	go r.finish()
@@ -368,3 +368,23 @@ func writeRunID(f *os.File, path, id string) error {
 
 // commas formats n with thousands separators.
 var commas = numfmt.Commas
+
+// eventsText says what is sampled, for the first line: "999 Hz", or the events with
+// their frequency or period.
+func eventsText(o recorder.Options) string {
+	if len(o.Events) == 0 || len(o.Events) == 1 && o.Events[0].IsDefault() {
+		return fmt.Sprintf("%d Hz", o.Freq)
+	}
+	parts := make([]string, len(o.Events))
+	for i, e := range o.Events {
+		switch {
+		case e.Period > 0:
+			parts[i] = fmt.Sprintf("%s every %d", e.Name, e.Period)
+		case e.Freq > 0:
+			parts[i] = fmt.Sprintf("%s at %d Hz", e.Name, e.Freq)
+		default:
+			parts[i] = fmt.Sprintf("%s at %d Hz", e.Name, o.Freq)
+		}
+	}
+	return strings.Join(parts, ", ")
+}

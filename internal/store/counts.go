@@ -26,12 +26,17 @@ import (
 //     of none), its leaf function as the zigzag difference from the function of that
 //     location's outermost line (-1 for none), and its first sample's time.
 //
+// Format 5 starts the section with "COUNTS\x00\x03" and ends each entry with its event (the
+// index in Meta.Events) and its counters (their number, then each sum; Meta.Counters); the sections of format 4 ("COUNTS\x00\x02") are read with every
+// entry's event 0.
+//
 // Files written by earlier builds of format 4 start the section with "COUNTS\x00\x01" and
 // have no locations: their stacks are frame ids, and their entries keep the leaf address
 // and leaf function as they are (a uvarint and a zigzag varint). They are still read, and
 // their stacks turned into locations as those of formats 1 to 3.
 const (
-	countsMagic      = "COUNTS\x00\x02"
+	countsMagic      = "COUNTS\x00\x03"
+	countsMagicV2    = "COUNTS\x00\x02"
 	countsMagicV1    = "COUNTS\x00\x01"
 	maxLocationLines = 4096 // inline levels of one location
 )
@@ -79,6 +84,11 @@ func appendCounts(b []byte, p *agg.Profile) []byte {
 		b = binary.AppendVarint(b, int64(e.Leaf-addr))
 		b = binary.AppendVarint(b, int64(e.LeafFunc)-fn)
 		b = binary.AppendUvarint(b, e.Time)
+		b = binary.AppendUvarint(b, uint64(e.Event))
+		b = binary.AppendUvarint(b, uint64(len(e.Counters)))
+		for _, v := range e.Counters {
+			b = binary.AppendUvarint(b, v)
+		}
 	}
 	return b
 }
@@ -136,8 +146,11 @@ func readCounts(r *bufio.Reader, p *agg.Profile, b *budget, l *layout) (frameIDs
 	if _, err := io.ReadFull(r, buf); err != nil {
 		return false, fmt.Errorf("counts: %w", err)
 	}
+	withEvents := false
 	switch string(buf[:len(countsMagic)]) {
 	case countsMagic:
+		withEvents = true
+	case countsMagicV2:
 	case countsMagicV1:
 		frameIDs = true
 	default:
@@ -204,6 +217,18 @@ func readCounts(r *bufio.Reader, p *agg.Profile, b *budget, l *layout) (frameIDs
 			e.LeafFunc = int32(f) // validate checks it names a frame
 		}
 		e.Time = c.uv(1<<64 - 1)
+		if withEvents {
+			e.Event = uint32(c.uv(maxEvents - 1)) // validate checks the meta lists it
+			if n := c.uv(maxCounters); n > 0 && c.err == nil {
+				if err := b.charge(int64(n) * 8); err != nil {
+					return false, err
+				}
+				e.Counters = make([]uint64, n)
+				for j := range e.Counters {
+					e.Counters[j] = c.uv(1<<64 - 1)
+				}
+			}
+		}
 		p.Entries = append(p.Entries, e)
 	}
 	if c.err != nil {

@@ -73,7 +73,10 @@ import (
 // flame); views of its samples or spans refuse its spans section (more spans declared
 // than bytes) rather than show a run without spans. A new version would make that stax
 // refuse the whole copy, and stax gc --damaged remove it.
-const FormatVersion = 4
+//
+// Version 5 gives each entry its event (the run samples several: stax record -e), listed
+// in Meta.Events; versions 1 to 4 are read with every sample the event of Meta.Event.
+const FormatVersion = 5
 
 const (
 	magic       = "STAXRUN\x00"
@@ -99,9 +102,15 @@ type Meta struct {
 	TargetGIDs []uint32 `json:"target_gids,omitempty"`
 	Freq       int      `json:"freq"`
 	Event      string   `json:"event"`
-	RingPages  int      `json:"ring_pages,omitempty"` // data pages per CPU ring
-	CallGraph  string   `json:"call_graph,omitempty"` // fp or dwarf
-	StackSize  int      `json:"stack_size,omitempty"` // dwarf: bytes of user stack copied per sample (at the end, when fitted)
+	// Events are the events sampled (stax record -e; one when not given): an entry's
+	// event is an index in it (events.go). Runs before format 5 have none.
+	Events []Event `json:"events,omitempty"`
+	// Counters are read with each sample of the first event (stax record --counters): an
+	// entry's counters are in their order (events.go).
+	Counters  []Counter `json:"counters,omitempty"`
+	RingPages int       `json:"ring_pages,omitempty"` // data pages per CPU ring
+	CallGraph string    `json:"call_graph,omitempty"` // fp or dwarf
+	StackSize int       `json:"stack_size,omitempty"` // dwarf: bytes of user stack copied per sample (at the end, when fitted)
 	// StackFit (dwarf): the copy was fitted to the stacks seen, StackSize bytes at most
 	// where it started (see StackFit).
 	StackFit  *StackFit         `json:"stack_fit,omitempty"`
@@ -788,6 +797,9 @@ func Check(path string) error {
 func validate(r *Run) error {
 	p := &r.Profile
 	if err := p.CheckIndexes(); err != nil {
+		return err
+	}
+	if err := checkEvents(r); err != nil {
 		return err
 	}
 	nf := uint32(len(p.Frames))

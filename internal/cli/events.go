@@ -1,0 +1,210 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/perfevent"
+	"github.com/stax-profiler/stax/internal/query"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+// eventFlags are stax record's -e and -c.
+type eventFlags struct {
+	list     string
+	period   uint64
+	counters string
+}
+
+func (f *eventFlags) add(c *cobra.Command) {
+	c.Flags().StringVarP(&f.list, "event", "e", "", "sample `EVENTS`, comma-separated: cpu-clock (default), task-clock, page-faults, major-faults, minor-faults, context-switches, cpu-migrations, alignment-faults, hardware events (cycles, instructions, cache-misses, ...), rXXXX, pmu/event=..,umask=../ or a tracepoint sys:name (stax list-events; docs/events.md)")
+	c.Flags().StringVar(&f.counters, "counters", "", "read the counters `LIST` (comma-separated events: task-clock, page-faults, context-switches, cycles, instructions, ...) with each sample, per thread: top, flame and annotate show what each function counted (docs/events.md)")
+	c.Flags().Uint64VarP(&f.period, "count", "c", 0, "sample every `PERIOD` events of each event instead of -F times a second (tracepoints: 1 by default)")
+}
+
+// events resolves -e and -c into the events to record (nil: the default, cycles or
+// cpu-clock at -F); the others sample at -F too unless -c says. freqSet says -F was given.
+func (f *eventFlags) events(freqSet bool) ([]perfevent.EventSpec, error) {
+	if f.period > 0 && freqSet {
+		return nil, usageErr("-c and -F do not go together: -c samples every PERIOD events, -F so many times a second; keep one")
+	}
+	if f.period > 1<<62 {
+		return nil, usageErr("-c must be from 1 to 2^62, not %d", f.period)
+	}
+	list := f.list
+	if list == "" {
+		if f.period == 0 {
+			return nil, nil
+		}
+		list = "cpu-clock"
+	}
+	evs, err := perfevent.ParseEvents(list)
+	if err != nil {
+		return nil, usageErr("-e: %v", err)
+	}
+	for i := range evs {
+		ev := &evs[i]
+		switch {
+		case f.period > 0:
+			ev.Period = f.period
+		case ev.Tracepoint != "" && !freqSet:
+			ev.Period = 1 // as perf record: every hit of a tracepoint
+		}
+		if err := perfevent.ResolveEvent(ev); err != nil {
+			var np *perfevent.NoPMUError
+			if errors.As(err, &np) || errors.Is(err, perfevent.ErrEventSyntax) {
+				return nil, usageErr("%v", err)
+			}
+			return nil, err
+		}
+	}
+	return evs, nil
+}
+
+// counterList resolves --counters: the counters to read with each sample. A hardware
+// counter on a machine without hardware counters is left out with a note (the recording
+// goes on without it), never an error.
+func (f *eventFlags) counterList(notef func(format string, a ...any)) ([]perfevent.EventSpec, error) {
+	if f.counters == "" {
+		return nil, nil
+	}
+	evs, err := perfevent.ParseEvents(f.counters)
+	if err != nil {
+		return nil, usageErr("--counters: %v", err)
+	}
+	var out []perfevent.EventSpec
+	var dropped []string
+	for _, ev := range evs {
+		if ev.Tracepoint != "" {
+			return nil, usageErr("--counters %s: a tracepoint is sampled (-e), not read as a counter", ev.Name)
+		}
+		if err := perfevent.ResolveEvent(&ev); err != nil {
+			var np *perfevent.NoPMUError
+			if errors.As(err, &np) {
+				dropped = append(dropped, ev.Name)
+				continue
+			}
+			if errors.Is(err, perfevent.ErrEventSyntax) {
+				return nil, usageErr("--counters: %v", err)
+			}
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	if len(dropped) > 0 {
+		notef("this machine exposes no hardware counters: --counters %s left out; recording the rest of the profile without them", strings.Join(dropped, ","))
+	}
+	return out, nil
+}
+
+// addEvent adds --event, which picks the event a view counts in a run of several.
+func (f *runFlags) addEvent(c *cobra.Command) {
+	c.Flags().StringVar(&f.event, "event", "", "count the samples of event `NAME`, of a run recorded with several (stax record -e; default: the first; stax status lists them)")
+}
+
+// eventText describes the event a view counted, for headers: nothing for a run of the
+// default event alone.
+func eventText(ev *api.Event) string {
+	if ev == nil || ev.Of <= 1 && ev.Period == 0 && (ev.Name == "cpu-clock" || ev.Name == "cycles") {
+		return ""
+	}
+	if ev.Period > 0 {
+		return fmt.Sprintf(" · event %s (a sample every %s)", esc(ev.Name), commas(ev.Period))
+	}
+	unit := ""
+	if ev.Name == "cpu-clock" || ev.Name == "task-clock" {
+		unit = " ns"
+	}
+	return fmt.Sprintf(" · event %s (%d Hz: a sample per %s%s on average)", esc(ev.Name), ev.Freq, commas(uint64(math.Round(ev.Weight))), unit)
+}
+
+// compareEvent is base and cand with the samples of their event named name alone.
+func compareEvent(base, cand *store.Run, name string) (*store.Run, *store.Run, error) {
+	b, _, err := query.EventView(base, name)
+	if err != nil {
+		return nil, nil, queryErr(err)
+	}
+	c, _, err := query.EventView(cand, name)
+	if err != nil {
+		return nil, nil, queryErr(err)
+	}
+	return b, c, nil
+}
+
+// samplingText says what a run sampled, for status: "cpu-clock at 999 Hz", or each event
+// with its period or frequency, samples and count.
+func samplingText(m *api.RunMeta) string {
+	if len(m.Events) == 0 || len(m.Events) == 1 && m.Events[0].Name == m.Event && m.Events[0].Period == 0 && m.Events[0].Freq == m.Freq &&
+		(m.Event == "cpu-clock" || m.Event == "cycles") {
+		return fmt.Sprintf("%s at %d Hz", m.Event, m.Freq)
+	}
+	s := ""
+	for i, e := range m.Events {
+		if i > 0 {
+			s += "; "
+		}
+		if e.Period > 0 {
+			s += fmt.Sprintf("%s every %s (%s samples, %s counted)", esc(e.Name), commas(e.Period), commas(e.Samples), commas(e.Count))
+		} else {
+			s += fmt.Sprintf("%s at %d Hz (%s samples, %s counted)", esc(e.Name), e.Freq, commas(e.Samples), commas(e.Count))
+		}
+	}
+	return s
+}
+
+// printTopCounters writes top's rows with what the counters read with the samples
+// counted in each function itself, and its IPC where cycles and instructions were read.
+func printTopCounters(w io.Writer, res api.Top) {
+	cyc, ins := slices.Index(res.Counters, "cycles"), slices.Index(res.Counters, "instructions")
+	head := fmt.Sprintf("%8s %10s %8s %10s", "SELF%", "SELF", "TOTAL%", "TOTAL")
+	for _, c := range res.Counters {
+		head += fmt.Sprintf(" %14s", strings.ToUpper(truncName(c, 14)))
+	}
+	if cyc >= 0 && ins >= 0 {
+		head += fmt.Sprintf(" %6s", "IPC")
+	}
+	fmt.Fprintln(w, head+"  FUNCTION  [IMAGE]")
+	for _, row := range res.Rows {
+		line := fmt.Sprintf("%7.2f%% %10s %7.2f%% %10s", row.SelfPct, commas(row.Self), row.TotalPct, commas(row.Total))
+		for i := range res.Counters {
+			var v uint64
+			if i < len(row.Counters) {
+				v = row.Counters[i]
+			}
+			line += fmt.Sprintf(" %14s", commas(v))
+		}
+		if cyc >= 0 && ins >= 0 {
+			ipc := "-"
+			if cyc < len(row.Counters) && ins < len(row.Counters) && row.Counters[cyc] > 0 {
+				ipc = fmt.Sprintf("%.2f", float64(row.Counters[ins])/float64(row.Counters[cyc]))
+			}
+			line += fmt.Sprintf(" %6s", ipc)
+		}
+		name := rowName(res.By, row.Func, row.Inlined, row.File, row.Line, row.Addr)
+		fmt.Fprintf(w, "%s  %s  [%s]\n", line, name, esc(trimBrackets(row.Image)))
+	}
+}
+
+// truncName is s cut to n bytes.
+func truncName(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// countersText lists the counters read with each sample and their counts, for status.
+func countersText(cs []api.CounterCount) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = fmt.Sprintf("%s %s", esc(c.Name), commas(c.Count))
+	}
+	return strings.Join(parts, ", ")
+}

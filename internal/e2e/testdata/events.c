@@ -1,0 +1,85 @@
+// Workloads for sampling events other than cpu-clock (stax record -e):
+//
+//   events faults PAGES MS [wait]
+//                            touch_pages writes to PAGES fresh pages (a page fault each),
+//                            then spin burns MS milliseconds of CPU time (no faults); with
+//                            wait it then prints "ready" and reads a line before it exits
+//   events yield N           yield_loop calls sched_yield N times while a second thread,
+//                            on the same CPU, yields too: each call is a context switch
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include "cpubudget.h"
+
+__attribute__((noinline)) void touch_pages(long pages) {
+	char *p = mmap(0, (size_t)pages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		exit(1);
+	}
+	for (long i = 0; i < pages; i++)
+		p[i * 4096] = 1;
+	munmap(p, (size_t)pages * 4096);
+}
+
+__attribute__((noinline)) void spin(double ms) {
+	volatile unsigned long x = 0;
+	double end = thread_cpu_ms() + ms;
+	while (thread_cpu_ms() < end)
+		for (unsigned long i = 0; i < CPU_CHUNK; i++)
+			x += i;
+}
+
+static atomic_int stop;
+
+static void pin(int cpu) {
+	cpu_set_t s;
+	CPU_ZERO(&s);
+	CPU_SET(cpu, &s);
+	sched_setaffinity(0, sizeof s, &s);
+}
+
+static int cpu;
+
+static void *partner(void *arg) {
+	pin(cpu);
+	while (!atomic_load(&stop))
+		sched_yield();
+	return 0;
+}
+
+__attribute__((noinline)) void yield_loop(long n) {
+	for (long i = 0; i < n; i++)
+		sched_yield();
+}
+
+int main(int argc, char **argv) {
+	if (argc >= 4 && strcmp(argv[1], "faults") == 0) {
+		touch_pages(atol(argv[2]));
+		spin(strtod(argv[3], 0));
+		if (argc >= 5 && strcmp(argv[4], "wait") == 0) {
+			printf("ready\n");
+			fflush(stdout);
+			char line[16];
+			if (!fgets(line, sizeof line, stdin))
+				return 0;
+		}
+		return 0;
+	}
+	if (argc >= 3 && strcmp(argv[1], "yield") == 0) {
+		cpu = sched_getcpu();
+		pin(cpu);
+		pthread_t t;
+		pthread_create(&t, 0, partner, 0);
+		yield_loop(atol(argv[2]));
+		atomic_store(&stop, 1);
+		pthread_join(t, 0);
+		return 0;
+	}
+	fprintf(stderr, "usage: events faults PAGES MS [wait] | events yield N\n");
+	return 2;
+}

@@ -1,0 +1,27 @@
+package query
+
+import (
+	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/api"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+// topCounters gives top's rows what the counters read with their self samples counted
+// (stax record --counters), for a view of the whole run: a window's samples come from
+// the series, which keeps no counters.
+func topCounters(run *store.Run, g agg.Granularity, f agg.Filter, res *api.Top) {
+	if len(run.Meta.Counters) == 0 {
+		return
+	}
+	sums := agg.SelfCounters(run.Profile.At(g), f)
+	res.Counters = make([]string, len(run.Meta.Counters))
+	for i, c := range run.Meta.Counters {
+		res.Counters[i] = c.Name
+	}
+	for i := range res.Rows {
+		r := &res.Rows[i]
+		v := sums[agg.Frame{Func: r.Func, Image: r.Image, Kind: r.Kind, Inlined: r.Inlined, File: r.File, Line: r.Line, Addr: r.Addr}]
+		r.Counters = make([]uint64, len(res.Counters))
+		copy(r.Counters, v)
+	}
+}

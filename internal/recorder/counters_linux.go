@@ -1,0 +1,134 @@
+package recorder
+
+import (
+	"encoding/binary"
+	"sync"
+
+	"github.com/stax-profiler/stax/internal/perfevent"
+	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/store"
+)
+
+// counterDecoding is how a stack worker decodes the samples of the sampling events that
+// read the counters (Options.Counters): with their group read.
+type counterDecoding struct {
+	n         int // counters
+	isLeader  func(id uint64) bool
+	counterOf func(id uint64) (int, bool)
+	dec       record.Decoder // the plain layout, with the read
+	fixedDec  record.Decoder // the layout of a fixed period, with the read
+}
+
+// decoder is the decoder for rec: dec, or the counters' when rec is a leader's sample.
+func (c *counterDecoding) decoder(dec *record.Decoder, rec []byte, waking bool) *record.Decoder {
+	if c.isLeader == nil || waking || len(rec) < 16 || !c.isLeader(binary.LittleEndian.Uint64(rec[8:])) {
+		return dec
+	}
+	if dec.SampleType&record.SamplePeriod == 0 {
+		return &c.fixedDec
+	}
+	return &c.dec
+}
+
+// keep appends s's read to reads, the counters in their order then the times enabled and
+// running, and says where.
+func (c *counterDecoding) keep(s *record.Sample, reads *[]uint64) (lo, n uint32) {
+	start := len(*reads)
+	*reads = append(*reads, make([]uint64, c.n+2)...)
+	vals := (*reads)[start:]
+	for _, v := range s.Read.Values {
+		if i, ok := c.counterOf(v.ID); ok && i < c.n {
+			vals[i] = v.Value
+		}
+	}
+	vals[c.n], vals[c.n+1] = s.Read.TimeEnabled, s.Read.TimeRunning
+	return uint32(start), uint32(c.n + 2)
+}
+
+// counterWorkers tells the stack workers how to decode the counters' reads.
+func (r *Recorder) counterWorkers(sess *perfevent.Session, cfg perfevent.Config) {
+	if len(cfg.Counters) == 0 {
+		return
+	}
+	r.ctr.n = len(cfg.Counters)
+	for _, w := range r.in.workers {
+		w.ctr = counterDecoding{n: len(cfg.Counters), isLeader: sess.IsCounterLeader, counterOf: sess.CounterOf}
+		w.ctr.dec = w.dec
+		w.ctr.dec.SampleType |= record.SampleRead
+		w.ctr.dec.ReadFormat = perfevent.CounterReadFormat
+		w.ctr.fixedDec = w.ctr.dec
+		w.ctr.fixedDec.SampleType &^= record.SamplePeriod
+	}
+}
+
+// counterTrack turns what each thread's counters read at its samples into what they
+// counted between its samples, and sums them.
+type counterTrack struct {
+	n    int
+	mu   sync.Mutex // guards sums and multiplexed, which checkpoints read
+	last map[threadCPU][]uint64
+	// sums are the counts of all threads.
+	sums []uint64
+	out  []uint64
+}
+
+// threadCPU names a group of counters: per-thread events are opened one per CPU, each
+// counting while its thread runs there, and the thread's samples on that CPU read it.
+type threadCPU struct{ tid, cpu uint32 }
+
+// deltas is what thread tid's counters on cpu counted since its sample there before
+// (since it started, for its first): read holds the counters then the times enabled and
+// running. The result is valid until the next call.
+func (c *counterTrack) deltas(tid, cpu uint32, read []uint64) []uint64 {
+	if c.n == 0 || len(read) != c.n+2 {
+		return nil
+	}
+	if c.last == nil {
+		c.last = map[threadCPU][]uint64{}
+		c.sums = make([]uint64, c.n)
+	}
+	last, ok := c.last[threadCPU{tid, cpu}]
+	if !ok {
+		last = make([]uint64, c.n+2)
+		c.last[threadCPU{tid, cpu}] = last
+	}
+	if read[c.n] < last[c.n] || read[c.n+1] < last[c.n+1] {
+		clear(last) // a new thread with the same id
+	}
+	// Not scaled by the times enabled and running: a per-thread event of one CPU is
+	// enabled while its thread runs anywhere and runs while it runs on that CPU, so the
+	// two differ whether or not the kernel multiplexed the group (software counters
+	// never are).
+	c.out = c.out[:0]
+	for i := range c.n {
+		d := read[i]
+		if read[i] >= last[i] {
+			d = read[i] - last[i]
+		}
+		c.out = append(c.out, d)
+	}
+	copy(last, read)
+	c.mu.Lock()
+	for i, d := range c.out {
+		c.sums[i] += d
+	}
+	c.mu.Unlock()
+	return c.out
+}
+
+// meta lists the counters with their counts so far, for the run's meta.
+func (c *counterTrack) meta(specs []perfevent.EventSpec) []store.Counter {
+	if len(specs) == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]store.Counter, len(specs))
+	for i, ev := range specs {
+		out[i] = store.Counter{Name: ev.Name}
+		if i < len(c.sums) {
+			out[i].Count = c.sums[i]
+		}
+	}
+	return out
+}
