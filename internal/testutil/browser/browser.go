@@ -19,6 +19,9 @@ import (
 // each step with Within, not this context: a deadline on it would stop the browser.
 func Require(t testing.TB) context.Context {
 	t.Helper()
+	if testing.Short() {
+		testutil.Require(t, testutil.EnvBrowser, "the test drives a browser") // skips: unit tests only
+	}
 	path := ""
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
