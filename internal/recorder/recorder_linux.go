@@ -207,6 +207,7 @@ type storageState struct {
 	profile       agg.ProfileBuffers  // the memory of the last checkpoint's profile
 	intervals     store.IntervalCache // the intervals off CPU, compressed by the last checkpoint
 	ivBuf         []agg.Interval      // the memory of the last checkpoint's intervals
+	delta         *store.DeltaWriter  // writes checkpoints as deltas of the run's file
 }
 
 // NewID makes a run id from the time and the target's pid.
