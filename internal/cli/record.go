@@ -26,6 +26,7 @@ func recordCmd(g *globals) *cobra.Command {
 	var seconds float64
 	var noJITAPI, quiet, webOn, noOffCPU, noWakers, perThread bool
 	var webAddr, runIDFile, offCPURate string
+	var kf keepFlags
 	var pf pushFlags
 	c := &cobra.Command{
 		Use:   "record [-F HZ] [-l SECS] (-a | -p PID | -- CMD ARGS...)",
@@ -57,7 +58,7 @@ queued on disk beside the run (at most 360 windows; the oldest is dropped past t
 sent in order, retried with backoff while the endpoint is down: recording never waits
 on it. stax status shows what was pushed, queued, failed and dropped, and the last error.
 At the end, what is queued is sent for up to --push-timeout.
-` + pushHelp,
+` + keepHelp + pushHelp,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			targets := 0
@@ -99,6 +100,10 @@ At the end, what is queued is sent for up to --push-timeout.
 					return usageErr("--push-every must be at least 100ms, not %s", pf.every)
 				}
 			}
+			keep, keepBytes, err := kf.bounds(c, all)
+			if err != nil {
+				return err
+			}
 			notef := func(format string, a ...any) {
 				fmt.Fprintf(g.errOut, "stax: %s\n", esc(fmt.Sprintf(format, a...)))
 			}
@@ -113,7 +118,7 @@ At the end, what is queued is sent for up to --push-timeout.
 				Recorder: recorder.Options{
 					Argv: args, Pid: pid, SystemWide: all, Freq: freq, Duration: time.Duration(seconds * float64(time.Second)), RingPages: pages,
 					CallGraph: callGraph, StackSize: stackSize, OffCPU: !noOffCPU, OffCPURate: offRate, NoWakers: noWakers,
-					PerThreadEvents: perThread, Env: env,
+					PerThreadEvents: perThread, Env: env, Keep: keep, KeepBytes: keepBytes,
 				},
 				Quiet: quiet, RunIDFile: runIDFile, Notef: notef,
 				Attached: func() func() {
@@ -126,7 +131,11 @@ At the end, what is queued is sent for up to --push-timeout.
 			}
 			if pf.url != "" {
 				cfg.Push = recordrun.Push{URL: pf.url, Timeout: pf.timeout, Start: func(rec *recorder.Recorder) (*push.Pusher, error) {
-					return pf.startPush(rec, rec.ID(), rec.Snapshot().Meta, targetExe(args, pid))
+					p, err := pf.startPush(rec, rec.ID(), rec.Snapshot().Meta, targetExe(args, pid))
+					if err == nil {
+						rec.SetKeepFloor(p.Cut) // nothing leaves the window before it was pushed
+					}
+					return p, err
 				}}
 			}
 			if webOn {
@@ -160,6 +169,7 @@ At the end, what is queued is sent for up to --push-timeout.
 		},
 	}
 	c.Flags().SetInterspersed(false)
+	kf.add(c)
 	c.Flags().IntVarP(&freq, "freq", "F", 999, "samples per second per CPU")
 	c.Flags().StringVar(&callGraph, "call-graph", defaultCallGraph(), "how user stacks are walked: dwarf (.eh_frame, from a copy of each sample's user stack: complete stacks through code built without frame pointers) or `fp` (frame pointers, walked by the kernel: cheaper, but skips callers of code without them)")
 	c.Flags().IntVar(&stackSize, "stack-size", 0, "`BYTES` of user stack copied per sample with --call-graph dwarf (8192 to 65528; by default 8192, as perf record, then fitted to the stacks seen: see docs/stack-copy.md; status says when deeper stacks were cut short)")

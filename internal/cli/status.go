@@ -86,6 +86,9 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 	}
 	fmt.Fprintf(w, "sampling:  %s at %d Hz, %s%s\n", m.Event, m.Freq, scope, events)
 	fmt.Fprintf(w, "samples:   %s in %.1fs, %s lost\n", commas(m.Samples), st.ElapsedSec, commas(m.Lost))
+	if m.Window != nil {
+		fmt.Fprintf(w, "window:    %s\n", windowStatus(m.Window))
+	}
 	if m.Lost > 0 {
 		ring := ""
 		if m.RingPages > 0 {

@@ -51,7 +51,11 @@ type Options struct {
 	// PerThreadEvents samples the CPU through per-thread events even where CPU-wide ones
 	// are allowed (perfevent.Config.CPUWide).
 	PerThreadEvents bool
-	Notef           func(format string, args ...any)
+	// Keep and KeepBytes bound the samples the run keeps on disk to a rolling window: the
+	// last Keep of them, in at most KeepBytes with the run's files (0: no bound).
+	Keep      time.Duration
+	KeepBytes int64
+	Notef     func(format string, args ...any)
 }
 
 // Source is where the recorder's perf records come from: the kernel's rings
@@ -128,6 +132,7 @@ type Recorder struct {
 	off     offCPUState  // the ingest goroutine's, but for its counters (under mu)
 	namer   namerState   // collectCode's, under codeMu
 	storage storageState // save's alone (one goroutine at a time)
+	window  windowState  // the rolling window on disk (window_linux.go)
 
 	// codeMu guards namer.
 	codeMu sync.Mutex

@@ -166,6 +166,7 @@ func (r *Recorder) snapshot(final bool, bufs *agg.ProfileBuffers) *store.Run {
 	run.Spans, run.Meta.SpanSources = r.spans.Snapshot()
 	run.Meta.Notes = append(run.Meta.Notes, unnamedJITNotes(run, r.comm)...)
 	run.Meta.Notes = append(run.Meta.Notes, cpythonNotes(run, r.comm)...)
+	r.applyWindow(run)
 	return run
 }
 
@@ -210,6 +211,7 @@ func (r *Recorder) save(final bool) error {
 	if r.storage.samples != nil {
 		run.Meta.SamplesFileSize = r.storage.samples.Size()
 	}
+	r.advanceWindow(run)
 	if r.storage.delta == nil {
 		r.storage.delta = store.NewDeltaWriter(store.Path(r.id))
 	}

@@ -863,10 +863,17 @@ func (s *deltaState) diff(r *Run) (*deltaBody, bool) {
 			d.KeyRefs = append(d.KeyRefs, keyRef{int32(k), idOf(&p.Entries[e])})
 		}
 	}
-	// The series: the chunks from the first that changed.
+	// The series: the chunks that left the front (a rolling window: chunks of the
+	// samples file before the first one now), then the chunks from the first that changed.
 	ch := p.Series.Chunks
+	drop := 0
+	for drop < len(s.chunks) && s.chunks[drop].ref != 0 && (len(ch) == 0 || ch[0].Ref == 0 || s.chunks[drop].ref < ch[0].Ref) {
+		drop++
+	}
+	d.ChunksDropped = drop
+	was := s.chunks[drop:]
 	first := 0
-	for first < len(ch) && first < len(s.chunks) && sigOfChunk(&ch[first]) == s.chunks[first] {
+	for first < len(ch) && first < len(was) && sigOfChunk(&ch[first]) == was[first] {
 		first++
 	}
 	d.Chunks = first
@@ -876,8 +883,8 @@ func (s *deltaState) diff(r *Run) (*deltaBody, bool) {
 		switch {
 		case c.Ref != 0:
 			dc.Ref = c.Ref
-		case j < len(s.chunks) && s.chunks[j].ref == 0 && s.chunks[j].base == c.Base && s.chunks[j].data > 0 && s.chunks[j].data <= len(c.Data):
-			dc.Off, dc.Data = s.chunks[j].data, c.Data[s.chunks[j].data:]
+		case j < len(was) && was[j].ref == 0 && was[j].base == c.Base && was[j].data > 0 && was[j].data <= len(c.Data):
+			dc.Off, dc.Data = was[j].data, c.Data[was[j].data:]
 		default:
 			if c.Data == nil && c.N > 0 {
 				return nil, false // samples neither in memory nor in the samples file
@@ -933,7 +940,7 @@ func (s *deltaState) commit(r *Run, d *deltaBody) {
 	for _, k := range d.KeyRefs {
 		s.named[k.K] = true
 	}
-	s.chunks = s.chunks[:d.Chunks]
+	s.chunks = append(s.chunks[:0], s.chunks[d.ChunksDropped:d.ChunksDropped+d.Chunks]...)
 	for i := d.Chunks; i < len(p.Series.Chunks); i++ {
 		s.chunks = append(s.chunks, sigOfChunk(&p.Series.Chunks[i]))
 	}

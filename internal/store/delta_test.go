@@ -25,6 +25,7 @@ type recording struct {
 	next    uint64 // the next sample's time
 	threads []agg.ThreadInfo
 	n       uint64
+	window  int // spilled chunks the run keeps (0: all), as a rolling window does
 }
 
 func newRecording(t testing.TB, id string) *recording {
@@ -81,6 +82,16 @@ func (r *recording) checkpoint(final bool) *Run {
 	ths := append([]agg.ThreadInfo(nil), r.threads...)
 	run := &Run{Meta: Meta{ID: r.id, Pid: 10, Freq: 999, Samples: r.n, StartNs: 1e9, Start: time.Unix(1, 0).UTC(), Finished: final,
 		SamplesFileSize: r.log.Size()}, Profile: *r.live.Profile(ths)}
+	if r.window > 0 {
+		ch := run.Profile.Series.Chunks
+		spilled := 0
+		for spilled < len(ch) && ch[spilled].Ref != 0 {
+			spilled++
+		}
+		if spilled > r.window {
+			run.Profile.Series.Chunks = ch[spilled-r.window:]
+		}
+	}
 	if err := r.w.Save(run, final); err != nil {
 		r.t.Fatal(err)
 	}
@@ -181,6 +192,32 @@ func TestDeltaCheckpointsReadBackAsTheRun(t *testing.T) {
 	}
 	sameRun(t, "final", got, want)
 	closeRun(got)
+}
+
+// TestDeltaWindowDropsChunks: chunks that leave the front of the series (a rolling
+// window) leave the run read back too.
+func TestDeltaWindowDropsChunks(t *testing.T) {
+	t.Setenv("STAX_HOME", t.TempDir())
+	rec := newRecording(t, "window")
+	rec.window = 2
+	for step := range 12 {
+		rec.add(9000, step, 40, 3)
+		want := rec.checkpoint(false)
+		got, err := LoadParts(Path("window"), All)
+		if err != nil {
+			t.Fatalf("checkpoint %d: %v", step, err)
+		}
+		sameRun(t, fmt.Sprint("checkpoint ", step), got, want)
+		closeRun(got)
+	}
+	if rec.w.Deltas < 5 {
+		t.Errorf("%d deltas", rec.w.Deltas)
+	}
+	if got, err := LoadParts(Path("window"), Samples); err != nil || got.Profile.Series.Len() >= rec.n || got.Profile.Series.Chunks[0].Min == 1e9 {
+		t.Errorf("the window dropped nothing: %v", err)
+	} else {
+		closeRun(got)
+	}
 }
 
 // TestDeltaBytesFollowNewData: over the checkpoints of a steady run of a busy host (long
