@@ -153,7 +153,8 @@ type deltaRecord struct {
 // the damage returned, nil when nothing was dropped).
 func readDeltaRecords(b []byte, gen uint64) ([]deltaRecord, *DeltaDamage, error) {
 	if len(b) < deltaHeaderSize || string(b[:8]) != deltaMagic {
-		return nil, nil, errors.New("not a stax delta file")
+		// Cut short while it was started over: the base is whole, and nothing follows it.
+		return nil, &DeltaDamage{Dropped: int64(len(b)), Reason: "the delta file's header is damaged"}, nil
 	}
 	if v := binary.LittleEndian.Uint32(b[8:]); v != deltaVersion {
 		return nil, nil, fmt.Errorf("delta file version %d is not supported", v)
