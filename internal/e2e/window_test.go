@@ -23,7 +23,7 @@ func recordSpinwait(t *testing.T, e *staxEnv, n string, flags ...string) (*liveR
 	args := append(append([]string{"record", "-q", "-F", "4999", "--run-id-file", filepath.Join(dir, "run.id")}, flags...), "--", bin, "2")
 	l := &liveRecording{cmd: e.cmd(args...)}
 	startLive(t, l)
-	if _, errOut, code := e.run("wait", "--for-samples", n, "--timeout-ms", "300000"); code != 0 {
+	if _, errOut, code := e.run("wait", "--for-samples", n, "--timeout-ms", "1200000"); code != 0 {
 		t.Fatalf("wait: exit %d: %s\n%s", code, errOut, l.out.String())
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "run.id"))
@@ -34,7 +34,7 @@ func recordSpinwait(t *testing.T, e *staxEnv, n string, flags ...string) (*liveR
 }
 
 // TestRollingWindowKeepsTheLastSamples records 2 threads at 4999 Hz with --keep 2s until
-// the run has 5 chunks of samples or more: the oldest chunks leave it (their blocks of the
+// the run has 3 chunks of samples or more: the oldest chunks leave it (their blocks of the
 // samples file given back), status says how many samples left and from when the views
 // cover the run, the counts of top are those of the samples kept (what the timeline
 // holds), and the views' headers say the part of the run they cover.
@@ -42,8 +42,9 @@ func TestRollingWindowKeepsTheLastSamples(t *testing.T) {
 	testutil.RequirePerf(t)
 	e := newEnv(t)
 	e.env = append(e.env, "STAX_CHECKPOINT_INTERVAL=200ms")
-	// Some 13,000 samples a chunk: 5 sealed, of which the newest always stays.
-	l, id := recordSpinwait(t, e, "70000", "--keep", "2s", "--no-off-cpu")
+	// Some 13,000 samples a chunk: 3 sealed, of which the newest always stays; the first
+	// ends two chunks (well over 2 s) before the newest sample.
+	l, id := recordSpinwait(t, e, "45000", "--keep", "2s", "--no-off-cpu")
 	if code := l.end(t); code != 0 {
 		t.Fatalf("record: exit %d\n%s", code, l.out.String())
 	}

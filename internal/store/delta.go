@@ -49,10 +49,11 @@ const (
 	deltaRecHeader  = 8
 	maxDeltaRecord  = 64 << 20 // compressed bytes of one record
 	maxDeltaRecords = 1 << 20
-	// minDeltaBase: while the base is smaller than this, deltas still go on until they
-	// reach it (a run's first bases are small and would otherwise be rewritten at once).
-	minDeltaBase = 64 << 10
 )
+
+// minDeltaBase: while the base is smaller than this, deltas still go on until they reach
+// it (a run's first bases are small and would otherwise be rewritten at once).
+var minDeltaBase int64 = 64 << 10
 
 // DeltaPath is where the run with id keeps its checkpoints' deltas.
 func DeltaPath(id string) string { return deltaPathOf(Path(id)) }
