@@ -34,7 +34,7 @@ func recordSpinwait(t *testing.T, e *staxEnv, n string, flags ...string) (*liveR
 }
 
 // TestRollingWindowKeepsTheLastSamples records 2 threads at 4999 Hz with --keep 2s until
-// the run has 3 chunks of samples or more: the oldest chunks leave it (their blocks of the
+// the oldest chunk of samples has left the run (their blocks of the
 // samples file given back), status says how many samples left and from when the views
 // cover the run, the counts of top are those of the samples kept (what the timeline
 // holds), and the views' headers say the part of the run they cover.
@@ -42,13 +42,22 @@ func TestRollingWindowKeepsTheLastSamples(t *testing.T) {
 	testutil.RequirePerf(t)
 	e := newEnv(t)
 	e.env = append(e.env, "STAX_CHECKPOINT_INTERVAL=200ms")
-	// Some 13,000 samples a chunk: 3 sealed, of which the newest always stays; the first
-	// ends two chunks (well over 2 s) before the newest sample.
-	l, id := recordSpinwait(t, e, "45000", "--keep", "2s", "--no-off-cpu")
+	// Some 13,000 samples a chunk: the first leaves once a chunk after it is in the file
+	// and the newest sample is 2 s past it; the test waits for that, as samples come.
+	l, id := recordSpinwait(t, e, "30000", "--keep", "2s", "--no-off-cpu")
+	var st api.Status
+	for {
+		e.mustJSON(&st, "status", "--run", id)
+		if w := st.Meta.Window; w != nil && w.DroppedChunks >= 1 {
+			break
+		}
+		if _, errOut, code := e.run("wait", "--run", id, "--for-samples", strconv.FormatUint(st.Meta.Samples+5000, 10), "--timeout-ms", "1200000"); code != 0 {
+			t.Fatalf("wait: exit %d: %s\n%s", code, errOut, l.out.String())
+		}
+	}
 	if code := l.end(t); code != 0 {
 		t.Fatalf("record: exit %d\n%s", code, l.out.String())
 	}
-	var st api.Status
 	e.mustJSON(&st, "status", "--run", id)
 	w := st.Meta.Window
 	if w == nil || w.KeepSec != 2 || w.DroppedChunks < 1 || w.DroppedSamples == 0 || w.FromNs == 0 {
