@@ -147,6 +147,8 @@ func wireRunMeta(m store.Meta) RunMeta {
 		ITTHint:         m.ITTHint,
 		SamplesFileSize: m.SamplesFileSize,
 		RecorderNice:    m.RecorderNice,
+		DeltaGen:        m.DeltaGen,
+		Window:          wirePtr(m.Window, func(w store.Window) KeptWindow { return KeptWindow(w) }),
 	}
 }
 

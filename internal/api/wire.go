@@ -98,6 +98,11 @@ type RunMeta struct {
 	// RecorderNice is the nice level the recorder's threads ran at when it raised their
 	// priority above the target's (nil: it could not).
 	RecorderNice *int `json:"recorder_nice,omitempty"`
+	// DeltaGen, in the run store's copy of a recording, is the generation of the records
+	// of its delta file that carry it on from that file; 0: none do.
+	DeltaGen uint64 `json:"delta_gen,omitempty"`
+	// Window says what a rolling window (record --keep, --keep-bytes) let go of the run.
+	Window *KeptWindow `json:"window,omitempty"`
 }
 
 // SamplesDamage says what a run lost of its samples to a damaged samples file (cut short
@@ -474,4 +479,16 @@ type EventCount struct {
 type CounterCount struct {
 	Name  string `json:"name"`
 	Count uint64 `json:"count"`
+}
+
+// KeptWindow is what a rolling window (record --keep, --keep-bytes) kept of a run and let go.
+type KeptWindow struct {
+	KeepSec   float64 `json:"keep_sec,omitempty"`   // the window's length (0: no bound by time)
+	KeepBytes int64   `json:"keep_bytes,omitempty"` // its size on disk (0: no bound by size)
+	// Dropped* count what left it: chunks of samples, their samples and bytes.
+	DroppedChunks  int    `json:"dropped_chunks"`
+	DroppedSamples uint64 `json:"dropped_samples"`
+	DroppedBytes   int64  `json:"dropped_bytes"`
+	// FromNs is the time of the first sample kept, in nanoseconds from the run's start.
+	FromNs uint64 `json:"from_ns"`
 }

@@ -51,7 +51,7 @@ queued on disk beside the run (at most 360 windows; the oldest is dropped past t
 sent in order, retried with backoff while the endpoint is down: recording never waits
 on it. stax status shows what was pushed, queued, failed and dropped, and the last error.
 At the end, what is queued is sent for up to --push-timeout.
-` + pushHelp,
+` + keepHelp + pushHelp,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			offRate, err := f.check(args)
@@ -69,6 +69,9 @@ At the end, what is queued is sent for up to --push-timeout.
 				}
 			})
 			if err != nil {
+				return err
+			}
+			if cfg.Recorder.Keep, cfg.Recorder.KeepBytes, err = f.kf.bounds(c, f.all); err != nil {
 				return err
 			}
 			return record(cfg)
@@ -90,6 +93,7 @@ type recordFlags struct {
 	webAddr, runIDFile          string
 	offCPURate                  string
 	ef                          eventFlags
+	kf                          keepFlags
 	pf                          pushFlags
 }
 
@@ -97,6 +101,7 @@ func (f *recordFlags) add(g *globals, c *cobra.Command) {
 	c.Flags().SetInterspersed(false)
 	c.Flags().IntVarP(&f.freq, "freq", "F", 999, "samples per second per CPU (per event, and per thread for events other than cpu-clock)")
 	f.ef.add(c)
+	f.kf.add(c)
 	c.Flags().StringVar(&f.callGraph, "call-graph", defaultCallGraph(), "how user stacks are walked: dwarf (.eh_frame, from a copy of each sample's user stack: complete stacks through code built without frame pointers) or `fp` (frame pointers, walked by the kernel: cheaper, but skips callers of code without them)")
 	c.Flags().IntVar(&f.stackSize, "stack-size", 0, "`BYTES` of user stack copied per sample with --call-graph dwarf (8192 to 65528; by default 8192, as perf record, then fitted to the stacks seen: see docs/stack-copy.md; status says when deeper stacks were cut short)")
 	c.Flags().BoolVar(&f.noOffCPU, "no-off-cpu", false, "do not record where threads wait: the context switches of the target's threads, and the stack each blocked in (see stax top --off-cpu)")
@@ -189,7 +194,11 @@ func (f *recordFlags) config(g *globals, args []string, offRate int) recordrun.C
 	}
 	if pf := f.pf; pf.url != "" {
 		cfg.Push = recordrun.Push{URL: pf.url, Timeout: pf.timeout, Start: func(rec *recorder.Recorder) (*push.Pusher, error) {
-			return pf.startPush(rec, rec.ID(), rec.Snapshot().Meta, targetExe(args, pid))
+			p, err := pf.startPush(rec, rec.ID(), rec.Snapshot().Meta, targetExe(args, pid))
+			if err == nil {
+				rec.SetKeepFloor(p.Cut) // nothing leaves the window before it was pushed
+			}
+			return p, err
 		}}
 	}
 	if f.webOn {

@@ -53,7 +53,7 @@ first with stax stop.`,
 
 func gcCmd(g *globals) *cobra.Command {
 	var keep int
-	var damaged, spansFiles bool
+	var damaged, spansFiles, symbols bool
 	var dirs []string
 	c := &cobra.Command{
 		Use:   "gc --keep N",
@@ -66,14 +66,26 @@ With --spans, remove the spans files of stax's ITT collector and Go package
 each --dir: those whose pid names no process, or a process that started after the file
 was last written (the pid was reused). stax removes the files it read for the commands it
 launched; these are the ones of processes it did not launch, or that ran without it. Pids
-are judged in stax's own pid namespace.`,
+are judged in stax's own pid namespace.
+
+Every gc also trims the symbol cache to its bound (STAX_SYMBOL_CACHE_MAX, 512M unless
+set; 0 or off: none), least recently used files first, and says what it evicted; with
+--symbols it does that alone.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if keep < 0 {
 				return usageErr("--keep must be 0 or more, not %d", keep)
 			}
-			if !c.Flags().Changed("keep") && !damaged && !spansFiles {
-				return usageErr("say how many runs to keep (--keep N), or --damaged, or --spans")
+			if !c.Flags().Changed("keep") && !damaged && !spansFiles && !symbols {
+				return usageErr("say how many runs to keep (--keep N), or --damaged, --spans or --symbols")
+			}
+			defer func() {
+				if err := gcSymbols(g); err != nil {
+					fmt.Fprintf(g.errOut, "stax: %v\n", err)
+				}
+			}()
+			if symbols && !c.Flags().Changed("keep") && !damaged && !spansFiles {
+				return nil
 			}
 			if len(dirs) > 0 && !spansFiles {
 				return usageErr("--dir goes with --spans")
@@ -115,6 +127,7 @@ are judged in stax's own pid namespace.`,
 	c.Flags().IntVar(&keep, "keep", 0, "how many of the newest stored runs to keep")
 	c.Flags().BoolVar(&damaged, "damaged", false, "also remove run files that cannot be read")
 	c.Flags().BoolVar(&spansFiles, "spans", false, "remove the spans files of processes that are gone, in /tmp, $STAX_JIT_DIR and each --dir")
+	c.Flags().BoolVar(&symbols, "symbols", false, "only trim the symbol cache to its bound (every gc does)")
 	c.Flags().StringArrayVar(&dirs, "dir", nil, "with --spans: another `DIR` to look in (repeatable)")
 	return c
 }

@@ -113,6 +113,9 @@ func printStatusSampling(w io.Writer, st *api.Status) {
 		fmt.Fprintf(w, "counters:  %s (read with each sample; stax top shows them per function)\n", countersText(m.Counters))
 	}
 	fmt.Fprintf(w, "samples:   %s in %.1fs, %s lost\n", commas(m.Samples), st.ElapsedSec, commas(m.Lost))
+	if m.Window != nil {
+		fmt.Fprintf(w, "window:    %s\n", windowStatus(m.Window))
+	}
 	if m.Lost > 0 {
 		ring := ""
 		if m.RingPages > 0 {

@@ -78,7 +78,7 @@ func view(run *store.Run, w Window, t api.Transform, tid uint32) (*store.Run, *a
 		return nil, nil, nil, err
 	}
 	if w.IsAll() && t.IsZero() {
-		return run, nil, nil, nil
+		return run, trimmedWindow(run), nil, nil
 	}
 	if t.IsZero() {
 		tid = 0 // a window alone is cheap to share between the threads' views

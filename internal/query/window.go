@@ -130,7 +130,7 @@ func secs(t, start uint64) float64 {
 // window's description for answers (nil for the whole run).
 func (w Window) Apply(run *store.Run) (*store.Run, *api.Window, error) {
 	if w.IsAll() {
-		return run, nil, nil
+		return run, trimmedWindow(run), nil
 	}
 	var keep func(uint64, uint32) bool
 	if w.Span != "" {
@@ -155,6 +155,20 @@ func (w Window) Apply(run *store.Run) (*store.Run, *api.Window, error) {
 	out.Profile = *p
 	start := runStart(run)
 	return &out, &api.Window{FromSec: secs(from, start), ToSec: secs(to, start), Span: w.Span}, nil
+}
+
+// trimmedWindow describes the whole of a run whose rolling window let its first samples
+// go (record --keep, --keep-bytes): the part it covers; nil for a run that has them all.
+func trimmedWindow(run *store.Run) *api.Window {
+	tw := run.Meta.Window
+	if tw == nil || tw.DroppedChunks == 0 {
+		return nil
+	}
+	to := run.Meta.End.Sub(run.Meta.Start).Seconds()
+	if _, last := run.Profile.TimeRange(); last != 0 {
+		to = secs(last, runStart(run))
+	}
+	return &api.Window{FromSec: float64(tw.FromNs) / 1e9, ToSec: max(to, float64(tw.FromNs)/1e9)}
 }
 
 // runStart is the monotonic time the run's seconds count from.

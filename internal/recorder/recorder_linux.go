@@ -58,7 +58,11 @@ type Options struct {
 	// Counters are read with each sample of the first event (stax record --counters;
 	// resolved, and only those this machine counts): per thread, not CPU-wide.
 	Counters []perfevent.EventSpec
-	Notef    func(format string, args ...any)
+	// Keep and KeepBytes bound the samples the run keeps on disk to a rolling window: the
+	// last Keep of them, in at most KeepBytes with the run's files (0: no bound).
+	Keep      time.Duration
+	KeepBytes int64
+	Notef     func(format string, args ...any)
 }
 
 // Source is where the recorder's perf records come from: the kernel's rings
@@ -137,6 +141,7 @@ type Recorder struct {
 	off     offCPUState  // the ingest goroutine's, but for its counters (under mu)
 	namer   namerState   // collectCode's, under codeMu
 	storage storageState // save's alone (one goroutine at a time)
+	window  windowState  // the rolling window on disk (window_linux.go)
 
 	// codeMu guards namer.
 	codeMu sync.Mutex
@@ -219,6 +224,7 @@ type storageState struct {
 	profile       agg.ProfileBuffers  // the memory of the last checkpoint's profile
 	intervals     store.IntervalCache // the intervals off CPU, compressed by the last checkpoint
 	ivBuf         []agg.Interval      // the memory of the last checkpoint's intervals
+	delta         *store.DeltaWriter  // writes checkpoints as deltas of the run's file
 }
 
 // NewID makes a run id from the time and the target's pid.

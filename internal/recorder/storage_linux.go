@@ -1,7 +1,8 @@
 // The storage stage: checkpoints and the final save. Sealed chunks of samples go to the
-// run's samples file and leave memory, and the records of new spans to its spans file; the
-// run's file is rewritten with what is left (names, stacks, counts, code, the spans'
-// names), listing the chunks and the spans by reference.
+// run's samples file and leave memory, and the records of new spans to its spans file;
+// what changed in the rest (names, stacks, counts, code) is appended to the run's delta
+// file, and now and then the run's file is rewritten with it whole (the spans' names too),
+// listing the chunks and the spans by reference.
 
 package recorder
 
@@ -172,6 +173,7 @@ func (r *Recorder) snapshot(final bool, bufs *agg.ProfileBuffers) *store.Run {
 	run.Spans, run.Meta.SpanSources = r.spans.Snapshot()
 	run.Meta.Notes = append(run.Meta.Notes, unnamedJITNotes(run, r.comm)...)
 	run.Meta.Notes = append(run.Meta.Notes, cpythonNotes(run, r.comm)...)
+	r.applyWindow(run)
 	return run
 }
 
@@ -196,9 +198,10 @@ func (r *Recorder) targetIdentity(meta *store.Meta) {
 const keptChunks = 2
 
 // save writes the run to the store: the sealed chunks of samples not yet in the run's
-// samples file are appended to it (and leave memory), then the run's file is rewritten
-// with the rest (names, stacks, counts, code), which lists the chunks by reference. A
-// checkpoint so costs what changed and the distinct stacks, not every sample again.
+// samples file are appended to it (and leave memory), then what changed in the rest
+// (names, stacks, counts, code) since the last checkpoint is appended to the run's delta
+// file, the chunks listed by reference (store.DeltaWriter); now and then, and at the end,
+// the run's file is rewritten whole. A checkpoint so costs what changed, not the run.
 //
 // A save that fails (a full disk) keeps in memory what it could not write, and the run's
 // file keeps the last checkpoint saved whole; the next save tries again. Chunks the samples
@@ -215,7 +218,14 @@ func (r *Recorder) save(final bool) error {
 	if r.storage.samples != nil {
 		run.Meta.SamplesFileSize = r.storage.samples.Size()
 	}
-	err := store.SaveStored(store.Path(r.id), run)
+	r.advanceWindow(run)
+	if r.storage.delta == nil {
+		r.storage.delta = store.NewDeltaWriter(store.Path(r.id))
+	}
+	err := r.storage.delta.Save(run, final)
+	if final && err == nil {
+		r.storage.delta.Close()
+	}
 	if err != nil && spillErr != nil {
 		err = fmt.Errorf("%w (and %v)", err, spillErr)
 	}

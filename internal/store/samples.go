@@ -176,12 +176,12 @@ func (s *SampleFile) Close() error {
 // PushQueuePath is the directory of the windows of run id not yet pushed (record --push).
 func PushQueuePath(id string) string { return filepath.Join(Dir(), id+".push") }
 
-// Remove deletes the stored run with id: its file, its samples, spans and end files and
+// Remove deletes the stored run with id: its file, its samples, spans, delta and end files and
 // its push queue. A run whose file does not exist gives an error satisfying
 // errors.Is(err, os.ErrNotExist).
 func Remove(id string) error {
 	err := os.Remove(Path(id))
-	for _, p := range []string{SamplesPath(id), SpanLogPath(id), EndPath(id)} {
+	for _, p := range []string{SamplesPath(id), SpanLogPath(id), EndPath(id), DeltaPath(id)} {
 		if serr := os.Remove(p); err == nil && serr != nil && !errors.Is(serr, os.ErrNotExist) {
 			err = serr
 		}

@@ -76,7 +76,11 @@ import (
 //
 // Version 5 gives each entry its event (the run samples several: stax record -e), listed
 // in Meta.Events; versions 1 to 4 are read with every sample the event of Meta.Event.
-const FormatVersion = 5
+// Version 6 is a run store's copy of a recording that its delta file (delta.go) carries on:
+// its meta names the generation of the records that apply to it. A stax that predates
+// delta files refuses it rather than show the run as of an older checkpoint. Every other
+// file, a finished run's included, is written as version 5.
+const FormatVersion = 6
 
 const (
 	magic       = "STAXRUN\x00"
@@ -180,6 +184,11 @@ type Meta struct {
 	// RecorderNice is the nice level the recorder's threads ran at when it raised their
 	// priority above the target's (nil: it could not).
 	RecorderNice *int `json:"recorder_nice,omitempty"`
+	// DeltaGen, in the run store's copy of a recording, is the generation of the records
+	// of its delta file (delta.go) that carry it on from this file; 0: none do.
+	DeltaGen uint64 `json:"delta_gen,omitempty"`
+	// Window says what a rolling window (record --keep, --keep-bytes) let go of the run.
+	Window *Window `json:"window,omitempty"`
 }
 
 // JITSource is the state of one JIT symbol source (a jitdump file or perf map).
@@ -283,6 +292,9 @@ type Run struct {
 	// SamplesDamage says what the run lost to a damaged samples file: its series holds
 	// the rest (LoadParts with Samples).
 	SamplesDamage *SamplesDamage `json:"-"`
+	// DeltaDamage says what was dropped of the run's delta file: a record cut short by a
+	// crash or a full disk, and what followed it (nil: nothing).
+	DeltaDamage *DeltaDamage `json:"-"`
 	// SpanLog is the recording's spans file: SaveStored lists the spans it holds by
 	// reference rather than writing them again.
 	SpanLog *SpanLog `json:"-"`
@@ -390,7 +402,7 @@ func Encode(w io.Writer, r *Run) error {
 	if err := writePayload(&payload, r, false); err != nil {
 		return fmt.Errorf("encode run: %w", err)
 	}
-	if _, err := w.Write(headerOf(crc32.Checksum(payload.Bytes(), castagnoli), uint64(payload.Len()))); err != nil {
+	if _, err := w.Write(headerOf(versionOf(r), crc32.Checksum(payload.Bytes(), castagnoli), uint64(payload.Len()))); err != nil {
 		return err
 	}
 	_, err := w.Write(payload.Bytes())
@@ -405,7 +417,7 @@ func EncodeStream(w io.Writer, r *Run) (sum uint32, size uint64, err error) {
 }
 
 func encodeStream(w io.Writer, r *Run, refs bool) (sum uint32, size uint64, err error) {
-	if _, err := w.Write(headerOf(0, 0)); err != nil {
+	if _, err := w.Write(headerOf(versionOf(r), 0, 0)); err != nil {
 		return 0, 0, err
 	}
 	cw := &checksumWriter{w: w, sum: crc32.New(castagnoli)}
@@ -437,10 +449,19 @@ func (c *checksumWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func headerOf(sum uint32, size uint64) []byte {
+// versionOf is the format version r is written in: 6 when a delta file carries it on,
+// else 5 (which a stax that predates delta files reads).
+func versionOf(r *Run) uint32 {
+	if r.Meta.DeltaGen != 0 {
+		return FormatVersion
+	}
+	return 5
+}
+
+func headerOf(version, sum uint32, size uint64) []byte {
 	hdr := make([]byte, headerSize)
 	copy(hdr, magic)
-	binary.LittleEndian.PutUint32(hdr[8:], FormatVersion)
+	binary.LittleEndian.PutUint32(hdr[8:], version)
 	binary.LittleEndian.PutUint32(hdr[12:], sum)
 	binary.LittleEndian.PutUint64(hdr[16:], size)
 	return hdr
@@ -755,6 +776,17 @@ func ReadMeta(path string) (Meta, error) {
 		return r.Meta, nil
 	}
 	ms, err := readMetaSection(io.LimitReader(f, int64(h.size)))
+	if err == nil && ms.Meta.DeltaGen != 0 {
+		// A recording's checkpoints since this file are in its delta file.
+		if m, damage, derr := deltaMeta(deltaPathOf(path), ms.Meta); derr == nil {
+			if damage != nil {
+				m.Notes = append(m.Notes, damage.String())
+			}
+			return m, nil
+		} else if !errors.Is(derr, os.ErrNotExist) {
+			return ms.Meta, fmt.Errorf("read run: %w", derr)
+		}
+	}
 	return ms.Meta, err
 }
 
@@ -863,6 +895,20 @@ func LoadParts(path string, want Parts) (*Run, error) {
 	r, err := decode(f, avail, want, spanLogPathOf(path))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if r.Meta.DeltaGen != 0 {
+		if err := applyDeltas(path, r, want); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if r.DeltaDamage != nil {
+			r.Meta.Notes = append(r.Meta.Notes, r.DeltaDamage.String())
+		}
+		if err := validate(r); err != nil {
+			return nil, fmt.Errorf("%s: read run: %w", path, err)
+		}
+		if len(r.Profile.FrameStacks) != len(r.Profile.Stacks) {
+			r.Profile.ExpandStacks()
+		}
 	}
 	r.Meta.Ending = endingOf(path, r.Meta)
 	if hasRefs(&r.Profile.Series) {

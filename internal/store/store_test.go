@@ -242,7 +242,7 @@ func TestRoundTrip(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := encode(t, tc.run)
-			if string(b[:8]) != magic || binary.LittleEndian.Uint32(b[8:]) != FormatVersion ||
+			if string(b[:8]) != magic || binary.LittleEndian.Uint32(b[8:]) != 4 ||
 				binary.LittleEndian.Uint64(b[16:]) != uint64(len(b)-headerSize) {
 				t.Fatalf("bad header % x", b[:headerSize])
 			}

@@ -236,6 +236,7 @@ func (im *Image) cachedTable() *dwarfline.Table {
 	if err != nil {
 		return nil
 	}
+	markUsed(p)
 	return t
 }
 

@@ -150,6 +150,7 @@ func (c *Cache) readSymCache(path string, id []byte) *savedTable {
 	// by lookups to be kept for good: the mapping must then never be unmapped. The file is
 	// replaced by renaming, never changed in place, so the mapped copy stays whole.
 	st.data = data
+	markUsed(p)
 	return st
 }
 

@@ -26,6 +26,9 @@ func Options(note func(string, ...any)) symbol.Options {
 			opts.TableCache = ""
 		}
 	}
+	if opts.TableCache != "" {
+		keepTrimmed(opts.TableCache, note)
+	}
 	if c := Debuginfod(note); c != nil {
 		opts.Fetcher = c
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 	"unsafe"
 
 	"github.com/stax-profiler/stax/internal/mapfile"
@@ -51,6 +52,9 @@ func LoadCached(path, dir string) (*Table, error) {
 	}
 	if t, err := mapCache(filepath.Join(dir, CacheFile), key); err == nil {
 		t.cached = true
+		// Used now: the cache's bound evicts the files least recently used first.
+		now := time.Now()
+		_ = os.Chtimes(filepath.Join(dir, CacheFile), now, now)
 		return t, nil
 	}
 	return Reload(path, dir)
