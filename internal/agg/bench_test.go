@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/stax-profiler/stax/internal/perfevent"
-	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 )
 
 // Realistic fixtures: stacks are paths through a synthetic call graph (every function calls
@@ -53,7 +53,7 @@ func genStacks(n, nframes int, seed uint64) [][]uint64 {
 		}
 		seen[path] = true
 		chain := make([]uint64, 0, benchDepth+1)
-		chain = append(chain, record.ContextUser)
+		chain = append(chain, perfrecord.ContextUser)
 		for lvl := benchDepth - 1; lvl >= 0; lvl-- {
 			chain = append(chain, addr(int(path[lvl]), uint64(rng.IntN(funcSize/4))*4))
 		}
@@ -82,8 +82,8 @@ func ringFixture(count int, stacks [][]uint64, seed uint64) []byte {
 	for i := 0; i < count; i++ {
 		chain := stacks[pick[i]]
 		size := 8 + 8 + 8 + 8 + 8 + 8 + 8 + 8*len(chain)
-		buf = binary.LittleEndian.AppendUint32(buf, record.TypeSample)
-		buf = binary.LittleEndian.AppendUint16(buf, record.MiscUser)
+		buf = binary.LittleEndian.AppendUint32(buf, perfrecord.TypeSample)
+		buf = binary.LittleEndian.AppendUint16(buf, perfrecord.MiscUser)
 		buf = binary.LittleEndian.AppendUint16(buf, uint16(size))
 		buf = binary.LittleEndian.AppendUint64(buf, chain[1])                                // ip
 		buf = binary.LittleEndian.AppendUint32(buf, benchPid)                                // pid
@@ -103,11 +103,11 @@ func ringFixture(count int, stacks [][]uint64, seed uint64) []byte {
 func TestRingFixtureDecodes(t *testing.T) {
 	stacks := genStacks(100, 50, 1)
 	fix := ringFixture(1000, stacks, 1)
-	d := record.Decoder{SampleType: perfevent.SampleType, SampleIDAll: true}
+	d := perfrecord.Decoder{SampleType: perfevent.SampleType, SampleIDAll: true}
 	r := NewRun()
-	var s record.Sample
+	var s perfrecord.Sample
 	for off := 0; off < len(fix); {
-		h, err := record.ParseHeader(fix[off:])
+		h, err := perfrecord.ParseHeader(fix[off:])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,9 +141,9 @@ func TestRingFixtureDecodes(t *testing.T) {
 func BenchmarkIngest(b *testing.B) {
 	stacks := genStacks(5000, 2000, 1)
 	fix := ringFixture(1<<16, stacks, 2)
-	d := record.Decoder{SampleType: perfevent.SampleType, SampleIDAll: true}
+	d := perfrecord.Decoder{SampleType: perfevent.SampleType, SampleIDAll: true}
 	r := NewRun()
-	var s record.Sample
+	var s perfrecord.Sample
 	off := 0
 	b.ReportAllocs()
 	for b.Loop() {

@@ -8,12 +8,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 )
 
 // SampleType is the sample layout stax asks for.
-const SampleType = record.SampleIP | record.SampleTID | record.SampleTime | record.SampleCPU |
-	record.SamplePeriod | record.SampleCallchain
+const SampleType = perfrecord.SampleIP | perfrecord.SampleTID | perfrecord.SampleTime | perfrecord.SampleCPU |
+	perfrecord.SamplePeriod | perfrecord.SampleCallchain
 
 const bitBuildID = 1 << 34 // perf_event_attr.build_id: MMAP2 records carry the build-id
 
@@ -47,19 +47,19 @@ func maxSampleRate() int {
 const RegsUserDwarf = 1<<6 | 1<<7 | 1<<8
 
 // DwarfSampleType is the sample layout of "dwarf" mode.
-const DwarfSampleType = SampleType | record.SampleRegsUser | record.SampleStackUser
+const DwarfSampleType = SampleType | perfrecord.SampleRegsUser | perfrecord.SampleStackUser
 
 // SampleTypeFor returns the sample layout and sample_regs_user for cfg, to configure a
-// record.Decoder.
+// perfrecord.Decoder.
 func SampleTypeFor(cfg Config) (sampleType, regsMask uint64) {
 	sampleType = SampleType
 	if cfg.CallGraph == "dwarf" {
 		sampleType, regsMask = DwarfSampleType, RegsUserDwarf
 	}
 	if cfg.OffCPU && !cfg.SystemWide || len(cfg.Events) > 1 || len(cfg.Counters) > 0 {
-		sampleType |= record.SampleIdentifier
+		sampleType |= perfrecord.SampleIdentifier
 	} else if len(cfg.Events) == 1 && cfg.Events[0].Period > 0 {
-		sampleType &^= record.SamplePeriod // the only event's samples: FixedPeriod
+		sampleType &^= perfrecord.SamplePeriod // the only event's samples: FixedPeriod
 	}
 	return sampleType, regsMask
 }
@@ -78,7 +78,7 @@ func stackSize(cfg Config) uint32 {
 	if n <= 0 {
 		n = DefaultStackSize
 	}
-	return uint32(min(n, record.MaxStackUser))
+	return uint32(min(n, perfrecord.MaxStackUser))
 }
 
 func (s *Session) attr(cfg Config, typ uint32, config uint64, enableOnExec bool) *unix.PerfEventAttr {

@@ -7,25 +7,25 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 )
 
 // CounterReadFormat is the read_format of the sampling events that read their counters
 // (Config.Counters) with each sample: the group's values with their ids, and the times the
 // group was enabled and running (less running than enabled: the kernel multiplexed it).
-const CounterReadFormat = record.FormatGroup | record.FormatID | record.FormatTotalTimeEnabled | record.FormatTotalTimeRunning
+const CounterReadFormat = perfrecord.FormatGroup | perfrecord.FormatID | perfrecord.FormatTotalTimeEnabled | perfrecord.FormatTotalTimeRunning
 
 // counterState is what a session keeps of the counters read with each sample.
 type counterState struct {
 	// leaders are the ids of the sampling events that lead a group of counters: their
-	// samples carry the group's read (record.SampleRead with CounterReadFormat).
+	// samples carry the group's read (perfrecord.SampleRead with CounterReadFormat).
 	leaders map[uint64]bool
 	// ids maps a counter's id to its index in Config.Counters.
 	ids map[uint64]int
 }
 
 // IsCounterLeader says whether a sample's id is that of a sampling event that reads the
-// counters (its samples are laid out with record.SampleRead).
+// counters (its samples are laid out with perfrecord.SampleRead).
 func (s *Session) IsCounterLeader(id uint64) bool { return s.counters.leaders[id] }
 
 // CounterOf is the index in Config.Counters of the counter with id, false for another id
@@ -41,7 +41,7 @@ func (s *Session) leaderRead(cfg Config, a *unix.PerfEventAttr, typ uint32, conf
 	if len(cfg.Counters) == 0 || typ != s.evType || config != s.evConfig {
 		return
 	}
-	a.Sample_type |= record.SampleRead
+	a.Sample_type |= perfrecord.SampleRead
 	a.Read_format = CounterReadFormat
 }
 

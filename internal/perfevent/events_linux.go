@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 )
 
 // eventState is what a session keeps of the events it samples (Config.Events).
@@ -26,9 +26,9 @@ type eventState struct {
 	fixed map[uint64]uint64
 }
 
-// FixedPeriod says whether a sample's id (record.Sample.ID) is that of an event sampled
+// FixedPeriod says whether a sample's id (perfrecord.Sample.ID) is that of an event sampled
 // with a fixed period, and the period: such samples are laid out without
-// record.SamplePeriod. For a software event the kernel would otherwise take a sample at
+// perfrecord.SamplePeriod. For a software event the kernel would otherwise take a sample at
 // every event, each of period 1, whatever the period asked for (as perf record -c does,
 // stax leaves the period out and knows it).
 func (s *Session) FixedPeriod(id uint64) (uint64, bool) {
@@ -36,7 +36,7 @@ func (s *Session) FixedPeriod(id uint64) (uint64, bool) {
 	return p, ok
 }
 
-// EventOf is the index in Config.Events of the event a sample's id (record.Sample.ID)
+// EventOf is the index in Config.Events of the event a sample's id (perfrecord.Sample.ID)
 // belongs to: 0, the first event, for any id but the other events' (the first event's
 // own, reopened by ResizeStack, have ids of their own).
 func (s *Session) EventOf(id uint64) int { return s.events.ids[id] }
@@ -51,7 +51,7 @@ func setPeriod(a *unix.PerfEventAttr, ev EventSpec, freq int) {
 	if ev.Period > 0 {
 		a.Bits &^= unix.PerfBitFreq
 		a.Sample = ev.Period
-		a.Sample_type &^= record.SamplePeriod
+		a.Sample_type &^= perfrecord.SamplePeriod
 		return
 	}
 	a.Bits |= unix.PerfBitFreq

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
 
@@ -40,14 +40,14 @@ func TestSwitchesThisThread(t *testing.T) {
 		s.Disable()
 		runtime.UnlockOSThread()
 		st, _ := SampleTypeFor(cfg)
-		dec := record.Decoder{SampleType: st, SampleIDAll: true}
-		rdec := record.Decoder{SampleType: RuntimeSampleType(cfg), SampleIDAll: true}
+		dec := perfrecord.Decoder{SampleType: st, SampleIDAll: true}
+		rdec := perfrecord.Decoder{SampleType: RuntimeSampleType(cfg), SampleIDAll: true}
 		var outs, ins, stacks int
 		var ran int64
 		err = s.Read(func(cpu int, rec []byte) {
-			h, _ := record.ParseHeader(rec)
+			h, _ := perfrecord.ParseHeader(rec)
 			switch h.Type {
-			case record.TypeSwitch:
+			case perfrecord.TypeSwitch:
 				sw, err := dec.Switch(rec)
 				if err != nil || int(sw.SampleID.Tid) != tid {
 					t.Errorf("switch %+v, %v; want one of thread %d", sw, err, tid)
@@ -57,8 +57,8 @@ func TestSwitchesThisThread(t *testing.T) {
 				} else {
 					ins++
 				}
-			case record.TypeSample:
-				var smp record.Sample
+			case perfrecord.TypeSample:
+				var smp perfrecord.Sample
 				if id := binary.LittleEndian.Uint64(rec[8:]); s.IsRuntimeEvent(id) || s.IsDeathEvent(id) {
 					// The scheduler's run times and the last switches: no stacks.
 					if err := rdec.Sample(rec, &smp); err != nil {
@@ -209,13 +209,13 @@ type switchCounts struct {
 // disables s, reads what is left and returns the counts.
 func readSwitches(t *testing.T, s *Session, cfg Config) func() switchCounts {
 	st, _ := SampleTypeFor(cfg)
-	dec := record.Decoder{SampleType: st, SampleIDAll: true}
+	dec := perfrecord.Decoder{SampleType: st, SampleIDAll: true}
 	var c switchCounts
 	read := func() {
 		err := s.Read(func(cpu int, rec []byte) {
-			h, _ := record.ParseHeader(rec)
+			h, _ := perfrecord.ParseHeader(rec)
 			switch h.Type {
-			case record.TypeSwitch:
+			case perfrecord.TypeSwitch:
 				sw, err := dec.Switch(rec)
 				switch {
 				case err != nil:
@@ -225,13 +225,13 @@ func readSwitches(t *testing.T, s *Session, cfg Config) func() switchCounts {
 				default:
 					c.ins++
 				}
-			case record.TypeSample:
-				var smp record.Sample
+			case perfrecord.TypeSample:
+				var smp perfrecord.Sample
 				if err := dec.Sample(rec, &smp); err == nil && s.IsSwitchEvent(smp.ID) && len(smp.Callchain) > 0 {
 					c.stacks++
 					c.period += smp.Period
 				}
-			case record.TypeLost:
+			case perfrecord.TypeLost:
 				c.lost++
 			}
 		})

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
 
@@ -63,7 +63,7 @@ func TestSamplesThisThread(t *testing.T) {
 	if err := s.Enable(); err != nil {
 		t.Fatal(err)
 	}
-	dec := record.Decoder{SampleType: SampleType, SampleIDAll: true}
+	dec := perfrecord.Decoder{SampleType: SampleType, SampleIDAll: true}
 	samples := 0
 	// 200 ms of this thread's CPU time: about 200 samples at 999 Hz.
 	for end := threadCPU() + 200*time.Millisecond; threadCPU() < end; {
@@ -73,11 +73,11 @@ func TestSamplesThisThread(t *testing.T) {
 	}
 	s.Disable()
 	err = s.Read(func(cpu int, rec []byte) {
-		h, err := record.ParseHeader(rec)
-		if err != nil || h.Type != record.TypeSample {
+		h, err := perfrecord.ParseHeader(rec)
+		if err != nil || h.Type != perfrecord.TypeSample {
 			return
 		}
-		var smp record.Sample
+		var smp perfrecord.Sample
 		if err := dec.Sample(rec, &smp); err != nil {
 			t.Errorf("decode sample: %v", err)
 			return

@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 )
 
 // StackSize is the user stack copy, in bytes, the CPU samples take now (0 unless "dwarf").
@@ -25,7 +25,7 @@ var ErrThreadsChanged = errors.New("resize the stack copy: the target started th
 const minStackResize = 512
 
 // ResizeStack reopens the CPU-sampling events with a user stack copy of size bytes (rounded
-// down to 8, from 512 to record.MaxStackUser), in a session opened with
+// down to 8, from 512 to perfrecord.MaxStackUser), in a session opened with
 // Config.ResizableStack: the copy costs the profiled threads in their own time, however
 // shallow their stacks. The new events are opened per thread tids lists and inherited by the
 // threads those start; tids is asked again after, and a thread it lists that was not
@@ -34,7 +34,7 @@ const minStackResize = 512
 //
 // The old events go on sampling, and threads started meanwhile inherit them too, until
 // RetireStack closes them (a later ResizeStack does first): the caller picks, thread by
-// thread, whose samples count. A sample's copy size (record.Sample.StackSize) tells the two
+// thread, whose samples count. A sample's copy size (perfrecord.Sample.StackSize) tells the two
 // apart, which is why the current size is refused. Each event counts its thread's time on
 // its CPU towards its next sample: closing the old ones at once would drop, per thread and
 // CPU, the part of a period each had counted, half a sample on average (250 samples from
@@ -45,8 +45,8 @@ func (s *Session) ResizeStack(size int, tids func() []int) (cut uint64, err erro
 		return 0, errors.New("resize the stack copy: the events were not opened resizable")
 	}
 	size &^= 7
-	if size < minStackResize || size > record.MaxStackUser {
-		return 0, fmt.Errorf("resize the stack copy to %d bytes: out of %d to %d", size, minStackResize, record.MaxStackUser)
+	if size < minStackResize || size > perfrecord.MaxStackUser {
+		return 0, fmt.Errorf("resize the stack copy to %d bytes: out of %d to %d", size, minStackResize, perfrecord.MaxStackUser)
 	}
 	if size == s.StackSize() {
 		return 0, fmt.Errorf("resize the stack copy: it is %d bytes already", size)

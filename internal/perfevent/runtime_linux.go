@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 )
 
 // The scheduler's own clock of a thread's time on CPU: sched:sched_stat_runtime fires each
@@ -29,7 +29,7 @@ import (
 // samples' do.
 func RuntimeSampleType(cfg Config) uint64 {
 	st, _ := SampleTypeFor(cfg)
-	return st&^(record.SampleCallchain|record.SampleRegsUser|record.SampleStackUser) | record.SampleRaw
+	return st&^(perfrecord.SampleCallchain|perfrecord.SampleRegsUser|perfrecord.SampleStackUser) | perfrecord.SampleRaw
 }
 
 // openRuntime opens sched:sched_stat_runtime, sampled at every run time it adds, for each

@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/stax-profiler/stax/internal/perfrecord"
 	"github.com/stax-profiler/stax/internal/proc"
-	"github.com/stax-profiler/stax/internal/record"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
 
@@ -90,49 +90,49 @@ type sampleOf struct {
 type resizeReader struct {
 	s     *Session
 	pid   int
-	dec   record.Decoder
+	dec   perfrecord.Decoder
 	smp   []sampleOf
-	mmaps []record.Mmap2
+	mmaps []perfrecord.Mmap2
 	forks []int
 	lost  uint64
 }
 
 func newResizeReader(s *Session, cfg Config, pid int) *resizeReader {
 	st, regs := SampleTypeFor(cfg)
-	return &resizeReader{s: s, pid: pid, dec: record.Decoder{SampleType: st, RegsUserMask: regs, SampleIDAll: true}}
+	return &resizeReader{s: s, pid: pid, dec: perfrecord.Decoder{SampleType: st, RegsUserMask: regs, SampleIDAll: true}}
 }
 
 func (r *resizeReader) read(t *testing.T) {
 	t.Helper()
 	err := r.s.Read(func(cpu int, rec []byte) {
-		h, err := record.ParseHeader(rec)
+		h, err := perfrecord.ParseHeader(rec)
 		if err != nil {
 			t.Errorf("record header: %v", err)
 			return
 		}
 		switch h.Type {
-		case record.TypeSample:
-			var smp record.Sample
+		case perfrecord.TypeSample:
+			var smp perfrecord.Sample
 			if err := r.dec.Sample(rec, &smp); err != nil {
 				t.Errorf("decode sample: %v", err)
 			} else if int(smp.Pid) == r.pid {
 				r.smp = append(r.smp, sampleOf{int(smp.Tid), smp.StackSize, smp.Time})
 			}
-		case record.TypeMmap2:
+		case perfrecord.TypeMmap2:
 			m, err := r.dec.Mmap2(rec)
 			if err != nil {
 				t.Errorf("decode mmap2: %v", err)
 			} else if int(m.Pid) == r.pid {
 				r.mmaps = append(r.mmaps, m)
 			}
-		case record.TypeFork:
+		case perfrecord.TypeFork:
 			f, err := r.dec.Task(rec)
 			if err != nil {
 				t.Errorf("decode fork: %v", err)
 			} else if int(f.Pid) == r.pid {
 				r.forks = append(r.forks, int(f.Tid))
 			}
-		case record.TypeLost:
+		case perfrecord.TypeLost:
 			if l, err := r.dec.Lost(rec); err == nil {
 				r.lost += l.Lost
 			}
@@ -170,7 +170,7 @@ func (r *resizeReader) count(tid int, size, from uint64) int {
 }
 
 func (r *resizeReader) mapped(tid int, addr uint64) bool {
-	return slices.ContainsFunc(r.mmaps, func(m record.Mmap2) bool {
+	return slices.ContainsFunc(r.mmaps, func(m perfrecord.Mmap2) bool {
 		return int(m.Tid) == tid && m.Addr == addr && m.Prot&unix.PROT_EXEC != 0
 	})
 }
@@ -368,7 +368,7 @@ func TestResizeStackRefused(t *testing.T) {
 		for _, try := range []struct {
 			size int
 			tids func() []int
-		}{{100, live}, {record.MaxStackUser + 8, live}, {c.stack, live}, {2048, dead}} {
+		}{{100, live}, {perfrecord.MaxStackUser + 8, live}, {c.stack, live}, {2048, dead}} {
 			if !c.dummies {
 				break
 			}
@@ -410,7 +410,7 @@ func TestResizeStackOffCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, regs := SampleTypeFor(cfg)
-	dec := record.Decoder{SampleType: st, RegsUserMask: regs, SampleIDAll: true}
+	dec := perfrecord.Decoder{SampleType: st, RegsUserMask: regs, SampleIDAll: true}
 	const sleeps = 10
 	// switches sleeps on this thread and counts the switch records and switch stacks read.
 	switches := func() (outs, ins, stacks int) {
@@ -418,9 +418,9 @@ func TestResizeStackOffCPU(t *testing.T) {
 			unix.Nanosleep(&unix.Timespec{Nsec: int64(2 * time.Millisecond)}, nil)
 		}
 		err := s.Read(func(cpu int, rec []byte) {
-			h, _ := record.ParseHeader(rec)
+			h, _ := perfrecord.ParseHeader(rec)
 			switch h.Type {
-			case record.TypeSwitch:
+			case perfrecord.TypeSwitch:
 				if sw, err := dec.Switch(rec); err == nil && int(sw.SampleID.Tid) == tid {
 					if sw.Out {
 						outs++
@@ -428,8 +428,8 @@ func TestResizeStackOffCPU(t *testing.T) {
 						ins++
 					}
 				}
-			case record.TypeSample:
-				var smp record.Sample
+			case perfrecord.TypeSample:
+				var smp perfrecord.Sample
 				if err := dec.Sample(rec, &smp); err == nil && s.IsSwitchEvent(smp.ID) && int(smp.Tid) == tid {
 					stacks++
 				}

@@ -161,6 +161,6 @@ func (s *Session) SampleOffCPU(on bool) error {
 // samples and those of the sampled events stand for the same switches and wakeups then.
 func (s *Session) IsEveryEvent(id uint64) bool { return s.everyIDs[id] }
 
-// IsSwitchEvent says whether a sample's event id (record.Sample.ID) is a context-switch
+// IsSwitchEvent says whether a sample's event id (perfrecord.Sample.ID) is a context-switch
 // event's: the sample is the stack its thread was switched out with.
 func (s *Session) IsSwitchEvent(id uint64) bool { return s.switchIDs[id] }

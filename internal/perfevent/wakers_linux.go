@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 )
 
 // openWakers opens sched:sched_waking for each of the context-switch events' threads and
@@ -46,7 +46,7 @@ func (s *Session) openWakers(cfg Config, targets []switchTarget) {
 		}
 		t := ev.t
 		a := s.attr(cfg, unix.PERF_TYPE_TRACEPOINT, tp.id, cfg.EnableOnExec)
-		a.Sample_type |= record.SampleRaw
+		a.Sample_type |= perfrecord.SampleRaw
 		// The tracepoint fires in the kernel: excluding the kernel would exclude it.
 		a.Bits &^= sideBand | unix.PerfBitExcludeKernel
 		s.offCPUPeriod(a, ev.sampled)

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stax-profiler/stax/internal/perfrecord"
 	"github.com/stax-profiler/stax/internal/proc"
-	"github.com/stax-profiler/stax/internal/record"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
@@ -17,7 +17,7 @@ import (
 func appendSample(buf []byte, pid, tid uint32, t uint64, cpu uint32, chain []uint64) []byte {
 	start := len(buf)
 	b := append(buf, make([]byte, 8)...)
-	binary.LittleEndian.PutUint32(b[start:], record.TypeSample)
+	binary.LittleEndian.PutUint32(b[start:], perfrecord.TypeSample)
 	binary.LittleEndian.PutUint16(b[start+4:], 2) // PERF_RECORD_MISC_USER
 	b = binary.LittleEndian.AppendUint64(b, chain[1])
 	b = binary.LittleEndian.AppendUint32(b, pid)
@@ -55,7 +55,7 @@ type syntheticSource struct {
 func newSynthetic(n, nstacks int) *syntheticSource {
 	s := &syntheticSource{n: n, done: make(chan struct{})}
 	for i := range nstacks {
-		chain := []uint64{record.ContextUser}
+		chain := []uint64{perfrecord.ContextUser}
 		for d := range 30 {
 			chain = append(chain, 0x400000+uint64(i*4096+d*64))
 		}

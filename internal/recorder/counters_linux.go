@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/stax-profiler/stax/internal/perfevent"
-	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
@@ -15,16 +15,16 @@ type counterDecoding struct {
 	n         int // counters
 	isLeader  func(id uint64) bool
 	counterOf func(id uint64) (int, bool)
-	dec       record.Decoder // the plain layout, with the read
-	fixedDec  record.Decoder // the layout of a fixed period, with the read
+	dec       perfrecord.Decoder // the plain layout, with the read
+	fixedDec  perfrecord.Decoder // the layout of a fixed period, with the read
 }
 
 // decoder is the decoder for rec: dec, or the counters' when rec is a leader's sample.
-func (c *counterDecoding) decoder(dec *record.Decoder, rec []byte, waking bool) *record.Decoder {
+func (c *counterDecoding) decoder(dec *perfrecord.Decoder, rec []byte, waking bool) *perfrecord.Decoder {
 	if c.isLeader == nil || waking || len(rec) < 16 || !c.isLeader(binary.LittleEndian.Uint64(rec[8:])) {
 		return dec
 	}
-	if dec.SampleType&record.SamplePeriod == 0 {
+	if dec.SampleType&perfrecord.SamplePeriod == 0 {
 		return &c.fixedDec
 	}
 	return &c.dec
@@ -32,7 +32,7 @@ func (c *counterDecoding) decoder(dec *record.Decoder, rec []byte, waking bool) 
 
 // keep appends s's read to reads, the counters in their order then the times enabled and
 // running, and says where.
-func (c *counterDecoding) keep(s *record.Sample, reads *[]uint64) (lo, n uint32) {
+func (c *counterDecoding) keep(s *perfrecord.Sample, reads *[]uint64) (lo, n uint32) {
 	start := len(*reads)
 	*reads = append(*reads, make([]uint64, c.n+2)...)
 	vals := (*reads)[start:]
@@ -54,10 +54,10 @@ func (r *Recorder) counterWorkers(sess *perfevent.Session, cfg perfevent.Config)
 	for _, w := range r.in.workers {
 		w.ctr = counterDecoding{n: len(cfg.Counters), isLeader: sess.IsCounterLeader, counterOf: sess.CounterOf}
 		w.ctr.dec = w.dec
-		w.ctr.dec.SampleType |= record.SampleRead
+		w.ctr.dec.SampleType |= perfrecord.SampleRead
 		w.ctr.dec.ReadFormat = perfevent.CounterReadFormat
 		w.ctr.fixedDec = w.ctr.dec
-		w.ctr.fixedDec.SampleType &^= record.SamplePeriod
+		w.ctr.fixedDec.SampleType &^= perfrecord.SamplePeriod
 	}
 }
 

@@ -1,7 +1,7 @@
 package recorder
 
 import (
-	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 	"sync/atomic"
 
 	"github.com/stax-profiler/stax/internal/perfevent"
@@ -59,10 +59,10 @@ func (r *Recorder) eventWorkers(sess *perfevent.Session, cfg perfevent.Config) {
 			w.eventOf = sess.EventOf
 		}
 		switch {
-		case st&record.SampleIdentifier != 0:
+		case st&perfrecord.SampleIdentifier != 0:
 			w.fixed = sess.FixedPeriod
 			w.fixedDec = w.dec
-			w.fixedDec.SampleType &^= record.SamplePeriod
+			w.fixedDec.SampleType &^= perfrecord.SamplePeriod
 		case len(cfg.Events) == 1 && cfg.Events[0].Period > 0:
 			w.onlyPeriod = cfg.Events[0].Period
 		}

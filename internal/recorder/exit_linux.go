@@ -1,6 +1,6 @@
 package recorder
 
-import "github.com/stax-profiler/stax/internal/record"
+import "github.com/stax-profiler/stax/internal/perfrecord"
 
 // A task's time from its exit record to its last switch out (perfevent's exit_linux.go):
 // its own events are gone then, and it may wait for a CPU on a busy machine. The CPU-wide
@@ -16,7 +16,7 @@ type exitedTask struct {
 // deathSample decodes the sample of a task's last switch out: the task in wakee, marked
 // bad where its raw data does not hold it.
 func (w *stackWorker) deathSample(rec []byte) batchedSample {
-	var s record.Sample
+	var s perfrecord.Sample
 	if err := w.runtimeDec.Sample(rec, &s); err != nil {
 		return batchedSample{bad: true}
 	}

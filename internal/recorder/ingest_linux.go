@@ -14,8 +14,8 @@ import (
 
 	"github.com/stax-profiler/stax/internal/jit"
 	"github.com/stax-profiler/stax/internal/perfevent"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 	"github.com/stax-profiler/stax/internal/proc"
-	"github.com/stax-profiler/stax/internal/record"
 	"github.com/stax-profiler/stax/internal/spans"
 )
 
@@ -165,7 +165,7 @@ func (r *Recorder) add(event, period, pid, tid, cpu uint32, t uint64, chain, cou
 	gen := r.res.Generation(pid, t)
 	r.run.AddCountedSample(event, pid, tid, cpu, t, gen, chain, counters)
 	r.ev.count(event, period)
-	if len(chain) >= 2 && chain[0] == record.ContextUser {
+	if len(chain) >= 2 && chain[0] == perfrecord.ContextUser {
 		r.res.NoteLeaf(pid, t, gen, chain[1]) // keeps unnamed JIT code's bytes for annotate
 	}
 }
@@ -178,22 +178,22 @@ func (r *Recorder) read(cpu int, rec []byte) {
 	if r.capture != nil {
 		r.capture.Add(cpu, rec)
 	}
-	h, err := record.ParseHeader(rec)
+	h, err := perfrecord.ParseHeader(rec)
 	if err != nil {
 		r.countBad()
 		return
 	}
-	if h.Type == record.TypeSample && r.in.cpuWide {
+	if h.Type == perfrecord.TypeSample && r.in.cpuWide {
 		if pid, ok := r.in.dec.SamplePid(rec); ok && !r.in.targets[pid] {
 			r.in.foreign.Add(1)
 			return
 		}
 	}
-	if h.Type == record.TypeSample || (h.Type == record.TypeSwitch || h.Type == record.TypeSwitchCPU) && r.off.on {
+	if h.Type == perfrecord.TypeSample || (h.Type == perfrecord.TypeSwitch || h.Type == perfrecord.TypeSwitchCPU) && r.off.on {
 		r.addToBatch(cpu, rec) // a switch keeps its place among the stacks of switches
 		return
 	}
-	if r.off.on && (h.Type == record.TypeExit || h.Type == record.TypeFork) {
+	if r.off.on && (h.Type == perfrecord.TypeExit || h.Type == perfrecord.TypeFork) {
 		// A thread's start and end apply to its off-CPU state after the switches before
 		// them (the batch's records stay valid until the step releases them).
 		r.flushBatch()
@@ -201,9 +201,9 @@ func (r *Recorder) read(cpu int, rec []byte) {
 	r.handle(cpu, h, rec)
 }
 
-func (r *Recorder) handle(cpu int, h record.Header, rec []byte) {
+func (r *Recorder) handle(cpu int, h perfrecord.Header, rec []byte) {
 	switch h.Type {
-	case record.TypeMmap2, record.TypeMmap:
+	case perfrecord.TypeMmap2, perfrecord.TypeMmap:
 		m, err := r.in.dec.Mmap2(rec)
 		if err != nil {
 			r.countBad()
@@ -217,7 +217,7 @@ func (r *Recorder) handle(cpu int, h record.Header, rec []byte) {
 			r.jitw.Poke(int(m.Pid)) // code no file describes: a JIT may be starting
 		}
 		r.checkITTLibrary(int(m.Pid), m.Filename)
-	case record.TypeComm:
+	case perfrecord.TypeComm:
 		c, err := r.in.dec.Comm(rec)
 		if err != nil {
 			r.countBad()
@@ -229,7 +229,7 @@ func (r *Recorder) handle(cpu int, h record.Header, rec []byte) {
 		} else {
 			r.tracker.Comm(int(c.Pid), int(c.Tid), c.Comm)
 		}
-	case record.TypeFork:
+	case perfrecord.TypeFork:
 		t, err := r.in.dec.Task(rec)
 		if err != nil {
 			r.countBad()
@@ -245,7 +245,7 @@ func (r *Recorder) handle(cpu int, h record.Header, rec []byte) {
 		if t.Pid != t.PPid && !r.meta.SystemWide { // system-wide: tracked once sampled
 			r.jitw.Track(int(t.Pid))
 		}
-	case record.TypeExit:
+	case perfrecord.TypeExit:
 		t, err := r.in.dec.Task(rec)
 		if err != nil {
 			r.countBad()
@@ -258,7 +258,7 @@ func (r *Recorder) handle(cpu int, h record.Header, rec []byte) {
 		if r.off.on {
 			r.offExit(t.Tid, t.Time)
 		}
-	case record.TypeLost, record.TypeLostSamples:
+	case perfrecord.TypeLost, perfrecord.TypeLostSamples:
 		l, err := r.in.dec.Lost(rec)
 		if err != nil {
 			r.countBad()

@@ -21,7 +21,7 @@ import (
 )
 
 // Markers put at the leaf of an off-CPU chain, named by offResolver: not contexts, not
-// canonical addresses, not record.TruncatedMark.
+// canonical addresses, not perfrecord.TruncatedMark.
 const (
 	runnableMark = ^uint64(16384 - 1)
 	noStackMark  = ^uint64(16384 - 2)

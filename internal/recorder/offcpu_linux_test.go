@@ -12,7 +12,7 @@ import (
 
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/perfevent"
-	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
@@ -22,7 +22,7 @@ import (
 func TestOffSwitch(t *testing.T) {
 	r := newRecorder(Options{OffCPU: true})
 	r.off.on = true
-	stack := []uint64{record.ContextUser, 0x401000, 0x401100}
+	stack := []uint64{perfrecord.ContextUser, 0x401000, 0x401100}
 	r.offSwitch(1, 3, 500, false, false) // in, before any out: the recording began mid-wait
 	r.offStack(1, 2, 1000, stack)
 	r.offSwitch(1, 2, 1001, true, false)
@@ -72,7 +72,7 @@ func TestOffFlush(t *testing.T) {
 	r := newRecorder(Options{OffCPU: true})
 	r.off.on = true
 	const ms = 1_000_000
-	r.offStack(1, 4, 1000, []uint64{record.ContextUser, 0x401000})
+	r.offStack(1, 4, 1000, []uint64{perfrecord.ContextUser, 0x401000})
 	r.offSwitch(1, 4, 1000, true, false)
 	r.offFlush(1000+50*ms, false)
 	if got := r.off.run.Samples(); got != 0 {
@@ -99,8 +99,8 @@ func TestOffFlush(t *testing.T) {
 func TestOffWakersAndIntervals(t *testing.T) {
 	r := newRecorder(Options{OffCPU: true})
 	r.off.on, r.off.wakers = true, true
-	blocked := []uint64{record.ContextUser, 0x401000, 0x401100}
-	waker := []uint64{record.ContextUser, 0x402000, 0x402100}
+	blocked := []uint64{perfrecord.ContextUser, 0x401000, 0x401100}
+	waker := []uint64{perfrecord.ContextUser, 0x402000, 0x402100}
 	r.offWaking(1, 3, 2, 900, waker) // before the wait: not its waker
 	r.offStack(1, 2, 1000, blocked)
 	r.offSwitch(1, 2, 1000, true, false)
@@ -143,8 +143,8 @@ func TestOffWakersAndIntervals(t *testing.T) {
 // (waiting, or preempted), and is counted as sampled; its time is its own. When every
 // switch out is sampled, one without its stack has none.
 func TestOffSampledStacks(t *testing.T) {
-	blocked := []uint64{record.ContextUser, 0x401000, 0x401100}
-	running := []uint64{record.ContextUser, 0x403000}
+	blocked := []uint64{perfrecord.ContextUser, 0x401000, 0x401100}
+	running := []uint64{perfrecord.ContextUser, 0x403000}
 	for _, sampled := range []bool{true, false} {
 		r := newRecorder(Options{OffCPU: true})
 		r.off.on, r.off.sampled = true, sampled

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/stax-profiler/stax/internal/agg"
-	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 )
 
 // onCPU is thread tid's time on CPU in the recorder's meta (false: none).
@@ -57,7 +57,7 @@ func TestOnCPUFromSwitches(t *testing.T) {
 func TestOffExitEndsTheInterval(t *testing.T) {
 	r := newRecorder(Options{OffCPU: true})
 	r.off.on = true
-	r.offStack(1, 4, 1000, []uint64{record.ContextUser, 0x401000})
+	r.offStack(1, 4, 1000, []uint64{perfrecord.ContextUser, 0x401000})
 	r.offSwitch(1, 4, 1000, true, false)
 	r.offExit(4, 5000)
 	r.offFlush(1_000_000, true)

@@ -1,6 +1,6 @@
 package recorder
 
-import "github.com/stax-profiler/stax/internal/record"
+import "github.com/stax-profiler/stax/internal/perfrecord"
 
 // A thread's time on CPU from the scheduler's own clock (perfevent's runtime_linux.go):
 // each sched:sched_stat_runtime sample is a run time the scheduler added to a thread, and
@@ -9,7 +9,7 @@ import "github.com/stax-profiler/stax/internal/record"
 // runtimeSample decodes a sched_stat_runtime sample: the thread it ran (in wakee) and the
 // run time (in runtime), marked bad where its raw data does not hold them.
 func (w *stackWorker) runtimeSample(rec []byte) batchedSample {
-	var s record.Sample
+	var s perfrecord.Sample
 	if err := w.runtimeDec.Sample(rec, &s); err != nil {
 		return batchedSample{bad: true}
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/stax-profiler/stax/internal/perfevent"
-	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 	"github.com/stax-profiler/stax/internal/replay"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/testutil"
@@ -136,10 +136,10 @@ func TestParallelFramePointerStacksMatchSerial(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := 0
-	dec := record.Decoder{SampleType: perfevent.SampleType, SampleIDAll: true}
+	dec := perfrecord.Decoder{SampleType: perfevent.SampleType, SampleIDAll: true}
 	for _, r := range recs {
-		var s record.Sample
-		if h, err := record.ParseHeader(r.Data); err == nil && h.Type == record.TypeSample && dec.Sample(r.Data, &s) == nil {
+		var s perfrecord.Sample
+		if h, err := perfrecord.ParseHeader(r.Data); err == nil && h.Type == perfrecord.TypeSample && dec.Sample(r.Data, &s) == nil {
 			pid = int(s.Pid)
 			break
 		}
@@ -169,7 +169,7 @@ func BenchmarkDwarfIngest(b *testing.B) {
 			var samples []replay.Record
 			for _, rec := range recs { // the process tree, and the call-frame tables loaded once
 				r.read(rec.CPU, rec.Data)
-				if h, err := record.ParseHeader(rec.Data); err == nil && h.Type == record.TypeSample {
+				if h, err := perfrecord.ParseHeader(rec.Data); err == nil && h.Type == perfrecord.TypeSample {
 					samples = append(samples, rec)
 				}
 			}

@@ -17,8 +17,8 @@ import (
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/launch"
 	"github.com/stax-profiler/stax/internal/perfevent"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 	"github.com/stax-profiler/stax/internal/proc"
-	"github.com/stax-profiler/stax/internal/record"
 	"github.com/stax-profiler/stax/internal/replay"
 	"github.com/stax-profiler/stax/internal/resolve"
 	"github.com/stax-profiler/stax/internal/spans"
@@ -181,7 +181,7 @@ type Recorder struct {
 // ingestState is the ingest stage's: the samples read and not yet added, the workers that
 // decode and unwind them, the step's cut.
 type ingestState struct {
-	dec            record.Decoder
+	dec            perfrecord.Decoder
 	batch          sampleBatch
 	workers        []*stackWorker
 	load           ingestLoad
@@ -385,7 +385,7 @@ func (r *Recorder) useOffCPU(sess *perfevent.Session, opts Options, cfg perfeven
 		if sess.Wakers {
 			w.isWaking, w.wakingPid, w.wakingFlags = sess.IsWakingEvent, sess.WakingPid, sess.WakingFlags
 			w.wakeDec = w.dec
-			w.wakeDec.SampleType |= record.SampleRaw
+			w.wakeDec.SampleType |= perfrecord.SampleRaw
 		}
 		if sess.Runtime {
 			w.isRuntime, w.runtimePid, w.runtimeNs = sess.IsRuntimeEvent, sess.RuntimePid, sess.RuntimeNs
@@ -522,7 +522,7 @@ func newRecorder(opts Options) *Recorder {
 	r.jitw = resolve.NewJITWatcher(r.res, r.spans)
 	r.jitw.SetBackoff(opts.SystemWide) // every process of the machine: most have no JIT
 	st, regs := perfevent.SampleTypeFor(perfevent.Config{CallGraph: opts.CallGraph, OffCPU: opts.OffCPU, Events: opts.Events, Counters: opts.Counters})
-	r.in.dec = record.Decoder{SampleType: st, RegsUserMask: regs, SampleIDAll: true}
+	r.in.dec = perfrecord.Decoder{SampleType: st, RegsUserMask: regs, SampleIDAll: true}
 	dwarf := opts.CallGraph == "dwarf"
 	r.in.workers = newStackWorkers(opts.Workers, r.in.dec, dwarf, perfevent.MaxStack(), r.res)
 	r.in.minParallel = minParallel

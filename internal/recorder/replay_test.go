@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/stax-profiler/stax/internal/perfevent"
-	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 	"github.com/stax-profiler/stax/internal/replay"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/testutil"
@@ -43,7 +43,7 @@ func TestMakeCapture(t *testing.T) {
 // (pid, tid, time, cpu) as perfevent asks for.
 func lostRecord(tid uint32, n uint64) []byte {
 	b := make([]byte, 8, 48)
-	binary.LittleEndian.PutUint32(b[0:], record.TypeLost)
+	binary.LittleEndian.PutUint32(b[0:], perfrecord.TypeLost)
 	binary.LittleEndian.PutUint16(b[6:], 48)
 	b = binary.LittleEndian.AppendUint64(b, 1) // id
 	b = binary.LittleEndian.AppendUint64(b, n)
@@ -70,10 +70,10 @@ func TestReplayCountsEverySample(t *testing.T) {
 		t.Fatal(err)
 	}
 	samples, tid := 0, uint32(0)
-	dec := record.Decoder{SampleType: perfevent.SampleType, SampleIDAll: true}
+	dec := perfrecord.Decoder{SampleType: perfevent.SampleType, SampleIDAll: true}
 	for _, r := range recs {
-		if h, err := record.ParseHeader(r.Data); err == nil && h.Type == record.TypeSample {
-			var s record.Sample
+		if h, err := perfrecord.ParseHeader(r.Data); err == nil && h.Type == perfrecord.TypeSample {
+			var s perfrecord.Sample
 			if dec.Sample(r.Data, &s) == nil {
 				samples++
 				tid = s.Tid

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/stax-profiler/stax/internal/perfevent"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 	"github.com/stax-profiler/stax/internal/proc"
-	"github.com/stax-profiler/stax/internal/record"
 	"github.com/stax-profiler/stax/internal/resolve"
 	"github.com/stax-profiler/stax/internal/unwind"
 )
@@ -41,7 +41,7 @@ const minParallel = 256
 // checked, DWARF stacks unwound. Each worker has its own decoder and unwinder; the tracker
 // and the call-frame tables are shared.
 type stackWorker struct {
-	dec   record.Decoder
+	dec   perfrecord.Decoder
 	dwarf *dwarfUnwinder // nil with frame pointers
 	fp    fpStacks
 	// pre checks the frame-pointer stacks of preemptions (sampleBatch.cheap): how they end
@@ -61,7 +61,7 @@ type stackWorker struct {
 	// isEvery tells, of those, the events that take every stack while not sampled (nil:
 	// none, perfevent.Session.IsEveryEvent).
 	isEvery   func(id uint64) bool
-	wakeDec   record.Decoder
+	wakeDec   perfrecord.Decoder
 	wakingPid perfevent.TraceField
 	// wakingFlags is where their raw data holds the trace entry's flags, which say a
 	// wakeup was made in an interrupt (perfevent.IRQContextFlags).
@@ -72,7 +72,7 @@ type stackWorker struct {
 	isRuntime             func(id uint64) bool
 	isDeath               func(id uint64) bool // the events of tasks' last switches (exit_linux.go)
 	deadPid               perfevent.TraceField
-	runtimeDec            record.Decoder
+	runtimeDec            perfrecord.Decoder
 	runtimePid, runtimeNs perfevent.TraceField
 	// eventOf tells the event (its index in Options.Events) of a CPU sample by its id
 	// (nil: one event).
@@ -81,7 +81,7 @@ type stackWorker struct {
 	// no period (perfevent.Session.FixedPeriod), and fixedDec decodes them; nil: none, or
 	// a recording of one such event, whose samples carry no id (onlyPeriod: its period).
 	fixed      func(id uint64) (uint64, bool)
-	fixedDec   record.Decoder
+	fixedDec   perfrecord.Decoder
 	onlyPeriod uint64
 	// ctr decodes the samples that read the counters (counters_linux.go); reads holds
 	// the batch's reads, back to back.
@@ -191,14 +191,14 @@ func (l *ingestLoad) observe(n, parts int, d time.Duration, now time.Time) {
 	}
 }
 
-func newStackWorkers(n int, dec record.Decoder, dwarf bool, maxStack int, res *resolve.Resolver) []*stackWorker {
+func newStackWorkers(n int, dec perfrecord.Decoder, dwarf bool, maxStack int, res *resolve.Resolver) []*stackWorker {
 	if n <= 0 {
 		n = min(runtime.GOMAXPROCS(0), maxWorkers)
 	}
 	loader := &unwind.FileLoader{Open: openImage}
 	ws := make([]*stackWorker, n)
 	for i := range ws {
-		w := &stackWorker{dec: record.Decoder{SampleType: dec.SampleType, RegsUserMask: dec.RegsUserMask, SampleIDAll: dec.SampleIDAll}}
+		w := &stackWorker{dec: perfrecord.Decoder{SampleType: dec.SampleType, RegsUserMask: dec.RegsUserMask, SampleIDAll: dec.SampleIDAll}}
 		w.fp.maxStack, w.pre.maxStack = maxStack, maxStack
 		if dwarf {
 			w.dwarf = &dwarfUnwinder{loader: loader, maxStack: maxStack}
@@ -220,7 +220,7 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 		w.dwarf.cache.reset()
 	}
 	for k, rec := range recs {
-		if h, err := record.ParseHeader(rec); err == nil && (h.Type == record.TypeSwitch || h.Type == record.TypeSwitchCPU) {
+		if h, err := perfrecord.ParseHeader(rec); err == nil && (h.Type == perfrecord.TypeSwitch || h.Type == perfrecord.TypeSwitchCPU) {
 			sw, err := w.dec.Switch(rec)
 			id := sw.SampleID
 			out[k] = batchedSample{bad: err != nil, kind: kindSwitchIn, pid: id.Pid, tid: id.Tid, cpu: cpus[k], time: id.Time, preempt: sw.Preempt}
@@ -237,7 +237,7 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 			out[k] = w.deathSample(rec)
 			continue
 		}
-		var s record.Sample
+		var s perfrecord.Sample
 		dec := &w.dec
 		waking := w.isWaking != nil && len(rec) >= 16 && w.isWaking(binary.LittleEndian.Uint64(rec[8:]))
 		if waking {
@@ -281,9 +281,9 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 			chain, chainEnd = w.userChainFromCopy(&s, chain)
 		}
 		if len(chain) == 0 {
-			w.leaf = [2]uint64{record.ContextUser, s.IP}
-			if s.Misc&record.MiscCPUModeMask == record.MiscKernel {
-				w.leaf[0] = record.ContextKernel
+			w.leaf = [2]uint64{perfrecord.ContextUser, s.IP}
+			if s.Misc&perfrecord.MiscCPUModeMask == perfrecord.MiscKernel {
+				w.leaf[0] = perfrecord.ContextKernel
 			}
 			chain = w.leaf[:]
 		}
@@ -304,7 +304,7 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 			if w.eventOf != nil {
 				out[k].event = uint32(w.eventOf(s.ID))
 			}
-			if dec.SampleType&record.SampleRead != 0 {
+			if dec.SampleType&perfrecord.SampleRead != 0 {
 				out[k].rlo, out[k].rn = w.ctr.keep(&s, &w.reads)
 			}
 		}
@@ -327,11 +327,11 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 // EndMaxDepth at the depth limit). It serves where the kernel's chain serves: stacks the
 // recorder does not unwind while behind, preemptions, and a DWARF walk that runs out of
 // call-frame information. A chain that has its user part is kept.
-func (w *stackWorker) userChainFromCopy(s *record.Sample, chain []uint64) ([]uint64, unwind.EndReason) {
+func (w *stackWorker) userChainFromCopy(s *perfrecord.Sample, chain []uint64) ([]uint64, unwind.EndReason) {
 	if len(s.Regs) < 3 || s.RegsABI == 0 {
 		return chain, unwind.EndComplete
 	}
-	kernel, user := record.SplitCallchain(chain)
+	kernel, user := perfrecord.SplitCallchain(chain)
 	if len(user) > 0 {
 		return chain, unwind.EndComplete
 	}
@@ -342,9 +342,9 @@ func (w *stackWorker) userChainFromCopy(s *record.Sample, chain []uint64) ([]uin
 	depth = max(depth-len(kernel), 1)
 	w.copyChain = w.copyChain[:0]
 	if len(kernel) > 0 {
-		w.copyChain = append(append(w.copyChain, record.ContextKernel), kernel...)
+		w.copyChain = append(append(w.copyChain, perfrecord.ContextKernel), kernel...)
 	}
-	w.copyChain = append(w.copyChain, record.ContextUser)
+	w.copyChain = append(w.copyChain, perfrecord.ContextUser)
 	head := len(w.copyChain)
 	w.copyChain = slices.Grow(w.copyChain, depth)
 	user, cut := unwind.FPChainOfCopy(unwind.Regs{BP: s.Regs[0], SP: s.Regs[1], IP: s.Regs[2]}, s.Stack, w.copyChain[head:head:head+depth])
@@ -426,15 +426,15 @@ func (r *Recorder) markPreempted(cpu int, rec []byte) {
 	for len(b.lastOff) <= cpu {
 		b.lastOff = append(b.lastOff, -1)
 	}
-	h, err := record.ParseHeader(rec)
+	h, err := perfrecord.ParseHeader(rec)
 	if err != nil {
 		return
 	}
 	switch {
-	case h.Type == record.TypeSample && len(rec) >= 16 && r.off.isSwitch(binary.LittleEndian.Uint64(rec[8:])):
+	case h.Type == perfrecord.TypeSample && len(rec) >= 16 && r.off.isSwitch(binary.LittleEndian.Uint64(rec[8:])):
 		b.lastOff[cpu] = int32(len(b.recs))
-	case (h.Type == record.TypeSwitch || h.Type == record.TypeSwitchCPU) && h.Misc&record.MiscSwitchOut != 0:
-		if i := b.lastOff[cpu]; i >= 0 && h.Misc&record.MiscSwitchPreempt != 0 {
+	case (h.Type == perfrecord.TypeSwitch || h.Type == perfrecord.TypeSwitchCPU) && h.Misc&perfrecord.MiscSwitchOut != 0:
+		if i := b.lastOff[cpu]; i >= 0 && h.Misc&perfrecord.MiscSwitchPreempt != 0 {
 			b.cheap[i] = true
 		}
 		b.lastOff[cpu] = -1

@@ -6,8 +6,8 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/stax-profiler/stax/internal/perfrecord"
 	"github.com/stax-profiler/stax/internal/proc"
-	"github.com/stax-profiler/stax/internal/record"
 	"github.com/stax-profiler/stax/internal/resolve"
 	"github.com/stax-profiler/stax/internal/targetfile"
 	"github.com/stax-profiler/stax/internal/unwind"
@@ -194,12 +194,12 @@ func (c *viewCache) hex(id []byte) string {
 // chainOf returns s's callchain with the user part unwound from its registers and stack
 // copy: the kernel's part as it is, then the user frames. Without registers (a kernel
 // thread, a sample the kernel could not copy) the kernel's chain is used as it is.
-func (d *dwarfUnwinder) chainOf(tr *proc.Tracker, s *record.Sample, fallback []uint64, fpEnd unwind.EndReason) []uint64 {
+func (d *dwarfUnwinder) chainOf(tr *proc.Tracker, s *perfrecord.Sample, fallback []uint64, fpEnd unwind.EndReason) []uint64 {
 	d.unwound = false
 	if len(s.Regs) < 3 || s.RegsABI == 0 {
 		return fallback
 	}
-	kernel, user := record.SplitCallchain(s.Callchain)
+	kernel, user := perfrecord.SplitCallchain(s.Callchain)
 	if cap(d.buf) == 0 {
 		d.buf = make([]uint64, 0, maxUnwoundFrames) // the unwinder stops when it is full
 	}
@@ -216,20 +216,20 @@ func (d *dwarfUnwinder) chainOf(tr *proc.Tracker, s *record.Sample, fallback []u
 		// kernel's frames are the stack.
 		switch {
 		case len(kernel) > 0:
-			d.chain = append(append(d.chain, record.ContextKernel), kernel...)
+			d.chain = append(append(d.chain, perfrecord.ContextKernel), kernel...)
 		case inKernel(s):
-			d.chain = append(d.chain, record.ContextKernel, s.IP)
+			d.chain = append(d.chain, perfrecord.ContextKernel, s.IP)
 		default:
-			d.chain = append(d.chain, record.ContextUser)
+			d.chain = append(d.chain, perfrecord.ContextUser)
 		}
 		return d.chain
 	}
 	if len(kernel) > 0 {
-		d.chain = append(append(d.chain, record.ContextKernel), kernel...)
+		d.chain = append(append(d.chain, perfrecord.ContextKernel), kernel...)
 	}
-	d.chain = append(append(d.chain, record.ContextUser), pcs...)
+	d.chain = append(append(d.chain, perfrecord.ContextUser), pcs...)
 	if end == unwind.EndTruncated || end == unwind.EndMaxDepth {
-		d.chain = append(d.chain, record.TruncatedMark)
+		d.chain = append(d.chain, perfrecord.TruncatedMark)
 	}
 	return d.chain
 }
@@ -256,7 +256,7 @@ type usablePage struct {
 
 // garbageAt is the index of the first address of chain that is non-canonical or in no
 // executable mapping of the sample's process, or len(chain).
-func (f *fpStacks) garbageAt(tr *proc.Tracker, s *record.Sample, chain []uint64) int {
+func (f *fpStacks) garbageAt(tr *proc.Tracker, s *perfrecord.Sample, chain []uint64) int {
 	gen := uint32(0)
 	genKnown := false
 	for i, pc := range chain {
@@ -284,15 +284,17 @@ const maxUserAddress = 0x00007fffffffffff
 
 // inKernel reports whether s was taken in the kernel: its user registers, and the user part
 // of its callchain, are where the thread entered the kernel.
-func inKernel(s *record.Sample) bool { return s.Misc&record.MiscCPUModeMask == record.MiscKernel }
+func inKernel(s *perfrecord.Sample) bool {
+	return s.Misc&perfrecord.MiscCPUModeMask == perfrecord.MiscKernel
+}
 
 // check returns chain as it should be counted. The user leaf must lie in a mapping the
 // process had at the sample's time: one taken in the kernel while exec replaced the
 // program carries the old program's registers, and loses its user frames; one taken in
 // user mode keeps its leaf (the sample was taken there), alone. Either way the stack ends
 // as EndUnmapped, as with DWARF.
-func (f *fpStacks) check(tr *proc.Tracker, s *record.Sample, chain []uint64, fpEnd unwind.EndReason) []uint64 {
-	kernel, user := record.SplitCallchain(chain)
+func (f *fpStacks) check(tr *proc.Tracker, s *perfrecord.Sample, chain []uint64, fpEnd unwind.EndReason) []uint64 {
+	kernel, user := perfrecord.SplitCallchain(chain)
 	if len(user) == 0 {
 		return chain
 	}
@@ -301,10 +303,10 @@ func (f *fpStacks) check(tr *proc.Tracker, s *record.Sample, chain []uint64, fpE
 		f.ends[unwind.EndUnmapped].Add(1)
 		f.chain = f.chain[:0]
 		if len(kernel) > 0 {
-			f.chain = append(append(f.chain, record.ContextKernel), kernel...)
+			f.chain = append(append(f.chain, perfrecord.ContextKernel), kernel...)
 		}
 		if !inKernel(s) || len(kernel) == 0 {
-			f.chain = append(f.chain, record.ContextUser, user[0])
+			f.chain = append(f.chain, perfrecord.ContextUser, user[0])
 		}
 		return f.chain
 	}
@@ -333,11 +335,11 @@ func (f *fpStacks) check(tr *proc.Tracker, s *record.Sample, chain []uint64, fpE
 	}
 	f.chain = f.chain[:0]
 	if len(kernel) > 0 {
-		f.chain = append(append(f.chain, record.ContextKernel), kernel...)
+		f.chain = append(append(f.chain, perfrecord.ContextKernel), kernel...)
 	}
-	f.chain = append(append(append(f.chain, record.ContextUser), user[0]), kept...)
+	f.chain = append(append(append(f.chain, perfrecord.ContextUser), user[0]), kept...)
 	if end == unwind.EndMaxDepth || end == unwind.EndTruncated {
-		f.chain = append(f.chain, record.TruncatedMark)
+		f.chain = append(f.chain, perfrecord.TruncatedMark)
 	}
 	return f.chain
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/stax-profiler/stax/internal/store"
 
 	"github.com/stax-profiler/stax/internal/jit"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 	"github.com/stax-profiler/stax/internal/proc"
-	"github.com/stax-profiler/stax/internal/record"
 	"github.com/stax-profiler/stax/internal/resolve"
 	"github.com/stax-profiler/stax/internal/symbol"
 	"github.com/stax-profiler/stax/internal/unwind"
@@ -82,23 +82,23 @@ func TestFPStacksDropUnmappedUserRegisters(t *testing.T) {
 	tr.AddMapping(7, proc.Mapping{Start: 0x400000, End: 0x500000, Path: "/old", Time: 10})
 	tr.Exec(7, 100, "new")
 	tr.AddMapping(7, proc.Mapping{Start: 0x7f0000000000, End: 0x7f0000100000, Path: "/new", Time: 110})
-	chain := []uint64{record.ContextKernel, 0xffffffff81000010, 0xffffffff81000020, record.ContextUser, 0x44462e, 0x401000}
+	chain := []uint64{perfrecord.ContextKernel, 0xffffffff81000010, 0xffffffff81000020, perfrecord.ContextUser, 0x44462e, 0x401000}
 	for _, tc := range []struct {
 		misc uint16
 		want []uint64
 	}{
-		{record.MiscKernel, []uint64{record.ContextKernel, 0xffffffff81000010, 0xffffffff81000020}},
-		{record.MiscUser, []uint64{record.ContextKernel, 0xffffffff81000010, 0xffffffff81000020, record.ContextUser, 0x44462e}},
+		{perfrecord.MiscKernel, []uint64{perfrecord.ContextKernel, 0xffffffff81000010, 0xffffffff81000020}},
+		{perfrecord.MiscUser, []uint64{perfrecord.ContextKernel, 0xffffffff81000010, 0xffffffff81000020, perfrecord.ContextUser, 0x44462e}},
 	} {
 		var f fpStacks
-		got := f.check(tr, &record.Sample{Pid: 7, Time: 105, Misc: tc.misc}, chain, unwind.EndComplete)
+		got := f.check(tr, &perfrecord.Sample{Pid: 7, Time: 105, Misc: tc.misc}, chain, unwind.EndComplete)
 		if !slices.Equal(got, tc.want) || f.ends[unwind.EndUnmapped].Load() != 1 {
 			t.Errorf("misc %d: chain %#x (unmapped %d), want %#x", tc.misc, got, f.ends[unwind.EndUnmapped].Load(), tc.want)
 		}
 	}
 	// Before the exec, the same ip was the old program's: kept.
 	var f fpStacks
-	if got := f.check(tr, &record.Sample{Pid: 7, Time: 50, Misc: record.MiscKernel}, chain, unwind.EndComplete); !slices.Equal(got, chain) {
+	if got := f.check(tr, &perfrecord.Sample{Pid: 7, Time: 50, Misc: perfrecord.MiscKernel}, chain, unwind.EndComplete); !slices.Equal(got, chain) {
 		t.Errorf("before exec: chain %#x, want it whole", got)
 	}
 }
@@ -118,11 +118,11 @@ func TestFPStacksCutALoopShownByTheStackCopy(t *testing.T) {
 	for range 20 {
 		user = append(user, ret)
 	}
-	chain := append([]uint64{record.ContextUser}, user...)
+	chain := append([]uint64{perfrecord.ContextUser}, user...)
 	var f fpStacks
-	s := &record.Sample{Pid: 7, Time: 50, Misc: record.MiscUser, RegsABI: 2, Regs: []uint64{bp, sp, 0x401000}, Stack: stack}
+	s := &perfrecord.Sample{Pid: 7, Time: 50, Misc: perfrecord.MiscUser, RegsABI: 2, Regs: []uint64{bp, sp, 0x401000}, Stack: stack}
 	got := f.check(tr, s, chain, unwind.EndComplete)
-	want := []uint64{record.ContextUser, 0x401000, ret}
+	want := []uint64{perfrecord.ContextUser, 0x401000, ret}
 	if !slices.Equal(got, want) || f.ends[unwind.EndLoop].Load() != 1 {
 		t.Errorf("chain %#x (loop %d), want %#x", got, f.ends[unwind.EndLoop].Load(), want)
 	}
@@ -142,18 +142,18 @@ func TestUserChainFromCopy(t *testing.T) {
 	binary.LittleEndian.PutUint64(stack[40:], 0x401200)
 	w := &stackWorker{dwarf: &dwarfUnwinder{}}
 	w.fp.maxStack = 127
-	s := &record.Sample{Pid: 7, Time: 50, Misc: record.MiscKernel, RegsABI: 2, Regs: []uint64{sp + 16, sp, 0x401000}, Stack: stack}
-	kernelOnly := []uint64{record.ContextKernel, 0xffffffff81000000}
+	s := &perfrecord.Sample{Pid: 7, Time: 50, Misc: perfrecord.MiscKernel, RegsABI: 2, Regs: []uint64{sp + 16, sp, 0x401000}, Stack: stack}
+	kernelOnly := []uint64{perfrecord.ContextKernel, 0xffffffff81000000}
 	chain, end := w.userChainFromCopy(s, kernelOnly)
-	want := []uint64{record.ContextKernel, 0xffffffff81000000, record.ContextUser, 0x401000, 0x401100, 0x401200}
+	want := []uint64{perfrecord.ContextKernel, 0xffffffff81000000, perfrecord.ContextUser, 0x401000, 0x401100, 0x401200}
 	if !slices.Equal(chain, want) || end != unwind.EndTruncated {
 		t.Fatalf("chain %#x (%v), want %#x, truncated", chain, end, want)
 	}
 	got := w.fp.check(tr, s, chain, end)
-	if want := append(slices.Clone(want), record.TruncatedMark); !slices.Equal(got, want) || w.fp.ends[unwind.EndTruncated].Load() != 1 {
+	if want := append(slices.Clone(want), perfrecord.TruncatedMark); !slices.Equal(got, want) || w.fp.ends[unwind.EndTruncated].Load() != 1 {
 		t.Errorf("checked %#x (truncated %d), want %#x", got, w.fp.ends[unwind.EndTruncated].Load(), want)
 	}
-	withUser := []uint64{record.ContextUser, 0x401000, 0x401300}
+	withUser := []uint64{perfrecord.ContextUser, 0x401000, 0x401300}
 	if chain, end := w.userChainFromCopy(s, withUser); !slices.Equal(chain, withUser) || end != unwind.EndComplete {
 		t.Errorf("a chain with a user part became %#x (%v)", chain, end)
 	}

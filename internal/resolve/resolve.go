@@ -18,8 +18,8 @@ import (
 
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/jit"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 	"github.com/stax-profiler/stax/internal/proc"
-	"github.com/stax-profiler/stax/internal/record"
 	"github.com/stax-profiler/stax/internal/symbol"
 	"github.com/stax-profiler/stax/internal/vdso"
 )
@@ -190,7 +190,7 @@ func (r *Resolver) GoInlineNotes() []string {
 // for the leaf and, for a caller, its return address minus one (the call instruction),
 // which is also what it is named after.
 func (r *Resolver) Resolve(pid uint32, t uint64, chain []uint64, out []agg.Site) ([]agg.Site, int, uint64, int) {
-	kernel, user := record.SplitCallchain(chain)
+	kernel, user := perfrecord.SplitCallchain(chain)
 	leafFunc := -1
 	var leaf uint64
 	unresolved := 0
@@ -210,7 +210,7 @@ func (r *Resolver) Resolve(pid uint32, t uint64, chain []uint64, out []agg.Site)
 		out = append(out, agg.Site{Frame: f, Addr: at, Mapping: agg.Mapping{File: ImageKernel}})
 	}
 	for i, addr := range user {
-		if addr == record.TruncatedMark {
+		if addr == perfrecord.TruncatedMark {
 			out = append(out, agg.Site{Frame: agg.Frame{Func: FuncTruncated, Image: ImageUnknown, Kind: agg.KindUnknown}})
 			continue
 		}

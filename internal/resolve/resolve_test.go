@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 	"github.com/stax-profiler/stax/internal/proc"
-	"github.com/stax-profiler/stax/internal/record"
 	"github.com/stax-profiler/stax/internal/symbol"
 	"github.com/stax-profiler/stax/internal/symbol/ehframe"
 	"github.com/stax-profiler/stax/internal/symbol/elfsym"
@@ -42,7 +42,7 @@ func TestResolvesThisProcess(t *testing.T) {
 	}
 	r := New(tr, symbol.Options{})
 	pc := uint64(markerFunction())
-	frames, leafFunc, leaf, unresolved := r.Resolve(uint32(pid), 1, []uint64{record.ContextUser, pc, 0x10}, nil)
+	frames, leafFunc, leaf, unresolved := r.Resolve(uint32(pid), 1, []uint64{perfrecord.ContextUser, pc, 0x10}, nil)
 	if len(frames) < 2 || leafFunc < 0 || leaf != pc {
 		t.Fatalf("frames %+v, leaf func %d, leaf %#x", frames, leafFunc, leaf)
 	}
@@ -57,7 +57,7 @@ func TestResolvesThisProcess(t *testing.T) {
 	if unresolved != 1 || last.Frame.Kind != agg.KindUnknown || last.Addr != 0x10-1 {
 		t.Errorf("an address in no mapping: %+v, %d unresolved (want the call at the return address minus one)", last, unresolved)
 	}
-	again, _, _, _ := r.Resolve(uint32(pid), 1, []uint64{record.ContextUser, pc, 0x10}, nil)
+	again, _, _, _ := r.Resolve(uint32(pid), 1, []uint64{perfrecord.ContextUser, pc, 0x10}, nil)
 	if !reflect.DeepEqual(again, frames) {
 		t.Errorf("resolving twice differs: %+v then %+v", frames, again)
 	}
@@ -111,7 +111,7 @@ func TestResolvesVDSO(t *testing.T) {
 		tr := proc.NewTracker()
 		tr.AddMapping(pid, m)
 		r := New(tr, symbol.Options{NoDebugFiles: true})
-		frames, leafFunc, _, unresolved := r.Resolve(uint32(pid), 1, []uint64{record.ContextUser, addr + 1}, nil)
+		frames, leafFunc, _, unresolved := r.Resolve(uint32(pid), 1, []uint64{perfrecord.ContextUser, addr + 1}, nil)
 		if unresolved != 0 || leafFunc != 0 || len(frames) != 1 {
 			t.Fatalf("pid %d: frames %+v, %d unresolved", pid, frames, unresolved)
 		}
@@ -187,7 +187,7 @@ func TestResolvesStrippedFunctionRange(t *testing.T) {
 	want := agg.Frame{Func: fmt.Sprintf("prog+%#x", start), Image: "prog", Kind: agg.KindUser}
 	var keys []CodeKey
 	for _, v := range []uint64{start, start + size/2, start + size - 1} {
-		frames, leafFunc, leaf, unresolved := r.Resolve(uint32(pid), 1, []uint64{record.ContextUser, at(v)}, nil)
+		frames, leafFunc, leaf, unresolved := r.Resolve(uint32(pid), 1, []uint64{perfrecord.ContextUser, at(v)}, nil)
 		if len(frames) != 1 || frames[0].Frame != want || leafFunc != -1 || leaf != at(v) || unresolved != 1 {
 			t.Errorf("%#x: frames %+v, leaf func %d, %d unresolved; want %+v, unresolved", v, frames, leafFunc, unresolved, want)
 		}
@@ -210,7 +210,7 @@ func TestResolvesStrippedFunctionRange(t *testing.T) {
 	if init == nil {
 		t.Fatal("no .init section")
 	}
-	frames, _, _, unresolved := r.Resolve(uint32(pid), 1, []uint64{record.ContextUser, at(init.Addr + 4)}, nil)
+	frames, _, _, unresolved := r.Resolve(uint32(pid), 1, []uint64{perfrecord.ContextUser, at(init.Addr + 4)}, nil)
 	if want := (agg.Frame{Func: fmt.Sprintf("prog+%#x", init.Addr+4), Image: "prog", Kind: agg.KindUnknown}); len(frames) != 1 || frames[0].Frame != want || unresolved != 1 {
 		t.Errorf("an address in no range: %+v, %d unresolved; want %+v", frames, unresolved, want)
 	}
@@ -251,7 +251,7 @@ func TestResolvesVDSOFunctionRange(t *testing.T) {
 		tr := proc.NewTracker()
 		tr.AddMapping(pid, m)
 		r := New(tr, symbol.Options{NoDebugFiles: true})
-		frames, _, _, unresolved := r.Resolve(uint32(pid), 1, []uint64{record.ContextUser, at(fn.End - 1)}, nil)
+		frames, _, _, unresolved := r.Resolve(uint32(pid), 1, []uint64{perfrecord.ContextUser, at(fn.End - 1)}, nil)
 		want := agg.Frame{Func: fmt.Sprintf("[vdso]+%#x", fn.Start), Image: vdso.Name, Kind: agg.KindUser}
 		if len(frames) != 1 || frames[0].Frame != want || unresolved != 1 {
 			t.Errorf("pid %d: frames %+v, %d unresolved; want %+v", pid, frames, unresolved, want)

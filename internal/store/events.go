@@ -66,7 +66,7 @@ func (m *Meta) EventIndex(name string) (int, error) {
 	return 0, fmt.Errorf("run %s has no event %q: it sampled %s", m.ID, name, strings.Join(names, ", "))
 }
 
-// maxCounters bounds the counters read with each sample (record.MaxReadValues).
+// maxCounters bounds the counters read with each sample (perfrecord.MaxReadValues).
 const maxCounters = 32
 
 // Counter is one counter read with each sample (stax record --counters), as the meta

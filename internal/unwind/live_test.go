@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/stax-profiler/stax/internal/perfevent"
-	"github.com/stax-profiler/stax/internal/record"
+	"github.com/stax-profiler/stax/internal/perfrecord"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
 
@@ -48,7 +48,7 @@ func capture(t *testing.T, prog string, want int) ([]captured, []Mapping) {
 	}
 	defer s.Close()
 	st, mask := perfevent.SampleTypeFor(cfg)
-	d := &record.Decoder{SampleType: st, SampleIDAll: true, RegsUserMask: mask}
+	d := &perfrecord.Decoder{SampleType: st, SampleIDAll: true, RegsUserMask: mask}
 	if err := s.Enable(); err != nil {
 		t.Fatal(err)
 	}
@@ -56,11 +56,11 @@ func capture(t *testing.T, prog string, want int) ([]captured, []Mapping) {
 	deadline := time.Now().Add(50 * time.Second)
 	for len(got) < want && time.Now().Before(deadline) {
 		err := s.Read(func(cpu int, rec []byte) {
-			h, err := record.ParseHeader(rec)
-			if err != nil || h.Type != record.TypeSample {
+			h, err := perfrecord.ParseHeader(rec)
+			if err != nil || h.Type != perfrecord.TypeSample {
 				return
 			}
-			var smp record.Sample
+			var smp perfrecord.Sample
 			if err := d.Sample(rec, &smp); err != nil {
 				t.Errorf("decode sample: %v", err)
 				return
@@ -68,7 +68,7 @@ func capture(t *testing.T, prog string, want int) ([]captured, []Mapping) {
 			if int(smp.Pid) != cmd.Process.Pid || smp.RegsABI == 0 {
 				return
 			}
-			_, user := record.SplitCallchain(smp.Callchain)
+			_, user := perfrecord.SplitCallchain(smp.Callchain)
 			got = append(got, captured{
 				Regs:    Regs{BP: smp.Regs[0], SP: smp.Regs[1], IP: smp.Regs[2]},
 				Stack:   append([]byte(nil), smp.Stack...),

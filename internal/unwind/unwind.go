@@ -10,7 +10,7 @@
 //
 // Use, per sample of a run recorded with perfevent.Config{CallGraph: "dwarf"}:
 //
-//	_, user := record.SplitCallchain(s.Callchain)
+//	_, user := perfrecord.SplitCallchain(s.Callchain)
 //	pcs, end := u.Unwind(view, &unwind.Sample{Pid: s.Pid, Time: s.Time,
 //		Regs:  unwind.Regs{BP: s.Regs[0], SP: s.Regs[1], IP: s.Regs[2]},
 //		Stack: s.Stack, FPChain: user}, buf[:0])

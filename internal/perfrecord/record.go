@@ -1,9 +1,9 @@
-// Package record decodes the PERF_RECORD_* records that the kernel writes into a perf ring
+// Package perfrecord decodes the PERF_RECORD_* records that the kernel writes into a perf ring
 // buffer. It is pure: it works on byte slices and knows nothing of file descriptors.
 //
 // Decoding never allocates for samples: slices in a decoded Sample point into the record's
 // bytes and are valid only until the caller's buffer is reused.
-package record
+package perfrecord
 
 import (
 	"encoding/binary"
