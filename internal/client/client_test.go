@@ -164,7 +164,7 @@ func TestDependsOnAPIAndStoreOnly(t *testing.T) {
 	// through targetfile; spans takes its file format from collectorabi.
 	allowed := map[string]bool{"internal/client": true, "internal/api": true, "internal/store": true, "internal/agg": true,
 		"internal/spans": true, "internal/proc": true, "internal/symbol/debugfile": true, "internal/targetfile": true,
-		"internal/collectorabi": true}
+		"internal/collectorabi": true, "internal/numfmt": true}
 	for _, p := range testutil.StaxDeps(t, "./internal/client") {
 		if !allowed[p] {
 			t.Errorf("internal/client depends on %s", p)

@@ -186,8 +186,8 @@ func TestDeltaCheckpointsReadBackAsTheRun(t *testing.T) {
 		t.Errorf("the final save left the delta file: %v", err)
 	}
 	b, _ := os.ReadFile(Path("grow"))
-	if v := b[8]; v != 4 {
-		t.Errorf("the finished run is of format %d, want 4", v)
+	if v := b[8]; v != 5 {
+		t.Errorf("the finished run is of format %d, want 5", v)
 	}
 	got, err := LoadParts(Path("grow"), All)
 	if err != nil {

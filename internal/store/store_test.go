@@ -242,7 +242,7 @@ func TestRoundTrip(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := encode(t, tc.run)
-			if string(b[:8]) != magic || binary.LittleEndian.Uint32(b[8:]) != 4 ||
+			if string(b[:8]) != magic || binary.LittleEndian.Uint32(b[8:]) != 5 ||
 				binary.LittleEndian.Uint64(b[16:]) != uint64(len(b)-headerSize) {
 				t.Fatalf("bad header % x", b[:headerSize])
 			}
@@ -273,7 +273,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"empty", nil, "header"},
 		{"short header", good[:10], "header"},
 		{"bad magic", mod(func(b []byte) []byte { b[0] = 'X'; return b }), "bad magic"},
-		{"wrong version", mod(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], FormatVersion+1); return b }), "format version 6"},
+		{"wrong version", mod(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], FormatVersion+1); return b }), "format version 7"},
 		{"version zero", mod(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], 0); return b }), "format version 0"},
 		{"checksum mismatch", mod(func(b []byte) []byte { b[12] ^= 1; return b }), "checksum"},
 		{"payload bit flip", mod(func(b []byte) []byte { b[len(b)/2] ^= 0x40; return b }), "checksum"},
