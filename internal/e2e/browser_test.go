@@ -112,7 +112,7 @@ func TestExportsOpenInBrowser(t *testing.T) {
 			}
 			return out;
 		})()`))
-	if got := strings.Join(first, ", "); err != nil || got != "root on the first screen, native, inlined, JIT, kernel, unknown, search match" {
+	if got := strings.Join(first, ", "); err != nil || got != "root on the first screen, native, inlined, JIT, Python, kernel, unknown, search match" {
 		t.Errorf("the SVG's first screen: %s (%v)", got, err)
 	}
 }
