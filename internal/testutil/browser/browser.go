@@ -4,11 +4,13 @@ package browser
 import (
 	"context"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/stax-profiler/stax/internal/testutil"
@@ -42,7 +44,7 @@ func Require(t testing.TB) context.Context {
 		chromedp.WindowSize(1280, 800),
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(actx)
+	ctx, cancelCtx := chromedp.NewContext(actx, chromedp.WithListener(pageErrors(t)))
 	t.Cleanup(func() {
 		cancelCtx()
 		cancelAlloc()
@@ -51,6 +53,35 @@ func Require(t testing.TB) context.Context {
 		t.Fatalf("start Chromium: %v", err)
 	}
 	return ctx
+}
+
+// pageErrors logs the page's uncaught exceptions and console errors to the test, so that
+// a page that draws nothing says why.
+func pageErrors(t testing.TB) func(ev any) {
+	return func(ev any) {
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			d := ev.ExceptionDetails
+			msg := d.Text
+			if d.Exception != nil && d.Exception.Description != "" {
+				msg = d.Exception.Description
+			}
+			t.Logf("page exception at %s:%d: %s", d.URL, d.LineNumber+1, msg)
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type != runtime.ConsoleAPICalledTypeError && ev.Type != runtime.ConsoleAPICalledTypeWarning {
+				return
+			}
+			var parts []string
+			for _, a := range ev.Args {
+				if a.Description != "" {
+					parts = append(parts, a.Description)
+				} else {
+					parts = append(parts, string(a.Value))
+				}
+			}
+			t.Logf("page console %s: %s", ev.Type, strings.Join(parts, " "))
+		}
+	}
 }
 
 // Within derives a context for browser steps that must finish within d.

@@ -462,9 +462,6 @@ function setupBrush() {
 // ---- flame graph ----
 
 const ROW = 18;
-// The graph asks for the frames with at least this share of the view: a large run's tree
-// has hundreds of thousands; the note above the graph says what was left out.
-const PRUNE_PCT = 0.1;
 const keyOf = (n) => `${n.func}\u0000${n.image}`;
 // A path element names a node by key, or (from a URL) by function name alone.
 const isNode = (n, k) => keyOf(n) === k || n.func === k;

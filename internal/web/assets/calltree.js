@@ -62,16 +62,18 @@ function drawCallTree() {
     .map((r, i) => {
       if (r.rest !== undefined) {
         const what = r.self ? "with no frame" : `in frames under ${r.path.length && cutOf(nodeAt(r.path)) < (PRUNE_PCT / 100) * total ? "the subtree's threshold" : PRUNE_PCT + "% of the view"}`;
-        return `<tr class="rest"><td class="num">${amount(r.rest)}</td><td class="num"></td><td style="padding-left:${6 + r.depth * CT.indent}px" class="placeholder">${r.self ? "" : "… "}${what}</td></tr>`;
+        return `<tr class="rest"><td class="num">${amount(r.rest)}</td><td class="num"></td><td data-depth="${r.depth}" class="placeholder">${r.self ? "" : "… "}${what}</td></tr>`;
       }
       const n = r.n;
       const twisty = r.leaf ? '<span class="tw"></span>' : `<span class="tw">${r.open ? "▾" : "▸"}</span>`;
       const chosen = sel !== null && pathKey(urlPath(r.path)) === sel ? " chosen" : "";
       return `<tr data-i="${i}" class="ct-row${chosen}" tabindex="-1" role="treeitem" aria-level="${r.depth + 1}"${r.leaf ? "" : ` aria-expanded="${r.open}"`}>` +
         `<td class="num">${amount(n.total)} <span class="pct">${pct(n.total, total)}</span></td><td class="num">${amount(n.self)}</td>` +
-        `<td style="padding-left:${6 + r.depth * CT.indent}px" title="${esc(n.image || "")}">${twisty}<span class="k k-${esc(n.kind)}-text">${esc(frameLabel(n))}</span></td></tr>`;
+        `<td data-depth="${r.depth}" title="${esc(n.image || "")}">${twisty}<span class="k k-${esc(n.kind)}-text">${esc(frameLabel(n))}</span></td></tr>`;
     })
     .join("");
+  // The page's policy refuses style attributes in markup; the indent is set through the DOM.
+  for (const td of body.querySelectorAll("td[data-depth]")) td.style.paddingLeft = `${6 + Number(td.dataset.depth) * CT.indent}px`;
   const first = body.querySelector("tr[data-i]");
   if (first) first.tabIndex = 0; // Tab reaches the table; the arrows move within it
   if (rows.length >= CT.maxRows) body.insertAdjacentHTML("beforeend", `<tr><td colspan="3" class="placeholder">the first ${commas(CT.maxRows)} rows; collapse some to see others</td></tr>`);
