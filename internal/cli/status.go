@@ -199,8 +199,8 @@ func printStatusOffCPU(w io.Writer, o *api.OffCPUMeta) {
 func printStatusCounts(w io.Writer, st *api.Status) {
 	m := &st.Meta
 	if m.OverloadSamples > 0 {
-		fmt.Fprintf(w, "overload:  %s samples (%.1f%%) came while the recorder was behind: their stacks are the frame-pointer chains, not unwound (a busier machine than the recorder could keep up with; -F lower, or fewer busy threads, avoids it)\n",
-			commas(m.OverloadSamples), float64(m.OverloadSamples)*100/float64(max(m.Samples, 1)))
+		fmt.Fprintf(w, "overload:  %s stacks came while the recorder was behind: they are frame-pointer chains, not walked whole: above the first frame with a frame pointer, frames of code built without them are missing (a busier machine than the recorder could keep up with: -F lower, or fewer busy threads, avoids it)\n",
+			commas(m.OverloadSamples))
 	}
 	if m.BadRecords > 0 {
 		fmt.Fprintf(w, "records:   %s could not be decoded\n", commas(m.BadRecords))

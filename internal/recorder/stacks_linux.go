@@ -292,6 +292,10 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 			chain = w.pre.check(tr, &s, chain, chainEnd)
 		case w.dwarf != nil && !fast:
 			chain = w.dwarf.chainOf(tr, &s, chain, chainEnd)
+		case w.dwarf != nil:
+			// Behind: the frame-pointer chain stands for the walk, with the frame it skips
+			// above a function without one (a syscall wrapper) put back.
+			chain = w.fp.check(tr, &s, w.dwarf.leafFixed(tr, &s, chain), chainEnd)
 		default:
 			chain = w.fp.check(tr, &s, chain, chainEnd)
 		}
@@ -374,8 +378,8 @@ func stackEnds(ws []*stackWorker) (sum [unwind.NumEndReasons]uint64) {
 
 // overload says whether the ingest stage is behind: its rings are filling faster than it
 // reads them (the machine's cores are all busy, and the recorder gets too little of them).
-// Behind, DWARF samples take their frame-pointer chain instead of being unwound,
-// which costs a tenth as much: the recorder catches up, and the samples are kept (their
+// Behind, DWARF samples take their frame-pointer chain (with the frames it skips above the
+// sampled function put back) instead of being unwound, which costs a tenth as much: the recorder catches up, and the samples are kept (their
 // stacks may be shorter) where they would otherwise be lost at random. Status says how
 // many.
 type overload struct {
@@ -459,9 +463,6 @@ func (r *Recorder) flushBatch() {
 		parts = max(1, min(len(ws), n/(r.in.minParallel/2)))
 	}
 	fast := r.in.overload.behind && r.meta.CallGraph == "dwarf"
-	if fast {
-		r.in.overload.fastSamples.Add(uint64(n))
-	}
 	began := time.Now()
 	if parts <= 1 {
 		ws[0].work(r.tracker, 0, b.cpus, b.recs, b.cheap, out, fast)
@@ -477,6 +478,15 @@ func (r *Recorder) flushBatch() {
 		wg.Wait()
 	}
 	r.in.load.observe(n, parts, time.Since(began), time.Now())
+	if fast {
+		stacks := 0
+		for i := range out {
+			if k := out[i].kind; !out[i].bad && (k == kindSample || k == kindOffStack || k == kindWaking) && out[i].hi > out[i].lo {
+				stacks++
+			}
+		}
+		r.in.overload.fastSamples.Add(uint64(stacks))
+	}
 	for i := range out {
 		s := &out[i]
 		if s.bad {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"os"
+	"slices"
 	"strconv"
 
 	"github.com/stax-profiler/stax/internal/perfrecord"
@@ -231,6 +232,43 @@ func (d *dwarfUnwinder) chainOf(tr *proc.Tracker, s *perfrecord.Sample, fallback
 	if end == unwind.EndTruncated || end == unwind.EndMaxDepth {
 		d.chain = append(d.chain, perfrecord.TruncatedMark)
 	}
+	return d.chain
+}
+
+// leafFrames is how many frames leafFixed walks by call-frame information at most.
+const leafFrames = 8
+
+// leafFixed returns chain, a frame-pointer callchain, with the frames it skipped above
+// the sampled function put back. A function that has not pushed a frame pointer (libc's
+// syscall wrappers) leaves its caller's in the register, so the chain's second frame is
+// its caller's caller: a few steps by call-frame information, until the walk meets the
+// chain's second frame, find the frames between.
+func (d *dwarfUnwinder) leafFixed(tr *proc.Tracker, s *perfrecord.Sample, chain []uint64) []uint64 {
+	if len(s.Regs) < 3 || s.RegsABI == 0 || len(s.Stack) == 0 {
+		return chain
+	}
+	u := -1
+	for i, a := range chain {
+		if a == perfrecord.ContextUser {
+			u = i
+			break
+		}
+	}
+	if u < 0 || len(chain) < u+3 || chain[u+1] != s.Regs[2] {
+		return chain // no caller in the chain, or a chain that does not start at the registers
+	}
+	d.view = trackerView{tr: tr, pid: int(s.Pid), time: s.Time, loader: d.loader, c: &d.cache}
+	if cap(d.buf) < leafFrames {
+		d.buf = make([]uint64, 0, maxUnwoundFrames)
+	}
+	pcs := d.u.LeafFrames(&d.view, &unwind.Sample{Pid: s.Pid, Time: s.Time,
+		Regs: unwind.Regs{BP: s.Regs[0], SP: s.Regs[1], IP: s.Regs[2]}, Stack: s.Stack, InKernel: inKernel(s)}, d.buf[:0:leafFrames])
+	next := chain[u+2]
+	j := slices.Index(pcs, next)
+	if j <= 1 {
+		return chain // the chain skipped nothing, or the walk never met it
+	}
+	d.chain = append(append(append(d.chain[:0], chain[:u+2]...), pcs[1:j]...), chain[u+2:]...)
 	return d.chain
 }
 

@@ -140,9 +140,10 @@ type Meta struct {
 	// NoUserFPChain (dwarf): the program was built without frame pointers, so its samples
 	// carry no kernel walk of them; the chains stax needs are walked in the stack copies.
 	NoUserFPChain bool `json:"no_user_fp_chain,omitempty"`
-	// OverloadSamples were taken while the recorder was behind (its rings more than half
-	// full): their stacks are their frame-pointer chains, not unwound with call-frame
-	// information (dwarf mode).
+	// OverloadSamples counts the stacks (samples and off-CPU stacks) taken while the
+	// recorder was behind (its rings more than half full): they are their frame-pointer
+	// chains, with the frames the chain skips above the sampled function put back, not
+	// walked whole with call-frame information (dwarf mode).
 	OverloadSamples uint64 `json:"overload_samples,omitempty"`
 	// OffCPU counts what was recorded of the time threads spent switched out; nil when it
 	// was not recorded.

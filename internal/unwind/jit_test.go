@@ -57,3 +57,29 @@ func TestJITFramelessLeaf(t *testing.T) {
 		})
 	}
 }
+
+// TestLeafFrames: steps by the frameless leaf's unwinding info find the caller that the
+// frame-pointer chain skips (bp still holds the caller's frame, whose return address is
+// the caller's caller), and the steps are not counted as a walk.
+func TestLeafFrames(t *testing.T) {
+	const sp = 0x7ffd0000
+	stack := make([]byte, 64)
+	binary.LittleEndian.PutUint64(stack[0:], 0x401234)
+	binary.LittleEndian.PutUint64(stack[16:], sp+32)
+	binary.LittleEndian.PutUint64(stack[24:], 0x401400)
+	regs := Regs{IP: 0x7f0000001010, SP: sp, BP: sp + 16}
+	eh, _ := jitdump.FramelessEHFrame(0x7f0000001000, 0x40)
+	u := Unwinder{JIT: jitInfo{eh}}
+	pcs := u.LeafFrames(jitProc{}, &Sample{Regs: regs, Stack: stack, FPChain: []uint64{regs.IP, 0x401400}}, make([]uint64, 0, 2))
+	if want := []uint64{regs.IP, 0x401234}; !slices.Equal(pcs, want) {
+		t.Errorf("frames %#x, want %#x", pcs, want)
+	}
+	for end := range u.Counts {
+		if n := u.Counts[end].Load(); n != 0 {
+			t.Errorf("the steps counted as a walk that ended %v (%d)", EndReason(end), n)
+		}
+	}
+	if pcs := u.LeafFrames(jitProc{}, &Sample{Regs: Regs{IP: 0x900000, SP: sp}, Stack: stack}, make([]uint64, 0, 2)); len(pcs) > 1 {
+		t.Errorf("a leaf in no mapping gave callers %#x", pcs)
+	}
+}

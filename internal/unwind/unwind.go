@@ -222,6 +222,18 @@ func (u *Unwinder) Unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 	return pcs, end
 }
 
+// LeafFrames appends to out the first frames of s's stack (up to cap(out)), walked by
+// call-frame information alone: the start of a walk, not counted as one. A frame-pointer
+// chain skips the frames of functions that have not pushed a frame pointer (libc's
+// syscall wrappers, the first instructions of any function); these frames are the ones
+// it skipped.
+func (u *Unwinder) LeafFrames(view ProcessView, s *Sample, out []uint64) []uint64 {
+	u.fpEnd = -1
+	pcs, _ := u.unwind(view, &Sample{Pid: s.Pid, Time: s.Time, Regs: s.Regs, Stack: s.Stack, InKernel: s.InKernel}, out)
+	u.measured = false
+	return pcs
+}
+
 // Measured says the last walk went from the leaf to the outermost frame by the stack copy
 // alone (call-frame information, CPython's trampolines, JIT frames' frame pointers read
 // in the copy): High is then how deep the stack really was. A walk cut short (no
