@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/store"
@@ -41,12 +43,21 @@ func TestModeOffCPU(t *testing.T) {
 		info := text(ctx, "#frame-info")
 		return strings.Contains(info, "all time off CPU · 1,000 ms, of which runnable 0 ms"), info
 	})
+	// The top table says the time, in the mode's unit, beside each share.
+	until(t, ctx, "the lock's row in milliseconds", func() (bool, string) {
+		row := topRow(ctx, "pthread_mutex_lock")
+		return strings.HasPrefix(row, "70.00% 700 ms 70.00% 700 ms pthread_mutex_lock"), row
+	})
 	// Back to CPU samples.
 	eval[bool](t, ctx, `(() => { const m = document.querySelector("#mode"); m.value = "cpu"; m.dispatchEvent(new Event("change")); return true; })()`)
 	cpu := flameOf(t, run, query.FlameOptions{})
 	until(t, ctx, "the CPU graph", func() (bool, string) {
 		got := rootChildren(t, ctx)
 		return got == childrenOf(cpu), got
+	})
+	until(t, ctx, "hot_leaf's row in samples", func() (bool, string) {
+		row := topRow(ctx, "hot_leaf")
+		return strings.HasPrefix(row, "80.00% 400 80.00% 400 hot_leaf"), row
 	})
 	if got := pageURL(t, ctx).Query().Get("mode"); got != "" {
 		t.Errorf("the URL says mode=%q for CPU samples", got)
@@ -285,4 +296,15 @@ func TestCallersPanelOffCPU(t *testing.T) {
 		t.Errorf("the off-CPU panel lists a CPU callee:\n%s", callees)
 	}
 	noErrors(t, ctx)
+}
+
+// topRow is the text of the top table's row for fn as shown (innerText: what is visible),
+// its spaces, tabs and line breaks each one space.
+func topRow(ctx context.Context, fn string) string {
+	js := fmt.Sprintf(`[...document.querySelectorAll("#top tbody tr")].filter((tr) => tr.querySelector('td[title=%q]')).map((tr) => tr.innerText)[0] || ""`, fn)
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+	if err != nil {
+		return "(unreadable: " + err.Error() + ")"
+	}
+	return strings.Join(strings.Fields(s), " ")
 }

@@ -1213,7 +1213,7 @@ function drawThreads() {
 function drawTop() {
   const rows = (state.top && state.top.rows) || [];
   const body = rows.map((r, i) =>
-    `<tr data-i="${i}" tabindex="0" class="${r.func === view.code ? "chosen" : ""}"><td class="num">${r.self_pct.toFixed(2)}%</td><td class="num">${r.total_pct.toFixed(2)}%</td>` +
+    `<tr data-i="${i}" tabindex="0" class="${r.func === view.code ? "chosen" : ""}"><td class="num">${r.self_pct.toFixed(2)}%<span class="amt">${amount(r.self)}</span></td><td class="num">${r.total_pct.toFixed(2)}%<span class="amt">${amount(r.total)}</span></td>` +
     `<td class="k k-${esc(r.kind)}-text" title="${esc(r.func)}">${esc(r.func)}${r.inlined ? " (inlined)" : ""}</td><td title="${esc(r.image)}">${esc(r.image)}</td></tr>`);
   $("#top tbody").innerHTML = body.length ? body.join("") : `<tr><td colspan="4" class="placeholder">${emptyText()}</td></tr>`;
   for (const th of document.querySelectorAll("#top th[data-sort]")) th.classList.toggle("sorted", th.dataset.sort === view.sort);
