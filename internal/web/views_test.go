@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -204,9 +207,27 @@ func TestStackChart(t *testing.T) {
 		nb, _ := chartBoxOf(chartBoxes(t, ctx), "path_b")
 		return st > start && sp > span*0.9 && sp < span*1.1 && nb.X < at-3, fmt.Sprintf("start %.3f (was %.3f), span %.3f, path_b from %.1f", st, start, sp, nb.X)
 	})
+	// The zoom is in the URL: the link opens the same part of the run.
+	var link *url.URL
+	until(t, ctx, "the zoom in the URL", func() (bool, string) {
+		link = pageURL(t, ctx)
+		from, _ := strconv.ParseFloat(link.Query().Get("tl_from"), 64)
+		to, _ := strconv.ParseFloat(link.Query().Get("tl_to"), 64)
+		zf, zt := eval[float64](t, ctx, `tlZoom.from`), eval[float64](t, ctx, `tlZoom.to`)
+		return math.Abs(from-zf) < 1e-5 && math.Abs(to-zt) < 1e-5 && to > from, link.RawQuery
+	})
+	shownText := text(ctx, "#tl-range")
+	ctx2 := open(t, bctx, s, "&tl_from="+link.Query().Get("tl_from")+"&tl_to="+link.Query().Get("tl_to"))
+	until(t, ctx2, "the link's zoom", func() (bool, string) {
+		got := text(ctx2, "#tl-range")
+		return got == shownText, got
+	})
 	// Back to the whole run, then beta's chart.
 	if err := chromedp.Do(ctx, chromedp.Click("#tl-zoom-reset")); err != nil {
 		t.Fatal(err)
+	}
+	if q := pageURL(t, ctx).Query(); q.Has("tl_from") || q.Has("tl_to") {
+		t.Errorf("the whole run's URL keeps a zoom: %s", q.Encode())
 	}
 	choose(t, ctx, "#thread", "t:102")
 	until(t, ctx, "beta's chart", func() (bool, string) {

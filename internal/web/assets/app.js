@@ -124,6 +124,11 @@ function readURL() {
   view.diff = u.get("diff") !== "0";
   view.mode = ["off_cpu", "wall"].includes(u.get("mode")) ? u.get("mode") : "cpu";
   view.colour = u.get("colour") === "func" ? "func" : "";
+  // The timeline's zoom (stackchart.js): what part of the run it and the stack chart show.
+  const tlFrom = Number(u.get("tl_from")), tlTo = Number(u.get("tl_to"));
+  const zoomed = u.has("tl_from") && u.has("tl_to") && tlFrom >= 0 && tlTo > tlFrom;
+  tlZoom.from = zoomed ? tlFrom : null;
+  tlZoom.to = zoomed ? tlTo : null;
 }
 
 // A path's elements in the URL are function names.
@@ -158,6 +163,12 @@ function writeURL(push) {
   if (!view.diff) u.set("diff", "0");
   if (view.mode !== "cpu") u.set("mode", view.mode);
   if (view.colour) u.set("colour", view.colour);
+  if (tlZoom.from !== null) {
+    // To the microsecond: a zoom can be narrower than a millisecond.
+    const us = (x) => String(Math.round(x * 1e6) / 1e6);
+    u.set("tl_from", us(tlZoom.from));
+    u.set("tl_to", us(tlZoom.to));
+  }
   const url = `${location.pathname}?${u}`;
   if (url === location.pathname + location.search) return;
   if (push) history.pushState(null, "", url);

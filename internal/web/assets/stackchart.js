@@ -55,6 +55,7 @@ function setZoom(from, to) {
   }
   tlZoom.from = from;
   tlZoom.to = to;
+  writeURL(false);
   drawZoomControls();
   // Wheel events come in bursts: ask once they rest.
   soon(zoomTimer, 60, () => refresh({ what: "timeline zoom", t0: performance.now() }));
