@@ -19,7 +19,8 @@ func flameCmd(g *globals) *cobra.Command {
 	var gf granularityFlags
 	var depth, tid int
 	var threshold float64
-	var diff string
+	var diff, callersOf, calleesOf string
+	var under []string
 	var inverted, offCPU, wall, runnable bool
 	c := &cobra.Command{
 		Use:   "flame",
@@ -40,7 +41,13 @@ BASE had that this run lacks are listed as (gone).
 waiting for a CPU) instead of by samples: each line shows milliseconds and its dominant
 reason; --json gives nanoseconds. --wall weighs it by time on CPU (from the switch
 records, shared by the samples; reason on-cpu) and off CPU together, so a thread's width is its wall clock;
---runnable by runnable time alone. See docs/off-cpu.md.` + granularityHelp + transformHelp,
+--runnable by runnable time alone. See docs/off-cpu.md.
+
+--under NAME (repeated, from the root's children down) shows only the subtree under
+that path, with --threshold-pct and --depth of its samples: a deep branch of a big run,
+as the web page's zoom asks for it. --callers-of REGEX shows the callers of the functions
+matching, merged over every stack through them, and --callees-of REGEX their callees:
+the two sides of the web page's sandwich.` + granularityHelp + transformHelp,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if depth < 0 {
@@ -65,11 +72,18 @@ records, shared by the samples; reason on-cpu) and off CPU together, so a thread
 			if offCPU && diff != "" {
 				return usageErr("--off-cpu does not take --diff yet; leave one out")
 			}
+			if callersOf != "" && calleesOf != "" {
+				return usageErr("--callers-of and --callees-of are the two sides of a sandwich: give one")
+			}
+			if diff != "" && (len(under) > 0 || callersOf != "" || calleesOf != "") {
+				return usageErr("--diff compares whole trees: leave out --under, --callers-of and --callees-of")
+			}
 			r, err := rf.pick()
 			if err != nil {
 				return err
 			}
-			req := api.FlameRequest{Depth: depth, ThresholdPct: threshold, Inverted: inverted, View: rf.view(gran, tid, offCPU, wall, runnable)}
+			req := api.FlameRequest{Depth: depth, ThresholdPct: threshold, Inverted: inverted, Under: under, CallersOf: callersOf, CalleesOf: calleesOf,
+				View: rf.view(gran, tid, offCPU, wall, runnable)}
 			res, err := askFor(context.Background(), g, r, req, rf.need()|offCPUPart(offCPU), query.AnswerFlame)
 			if err != nil {
 				return err
@@ -98,6 +112,14 @@ records, shared by the samples; reason on-cpu) and off CPU together, so a thread
 			extra := fmt.Sprintf(" · depth %d · threshold %.1f%%", depth, threshold)
 			if res.Inverted {
 				extra += " · inverted: leaves first, callers below"
+			}
+			switch {
+			case len(res.Under) > 0:
+				extra += " · under " + esc(strings.Join(res.Under, " › "))
+			case res.CallersOf != "":
+				extra += " · callers of " + esc(res.CallersOf)
+			case res.CalleesOf != "":
+				extra += " · callees of " + esc(res.CalleesOf)
 			}
 			if offCPU {
 				fmt.Fprintf(g.out, "run %s (%s) · %s%s\n", res.Run, runState(res.State, r), timeText(res.Samples, res.Time, res.Wall, res.Runnable),
@@ -128,6 +150,9 @@ records, shared by the samples; reason on-cpu) and off CPU together, so a thread
 	c.Flags().BoolVar(&wall, "wall", false, "weigh the tree by the time threads were on and off CPU (wall clock)")
 	c.Flags().BoolVar(&runnable, "runnable", false, "weigh the tree by the time threads waited for a CPU")
 	c.Flags().StringVar(&diff, "diff", "", "mark what grew and shrank since run `BASE` (an id or a saved file)")
+	c.Flags().StringArrayVar(&under, "under", nil, "only the subtree under this path: function `NAME`s from the root's children down, the flag repeated")
+	c.Flags().StringVar(&callersOf, "callers-of", "", "the callers of the functions matching `REGEX`, merged over every stack through them")
+	c.Flags().StringVar(&calleesOf, "callees-of", "", "the callees of the functions matching `REGEX`, merged over every stack through them")
 	return c
 }
 
