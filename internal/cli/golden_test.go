@@ -217,6 +217,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"top", "-n", "ten"}, 2, `-n, --n: "ten" is not a whole number`},
 		{[]string{"flame", "--threshold-pct", "-1"}, 2, "between 0 and 100"},
 		{[]string{"flame", "--threshold-pct", "NaN"}, 2, "between 0 and 100"},
+		{[]string{"flame", "--callers-of", "a", "--callees-of", "b"}, 2, "the two sides of a sandwich: give one"},
+		{[]string{"flame", "--under", "main", "--diff", "x"}, 2, "--diff compares whole trees"},
 		{[]string{"top", "--focus", "a("}, 2, `--focus "a(" is not a regular expression (missing closing ))`},
 		{[]string{"flame", "--hide", "*x"}, 2, `--hide "*x" is not a regular expression (missing argument to repetition operator)`},
 		{[]string{"export", "-f", "pprof", "--collapse-image", ""}, 2, "--collapse-image needs an image"},
