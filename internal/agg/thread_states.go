@@ -126,3 +126,23 @@ func MakeThreadStates(cpu *Profile, f Filter, off *Profile, reasons []uint8, ivs
 	}
 	return out, nil
 }
+
+// AllThreadStates sums ths bucket by bucket (n buckets): every thread's time per state,
+// for the row of all threads above the busiest ones.
+func AllThreadStates(ths []ThreadStates, n int) []map[string]uint64 {
+	all := make([]map[string]uint64, n)
+	for i := range all {
+		all[i] = map[string]uint64{}
+	}
+	for _, th := range ths {
+		for i, b := range th.Buckets {
+			if i >= n {
+				break
+			}
+			for k, v := range b {
+				all[i][k] += v
+			}
+		}
+	}
+	return all
+}

@@ -479,4 +479,6 @@ type ThreadStates struct {
 	StartSec  float64           `json:"start_sec"`
 	BucketSec float64           `json:"bucket_sec"`
 	Threads   []ThreadStatesRow `json:"threads"`
+	// All is every thread's time per state in each bucket (not only the threads listed).
+	All []map[string]uint64 `json:"all"`
 }

@@ -36,9 +36,13 @@ func ThreadStates(run *store.Run, o TimelineOptions) (api.ThreadStates, error) {
 		nsPerSample = uint64(1e9 / run.Meta.Freq)
 	}
 	f := o.Processes.filter(&run.Profile, o.Tid)
-	ths, err := agg.MakeThreadStates(&run.Profile, f, run.OffCPU, agg.StackReasons(run.OffCPU), run.OffCPUIntervals, from, to, bucket, nsPerSample, o.MaxThreads)
+	ths, err := agg.MakeThreadStates(&run.Profile, f, run.OffCPU, agg.StackReasons(run.OffCPU), run.OffCPUIntervals, from, to, bucket, nsPerSample, 0)
 	if err != nil {
 		return api.ThreadStates{}, err
+	}
+	all := agg.AllThreadStates(ths, int((to-from+bucket-1)/bucket))
+	if o.MaxThreads > 0 && len(ths) > o.MaxThreads {
+		ths = ths[:o.MaxThreads]
 	}
 	start := runStart(run)
 	var win *api.Window
@@ -46,5 +50,5 @@ func ThreadStates(run *store.Run, o TimelineOptions) (api.ThreadStates, error) {
 		win = &api.Window{FromSec: secs(from, start), ToSec: secs(to, start)}
 	}
 	return api.ThreadStates{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win,
-		StartSec: secs(from, start), BucketSec: float64(bucket) / 1e9, Threads: api.ThreadStatesRows(ths)}, nil
+		StartSec: secs(from, start), BucketSec: float64(bucket) / 1e9, Threads: api.ThreadStatesRows(ths), All: all}, nil
 }

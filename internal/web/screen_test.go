@@ -75,6 +75,13 @@ func TestTimelineStateRowsSeen(t *testing.T) {
 		if got := eval[string](t, ctx, `getComputedStyle(document.querySelector(`+strconv.Quote(sel)+`)).fill`); got != eval[string](t, ctx, `(() => { const d = document.createElement("div"); d.style.color = "var(--r-`+colour+`)"; document.body.append(d); const c = getComputedStyle(d).color; d.remove(); return c; })()`) {
 			t.Errorf("a %s bucket is filled %s", st, got)
 		}
+		// The row of all threads shows the mode's time too, stacked by state in the same
+		// colours, not the CPU samples alone.
+		all := fmt.Sprintf(`#timeline rect.all-state[data-state=%q]`, st)
+		seen(t, ctx, "a "+st+" bucket of all threads", all)
+		if got, want := eval[string](t, ctx, `getComputedStyle(document.querySelector(`+strconv.Quote(all)+`)).fill`), eval[string](t, ctx, `getComputedStyle(document.querySelector(`+strconv.Quote(sel)+`)).fill`); got != want {
+			t.Errorf("a %s bucket of all threads is filled %s, the thread's %s", st, got, want)
+		}
 	}
 	noErrors(t, ctx)
 }

@@ -293,11 +293,31 @@ function drawTimeline() {
   const maxTotal = Math.max(1, ...tl.total);
   const parts = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">`];
   parts.push(`<text class="label" x="4" y="${TL.total - 4}">all threads</text>`);
-  tl.total.forEach((c, i) => {
-    if (!c) return;
-    const h = (c / maxTotal) * (TL.total - 4);
-    parts.push(`<rect x="${TL.label + i * bw}" y="${TL.total - h}" width="${Math.max(bw - 0.5, 0.5)}" height="${h}" fill="var(--bar)"/>`);
-  });
+  if (st && st.all) {
+    // Off CPU and wall: every thread's time in each bucket, stacked by state (running at
+    // the bottom), as tall as the bucket's sum against the fullest bucket's.
+    const sums = st.all.map((b) => Object.values(b).reduce((a, v) => a + v, 0));
+    const maxSum = Math.max(1, ...sums);
+    st.all.forEach((b, i) => {
+      const x1 = Math.max(xOf(st.start_sec + i * st.bucket_sec), TL.label);
+      const x2 = Math.min(xOf(st.start_sec + (i + 1) * st.bucket_sec), W);
+      if (x2 <= x1 || !sums[i]) return;
+      let y = TL.total;
+      for (const k of ["running", ...REASONS.filter((r) => r !== "on-cpu"), ...Object.keys(b).filter((r) => r !== "running" && !REASONS.includes(r))]) {
+        if (!b[k]) continue;
+        const h = (b[k] / maxSum) * (TL.total - 4);
+        y -= h;
+        const colour = k === "running" ? "on-cpu" : k;
+        parts.push(`<rect class="all-state" data-state="${esc(k)}" data-i="${i}" x="${x1}" y="${y}" width="${Math.max(x2 - x1 - 0.5, 0.5)}" height="${h}" fill="var(--r-${esc(colour)}, var(--r-other))"><title>${esc(k)} · ${commas(Math.round(b[k] / 1e6))} ms</title></rect>`);
+      }
+    });
+  } else {
+    tl.total.forEach((c, i) => {
+      if (!c) return;
+      const h = (c / maxTotal) * (TL.total - 4);
+      parts.push(`<rect x="${TL.label + i * bw}" y="${TL.total - h}" width="${Math.max(bw - 0.5, 0.5)}" height="${h}" fill="var(--bar)"/>`);
+    });
+  }
   threads.forEach((t, r) => {
     const y = rowY[r];
     const max = st ? 1 : Math.max(1, ...t.counts);
