@@ -8,7 +8,8 @@
 //
 // Each document is made of api's own types (wire.go), never of the model's (internal/agg,
 // internal/store, ...): convert.go fills them from the model, one function per part, so
-// that changing the model cannot change the JSON.
+// that changing the model cannot change the JSON. Annotate's model lives above api: its
+// document (annotate.go) is filled by query.AnnotateDoc.
 package api
 
 import (

@@ -15,7 +15,7 @@ import (
 // TestWireTypesAreAPIs walks.
 var documents = []any{
 	Status{}, Top{}, Flame{}, Callers{}, Threads{}, Timeline{}, ThreadStates{}, Wakers{}, Spans{}, Compare{},
-	List{}, Wait{}, Mark{}, Stopped{}, Error{}, StackChart{},
+	List{}, Wait{}, Mark{}, Stopped{}, Error{}, StackChart{}, Annotate{},
 }
 
 // TestWireTypesAreAPIs: the types of every document, walked field by field, are api's own

@@ -74,7 +74,7 @@ samples taken under main_loop.` + transformHelp,
 				return err
 			}
 			if rf.json {
-				return printJSON(g.out, res)
+				return printJSON(g.out, query.AnnotateDoc(res))
 			}
 			writeAnnotateHeader(g.out, res)
 			if err := res.Annotation.WriteText(g.out, annotate.TextOptions{NoSource: noSource}); err != nil {

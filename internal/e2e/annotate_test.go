@@ -10,14 +10,13 @@ import (
 	"testing"
 
 	"github.com/stax-profiler/stax/internal/api"
-	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
 
 // loopShare is the share of the function's samples on its loop body: the instructions
 // between the loop's label and its backward branch.
-func loopShare(t *testing.T, res query.AnnotateResult) float64 {
+func loopShare(t *testing.T, res api.Annotate) float64 {
 	t.Helper()
 	a := res.Annotation
 	var body, total uint64
@@ -50,7 +49,7 @@ func TestAnnotateToyJITLiveAndAfterDumpRemoved(t *testing.T) {
 		t.Fatalf("wait: exit %d\n%s%s", code, out, errOut)
 	}
 	check := func(when string) {
-		var res query.AnnotateResult
+		var res api.Annotate
 		e.mustJSON(&res, "annotate", "jitted_func2")
 		text, _, _ := e.run("annotate", "jitted_func2")
 		for _, m := range []string{"cmp", "add", "jmp"} {
@@ -83,7 +82,7 @@ func TestAnnotateNativeAndErrors(t *testing.T) {
 	if out, errOut, code := e.run("record", "-q", "--", prog, "300"); code != 0 {
 		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
 	}
-	var res query.AnnotateResult
+	var res api.Annotate
 	e.mustJSON(&res, "annotate", "WORK_B")
 	if res.Annotation.Func != "work_b" || res.Annotation.Total < 100 {
 		t.Fatalf("annotate WORK_B picked %q with %d samples", res.Annotation.Func, res.Annotation.Total)
@@ -135,7 +134,7 @@ func TestAnnotateJITVersions(t *testing.T) {
 		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
 	}
 	defer removeJITFiles(t, e)
-	var res query.AnnotateResult
+	var res api.Annotate
 	e.mustJSON(&res, "annotate", "ver_fn")
 	text, _, _ := e.run("annotate", "ver_fn")
 	if len(res.Versions) != 3 {
@@ -168,7 +167,7 @@ func TestAnnotateJITVersions(t *testing.T) {
 	if !strings.Contains(text, "3 code versions") {
 		t.Errorf("the text lacks the versions header:\n%s", text)
 	}
-	var v1 query.AnnotateResult
+	var v1 api.Annotate
 	e.mustJSON(&v1, "annotate", "ver_fn", "--version", "1")
 	if v1.Version != 1 || v1.Annotation.Start != res.Versions[0].Start || v1.Annotation.Total != res.Versions[0].Samples {
 		t.Errorf("--version 1 annotated version %d at %#x with %d samples", v1.Version, v1.Annotation.Start, v1.Annotation.Total)
@@ -197,7 +196,7 @@ func TestAnnotatePerfMapWrittenAtExit(t *testing.T) {
 		}
 		t.Fatalf("annotate mapped_gamma: exit %d: %s", code, errOut)
 	}
-	var res query.AnnotateResult
+	var res api.Annotate
 	e.mustJSON(&res, "annotate", "mapped_gamma")
 	if s := loopShare(t, res); res.Annotation.Total < 100 || s < 95 || res.Warning != "" {
 		t.Errorf("%d samples, %.1f%% on the loop body (warning %q); want nearly all\n%s", res.Annotation.Total, s, res.Warning, text)
@@ -230,7 +229,7 @@ func TestAnnotateCodeWrittenIntoASampledPage(t *testing.T) {
 		name, add string
 		min       uint64
 	}{{"share_alpha", "add    $0x1,%rax", 100}, {"share_beta", "add    $0x3,%rax", 200}} {
-		var res query.AnnotateResult
+		var res api.Annotate
 		e.mustJSON(&res, "annotate", c.name)
 		text, _, _ := e.run("annotate", c.name)
 		a := res.Annotation
@@ -260,7 +259,7 @@ func TestAnnotateCodeFreedBeforeItWasNamed(t *testing.T) {
 	}
 	rec.finish(t)
 	defer removeJITFiles(t, e)
-	var res query.AnnotateResult
+	var res api.Annotate
 	e.mustJSON(&res, "annotate", "freed_delta")
 	text, _, _ := e.run("annotate", "freed_delta")
 	a := res.Annotation

@@ -8,9 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stax-profiler/stax/internal/annotate"
 	"github.com/stax-profiler/stax/internal/api"
-	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
 
@@ -48,7 +46,7 @@ func TestJVMPerfMapAtExit(t *testing.T) {
 		t.Errorf("%d of %d JIT samples unnamed: want under 2%%", st.JITUnnamed, st.JITSamples)
 	}
 
-	var res query.AnnotateResult
+	var res api.Annotate
 	e.mustJSON(&res, "annotate", "--json", "Hot.beta")
 	if res.Annotation == nil || len(res.Versions) == 0 {
 		t.Fatalf("annotate Hot.beta after the JVM exited: no code\n%+v", res)
@@ -79,13 +77,13 @@ func TestJVMPerfMapAtExit(t *testing.T) {
 	// Every version of both methods: no sampled instruction is zero bytes, the content of a
 	// page read before the method was compiled into it.
 	for _, name := range []string{"Hot.alpha", "Hot.beta"} {
-		var first query.AnnotateResult
+		var first api.Annotate
 		e.mustJSON(&first, "annotate", "--json", name)
 		for i, v := range first.Versions {
 			if v.Error != "" {
 				continue
 			}
-			var vr query.AnnotateResult
+			var vr api.Annotate
 			e.mustJSON(&vr, "annotate", "--json", name, "--version", strconv.Itoa(i+1))
 			if n := zeroSampled(vr.Annotation); n > 0 {
 				text, _, _ := e.run("annotate", name, "--version", strconv.Itoa(i+1))
@@ -96,7 +94,7 @@ func TestJVMPerfMapAtExit(t *testing.T) {
 }
 
 // zeroSampled counts the sampled instructions of an annotation whose bytes are 00 00.
-func zeroSampled(a *annotate.Annotation) int {
+func zeroSampled(a *api.Annotation) int {
 	n := 0
 	for _, in := range a.Insts {
 		if in.Samples > 0 && len(in.Bytes) >= 2 && in.Bytes[0] == 0 && in.Bytes[1] == 0 {
@@ -129,7 +127,7 @@ func TestNodeFunctionVersionsAfterExit(t *testing.T) {
 			self += r.Self
 		}
 	}
-	var res query.AnnotateResult
+	var res api.Annotate
 	e.mustJSON(&res, "annotate", "--json", "JS:*hot")
 	if res.Annotation == nil || len(res.Versions) < 2 {
 		t.Fatalf("annotate hot: want several code versions, got %d\n%s", len(res.Versions), e.diagnosis())

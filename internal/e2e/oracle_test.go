@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/stax-profiler/stax/internal/api"
-	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
 
@@ -97,7 +96,7 @@ func TestAnnotateLinesAgreeWithPerfAnnotate(t *testing.T) {
 	src := filepath.Join(testutil.RepoRoot(t), "internal/e2e/testdata/split.c")
 	prog := testutil.CC(t, t.TempDir(), "hot", "gcc", "-O2", "-g", "-fno-omit-frame-pointer", src)
 	data := recordBoth(t, e, nil, prog, "go")
-	var res query.AnnotateResult
+	var res api.Annotate
 	e.mustJSON(&res, "annotate", "split_hot")
 	stax := map[string]float64{}
 	for _, l := range res.Annotation.HotLines {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
-	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
 
@@ -40,7 +39,7 @@ func TestTopByLineMatchesAnnotate(t *testing.T) {
 			hot = r
 		}
 	}
-	var res query.AnnotateResult
+	var res api.Annotate
 	e.mustJSON(&res, "annotate", "split_hot")
 	a := res.Annotation
 	if len(a.HotLines) == 0 || a.Total < 200 {

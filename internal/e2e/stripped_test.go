@@ -18,7 +18,6 @@ import (
 
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
-	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
 
@@ -186,7 +185,7 @@ func checkRows(t *testing.T, top api.Top, image string, fdes []fde) ([]api.TopRo
 // function (its range, for a function range) and holds all its samples, on instructions.
 func checkAnnotated(t *testing.T, e *staxEnv, r api.TopRow, size uint64) {
 	t.Helper()
-	var res query.AnnotateResult
+	var res api.Annotate
 	e.mustJSON(&res, "annotate", r.Func)
 	a := res.Annotation
 	if a == nil || a.Func != r.Func || a.Total != r.Self || a.Outside > 0 || len(a.Insts) < 2 {

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/stax-profiler/stax/internal/api"
-	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/symbol/debugfile"
 	"github.com/stax-profiler/stax/internal/testutil"
@@ -52,7 +51,7 @@ func checkSplitNamed(t *testing.T, e *staxEnv, how string) {
 	if self, _, ok := row(top, "split_hot"); !ok || self < 50 {
 		t.Fatalf("%s: split_hot not named from the debug file: %+v", how, top.Rows)
 	}
-	var res query.AnnotateResult
+	var res api.Annotate
 	e.mustJSON(&res, "annotate", "split_hot")
 	if len(res.Annotation.HotLines) == 0 || !strings.HasSuffix(res.Annotation.HotLines[0].File, "split.c") {
 		t.Errorf("%s: no source lines from the debug file: %+v", how, res.Annotation.HotLines)

@@ -39,7 +39,8 @@ type AnnotateOptions struct {
 	Version int
 }
 
-// AnnotateResult is the answer of `stax annotate`.
+// AnnotateResult is the answer of `stax annotate`; its JSON document is api.Annotate
+// (AnnotateDoc).
 type AnnotateResult struct {
 	Schema     int                  `json:"schema"`
 	Run        string               `json:"run"`

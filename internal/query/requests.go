@@ -132,15 +132,15 @@ func AnnotateView(run *store.Run, r api.AnnotateRequest) (*store.Run, *api.Windo
 }
 
 // AnswerAnnotate answers an annotate request.
-func AnswerAnnotate(run *store.Run, r api.AnnotateRequest) (*AnnotateResult, error) {
+func AnswerAnnotate(run *store.Run, r api.AnnotateRequest) (api.Annotate, error) {
 	run, win, err := AnnotateView(run, r)
 	if err != nil {
-		return nil, err
+		return api.Annotate{}, err
 	}
 	res, err := Annotate(run, AnnotateOf(r))
 	if err != nil {
-		return nil, err
+		return api.Annotate{}, err
 	}
 	res.Window = win
-	return res, nil
+	return AnnotateDoc(res), nil
 }

@@ -785,13 +785,13 @@ func (s *Server) annotate(w http.ResponseWriter, r *http.Request) {
 		writeRaw(w, code, body)
 		return
 	}
-	var res query.AnnotateResult
+	var res api.Annotate
 	if err := json.Unmarshal(body, &res); err != nil || res.Annotation == nil {
 		writeJSON(w, http.StatusBadGateway, api.Error{Error: fmt.Sprintf("annotation unreadable: %v", err)})
 		return
 	}
 	var text bytes.Buffer
-	if err := res.Annotation.WriteText(&text, annotate.TextOptions{}); err != nil {
+	if err := query.AnnotationOfDoc(res.Annotation).WriteText(&text, annotate.TextOptions{}); err != nil {
 		writeJSON(w, http.StatusInternalServerError, api.Error{Error: err.Error()})
 		return
 	}
@@ -802,9 +802,9 @@ func (s *Server) annotate(w http.ResponseWriter, r *http.Request) {
 		Func     string              `json:"func"`
 		Image    string              `json:"image"`
 		Total    uint64              `json:"total"`
-		Versions []query.CodeVersion `json:"versions,omitempty"`
+		Versions []api.CodeVersion   `json:"versions,omitempty"`
 		Version  int                 `json:"version,omitempty"`
-		Others   []query.Match       `json:"other_matches,omitempty"`
+		Others   []api.AnnotateMatch `json:"other_matches,omitempty"`
 		Text     string              `json:"text"`
 	}{res.Annotation.Func, res.Annotation.Image, res.Annotation.Total, res.Versions, res.Version, res.Others, text.String()})
 }
