@@ -46,6 +46,13 @@ func MakeTimeline(p *Profile, f Filter, from, to, bucket uint64, maxThreads int)
 		frame  uint32
 	}
 	leaves := map[leafKey]uint64{}
+	// What each entry's samples go to, found at its first sample: its thread's row (nil:
+	// not yet known) and its leaf frame (-1: none); an entry has many samples.
+	type entryTarget struct {
+		th   *TimelineThread
+		leaf int64
+	}
+	targets := make([]entryTarget, len(p.Entries))
 	err := p.Series.Each(from, to, func(s Sample) {
 		if int(s.Key) >= len(p.KeyEntry) {
 			return
@@ -54,21 +61,28 @@ func MakeTimeline(p *Profile, f Filter, from, to, bucket uint64, maxThreads int)
 		if ei < 0 || int(ei) >= len(p.Entries) {
 			return
 		}
-		e := &p.Entries[ei]
-		if !f.keep(e) {
-			return
+		tg := &targets[ei]
+		if tg.th == nil {
+			e := &p.Entries[ei]
+			if !f.keep(e) {
+				return
+			}
+			th := byTid[e.Tid]
+			if th == nil {
+				th = &TimelineThread{Tid: e.Tid, Pid: e.Pid, Name: names[e.Tid].Name, Counts: make([]uint64, n)}
+				byTid[e.Tid] = th
+			}
+			tg.th, tg.leaf = th, -1
+			if leaf, ok := p.LeafFrame(e.Stack); ok {
+				tg.leaf = int64(leaf)
+			}
 		}
 		b := int((s.Time - from) / bucket)
 		tl.Total[b]++
-		th := byTid[e.Tid]
-		if th == nil {
-			th = &TimelineThread{Tid: e.Tid, Pid: e.Pid, Name: names[e.Tid].Name, Counts: make([]uint64, n)}
-			byTid[e.Tid] = th
-		}
-		th.Counts[b]++
-		th.Samples++
-		if leaf, ok := p.LeafFrame(e.Stack); ok {
-			leaves[leafKey{b, leaf}]++
+		tg.th.Counts[b]++
+		tg.th.Samples++
+		if tg.leaf >= 0 {
+			leaves[leafKey{b, uint32(tg.leaf)}]++
 		}
 	})
 	if err != nil {

@@ -1520,25 +1520,18 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
     // The timeline shows the whole run, whatever the view: it is where a window is picked.
     // It comes with the first answers (its height then stays), and again on live updates.
     const tlq = timelineParams(); // the part of the run shown (stackchart.js)
-    // The top table comes with the first answers too; after a change, once the graph is
-    // drawn (on two cores its query would slow the graph's).
-    const first = !state.top;
+    // The top table comes once the graph is drawn, on the first load as after a change: on
+    // two cores its query would slow the graph's, and its panel is below the graph.
     // Off CPU and wall: the timeline shows the threads' states too.
     const states = view.mode !== "cpu";
-    const [fl, top, tl, st] = await Promise.all([
+    const [fl, tl, st] = await Promise.all([
       need("flame", fq) ? api("flame", fq, signal) : state.flame,
-      first ? api("top", tq, signal) : state.top,
       need("timeline", tlq) ? api("timeline", tlq, signal).catch((err) => err) : state.timeline,
       states && need("states", tlq) ? api("thread_states", tlq, signal).catch((err) => err) : state.states,
     ]);
     if (signal.aborted) return;
     const answered = performance.now();
     if (fl !== state.flame) bytes += fl._bytes;
-    if (first) {
-      bytes += top._bytes;
-      state.top = top;
-      state.keys.top = tq.toString();
-    }
     state.flame = fl;
     state.keys.flame = fq.toString();
     let redraw = (states ? st : null) !== state.tlStates;
@@ -1570,7 +1563,7 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
     drawBrush();
     writeURL(false);
     drawFlame();
-    drawTop();
+    if (state.top) drawTop();
     perf.refreshes++;
     const drawn = performance.now();
     if (t0) afterPaint(() => perf.changes.push({ what, ms: performance.now() - t0, answerMs: answered - t0, drawnMs: drawn - t0 }));
