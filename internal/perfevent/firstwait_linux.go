@@ -77,7 +77,9 @@ func (s *Session) FollowNewThreads(tids []int, above int) error {
 }
 
 // StopNewThreads closes the events FollowNewThreads opened, those the threads inherited
-// with them.
+// with them. Their ids stay switch events until ForgetStoppedThreads: the stacks they took
+// before may not be read yet, and read as CPU samples they would leave their waits
+// without a stack.
 func (s *Session) StopNewThreads() {
 	if len(s.newFDs) == 0 {
 		return
@@ -95,8 +97,22 @@ func (s *Session) StopNewThreads() {
 	}
 	s.fds = kept
 	for id := range s.newIDs {
-		delete(s.switchIDs, id)
+		s.stoppedIDs[id] = true
 	}
 	clear(s.newIDs)
 	s.newFDs = nil
+	s.stoppedAt = MonotonicNow()
+}
+
+// ForgetStoppedThreads lets go of the ids of the events StopNewThreads closed once the
+// records up to readTo (a time of MonotonicNow's clock) are read, and readTo is past their
+// closing.
+func (s *Session) ForgetStoppedThreads(readTo uint64) {
+	if len(s.stoppedIDs) == 0 || readTo <= s.stoppedAt {
+		return
+	}
+	for id := range s.stoppedIDs {
+		delete(s.switchIDs, id)
+	}
+	clear(s.stoppedIDs)
 }

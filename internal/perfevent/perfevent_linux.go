@@ -167,9 +167,13 @@ type Session struct {
 	// deadIDs are the ids of the events openDeaths opened.
 	deadIDs map[uint64]bool
 	// newFDs and newIDs are the events FollowNewThreads opened (their ids are in
-	// switchIDs too).
-	newFDs []int
-	newIDs map[uint64]bool
+	// switchIDs too). stoppedIDs are those StopNewThreads closed, at stoppedAt: their
+	// records may wait in the rings still, so they stay switch events until
+	// ForgetStoppedThreads is told the records up to then are read.
+	newFDs     []int
+	newIDs     map[uint64]bool
+	stoppedIDs map[uint64]bool
+	stoppedAt  uint64
 	// wakingCountFDs are the sched_waking events that sample, with OffCPURate: they count
 	// every wakeup whatever they sample, and are never disabled (WakeupsCounted).
 	wakingCountFDs []int

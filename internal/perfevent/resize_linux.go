@@ -17,9 +17,18 @@ func (s *Session) StackSize() int {
 	return int(stackSize(s.cfg))
 }
 
+// Resizable says whether ResizeStack may reopen the sampling events: asked for
+// (Config.ResizableStack), and an event whose samples' periods stay true when reopened
+// (periodsSurviveReopen).
+func (s *Session) Resizable() bool { return s.resizable }
+
 // ErrThreadsChanged says ResizeStack gave up because the target started threads while it
 // opened the new events; the old events go on, and a later try may find the threads still.
 var ErrThreadsChanged = errors.New("resize the stack copy: the target started threads meanwhile")
+
+// ErrNoThreads says ResizeStack found no live thread of the target to open events for: it
+// has ended, or is ending.
+var ErrNoThreads = errors.New("no thread to sample")
 
 // minStackResize is the smallest copy ResizeStack takes.
 const minStackResize = 512
@@ -94,7 +103,7 @@ func (s *Session) ResizeStack(size int, tids func() []int) (cut uint64, err erro
 		}
 	}
 	if len(opened) == 0 {
-		return fail(errors.New("no thread to sample"))
+		return fail(ErrNoThreads)
 	}
 	for _, fd := range opened {
 		if s.off {

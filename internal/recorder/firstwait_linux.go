@@ -8,6 +8,7 @@ import "slices"
 type newThreadFollower interface {
 	FollowNewThreads(tids []int, above int) error
 	StopNewThreads()
+	ForgetStoppedThreads(readTo uint64)
 }
 
 // offFollowNewThreads follows, from when the stacks are sampled (on), the waits of the
@@ -28,5 +29,13 @@ func (r *Recorder) offFollowNewThreads(on bool) {
 	}
 	if err := f.FollowNewThreads(tids, slices.Max(tids)); err != nil {
 		r.note("the first waits of threads started while stacks are sampled have no stack of their own: %v", err)
+	}
+}
+
+// forgetStoppedFollowers lets the source forget the events offFollowNewThreads stopped once
+// the step has read every record they took: on the ingest goroutine, between steps.
+func (r *Recorder) forgetStoppedFollowers() {
+	if f, ok := r.src.(newThreadFollower); ok && r.off.waitStacks && !r.in.stepFinal {
+		f.ForgetStoppedThreads(r.in.stepCut)
 	}
 }

@@ -353,7 +353,7 @@ func (r *Recorder) openEvents(opts Options, cfg perfevent.Config) (*perfevent.Se
 	r.src = sess
 	r.eventWorkers(sess, cfg)
 	r.counterWorkers(sess, cfg)
-	if n := sess.StackSize(); cfg.ResizableStack && n > 0 {
+	if n := sess.StackSize(); sess.Resizable() && n > 0 {
 		r.in.fit = stackFit{on: true, max: n, cur: n}
 		for _, w := range r.in.workers {
 			w.fitSize = uint32(n)
@@ -687,6 +687,7 @@ loop:
 		r.src.Wait(maxWait)
 		r.step(false)
 		r.fitStacks()
+		r.forgetStoppedFollowers()
 		if now := time.Now(); now.Sub(kicked) >= resolveEvery {
 			kicked = now
 			select {

@@ -235,6 +235,8 @@ func (r *Recorder) fitStacks() {
 			return
 		case errors.Is(err, perfevent.ErrThreadsChanged):
 			err = fmt.Errorf("%w, %d times", err, f.retries+1)
+		case errors.Is(err, perfevent.ErrNoThreads):
+			return // the target has ended: its last records are being read
 		}
 		f.resizes++
 		if err != nil {
