@@ -41,16 +41,13 @@ func MakeTimeline(p *Profile, f Filter, from, to, bucket uint64, maxThreads int)
 	for _, t := range p.Threads {
 		names[t.Tid] = t
 	}
-	type leafKey struct {
-		bucket int
-		frame  uint32
-	}
-	leaves := map[leafKey]uint64{}
+	var leaves bucketLeaves
 	// What each entry's samples go to, found at its first sample: its thread's row (nil:
-	// not yet known) and its leaf frame (-1: none); an entry has many samples.
+	// not yet known) and its leaf frame's index in leaves (-1: none); an entry has many
+	// samples.
 	type entryTarget struct {
 		th   *TimelineThread
-		leaf int64
+		leaf int32
 	}
 	targets := make([]entryTarget, len(p.Entries))
 	err := p.Series.Each(from, to, func(s Sample) {
@@ -74,7 +71,7 @@ func MakeTimeline(p *Profile, f Filter, from, to, bucket uint64, maxThreads int)
 			}
 			tg.th, tg.leaf = th, -1
 			if leaf, ok := p.LeafFrame(e.Stack); ok {
-				tg.leaf = int64(leaf)
+				tg.leaf = leaves.index(leaf)
 			}
 		}
 		b := int((s.Time - from) / bucket)
@@ -82,12 +79,13 @@ func MakeTimeline(p *Profile, f Filter, from, to, bucket uint64, maxThreads int)
 		tg.th.Counts[b]++
 		tg.th.Samples++
 		if tg.leaf >= 0 {
-			leaves[leafKey{b, uint32(tg.leaf)}]++
+			leaves.add(b, tg.leaf)
 		}
 	})
 	if err != nil {
 		return Timeline{}, err
 	}
+	leaves.flush()
 	for _, th := range byTid {
 		tl.Threads = append(tl.Threads, *th)
 	}
@@ -108,11 +106,11 @@ func MakeTimeline(p *Profile, f Filter, from, to, bucket uint64, maxThreads int)
 	for i := range best {
 		best[i] = -1
 	}
-	for k, c := range leaves {
-		if c > bestN[k.bucket] || (c == bestN[k.bucket] && int64(k.frame) < best[k.bucket]) {
-			best[k.bucket], bestN[k.bucket] = int64(k.frame), c
+	leaves.each(func(b int, frame uint32, c uint64) {
+		if c > bestN[b] || (c == bestN[b] && int64(frame) < best[b]) {
+			best[b], bestN[b] = int64(frame), c
 		}
-	}
+	})
 	// Buckets with little activity (the program waited for a CPU, or was starting) say
 	// little about which function leads: under a quarter of the mean, they join the phase
 	// around them.
@@ -152,7 +150,7 @@ func MakeTimeline(p *Profile, f Filter, from, to, bucket uint64, maxThreads int)
 			if next < n && p.Frames[best[next]].Func == tl.Phases[last].Func {
 				ph := &tl.Phases[last]
 				ph.LastBucket = b
-				ph.Samples += leaves[leafKey{b, phaseFrame}]
+				ph.Samples += leaves.count(b, phaseFrame)
 				continue
 			}
 		}
@@ -169,4 +167,103 @@ func MakeTimeline(p *Profile, f Filter, from, to, bucket uint64, maxThreads int)
 		ph.Pct = pct(ph.Samples, all)
 	}
 	return tl, nil
+}
+
+// bucketLeaves counts the samples of each leaf frame in each bucket. The samples come in
+// time order, so a bucket's counts are kept in a dense array until the next bucket starts,
+// then written down as (frame, count) pairs: a map of (bucket, frame) took most of a big
+// run's timeline. A sample of a bucket already written down (out of order) is counted in
+// late.
+type bucketLeaves struct {
+	frames  []uint32         // each leaf's frame, by its index
+	indexOf map[uint32]int32 // each leaf frame's index
+	counts  []uint64         // the current bucket's, by index
+	touched []int32          // the indexes counted in the current bucket
+	cur     int              // the current bucket (-1: none yet)
+	started bool
+	pairs   []leafCount // the buckets written down, in order
+	late    map[[2]uint32]uint64
+}
+
+type leafCount struct {
+	bucket int32
+	frame  uint32
+	n      uint32 // a bucket's samples of one leaf
+}
+
+// index is frame's index, given at its first sight.
+func (l *bucketLeaves) index(frame uint32) int32 {
+	if l.indexOf == nil {
+		l.indexOf = map[uint32]int32{}
+	}
+	i, ok := l.indexOf[frame]
+	if !ok {
+		i = int32(len(l.frames))
+		l.indexOf[frame] = i
+		l.frames = append(l.frames, frame)
+		l.counts = append(l.counts, 0)
+	}
+	return i
+}
+
+// add counts a sample of bucket b whose leaf has index i.
+func (l *bucketLeaves) add(b int, i int32) {
+	switch {
+	case !l.started:
+		l.started, l.cur = true, b
+	case b > l.cur:
+		l.flush()
+		l.cur = b
+	case b < l.cur:
+		if l.late == nil {
+			l.late = map[[2]uint32]uint64{}
+		}
+		l.late[[2]uint32{uint32(b), l.frames[i]}]++
+		return
+	}
+	if l.counts[i] == 0 {
+		l.touched = append(l.touched, i)
+	}
+	l.counts[i]++
+}
+
+// flush writes the current bucket's counts down.
+func (l *bucketLeaves) flush() {
+	for _, i := range l.touched {
+		l.pairs = append(l.pairs, leafCount{int32(l.cur), l.frames[i], uint32(min(l.counts[i], 1<<32-1))})
+		l.counts[i] = 0
+	}
+	l.touched = l.touched[:0]
+}
+
+// each calls fn with each bucket's count of each leaf frame (once per bucket and frame).
+func (l *bucketLeaves) each(fn func(b int, frame uint32, n uint64)) {
+	if len(l.late) == 0 {
+		for _, c := range l.pairs {
+			fn(int(c.bucket), c.frame, uint64(c.n))
+		}
+		return
+	}
+	all := make(map[[2]uint32]uint64, len(l.pairs)+len(l.late))
+	for _, c := range l.pairs {
+		all[[2]uint32{uint32(c.bucket), c.frame}] += uint64(c.n)
+	}
+	for k, n := range l.late {
+		all[k] += n
+	}
+	for k, n := range all {
+		fn(int(k[0]), k[1], n)
+	}
+}
+
+// count is bucket b's count of frame.
+func (l *bucketLeaves) count(b int, frame uint32) uint64 {
+	lo := sort.Search(len(l.pairs), func(i int) bool { return int(l.pairs[i].bucket) >= b })
+	n := l.late[[2]uint32{uint32(b), frame}]
+	for i := lo; i < len(l.pairs) && int(l.pairs[i].bucket) == b; i++ {
+		if l.pairs[i].frame == frame {
+			n += uint64(l.pairs[i].n)
+		}
+	}
+	return n
 }

@@ -173,3 +173,18 @@ func flat(n *agg.FlameNode) []string {
 	}
 	return out
 }
+
+// BenchmarkTimelineBigRun times the timeline the web page asks for (200 buckets, 16
+// threads, the phases) over synthrun.Tree's 60 s at 4999 Hz: about 300,000 samples over
+// 166,000 distinct stacks, the run of bench/web-drill.sh.
+func BenchmarkTimelineBigRun(b *testing.B) {
+	p := synthrun.Tree(60, 4999)
+	const from, to = uint64(1e9), uint64(61e9)
+	b.ReportAllocs()
+	for b.Loop() {
+		tl, err := agg.MakeTimeline(p, agg.Filter{}, from, to, (to-from)/200, 16)
+		if err != nil || len(tl.Phases) == 0 {
+			b.Fatalf("timeline: %v, %d phases", err, len(tl.Phases))
+		}
+	}
+}
