@@ -861,3 +861,61 @@ func TestTimelineSpanLanes(t *testing.T) {
 	})
 	noErrors(t, ctx)
 }
+
+// statusAfterFlame answers the status only once the flame graph has been asked for, and
+// counts the queries of each path.
+type statusAfterFlame struct {
+	Source
+	flameAsked chan struct{}
+	once       sync.Once
+	mu         sync.Mutex
+	asked      map[string]int
+}
+
+func (s *statusAfterFlame) Get(ctx context.Context, path string, q url.Values) ([]byte, int) {
+	s.mu.Lock()
+	s.asked[path]++
+	s.mu.Unlock()
+	switch path {
+	case "/v1/flame":
+		s.once.Do(func() { close(s.flameAsked) })
+	case "/v1/status":
+		select {
+		case <-s.flameAsked:
+		case <-time.After(30 * time.Second): // the page waits for the status to ask: it fails below
+		case <-ctx.Done():
+		}
+	}
+	return s.Source.Get(ctx, path, q)
+}
+
+// The page asks for the flame graph and the timeline as it opens, beside the status rather
+// than after it (on a big run each takes a few hundred milliseconds to answer), and asks
+// each once.
+func TestFirstLoadAsksGraphWithStatus(t *testing.T) {
+	bctx := browser.Require(t)
+	src := &statusAfterFlame{Source: HandlerSource{Handler: server.Handler(server.Stored(callersRun()), false)},
+		flameAsked: make(chan struct{}), asked: map[string]int{}}
+	s, err := Listen(src, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve()
+	t.Cleanup(s.Close)
+	start := time.Now()
+	ctx := open(t, bctx, s, "")
+	if got := rootChildren(t, ctx); got != "main=500" {
+		t.Errorf("the graph drawn: %s", got)
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if elapsed := time.Since(start); elapsed > 25*time.Second {
+		t.Errorf("the page took %v: it waited for the status before asking for the graph", elapsed)
+	}
+	for _, path := range []string{"/v1/flame", "/v1/timeline", "/v1/status"} {
+		if src.asked[path] != 1 {
+			t.Errorf("the page asked %s %d times on opening, want once: %v", path, src.asked[path], src.asked)
+		}
+	}
+	noErrors(t, ctx)
+}

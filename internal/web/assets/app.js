@@ -37,6 +37,7 @@ const view = {
 
 const state = {
   summary: null,
+  early: null, // the answers askEarly asked for, by name: { key, promise }
   linkRun: "", // the run the URL names
   flame: null,
   timeline: null,
@@ -1495,6 +1496,29 @@ let pendingLive = false;
 // Whether every panel shows the view (tests wait for it before they point at something).
 window.staxIdle = () => !inflight && waiting === 0 && perf.settled > 0;
 
+// askEarly asks for the flame graph and the timeline of the view as the page opens, beside
+// the status, which refresh waits for: on a big run they take longest to answer. Where
+// the status says the run has a base to compare with, the graph is asked again with it.
+function askEarly() {
+  state.early = {};
+  for (const [name, q] of [
+    ["flame", query({}, { threshold_pct: PRUNE_PCT })],
+    ["timeline", timelineParams()],
+  ]) {
+    const promise = api(name, q);
+    promise.catch(() => {}); // refresh sees the error, if it takes the answer
+    state.early[name] = { key: q.toString(), promise };
+  }
+}
+
+// takeEarly is the answer askEarly asked for name with q, once; null if it asked another.
+function takeEarly(name, q) {
+  const e = state.early && state.early[name];
+  if (!e) return null;
+  state.early[name] = null;
+  return e.key === q.toString() ? e.promise : null;
+}
+
 // refresh fetches what the view shows and draws it: the flame graph and the top table
 // first, then the rest (timeline, changes, callers, code, the search's count). Answers
 // the view already holds are not asked again, except on a live update. A change of the
@@ -1525,8 +1549,8 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
     // Off CPU and wall: the timeline shows the threads' states too.
     const states = view.mode !== "cpu";
     const [fl, tl, st] = await Promise.all([
-      need("flame", fq) ? api("flame", fq, signal) : state.flame,
-      need("timeline", tlq) ? api("timeline", tlq, signal).catch((err) => err) : state.timeline,
+      need("flame", fq) ? takeEarly("flame", fq) || api("flame", fq, signal) : state.flame,
+      need("timeline", tlq) ? (takeEarly("timeline", tlq) || api("timeline", tlq, signal)).catch((err) => err) : state.timeline,
       states && need("states", tlq) ? api("thread_states", tlq, signal).catch((err) => err) : state.states,
     ]);
     if (signal.aborted) return;
@@ -1703,6 +1727,7 @@ async function main() {
     palette = null;
     paintFlame();
   });
+  askEarly();
   try {
     drawSummary(await api("status"));
   } catch (err) {
