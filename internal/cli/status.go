@@ -59,7 +59,7 @@ func printStatus(g *globals, st api.Status, r *client.Run) {
 		printStatusStacks(w, &st.Meta)
 	}
 	if o := st.Meta.OffCPU; o != nil {
-		printStatusOffCPU(w, o)
+		printStatusOffCPU(w, o, st.Meta.Lost)
 	}
 	printStatusCounts(w, &st)
 	printStatusJIT(w, &st)
@@ -160,8 +160,9 @@ func printStatusStacks(w io.Writer, m *api.RunMeta) {
 	}
 }
 
-// printStatusOffCPU is status's lines about the time off CPU and the wakers.
-func printStatusOffCPU(w io.Writer, o *api.OffCPUMeta) {
+// printStatusOffCPU is status's lines about the time off CPU and the wakers; lost counts
+// the records the kernel dropped.
+func printStatusOffCPU(w io.Writer, o *api.OffCPUMeta, lost uint64) {
 	fmt.Fprintf(w, "off-cpu:   %s switches, %s times off CPU counted", commas(o.Switches), commas(o.Intervals))
 	if o.NoStack > 0 {
 		fmt.Fprintf(w, " (%s without a stack)", commas(o.NoStack))
@@ -174,7 +175,7 @@ func printStatusOffCPU(w io.Writer, o *api.OffCPUMeta) {
 	if o.Unpaired > 0 {
 		fmt.Fprintf(w, "note:      at least %s switch records were lost (a switch out with no switch in, or the reverse): the time off CPU around them is miscounted; the lost samples above count every record lost, switch records and samples alike (the kernel does not say which)\n", commas(o.Unpaired))
 	}
-	onCPUStatus(w, o)
+	onCPUStatus(w, o, lost)
 	exitingStatus(w, o)
 	if o.StackRate > 0 && o.SampledTimes > 0 {
 		fmt.Fprintf(w, "sampled:   blocked stacks sampled: %s of %s intervals took their thread's latest sampled stack of the same kind, not their own (the target switched out more than %d times a second: stacks were sampled at about %d a second per thread and CPU; --off-cpu-rate all takes every one)\n",
