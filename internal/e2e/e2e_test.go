@@ -251,6 +251,42 @@ func hasPath(n *api.FlameNode, path []string) bool {
 	return false
 }
 
+// pathTotal is the samples of the nodes that end path, wherever it starts in the tree.
+func pathTotal(n *api.FlameNode, path []string) uint64 {
+	if n == nil || len(path) == 0 {
+		return 0
+	}
+	var total uint64
+	if n.Func == path[0] {
+		if len(path) == 1 {
+			total += n.Total
+		} else {
+			for _, c := range n.Children {
+				total += pathFrom(c, path[1:])
+			}
+		}
+	}
+	for _, c := range n.Children {
+		total += pathTotal(c, path)
+	}
+	return total
+}
+
+// pathFrom is the samples of the nodes that end path starting at n.
+func pathFrom(n *api.FlameNode, path []string) uint64 {
+	if n.Func != path[0] {
+		return 0
+	}
+	if len(path) == 1 {
+		return n.Total
+	}
+	var total uint64
+	for _, c := range n.Children {
+		total += pathFrom(c, path[1:])
+	}
+	return total
+}
+
 func follows(n *api.FlameNode, path []string) bool {
 	if len(path) == 0 {
 		return true

@@ -178,8 +178,12 @@ func TestTwoEventsLeaders(t *testing.T) {
 		}
 		var fl api.Flame
 		e.mustJSON(&fl, "flame", "--event", "page-faults", "-d", "30", "--threshold-pct", "0")
-		if !hasPath(fl.Root, []string{"main", "touch_pages"}) || hasPath(fl.Root, []string{"main", "spin"}) {
-			t.Errorf("%s: flame --event page-faults has no main -> touch_pages, or has main -> spin", when)
+		// spin faults now and then too (a page of the stack, of the vDSO): a few samples,
+		// where the CPU's samples are half the run.
+		touch, spin := pathTotal(fl.Root, []string{"main", "touch_pages"}), pathTotal(fl.Root, []string{"main", "spin"})
+		t.Logf("%s: flame --event page-faults: main -> touch_pages %d, main -> spin %d", when, touch, spin)
+		if touch == 0 || spin > max(2, touch/100) {
+			t.Errorf("%s: flame --event page-faults: main -> touch_pages %d samples, main -> spin %d: want touch_pages's and at most 1%% of them under spin", when, touch, spin)
 		}
 		if _, errOut, code := e.run("top", "--event", "cycles"); code != 5 || !strings.Contains(errOut, "cpu-clock, page-faults") {
 			t.Errorf("%s: top --event cycles: exit %d, %q; want 5 naming the run's events", when, code, errOut)
