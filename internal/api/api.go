@@ -220,12 +220,16 @@ type TimeTotals struct {
 
 // Flame is the answer of `stax flame`.
 type Flame struct {
-	Schema    int        `json:"schema"`
-	Run       string     `json:"run"`
-	Live      bool       `json:"live"`
-	State     string     `json:"state"`
-	Window    *Window    `json:"window,omitempty"` // the time window asked for; absent: the whole run
-	Event     *Event     `json:"event,omitempty"`
+	Schema int     `json:"schema"`
+	Run    string  `json:"run"`
+	Live   bool    `json:"live"`
+	State  string  `json:"state"`
+	Window *Window `json:"window,omitempty"` // the time window asked for; absent: the whole run
+	Event  *Event  `json:"event,omitempty"`
+	// Counters name the counters read with each sample (stax record --counters), whose
+	// counts each node has; absent: none, or a view of time or of a window of the run
+	// (a window's samples come without their counters).
+	Counters  []string   `json:"counters,omitempty"`
 	Transform *Transform `json:"transform,omitempty"`
 	// Inverted: the tree is bottom-up (flame --inverted), leaf functions under the root and
 	// their callers below them.

@@ -14,14 +14,24 @@ func topCounters(run *store.Run, g agg.Granularity, f agg.Filter, res *api.Top) 
 		return
 	}
 	sums := agg.SelfCounters(run.Profile.At(g), f)
-	res.Counters = make([]string, len(run.Meta.Counters))
-	for i, c := range run.Meta.Counters {
-		res.Counters[i] = c.Name
-	}
+	res.Counters = counterNames(run, false)
 	for i := range res.Rows {
 		r := &res.Rows[i]
 		v := sums[agg.Frame{Func: r.Func, Image: r.Image, Kind: r.Kind, Inlined: r.Inlined, File: r.File, Line: r.Line, Addr: r.Addr}]
 		r.Counters = make([]uint64, len(res.Counters))
 		copy(r.Counters, v)
 	}
+}
+
+// counterNames names the counters read with each sample (stax record --counters), as a
+// view that shows them lists them; nil without counters, or with none shown.
+func counterNames(run *store.Run, none bool) []string {
+	if none || len(run.Meta.Counters) == 0 {
+		return nil
+	}
+	names := make([]string, len(run.Meta.Counters))
+	for i, c := range run.Meta.Counters {
+		names[i] = c.Name
+	}
+	return names
 }
