@@ -1,9 +1,9 @@
 package agg
 
 // Counters read with each sample (stax record --counters): each key keeps the sums of
-// what its samples read, and each entry the sums of its keys'. A window of the run
-// (WindowWhere) counts samples from the series, which holds no counters: its entries
-// have none.
+// what its samples read, and each entry the sums of its keys'. The series keeps each
+// sample's (Series.Counters), so a window of the run (WindowWhere) sums those of its
+// samples; a run recorded before it kept them has entries without counters in a window.
 
 // addCounters adds one sample's counters to key i's sums. Called with r.mu held.
 func (r *Run) addCounters(i uint32, counters []uint64) {

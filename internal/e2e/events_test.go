@@ -325,6 +325,31 @@ func TestCountersWithSamples(t *testing.T) {
 	}
 	checkFlameCounters(t, e, pid, top)
 	checkAnnotateCounters(t, e, top, "touch_pages")
+	checkWindowCounters(t, e, pid, top)
+}
+
+// checkWindowCounters checks that two windows that split the run count, together, what
+// the whole run counted: each sample keeps its counters.
+func checkWindowCounters(t *testing.T, e *staxEnv, pid uint32, whole api.Top) {
+	t.Helper()
+	sum := func(top api.Top) []uint64 {
+		var s []uint64
+		for _, r := range top.Rows {
+			s = agg.SumCounters(s, r.Counters)
+		}
+		return s
+	}
+	var first, second api.Top
+	e.mustJSON(&first, "top", "-n", "100000", "--pid", strconv.Itoa(int(pid)), "--to", "0.5")
+	e.mustJSON(&second, "top", "-n", "100000", "--pid", strconv.Itoa(int(pid)), "--from", "0.5")
+	a, b, w := sum(first), sum(second), sum(whole)
+	if first.Samples+second.Samples != whole.Samples || first.Samples == 0 || second.Samples == 0 {
+		t.Fatalf("the windows hold %d and %d samples, the run %d", first.Samples, second.Samples, whole.Samples)
+	}
+	if !slices.Equal(first.Counters, whole.Counters) || !slices.Equal(agg.SumCounters(slices.Clone(a), b), w) {
+		t.Errorf("the windows counted %v (%v) and %v (%v), the run %v", a, first.Counters, b, second.Counters, w)
+	}
+	t.Logf("windows: %v over %d samples, %v over %d", a, first.Samples, b, second.Samples)
 }
 
 // checkFlameCounters checks the call tree's counters against top's rows (the same

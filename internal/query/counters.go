@@ -7,13 +7,16 @@ import (
 )
 
 // topCounters gives top's rows what the counters read with their self samples counted
-// (stax record --counters), for a view of the whole run: a window's samples come from
-// the series, which keeps no counters.
+// (stax record --counters). Samples without counters (another event's, a window of a
+// run recorded before its series kept them) leave the rows without.
 func topCounters(run *store.Run, g agg.Granularity, f agg.Filter, res *api.Top) {
 	if len(run.Meta.Counters) == 0 {
 		return
 	}
 	sums := agg.SelfCounters(run.Profile.At(g), f)
+	if sums == nil {
+		return
+	}
 	res.Counters = counterNames(run, false)
 	for i := range res.Rows {
 		r := &res.Rows[i]
