@@ -1,9 +1,9 @@
 package agg
 
 // Counters read with each sample (stax record --counters): each key keeps the sums of
-// what its samples read, and each entry the sums of its keys'. A window of the run
-// (WindowWhere) counts samples from the series, which holds no counters: its entries
-// have none.
+// what its samples read, and each entry the sums of its keys'. The series keeps each
+// sample's (Series.Counters), so a window of the run (WindowWhere) sums those of its
+// samples; a run recorded before it kept them has entries without counters in a window.
 
 // addCounters adds one sample's counters to key i's sums. Called with r.mu held.
 func (r *Run) addCounters(i uint32, counters []uint64) {
@@ -72,4 +72,81 @@ func SelfCounters(p *Profile, f Filter) map[Frame][]uint64 {
 		out[k] = SumCounters(out[k], e.Counters)
 	}
 	return out
+}
+
+// nodeCounters sums the counters of a call tree's nodes (Flame): n values per node, in
+// the order of the run's counters, from each stack's sums.
+type nodeCounters struct {
+	n           int
+	perStack    []uint64 // n per stack
+	total, self []uint64 // n per node
+}
+
+// newNodeCounters sums the counters of the entries f keeps per stack; the root gets those
+// of the stacks counted (their count not zero). nil when no entry has counters.
+func newNodeCounters(p *Profile, f Filter, counted []uint64) *nodeCounters {
+	n := 0
+	for i := range p.Entries {
+		if c := len(p.Entries[i].Counters); c > 0 {
+			n = c
+			break
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	nc := &nodeCounters{n: n, perStack: make([]uint64, len(p.Stacks)*n), total: make([]uint64, n), self: make([]uint64, n)}
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		if len(e.Counters) != n || !f.keep(e) || int(e.Stack) >= len(p.Stacks) {
+			continue
+		}
+		s := nc.perStack[int(e.Stack)*n:][:n]
+		for j, v := range e.Counters {
+			s[j] += v
+		}
+	}
+	for sid, c := range counted {
+		if c > 0 && sid < len(p.Stacks) {
+			nc.addTotal(0, uint32(sid))
+		}
+	}
+	return nc
+}
+
+// grow makes room for one more node.
+func (nc *nodeCounters) grow() {
+	nc.total = append(nc.total, make([]uint64, nc.n)...)
+	nc.self = append(nc.self, make([]uint64, nc.n)...)
+}
+
+func (nc *nodeCounters) addTotal(node int, stack uint32) { nc.add(nc.total, node, stack) }
+
+func (nc *nodeCounters) addSelf(node int, stack uint32) {
+	if nc != nil {
+		nc.add(nc.self, node, stack)
+	}
+}
+
+func (nc *nodeCounters) add(to []uint64, node int, stack uint32) {
+	src := nc.perStack[int(stack)*nc.n:][:nc.n]
+	dst := to[node*nc.n:][:nc.n]
+	for j, v := range src {
+		dst[j] += v
+	}
+}
+
+// of returns node's sums, total and self (self nil when zero); nil, nil without counters.
+func (nc *nodeCounters) of(node int) (total, self []uint64) {
+	if nc == nil {
+		return nil, nil
+	}
+	total = nc.total[node*nc.n : (node+1)*nc.n : (node+1)*nc.n]
+	self = nc.self[node*nc.n : (node+1)*nc.n : (node+1)*nc.n]
+	for _, v := range self {
+		if v != 0 {
+			return total, self
+		}
+	}
+	return total, nil
 }

@@ -172,7 +172,12 @@ func (p *Profile) Window(from, to uint64) (*Profile, error) { return p.WindowWhe
 func (p *Profile) WindowWhere(from, to uint64, keep func(time uint64, tid uint32) bool) (*Profile, error) {
 	counts := make([]uint64, len(p.Entries))
 	first := make([]uint64, len(p.Entries))
-	var kept seriesWriter
+	nc := p.Series.Counters
+	var sums []uint64 // nc per entry: what the window's samples counted
+	if nc > 0 && nc <= MaxSeriesCounters {
+		sums = make([]uint64, len(p.Entries)*nc)
+	}
+	kept := seriesWriter{s: Series{Counters: p.Series.Counters}}
 	err := p.Series.Each(from, to, func(s Sample) {
 		e := int32(-1)
 		if int(s.Key) < len(p.KeyEntry) {
@@ -181,7 +186,7 @@ func (p *Profile) WindowWhere(from, to uint64, keep func(time uint64, tid uint32
 		if keep != nil && (e < 0 || int(e) >= len(counts) || !keep(s.Time, p.Entries[e].Tid)) {
 			return
 		}
-		kept.add(s.Time, s.Key, s.CPU)
+		kept.add(s.Time, s.Key, s.CPU, s.Counters)
 		if e < 0 || int(e) >= len(counts) {
 			return
 		}
@@ -189,6 +194,9 @@ func (p *Profile) WindowWhere(from, to uint64, keep func(time uint64, tid uint32
 			first[e] = s.Time
 		}
 		counts[e]++
+		if sums != nil {
+			SumCounters(sums[int(e)*nc:][:nc], s.Counters)
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -203,7 +211,10 @@ func (p *Profile) WindowWhere(from, to uint64, keep func(time uint64, tid uint32
 			continue
 		}
 		e.Count, e.Time = counts[i], first[i]
-		e.Counters = nil // the series holds no counters (counters.go)
+		e.Counters = nil
+		if sums != nil && len(p.Entries[i].Counters) > 0 {
+			e.Counters = slices.Clone(sums[i*nc:][:nc])
+		}
 		index[i] = int32(len(out.Entries))
 		out.Entries = append(out.Entries, e)
 	}

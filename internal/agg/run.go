@@ -114,14 +114,25 @@ func (r *Run) AddEventSample(event, pid, tid, cpu uint32, t uint64, gen uint32, 
 // events each counted since the thread's sample before; counters.go).
 func (r *Run) AddCountedSample(event, pid, tid, cpu uint32, t uint64, gen uint32, chain []uint64, counters []uint64) {
 	r.mu.Lock()
-	r.addLocked(event, pid, tid, cpu, t, gen, chain)
+	r.addLocked(event, pid, tid, cpu, t, gen, chain, counters)
 	if len(counters) > 0 {
 		r.addCounters(r.keyIndex[r.lastKey], counters)
 	}
 	r.mu.Unlock()
 }
 
-func (r *Run) addLocked(event, pid, tid, cpu uint32, t uint64, gen uint32, chain []uint64) {
+// CountersPerSample makes the run keep, with each sample's time, the n counters read with
+// it (AddCountedSample), so that a window of the run has them (Profile.WindowWhere). It
+// is called before the first sample; later, it does nothing.
+func (r *Run) CountersPerSample(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.samples == 0 && n >= 0 && n <= MaxSeriesCounters {
+		r.series.s.Counters = n
+	}
+}
+
+func (r *Run) addLocked(event, pid, tid, cpu uint32, t uint64, gen uint32, chain []uint64, counters []uint64) {
 	k := rawKey{Tid: tid, Pid: pid, Stack: r.raw.Intern(chain), Gen: gen, Event: event}
 	r.lastKey = k
 	r.samples++
@@ -133,7 +144,7 @@ func (r *Run) addLocked(event, pid, tid, cpu uint32, t uint64, gen uint32, chain
 		r.keyIndex[k] = i
 		r.keys = append(r.keys, keyState{rawKey: k, count: 1, time: t, rstack: -1, leafFunc: -1, counters: -1})
 	}
-	r.series.add(t, i, cpu)
+	r.series.add(t, i, cpu, counters)
 }
 
 // Samples is the number of samples counted.

@@ -6,17 +6,24 @@ import (
 )
 
 // Series is every sample of a run in the order it was counted: its time, the key (thread and
-// raw stack) it was counted under, and its CPU. Samples are packed in chunks of varints:
-// per sample the zigzag time delta from the previous sample of the chunk (from Base for the
-// first), the key and the CPU, about 5 bytes a sample. Chunks are sealed when full and never
-// change after, so a snapshot shares them instead of copying.
+// raw stack) it was counted under, its CPU and, in a run that reads counters with its
+// samples (stax record --counters), what they counted. Samples are packed in chunks of
+// varints: per sample the zigzag time delta from the previous sample of the chunk (from Base
+// for the first), the key and the CPU, about 5 bytes a sample, then Counters uvarints.
+// Chunks are sealed when full and never change after, so a snapshot shares them instead of
+// copying.
 //
 // A sealed chunk may live on disk rather than in memory (the run store's samples file): its
 // Data is then nil, Ref says where it is, and Reader fetches it when a view reads it.
 type Series struct {
 	Chunks []SeriesChunk `json:"chunks"`
-	Reader ChunkReader   `json:"-"`
+	// Counters is the number of counters each sample carries (0: none).
+	Counters int         `json:"counters,omitempty"`
+	Reader   ChunkReader `json:"-"`
 }
+
+// MaxSeriesCounters bounds Series.Counters.
+const MaxSeriesCounters = 16
 
 // SeriesChunk is a run of samples. Min and Max bound its times so a window skips chunks
 // that lie outside it.
@@ -54,6 +61,9 @@ type Sample struct {
 	Time uint64
 	Key  uint32
 	CPU  uint32
+	// Counters are what the counters counted (Series.Counters of them); valid during the
+	// call that is given the sample only.
+	Counters []uint64
 }
 
 const chunkBytes = 64 << 10
@@ -67,12 +77,13 @@ type seriesWriter struct {
 	spilled int // chunks [0, spilled) were written out (SpillSeries)
 }
 
-// maxSampleBytes bounds one sample's varints.
-const maxSampleBytes = 3 * binary.MaxVarintLen64
+// MaxSampleBytes bounds one sample's varints in a series of counters counters.
+func MaxSampleBytes(counters int) int { return (3 + counters) * binary.MaxVarintLen64 }
 
-func (w *seriesWriter) add(t uint64, key, cpu uint32) {
+// add appends a sample with its counters (w.s.Counters of them: missing ones are 0).
+func (w *seriesWriter) add(t uint64, key, cpu uint32, counters []uint64) {
 	n := len(w.s.Chunks)
-	if n == 0 || len(w.s.Chunks[n-1].Data)+maxSampleBytes > chunkBytes {
+	if n == 0 || len(w.s.Chunks[n-1].Data)+MaxSampleBytes(w.s.Counters) > chunkBytes {
 		w.s.Chunks = append(w.s.Chunks, SeriesChunk{Base: t, Min: t, Max: t, Data: make([]byte, 0, chunkBytes)})
 		w.last = t
 		n++
@@ -81,6 +92,13 @@ func (w *seriesWriter) add(t uint64, key, cpu uint32) {
 	c.Data = binary.AppendVarint(c.Data, int64(t-w.last))
 	c.Data = binary.AppendUvarint(c.Data, uint64(key))
 	c.Data = binary.AppendUvarint(c.Data, uint64(cpu))
+	for j := range w.s.Counters {
+		var v uint64
+		if j < len(counters) {
+			v = counters[j]
+		}
+		c.Data = binary.AppendUvarint(c.Data, v)
+	}
 	c.N++
 	c.Min, c.Max = min(c.Min, t), max(c.Max, t)
 	w.last = t
@@ -89,7 +107,7 @@ func (w *seriesWriter) add(t uint64, key, cpu uint32) {
 // snapshot returns the series as it stands: sealed chunks shared, the open one copied.
 func (w *seriesWriter) snapshot() Series {
 	n := len(w.s.Chunks)
-	out := Series{Chunks: make([]SeriesChunk, n), Reader: w.s.Reader}
+	out := Series{Chunks: make([]SeriesChunk, n), Counters: w.s.Counters, Reader: w.s.Reader}
 	copy(out.Chunks, w.s.Chunks)
 	if n > 0 {
 		c := &out.Chunks[n-1]
@@ -122,6 +140,13 @@ var errSeries = errors.New("damaged sample series")
 // Each calls fn for every sample with from <= Time < to (to 0: no end), in order. It stops
 // and returns an error at the first damaged chunk.
 func (s *Series) Each(from, to uint64, fn func(Sample)) error {
+	if s.Counters < 0 || s.Counters > MaxSeriesCounters {
+		return errSeries
+	}
+	var counters []uint64
+	if s.Counters > 0 {
+		counters = make([]uint64, s.Counters)
+	}
 	for i := range s.Chunks {
 		c := &s.Chunks[i]
 		if c.Max < from || (to != 0 && c.Min >= to) {
@@ -148,9 +173,17 @@ func (s *Series) Each(from, to uint64, fn func(Sample)) error {
 				return errSeries
 			}
 			d = d[n3:]
+			for j := range counters {
+				v, n := binary.Uvarint(d)
+				if n <= 0 {
+					return errSeries
+				}
+				counters[j] = v
+				d = d[n:]
+			}
 			t += uint64(dt)
 			if t >= from && (to == 0 || t < to) {
-				fn(Sample{Time: t, Key: uint32(key), CPU: uint32(cpu)})
+				fn(Sample{Time: t, Key: uint32(key), CPU: uint32(cpu), Counters: counters})
 			}
 		}
 		if len(d) != 0 {

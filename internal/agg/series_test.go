@@ -3,6 +3,7 @@ package agg
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 )
 
@@ -16,7 +17,7 @@ func TestSeriesRoundTrip(t *testing.T) {
 		tm += uint64(rng.IntN(2_000_000))
 		s := Sample{Time: tm - uint64(rng.IntN(1_000_000)), Key: uint32(rng.IntN(5000)), CPU: uint32(rng.IntN(64))}
 		want = append(want, s)
-		w.add(s.Time, s.Key, s.CPU)
+		w.add(s.Time, s.Key, s.CPU, nil)
 	}
 	snap := w.snapshot()
 	if len(snap.Chunks) < 2 {
@@ -30,7 +31,7 @@ func TestSeriesRoundTrip(t *testing.T) {
 	}
 	i := 0
 	if err := snap.Each(0, 0, func(s Sample) {
-		if s != want[i] {
+		if !reflect.DeepEqual(s, want[i]) {
 			t.Fatalf("sample %d = %+v, want %+v", i, s, want[i])
 		}
 		i++
@@ -56,7 +57,7 @@ func TestSeriesRoundTrip(t *testing.T) {
 	}
 	// A snapshot does not change when more samples arrive.
 	before := snap.Len()
-	w.add(tm, 1, 1)
+	w.add(tm, 1, 1, nil)
 	if snap.Len() != before {
 		t.Errorf("snapshot grew from %d to %d", before, snap.Len())
 	}
@@ -65,7 +66,7 @@ func TestSeriesRoundTrip(t *testing.T) {
 func TestSeriesDamaged(t *testing.T) {
 	var w seriesWriter
 	for i := 0; i < 10; i++ {
-		w.add(uint64(i), 1, 0)
+		w.add(uint64(i), 1, 0, nil)
 	}
 	s := w.snapshot()
 	s.Chunks[0].Data = s.Chunks[0].Data[:len(s.Chunks[0].Data)-1]
@@ -213,7 +214,7 @@ func TestSpilledSeriesReadsBack(t *testing.T) {
 	p := r.Profile(nil)
 	i := 0
 	if err := p.Series.Each(0, 0, func(s Sample) {
-		if s != want[i] {
+		if !reflect.DeepEqual(s, want[i]) {
 			t.Fatalf("sample %d = %+v, want %+v", i, s, want[i])
 		}
 		i++

@@ -23,6 +23,8 @@ type FlameShape struct {
 	// share of them), the nodes on the path only those under the subtree. A name may
 	// name several functions (in different images): each is kept.
 	Under []string
+	// NoCounters leaves out the counters read with the samples (FlameNode.Counters).
+	NoCounters bool
 }
 
 // FlameWith builds the call tree that o describes: Flame, InvertedFlame and OffCPUFlame are
@@ -36,7 +38,8 @@ func (o *FlameShape) reshapes() bool {
 // reshape cuts the stacks (frame ids, leaf first, as fst holds them) to the sandwich's side,
 // then keeps only those along Under: the counts of the others become zero. The stacks
 // returned are in the order the tree is built from (leaf first, as fst's, unless inverted).
-func (o *FlameShape) reshape(p *Profile, fst [][]uint32, perStack []uint64) ([][]uint32, []uint64, uint64) {
+// counted is what the root counts: the stacks' counts before they were kept along Under.
+func (o *FlameShape) reshape(p *Profile, fst [][]uint32, perStack []uint64) (_ [][]uint32, _, counted []uint64, _ uint64) {
 	var total uint64
 	for _, n := range perStack {
 		total += n
@@ -74,6 +77,7 @@ func (o *FlameShape) reshape(p *Profile, fst [][]uint32, perStack []uint64) ([][
 		fst, perStack = cut, counts
 		o.Inverted = false
 	}
+	counted = perStack
 	if len(o.Under) > 0 {
 		along := make([]uint64, len(perStack))
 		for sid, n := range perStack {
@@ -83,7 +87,7 @@ func (o *FlameShape) reshape(p *Profile, fst [][]uint32, perStack []uint64) ([][
 		}
 		perStack = along
 	}
-	return fst, perStack, total
+	return fst, perStack, counted, total
 }
 
 func (o *FlameShape) isFunc(id uint32) bool {

@@ -240,12 +240,17 @@ type FlameNode struct {
 	// Place is set in views by source line or address (see Granularity); its keys are
 	// the node's own in JSON.
 	*Place
-	Self     uint64       `json:"self"`
-	Total    uint64       `json:"total"`
-	TotalPct float64      `json:"total_pct"`
-	BasePct  *float64     `json:"base_pct,omitempty"` // flame --diff: the same path's share in the base run
-	Reason   string       `json:"reason,omitempty"`   // off-CPU: the reason with the most of the node's time
-	Children []*FlameNode `json:"children,omitempty"`
+	Self     uint64   `json:"self"`
+	Total    uint64   `json:"total"`
+	TotalPct float64  `json:"total_pct"`
+	BasePct  *float64 `json:"base_pct,omitempty"` // flame --diff: the same path's share in the base run
+	Reason   string   `json:"reason,omitempty"`   // off-CPU: the reason with the most of the node's time
+	// Counters are what the counters read with the samples (stax record --counters)
+	// counted in the node's samples, its callees' included; SelfCounters in those whose
+	// stack ends at the node. nil: no counters.
+	Counters     []uint64     `json:"counters,omitempty"`
+	SelfCounters []uint64     `json:"self_counters,omitempty"`
+	Children     []*FlameNode `json:"children,omitempty"`
 }
 
 type flatNode struct {
@@ -280,9 +285,10 @@ func InvertedFlame(p *Profile, f Filter, depth int, thresholdPct float64) (*Flam
 func flame(p *Profile, f Filter, o FlameShape) (*FlameNode, uint64) {
 	perStack, total := stackCounts(p, f)
 	fst := p.frameStacks()
+	counted := perStack // the stacks the root counts
 	if o.reshapes() {
 		// Each stack cut to the sandwich's side and the subtree asked for (subtree.go).
-		fst, perStack, total = o.reshape(p, fst, perStack)
+		fst, perStack, counted, total = o.reshape(p, fst, perStack)
 	}
 	base := total // what the threshold is a share of: the subtree's samples
 	if len(o.Under) > 0 {
@@ -294,13 +300,18 @@ func flame(p *Profile, f Filter, o FlameShape) (*FlameNode, uint64) {
 		}
 	}
 	paths := flamePaths(fst, perStack, o.Depth, len(o.Under), o.Inverted, o.Reasons)
-	nodes, byReason := splitPaths(paths, total, base, o.ThresholdPct, o.Reasons != nil)
-	return flameTree(p, nodes, byReason, total), total
+	var counters *nodeCounters
+	if !o.NoCounters {
+		counters = newNodeCounters(p, f, counted)
+	}
+	nodes, byReason, nc := splitPaths(paths, total, base, o.ThresholdPct, o.Reasons != nil, counters)
+	return flameTree(p, nodes, byReason, nc, total), total
 }
 
 // flamePath is a sampled stack as a path from the tree's root, cut to a depth.
 type flamePath struct {
 	frames []uint32
+	stack  uint32 // the stack's id
 	count  uint64
 	whole  bool // not cut: its last frame gets the samples as self
 	reason uint8
@@ -333,7 +344,7 @@ func flamePaths(fst [][]uint32, perStack []uint64, depth, under int, inverted bo
 		if depth > 0 && keep > depth+under {
 			keep = depth + under
 		}
-		pa := flamePath{count: n, whole: keep == len(st)}
+		pa := flamePath{stack: uint32(sid), count: n, whole: keep == len(st)}
 		if sid < len(reasons) {
 			pa.reason = reasons[sid]
 		}
@@ -356,8 +367,9 @@ func flamePaths(fst [][]uint32, perStack []uint64, depth, under int, inverted bo
 // first) and split by it into its children's ranges. Only the children of thresholdPct of
 // base or more are sorted and visited further, so a pruned tree costs what it keeps, not
 // the whole tree (sorting whole paths first cost a big run most of its time). With
-// reasons, byReason sums each node's samples by reason.
-func splitPaths(paths []flamePath, total, base uint64, thresholdPct float64, reasons bool) (nodes []flatNode, byReason []reasonSums) {
+// reasons, byReason sums each node's samples by reason; with counters (nc not nil), nc
+// sums each node's counters.
+func splitPaths(paths []flamePath, total, base uint64, thresholdPct float64, reasons bool, nc *nodeCounters) (nodes []flatNode, byReason []reasonSums, _ *nodeCounters) {
 	order := make([]int32, len(paths))
 	for i := range order {
 		order[i] = int32(i)
@@ -381,6 +393,7 @@ func splitPaths(paths []flamePath, total, base uint64, thresholdPct float64, rea
 		for lo < hi && len(paths[order[lo]].frames) == lvl { // sorted first: they end at parent
 			if pa := &paths[order[lo]]; pa.whole {
 				nodes[parent].self += pa.count
+				nc.addSelf(int(parent), pa.stack)
 			}
 			lo++
 		}
@@ -401,18 +414,24 @@ func splitPaths(paths []flamePath, total, base uint64, thresholdPct float64, rea
 					}
 					byReason = append(byReason, rs)
 				}
+				if nc != nil {
+					nc.grow()
+					for i := lo; i < end; i++ {
+						nc.addTotal(int(id), paths[order[i]].stack)
+					}
+				}
 				split(lo, end, lvl+1, id)
 			}
 			lo = end
 		}
 	}
 	split(0, len(order), 0, 0)
-	return nodes, byReason
+	return nodes, byReason, nc
 }
 
 // flameTree makes the output nodes of nodes (parents before their children) in one
 // block, children sorted: one pass counts the children, a second makes the nodes.
-func flameTree(p *Profile, nodes []flatNode, byReason []reasonSums, total uint64) *FlameNode {
+func flameTree(p *Profile, nodes []flatNode, byReason []reasonSums, nc *nodeCounters, total uint64) *FlameNode {
 	survivors := len(nodes)
 	out := make([]int32, len(nodes))
 	kids := make([]int32, len(nodes))
@@ -426,6 +445,7 @@ func flameTree(p *Profile, nodes []flatNode, byReason []reasonSums, total uint64
 	if byReason != nil {
 		block[0].Reason = byReason[0].dominant()
 	}
+	block[0].Counters, block[0].SelfCounters = nc.of(0)
 	used := 0
 	give := func(fn *FlameNode, n int32) {
 		if n > 0 {
@@ -450,6 +470,7 @@ func flameTree(p *Profile, nodes []flatNode, byReason []reasonSums, total uint64
 		if byReason != nil {
 			fn.Reason = byReason[i].dominant()
 		}
+		fn.Counters, fn.SelfCounters = nc.of(i)
 		give(fn, kids[i])
 		parent := &block[out[nd.parent]]
 		parent.Children = append(parent.Children, fn)

@@ -46,6 +46,10 @@ type Input struct {
 	// inlined into this one: its instructions are marked.
 	Focus     map[uint64]uint64
 	FocusFunc string
+	// Counters, optional, maps leaf addresses to what the counters named CounterNames
+	// (read with each sample: stax record --counters) counted in their samples.
+	Counters     map[uint64][]uint64
+	CounterNames []string
 	// Optional callbacks.
 	Lines     LineFunc
 	Source    SourceFunc
@@ -72,11 +76,15 @@ type Annotation struct {
 	Focus        string `json:"focus,omitempty"`
 	FocusSamples uint64 `json:"focus_samples,omitempty"`
 	// MaxSamples is the sample count of the hottest instruction.
-	MaxSamples   uint64          `json:"max_samples"`
-	Insts        []AnnotatedInst `json:"insts"`
-	Gaps         []Gap           `json:"gaps,omitempty"`
-	SourceBlocks []SourceBlock   `json:"source_blocks,omitempty"`
-	HotLines     []LineStat      `json:"hot_lines,omitempty"`
+	MaxSamples uint64 `json:"max_samples"`
+	// Counters name the counters read with the samples (Input.CounterNames);
+	// CounterTotals are what they counted in the code's samples (the gaps' included).
+	Counters      []string        `json:"counters,omitempty"`
+	CounterTotals []uint64        `json:"counter_totals,omitempty"`
+	Insts         []AnnotatedInst `json:"insts"`
+	Gaps          []Gap           `json:"gaps,omitempty"`
+	SourceBlocks  []SourceBlock   `json:"source_blocks,omitempty"`
+	HotLines      []LineStat      `json:"hot_lines,omitempty"`
 }
 
 // Gap is a range of the function's addresses whose bytes were not captured, and why.
@@ -97,6 +105,9 @@ type AnnotatedInst struct {
 	Percent float64 `json:"percent"` // of Annotation.Total
 	// Focus is the part of Samples in the focused inlined function (Annotation.Focus).
 	Focus uint64 `json:"focus,omitempty"`
+	// Counters are what the counters counted in the instruction's samples, in the order
+	// of Annotation.Counters.
+	Counters []uint64 `json:"counters,omitempty"`
 	// Heat is 0 for an instruction without samples, else 1..8 scaled to
 	// the hottest instruction of the function.
 	Heat int `json:"heat"`
@@ -128,6 +139,8 @@ type SourceBlock struct {
 	Last        int      `json:"last"`  // index of the last instruction
 	Samples     uint64   `json:"samples"`
 	Percent     float64  `json:"percent"`
+	// Counters are what the counters counted in the block's samples (Annotation.Counters).
+	Counters []uint64 `json:"counters,omitempty"`
 }
 
 // LineStat is the total of one source line over the function.
@@ -183,6 +196,7 @@ func Annotate(in Input) *Annotation {
 		}
 	}
 	a.attributeSamples(in.Samples)
+	a.attributeCounters(in.CounterNames, in.Counters)
 	if len(in.Focus) > 0 {
 		a.Focus = in.FocusFunc
 		for addr, n := range in.Focus {
@@ -284,6 +298,39 @@ func (a *Annotation) attributeSamples(samples map[uint64]uint64) {
 	}
 }
 
+// attributeCounters gives each instruction what the counters counted in its samples.
+func (a *Annotation) attributeCounters(names []string, counters map[uint64][]uint64) {
+	if len(names) == 0 || len(counters) == 0 {
+		return
+	}
+	a.Counters = names
+	a.CounterTotals = make([]uint64, len(names))
+	for addr, vs := range counters {
+		if len(vs) != len(names) {
+			continue
+		}
+		i := a.index(addr)
+		if i < 0 && a.gap(addr) < 0 {
+			continue // outside the code
+		}
+		sumInto(a.CounterTotals, vs)
+		if i >= 0 {
+			in := &a.Insts[i]
+			if in.Counters == nil {
+				in.Counters = make([]uint64, len(names))
+			}
+			sumInto(in.Counters, vs)
+		}
+	}
+}
+
+// sumInto adds src to dst, element by element.
+func sumInto(dst, src []uint64) {
+	for j := range min(len(dst), len(src)) {
+		dst[j] += src[j]
+	}
+}
+
 func percent(n, total uint64) float64 {
 	if total == 0 {
 		return 0
@@ -370,11 +417,13 @@ func (a *Annotation) sourceBlocks(lines LineFunc, source SourceFunc) {
 			if b.Last == i-1 && b.File == file && b.Line == line && equalChain(b.InlineChain, chain) {
 				b.Last = i
 				b.Samples += in.Samples
+				b.addCounters(in.Counters)
 				in.Block = nb - 1
 				continue
 			}
 		}
 		b := SourceBlock{File: file, Line: line, First: i, Last: i, Samples: in.Samples}
+		b.addCounters(in.Counters)
 		if len(chain) > 0 {
 			b.InlineChain = append([]string(nil), chain...)
 		}
@@ -394,6 +443,16 @@ func (a *Annotation) sourceBlocks(lines LineFunc, source SourceFunc) {
 	for i := range a.SourceBlocks {
 		a.SourceBlocks[i].Percent = percent(a.SourceBlocks[i].Samples, a.Total)
 	}
+}
+
+func (b *SourceBlock) addCounters(vs []uint64) {
+	if len(vs) == 0 {
+		return
+	}
+	if b.Counters == nil {
+		b.Counters = make([]uint64, len(vs))
+	}
+	sumInto(b.Counters, vs)
 }
 
 func clip(s string) string {

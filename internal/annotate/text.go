@@ -77,6 +77,11 @@ func (a *Annotation) WriteText(w io.Writer, opt TextOptions) error {
 	if a.Outside > 0 {
 		fmt.Fprintf(bw, " (+%s outside the code)", commas(a.Outside))
 	}
+	for i, name := range a.Counters {
+		if i < len(a.CounterTotals) {
+			fmt.Fprintf(bw, "  %s %s", textesc.Escape(name), commas(a.CounterTotals[i]))
+		}
+	}
 	if len(a.HotLines) > 0 {
 		bw.WriteString("  hottest lines: ")
 		for i, h := range a.HotLines {
@@ -101,8 +106,12 @@ func (a *Annotation) WriteText(w io.Writer, opt TextOptions) error {
 	if n := len(a.Insts); n > 0 {
 		addrW = len(strconv.FormatUint(a.Insts[n-1].Addr, 16)) + 2
 	}
-	const left = "  Percent   Samples  Heat "
+	left := "  Percent   Samples  Heat "
+	for _, name := range a.Counters {
+		left += fmt.Sprintf("%*s ", counterWidth, strings.ToUpper(textesc.Escape(clipName(name, counterWidth))))
+	}
 	blank := strings.Repeat(" ", len(left))
+	counterBlank := strings.Repeat(" ", len(a.Counters)*(counterWidth+1))
 	bw.WriteString(left + "│ " + "Source / Disassembly\n")
 
 	lastBlock := -1
@@ -112,7 +121,7 @@ func (a *Annotation) WriteText(w io.Writer, opt TextOptions) error {
 		for ; nextGap < len(a.Gaps) && a.Gaps[nextGap].Before <= i; nextGap++ {
 			g := &a.Gaps[nextGap]
 			if g.Samples > 0 {
-				fmt.Fprintf(bw, "  %7.2f %9s  %s │ ", percent(g.Samples, a.Total), commas(g.Samples), strings.Repeat(" ", heatWidth))
+				fmt.Fprintf(bw, "  %7.2f %9s  %s %s│ ", percent(g.Samples, a.Total), commas(g.Samples), strings.Repeat(" ", heatWidth), counterBlank)
 			} else {
 				fmt.Fprintf(bw, "%s│ ", blank)
 			}
@@ -141,7 +150,7 @@ func (a *Annotation) WriteText(w io.Writer, opt TextOptions) error {
 			lastBlock = in.Block
 		}
 		if in.Samples > 0 {
-			fmt.Fprintf(bw, "  %7.2f %9s  %s │ ", in.Percent, commas(in.Samples), heatBar(in.Samples, a.MaxSamples))
+			fmt.Fprintf(bw, "  %7.2f %9s  %s %s│ ", in.Percent, commas(in.Samples), heatBar(in.Samples, a.MaxSamples), a.countersColumns(in.Counters, counterBlank))
 		} else {
 			fmt.Fprintf(bw, "%s│ ", blank)
 		}
@@ -170,6 +179,29 @@ func (a *Annotation) WriteText(w io.Writer, opt TextOptions) error {
 	}
 	gapsBefore(len(a.Insts))
 	return bw.Flush()
+}
+
+// counterWidth is the width of a counter's column.
+const counterWidth = 12
+
+// countersColumns is an instruction's counters, a column each (blank without them).
+func (a *Annotation) countersColumns(vs []uint64, blank string) string {
+	if len(vs) != len(a.Counters) {
+		return blank
+	}
+	var b strings.Builder
+	for _, v := range vs {
+		fmt.Fprintf(&b, "%*s ", counterWidth, commas(v))
+	}
+	return b.String()
+}
+
+// clipName is s cut to n bytes.
+func clipName(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }
 
 func orUnknown(s string) string {

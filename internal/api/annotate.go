@@ -36,11 +36,15 @@ type Annotation struct {
 	Focus        string `json:"focus,omitempty"`
 	FocusSamples uint64 `json:"focus_samples,omitempty"`
 	// MaxSamples is the sample count of the hottest instruction.
-	MaxSamples   uint64          `json:"max_samples"`
-	Insts        []AnnotatedInst `json:"insts"`
-	Gaps         []CodeGap       `json:"gaps,omitempty"`
-	SourceBlocks []SourceBlock   `json:"source_blocks,omitempty"`
-	HotLines     []LineStat      `json:"hot_lines,omitempty"`
+	MaxSamples uint64 `json:"max_samples"`
+	// Counters name the counters read with the samples (stax record --counters);
+	// CounterTotals are what they counted in the code's samples, its gaps' included.
+	Counters      []string        `json:"counters,omitempty"`
+	CounterTotals []uint64        `json:"counter_totals,omitempty"`
+	Insts         []AnnotatedInst `json:"insts"`
+	Gaps          []CodeGap       `json:"gaps,omitempty"`
+	SourceBlocks  []SourceBlock   `json:"source_blocks,omitempty"`
+	HotLines      []LineStat      `json:"hot_lines,omitempty"`
 }
 
 // AnnotatedInst is one instruction with its samples.
@@ -63,6 +67,9 @@ type AnnotatedInst struct {
 	Percent float64 `json:"percent"`
 	// Focus is the part of Samples in the focused inlined function (Annotation.Focus).
 	Focus uint64 `json:"focus,omitempty"`
+	// Counters are what the counters counted in the instruction's samples, in the order
+	// of Annotation.Counters.
+	Counters []uint64 `json:"counters,omitempty"`
 	// Heat is 0 without samples, else 1..8 scaled to the hottest instruction.
 	Heat      int      `json:"heat"`
 	Label     string   `json:"label,omitempty"`      // "L1", ... where a branch of the function jumps here
@@ -93,6 +100,8 @@ type SourceBlock struct {
 	Last        int      `json:"last"`  // index of the last instruction
 	Samples     uint64   `json:"samples"`
 	Percent     float64  `json:"percent"`
+	// Counters are what the counters counted in the block's samples.
+	Counters []uint64 `json:"counters,omitempty"`
 }
 
 // LineStat is the total of one source line over the function.

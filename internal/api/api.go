@@ -147,8 +147,8 @@ type Top struct {
 	Window *Window `json:"window,omitempty"` // the time window asked for; absent: the whole run
 	Event  *Event  `json:"event,omitempty"`  // the event counted (events.go); absent: a run that lists none
 	// Counters name the counters read with each sample (stax record --counters), whose
-	// counts each row has; absent: none, or a window of the run (its samples' counters are
-	// not kept per sample).
+	// counts each row has; absent: none read with the samples counted (another event's,
+	// or a window of a run whose series predates them).
 	Counters []string `json:"counters,omitempty"`
 	// Transform is how the stacks were rewritten first; absent: they were not.
 	Transform *Transform `json:"transform,omitempty"`
@@ -220,12 +220,15 @@ type TimeTotals struct {
 
 // Flame is the answer of `stax flame`.
 type Flame struct {
-	Schema    int        `json:"schema"`
-	Run       string     `json:"run"`
-	Live      bool       `json:"live"`
-	State     string     `json:"state"`
-	Window    *Window    `json:"window,omitempty"` // the time window asked for; absent: the whole run
-	Event     *Event     `json:"event,omitempty"`
+	Schema int     `json:"schema"`
+	Run    string  `json:"run"`
+	Live   bool    `json:"live"`
+	State  string  `json:"state"`
+	Window *Window `json:"window,omitempty"` // the time window asked for; absent: the whole run
+	Event  *Event  `json:"event,omitempty"`
+	// Counters name the counters read with each sample (stax record --counters), whose
+	// counts each node has; absent: none read with the samples counted, or a view of time.
+	Counters  []string   `json:"counters,omitempty"`
 	Transform *Transform `json:"transform,omitempty"`
 	// Inverted: the tree is bottom-up (flame --inverted), leaf functions under the root and
 	// their callers below them.

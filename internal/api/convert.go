@@ -185,17 +185,19 @@ func wireImageSamples(m agg.ImageSamples) ImageSamples {
 
 func wireFlameNode(m agg.FlameNode) FlameNode {
 	return FlameNode{
-		Func:     m.Func,
-		Image:    m.Image,
-		Kind:     m.Kind,
-		Inlined:  m.Inlined,
-		Place:    wirePtr(m.Place, wirePlace),
-		Self:     m.Self,
-		Total:    m.Total,
-		TotalPct: m.TotalPct,
-		BasePct:  m.BasePct,
-		Reason:   m.Reason,
-		Children: wireSlice(m.Children, func(m *agg.FlameNode) *FlameNode { return wirePtr(m, wireFlameNode) }),
+		Func:         m.Func,
+		Image:        m.Image,
+		Kind:         m.Kind,
+		Inlined:      m.Inlined,
+		Place:        wirePtr(m.Place, wirePlace),
+		Self:         m.Self,
+		Total:        m.Total,
+		TotalPct:     m.TotalPct,
+		BasePct:      m.BasePct,
+		Reason:       m.Reason,
+		Counters:     m.Counters,
+		SelfCounters: m.SelfCounters,
+		Children:     wireSlice(m.Children, func(m *agg.FlameNode) *FlameNode { return wirePtr(m, wireFlameNode) }),
 	}
 }
 

@@ -148,12 +148,17 @@ type FlameNode struct {
 	// Place is set in views by source line or address (by=line or by=address); its keys are
 	// the node's own in JSON.
 	*Place
-	Self     uint64       `json:"self"`
-	Total    uint64       `json:"total"`
-	TotalPct float64      `json:"total_pct"`
-	BasePct  *float64     `json:"base_pct,omitempty"` // flame --diff: the same path's share in the base run
-	Reason   string       `json:"reason,omitempty"`   // off-CPU: the reason with the most of the node's time
-	Children []*FlameNode `json:"children,omitempty"`
+	Self     uint64   `json:"self"`
+	Total    uint64   `json:"total"`
+	TotalPct float64  `json:"total_pct"`
+	BasePct  *float64 `json:"base_pct,omitempty"` // flame --diff: the same path's share in the base run
+	Reason   string   `json:"reason,omitempty"`   // off-CPU: the reason with the most of the node's time
+	// Counters are what the counters read with the samples (stax record --counters)
+	// counted in the node's samples, its callees' included, in the order of
+	// Flame.Counters; SelfCounters in those whose stack ends at the node (absent: none).
+	Counters     []uint64     `json:"counters,omitempty"`
+	SelfCounters []uint64     `json:"self_counters,omitempty"`
+	Children     []*FlameNode `json:"children,omitempty"`
 }
 
 // CallFunction is one function matching a callers or callees query, with its rows.

@@ -162,12 +162,11 @@ func samplingText(m *api.RunMeta) string {
 // printTopCounters writes top's rows with what the counters read with the samples
 // counted in each function itself, and its IPC where cycles and instructions were read.
 func printTopCounters(w io.Writer, res api.Top) {
-	cyc, ins := slices.Index(res.Counters, "cycles"), slices.Index(res.Counters, "instructions")
 	head := fmt.Sprintf("%8s %10s %8s %10s", "SELF%", "SELF", "TOTAL%", "TOTAL")
 	for _, c := range res.Counters {
 		head += fmt.Sprintf(" %14s", strings.ToUpper(truncName(c, 14)))
 	}
-	if cyc >= 0 && ins >= 0 {
+	if _, ok := ipcText(res.Counters, nil); ok {
 		head += fmt.Sprintf(" %6s", "IPC")
 	}
 	fmt.Fprintln(w, head+"  FUNCTION  [IMAGE]")
@@ -180,16 +179,44 @@ func printTopCounters(w io.Writer, res api.Top) {
 			}
 			line += fmt.Sprintf(" %14s", commas(v))
 		}
-		if cyc >= 0 && ins >= 0 {
-			ipc := "-"
-			if cyc < len(row.Counters) && ins < len(row.Counters) && row.Counters[cyc] > 0 {
-				ipc = fmt.Sprintf("%.2f", float64(row.Counters[ins])/float64(row.Counters[cyc]))
-			}
+		if ipc, ok := ipcText(res.Counters, row.Counters); ok {
 			line += fmt.Sprintf(" %6s", ipc)
 		}
 		name := rowName(res.By, row.Func, row.Inlined, row.File, row.Line, row.Addr)
 		fmt.Fprintf(w, "%s  %s  [%s]\n", line, name, esc(trimBrackets(row.Image)))
 	}
+}
+
+// ipcText is the instructions per cycle of counts (in the order of names): "-" when no
+// cycle was counted; ok is false when names lacks cycles or instructions.
+func ipcText(names []string, counts []uint64) (ipc string, ok bool) {
+	cyc, ins := slices.Index(names, "cycles"), slices.Index(names, "instructions")
+	if cyc < 0 || ins < 0 {
+		return "", false
+	}
+	if cyc < len(counts) && ins < len(counts) && counts[cyc] > 0 {
+		return fmt.Sprintf("%.2f", float64(counts[ins])/float64(counts[cyc])), true
+	}
+	return "-", true
+}
+
+// nodeCountersText is what the counters (names) counted under a node of the call tree,
+// for the end of its line: "  · page-faults 150 · context-switches 3"; "" without
+// counters.
+func nodeCountersText(names []string, counts []uint64) string {
+	if len(counts) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for i, name := range names {
+		if i < len(counts) {
+			fmt.Fprintf(&b, "  · %s %s", esc(name), commas(counts[i]))
+		}
+	}
+	if ipc, ok := ipcText(names, counts); ok {
+		b.WriteString("  · IPC " + ipc)
+	}
+	return b.String()
 }
 
 // truncName is s cut to n bytes.

@@ -129,7 +129,7 @@ the two sides of the web page's sandwich.` + granularityHelp + transformHelp,
 			}
 			if res.Root != nil {
 				for _, ch := range res.Root.Children {
-					printFlame(g.out, ch, 0, res.By)
+					printFlame(g.out, ch, 0, res.By, res.Counters...)
 				}
 			}
 			return nil
@@ -157,8 +157,8 @@ the two sides of the web page's sandwich.` + granularityHelp + transformHelp,
 }
 
 // printFlame prints n and its children, indented from level, each named as a row of a view
-// by by.
-func printFlame(w io.Writer, n *api.FlameNode, level int, by string) {
+// by by, with what the counters named counted under it.
+func printFlame(w io.Writer, n *api.FlameNode, level int, by string, counters ...string) {
 	name := esc(n.Func)
 	if n.Inlined {
 		name += " (inlined)"
@@ -196,8 +196,8 @@ func printFlame(w io.Writer, n *api.FlameNode, level int, by string) {
 	if by == agg.ByImage {
 		image = ""
 	}
-	fmt.Fprintf(w, "%6.2f%% %10s  %s%s%s%s%s\n", n.TotalPct, total, strings.Repeat("  ", level), name, image, self, change)
+	fmt.Fprintf(w, "%6.2f%% %10s  %s%s%s%s%s%s\n", n.TotalPct, total, strings.Repeat("  ", level), name, image, self, change, nodeCountersText(counters, n.Counters))
 	for _, c := range n.Children {
-		printFlame(w, c, level+1, by)
+		printFlame(w, c, level+1, by, counters...)
 	}
 }

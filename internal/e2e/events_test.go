@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/perfevent"
 	"github.com/stax-profiler/stax/internal/testutil"
@@ -322,4 +323,111 @@ func TestCountersWithSamples(t *testing.T) {
 			t.Errorf("spin counted %d page faults of %.0f", r.Counters[1], want["page-faults"])
 		}
 	}
+	checkFlameCounters(t, e, pid, top)
+	checkAnnotateCounters(t, e, top, "touch_pages")
+	checkWindowCounters(t, e, pid, top)
+}
+
+// checkWindowCounters checks that two windows that split the run count, together, what
+// the whole run counted: each sample keeps its counters.
+func checkWindowCounters(t *testing.T, e *staxEnv, pid uint32, whole api.Top) {
+	t.Helper()
+	sum := func(top api.Top) []uint64 {
+		var s []uint64
+		for _, r := range top.Rows {
+			s = agg.SumCounters(s, r.Counters)
+		}
+		return s
+	}
+	var first, second api.Top
+	e.mustJSON(&first, "top", "-n", "100000", "--pid", strconv.Itoa(int(pid)), "--to", "0.5")
+	e.mustJSON(&second, "top", "-n", "100000", "--pid", strconv.Itoa(int(pid)), "--from", "0.5")
+	a, b, w := sum(first), sum(second), sum(whole)
+	if first.Samples+second.Samples != whole.Samples || first.Samples == 0 || second.Samples == 0 {
+		t.Fatalf("the windows hold %d and %d samples, the run %d", first.Samples, second.Samples, whole.Samples)
+	}
+	if !slices.Equal(first.Counters, whole.Counters) || !slices.Equal(agg.SumCounters(slices.Clone(a), b), w) {
+		t.Errorf("the windows counted %v (%v) and %v (%v), the run %v", a, first.Counters, b, second.Counters, w)
+	}
+	t.Logf("windows: %v over %d samples, %v over %d", a, first.Samples, b, second.Samples)
+}
+
+// checkFlameCounters checks the call tree's counters against top's rows (the same
+// samples): the root's are the rows' sums, and touch_pages, under which the pages are
+// faulted in (its own code and the kernel's below it), has nearly all the page faults.
+func checkFlameCounters(t *testing.T, e *staxEnv, pid uint32, top api.Top) {
+	t.Helper()
+	var fl api.Flame
+	e.mustJSON(&fl, "flame", "-d", "0", "--threshold-pct", "0", "--pid", strconv.Itoa(int(pid)))
+	if !slices.Equal(fl.Counters, top.Counters) {
+		t.Fatalf("flame's counters: %v, top's %v", fl.Counters, top.Counters)
+	}
+	sums := make([]uint64, len(top.Counters))
+	for _, r := range top.Rows {
+		for i, v := range r.Counters {
+			sums[i] += v
+		}
+	}
+	if !slices.Equal(fl.Root.Counters, sums) {
+		t.Errorf("the tree's root counted %v, top's rows %v", fl.Root.Counters, sums)
+	}
+	var under []uint64 // what the touch_pages nodes counted, wherever they are
+	var walk func(n *api.FlameNode)
+	walk = func(n *api.FlameNode) {
+		if n.Func == "touch_pages" {
+			under = agg.SumCounters(under, n.Counters)
+			return
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(fl.Root)
+	if len(under) != len(sums) || float64(under[1]) < 0.95*float64(sums[1]) {
+		t.Errorf("touch_pages counted %v under it, of %v in all (page faults: at least 95%% expected)", under, sums)
+	}
+	t.Logf("flame: the root counted %v, touch_pages %v under it", fl.Root.Counters, under)
+}
+
+// checkAnnotateCounters checks that annotating fn shares what its self samples counted
+// (top's row) among its instructions and source lines.
+func checkAnnotateCounters(t *testing.T, e *staxEnv, top api.Top, fn string) {
+	t.Helper()
+	var self []uint64
+	for _, r := range top.Rows {
+		if r.Func == fn {
+			self = r.Counters
+		}
+	}
+	var an api.Annotate
+	e.mustJSON(&an, "annotate", fn)
+	a := an.Annotation
+	if a == nil || !slices.Equal(a.Counters, top.Counters) {
+		t.Fatalf("annotate %s: counters %v, want %v", fn, a, top.Counters)
+	}
+	if !slices.Equal(a.CounterTotals, self) {
+		t.Errorf("annotate %s counted %v, top's row %v", fn, a.CounterTotals, self)
+	}
+	var insts, lines []uint64
+	hot := 0
+	for _, in := range a.Insts {
+		insts = agg.SumCounters(insts, in.Counters)
+		if (in.Samples > 0) != (len(in.Counters) > 0) {
+			t.Errorf("%#x: %d samples, counters %v", in.Addr, in.Samples, in.Counters)
+		}
+		if in.Samples > 0 {
+			hot++
+		}
+	}
+	for _, b := range a.SourceBlocks {
+		lines = agg.SumCounters(lines, b.Counters)
+	}
+	if !slices.Equal(insts, self) || (len(a.SourceBlocks) > 0 && !slices.Equal(lines, self)) {
+		t.Errorf("annotate %s: instructions counted %v, source lines %v, the function %v", fn, insts, lines, self)
+	}
+	out, _, code := e.run("annotate", fn)
+	if code != 0 || !strings.Contains(out, "PAGE-FAULTS") {
+		t.Errorf("annotate %s: exit %d, no counters' columns:\n%s", fn, code, out)
+	}
+	t.Logf("annotate %s: %v over %d instructions with samples", fn, a.CounterTotals, hot)
 }

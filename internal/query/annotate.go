@@ -351,6 +351,9 @@ func annotateInput(run *store.Run, f agg.Frame, c store.Code, sp split, pick int
 		return annotate.Input{}, fmt.Errorf("annotate %s: %w", f.Func, err)
 	}
 	in.Samples = sp.samples[pick]
+	if pick < len(sp.counters) && len(run.Meta.Counters) > 0 {
+		in.Counters, in.CounterNames = sp.counters[pick], counterNames(run, false)
+	}
 	if focus >= 0 {
 		in.Focus, in.FocusFunc = sp.focus[pick], run.Profile.Frames[focus].Func
 	}
@@ -438,6 +441,9 @@ type split struct {
 	focus   []map[uint64]uint64 // the part in the focused inlined function
 	total   []uint64
 	outside uint64 // in no version
+	// counters are, per version and address, what the counters read with the samples
+	// counted (stax record --counters); nil without counters.
+	counters []map[uint64][]uint64
 }
 
 // splitSamples gives each sample of the entries marked mine to the version whose range held
@@ -462,6 +468,9 @@ func splitSamples(p *agg.Profile, vs []store.Code, mine, inFocus []bool) split {
 		}
 		return h
 	}
+	// given counts, per entry with counters, its samples in each version: its counters
+	// are shared among them in that proportion.
+	given := map[int][]uint64{}
 	add := func(e int, t, n uint64) {
 		addr := p.Entries[e].Leaf
 		h := holding(addr)
@@ -474,6 +483,12 @@ func splitSamples(p *agg.Profile, vs []store.Code, mine, inFocus []bool) split {
 			if vs[i].LoadTime <= t {
 				v = i
 			}
+		}
+		if len(p.Entries[e].Counters) > 0 {
+			if given[e] == nil {
+				given[e] = make([]uint64, len(vs))
+			}
+			given[e][v] += n
 		}
 		sp.samples[v][addr] += n
 		sp.total[v] += n
@@ -490,6 +505,7 @@ func splitSamples(p *agg.Profile, vs []store.Code, mine, inFocus []bool) split {
 			}
 		})
 		if err == nil {
+			sp.shareCounters(p, given)
 			return sp
 		}
 		sp = splitSamples(&agg.Profile{Entries: p.Entries}, vs, mine, inFocus)
@@ -500,7 +516,45 @@ func splitSamples(p *agg.Profile, vs []store.Code, mine, inFocus []bool) split {
 			add(i, p.Entries[i].Time, p.Entries[i].Count)
 		}
 	}
+	sp.shareCounters(p, given)
 	return sp
+}
+
+// shareCounters gives each version what the counters of the entries' samples in it
+// counted, at the entries' leaf addresses: an entry's counters are shared among the
+// versions its samples fell in (given), in proportion to them.
+func (sp *split) shareCounters(p *agg.Profile, given map[int][]uint64) {
+	for e, perVersion := range given {
+		entry := &p.Entries[e]
+		var n uint64
+		for _, c := range perVersion {
+			n += c
+		}
+		if n == 0 {
+			continue
+		}
+		if sp.counters == nil {
+			sp.counters = make([]map[uint64][]uint64, len(perVersion))
+		}
+		for v, c := range perVersion {
+			if c == 0 {
+				continue
+			}
+			if sp.counters[v] == nil {
+				sp.counters[v] = map[uint64][]uint64{}
+			}
+			sums := sp.counters[v][entry.Leaf]
+			if sums == nil {
+				sums = make([]uint64, len(entry.Counters))
+				sp.counters[v][entry.Leaf] = sums
+			}
+			for j, x := range entry.Counters {
+				if j < len(sums) {
+					sums[j] += uint64(float64(x)*float64(c)/float64(n) + 0.5)
+				}
+			}
+		}
+	}
 }
 
 // isWindow says whether a frame is an unnamed address row (image+0xOFF, [unknown] 0xADDR),

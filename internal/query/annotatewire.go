@@ -31,7 +31,8 @@ func annotationDoc(a *annotate.Annotation) *api.Annotation {
 		return nil
 	}
 	return &api.Annotation{Func: a.Func, Image: a.Image, Arch: a.Arch, Start: a.Start, End: a.End, Total: a.Total, Outside: a.Outside,
-		Focus: a.Focus, FocusSamples: a.FocusSamples, MaxSamples: a.MaxSamples, Insts: api.ConvertSlice(a.Insts, instDoc),
+		Focus: a.Focus, FocusSamples: a.FocusSamples, MaxSamples: a.MaxSamples, Counters: a.Counters, CounterTotals: a.CounterTotals,
+		Insts:        api.ConvertSlice(a.Insts, instDoc),
 		Gaps:         api.ConvertSlice(a.Gaps, func(g annotate.Gap) api.CodeGap { return api.CodeGap(g) }),
 		SourceBlocks: api.ConvertSlice(a.SourceBlocks, func(b annotate.SourceBlock) api.SourceBlock { return api.SourceBlock(b) }),
 		HotLines:     api.ConvertSlice(a.HotLines, func(l annotate.LineStat) api.LineStat { return api.LineStat(l) })}
@@ -40,7 +41,7 @@ func annotationDoc(a *annotate.Annotation) *api.Annotation {
 func instDoc(i annotate.AnnotatedInst) api.AnnotatedInst {
 	return api.AnnotatedInst{Addr: i.Addr, Len: i.Len, Bytes: i.Bytes, Text: i.Text, Target: i.Target, HasTarget: i.HasTarget,
 		IsCall: i.IsCall, IsJump: i.IsJump, IsRet: i.IsRet, Bad: i.Bad, DataRef: i.DataRef, HasDataRef: i.HasDataRef,
-		Samples: i.Samples, Percent: i.Percent, Focus: i.Focus, Heat: i.Heat, Label: i.Label, JumpFrom: i.JumpFrom,
+		Samples: i.Samples, Percent: i.Percent, Focus: i.Focus, Counters: i.Counters, Heat: i.Heat, Label: i.Label, JumpFrom: i.JumpFrom,
 		JumpLabel: i.JumpLabel, Backward: i.Backward, Display: i.Display, Block: i.Block}
 }
 
@@ -52,6 +53,7 @@ func AnnotationOfDoc(a *api.Annotation) *annotate.Annotation {
 	}
 	return &annotate.Annotation{Func: a.Func, Image: a.Image, Arch: a.Arch, Start: a.Start, End: a.End, Total: a.Total,
 		Outside: a.Outside, Focus: a.Focus, FocusSamples: a.FocusSamples, MaxSamples: a.MaxSamples,
+		Counters: a.Counters, CounterTotals: a.CounterTotals,
 		Insts:        api.ConvertSlice(a.Insts, instOfDoc),
 		Gaps:         api.ConvertSlice(a.Gaps, func(g api.CodeGap) annotate.Gap { return annotate.Gap(g) }),
 		SourceBlocks: api.ConvertSlice(a.SourceBlocks, func(b api.SourceBlock) annotate.SourceBlock { return annotate.SourceBlock(b) }),
@@ -61,6 +63,6 @@ func AnnotationOfDoc(a *api.Annotation) *annotate.Annotation {
 func instOfDoc(i api.AnnotatedInst) annotate.AnnotatedInst {
 	return annotate.AnnotatedInst{Inst: disasm.Inst{Addr: i.Addr, Len: i.Len, Bytes: i.Bytes, Text: i.Text, Target: i.Target,
 		HasTarget: i.HasTarget, IsCall: i.IsCall, IsJump: i.IsJump, IsRet: i.IsRet, Bad: i.Bad, DataRef: i.DataRef,
-		HasDataRef: i.HasDataRef}, Samples: i.Samples, Percent: i.Percent, Focus: i.Focus, Heat: i.Heat, Label: i.Label,
+		HasDataRef: i.HasDataRef}, Samples: i.Samples, Percent: i.Percent, Focus: i.Focus, Counters: i.Counters, Heat: i.Heat, Label: i.Label,
 		JumpFrom: i.JumpFrom, JumpLabel: i.JumpLabel, Backward: i.Backward, Display: i.Display, Block: i.Block}
 }

@@ -7,21 +7,34 @@ import (
 )
 
 // topCounters gives top's rows what the counters read with their self samples counted
-// (stax record --counters), for a view of the whole run: a window's samples come from
-// the series, which keeps no counters.
+// (stax record --counters). Samples without counters (another event's, a window of a
+// run recorded before its series kept them) leave the rows without.
 func topCounters(run *store.Run, g agg.Granularity, f agg.Filter, res *api.Top) {
 	if len(run.Meta.Counters) == 0 {
 		return
 	}
 	sums := agg.SelfCounters(run.Profile.At(g), f)
-	res.Counters = make([]string, len(run.Meta.Counters))
-	for i, c := range run.Meta.Counters {
-		res.Counters[i] = c.Name
+	if sums == nil {
+		return
 	}
+	res.Counters = counterNames(run, false)
 	for i := range res.Rows {
 		r := &res.Rows[i]
 		v := sums[agg.Frame{Func: r.Func, Image: r.Image, Kind: r.Kind, Inlined: r.Inlined, File: r.File, Line: r.Line, Addr: r.Addr}]
 		r.Counters = make([]uint64, len(res.Counters))
 		copy(r.Counters, v)
 	}
+}
+
+// counterNames names the counters read with each sample (stax record --counters), as a
+// view that shows them lists them; nil without counters, or with none shown.
+func counterNames(run *store.Run, none bool) []string {
+	if none || len(run.Meta.Counters) == 0 {
+		return nil
+	}
+	names := make([]string, len(run.Meta.Counters))
+	for i, c := range run.Meta.Counters {
+		names[i] = c.Name
+	}
+	return names
 }

@@ -136,7 +136,7 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 	}
 	res := api.Top{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Time: times, Sort: sort,
 		By: g.By, NoInline: g.NoInline, Short: g.Short, Rows: api.TopRows(rows)}
-	if !o.OffCPU && o.Window.IsAll() {
+	if !o.OffCPU {
 		topCounters(run, g, f, &res)
 	}
 	return res, nil
@@ -207,8 +207,9 @@ func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
 		shape.Reasons = timeReasons(&run.Profile, cpuStacks)
 		times = timeTotals(&run.Profile, shape.Reasons, f)
 	}
+	shape.NoCounters = o.OffCPU
 	root, samples := agg.FlameWith(p, f, shape)
-	res := api.Flame{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
+	res := api.Flame{Counters: counterNames(run, root.Counters == nil), Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
 		Inverted: shape.Inverted, By: g.By, NoInline: g.NoInline, Short: g.Short, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Time: times, Samples: samples, Root: api.FlameRoot(root),
 		Under: o.Under, CallersOf: o.CallersOf, CalleesOf: o.CalleesOf}
 	if match != nil {

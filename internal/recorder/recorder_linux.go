@@ -512,6 +512,7 @@ func newRecorder(opts Options) *Recorder {
 		start:     time.Now(),
 		namer:     namerState{codeSeen: map[codeID]struct{}{}},
 	}
+	r.run.CountersPerSample(len(opts.Counters)) // a window of the run sums its samples' counters
 	r.filesBase[0], r.filesBase[1] = targetfile.Counts()
 	r.res = resolve.New(r.tracker, symconf.Options(r.note))
 	r.spans = spans.NewSet()

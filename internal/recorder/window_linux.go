@@ -17,9 +17,13 @@ import (
 type windowState struct {
 	cutRef  int64    // chunks of the samples file before this offset left the run
 	dropped []uint32 // samples dropped, per key
-	w       store.Window
-	floor   func() uint64 // samples at or after this time stay (not pushed yet); nil: none
-	err     error         // the file's blocks could not be given back (said once)
+	// droppedCounters is what the dropped samples' counters counted (record
+	// --counters), counters per key.
+	droppedCounters []uint64
+	counters        int
+	w               store.Window
+	floor           func() uint64 // samples at or after this time stay (not pushed yet); nil: none
+	err             error         // the file's blocks could not be given back (said once)
 }
 
 // SetKeepFloor makes the window keep every sample at or after the time floor returns (on
@@ -92,19 +96,25 @@ func (r *Recorder) advanceWindow(run *store.Run) {
 	if drop == 0 {
 		return
 	}
-	dropped := r.window.dropped
+	dropped, droppedCounters, nc := r.window.dropped, r.window.droppedCounters, run.Profile.Series.Counters
 	var w store.Window
 	r.mu.Lock()
 	w = r.window.w
 	r.mu.Unlock()
 	for k := range drop {
 		c := ch[spilled[k]]
-		one := agg.Series{Chunks: []agg.SeriesChunk{c}, Reader: r.storage.samplesFile}
+		one := agg.Series{Chunks: []agg.SeriesChunk{c}, Counters: nc, Reader: r.storage.samplesFile}
 		err := one.Each(0, 0, func(s agg.Sample) {
 			for int(s.Key) >= len(dropped) {
 				dropped = append(dropped, 0)
 			}
 			dropped[s.Key]++
+			if nc > 0 {
+				for len(droppedCounters) < len(dropped)*nc {
+					droppedCounters = append(droppedCounters, 0)
+				}
+				agg.SumCounters(droppedCounters[int(s.Key)*nc:][:nc], s.Counters)
+			}
 		})
 		if err != nil {
 			r.note("rolling window: the samples of a chunk leaving the window could not be read back (%v): the run's counts keep them", err)
@@ -123,6 +133,7 @@ func (r *Recorder) advanceWindow(run *store.Run) {
 	w.FromNs = next.Min - min(next.Min, r.meta.StartNs)
 	r.mu.Lock()
 	r.window.dropped, r.window.cutRef, r.window.w = dropped, next.Ref, w
+	r.window.droppedCounters, r.window.counters = droppedCounters, nc
 	r.mu.Unlock()
 	r.applyWindow(run)
 }
@@ -132,6 +143,7 @@ func (r *Recorder) advanceWindow(run *store.Run) {
 func (r *Recorder) applyWindow(run *store.Run) {
 	r.mu.Lock()
 	cut, dropped, w := r.window.cutRef, r.window.dropped, r.window.w
+	droppedCounters, nc := r.window.droppedCounters, r.window.counters
 	r.mu.Unlock()
 	if r.opts.Keep > 0 || r.opts.KeepBytes > 0 {
 		w.KeepSec, w.KeepBytes = r.opts.Keep.Seconds(), r.opts.KeepBytes
@@ -154,6 +166,12 @@ func (r *Recorder) applyWindow(run *store.Run) {
 		}
 		e := &p.Entries[p.KeyEntry[k]]
 		e.Count -= min(e.Count, uint64(d))
+		if nc > 0 && len(e.Counters) == nc && (k+1)*nc <= len(droppedCounters) {
+			e.Counters = slices.Clone(e.Counters)
+			for j, v := range droppedCounters[k*nc:][:nc] {
+				e.Counters[j] -= min(e.Counters[j], v)
+			}
+		}
 		changed = true
 	}
 	if changed {

@@ -20,9 +20,15 @@ import (
 // -1 for a key not named), then the chunk count (u32) and per chunk the same header as
 // format 3 followed by the chunk's Ref (i64): a chunk with a Ref and a byte length of 0
 // lives in the run's samples file (samples.go), any other is inline.
+//
+// Format 7, for a series whose samples carry counters (agg.Series.Counters): "SERIES\x00\x03",
+// the key count and entries as format 4, the number of counters (u32, 1 to
+// agg.MaxSeriesCounters), then the chunks as format 4. A series without counters is
+// written as format 4's in every version.
 const (
 	seriesMagic    = "SERIES\x00\x01"
 	seriesMagic4   = "SERIES\x00\x02"
+	seriesMagic7   = "SERIES\x00\x03"
 	maxChunks      = 1 << 24
 	maxChunkLength = 1 << 20
 	chunkHeader    = 32 // base, min, max, sample count, byte length
@@ -32,17 +38,18 @@ const (
 // seriesOut is a run's series as format 4 writes it: the key entries, and each chunk
 // with the bytes it is written with (nil for a chunk written as a reference).
 type seriesOut struct {
-	keys   []byte // the key entries' varints
-	nkeys  int
-	chunks []agg.SeriesChunk
-	data   [][]byte
+	keys     []byte // the key entries' varints
+	nkeys    int
+	counters int // per sample (format 7); 0: none
+	chunks   []agg.SeriesChunk
+	data     [][]byte
 }
 
 // newSeriesOut prepares p's series. With refs, a chunk that was written to the
 // samples file is written as its reference; else every chunk is inline, those that left
 // memory read back first.
 func newSeriesOut(p *agg.Profile, refs bool) (*seriesOut, error) {
-	s := &seriesOut{chunks: p.Series.Chunks, nkeys: len(p.KeyEntry), data: make([][]byte, len(p.Series.Chunks))}
+	s := &seriesOut{chunks: p.Series.Chunks, nkeys: len(p.KeyEntry), counters: p.Series.Counters, data: make([][]byte, len(p.Series.Chunks))}
 	for _, e := range p.KeyEntry {
 		s.keys = binary.AppendVarint(s.keys, int64(e))
 	}
@@ -69,6 +76,9 @@ func newSeriesOut(p *agg.Profile, refs bool) (*seriesOut, error) {
 // size is the section's bytes.
 func (s *seriesOut) size() int64 {
 	n := int64(len(seriesMagic4)+4+len(s.keys)+4) + int64(len(s.chunks))*chunkHeader4
+	if s.counters > 0 {
+		n += 4
+	}
 	for _, d := range s.data {
 		n += int64(len(d))
 	}
@@ -85,11 +95,19 @@ func (s *seriesOut) samples() int64 {
 
 func (s *seriesOut) write(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	bw.WriteString(seriesMagic4)
+	if s.counters > 0 {
+		bw.WriteString(seriesMagic7)
+	} else {
+		bw.WriteString(seriesMagic4)
+	}
 	var b [chunkHeader4]byte
 	binary.LittleEndian.PutUint32(b[:4], uint32(s.nkeys))
 	bw.Write(b[:4])
 	bw.Write(s.keys)
+	if s.counters > 0 {
+		binary.LittleEndian.PutUint32(b[:4], uint32(s.counters))
+		bw.Write(b[:4])
+	}
 	binary.LittleEndian.PutUint32(b[:4], uint32(len(s.chunks)))
 	bw.Write(b[:4])
 	for i := range s.chunks {
@@ -140,7 +158,8 @@ func readSeries(r *bufio.Reader, p *agg.Profile, b *budget, l *layout, version u
 	if version >= 4 {
 		want, head = seriesMagic4, chunkHeader4
 	}
-	if string(hdr[:len(seriesMagic)]) != want {
+	withCounters := version >= 7 && string(hdr[:len(seriesMagic)]) == seriesMagic7
+	if string(hdr[:len(seriesMagic)]) != want && !withCounters {
 		return errors.New("bad section marker")
 	}
 	if version >= 4 {
@@ -148,6 +167,19 @@ func readSeries(r *bufio.Reader, p *agg.Profile, b *budget, l *layout, version u
 			return err
 		}
 	}
+	s.Counters = 0
+	if withCounters {
+		if _, err := io.ReadFull(r, hdr[:4]); err != nil {
+			return fmt.Errorf("counters: %w", err)
+		}
+		n := binary.LittleEndian.Uint32(hdr[:4])
+		if n == 0 || n > agg.MaxSeriesCounters {
+			return fmt.Errorf("%d counters per sample (1 to %d)", n, agg.MaxSeriesCounters)
+		}
+		s.Counters = int(n)
+	}
+	// A sample takes 3 varints and one per counter: 1 to 10 bytes each.
+	minSample, maxSample := int64(3+s.Counters), int64(agg.MaxSampleBytes(s.Counters))
 	if _, err := io.ReadFull(r, hdr[:4]); err != nil {
 		return fmt.Errorf("header: %w", err)
 	}
@@ -183,10 +215,9 @@ func readSeries(r *bufio.Reader, p *agg.Profile, b *budget, l *layout, version u
 		switch {
 		case c.Ref < 0 || (c.Ref != 0 && c.Ref < samplesHeaderSize):
 			return fmt.Errorf("chunk %d: reference %d is not in a samples file", i, c.Ref)
-		// A sample takes 3 varints: 3 to 30 bytes.
-		case !external && (c.N == 0 || size > maxChunkLength || size < 3*int64(c.N) || size > 30*int64(c.N)):
+		case !external && (c.N == 0 || size > maxChunkLength || size < minSample*int64(c.N) || size > maxSample*int64(c.N)):
 			return fmt.Errorf("chunk %d: %d samples in %d bytes", i, c.N, size)
-		case external && (c.N == 0 || int64(c.N) > maxChunkLength/3):
+		case external && (c.N == 0 || int64(c.N) > maxChunkLength/minSample):
 			return fmt.Errorf("chunk %d: %d samples in one chunk", i, c.N)
 		}
 		samples += int64(c.N)

@@ -80,7 +80,11 @@ import (
 // its meta names the generation of the records that apply to it. A stax that predates
 // delta files refuses it rather than show the run as of an older checkpoint. Every other
 // file, a finished run's included, is written as version 5.
-const FormatVersion = 6
+//
+// Version 7 is a run whose samples carry the counters read with them (stax record
+// --counters; series.go): a stax that predates it refuses it rather than misread its
+// samples. It may also be carried on by a delta file, as version 6.
+const FormatVersion = 7
 
 const (
 	magic       = "STAXRUN\x00"
@@ -450,11 +454,14 @@ func (c *checksumWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// versionOf is the format version r is written in: 6 when a delta file carries it on,
-// else 5 (which a stax that predates delta files reads).
+// versionOf is the format version r is written in: 7 when its samples carry counters, 6
+// when a delta file carries it on, else 5 (which a stax that predates delta files reads).
 func versionOf(r *Run) uint32 {
-	if r.Meta.DeltaGen != 0 {
-		return FormatVersion
+	switch {
+	case r.Profile.Series.Counters > 0:
+		return 7
+	case r.Meta.DeltaGen != 0:
+		return 6
 	}
 	return 5
 }
@@ -843,7 +850,7 @@ func validate(r *Run) error {
 	}
 	// Chunks in the samples file are checked as they are read (ReadChunk); every view
 	// ignores a sample whose key the run does not have.
-	inline := agg.Series{Chunks: slices.DeleteFunc(slices.Clone(p.Series.Chunks), func(c agg.SeriesChunk) bool { return c.Data == nil })}
+	inline := agg.Series{Chunks: slices.DeleteFunc(slices.Clone(p.Series.Chunks), func(c agg.SeriesChunk) bool { return c.Data == nil }), Counters: p.Series.Counters}
 	bad := false
 	err := inline.Each(0, 0, func(s agg.Sample) {
 		if int(s.Key) >= len(p.KeyEntry) {

@@ -273,7 +273,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"empty", nil, "header"},
 		{"short header", good[:10], "header"},
 		{"bad magic", mod(func(b []byte) []byte { b[0] = 'X'; return b }), "bad magic"},
-		{"wrong version", mod(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], FormatVersion+1); return b }), "format version 7"},
+		{"wrong version", mod(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], FormatVersion+1); return b }), fmt.Sprintf("format version %d", FormatVersion+1)},
 		{"version zero", mod(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], 0); return b }), "format version 0"},
 		{"checksum mismatch", mod(func(b []byte) []byte { b[12] ^= 1; return b }), "checksum"},
 		{"payload bit flip", mod(func(b []byte) []byte { b[len(b)/2] ^= 0x40; return b }), "checksum"},
@@ -533,6 +533,7 @@ func FuzzDecode(f *testing.F) {
 	good := encode(f, sampleRun())
 	f.Add(good)
 	f.Add(encode(f, timedRun()))
+	f.Add(encode(f, countedRun()))
 	f.Add(encode(f, offCPURun()))
 	f.Add(encode(f, offCPUWakersRun()))
 	f.Add(encode(f, offCPUIntervalsRun()))
@@ -612,6 +613,64 @@ func timedRun() *Run {
 	}
 	r.Resolve(synthrun.Names{})
 	return &Run{Meta: Meta{ID: "timed", Samples: 2000, StartNs: 1e9}, Profile: *r.Profile(nil)}
+}
+
+// countedRun is timedRun's samples with two counters read with each: sample i counted
+// 1000+i and i%7.
+func countedRun() *Run {
+	r := agg.NewRun()
+	r.CountersPerSample(2)
+	for i := 0; i < 2000; i++ {
+		chain := []uint64{^uint64(511), uint64(i%6+1) << 8, 7 << 8}
+		r.AddCountedSample(0, 10, uint32(10+i%3), uint32(i%2), 1e9+uint64(i)*1e6, 0, chain, []uint64{uint64(1000 + i), uint64(i % 7)})
+	}
+	r.Resolve(synthrun.Names{})
+	return &Run{Meta: Meta{ID: "counted", Samples: 2000, StartNs: 1e9, Counters: []Counter{{Name: "task-clock"}, {Name: "page-faults"}}}, Profile: *r.Profile(nil)}
+}
+
+// The counters each sample carries survive a round trip (format 7), so a window of a
+// stored run sums its own samples' counters.
+func TestRoundTripKeepsSampleCounters(t *testing.T) {
+	want := countedRun()
+	data := encode(t, want)
+	if v := binary.LittleEndian.Uint32(data[8:]); v != 7 {
+		t.Errorf("a run with counters per sample is written as format %d, want 7", v)
+	}
+	if v := binary.LittleEndian.Uint32(encode(t, timedRun())[8:]); v != 5 {
+		t.Errorf("a run without them is written as format %d, want 5", v)
+	}
+	got, err := Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Profile.Series.Counters != 2 || !reflect.DeepEqual(got.Profile.Series.Chunks, want.Profile.Series.Chunks) {
+		t.Fatalf("the sample series changed in the round trip: %d counters", got.Profile.Series.Counters)
+	}
+	sums := func(p *agg.Profile) (s [2]uint64) {
+		for _, e := range p.Entries {
+			for j, v := range e.Counters {
+				s[j] += v
+			}
+		}
+		return s
+	}
+	var whole, half [2]uint64
+	for i := range 2000 {
+		whole[0], whole[1] = whole[0]+uint64(1000+i), whole[1]+uint64(i%7)
+		if i >= 500 && i < 1000 {
+			half[0], half[1] = half[0]+uint64(1000+i), half[1]+uint64(i%7)
+		}
+	}
+	if s := sums(&got.Profile); s != whole {
+		t.Errorf("the run counted %v, want %v", s, whole)
+	}
+	w, err := got.Profile.Window(1e9+500e6, 1e9+1000e6)
+	if err != nil || w.TotalSamples() != 500 {
+		t.Fatalf("window over the read run: %v, %d samples, want 500", err, w.TotalSamples())
+	}
+	if s := sums(w); s != half {
+		t.Errorf("the window counted %v, want %v", s, half)
+	}
 }
 
 func TestRoundTripKeepsSampleTimes(t *testing.T) {
