@@ -58,10 +58,13 @@ func WritePprof(w io.Writer, run *store.Run) error {
 // PprofValues says which of a pprof profile's sample values are whose.
 type PprofValues struct {
 	// Events are the index in Sample.Value of each event's value, in the order of the
-	// run's events (Meta.Events), and EventNames their names; one for a run of one event
-	// (whose samples are all its). In a run of several, each sample is labelled event.
+	// run's events (Meta.Events), EventNames their names (as the samples' event labels
+	// have them) and Periods what a sample of each stands for in its value's unit; one for
+	// a run of one event (whose samples are all its). In a run of several, each sample is
+	// labelled event.
 	Events     []int
 	EventNames []string
+	Periods    []int64
 	// Counters are the index of each counter's value (Meta.Counters); none when the
 	// samples have no counters.
 	Counters []int
@@ -125,11 +128,11 @@ func PprofWithValues(run *store.Run) (*profile.Profile, PprofValues, error) {
 	if cpuStacks >= 0 {
 		out.SampleType = append(out.SampleType, &profile.ValueType{Type: "off_cpu", Unit: "nanoseconds"}, &profile.ValueType{Type: "wall", Unit: "nanoseconds"})
 	}
-	vals.Events = []int{1}
+	vals.Events, vals.Periods = []int{1}, []int64{period}
 	if len(events) > 0 {
-		vals.EventNames = []string{events[0].Name}
+		vals.EventNames = []string{cleanText(events[0].Name)}
 	} else if run.Meta.Event != "" {
-		vals.EventNames = []string{run.Meta.Event}
+		vals.EventNames = []string{cleanText(run.Meta.Event)}
 	}
 	// The other events' values, each worth its weight a sample.
 	var weights []int64
@@ -137,15 +140,16 @@ func PprofWithValues(run *store.Run) (*profile.Profile, PprofValues, error) {
 		weights = make([]int64, len(events))
 		for i, e := range events[1:] {
 			vals.Events = append(vals.Events, len(out.SampleType))
-			vals.EventNames = append(vals.EventNames, e.Name)
-			out.SampleType = append(out.SampleType, uniqueType(out.SampleType, otherEventType(e.Name), e.Name))
+			vals.EventNames = append(vals.EventNames, cleanText(e.Name))
+			out.SampleType = append(out.SampleType, uniqueType(out.SampleType, otherEventType(cleanText(e.Name)), cleanText(e.Name)))
 			weights[i+1] = eventWeight(e)
+			vals.Periods = append(vals.Periods, weights[i+1])
 		}
 	}
 	if n := len(run.Meta.Counters); n > 0 && slices.ContainsFunc(prof.Entries, func(e agg.Entry) bool { return len(e.Counters) == n }) {
 		for _, c := range run.Meta.Counters {
 			vals.Counters = append(vals.Counters, len(out.SampleType))
-			out.SampleType = append(out.SampleType, uniqueType(out.SampleType, counterType(c.Name), c.Name+"-counter"))
+			out.SampleType = append(out.SampleType, uniqueType(out.SampleType, counterType(cleanText(c.Name)), cleanText(c.Name)+"-counter"))
 		}
 	}
 	// Values from exact on are split among spans in proportion, to the unit.
