@@ -50,4 +50,7 @@ type PushStatus struct {
 	Failed    uint64  `json:"failed"`  // attempts that failed (each is retried unless refused)
 	Dropped   uint64  `json:"dropped"` // windows lost: the queue was full, or the endpoint refused them
 	LastError string  `json:"last_error,omitempty"`
+	// LeftOut counts the samples not sent because the endpoint does not take their event
+	// (Pyroscope: those of events other than the first).
+	LeftOut uint64 `json:"left_out,omitempty"`
 }

@@ -48,6 +48,11 @@ The file is <run-id> plus the format's extension (.pb.gz, .json, .speedscope.jso
 --from/--to or --span export part of the run, and the stack transforms rewrite its stacks before
 it is written (the samples they leave out are not written).
 
+A run of several events (stax record -e A,B) exported to pprof holds them all, a value
+each (go tool pprof -sample_index=B; samples labelled event); --event NAME writes one
+alone, and the other formats write the first unless --event names another. Counters read
+with the samples (stax record --counters) are values of their own in pprof.
+
 Where the run recorded off-CPU time (docs/off-cpu.md), pprof adds two values to each
 sample, off_cpu and wall (nanoseconds: go tool pprof -sample_index=off_cpu, or wall),
 with the blocked stacks as samples of their own labelled with their reason; --off-cpu
@@ -88,8 +93,16 @@ nanoseconds), and the Firefox Profiler's gets a marker for each interval off CPU
 			if offCPU && format == "pprof" {
 				return usageErr("export --off-cpu: pprof has the off-CPU time as a value of its own (off_cpu); leave --off-cpu out")
 			}
-			if run, _, err = query.EventView(run, rf.event); err != nil {
-				return queryErr(err)
+			// pprof holds every event of a run of several, a value each, unless --event
+			// picks one; the other formats, and pprof with --event, the event's samples alone.
+			if format != "pprof" || rf.event != "" || len(run.Meta.Events) <= 1 {
+				if run, _, err = query.EventView(run, rf.event); err != nil {
+					return queryErr(err)
+				}
+				if format == "pprof" {
+					i, _ := run.Meta.EventIndex(run.Meta.Event)
+					run, _ = export.OnlyEvent(run, i)
+				}
 			}
 			if run, _, err = rf.window.Apply(run); err != nil {
 				return queryErr(err)

@@ -260,7 +260,12 @@ profile, to a fleet's profile store. To push while recording, use stax record --
 			if err := push.Send(ctx, t, h, pf.timeout, req); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.out, "pushed run %s (%s samples, %s) to %s\n", esc(run.Meta.ID), commas(run.Profile.TotalSamples()), bytesText(int64(len(req.Body))), t)
+			sent := run.Profile.TotalSamples() - min(req.LeftOut, run.Profile.TotalSamples())
+			fmt.Fprintf(g.out, "pushed run %s (%s samples, %s) to %s\n", esc(run.Meta.ID), commas(sent), bytesText(int64(len(req.Body))), t)
+			if req.LeftOut > 0 {
+				fmt.Fprintf(g.errOut, "stax: %s samples of events other than the first (%s) not pushed: Pyroscope takes the first event's\n",
+					commas(req.LeftOut), esc(run.Meta.EventNames()[0]))
+			}
 			return nil
 		},
 	}

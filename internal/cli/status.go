@@ -281,6 +281,9 @@ func printStatusRest(w io.Writer, st *api.Status) {
 		if ps.LastError != "" {
 			fmt.Fprintf(w, "push error: %s\n", esc(ps.LastError))
 		}
+		if ps.LeftOut > 0 {
+			fmt.Fprintf(w, "push note: %s samples of events other than the first not pushed: Pyroscope takes the first event's\n", commas(ps.LeftOut))
+		}
 	}
 	for _, n := range m.Notes {
 		fmt.Fprintf(w, "note:      %s\n", esc(n))

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/perfevent"
@@ -430,4 +432,95 @@ func checkAnnotateCounters(t *testing.T, e *staxEnv, top api.Top, fn string) {
 		t.Errorf("annotate %s: exit %d, no counters' columns:\n%s", fn, code, out)
 	}
 	t.Logf("annotate %s: %v over %d instructions with samples", fn, a.CounterTotals, hot)
+}
+
+// A run of two events with counters exported to pprof: one file with a value per event and
+// per counter (go tool pprof -sample_index=page-faults), the page faults, sampled and
+// counted, under the function that touches the pages, and the values adding up to what
+// status counts.
+func TestExportPprofEventsAndCounters(t *testing.T) {
+	testutil.RequirePerf(t)
+	prog := buildEvents(t)
+	e := newEnv(t)
+	out, errOut, code := e.run("record", "-q", "-e", "cpu-clock,page-faults", "--counters", "task-clock,page-faults", "--", prog, "faults", "200000", "300")
+	if code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	file := filepath.Join(t.TempDir(), "run.pb.gz")
+	if out, errOut, code := e.run("export", "-f", "pprof", "-o", file); code != 0 {
+		t.Fatalf("export: exit %d\n%s%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.ParseData(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, st := range p.SampleType {
+		types = append(types, st.Type+"/"+st.Unit)
+	}
+	t.Logf("sample types %v", types)
+	if len(types) < 2 || types[0] != "samples/count" || types[1] != "cpu/nanoseconds" || p.DefaultSampleType != "cpu" {
+		t.Fatalf("sample types %v, default %q: want samples and cpu first, cpu the default", types, p.DefaultSampleType)
+	}
+	index := map[string]int{}
+	for _, name := range []string{"page-faults", "task-clock", "page-faults-counter"} {
+		i, err := p.SampleIndexByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		index[name] = i
+	}
+	if types[index["page-faults"]] != "page-faults/count" || types[index["task-clock"]] != "task-clock/nanoseconds" ||
+		types[index["page-faults-counter"]] != "page-faults-counter/count" {
+		t.Errorf("sample types %v", types)
+	}
+	// Each value under the functions whose stacks hold touch_pages, and spin.
+	in := func(s *profile.Sample, fn string) bool {
+		for _, l := range s.Location {
+			for _, ln := range l.Line {
+				if ln.Function.Name == fn {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	total, touch, spin := map[string]int64{}, map[string]int64{}, map[string]int64{}
+	for _, s := range p.Sample {
+		for name, i := range index {
+			total[name] += s.Value[i]
+			if in(s, "touch_pages") {
+				touch[name] += s.Value[i]
+			}
+			if in(s, "spin") {
+				spin[name] += s.Value[i]
+			}
+		}
+		if ev := s.Label["event"]; len(ev) == 1 && ev[0] == "page-faults" && (s.Value[1] != 0 || s.Value[index["task-clock"]] != 0) {
+			t.Errorf("a page-faults sample has CPU time or counters: %v", s.Value)
+		}
+	}
+	for _, name := range []string{"page-faults", "page-faults-counter"} {
+		t.Logf("%s: %d in all, %d under touch_pages (%.1f%%), %d under spin", name, total[name], touch[name],
+			100*float64(touch[name])/math.Max(float64(total[name]), 1), spin[name])
+		if total[name] < 150000 || float64(touch[name]) < 0.9*float64(total[name]) || float64(spin[name]) > 0.02*float64(total[name]) {
+			t.Errorf("%s: %d in all, %d under touch_pages, %d under spin: want 90%% or more under touch_pages, 2%% or less under spin",
+				name, total[name], touch[name], spin[name])
+		}
+	}
+	var st api.Status
+	e.mustJSON(&st, "status")
+	_, count := eventOf(t, st, "page-faults")
+	// Each sample is worth the mean period, rounded: the sum is the count within half a
+	// fault a sample.
+	if d := math.Abs(float64(total["page-faults"]) - float64(count)); d > 0.01*float64(count) {
+		t.Errorf("pprof's page-faults add up to %d, status counts %d", total["page-faults"], count)
+	}
+	if total["task-clock"] == 0 || spin["task-clock"] < touch["task-clock"]/10 {
+		t.Errorf("task-clock: %d in all, %d under touch_pages, %d under spin", total["task-clock"], touch["task-clock"], spin["task-clock"])
+	}
 }

@@ -4,9 +4,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
+	"math/bits"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/pprof/profile"
@@ -33,6 +36,17 @@ import (
 // are code of no image: their locations have no mapping and address 0. Runs saved before
 // stax kept locations have address 0 everywhere but at the leaves (an entry's leaf
 // address), and one mapping per image, without ranges.
+//
+// A run of several events (stax record -e A,B) has a value per event after those of its
+// first (the period and the default sample type stay the first's): cpu/nanoseconds for
+// cpu-clock, task-clock/nanoseconds for task-clock, EVENT/count for the others, each
+// sample worth its count times the event's weight in its own event's value and 0 in the
+// others; each sample is labelled event, and samples/count counts every event's samples.
+// A run with counters read with its samples (stax record --counters) has a value per
+// counter after those, what the counters counted with the sample's samples (0 for the
+// other events' and the off-CPU samples): NAME/count, or NAME/nanoseconds for task-clock
+// and cpu-clock; a counter named as one of the values before it is NAME-counter. A window
+// of the run has no counters (agg.Profile.Window), and then no counter values.
 func WritePprof(w io.Writer, run *store.Run) error {
 	p, err := Pprof(run)
 	if err != nil {
@@ -41,11 +55,36 @@ func WritePprof(w io.Writer, run *store.Run) error {
 	return p.Write(w)
 }
 
+// PprofValues says which of a pprof profile's sample values are whose.
+type PprofValues struct {
+	// Events are the index in Sample.Value of each event's value, in the order of the
+	// run's events (Meta.Events), EventNames their names (as the samples' event labels
+	// have them) and Periods what a sample of each stands for in its value's unit; one for
+	// a run of one event (whose samples are all its). In a run of several, each sample is
+	// labelled event.
+	Events     []int
+	EventNames []string
+	Periods    []int64
+	// Counters are the index of each counter's value (Meta.Counters); none when the
+	// samples have no counters.
+	Counters []int
+}
+
 // Pprof builds the pprof profile of the run (see WritePprof).
 func Pprof(run *store.Run) (*profile.Profile, error) {
+	p, _, err := PprofWithValues(run)
+	return p, err
+}
+
+// PprofWithValues builds the pprof profile of the run (see WritePprof), and says which of
+// its values are whose.
+func PprofWithValues(run *store.Run) (*profile.Profile, PprofValues, error) {
+	var vals PprofValues
 	if err := check(run); err != nil {
-		return nil, err
+		return nil, vals, err
 	}
+	events := run.Meta.Events
+	multi := len(events) > 1
 	period := int64(periodNs(&run.Meta))
 	cpuType := &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}
 	evType, evPer, counted := eventValue(&run.Meta) // an event that counts no time: no off-CPU time beside it
@@ -60,10 +99,10 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 	inSpans := spanCounts(run)
 	if run.OffCPU != nil && !counted {
 		if err := run.OffCPU.CheckIndexes(); err != nil {
-			return nil, fmt.Errorf("export: off-CPU: %w", err)
+			return nil, vals, fmt.Errorf("export: off-CPU: %w", err)
 		}
 		if run.Meta.OffCPU != nil {
-			on = agg.NewOnCPUTime(run.Meta.OffCPU.OnCPU, &run.Profile)
+			on = agg.NewOnCPUTime(run.Meta.OffCPU.OnCPU, firstEvent(&run.Profile, multi))
 		}
 		merged, n := agg.WallProfile(&run.Profile, run.OffCPU, 1, nil)
 		r := *run
@@ -89,7 +128,43 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 	if cpuStacks >= 0 {
 		out.SampleType = append(out.SampleType, &profile.ValueType{Type: "off_cpu", Unit: "nanoseconds"}, &profile.ValueType{Type: "wall", Unit: "nanoseconds"})
 	}
-	if run.Meta.Event != "" {
+	vals.Events, vals.Periods = []int{1}, []int64{period}
+	if len(events) > 0 {
+		vals.EventNames = []string{cleanText(events[0].Name)}
+	} else if run.Meta.Event != "" {
+		vals.EventNames = []string{cleanText(run.Meta.Event)}
+	}
+	// The other events' values, each worth its weight a sample.
+	var weights []int64
+	if multi {
+		weights = make([]int64, len(events))
+		for i, e := range events[1:] {
+			vals.Events = append(vals.Events, len(out.SampleType))
+			vals.EventNames = append(vals.EventNames, cleanText(e.Name))
+			out.SampleType = append(out.SampleType, uniqueType(out.SampleType, otherEventType(cleanText(e.Name)), cleanText(e.Name)))
+			weights[i+1] = eventWeight(e)
+			vals.Periods = append(vals.Periods, weights[i+1])
+		}
+	}
+	if n := len(run.Meta.Counters); n > 0 && slices.ContainsFunc(prof.Entries, func(e agg.Entry) bool { return len(e.Counters) == n }) {
+		for _, c := range run.Meta.Counters {
+			vals.Counters = append(vals.Counters, len(out.SampleType))
+			out.SampleType = append(out.SampleType, uniqueType(out.SampleType, counterType(cleanText(c.Name)), cleanText(c.Name)+"-counter"))
+		}
+	}
+	// Values from exact on are split among spans in proportion, to the unit.
+	exact := len(out.SampleType)
+	if len(vals.Counters) > 0 {
+		exact = vals.Counters[0]
+	}
+	switch {
+	case multi:
+		names := make([]string, len(events))
+		for i, e := range events {
+			names[i] = cleanText(e.Name)
+		}
+		out.Comments = append(out.Comments, "events: "+strings.Join(names, ", "))
+	case run.Meta.Event != "":
 		out.Comments = append(out.Comments, "event: "+cleanText(run.Meta.Event))
 	}
 	if len(run.Meta.Command) > 0 {
@@ -115,20 +190,42 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 			continue
 		}
 		stack := prof.Stacks[e.Stack]
+		offStack := cpuStacks >= 0 && int(e.Stack) >= cpuStacks
 		s := &profile.Sample{
-			Value:    []int64{int64(e.Count), int64(e.Count) * period},
+			Value:    make([]int64, 2, len(out.SampleType)),
 			NumLabel: map[string][]int64{"pid": {int64(e.Pid)}, "tid": {int64(e.Tid)}},
 		}
+		s.Value[0] = int64(e.Count)
+		if e.Event == 0 {
+			s.Value[1] = int64(e.Count) * period
+		}
 		if cpuStacks >= 0 {
-			if int(e.Stack) < cpuStacks {
+			switch {
+			case offStack:
+				s.Value = append(s.Value[:0], 0, 0, int64(e.Count), int64(e.Count))
+			case e.Event == 0:
 				if ps, ok := on.PerSample(e.Tid); ok {
 					// The thread's time on CPU from the switch records, shared by its samples.
 					s.Value[1] = int64(float64(e.Count)*ps + 0.5)
 				}
 				s.Value = append(s.Value, 0, s.Value[1])
-			} else {
-				s.Value = []int64{0, 0, int64(e.Count), int64(e.Count)}
+			default:
+				s.Value = append(s.Value, 0, 0)
 			}
+		}
+		for i := 1; i < len(weights); i++ {
+			var v int64
+			if !offStack && e.Event == uint32(i) {
+				v = int64(e.Count) * weights[i]
+			}
+			s.Value = append(s.Value, v)
+		}
+		for j := range vals.Counters {
+			var v int64
+			if !offStack && j < len(e.Counters) {
+				v = int64(min(e.Counters[j], math.MaxInt64))
+			}
+			s.Value = append(s.Value, v)
 		}
 		if len(stack) > 0 {
 			s.Location = make([]*profile.Location, len(stack))
@@ -143,21 +240,59 @@ func Pprof(run *store.Run) (*profile.Profile, error) {
 		if name := names[threadKey{e.Pid, e.Tid}]; name != "" {
 			s.Label = map[string][]string{"thread": {cleanText(name)}}
 		}
+		if multi && !offStack && int(e.Event) < len(events) {
+			if s.Label == nil {
+				s.Label = map[string][]string{}
+			}
+			s.Label["event"] = []string{cleanText(events[e.Event].Name)}
+		}
 		if cpuStacks >= 0 && int(e.Stack) >= cpuStacks && int(e.Stack) < len(reasons) {
 			if s.Label == nil {
 				s.Label = map[string][]string{}
 			}
 			s.Label["reason"] = []string{agg.Reasons[reasons[e.Stack]]}
 		}
-		out.Sample = append(out.Sample, splitBySpan(s, inSpans.of(e), e.Count)...)
+		out.Sample = append(out.Sample, splitBySpan(s, inSpans.of(e), e.Count, exact)...)
 	}
 	x.rangeMappings()
 	x.splitOverlaps()
 	mainFirst(out, run)
 	if err := out.CheckValid(); err != nil {
-		return nil, err
+		return nil, vals, err
 	}
-	return out, nil
+	return out, vals, nil
+}
+
+// firstEvent is p with the samples of the run's first event alone when multi (a run of
+// several events), p itself otherwise: the first event's samples are those the threads'
+// time on CPU is shared among.
+func firstEvent(p *agg.Profile, multi bool) *agg.Profile {
+	if !multi {
+		return p
+	}
+	q := &agg.Profile{}
+	for _, e := range p.Entries {
+		if e.Event == 0 {
+			q.Entries = append(q.Entries, e)
+		}
+	}
+	return q
+}
+
+// uniqueType is vt, or where a type before it has its name, vt named alt (then alt with
+// a number): pprof picks values by their type's name (-sample_index).
+func uniqueType(types []*profile.ValueType, vt *profile.ValueType, alt string) *profile.ValueType {
+	taken := func(name string) bool {
+		return slices.ContainsFunc(types, func(t *profile.ValueType) bool { return t.Type == name })
+	}
+	if !taken(vt.Type) {
+		return vt
+	}
+	name := alt
+	for n := 2; taken(name); n++ {
+		name = alt + "-" + strconv.Itoa(n)
+	}
+	return &profile.ValueType{Type: name, Unit: vt.Unit}
 }
 
 // mappingKey identifies a pprof mapping: a range of an image (the same in every process
@@ -459,16 +594,28 @@ func mainImage(out *profile.Profile, run *store.Run) *profile.Mapping {
 }
 
 // splitBySpan labels s's samples taken inside spans with the innermost span's name
-// ("span"): one sample per span name, and s itself for the rest.
-func splitBySpan(s *profile.Sample, in map[string]uint64, count uint64) []*profile.Sample {
+// ("span"): one sample per span name, and s itself for the rest. The values before exact
+// are the count times a constant (a period, 0, ...); those from exact on (counters) are
+// shared in proportion to the samples, the rounding left to the last.
+func splitBySpan(s *profile.Sample, in map[string]uint64, count uint64, exact int) []*profile.Sample {
 	if len(in) == 0 || count == 0 {
 		return []*profile.Sample{s}
 	}
-	// Every value is the count times a constant (a period, 0, ...).
-	scaled := func(n uint64) []int64 {
+	given := make([]int64, len(s.Value)) // of the values from exact on
+	scaled := func(n uint64, last bool) []int64 {
 		v := make([]int64, len(s.Value))
 		for i, x := range s.Value {
-			v[i] = x / int64(count) * int64(n)
+			switch {
+			case i < exact:
+				v[i] = x / int64(count) * int64(n)
+			case last:
+				v[i] = x - given[i]
+			default:
+				hi, lo := bits.Mul64(uint64(x), n)
+				q, _ := bits.Div64(hi, lo, count) // n <= count: no overflow
+				v[i] = int64(q)
+				given[i] += v[i]
+			}
 		}
 		return v
 	}
@@ -486,7 +633,7 @@ func splitBySpan(s *profile.Sample, in map[string]uint64, count uint64) []*profi
 		}
 		left -= n
 		c := *s
-		c.Value = scaled(n)
+		c.Value = scaled(n, left == 0)
 		c.Label = map[string][]string{"span": {cleanText(name)}}
 		for k, v := range s.Label {
 			c.Label[k] = v
@@ -494,7 +641,7 @@ func splitBySpan(s *profile.Sample, in map[string]uint64, count uint64) []*profi
 		out = append(out, &c)
 	}
 	if left > 0 {
-		s.Value = scaled(left)
+		s.Value = scaled(left, true)
 		out = append(out, s)
 	}
 	return out

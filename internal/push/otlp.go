@@ -8,6 +8,8 @@ import (
 	"github.com/google/pprof/profile"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
+
+	"github.com/stax-profiler/stax/internal/export"
 )
 
 // Attribute keys stax sets beyond the OpenTelemetry semantic conventions' own.
@@ -29,13 +31,31 @@ type Resource struct {
 // EncodeOTLP encodes a pprof profile as an OTLP/HTTP profiles export request (protobuf): the
 // request message is Profiles' own.
 func EncodeOTLP(p *profile.Profile, res Resource, seq uint64) ([]byte, error) {
-	return (&pprofile.ProtoMarshaler{}).MarshalProfiles(Profiles(p, res, seq))
+	return EncodeOTLPValues(p, export.PprofValues{}, res, seq)
+}
+
+// EncodeOTLPValues is EncodeOTLP of a profile whose values vals says are whose
+// (export.PprofWithValues): see ProfilesOf.
+func EncodeOTLPValues(p *profile.Profile, vals export.PprofValues, res Resource, seq uint64) ([]byte, error) {
+	return (&pprofile.ProtoMarshaler{}).MarshalProfiles(ProfilesOf(p, vals, res, seq))
 }
 
 // Profiles converts a pprof profile to OTLP profiles: its functions, inline frames,
 // mappings (with their build-ids), locations and stacks go to the shared dictionary; each
 // sample keeps its count and its process.pid, thread.id and thread.name labels.
 func Profiles(p *profile.Profile, res Resource, seq uint64) pprofile.Profiles {
+	return ProfilesOf(p, export.PprofValues{}, res, seq)
+}
+
+// ProfilesOf is Profiles of a profile whose values vals says are whose. An OTLP profile
+// has one sample type: a run of several events gets a profile per event, of its samples
+// (those labelled with it), and the counters read with the samples a profile each. An
+// event whose value is CPU time (cpu/nanoseconds: cpu-clock, and task-clock or cycles when
+// first) has sample type samples/count, each sample's number of samples, and period type
+// cpu/nanoseconds; the others have the type of their pprof value (page-faults/count,
+// task-clock/nanoseconds), each sample's events, the period the same type. A counter's
+// profile has the type of its value and no period.
+func ProfilesOf(p *profile.Profile, vals export.PprofValues, res Resource, seq uint64) pprofile.Profiles {
 	pd := pprofile.NewProfiles()
 	e := newEncoder(pd.Dictionary())
 
@@ -49,15 +69,63 @@ func Profiles(p *profile.Profile, res Resource, seq uint64) pprofile.Profiles {
 	}
 	sp := rp.ScopeProfiles().AppendEmpty()
 	sp.Scope().SetName("stax")
-	out := sp.Profiles().AppendEmpty()
-
-	out.SampleType().SetTypeStrindex(e.str("samples"))
-	out.SampleType().SetUnitStrindex(e.str("count"))
-	if p.PeriodType != nil {
-		out.PeriodType().SetTypeStrindex(e.str(p.PeriodType.Type))
-		out.PeriodType().SetUnitStrindex(e.str(p.PeriodType.Unit))
+	multi := len(vals.Events) > 1
+	if !multi {
+		// One event: every sample is its, counted.
+		period := p.Period
+		pt := p.PeriodType
+		e.profile(sp, p, seq, "samples", "count", pt, period, func(s *profile.Sample) int64 { return s.Value[0] })
 	}
-	out.SetPeriod(p.Period)
+	for k, col := range vals.Events {
+		if !multi || col >= len(p.SampleType) || k >= len(vals.EventNames) {
+			break
+		}
+		name, vt := vals.EventNames[k], p.SampleType[col]
+		var period int64
+		if k < len(vals.Periods) {
+			period = vals.Periods[k]
+		}
+		of := func(s *profile.Sample) bool {
+			l := s.Label["event"]
+			return len(l) == 1 && l[0] == name
+		}
+		if vt.Type == "cpu" && vt.Unit == "nanoseconds" {
+			e.profile(sp, p, seq, "samples", "count", vt, period, func(s *profile.Sample) int64 {
+				if !of(s) {
+					return 0
+				}
+				return s.Value[0]
+			})
+			continue
+		}
+		e.profile(sp, p, seq, vt.Type, vt.Unit, vt, period, func(s *profile.Sample) int64 {
+			if !of(s) {
+				return 0
+			}
+			return s.Value[col]
+		})
+	}
+	for _, col := range vals.Counters {
+		if col >= len(p.SampleType) {
+			continue
+		}
+		vt := p.SampleType[col]
+		e.profile(sp, p, seq, vt.Type, vt.Unit, nil, 0, func(s *profile.Sample) int64 { return s.Value[col] })
+	}
+	return pd
+}
+
+// profile adds to sp a profile of sample type typ/unit, with the samples of p whose value
+// (by value) is not 0.
+func (e *encoder) profile(sp pprofile.ScopeProfiles, p *profile.Profile, seq uint64, typ, unit string, pt *profile.ValueType, period int64, value func(*profile.Sample) int64) {
+	out := sp.Profiles().AppendEmpty()
+	out.SampleType().SetTypeStrindex(e.str(typ))
+	out.SampleType().SetUnitStrindex(e.str(unit))
+	if pt != nil {
+		out.PeriodType().SetTypeStrindex(e.str(pt.Type))
+		out.PeriodType().SetUnitStrindex(e.str(pt.Unit))
+	}
+	out.SetPeriod(period)
 	out.SetTime(pcommon.Timestamp(p.TimeNanos))
 	out.SetDurationNano(uint64(max(p.DurationNanos, 0)))
 	var id pprofile.ProfileID
@@ -68,12 +136,16 @@ func Profiles(p *profile.Profile, res Resource, seq uint64) pprofile.Profiles {
 	samples := out.Samples()
 	samples.EnsureCapacity(len(p.Sample))
 	for _, s := range p.Sample {
-		if len(s.Value) == 0 || s.Value[0] == 0 {
+		if len(s.Value) == 0 {
+			continue
+		}
+		v := value(s)
+		if v == 0 {
 			continue
 		}
 		os := samples.AppendEmpty()
 		os.SetStackIndex(e.stack(s.Location))
-		os.Values().Append(s.Value[0])
+		os.Values().Append(v)
 		if v := s.NumLabel["pid"]; len(v) == 1 {
 			os.AttributeIndices().Append(e.intAttr("process.pid", v[0]))
 		}
@@ -84,7 +156,6 @@ func Profiles(p *profile.Profile, res Resource, seq uint64) pprofile.Profiles {
 			os.AttributeIndices().Append(e.strAttr("thread.name", v[0]))
 		}
 	}
-	return pd
 }
 
 func putStr(m pcommon.Map, k, v string) {

@@ -42,10 +42,11 @@ type Pusher struct {
 	looped chan struct{}
 	sent   chan struct{}
 
-	mu     sync.Mutex
-	seq    uint64 // last window queued
-	cut    uint64 // samples before this time (monotonic ns) were pushed
-	encErr string
+	mu      sync.Mutex
+	seq     uint64 // last window queued
+	cut     uint64 // samples before this time (monotonic ns) were pushed
+	encErr  string
+	leftOut uint64 // samples of events the protocol does not take (Request.LeftOut)
 }
 
 // Start starts pushing src.
@@ -113,6 +114,7 @@ func (p *Pusher) push(run *store.Run, cut uint64) {
 		return
 	}
 	p.cut = cut
+	p.leftOut += r.LeftOut
 	if !empty {
 		p.seq = seq
 	}
@@ -141,10 +143,10 @@ func (p *Pusher) Close(wait time.Duration) int {
 func (p *Pusher) Status() *api.PushStatus {
 	c := p.s.Counts()
 	p.mu.Lock()
-	encErr := p.encErr
+	encErr, leftOut := p.encErr, p.leftOut
 	p.mu.Unlock()
 	st := &api.PushStatus{Target: p.o.Target.String(), EverySec: p.o.Every.Seconds(), Pushed: c.Pushed,
-		Queued: p.q.Len(), Failed: c.Failed, Dropped: p.q.Dropped() + c.Refused, LastError: c.LastError}
+		Queued: p.q.Len(), Failed: c.Failed, Dropped: p.q.Dropped() + c.Refused, LastError: c.LastError, LeftOut: leftOut}
 	if encErr != "" {
 		st.LastError = encErr
 	}

@@ -26,6 +26,9 @@ type Request struct {
 	// ContentEncoding is gzip when Body is compressed.
 	ContentEncoding string `json:"content_encoding,omitempty"`
 	Body            []byte `json:"-"`
+	// LeftOut counts the window's samples the protocol does not take (Pyroscope: those of
+	// events other than the first); not queued.
+	LeftOut uint64 `json:"-"`
 }
 
 // maxRequestBytes bounds a queued request read back from disk.

@@ -17,7 +17,9 @@ type Encoder struct {
 }
 
 // Window encodes the samples of run with from <= time < to (CLOCK_MONOTONIC ns; to 0: no
-// end) as request seq. empty says the window had no samples (and r is not set).
+// end) as request seq. empty says the window had no samples to send (and r is not set but
+// for LeftOut). OTLP gets every event of the run, a profile each (ProfilesOf); Pyroscope
+// the first event's samples alone, the others' counted in r.LeftOut.
 func (e Encoder) Window(run *store.Run, from, to uint64, seq uint64) (r Request, empty bool, err error) {
 	w := run
 	if from != 0 || to != 0 {
@@ -29,10 +31,15 @@ func (e Encoder) Window(run *store.Run, from, to uint64, seq uint64) (r Request,
 		cp.Profile = *p
 		w = &cp
 	}
-	if len(w.Profile.Entries) == 0 {
-		return Request{}, true, nil
+	var left uint64
+	if e.Protocol == Pyroscope {
+		// Pyroscope takes the first event's samples, as CPU samples; the others are counted.
+		w, left = export.OnlyEvent(w, 0)
 	}
-	prof, err := export.Pprof(w)
+	if len(w.Profile.Entries) == 0 {
+		return Request{LeftOut: left}, true, nil
+	}
+	prof, vals, err := export.PprofWithValues(w)
 	if err != nil {
 		return Request{}, false, err
 	}
@@ -47,12 +54,12 @@ func (e Encoder) Window(run *store.Run, from, to uint64, seq uint64) (r Request,
 		r, err = PyroscopeRequest(prof, e.Resource.Service, labels, start, end, run.Meta.Freq)
 	default:
 		var raw []byte
-		if raw, err = EncodeOTLP(prof, e.Resource, seq); err == nil {
+		if raw, err = EncodeOTLPValues(prof, vals, e.Resource, seq); err == nil {
 			r.Body, err = gzipBytes(raw)
 		}
 		r.Path, r.ContentType, r.ContentEncoding = "/v1development/profiles", "application/x-protobuf", "gzip"
 	}
-	r.Seq = seq
+	r.Seq, r.LeftOut = seq, left
 	return r, false, err
 }
 
