@@ -1306,11 +1306,48 @@ function drawThreads() {
 function drawTop() {
   const rows = (state.top && state.top.rows) || [];
   setEventTag("#top-event", state.top && state.top.event);
+  const cols = drawTopCounterHeads();
   const body = rows.map((r, i) =>
     `<tr data-i="${i}" tabindex="0" class="${r.func === view.code ? "chosen" : ""}"><td class="num">${r.self_pct.toFixed(2)}%<span class="amt">${amount(r.self)}</span></td><td class="num">${r.total_pct.toFixed(2)}%<span class="amt">${amount(r.total)}</span></td>` +
+    cols.map((c) => `<td class="num counter">${c.value(r.counters || [])}</td>`).join("") +
     `<td class="k k-${esc(r.kind)}-text" title="${esc(r.func)}">${esc(r.func)}${r.inlined ? " (inlined)" : ""}</td><td title="${esc(r.image)}">${esc(r.image)}</td></tr>`);
-  $("#top tbody").innerHTML = body.length ? body.join("") : `<tr><td colspan="4" class="placeholder">${emptyText()}</td></tr>`;
+  $("#top tbody").innerHTML = body.length ? body.join("") : `<tr><td colspan="${4 + cols.length}" class="placeholder">${emptyText()}</td></tr>`;
   for (const th of document.querySelectorAll("#top th[data-sort]")) th.classList.toggle("sorted", th.dataset.sort === view.sort);
+}
+
+// topCounterColumns are the top table's columns of counters read with each sample (stax
+// record --counters), as stax top prints them: what each function counted itself, and its
+// IPC where cycles and instructions were both read. None where the answer has none (a
+// window of the run drops them).
+function topCounterColumns() {
+  const names = (state.top && state.top.counters) || [];
+  const cols = names.map((name, j) => ({ name, title: `${name}: counted in the function's own samples`, value: (v) => commas(v[j] || 0) }));
+  const cyc = names.indexOf("cycles"), ins = names.indexOf("instructions");
+  if (cyc >= 0 && ins >= 0) {
+    cols.push({ name: "IPC", title: "instructions per cycle, in the function's own samples", value: (v) => (v[cyc] ? (v[ins] / v[cyc]).toFixed(2) : "-") });
+  }
+  return cols;
+}
+
+// drawTopCounterHeads puts the counters' heads between Total and Function; it returns
+// the columns.
+function drawTopCounterHeads() {
+  const cols = topCounterColumns();
+  const tr = $("#top thead tr");
+  const want = cols.map((c) => c.name).join("\n");
+  if (state.topCounterHeads !== want) {
+    for (const th of tr.querySelectorAll("th.counter")) th.remove();
+    const fn = tr.querySelector("th:not([data-sort])");
+    for (const c of cols) {
+      const th = document.createElement("th");
+      th.className = "num counter";
+      th.textContent = c.name;
+      th.title = c.title;
+      tr.insertBefore(th, fn);
+    }
+    state.topCounterHeads = want;
+  }
+  return cols;
 }
 
 // Rows that act on a click (the top table's, the callers', the changes') act on Enter or
@@ -1668,7 +1705,7 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
         drawTop();
       } catch (err) {
         if (signal.aborted) return;
-        $("#top tbody").innerHTML = `<tr><td colspan="4" class="error">${esc(err.message)}</td></tr>`;
+        $("#top tbody").innerHTML = `<tr><td colspan="${$("#top thead tr").children.length}" class="error">${esc(err.message)}</td></tr>`;
       }
       state.keys.top = tq.toString();
     }
