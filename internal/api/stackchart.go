@@ -12,6 +12,9 @@ type StackChartRequest struct {
 	Window    WindowParams
 	Transform Transform
 	TimeMode
+	// Event names the event whose samples are drawn, of a run that sampled several;
+	// "": the first.
+	Event string `param:"event"`
 }
 
 func (StackChartRequest) Path() string                 { return "/v1/stack_chart" }
@@ -37,5 +40,6 @@ type StackChart struct {
 	MinNs     uint64     `json:"min_ns"`    // boxes shorter were left out
 	OffCPU    bool       `json:"off_cpu,omitempty"`
 	Wall      bool       `json:"wall,omitempty"`
+	Event     *Event     `json:"event,omitempty"` // the event drawn; absent: a run that lists none
 	StackChartData
 }

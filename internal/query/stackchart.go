@@ -27,6 +27,10 @@ func AnswerStackChart(run *store.Run, r api.StackChartRequest) (api.StackChart, 
 	if err != nil {
 		return api.StackChart{}, err
 	}
+	run, ev, err := EventView(run, r.Event)
+	if err != nil {
+		return api.StackChart{}, err
+	}
 	off := r.OffCPU || r.Wall || r.Runnable
 	if off && (run.OffCPU == nil || run.OffCPUIntervals == nil) {
 		return api.StackChart{}, notRecorded("run %s has no off-CPU intervals (recorded with --no-off-cpu or -a, or by an older stax): record it again without those to see threads wait over time", run.Meta.ID)
@@ -64,7 +68,7 @@ func AnswerStackChart(run *store.Run, r api.StackChartRequest) (api.StackChart, 
 	}
 	start := runStart(run)
 	res := api.StackChart{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Tid: tid,
-		StartSec: secs(from, start), EndSec: secs(to, start), PeriodNs: period, MinNs: o.MinNs, OffCPU: r.OffCPU, Wall: r.Wall, StackChartData: api.StackChartOf(c)}
+		StartSec: secs(from, start), EndSec: secs(to, start), PeriodNs: period, MinNs: o.MinNs, OffCPU: r.OffCPU, Wall: r.Wall, Event: ev, StackChartData: api.StackChartOf(c)}
 	if !w.IsAll() {
 		res.Window = &api.Window{FromSec: res.StartSec, ToSec: res.EndSec}
 	}

@@ -44,6 +44,23 @@ func (names) Version() uint64 { return 1 }
 // namedRun is a finished run of the given work, in order: one sample a millisecond from
 // 1 s. Threads 101 and 102 of process 100 are named alpha and beta.
 func namedRun(id string, ws ...work) *store.Run {
+	cws := make([]countedWork, len(ws))
+	for i, w := range ws {
+		cws[i] = countedWork{work: w}
+	}
+	return countedRun(id, cws...)
+}
+
+// countedWork is work whose samples are of the run's event number event (stax record -e
+// A,B), each read with counters (stax record --counters; nil: none).
+type countedWork struct {
+	work
+	event    uint32
+	counters []uint64
+}
+
+// countedRun is namedRun of work of several events, or read with counters.
+func countedRun(id string, ws ...countedWork) *store.Run {
 	r := agg.NewRun()
 	var nm names
 	index := map[string]uint64{}
@@ -68,7 +85,7 @@ func namedRun(id string, ws ...work) *store.Run {
 			chain = append(chain, addr(w.stack[i]))
 		}
 		for range w.n {
-			r.AddSample(100, w.tid, 0, at, 0, chain)
+			r.AddCountedSample(w.event, 100, w.tid, 0, at, 0, chain, w.counters)
 			at += 1e6
 			total++
 		}

@@ -555,7 +555,7 @@ func (s *Server) baseFlame(req api.FlameRequest, inverted bool, depth int) (base
 		// Process names carry over to another run; thread and process ids do not.
 		o.Processes.Comm = req.Processes.Comm
 	}
-	key := fmt.Sprintf("%+v", o)
+	key := fmt.Sprintf("%+v %q", o, req.Event)
 	s.baseMu.Lock()
 	defer s.baseMu.Unlock()
 	if t, ok := s.baseTrees[key]; ok {
@@ -564,6 +564,11 @@ func (s *Server) baseFlame(req api.FlameRequest, inverted bool, depth int) (base
 	run := s.baseRun
 	if o.OffCPU || o.Wall || o.Runnable {
 		run, o.Window = s.baseWhole, s.baseWin
+	}
+	// The base counts the same event as the run (a base that did not sample it says so).
+	run, _, err := query.EventView(run, req.Event)
+	if err != nil {
+		return baseTree{}, fmt.Errorf("the base: %w", err)
 	}
 	res, err := query.Flame(run, o)
 	if err != nil {
@@ -686,6 +691,9 @@ type Summary struct {
 	// empty when it names no fix.
 	UnknownHint string `json:"unknown_hint,omitempty"`
 	Diff        *Diff  `json:"diff,omitempty"` // what the page's diff compares with; absent: no diff
+	// Events are the events the run sampled (stax record -e), with their samples: the
+	// page offers a choice where there are several. Absent: a run that lists none.
+	Events []api.EventCount `json:"events,omitempty"`
 }
 
 // Diff describes the base of a diff.
@@ -725,7 +733,7 @@ func (s *Server) summary(ctx context.Context) ([]byte, int) {
 		Samples: st.Meta.Samples, Lost: st.Meta.Lost, ElapsedSec: st.ElapsedSec, Threads: st.Threads,
 		DistinctStacks: st.DistinctStacks, JITSources: len(st.JIT), JITFunctions: jitFuncs, JITSamples: st.JITSamples, JITUnnamed: st.JITUnnamed,
 		UnknownSamples: st.UnknownSamples, Unresolved: st.Meta.Unresolved, Diff: s.diff,
-		UnknownHint: api.SymbolsHint(st.Unsymbolized, st.Meta.Samples)})
+		UnknownHint: api.SymbolsHint(st.Unsymbolized, st.Meta.Samples), Events: st.Meta.Events})
 	s.statusVal, s.statusAt = b, time.Now()
 	return b, http.StatusOK
 }

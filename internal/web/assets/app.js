@@ -33,6 +33,7 @@ const view = {
   diff: true, // colour by change (when the server has a base)
   mode: "cpu", // what the flame graph and top weigh: cpu (samples), off_cpu or wall (nanoseconds)
   colour: "", // "func": colour by function (colours.js)
+  event: "", // the event every panel counts, of a run that sampled several; "": the first
 };
 
 const state = {
@@ -125,6 +126,7 @@ function readURL() {
   view.diff = u.get("diff") !== "0";
   view.mode = ["off_cpu", "wall"].includes(u.get("mode")) ? u.get("mode") : "cpu";
   view.colour = u.get("colour") === "func" ? "func" : "";
+  view.event = u.get("event") || "";
   // The timeline's zoom (stackchart.js): what part of the run it and the stack chart show.
   const tlFrom = Number(u.get("tl_from")), tlTo = Number(u.get("tl_to"));
   const zoomed = u.has("tl_from") && u.has("tl_to") && tlFrom >= 0 && tlTo > tlFrom;
@@ -164,6 +166,7 @@ function writeURL(push) {
   if (!view.diff) u.set("diff", "0");
   if (view.mode !== "cpu") u.set("mode", view.mode);
   if (view.colour) u.set("colour", view.colour);
+  if (view.event) u.set("event", view.event);
   if (tlZoom.from !== null) {
     // To the microsecond: a zoom can be narrower than a millisecond.
     const us = (x) => String(Math.round(x * 1e6) / 1e6);
@@ -199,6 +202,8 @@ const PARAMS = {
   // asks in the view's mode.
   off_cpu: () => (view.mode === "off_cpu" ? "1" : null),
   wall: () => (view.mode === "wall" ? "1" : null),
+  // The event counted (stax record -e A,B): every panel asks for the one chosen.
+  event: () => view.event || null,
   // The panel's own, from its options: the timeline's size, the wakers' stacks.
   threads: (o) => o.threads ?? null,
   buckets: (o) => o.buckets ?? null,
@@ -250,11 +255,62 @@ function drawSummary(s) {
     // What would name the unknown samples, as stax status says it.
     s.unknown_samples > 0 && s.unknown_hint ? `<span class="fix" id="unknown-fix">${esc(s.unknown_hint)}</span>` : "",
   ].join("");
+  drawEvents();
   const notice = $("#notice");
   if (state.linkRun && state.linkRun !== s.run) {
     notice.hidden = false;
     notice.textContent = `This link is for run ${state.linkRun}; this server shows run ${s.run}, and the view below is of run ${s.run}.`;
   }
+}
+
+// ---- events ----
+
+// drawEvents offers the run's events, each with its samples, where it sampled several
+// (stax record -e A,B): the one chosen is what every panel counts.
+function drawEvents() {
+  const evs = (state.summary && state.summary.events) || [];
+  const label = $("#event-label");
+  label.hidden = evs.length < 2 && !view.event;
+  if (label.hidden) return;
+  const opts = evs.map((e) => `<option value="${esc(e.name)}">${esc(e.name)} (${commas(e.samples)} ${e.samples === 1 ? "sample" : "samples"})</option>`);
+  // A link may name an event this run did not sample: it stays chosen, and the panels say why they are empty.
+  if (view.event && !evs.some((e) => e.name === view.event)) opts.push(`<option value="${esc(view.event)}">${esc(view.event)}</option>`);
+  const sel = $("#event");
+  const html = opts.join("");
+  if (sel.innerHTML !== html) sel.innerHTML = html;
+  sel.value = view.event || (evs[0] ? evs[0].name : "");
+}
+
+function setupEvents() {
+  $("#event").addEventListener("change", (e) =>
+    change("event", () => {
+      const evs = (state.summary && state.summary.events) || [];
+      // The first event is the default: a link names only another.
+      view.event = evs.length && e.target.value === evs[0].name ? "" : e.target.value;
+      view.zoom = [];
+      view.sel = null;
+      state.top = null;
+      loadThreads(); // the threads' counts are of the event too
+    }),
+  );
+}
+
+// eventText names the event a panel counts, as the CLI's headers do ("event page-faults
+// (999 Hz: a sample per 239 on average)"): nothing for a run of the default event alone.
+function eventText(ev) {
+  if (!ev || (ev.of <= 1 && !ev.period && (ev.name === "cpu-clock" || ev.name === "cycles"))) return "";
+  if (ev.period) return `event ${ev.name} (a sample every ${commas(ev.period)})`;
+  const unit = ev.name === "cpu-clock" || ev.name === "task-clock" ? " ns" : "";
+  return `event ${ev.name} (${ev.freq} Hz: a sample per ${commas(Math.round(ev.weight))}${unit} on average)`;
+}
+
+// setEventTag names, beside a panel's heading, the event of the answer it shows.
+function setEventTag(sel, ev) {
+  const el = $(sel);
+  if (!el) return;
+  const t = eventText(ev);
+  if (el.textContent !== t) el.textContent = t;
+  el.hidden = !t;
 }
 
 // ---- timeline ----
@@ -265,6 +321,7 @@ function drawTimeline() {
   const tl = state.timeline;
   const el = $("#timeline");
   if (!tl) return;
+  setEventTag("#timeline-event", tl.event);
   if (!tl.buckets) {
     el.innerHTML = `<p class="placeholder">${state.summary && state.summary.live ? "waiting for the first samples" : "no samples with times"}</p>`;
     state.tlGeom = null;
@@ -598,6 +655,10 @@ function drawFlame() {
   const el = $("#flame");
   const root = state.flame && state.flame.root;
   drawFlameNote();
+  // The panels drawn from the flame graph's query (the call tree, the changes, the code)
+  // count its event.
+  const ev = state.flame && state.flame.event;
+  for (const sel of ["#flame-event", "#calltree-event", "#diff-event", "#func-event"]) setEventTag(sel, ev);
   if (!root || !root.total) {
     el.innerHTML = `<p class="placeholder">${emptyText()}</p>`;
     state.flameEls = [];
@@ -1244,11 +1305,49 @@ function drawThreads() {
 
 function drawTop() {
   const rows = (state.top && state.top.rows) || [];
+  setEventTag("#top-event", state.top && state.top.event);
+  const cols = drawTopCounterHeads();
   const body = rows.map((r, i) =>
     `<tr data-i="${i}" tabindex="0" class="${r.func === view.code ? "chosen" : ""}"><td class="num">${r.self_pct.toFixed(2)}%<span class="amt">${amount(r.self)}</span></td><td class="num">${r.total_pct.toFixed(2)}%<span class="amt">${amount(r.total)}</span></td>` +
+    cols.map((c) => `<td class="num counter">${c.value(r.counters || [])}</td>`).join("") +
     `<td class="k k-${esc(r.kind)}-text" title="${esc(r.func)}">${esc(r.func)}${r.inlined ? " (inlined)" : ""}</td><td title="${esc(r.image)}">${esc(r.image)}</td></tr>`);
-  $("#top tbody").innerHTML = body.length ? body.join("") : `<tr><td colspan="4" class="placeholder">${emptyText()}</td></tr>`;
+  $("#top tbody").innerHTML = body.length ? body.join("") : `<tr><td colspan="${4 + cols.length}" class="placeholder">${emptyText()}</td></tr>`;
   for (const th of document.querySelectorAll("#top th[data-sort]")) th.classList.toggle("sorted", th.dataset.sort === view.sort);
+}
+
+// topCounterColumns are the top table's columns of counters read with each sample (stax
+// record --counters), as stax top prints them: what each function counted itself, and its
+// IPC where cycles and instructions were both read. None where the answer has none (a
+// window of the run drops them).
+function topCounterColumns() {
+  const names = (state.top && state.top.counters) || [];
+  const cols = names.map((name, j) => ({ name, title: `${name}: counted in the function's own samples`, value: (v) => commas(v[j] || 0) }));
+  const cyc = names.indexOf("cycles"), ins = names.indexOf("instructions");
+  if (cyc >= 0 && ins >= 0) {
+    cols.push({ name: "IPC", title: "instructions per cycle, in the function's own samples", value: (v) => (v[cyc] ? (v[ins] / v[cyc]).toFixed(2) : "-") });
+  }
+  return cols;
+}
+
+// drawTopCounterHeads puts the counters' heads between Total and Function; it returns
+// the columns.
+function drawTopCounterHeads() {
+  const cols = topCounterColumns();
+  const tr = $("#top thead tr");
+  const want = cols.map((c) => c.name).join("\n");
+  if (state.topCounterHeads !== want) {
+    for (const th of tr.querySelectorAll("th.counter")) th.remove();
+    const fn = tr.querySelector("th:not([data-sort])");
+    for (const c of cols) {
+      const th = document.createElement("th");
+      th.className = "num counter";
+      th.textContent = c.name;
+      th.title = c.title;
+      tr.insertBefore(th, fn);
+    }
+    state.topCounterHeads = want;
+  }
+  return cols;
 }
 
 // Rows that act on a click (the top table's, the callers', the changes') act on Enter or
@@ -1338,7 +1437,7 @@ function loadCalls() {
       const [callers, callees] = await Promise.all([api("callers", q), api("callees", q)]);
       if (!state.selected || keyOf(state.selected.n) !== keyOf(n)) return;
       const pick = (a) => (a.functions || []).find((x) => x.func === n.func && x.image === n.image) || (a.functions || []).find((x) => x.func === n.func);
-      state.calls = { key, n, callers: pick(callers), callees: pick(callees) };
+      state.calls = { key, n, callers: pick(callers), callees: pick(callees), event: callers.event };
       drawCalls();
     } catch (err) {
       $("#calls-title").innerHTML = `<span class="error">${esc(err.message)}</span>`;
@@ -1349,6 +1448,7 @@ function loadCalls() {
 function drawCalls() {
   // The panel is always there, at a fixed height: a selection fills it, and moves nothing.
   const c = state.calls;
+  setEventTag("#calls-event", c && c.event);
   if (!c) {
     $("#calls-title").textContent = "Callers and callees";
     const hint = '<tr><td class="placeholder">select a frame in the flame graph</td></tr>';
@@ -1489,6 +1589,7 @@ function drawControls() {
   $("#search").value = view.search;
   drawThreads();
   drawTransforms();
+  drawEvents();
 }
 
 let inflight = null; // the refresh under way: {ctl}
@@ -1604,7 +1705,7 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
         drawTop();
       } catch (err) {
         if (signal.aborted) return;
-        $("#top tbody").innerHTML = `<tr><td colspan="4" class="error">${esc(err.message)}</td></tr>`;
+        $("#top tbody").innerHTML = `<tr><td colspan="${$("#top thead tr").children.length}" class="error">${esc(err.message)}</td></tr>`;
       }
       state.keys.top = tq.toString();
     }
@@ -1669,7 +1770,7 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
 
 async function loadThreads() {
   try {
-    state.threads = await api("threads", { n: 200 });
+    state.threads = await api("threads", query({ only: ["event"] }, { n: 200 }));
     drawThreads();
   } catch {
     // The selector keeps what it had.
@@ -1711,6 +1812,7 @@ async function main() {
   setupRowKeys();
   setupCalls();
   setupChanges();
+  setupEvents();
   drawControls();
   $("#func-version").addEventListener("change", (e) => showFunc(view.code, Number(e.target.value)));
   window.addEventListener("resize", () => {
@@ -1718,7 +1820,9 @@ async function main() {
     drawFlame();
   });
   window.addEventListener("popstate", () => {
+    const event = view.event;
     readURL();
+    if (view.event !== event) loadThreads();
     drawControls();
     refresh({ what: "history", t0: performance.now() });
   });

@@ -61,6 +61,7 @@ function drawSandwich() {
     $("#sandwich-title").innerHTML = `<span class="error">${esc(sw.error)}</span>`;
     return;
   }
+  setEventTag("#sandwich-event", sw.callers && sw.callers.event);
   const up = sideTop(sw.callers), down = sideTop(sw.callees);
   if (!up || !down) {
     $("#sandwich-title").innerHTML = `Sandwich of <b>${esc(frameLabel(sw.fn))}</b> <span class="hint">no samples through it in this view</span>`;

@@ -23,7 +23,7 @@ const zoomTimer = { id: 0 };
 
 // timelineParams is the timeline's query: 200 buckets over the part of the run shown.
 function timelineParams() {
-  const q = query({ only: ["threads", "buckets"], threads: 16, buckets: 200 });
+  const q = query({ only: ["threads", "buckets", "event"], threads: 16, buckets: 200 });
   if (tlZoom.from !== null) {
     q.set("from", fmtSec(tlZoom.from));
     q.set("to", fmtSec(tlZoom.to));
@@ -158,6 +158,7 @@ function drawStackChart() {
     return;
   }
   if (!a || !g) return;
+  setEventTag("#stackchart-event", a.event);
   const unit = view.mode === "cpu" ? "" : `, off CPU ${commas(Math.round(a.off_ns / 1e6))} ms`;
   const hidden = a.hidden ? ` · ${commas(a.hidden)} boxes under a pixel's ${fmtDur(a.min_ns)} not drawn (zoom in)` : "";
   $("#stackchart-title").textContent = `${a.name || "?"} ${a.tid}: ${commas(a.samples)} samples${unit}${hidden}${a.truncated ? " · too many boxes: the chart stops early" : ""}`;
