@@ -44,7 +44,7 @@ func TestRollingWindowKeepsTheLastSamples(t *testing.T) {
 	e.env = append(e.env, "STAX_CHECKPOINT_INTERVAL=200ms")
 	// Some 13,000 samples a chunk: the first leaves once a chunk after it is in the file
 	// and the newest sample is 2 s past it; the test waits for that, as samples come.
-	l, id := recordSpinwait(t, e, "30000", "--keep", "2s", "--no-off-cpu")
+	l, id := recordSpinwait(t, e, "30000", "--keep", "2s", "--no-off-cpu", "--counters", "task-clock")
 	var st api.Status
 	for {
 		e.mustJSON(&st, "status", "--run", id)
@@ -74,6 +74,22 @@ func TestRollingWindowKeepsTheLastSamples(t *testing.T) {
 	}
 	if top.Window == nil || top.Window.FromSec != float64(w.FromNs)/1e9 {
 		t.Errorf("top's window %+v, want from %.3fs", top.Window, float64(w.FromNs)/1e9)
+	}
+	// The samples that left took what their counters counted with them: the run's rows
+	// count what the samples kept count, read back one by one from the series.
+	var all, kept api.Top
+	e.mustJSON(&all, "top", "--run", id, "-n", "100000")
+	e.mustJSON(&kept, "top", "--run", id, "-n", "100000", "--from", "0.001")
+	sum := func(top api.Top) (n uint64) {
+		for _, r := range top.Rows {
+			if len(r.Counters) == 1 {
+				n += r.Counters[0]
+			}
+		}
+		return n
+	}
+	if all.Samples != kept.Samples || sum(all) != sum(kept) || sum(all) == 0 {
+		t.Errorf("the run's rows: %d samples, task-clock %d; its samples kept: %d, task-clock %d", all.Samples, sum(all), kept.Samples, sum(kept))
 	}
 	var tl api.Timeline
 	e.mustJSON(&tl, "timeline", "--run", id)

@@ -46,7 +46,7 @@ import (
 // counter after those, what the counters counted with the sample's samples (0 for the
 // other events' and the off-CPU samples): NAME/count, or NAME/nanoseconds for task-clock
 // and cpu-clock; a counter named as one of the values before it is NAME-counter. A window
-// of the run has no counters (agg.Profile.Window), and then no counter values.
+// of a run whose series keeps no counters (recorded before it did) has no counter values.
 func WritePprof(w io.Writer, run *store.Run) error {
 	p, err := Pprof(run)
 	if err != nil {

@@ -3,6 +3,7 @@ package push
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/pprof/profile"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 
+	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/push/pushtest"
 	"github.com/stax-profiler/stax/internal/store"
 )
@@ -194,5 +196,37 @@ func TestPusherCountsLeftOut(t *testing.T) {
 	}
 	if st := p.Status(); st.LeftOut != 200 || sent != 100 || len(errs) > 0 {
 		t.Errorf("left out %d, sent %d of jit_a, refused %q", st.LeftOut, sent, errs)
+	}
+}
+
+// A window pushed to OTLP carries what its own samples' counters counted: each sample of
+// the series keeps them (agg.Series.Counters).
+func TestOTLPWindowCounters(t *testing.T) {
+	r := eventsFixture()
+	// The series again, each cpu-clock (jit_a) sample with its thread's task-clock: 6,543.
+	c := agg.SeriesChunk{Base: fixtureStart, Min: fixtureStart}
+	last := uint64(fixtureStart)
+	for i := range 300 {
+		tm := uint64(fixtureStart + i*2_000_000_000/300)
+		key, counted := uint64(1), uint64(0)
+		if i%3 == 0 {
+			key, counted = 0, 6543
+		}
+		c.Data = binary.AppendVarint(c.Data, int64(tm-last))
+		c.Data = binary.AppendUvarint(c.Data, key)
+		c.Data = binary.AppendUvarint(c.Data, 0)
+		c.Data = binary.AppendUvarint(c.Data, counted)
+		c.N++
+		c.Max, last = tm, tm
+	}
+	r.Profile.Series = agg.Series{Chunks: []agg.SeriesChunk{c}, Counters: 1}
+	r.Profile.Entries[0].Counters = []uint64{100 * 6543}
+	req, _, err := Encoder{Protocol: OTLP}.Window(r, fixtureStart, fixtureStart+1_000_000_000, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := otlpProfiles(t, req.Body)
+	if len(got) != 3 || got[2].sampleType != "task-clock/nanoseconds" || got[2].byLeaf["jit_a"] != 50*6543 {
+		t.Errorf("a window's profiles: %+v; want the task-clock of its 50 samples of jit_a, %d", got, 50*6543)
 	}
 }
