@@ -28,10 +28,13 @@ type RunMeta struct {
 	// before stax listed them have none.
 	Events []EventCount `json:"events,omitempty"`
 	// Counters are read with each sample of the first event (stax record --counters).
-	Counters  []CounterCount `json:"counters,omitempty"`
-	RingPages int            `json:"ring_pages,omitempty"` // data pages per CPU ring
-	CallGraph string         `json:"call_graph,omitempty"` // fp or dwarf
-	StackSize int            `json:"stack_size,omitempty"` // dwarf: bytes of user stack copied per sample (at the end, when fitted)
+	Counters []CounterCount `json:"counters,omitempty"`
+	// CountersByDefault: the counters are read by default, --counters not given (cycles
+	// and instructions where the machine counts them; --counters none leaves them out).
+	CountersByDefault bool   `json:"counters_by_default,omitempty"`
+	RingPages         int    `json:"ring_pages,omitempty"` // data pages per CPU ring
+	CallGraph         string `json:"call_graph,omitempty"` // fp or dwarf
+	StackSize         int    `json:"stack_size,omitempty"` // dwarf: bytes of user stack copied per sample (at the end, when fitted)
 	// StackFit (dwarf): the copy was fitted to the stacks seen, StackSize bytes at most
 	// where it started (see StackFit).
 	StackFit  *StackFit         `json:"stack_fit,omitempty"`

@@ -25,7 +25,7 @@ type eventFlags struct {
 
 func (f *eventFlags) add(c *cobra.Command) {
 	c.Flags().StringVarP(&f.list, "event", "e", "", "sample `EVENTS`, comma-separated: cpu-clock (default), task-clock, page-faults, major-faults, minor-faults, context-switches, cpu-migrations, alignment-faults, hardware events (cycles, instructions, cache-misses, ...), rXXXX, pmu/event=..,umask=../ or a tracepoint sys:name (stax list-events; docs/events.md)")
-	c.Flags().StringVar(&f.counters, "counters", "", "read the counters `LIST` (comma-separated events: task-clock, page-faults, context-switches, cycles, instructions, ...) with each sample, per thread: top, flame and annotate show what each function counted (docs/events.md)")
+	c.Flags().StringVar(&f.counters, "counters", "", "read the counters `LIST` (comma-separated events: task-clock, page-faults, context-switches, cycles, instructions, ...) with each sample, per thread: top, flame and annotate show what each function counted; none: no counters (by default cycles,instructions where the machine counts them, with dwarf stacks and no -e or -a; docs/events.md)")
 	c.Flags().Uint64VarP(&f.period, "count", "c", 0, "sample every `PERIOD` events of each event instead of -F times a second (tracepoints: 1 by default)")
 }
 
@@ -70,10 +70,14 @@ func (f *eventFlags) events(freqSet bool) ([]perfevent.EventSpec, error) {
 
 // counterList resolves --counters: the counters to read with each sample. A hardware
 // counter on a machine without hardware counters is left out with a note (the recording
-// goes on without it), never an error.
+// goes on without it), never an error. Without --counters, the default (defaultCounters);
+// by says whether the list is the default.
 func (f *eventFlags) counterList(notef func(format string, a ...any)) ([]perfevent.EventSpec, error) {
-	if f.counters == "" {
+	switch f.counters {
+	case "none":
 		return nil, nil
+	case "":
+		return nil, nil // the default is decided with the other flags: defaultCounters
 	}
 	evs, err := perfevent.ParseEvents(f.counters)
 	if err != nil {
@@ -102,6 +106,40 @@ func (f *eventFlags) counterList(notef func(format string, a ...any)) ([]perfeve
 		notef("this machine exposes no hardware counters: --counters %s left out; recording the rest of the profile without them", strings.Join(dropped, ","))
 	}
 	return out, nil
+}
+
+// defaultCounterNames are the counters read with each sample when --counters is not
+// given, where the machine counts them: instructions per cycle, per function.
+var defaultCounterNames = []string{"cycles", "instructions"}
+
+// defaultCounters is --counters left out: cycles and instructions where open resolves
+// both and the kernel opens them here (openHere), for a recording of the default event
+// with DWARF stacks of its target's threads, whose sampling events are per thread anyway
+// (-a samples per CPU, and frame-pointer stacks sample per CPU where the kernel lets them:
+// counters would make them per thread); else none. Never an error nor a note: a machine
+// without hardware counters records as it did.
+func defaultCounters(counters, callGraph string, systemWide bool, events []perfevent.EventSpec, open func(*perfevent.EventSpec) error) []perfevent.EventSpec {
+	if counters != "" || systemWide || callGraph != "dwarf" || len(events) > 0 {
+		return nil
+	}
+	evs, err := perfevent.ParseEvents(strings.Join(defaultCounterNames, ","))
+	if err != nil {
+		return nil
+	}
+	for i := range evs {
+		if open(&evs[i]) != nil {
+			return nil
+		}
+	}
+	return evs
+}
+
+// openHere resolves ev and says whether the kernel opens it here.
+func openHere(ev *perfevent.EventSpec) error {
+	if err := perfevent.ResolveEvent(ev); err != nil {
+		return err
+	}
+	return perfevent.CheckEvent(*ev)
 }
 
 // addEvent adds --event, which picks the event a view counts in a run of several.

@@ -71,6 +71,9 @@ At the end, what is queued is sent for up to --push-timeout.
 			if err != nil {
 				return err
 			}
+			if def := defaultCounters(f.ef.counters, f.callGraph, f.all, cfg.Recorder.Events, openHere); def != nil {
+				cfg.Recorder.Counters, cfg.Recorder.CountersByDefault = def, true
+			}
 			if cfg.Recorder.Keep, cfg.Recorder.KeepBytes, err = f.kf.bounds(c, f.all); err != nil {
 				return err
 			}

@@ -110,7 +110,11 @@ func printStatusSampling(w io.Writer, st *api.Status) {
 	}
 	fmt.Fprintf(w, "sampling:  %s, %s%s\n", samplingText(m), scope, events)
 	if len(m.Counters) > 0 {
-		fmt.Fprintf(w, "counters:  %s (read with each sample; stax top shows them per function)\n", countersText(m.Counters))
+		how := "read with each sample"
+		if m.CountersByDefault {
+			how = "read with each sample by default where the machine counts them; --counters none leaves them out"
+		}
+		fmt.Fprintf(w, "counters:  %s (%s; stax top shows them per function)\n", countersText(m.Counters), how)
 	}
 	fmt.Fprintf(w, "samples:   %s in %.1fs, %s lost\n", commas(m.Samples), st.ElapsedSec, commas(m.Lost))
 	if m.Window != nil {

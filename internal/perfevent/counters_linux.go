@@ -22,6 +22,9 @@ type counterState struct {
 	leaders map[uint64]bool
 	// ids maps a counter's id to its index in Config.Counters.
 	ids map[uint64]int
+	// members are the counters' fds of each leader's group, by the leader's fd: closed
+	// with it (RetireStack).
+	members map[int][]int
 }
 
 // IsCounterLeader says whether a sample's id is that of a sampling event that reads the
@@ -51,13 +54,23 @@ func (s *Session) openCounters(cfg Config, pid, cpu int) error {
 	if len(cfg.Counters) == 0 || len(s.sampleFDs) == 0 {
 		return nil
 	}
-	if s.counters.ids == nil {
-		s.counters = counterState{leaders: map[uint64]bool{}, ids: map[uint64]int{}}
-	}
 	leader := s.sampleFDs[len(s.sampleFDs)-1]
+	fds, err := s.openCounterGroup(cfg, pid, cpu, leader)
+	s.fds = append(s.fds, fds...)
+	return err
+}
+
+// openCounterGroup opens cfg's counters for thread pid on cpu as a group under the
+// sampling event leader, keeps their ids and returns their fds (those it opened, on an
+// error too: the caller closes them, or keeps them with the session's).
+func (s *Session) openCounterGroup(cfg Config, pid, cpu, leader int) (fds []int, err error) {
+	if s.counters.ids == nil {
+		s.counters = counterState{leaders: map[uint64]bool{}, ids: map[uint64]int{}, members: map[int][]int{}}
+	}
+	defer func() { s.counters.members[leader] = fds }()
 	id, err := eventID(leader)
 	if err != nil {
-		return fmt.Errorf("read the id of the sampling event: %w", err)
+		return nil, fmt.Errorf("read the id of the sampling event: %w", err)
 	}
 	s.counters.leaders[id] = true
 	for i, ev := range cfg.Counters {
@@ -73,17 +86,26 @@ func (s *Session) openCounters(cfg Config, pid, cpu int) error {
 		fd, err := unix.PerfEventOpen(a, pid, cpu, leader, unix.PERF_FLAG_FD_CLOEXEC)
 		if err != nil {
 			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) {
-				return fmt.Errorf("open the counter %s: %w (stax list-events says what this machine counts)", ev.Name, err)
+				return fds, fmt.Errorf("open the counter %s: %w (stax list-events says what this machine counts)", ev.Name, err)
 			}
-			return fmt.Errorf("open the counter %s for pid %d on cpu %d: %w", ev.Name, pid, cpu, err)
+			return fds, fmt.Errorf("open the counter %s for pid %d on cpu %d: %w", ev.Name, pid, cpu, err)
 		}
+		fds = append(fds, fd)
 		cid, err := eventID(fd)
 		if err != nil {
-			unix.Close(fd)
-			return fmt.Errorf("read the id of the counter %s: %w", ev.Name, err)
+			return fds, fmt.Errorf("read the id of the counter %s: %w", ev.Name, err)
 		}
-		s.fds = append(s.fds, fd)
 		s.counters.ids[cid] = i
 	}
-	return nil
+	return fds, nil
+}
+
+// closeCounterGroup closes the counters of leader's group, and says which fds they were.
+func (s *Session) closeCounterGroup(leader int) []int {
+	fds := s.counters.members[leader]
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+	delete(s.counters.members, leader)
+	return fds
 }

@@ -86,7 +86,8 @@ type Config struct {
 	// Empty: cycles, else cpu-clock, at Freq.
 	Events []EventSpec
 	// Counters are read with each sample of the first event: a group under it per thread
-	// and CPU (counters_linux.go; not CPU-wide, nor resizable).
+	// and CPU (counters_linux.go; not CPU-wide), reopened with it when the stack copy is
+	// resized.
 	Counters []EventSpec
 }
 
@@ -257,7 +258,7 @@ func Open(cfg Config) (*Session, error) {
 		{"cpu-clock", unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CPU_CLOCK},
 	}
 	if len(cfg.Counters) > 0 {
-		cfg.CPUWide, cfg.ResizableStack = false, false // the groups are the per-thread events'
+		cfg.CPUWide = false // the groups are the per-thread events'
 	}
 	if len(cfg.Events) > 0 {
 		events = events[:1]

@@ -67,9 +67,10 @@ func (s *Session) ResizeStack(size int, tids func() []int) (cut uint64, err erro
 	// theirs behind; enabling an event enables its inherited copies too.
 	a := s.attr(cfg, s.evType, s.evConfig, false)
 	a.Bits &^= sideBand
-	var opened []int
+	var opened, members []int // the new sampling events, the counters of their groups
 	fail := func(err error) (uint64, error) {
 		for _, fd := range opened {
+			s.closeCounterGroup(fd)
 			unix.Close(fd)
 		}
 		return 0, fmt.Errorf("resize the stack copy: %w", err)
@@ -91,6 +92,16 @@ func (s *Session) ResizeStack(size int, tids func() []int) (cut uint64, err erro
 			opened = append(opened, fd)
 			if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
 				return fail(fmt.Errorf("redirect perf event of thread %d on cpu %d: %w", tid, r.cpu, err))
+			}
+			if len(cfg.Counters) > 0 {
+				fds, err := s.openCounterGroup(cfg, tid, r.cpu, fd)
+				members = append(members, fds...)
+				if errors.Is(err, unix.ESRCH) {
+					break // the thread ended
+				}
+				if err != nil {
+					return fail(err)
+				}
 			}
 		}
 	}
@@ -114,7 +125,7 @@ func (s *Session) ResizeStack(size int, tids func() []int) (cut uint64, err erro
 		}
 	}
 	cut = MonotonicNow()
-	s.fds = append(s.fds, opened...)
+	s.fds = append(append(s.fds, opened...), members...)
 	s.sampleFDs, s.retiring = opened, s.sampleFDs
 	s.cfg = cfg
 	return cut, nil
@@ -128,6 +139,9 @@ func (s *Session) RetireStack() {
 	}
 	old := make(map[int]bool, len(s.retiring))
 	for _, fd := range s.retiring {
+		for _, m := range s.closeCounterGroup(fd) {
+			old[m] = true
+		}
 		old[fd] = true
 		unix.Close(fd)
 	}

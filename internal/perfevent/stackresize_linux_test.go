@@ -454,3 +454,73 @@ func TestResizeStackOffCPU(t *testing.T) {
 		t.Errorf("after the resize: %d switches out, %d in, %d stacks from %d sleeps", outs, ins, stacks, sleeps)
 	}
 }
+
+// TestResizeStackWithCounters: the counters read with each sample (Config.Counters) are
+// reopened with the sampling events, a group under each new one: the new events' samples
+// read them (their ids known to CounterOf), and RetireStack closes the old groups whole.
+func TestResizeStackWithCounters(t *testing.T) {
+	testutil.RequirePerf(t)
+	b := startBurner(t)
+	cfg := Config{Pids: []int{b.pid}, Freq: 999, CallGraph: "dwarf", ResizableStack: true,
+		Counters: []EventSpec{{Name: "task-clock", Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_TASK_CLOCK}}}
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.Resizable() {
+		t.Fatal("a session reading counters was not opened resizable")
+	}
+	if err := s.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	tid, _ := b.thread(t, false)
+	cut, err := s.ResizeStack(2048, func() []int {
+		ids, _ := proc.ThreadIDs(b.pid)
+		return ids
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpus := len(s.rings)
+	if want := cpus + 2*len(s.sampleFDs) + 2*len(s.retiring); len(s.fds) != want {
+		t.Errorf("%d events open after the resize: want %d dummies and a sampling event and a counter each for %d new and %d old", len(s.fds), want, len(s.sampleFDs), len(s.retiring))
+	}
+	st, regs := SampleTypeFor(cfg)
+	dec := perfrecord.Decoder{SampleType: st | perfrecord.SampleRead, RegsUserMask: regs, SampleIDAll: true, ReadFormat: CounterReadFormat}
+	var read, unread, unknown int
+	for end := time.Now().Add(30 * time.Second); read < 5 && time.Now().Before(end); s.Wait(10 * time.Millisecond) {
+		err := s.Read(func(cpu int, rec []byte) {
+			h, err := perfrecord.ParseHeader(rec)
+			if err != nil || h.Type != perfrecord.TypeSample {
+				return
+			}
+			var smp perfrecord.Sample
+			if err := dec.Sample(rec, &smp); err != nil {
+				t.Errorf("decode a sample with its counters' read: %v", err)
+				return
+			}
+			if int(smp.Tid) != tid || smp.StackSize != 2048 || smp.Time < cut {
+				return
+			}
+			switch {
+			case !s.IsCounterLeader(smp.ID) || len(smp.Read.Values) != 2:
+				unread++
+			case func() bool { _, ok := s.CounterOf(smp.Read.Values[1].ID); return !ok }():
+				unknown++
+			default:
+				read++
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if read < 5 || unread > 0 || unknown > 0 {
+		t.Errorf("samples of the new events: %d read the counters, %d read nothing, %d an unknown counter", read, unread, unknown)
+	}
+	s.RetireStack()
+	if want := cpus + 2*len(s.sampleFDs); len(s.fds) != want || len(s.counters.members) != len(s.sampleFDs) {
+		t.Errorf("after RetireStack: %d events open (want %d), %d groups (want %d)", len(s.fds), want, len(s.counters.members), len(s.sampleFDs))
+	}
+}

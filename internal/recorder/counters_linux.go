@@ -30,19 +30,19 @@ func (c *counterDecoding) decoder(dec *perfrecord.Decoder, rec []byte, waking bo
 	return &c.dec
 }
 
-// keep appends s's read to reads, the counters in their order then the times enabled and
-// running, and says where.
+// keep appends s's read to reads, the counters in their order, then the times enabled and
+// running and the id of the group's leader (the sampling event), and says where.
 func (c *counterDecoding) keep(s *perfrecord.Sample, reads *[]uint64) (lo, n uint32) {
 	start := len(*reads)
-	*reads = append(*reads, make([]uint64, c.n+2)...)
+	*reads = append(*reads, make([]uint64, c.n+3)...)
 	vals := (*reads)[start:]
 	for _, v := range s.Read.Values {
 		if i, ok := c.counterOf(v.ID); ok && i < c.n {
 			vals[i] = v.Value
 		}
 	}
-	vals[c.n], vals[c.n+1] = s.Read.TimeEnabled, s.Read.TimeRunning
-	return uint32(start), uint32(c.n + 2)
+	vals[c.n], vals[c.n+1], vals[c.n+2] = s.Read.TimeEnabled, s.Read.TimeRunning, s.ID
+	return uint32(start), uint32(c.n + 3)
 }
 
 // counterWorkers tells the stack workers how to decode the counters' reads.
@@ -66,31 +66,38 @@ func (r *Recorder) counterWorkers(sess *perfevent.Session, cfg perfevent.Config)
 type counterTrack struct {
 	n    int
 	mu   sync.Mutex // guards sums and multiplexed, which checkpoints read
-	last map[threadCPU][]uint64
+	last map[groupOf][]uint64
 	// sums are the counts of all threads.
 	sums []uint64
 	out  []uint64
 }
 
-// threadCPU names a group of counters: per-thread events are opened one per CPU, each
-// counting while its thread runs there, and the thread's samples on that CPU read it.
-type threadCPU struct{ tid, cpu uint32 }
+// groupOf names a group of counters: per-thread events are opened one per CPU, each
+// counting while its thread runs there, and the thread's samples on that CPU read it. A
+// resized stack copy reopens the sampling events with their groups (leader: the sampling
+// event's id): the new group counts from zero while the old one still samples, until
+// the thread's samples are taken from the new one.
+type groupOf struct {
+	tid, cpu uint32
+	leader   uint64
+}
 
 // deltas is what thread tid's counters on cpu counted since its sample there before
-// (since it started, for its first): read holds the counters then the times enabled and
-// running. The result is valid until the next call.
+// (since the group opened, for its first): read holds the counters, the times enabled and
+// running and the group leader's id. The result is valid until the next call.
 func (c *counterTrack) deltas(tid, cpu uint32, read []uint64) []uint64 {
-	if c.n == 0 || len(read) != c.n+2 {
+	if c.n == 0 || len(read) != c.n+3 {
 		return nil
 	}
 	if c.last == nil {
-		c.last = map[threadCPU][]uint64{}
+		c.last = map[groupOf][]uint64{}
 		c.sums = make([]uint64, c.n)
 	}
-	last, ok := c.last[threadCPU{tid, cpu}]
+	g := groupOf{tid, cpu, read[c.n+2]}
+	last, ok := c.last[g]
 	if !ok {
-		last = make([]uint64, c.n+2)
-		c.last[threadCPU{tid, cpu}] = last
+		last = make([]uint64, c.n+3)
+		c.last[g] = last
 	}
 	if read[c.n] < last[c.n] || read[c.n+1] < last[c.n+1] {
 		clear(last) // a new thread with the same id

@@ -58,6 +58,8 @@ type Options struct {
 	// Counters are read with each sample of the first event (stax record --counters;
 	// resolved, and only those this machine counts): per thread, not CPU-wide.
 	Counters []perfevent.EventSpec
+	// CountersByDefault says Counters are the default ones (--counters not given).
+	CountersByDefault bool
 	// Keep and KeepBytes bound the samples the run keeps on disk to a rolling window: the
 	// last Keep of them, in at most KeepBytes with the run's files (0: no bound).
 	Keep      time.Duration
@@ -339,7 +341,7 @@ func (r *Recorder) openEvents(opts Options, cfg perfevent.Config) (*perfevent.Se
 	// Fitted to the stacks seen unless the user chose the size (stackfit_linux.go); a
 	// capture replays without the events' reopening.
 	cfg.ResizableStack = cfg.CallGraph == "dwarf" && opts.StackSize == 0 && !cfg.SystemWide && os.Getenv("STAX_CAPTURE") == "" &&
-		(len(opts.Events) == 0 || len(opts.Events) == 1 && opts.Events[0].Period == 0) && len(opts.Counters) == 0 // see perfevent.Config.Events
+		(len(opts.Events) == 0 || len(opts.Events) == 1 && opts.Events[0].Period == 0) // see perfevent.Config.Events
 	sess, err := perfevent.Open(cfg)
 	if err != nil {
 		switch {

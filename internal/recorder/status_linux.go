@@ -35,7 +35,7 @@ func (r *Recorder) Counts() store.Meta {
 	r.mu.Unlock()
 	meta.Samples = r.run.Stats().Samples
 	meta.Events = r.eventsMeta()
-	meta.Counters = r.ctr.meta(r.opts.Counters)
+	meta.Counters, meta.CountersByDefault = r.ctr.meta(r.opts.Counters), r.opts.CountersByDefault
 	meta.OffCPU = r.offCPUMeta()
 	r.fileCounts(&meta)
 	return meta

@@ -152,7 +152,7 @@ func (r *Recorder) snapshot(final bool, bufs *agg.ProfileBuffers) *store.Run {
 	meta.Notes = append(meta.Notes, r.fileCounts(&meta)...)
 	r.targetIdentity(&meta)
 	meta.Events = r.eventsMeta()
-	meta.Counters = r.ctr.meta(r.opts.Counters)
+	meta.Counters, meta.CountersByDefault = r.ctr.meta(r.opts.Counters), r.opts.CountersByDefault
 	meta.Unresolved = st.UnresolvedFrames
 	meta.Finished = final
 	meta.End = time.Now() // for a checkpoint, its time: a crashed run's last known moment
