@@ -2,6 +2,7 @@ package web
 
 import (
 	"debug/elf"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/url"
@@ -193,4 +194,94 @@ func TestFlameCounters(t *testing.T) {
 	if !eval[bool](t, ctx, `document.querySelector("#weigh-label").hidden`) {
 		t.Error("a run without counters offers weigh by")
 	}
+}
+
+// The code view has a column per counter (and IPC) on each instruction with samples,
+// with what the API counted in them, and the code's totals in its header.
+func TestCodeCounterColumns(t *testing.T) {
+	bctx := browser.Require(t)
+	run := faultsRun()
+	a, err := query.AnswerAnnotate(run, api.AnnotateRequest{Target: "touch_pages"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	an := a.Annotation
+	hot := 0
+	for _, in := range an.Insts {
+		if in.Samples > 0 {
+			hot++
+		}
+	}
+	if len(an.Counters) != 4 || hot != 2 {
+		t.Fatalf("the API's annotation of touch_pages: counters %q, %d instructions with samples", an.Counters, hot)
+	}
+	s := serve(t, run, "")
+	ctx := open(t, bctx, s, "&code=touch_pages")
+	until(t, ctx, "touch_pages's code", func() (bool, string) {
+		got := text(ctx, "#annotate")
+		return strings.Contains(got, "0x204:"), got
+	})
+	// The header: each counter's total in the code, and the IPC.
+	var head []string
+	for j, name := range an.Counters {
+		head = append(head, fmt.Sprintf("%s %s", name, commas(an.CounterTotals[j])))
+	}
+	head = append(head, fmt.Sprintf("IPC %.2f", float64(an.CounterTotals[3])/float64(an.CounterTotals[2])))
+	if got := text(ctx, "#func-counters"); got != strings.Join(head, " · ") {
+		t.Errorf("the code's header says %q, want %q", got, strings.Join(head, " · "))
+	}
+	// The columns' heads, then each instruction's row: its samples, then its counters.
+	lines := strings.Split(text(ctx, "#annotate"), "\n")
+	var heads, rows []string
+	for _, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "Percent") {
+			heads = strings.Fields(l)
+		}
+		if strings.Contains(l, "0x20") && strings.Contains(l, "│") {
+			rows = append(rows, strings.Join(strings.Fields(strings.Split(l, "│")[0]), " "))
+		}
+	}
+	if got := strings.Join(heads, " "); !strings.HasPrefix(got, "Percent Samples Heat task-clock page-faults cycles instructions IPC │") {
+		t.Errorf("the code's heads: %q", got)
+	}
+	var want []string
+	for _, in := range an.Insts {
+		if in.Samples == 0 {
+			want = append(want, "")
+			continue
+		}
+		w := []string{fmt.Sprintf("%.2f", in.Percent), commas(in.Samples)}
+		// The heat bar, between the samples and the counters.
+		for _, v := range in.Counters {
+			w = append(w, commas(v))
+		}
+		w = append(w, fmt.Sprintf("%.2f", float64(in.Counters[3])/float64(in.Counters[2])))
+		want = append(want, strings.Join(w, " "))
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("the code view's instruction rows %q, want %d", rows, len(want))
+	}
+	for i := range rows {
+		got := strings.Fields(rows[i])
+		if want[i] == "" {
+			if len(got) != 0 {
+				t.Errorf("instruction %d without samples shows %q", i, rows[i])
+			}
+			continue
+		}
+		// Leave out the heat bar (the third field).
+		if len(got) > 2 {
+			got = append(got[:2:2], got[3:]...)
+		}
+		if strings.Join(got, " ") != want[i] {
+			t.Errorf("instruction %d shows %q, the API's %q", i, rows[i], want[i])
+		}
+	}
+	cols := eval[json.RawMessage](t, ctx, `[...document.querySelectorAll("#annotate .hot .counter")].map((e) => e.dataset.counter)`)
+	var named []string
+	json.Unmarshal(cols, &named)
+	if len(named) != 2*5 {
+		t.Errorf("the counters' cells of the instructions with samples: %q", named)
+	}
+	noErrors(t, ctx)
 }

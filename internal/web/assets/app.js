@@ -1659,11 +1659,8 @@ async function loadFunc() {
     const q = query({ inverted: false }, { target: view.code, version: view.version || null });
     const a = await api("annotate", q);
     pre.className = "";
-    pre.innerHTML = a.text.split("\n").map((line) => {
-      // Instruction rows start with their samples; source rows are indented text.
-      const cls = /^\s*\d+\.\d+\s+[\d,]+\s/.test(line) ? "hot" : /│ \S.*:\d+/.test(line) ? "src" : "";
-      return cls ? `<span class="${cls}">${esc(line)}</span>` : esc(line);
-    }).join("\n");
+    pre.innerHTML = codeHTML(a);
+    drawCodeTotals(a);
     const sel = $("#func-version");
     const versions = a.versions || [];
     sel.hidden = versions.length < 2;
@@ -1671,7 +1668,52 @@ async function loadFunc() {
   } catch (err) {
     pre.className = "error";
     pre.textContent = err.message;
+    $("#func-counters").hidden = true;
   }
+}
+
+// codeHTML is the annotation's text as the code panel shows it. For a run read with
+// counters (stax record --counters), a column per counter, and IPC where cycles and
+// instructions were read, stands before the text's "│" on each instruction with samples:
+// what was counted in its samples, each column as wide as its widest number.
+function codeHTML(a) {
+  const names = a.counters || [];
+  const byAddr = new Map((a.counted || []).map((c) => [c.addr, c.counters]));
+  const cols = names.map((name, j) => ({ name, title: `${name}: counted in the instruction's samples`, value: (v) => commas(v[j] || 0) }));
+  if (ipcOf(names, [])) cols.push({ name: "IPC", title: "instructions per cycle, in the instruction's samples", value: (v) => ipcOf(names, v) });
+  for (const c of cols) c.w = Math.max(c.name.length, ...[...byAddr.values()].map((v) => c.value(v).length));
+  const blank = " ".repeat(cols.reduce((s, c) => s + c.w + 1, 0));
+  // An instruction row: its address after the "│" (and the inlined mark, the label).
+  const addrOf = (rest) => (/^│ [▶ ]?\s*(?:[^\s:]+:\s*)?(0x[0-9a-f]+):/.exec(rest) || [])[1];
+  return a.text.split("\n").map((line) => {
+    // Instruction rows start with their samples; source rows are indented text.
+    const hot = /^\s*\d+\.\d+\s+[\d,]+\s/.test(line);
+    const cls = hot ? "hot" : /│ \S.*:\d+/.test(line) ? "src" : "";
+    let html = esc(line);
+    const bar = line.indexOf("│");
+    if (cols.length && bar >= 0) {
+      const rest = line.slice(bar);
+      const v = hot ? byAddr.get(addrOf(rest)) : undefined;
+      let cells = blank;
+      if (line.startsWith("  Percent")) cells = cols.map((c) => `<span class="ctr-head" title="${esc(c.title)}">${esc(c.name.padStart(c.w))}</span> `).join("");
+      else if (v) cells = cols.map((c) => `<span class="counter" data-counter="${esc(c.name)}">${esc(c.value(v).padStart(c.w))}</span> `).join("");
+      html = esc(line.slice(0, bar)) + cells + esc(rest);
+    }
+    return cls ? `<span class="${cls}">${html}</span>` : html;
+  }).join("\n");
+}
+
+// drawCodeTotals says in the code panel's header what each counter counted in the code's
+// samples, and their IPC.
+function drawCodeTotals(a) {
+  const el = $("#func-counters");
+  const names = a.counters || [];
+  const t = a.counter_totals || [];
+  const parts = names.map((name, j) => `${name} ${commas(t[j] || 0)}`);
+  const ipc = ipcOf(names, t);
+  if (ipc) parts.push(`IPC ${ipc}`);
+  el.textContent = parts.join(" · ");
+  el.hidden = parts.length === 0;
 }
 
 // ---- refreshing ----
