@@ -57,6 +57,7 @@ type countedWork struct {
 	work
 	event    uint32
 	counters []uint64
+	off      uint64 // the leaf's address past its function's first byte
 }
 
 // countedRun is namedRun of work of several events, or read with counters.
@@ -82,7 +83,11 @@ func countedRun(id string, ws ...countedWork) *store.Run {
 	for _, w := range ws {
 		chain := []uint64{^uint64(511)} // PERF_CONTEXT_USER
 		for i := len(w.stack) - 1; i >= 0; i-- {
-			chain = append(chain, addr(w.stack[i]))
+			a := addr(w.stack[i])
+			if i == len(w.stack)-1 {
+				a += w.off
+			}
+			chain = append(chain, a)
 		}
 		for range w.n {
 			r.AddCountedSample(w.event, 100, w.tid, 0, at, 0, chain, w.counters)

@@ -781,7 +781,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// annotate answers with the annotation and its text, as stax annotate prints it.
+// annotate answers with the annotation and its text, as stax annotate prints it; for a
+// run read with counters (stax record --counters), the text leaves out their columns and
+// the answer gives them apart (counters, counter_totals, and counted: each instruction's
+// with samples), for the page to draw them as columns as wide as their numbers.
 func (s *Server) annotate(w http.ResponseWriter, r *http.Request) {
 	var req api.AnnotateRequest
 	if err := pageRequest(r, &req, nil); err != nil {
@@ -798,8 +801,19 @@ func (s *Server) annotate(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadGateway, api.Error{Error: fmt.Sprintf("annotation unreadable: %v", err)})
 		return
 	}
+	var counted []countedInst
+	for _, in := range res.Annotation.Insts {
+		if len(in.Counters) > 0 {
+			counted = append(counted, countedInst{"0x" + strconv.FormatUint(in.Addr, 16), in.Counters})
+		}
+	}
+	doc := query.AnnotationOfDoc(res.Annotation)
+	doc.Counters, doc.CounterTotals = nil, nil
+	for i := range doc.Insts {
+		doc.Insts[i].Counters = nil
+	}
 	var text bytes.Buffer
-	if err := query.AnnotationOfDoc(res.Annotation).WriteText(&text, annotate.TextOptions{}); err != nil {
+	if err := doc.WriteText(&text, annotate.TextOptions{}); err != nil {
 		writeJSON(w, http.StatusInternalServerError, api.Error{Error: err.Error()})
 		return
 	}
@@ -814,5 +828,16 @@ func (s *Server) annotate(w http.ResponseWriter, r *http.Request) {
 		Version  int                 `json:"version,omitempty"`
 		Others   []api.AnnotateMatch `json:"other_matches,omitempty"`
 		Text     string              `json:"text"`
-	}{res.Annotation.Func, res.Annotation.Image, res.Annotation.Total, res.Versions, res.Version, res.Others, text.String()})
+		Counters []string            `json:"counters,omitempty"`
+		Totals   []uint64            `json:"counter_totals,omitempty"`
+		Counted  []countedInst       `json:"counted,omitempty"`
+	}{res.Annotation.Func, res.Annotation.Image, res.Annotation.Total, res.Versions, res.Version, res.Others, text.String(),
+		res.Annotation.Counters, res.Annotation.CounterTotals, counted})
+}
+
+// countedInst is what the counters counted in the samples of the instruction at Addr (in
+// hex, as the text writes it: JavaScript's numbers do not hold every address).
+type countedInst struct {
+	Addr     string   `json:"addr"`
+	Counters []uint64 `json:"counters"`
 }

@@ -34,6 +34,7 @@ const view = {
   mode: "cpu", // what the flame graph and top weigh: cpu (samples), off_cpu or wall (nanoseconds)
   colour: "", // "func": colour by function (colours.js)
   event: "", // the event every panel counts, of a run that sampled several; "": the first
+  weigh: "", // a counter read with each sample (stax record --counters) the flame graph's widths and the top table's order weigh; "": samples
 };
 
 const state = {
@@ -69,7 +70,7 @@ window.staxFrames = () => {
   const box = state.flameCanvas ? state.flameCanvas.getBoundingClientRect() : { left: 0, top: 0 };
   return (state.flameEls || []).map((f) => ({
     func: f.n.func, image: f.n.image, kind: f.n.kind, total: f.n.total, self: f.n.self, match: f.match, ancestor: f.ancestor,
-    selected: f.selected, depth: f.depth, change: f.change,
+    selected: f.selected, depth: f.depth, change: f.change, weight: weightOf(f.n), counters: f.n.counters,
     x: box.left + f.x, y: box.top + f.depth * ROW, w: f.w, h: ROW - 1,
   }));
 };
@@ -127,6 +128,7 @@ function readURL() {
   view.mode = ["off_cpu", "wall"].includes(u.get("mode")) ? u.get("mode") : "cpu";
   view.colour = u.get("colour") === "func" ? "func" : "";
   view.event = u.get("event") || "";
+  view.weigh = u.get("weigh") || "";
   // The timeline's zoom (stackchart.js): what part of the run it and the stack chart show.
   const tlFrom = Number(u.get("tl_from")), tlTo = Number(u.get("tl_to"));
   const zoomed = u.has("tl_from") && u.has("tl_to") && tlFrom >= 0 && tlTo > tlFrom;
@@ -167,6 +169,7 @@ function writeURL(push) {
   if (view.mode !== "cpu") u.set("mode", view.mode);
   if (view.colour) u.set("colour", view.colour);
   if (view.event) u.set("event", view.event);
+  if (view.weigh) u.set("weigh", view.weigh);
   if (tlZoom.from !== null) {
     // To the microsecond: a zoom can be narrower than a millisecond.
     const us = (x) => String(Math.round(x * 1e6) / 1e6);
@@ -230,6 +233,66 @@ function query({ window = true, inverted = true, only = null, ...panel } = {}, e
 const amount = (v) => (view.mode === "cpu" ? commas(v) : `${commas(Math.round(v / 1e6))} ms`);
 // amountUnit is amount with its unit always said: "12 samples", "12 ms".
 const amountUnit = (v) => (view.mode === "cpu" ? `${commas(v)} ${v === 1 ? "sample" : "samples"}` : amount(v));
+
+// ---- counters read with each sample (stax record --counters) ----
+
+// counterNames are the counters the flame graph's answer carries on its nodes: none for a
+// run recorded without --counters, in the off-CPU and wall modes, or for an event other
+// than the first.
+const counterNames = () => (state.flame && state.flame.counters) || [];
+
+// weighIndex is the index, in the nodes' counters, of the counter the flame graph weighs;
+// -1: samples (also where the answer lacks the counter the view names).
+const weighIndex = () => (view.weigh ? counterNames().indexOf(view.weigh) : -1);
+
+// weightOf is what a node weighs in the flame graph: its total, or what the counter j
+// counted in the samples under it.
+const weightOf = (n, j = weighIndex()) => (j < 0 ? n.total : (n.counters && n.counters[j]) || 0);
+
+// ipcOf is the instructions per cycle of counters v (named names), as stax top prints it:
+// "" where cycles and instructions are not both read, "-" where no cycle was counted.
+function ipcOf(names, v) {
+  const cyc = names.indexOf("cycles"), ins = names.indexOf("instructions");
+  if (cyc < 0 || ins < 0 || !v) return "";
+  return v[cyc] ? (v[ins] / v[cyc]).toFixed(2) : "-";
+}
+
+// counterLines says what each counter counted under a drawn frame, callees included, and
+// in the frame itself where that is not zero (where the tree gives a self: see selfText),
+// and the IPC of both where cycles and instructions were read.
+function counterLines(f) {
+  const names = counterNames();
+  const n = f.n;
+  if (!names.length || !n.counters) return [];
+  const self = !view.inverted ? n.self_counters : f.path.length === 1 ? n.counters : null;
+  const out = names.map((name, j) => `${name} ${commas(n.counters[j] || 0)}` + (self && self[j] ? ` (self ${commas(self[j])})` : ""));
+  const ipc = ipcOf(names, n.counters);
+  if (ipc) {
+    const own = self ? ipcOf(names, self) : "";
+    out.push(`IPC ${ipc}` + (own && own !== "-" ? ` (self ${own})` : ""));
+  }
+  return out;
+}
+
+// drawWeigh offers samples and each counter the view's answer carries, for the flame
+// graph's widths and the top table's order; only where there are counters.
+function drawWeigh() {
+  const names = counterNames();
+  const label = $("#weigh-label");
+  label.hidden = names.length === 0;
+  if (label.hidden) return;
+  const opts = ['<option value="">samples</option>', ...names.map((n) => `<option value="${esc(n)}">${esc(n)}</option>`)];
+  const sel = $("#weigh");
+  const html = opts.join("");
+  if (sel.innerHTML !== html) sel.innerHTML = html;
+  sel.value = weighIndex() >= 0 ? view.weigh : "";
+}
+
+// setWeigh weighs the flame graph and sorts the top table by counter name ("": samples).
+function setWeigh(name) {
+  if (name === view.weigh) return;
+  change("weigh", () => (view.weigh = name));
+}
 
 // ---- status strip ----
 
@@ -642,6 +705,11 @@ function drawFlameNote() {
     }
   }
   if (fl && fl.diff_error) notes.push(`not coloured by change: ${fl.diff_error}`);
+  if (fl && fl.root && view.weigh) {
+    if (weighIndex() >= 0) {
+      notes.push(`weighed by ${view.weigh}: each frame as wide as what ${view.weigh} counted in the samples under it; the frames are those of the samples' tree (pruned by samples)`);
+    } else notes.push(`weighed by samples: this view has no counter ${view.weigh}`);
+  }
   const el = $("#flame-note");
   const text = notes.join(" · ");
   if (el.textContent !== text) {
@@ -655,6 +723,7 @@ function drawFlame() {
   const el = $("#flame");
   const root = state.flame && state.flame.root;
   drawFlameNote();
+  drawWeigh();
   // The panels drawn from the flame graph's query (the call tree, the changes, the code)
   // count its event.
   const ev = state.flame && state.flame.event;
@@ -679,12 +748,16 @@ function drawFlame() {
     if (d < chain.length - 1) add(n, ancestorPath.slice(), d, 0, 1, true);
   });
   let maxDepth = chain.length - 1;
+  const j = weighIndex();
   const walk = (n, path, depth, x, w) => {
     add(n, path, depth, x, w, false);
     maxDepth = Math.max(maxDepth, depth);
+    // Each child as wide as its share of the node's weight: samples, or what the counter
+    // weighed counted under it.
+    const nw = weightOf(n, j);
     let cx = x;
     for (const c of n.children || []) {
-      const cw = (w * c.total) / n.total;
+      const cw = nw > 0 ? (w * weightOf(c, j)) / nw : 0;
       if (cw >= minFrac) walk(c, path.concat(keyOf(c)), depth + 1, cx, cw);
       cx += cw;
     }
@@ -1070,7 +1143,8 @@ function setupFlame() {
     let change = "";
     if (item.change !== undefined) change = `<div>${n.base_pct.toFixed(2)}% in the base → ${n.total_pct.toFixed(2)}% (${item.change >= 0 ? "+" : ""}${item.change.toFixed(2)} points)</div>`;
     tip.innerHTML = `<div><b>${esc(n.func)}</b>${n.inlined ? " (inlined)" : ""}</div><div class="img">${esc(n.image || "")} · ${esc(n.kind)}</div>` +
-      `<div>total ${amount(n.total)} (${pct(n.total, root.total)})${selfText(item)}${n.reason ? " · " + esc(n.reason) : ""}</div>${change}`;
+      `<div>total ${amount(n.total)} (${pct(n.total, root.total)})${selfText(item)}${n.reason ? " · " + esc(n.reason) : ""}</div>${change}` +
+      counterLines(item).map((l) => `<div class="counter">${esc(l)}</div>`).join("");
     tip.hidden = false;
     tip.style.left = `${Math.min(e.clientX + 12, window.innerWidth - tip.offsetWidth - 4)}px`;
     tip.style.top = `${e.clientY + 14}px`;
@@ -1097,6 +1171,7 @@ function setupFlame() {
       state.top = null;
     }),
   );
+  $("#weigh").addEventListener("change", (e) => setWeigh(e.target.value));
   $("#inverted").addEventListener("change", (e) =>
     change("inverted", () => {
       view.inverted = e.target.checked;
@@ -1222,12 +1297,14 @@ function drawFrameInfo() {
     let split = "";
     if (t && view.mode === "off_cpu") split = `, of which runnable ${amount(t.runnable_ns)}`;
     if (t && view.mode === "wall") split = `: on CPU ${amount(t.on_cpu_ns || 0)}, off CPU ${amount(t.off_cpu_ns)}, of which runnable ${amount(t.runnable_ns)}`;
-    info.innerHTML = `<b>all ${view.mode === "cpu" ? "samples" : view.mode === "wall" ? "time on and off CPU" : "time off CPU"}</b> · ${amount(n.total)}${split}`;
+    const counted = counterLines(f).map((l) => ` · <span class="counter">${esc(l)}</span>`).join("");
+    info.innerHTML = `<b>all ${view.mode === "cpu" ? "samples" : view.mode === "wall" ? "time on and off CPU" : "time off CPU"}</b> · ${amount(n.total)}${split}${counted}`;
     return;
   }
   let change = "";
   if (f.change !== undefined) change = ` · ${n.base_pct.toFixed(2)}% → ${n.total_pct.toFixed(2)}% (${f.change >= 0 ? "+" : ""}${f.change.toFixed(2)} points)`;
-  info.innerHTML = `<b>${esc(frameLabel(n))}</b> · ${esc(n.image || "")} · total ${amount(n.total)} (${pct(n.total, root.total)})${selfText(f)}${n.reason ? " · " + esc(n.reason) : ""}${change}` +
+  const counted = counterLines(f).map((l) => ` · <span class="counter">${esc(l)}</span>`).join("");
+  info.innerHTML = `<b>${esc(frameLabel(n))}</b> · ${esc(n.image || "")} · total ${amount(n.total)} (${pct(n.total, root.total)})${selfText(f)}${n.reason ? " · " + esc(n.reason) : ""}${change}${counted}` +
     ACTIONS.filter(([a]) => a !== "collapse" || n.image).map(([a, label, title]) => `<button data-act="${a}" title="${esc(title)}"${a === "code" ? ' id="show-code"' : ""}>${label}</button>`).join("");
   info.onclick = (e) => {
     const b = e.target.closest("button");
@@ -1303,8 +1380,22 @@ function drawThreads() {
 
 // ---- top table ----
 
+// The top table's rows, and how many rows it asks for when it sorts them itself.
+const TOP_ROWS = 100, TOP_ALL = 1000000;
+
+// topRowsShown are the top table's rows: the server's order, or, weighed by a counter,
+// the functions that counted the most of it in their own samples.
+function topRowsShown() {
+  const top = state.top;
+  let rows = (top && top.rows) || [];
+  const j = view.weigh && top && top.counters ? top.counters.indexOf(view.weigh) : -1;
+  if (j >= 0) rows = rows.slice().sort((a, b) => ((b.counters && b.counters[j]) || 0) - ((a.counters && a.counters[j]) || 0));
+  return { rows: rows.slice(0, TOP_ROWS), j };
+}
+
 function drawTop() {
-  const rows = (state.top && state.top.rows) || [];
+  const { rows, j } = topRowsShown();
+  state.topRows = rows;
   setEventTag("#top-event", state.top && state.top.event);
   const cols = drawTopCounterHeads();
   const body = rows.map((r, i) =>
@@ -1312,7 +1403,8 @@ function drawTop() {
     cols.map((c) => `<td class="num counter">${c.value(r.counters || [])}</td>`).join("") +
     `<td class="k k-${esc(r.kind)}-text" title="${esc(r.func)}">${esc(r.func)}${r.inlined ? " (inlined)" : ""}</td><td title="${esc(r.image)}">${esc(r.image)}</td></tr>`);
   $("#top tbody").innerHTML = body.length ? body.join("") : `<tr><td colspan="${4 + cols.length}" class="placeholder">${emptyText()}</td></tr>`;
-  for (const th of document.querySelectorAll("#top th[data-sort]")) th.classList.toggle("sorted", th.dataset.sort === view.sort);
+  for (const th of document.querySelectorAll("#top th[data-sort]")) th.classList.toggle("sorted", j < 0 && th.dataset.sort === view.sort);
+  for (const th of document.querySelectorAll("#top th[data-weigh]")) th.classList.toggle("sorted", j >= 0 && th.dataset.weigh === view.weigh);
 }
 
 // topCounterColumns are the top table's columns of counters read with each sample (stax
@@ -1321,7 +1413,7 @@ function drawTop() {
 // window of the run drops them).
 function topCounterColumns() {
   const names = (state.top && state.top.counters) || [];
-  const cols = names.map((name, j) => ({ name, title: `${name}: counted in the function's own samples`, value: (v) => commas(v[j] || 0) }));
+  const cols = names.map((name, j) => ({ name, weigh: true, title: `${name}: counted in the function's own samples`, value: (v) => commas(v[j] || 0) }));
   const cyc = names.indexOf("cycles"), ins = names.indexOf("instructions");
   if (cyc >= 0 && ins >= 0) {
     cols.push({ name: "IPC", title: "instructions per cycle, in the function's own samples", value: (v) => (v[cyc] ? (v[ins] / v[cyc]).toFixed(2) : "-") });
@@ -1343,6 +1435,13 @@ function drawTopCounterHeads() {
       th.className = "num counter";
       th.textContent = c.name;
       th.title = c.title;
+      if (c.weigh) {
+        // A counter's head sorts the table by it, and weighs the flame graph by it.
+        th.classList.add("sortable");
+        th.tabIndex = 0;
+        th.dataset.weigh = c.name;
+        th.title += "; click: sort by it and weigh the flame graph by it";
+      }
       tr.insertBefore(th, fn);
     }
     state.topCounterHeads = want;
@@ -1365,16 +1464,28 @@ function setupTop() {
   $("#top tbody").addEventListener("click", (e) => {
     const tr = e.target.closest("tr[data-i]");
     if (!tr) return;
-    const r = state.top.rows[tr.dataset.i];
+    const r = state.topRows[tr.dataset.i];
     showFunc(r.func + (r.inlined ? " (inlined)" : ""));
   });
   for (const th of document.querySelectorAll("#top th[data-sort]")) {
     th.addEventListener("click", () => {
+      if (view.weigh) {
+        // Sorted by samples again: the flame graph weighs them again too.
+        change("sort", () => {
+          view.sort = th.dataset.sort;
+          view.weigh = "";
+        });
+        return;
+      }
       view.sort = th.dataset.sort;
       writeURL(false);
       refresh({ what: "sort" });
     });
   }
+  $("#top thead").addEventListener("click", (e) => {
+    const th = e.target.closest("th[data-weigh]");
+    if (th) setWeigh(th.dataset.weigh);
+  });
 }
 
 // ---- who woke the selected thread ----
@@ -1548,11 +1659,8 @@ async function loadFunc() {
     const q = query({ inverted: false }, { target: view.code, version: view.version || null });
     const a = await api("annotate", q);
     pre.className = "";
-    pre.innerHTML = a.text.split("\n").map((line) => {
-      // Instruction rows start with their samples; source rows are indented text.
-      const cls = /^\s*\d+\.\d+\s+[\d,]+\s/.test(line) ? "hot" : /│ \S.*:\d+/.test(line) ? "src" : "";
-      return cls ? `<span class="${cls}">${esc(line)}</span>` : esc(line);
-    }).join("\n");
+    pre.innerHTML = codeHTML(a);
+    drawCodeTotals(a);
     const sel = $("#func-version");
     const versions = a.versions || [];
     sel.hidden = versions.length < 2;
@@ -1560,7 +1668,52 @@ async function loadFunc() {
   } catch (err) {
     pre.className = "error";
     pre.textContent = err.message;
+    $("#func-counters").hidden = true;
   }
+}
+
+// codeHTML is the annotation's text as the code panel shows it. For a run read with
+// counters (stax record --counters), a column per counter, and IPC where cycles and
+// instructions were read, stands before the text's "│" on each instruction with samples:
+// what was counted in its samples, each column as wide as its widest number.
+function codeHTML(a) {
+  const names = a.counters || [];
+  const byAddr = new Map((a.counted || []).map((c) => [c.addr, c.counters]));
+  const cols = names.map((name, j) => ({ name, title: `${name}: counted in the instruction's samples`, value: (v) => commas(v[j] || 0) }));
+  if (ipcOf(names, [])) cols.push({ name: "IPC", title: "instructions per cycle, in the instruction's samples", value: (v) => ipcOf(names, v) });
+  for (const c of cols) c.w = Math.max(c.name.length, ...[...byAddr.values()].map((v) => c.value(v).length));
+  const blank = " ".repeat(cols.reduce((s, c) => s + c.w + 1, 0));
+  // An instruction row: its address after the "│" (and the inlined mark, the label).
+  const addrOf = (rest) => (/^│ [▶ ]?\s*(?:[^\s:]+:\s*)?(0x[0-9a-f]+):/.exec(rest) || [])[1];
+  return a.text.split("\n").map((line) => {
+    // Instruction rows start with their samples; source rows are indented text.
+    const hot = /^\s*\d+\.\d+\s+[\d,]+\s/.test(line);
+    const cls = hot ? "hot" : /│ \S.*:\d+/.test(line) ? "src" : "";
+    let html = esc(line);
+    const bar = line.indexOf("│");
+    if (cols.length && bar >= 0) {
+      const rest = line.slice(bar);
+      const v = hot ? byAddr.get(addrOf(rest)) : undefined;
+      let cells = blank;
+      if (line.startsWith("  Percent")) cells = cols.map((c) => `<span class="ctr-head" title="${esc(c.title)}">${esc(c.name.padStart(c.w))}</span> `).join("");
+      else if (v) cells = cols.map((c) => `<span class="counter" data-counter="${esc(c.name)}">${esc(c.value(v).padStart(c.w))}</span> `).join("");
+      html = esc(line.slice(0, bar)) + cells + esc(rest);
+    }
+    return cls ? `<span class="${cls}">${html}</span>` : html;
+  }).join("\n");
+}
+
+// drawCodeTotals says in the code panel's header what each counter counted in the code's
+// samples, and their IPC.
+function drawCodeTotals(a) {
+  const el = $("#func-counters");
+  const names = a.counters || [];
+  const t = a.counter_totals || [];
+  const parts = names.map((name, j) => `${name} ${commas(t[j] || 0)}`);
+  const ipc = ipcOf(names, t);
+  if (ipc) parts.push(`IPC ${ipc}`);
+  el.textContent = parts.join(" · ");
+  el.hidden = parts.length === 0;
 }
 
 // ---- refreshing ----
@@ -1584,6 +1737,7 @@ function change(what, apply) {
 function drawControls() {
   markThreads();
   $("#inverted").checked = view.inverted;
+  drawWeigh();
   $("#python").checked = view.python;
   $("#mode").value = view.mode;
   $("#search").value = view.search;
@@ -1641,7 +1795,9 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
     const fq = query({}, { threshold_pct: PRUNE_PCT });
     // The base is weighed in the view's mode too (the server builds its tree so).
     if (state.summary && state.summary.diff && view.diff) fq.set("diff", "1");
-    const tq = query({ inverted: false }, { sort: view.sort, n: 100 });
+    // Sorted by a counter (the page sorts), the table is of every function: the server
+    // sorts by samples only.
+    const tq = query({ inverted: false }, { sort: view.sort, n: view.weigh ? TOP_ALL : TOP_ROWS });
     // The timeline shows the whole run, whatever the view: it is where a window is picked.
     // It comes with the first answers (its height then stays), and again on live updates.
     const tlq = timelineParams(); // the part of the run shown (stackchart.js)

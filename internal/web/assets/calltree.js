@@ -21,13 +21,42 @@ function refreshViews(live) {
 
 const pathKey = (path) => path.join("\u0001");
 
+// drawCallTreeHeads puts a head per counter read with each sample (stax record
+// --counters) between Self and Function: each row then says what the counter counted in
+// the samples under its frame (its self in the cell's title). It returns the names.
+function drawCallTreeHeads() {
+  const names = counterNames();
+  const tr = $("#calltree thead tr");
+  const want = names.join("\n");
+  if (ct.heads !== want) {
+    for (const th of tr.querySelectorAll("th.counter")) th.remove();
+    const fn = tr.lastElementChild;
+    for (const name of names) {
+      const th = document.createElement("th");
+      th.className = "num counter";
+      th.textContent = name;
+      th.title = `${name}: counted in the samples under the frame, its callees' included`;
+      tr.insertBefore(th, fn);
+    }
+    ct.heads = want;
+  }
+  return names;
+}
+
 function drawCallTree() {
   const body = $("#calltree tbody");
   const flame = state.flame;
   const root = flame && flame.root;
   $("#calltree-unit").textContent = view.mode === "cpu" ? "samples" : "ms";
+  const names = drawCallTreeHeads();
+  const span = 3 + names.length;
+  const counterCells = (n) =>
+    names.map((name, j) => {
+      const self = n && !view.inverted && n.self_counters && n.self_counters[j] ? ` title="${esc(name)}: self ${commas(n.self_counters[j])}"` : "";
+      return `<td class="num counter"${self}>${n && n.counters ? commas(n.counters[j] || 0) : ""}</td>`;
+    }).join("");
   if (!root || !root.total) {
-    body.innerHTML = `<tr><td colspan="3" class="placeholder">${emptyText()}</td></tr>`;
+    body.innerHTML = `<tr><td colspan="${span}" class="placeholder">${emptyText()}</td></tr>`;
     ct.rows = [];
     return;
   }
@@ -62,13 +91,13 @@ function drawCallTree() {
     .map((r, i) => {
       if (r.rest !== undefined) {
         const what = r.self ? "with no frame" : `in frames under ${r.path.length && cutOf(nodeAt(r.path)) < (PRUNE_PCT / 100) * total ? "the subtree's threshold" : PRUNE_PCT + "% of the view"}`;
-        return `<tr class="rest"><td class="num">${amount(r.rest)}</td><td class="num"></td><td data-depth="${r.depth}" class="placeholder">${r.self ? "" : "… "}${what}</td></tr>`;
+        return `<tr class="rest"><td class="num">${amount(r.rest)}</td><td class="num"></td>${counterCells(null)}<td data-depth="${r.depth}" class="placeholder">${r.self ? "" : "… "}${what}</td></tr>`;
       }
       const n = r.n;
       const twisty = r.leaf ? '<span class="tw"></span>' : `<span class="tw">${r.open ? "▾" : "▸"}</span>`;
       const chosen = sel !== null && pathKey(urlPath(r.path)) === sel ? " chosen" : "";
       return `<tr data-i="${i}" class="ct-row${chosen}" tabindex="-1" role="treeitem" aria-level="${r.depth + 1}"${r.leaf ? "" : ` aria-expanded="${r.open}"`}>` +
-        `<td class="num">${amount(n.total)} <span class="pct">${pct(n.total, total)}</span></td><td class="num">${amount(n.self)}</td>` +
+        `<td class="num">${amount(n.total)} <span class="pct">${pct(n.total, total)}</span></td><td class="num">${amount(n.self)}</td>${counterCells(n)}` +
         `<td data-depth="${r.depth}" title="${esc(n.image || "")}">${twisty}<span class="k k-${esc(n.kind)}-text">${esc(frameLabel(n))}</span></td></tr>`;
     })
     .join("");
@@ -76,7 +105,7 @@ function drawCallTree() {
   for (const td of body.querySelectorAll("td[data-depth]")) td.style.paddingLeft = `${6 + Number(td.dataset.depth) * CT.indent}px`;
   const first = body.querySelector("tr[data-i]");
   if (first) first.tabIndex = 0; // Tab reaches the table; the arrows move within it
-  if (rows.length >= CT.maxRows) body.insertAdjacentHTML("beforeend", `<tr><td colspan="3" class="placeholder">the first ${commas(CT.maxRows)} rows; collapse some to see others</td></tr>`);
+  if (rows.length >= CT.maxRows) body.insertAdjacentHTML("beforeend", `<tr><td colspan="${span}" class="placeholder">the first ${commas(CT.maxRows)} rows; collapse some to see others</td></tr>`);
 }
 
 // nodeAt is the node of the flame graph held at path (keys).
