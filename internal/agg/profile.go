@@ -315,3 +315,31 @@ func Summarize(p *Profile) Summary {
 func IsImageOffset(f Frame) bool {
 	return f.Image != "" && !IsJITKind(f.Kind) && f.Image != AnonImage && strings.HasPrefix(f.Func, f.Image+"+0x")
 }
+
+// OnlyEvent is p with the entries of the run's event number event alone (Entry.Event),
+// in a slice of its own; the samples of the other events' keys belong to no entry. left
+// counts the samples of the entries left out.
+func (p *Profile) OnlyEvent(event uint32) (q *Profile, left uint64) {
+	out := *p
+	index := make([]int32, len(p.Entries))
+	out.Entries = make([]Entry, 0, len(p.Entries))
+	for j, e := range p.Entries {
+		index[j] = -1
+		if e.Event != event {
+			left += e.Count
+			continue
+		}
+		index[j] = int32(len(out.Entries))
+		out.Entries = append(out.Entries, e)
+	}
+	if p.KeyEntry != nil {
+		out.KeyEntry = make([]int32, len(p.KeyEntry))
+		for k, e := range p.KeyEntry {
+			out.KeyEntry[k] = -1
+			if e >= 0 && int(e) < len(index) {
+				out.KeyEntry[k] = index[e]
+			}
+		}
+	}
+	return &out, left
+}

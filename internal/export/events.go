@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/store"
 )
 
@@ -66,35 +65,16 @@ func OnlyEvent(run *store.Run, i int) (out *store.Run, left uint64) {
 	if len(events) <= 1 || i < 0 || i >= len(events) {
 		return run, 0
 	}
-	p := run.Profile
-	index := make([]int32, len(p.Entries))
-	entries := make([]agg.Entry, 0, len(p.Entries))
-	for j, e := range p.Entries {
-		index[j] = -1
-		if e.Event != uint32(i) {
-			left += e.Count
-			continue
-		}
-		index[j] = int32(len(entries))
+	p, left := run.Profile.OnlyEvent(uint32(i))
+	for j := range p.Entries {
+		e := &p.Entries[j]
 		e.Event = 0
 		if i != 0 {
 			e.Counters = nil
 		}
-		entries = append(entries, e)
 	}
-	if p.KeyEntry != nil {
-		ke := make([]int32, len(p.KeyEntry))
-		for k, e := range p.KeyEntry {
-			ke[k] = -1
-			if e >= 0 && int(e) < len(index) {
-				ke[k] = index[e]
-			}
-		}
-		p.KeyEntry = ke
-	}
-	p.Entries = entries
 	r := *run
-	r.Profile = p
+	r.Profile = *p
 	r.Meta.Event = events[i].Name
 	r.Meta.Events = []store.Event{events[i]}
 	if i != 0 {

@@ -3,7 +3,6 @@ package query
 import (
 	"sync"
 
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/store"
 )
@@ -63,29 +62,9 @@ func (c *eventViewCache) get(run *store.Run, event uint32) *store.Run {
 // onlyEvent is run with the entries of event alone; the samples of the other events' keys
 // belong to no entry.
 func onlyEvent(run *store.Run, event uint32) *store.Run {
-	p := run.Profile
-	index := make([]int32, len(p.Entries))
-	entries := make([]agg.Entry, 0, len(p.Entries))
-	for j, e := range p.Entries {
-		index[j] = -1
-		if e.Event == event {
-			index[j] = int32(len(entries))
-			entries = append(entries, e)
-		}
-	}
-	if p.KeyEntry != nil {
-		ke := make([]int32, len(p.KeyEntry))
-		for k, e := range p.KeyEntry {
-			ke[k] = -1
-			if e >= 0 && int(e) < len(index) {
-				ke[k] = index[e]
-			}
-		}
-		p.KeyEntry = ke
-	}
-	p.Entries = entries
+	p, _ := run.Profile.OnlyEvent(event)
 	out := *run
-	out.Profile = p
+	out.Profile = *p
 	if int(event) < len(run.Meta.Events) {
 		out.Meta.Event = run.Meta.Events[event].Name // what exports name the samples by
 	}
