@@ -341,9 +341,21 @@ func checkWindowCounters(t *testing.T, e *staxEnv, pid uint32, whole api.Top) {
 		}
 		return s
 	}
+	// Split where half the program's samples are: it starts when perf stat has, late on a
+	// loaded machine.
+	var tl api.Timeline
+	e.mustJSON(&tl, "timeline", "--pid", strconv.Itoa(int(pid)), "--bucket", "10")
+	split, seen := tl.StartSec, uint64(0)
+	for i, n := range tl.Total {
+		if seen += n; 2*seen >= whole.Samples {
+			split = tl.StartSec + float64(i+1)*tl.BucketSec
+			break
+		}
+	}
+	at := strconv.FormatFloat(split, 'f', 6, 64)
 	var first, second api.Top
-	e.mustJSON(&first, "top", "-n", "100000", "--pid", strconv.Itoa(int(pid)), "--to", "0.5")
-	e.mustJSON(&second, "top", "-n", "100000", "--pid", strconv.Itoa(int(pid)), "--from", "0.5")
+	e.mustJSON(&first, "top", "-n", "100000", "--pid", strconv.Itoa(int(pid)), "--to", at)
+	e.mustJSON(&second, "top", "-n", "100000", "--pid", strconv.Itoa(int(pid)), "--from", at)
 	a, b, w := sum(first), sum(second), sum(whole)
 	if first.Samples+second.Samples != whole.Samples || first.Samples == 0 || second.Samples == 0 {
 		t.Fatalf("the windows hold %d and %d samples, the run %d", first.Samples, second.Samples, whole.Samples)
