@@ -72,6 +72,7 @@ type Run struct {
 	newLeaves       []LeafRef
 	series          seriesWriter
 	fold            foldState
+	traces          []*traceRing // traces.go
 }
 
 // LeafRef is the first sample of a newly named stack: where the code at its leaf is. One

@@ -194,5 +194,5 @@ func (r *WaitRequest) Decode(q url.Values) error     { return DecodeParams(q, r)
 func Requests() []Request {
 	return []Request{&TopRequest{}, &FlameRequest{}, &CallersRequest{}, &CallersRequest{Callees: true}, &ThreadsRequest{},
 		&TimelineRequest{}, &TimelineRequest{States: true}, &WakersRequest{}, &AnnotateRequest{}, &SpansRequest{}, &WaitRequest{},
-		&StackChartRequest{}}
+		&StackChartRequest{}, &SamplesRequest{}}
 }

@@ -14,7 +14,7 @@ import (
 // documents are a value of each JSON document's type, the roots of the wire types
 // TestWireTypesAreAPIs walks.
 var documents = []any{
-	Status{}, Top{}, Flame{}, Callers{}, Threads{}, Timeline{}, ThreadStates{}, Wakers{}, Spans{}, Compare{},
+	Status{}, Top{}, Flame{}, Callers{}, Threads{}, Timeline{}, ThreadStates{}, Wakers{}, Spans{}, Samples{}, Compare{},
 	List{}, Wait{}, Mark{}, Stopped{}, Error{}, StackChart{}, Annotate{},
 }
 

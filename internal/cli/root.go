@@ -88,7 +88,7 @@ Typical session:
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%s (see: %s --help)", flagError(err), c.CommandPath())
 	})
-	root.AddCommand(recordCmd(g), waitCmd(g), statusCmd(g), listCmd(g), stopCmd(g), markCmd(g), spansCmd(g),
+	root.AddCommand(recordCmd(g), waitCmd(g), statusCmd(g), listCmd(g), stopCmd(g), markCmd(g), spansCmd(g), samplesCmd(g),
 		topCmd(g), flameCmd(g), callersCmd(g, false), callersCmd(g, true), threadsCmd(g), wakersCmd(g), timelineCmd(g), annotateCmd(g), saveCmd(g), openCmd(g),
 		compareCmd(g), exportCmd(g), pushCmd(g), webCmd(g), symbolizeCmd(g), rmCmd(g), gcCmd(g), listEventsCmd(g))
 	cmd, err := root.ExecuteC()

@@ -61,7 +61,23 @@ func SampleTypeFor(cfg Config) (sampleType, regsMask uint64) {
 	} else if len(cfg.Events) == 1 && cfg.Events[0].Period > 0 {
 		sampleType &^= perfrecord.SamplePeriod // the only event's samples: FixedPeriod
 	}
+	if TracesFields(cfg.Events) {
+		// A tracepoint's samples carry its fields. The samples of the other events share
+		// the layout (one decoder reads a ring): theirs carry 4 bytes of no data.
+		sampleType |= perfrecord.SampleRaw
+	}
 	return sampleType, regsMask
+}
+
+// TracesFields says whether any of events is a tracepoint whose fields are kept with its
+// samples (its format was read: EventSpec.TraceFormat).
+func TracesFields(events []EventSpec) bool {
+	for _, ev := range events {
+		if ev.Tracepoint != "" && len(ev.TraceFormat) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // DefaultStackSize is the user stack copied per sample in dwarf mode, as perf record's

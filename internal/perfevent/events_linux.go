@@ -206,7 +206,7 @@ func ResolveEvent(ev *EventSpec) error {
 		if err != nil {
 			return fmt.Errorf("tracepoint %s: %w (stax list-events lists them; reading tracefs takes root)", ev.Name, err)
 		}
-		ev.Config = tp.id
+		ev.Config, ev.TraceFormat = tp.id, tp.format
 		return nil
 	case ev.PMU != "":
 		if err := resolvePMU(ev); err != nil {

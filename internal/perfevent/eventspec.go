@@ -50,6 +50,10 @@ type EventSpec struct {
 	// Tracepoint is "sys:name" for a tracepoint, whose Config (its id) is read from
 	// tracefs when it is opened.
 	Tracepoint string
+	// TraceFormat is the tracepoint's format file, read from tracefs with its id
+	// (ResolveEvent): its samples carry their raw data (PERF_SAMPLE_RAW), and the format
+	// says what fields it holds (package tracefmt).
+	TraceFormat []byte
 }
 
 // Term is one term of a pmu/.../ event: name=value, or a name alone (value 1).

@@ -17,6 +17,7 @@ import (
 type tracepoint struct {
 	id     uint64
 	fields map[string]TraceField
+	format []byte // the format file
 }
 
 // tracefsDirs are where tracefs is usually mounted.
@@ -92,7 +93,7 @@ func readTracepointAt(dir, sys, name string) (tracepoint, error) {
 	if err != nil {
 		return tracepoint{}, fmt.Errorf("read tracepoint %s:%s: %w", sys, name, err)
 	}
-	return tracepoint{id: id, fields: fields}, nil
+	return tracepoint{id: id, fields: fields, format: fb}, nil
 }
 
 func readSmall(path string) ([]byte, error) {

@@ -23,6 +23,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(dwarfSampleRec(sampleFields{ip: 1, chain: []uint64{ContextUser, 1}}, 2, []uint64{1, 2, 3}, []byte{1, 2, 3, 4, 5, 6, 7, 8}, 8, 8), uint64(dwarfSampleType), true)
 	f.Add(dwarfSampleRec(sampleFields{ip: 1}, 0, nil, nil, 0, 0), uint64(dwarfSampleType), true)
 	f.Add(switchRec(TypeSwitchCPU, MiscSwitchOut|MiscSwitchPreempt, id, 5), uint64(staxSampleType|SampleIdentifier), true)
+	f.Add(rec(TypeSample, 0, []byte{1, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 2, 3, 4}), uint64(SampleIP|SampleRaw), true)
 	f.Add(groupReadRec(7, 1000, 900, []ReadValue{{5, 7}, {3, 8}, {2, 9}}), uint64(groupReadSampleType), true)
 	f.Fuzz(func(t *testing.T, data []byte, sampleType uint64, idAll bool) {
 		for _, d := range []*Decoder{
@@ -44,6 +45,9 @@ func FuzzDecode(f *testing.F) {
 			if err == nil {
 				if len(s.Callchain) > maxCallchainSize {
 					t.Errorf("callchain of %d entries", len(s.Callchain))
+				}
+				if len(s.Raw) > MaxRaw {
+					t.Errorf("raw data of %d bytes", len(s.Raw))
 				}
 				if len(s.Read.Values) > MaxReadValues {
 					t.Errorf("a read of %d values", len(s.Read.Values))

@@ -49,6 +49,10 @@ const (
 // MaxStackUser bounds a PERF_SAMPLE_STACK_USER copy: the kernel accepts less than 64 KiB.
 const MaxStackUser = 65528
 
+// MaxRaw bounds a sample's raw data (PERF_SAMPLE_RAW): a record's size is 16 bits, so
+// no kernel sends more; a larger size is a damaged record.
+const MaxRaw = 1<<16 - 1
+
 // maxRegsUser bounds the number of user registers a sample may carry.
 const maxRegsUser = 64
 
@@ -416,6 +420,9 @@ func (d *Decoder) Sample(rec []byte, s *Sample) error {
 	}
 	if st&SampleRaw != 0 {
 		n := r.u32()
+		if !r.err && (n > MaxRaw || int(n) > len(r.b)-r.off) {
+			return fmt.Errorf("decode sample: raw data of %d bytes does not fit the record", n)
+		}
 		s.Raw = r.bytes(int(n))
 		if r.err {
 			return fmt.Errorf("decode sample: raw data: %w", ErrShort)

@@ -305,6 +305,30 @@ func TestSampleOtherLayouts(t *testing.T) {
 			wantErr:    true,
 		},
 		{
+			name:       "raw data",
+			sampleType: SampleIP | SampleRaw,
+			body:       func(w *rb) { w.u64(1); w.u32(4); w.u32(0x04030201) },
+			want:       Sample{IP: 1, Raw: []byte{1, 2, 3, 4}},
+		},
+		{
+			name:       "raw data larger than the record",
+			sampleType: SampleIP | SampleRaw,
+			body:       func(w *rb) { w.u64(1); w.u32(12); w.u32(0) },
+			wantErr:    true,
+		},
+		{
+			name:       "raw data over the bound",
+			sampleType: SampleIP | SampleRaw,
+			body:       func(w *rb) { w.u64(1); w.u32(MaxRaw + 1); w.u32(0) },
+			wantErr:    true,
+		},
+		{
+			name:       "raw data size all ones",
+			sampleType: SampleIP | SampleRaw,
+			body:       func(w *rb) { w.u64(1); w.u32(^uint32(0)) },
+			wantErr:    true,
+		},
+		{
 			name:       "ip only",
 			sampleType: SampleIP,
 			body:       func(w *rb) { w.u64(0x42) },

@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/perfrecord"
 	"sync/atomic"
 
@@ -20,6 +21,15 @@ func (c *eventCounts) count(event, period uint32) {
 	}
 	c.samples[event].Add(1)
 	c.events[event].Add(uint64(period))
+}
+
+// traceSamples is how many samples of each tracepoint keep their fields
+// (Options.TraceSamples).
+func (r *Recorder) traceSamples() int {
+	if r.opts.TraceSamples > 0 {
+		return r.opts.TraceSamples
+	}
+	return agg.DefaultTraceSamples
 }
 
 // defaultEvents says whether events ask for what stax samples without -e.
@@ -54,7 +64,15 @@ func (r *Recorder) eventsMeta() []store.Event {
 // event by id, and the samples of events with a fixed period, which carry none.
 func (r *Recorder) eventWorkers(sess *perfevent.Session, cfg perfevent.Config) {
 	st, _ := perfevent.SampleTypeFor(cfg)
+	var traced uint32
+	for i, ev := range cfg.Events {
+		if ev.Tracepoint != "" && len(ev.TraceFormat) > 0 && i < 32 {
+			traced |= 1 << i
+			r.run.KeepTraces(uint32(i), r.traceSamples())
+		}
+	}
 	for _, w := range r.in.workers {
+		w.traced = traced
 		if len(cfg.Events) > 1 {
 			w.eventOf = sess.EventOf
 		}
@@ -67,4 +85,22 @@ func (r *Recorder) eventWorkers(sess *perfevent.Session, cfg perfevent.Config) {
 			w.onlyPeriod = cfg.Events[0].Period
 		}
 	}
+}
+
+// traces is what the run keeps of its tracepoints' samples, with their formats, for a
+// snapshot (taken before its profile, so that the profile has their keys; a key not named
+// yet leaves a sample without a stack).
+func (r *Recorder) traces() []store.TraceEvent {
+	rings := r.run.Traces()
+	if len(rings) == 0 {
+		return nil
+	}
+	out := make([]store.TraceEvent, 0, len(rings))
+	for _, t := range rings {
+		if int(t.Event) >= len(r.opts.Events) {
+			continue
+		}
+		out = append(out, store.TraceEvent{Event: t.Event, Format: r.opts.Events[t.Event].TraceFormat, Cap: t.Cap, Dropped: t.Dropped, Samples: t.Samples})
+	}
+	return out
 }

@@ -25,6 +25,7 @@ type heldSample struct {
 	chain         []uint64
 	event, period uint32
 	counters      []uint64
+	raw           []byte // a traced sample's raw data
 }
 
 // synthesize records the state of an already running process: its executable mappings and
@@ -128,7 +129,7 @@ func (r *Recorder) step(final bool) {
 	keep := held[:0]
 	for _, h := range held {
 		if final || h.time < cut {
-			r.add(h.event, h.period, h.pid, h.tid, h.cpu, h.time, h.chain, h.counters)
+			r.add(h.event, h.period, h.pid, h.tid, h.cpu, h.time, h.chain, h.counters, h.raw)
 		} else {
 			keep = append(keep, h)
 		}
@@ -145,25 +146,29 @@ func (r *Recorder) step(final bool) {
 
 // commit adds a sample, once its stack is made, to the run; one taken after this step's cut
 // (a source that does not hold such records back) waits for the next step.
-func (r *Recorder) commit(event, period, pid, tid, cpu uint32, t uint64, chain, counters []uint64) {
+func (r *Recorder) commit(event, period, pid, tid, cpu uint32, t uint64, chain, counters []uint64, raw []byte) {
 	if r.meta.SystemWide && pid > 0 && !r.in.sampledPids[pid] {
 		r.in.sampledPids[pid] = true // its JIT files are looked for once it runs code
 		r.jitw.Track(int(pid))
 	}
 	if !r.in.stepFinal && t >= r.in.stepCut {
 		r.mu.Lock()
-		r.pending = append(r.pending, heldSample{pid, tid, cpu, t, append([]uint64(nil), chain...), event, period, slices.Clone(counters)})
+		r.pending = append(r.pending, heldSample{pid, tid, cpu, t, append([]uint64(nil), chain...), event, period, slices.Clone(counters), slices.Clone(raw)})
 		r.mu.Unlock()
 		return
 	}
-	r.add(event, period, pid, tid, cpu, t, chain, counters)
+	r.add(event, period, pid, tid, cpu, t, chain, counters, raw)
 }
 
 // add counts a sample of the event numbered event (Options.Events), taken period events
-// after its thread's sample before.
-func (r *Recorder) add(event, period, pid, tid, cpu uint32, t uint64, chain, counters []uint64) {
+// after its thread's sample before; raw is the raw data of a traced sample (nil: none).
+func (r *Recorder) add(event, period, pid, tid, cpu uint32, t uint64, chain, counters []uint64, raw []byte) {
 	gen := r.res.Generation(pid, t)
-	r.run.AddCountedSample(event, pid, tid, cpu, t, gen, chain, counters)
+	if raw != nil {
+		r.run.AddTracedSample(event, pid, tid, cpu, t, gen, chain, counters, raw)
+	} else {
+		r.run.AddCountedSample(event, pid, tid, cpu, t, gen, chain, counters)
+	}
 	r.ev.count(event, period)
 	if len(chain) >= 2 && chain[0] == perfrecord.ContextUser {
 		r.res.NoteLeaf(pid, t, gen, chain[1]) // keeps unnamed JIT code's bytes for annotate

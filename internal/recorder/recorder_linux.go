@@ -55,6 +55,9 @@ type Options struct {
 	// empty: cycles, else cpu-clock, at Freq. With any but cpu-clock alone, the events are
 	// per thread (not CPU-wide).
 	Events []perfevent.EventSpec
+	// TraceSamples is how many of each tracepoint's most recent samples keep their
+	// fields (0: agg.DefaultTraceSamples).
+	TraceSamples int
 	// Counters are read with each sample of the first event (stax record --counters;
 	// resolved, and only those this machine counts): per thread, not CPU-wide.
 	Counters []perfevent.EventSpec

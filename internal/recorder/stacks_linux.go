@@ -87,6 +87,10 @@ type stackWorker struct {
 	// the batch's reads, back to back.
 	ctr   counterDecoding
 	reads []uint64
+	// traced has a bit per event whose samples keep their raw data (a tracepoint's
+	// fields); raws holds the batch's, back to back.
+	traced uint32
+	raws   []byte
 	// frames holds the batch's stacks, back to back.
 	frames []uint64
 	// fitSize is the stack copy the sampling events take now (stackFit.cur; 0: not
@@ -113,6 +117,9 @@ type batchedSample struct {
 	lo, hi        uint32 // its chain is workers[worker].frames[lo:hi]
 	// rlo and rn locate a sample's counter read in workers[worker].reads (rn 0: none).
 	rlo, rn uint32
+	// rawLo and rawN locate a traced sample's raw data in workers[worker].raws (rawN 0:
+	// none).
+	rawLo, rawN uint32
 	// fit is how the unwind of a sample with the current stack copy used it (fitNone:
 	// not measured); high how many of its bytes it read.
 	fit  fitUse
@@ -213,7 +220,7 @@ func newStackWorkers(n int, dec perfrecord.Decoder, dwarf bool, maxStack int, re
 // are not unwound; their frame-pointer chain stands for them (the recorder is behind, see
 // overload).
 func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [][]byte, cheap []bool, out []batchedSample, fast bool) {
-	w.frames, w.reads = w.frames[:0], w.reads[:0]
+	w.frames, w.reads, w.raws = w.frames[:0], w.reads[:0], w.raws[:0]
 	w.fp.cache.reset()
 	w.pre.cache.reset()
 	if w.dwarf != nil {
@@ -310,6 +317,10 @@ func (w *stackWorker) work(tr *proc.Tracker, index uint32, cpus []uint32, recs [
 			}
 			if dec.SampleType&perfrecord.SampleRead != 0 {
 				out[k].rlo, out[k].rn = w.ctr.keep(&s, &w.reads)
+			}
+			if ev := out[k].event; ev < 32 && w.traced&(1<<ev) != 0 && len(s.Raw) > 0 {
+				out[k].rawLo, out[k].rawN = uint32(len(w.raws)), uint32(len(s.Raw))
+				w.raws = append(w.raws, s.Raw...)
 			}
 		}
 		// The copy is fitted to the depth of the stacks walked to their outermost frame, and
@@ -508,7 +519,11 @@ func (r *Recorder) flushBatch() {
 			if s.rn > 0 {
 				ctrs = r.ctr.deltas(s.tid, s.cpu, ws[s.worker].reads[s.rlo:s.rlo+s.rn])
 			}
-			r.commit(s.event, s.period, s.pid, s.tid, s.cpu, s.time, ws[s.worker].frames[s.lo:s.hi], ctrs)
+			var raw []byte
+			if s.rawN > 0 {
+				raw = ws[s.worker].raws[s.rawLo : s.rawLo+s.rawN]
+			}
+			r.commit(s.event, s.period, s.pid, s.tid, s.cpu, s.time, ws[s.worker].frames[s.lo:s.hi], ctrs, raw)
 		case kindOffStack:
 			if !r.offKeep(s.time, s.every) {
 				continue

@@ -157,6 +157,7 @@ func (r *Recorder) snapshot(final bool, bufs *agg.ProfileBuffers) *store.Run {
 	meta.Finished = final
 	meta.End = time.Now() // for a checkpoint, its time: a crashed run's last known moment
 	meta.OffCPU = r.offCPUMeta()
+	traces := r.traces() // before the profile, which then has every key they name
 	var prof *agg.Profile
 	if bufs != nil {
 		prof = r.run.ProfileInto(threads, bufs)
@@ -171,6 +172,7 @@ func (r *Recorder) snapshot(final bool, bufs *agg.ProfileBuffers) *store.Run {
 	}
 	run := &store.Run{Meta: meta, Profile: *prof, OffCPU: offCPU, OffCPUIntervals: intervals, WakersNs: wakeNs, WakersN: wakeN, JIT: r.jitw.Sources(), Code: codes}
 	run.Spans, run.Meta.SpanSources = r.spans.Snapshot()
+	run.Traces = traces
 	run.Meta.Notes = append(run.Meta.Notes, unnamedJITNotes(run, r.comm)...)
 	run.Meta.Notes = append(run.Meta.Notes, cpythonNotes(run, r.comm)...)
 	r.applyWindow(run)

@@ -112,6 +112,7 @@ func (s *Server) routes() *http.ServeMux {
 	handle(s, mux, api.TimelineRequest{}, query.AnswerTimeline, func(a *api.Timeline) (*bool, *string) { return &a.Live, &a.State })
 	handle(s, mux, api.AnnotateRequest{}, query.AnswerAnnotate, nil)
 	handle(s, mux, api.SpansRequest{}, query.AnswerSpans, func(a *api.Spans) (*bool, *string) { return &a.Live, &a.State })
+	handle(s, mux, api.SamplesRequest{}, query.AnswerSamples, func(a *api.Samples) (*bool, *string) { return &a.Live, &a.State })
 	handle(s, mux, api.StackChartRequest{}, query.AnswerStackChart, func(a *api.StackChart) (*bool, *string) { return &a.Live, &a.State })
 	mux.HandleFunc("GET /v1/wait", s.wait)
 	mux.HandleFunc("POST /v1/stop", s.stop)

@@ -443,6 +443,11 @@ func (d *decoder) body(r *Run, version uint32) error {
 				return d.skip()
 			}
 			return d.intervals(r)
+		case "traces":
+			if d.want&TracesPart == 0 {
+				return d.skip()
+			}
+			return d.traces(r)
 		case "wakers_ns", "wakers_n":
 			if d.want&OffCPUPart == 0 {
 				return d.skip()

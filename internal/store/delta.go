@@ -545,7 +545,7 @@ func NewDeltaWriter(path string) *DeltaWriter { return &DeltaWriter{path: path} 
 
 // deltaable says whether r's parts all have a delta form.
 func deltaable(r *Run) bool {
-	return r.OffCPU == nil && r.WakersNs == nil && r.WakersN == nil && len(r.OffCPUIntervals) == 0 &&
+	return r.OffCPU == nil && r.WakersNs == nil && r.WakersN == nil && len(r.OffCPUIntervals) == 0 && len(r.Traces) == 0 &&
 		r.Spans.Len() == 0 && r.SpansErr == nil
 }
 

@@ -291,8 +291,11 @@ type Run struct {
 	OffCPUIntervals []agg.Interval `json:"-"`
 	WakersNs        *agg.Profile   `json:"wakers_ns,omitempty"`
 	WakersN         *agg.Profile   `json:"wakers_n,omitempty"`
-	JIT             []JITSource    `json:"jit,omitempty"`
-	Code            []Code         `json:"code,omitempty"`
+	// Traces are the samples of the run's tracepoints kept with their fields (traces.go),
+	// read with TracesPart; nil when none were kept.
+	Traces []TraceEvent `json:"-"`
+	JIT    []JITSource  `json:"jit,omitempty"`
+	Code   []Code       `json:"code,omitempty"`
 	// Spans are the spans and markers the program reported (format 4's spans section).
 	Spans spans.List `json:"-"`
 	// SpansErr says why a run read back has no spans: its spans file could not be read.
@@ -397,6 +400,8 @@ type body struct {
 	// OffCPUIntervals are Run.OffCPUIntervals, packed (see offcpu.go), in files written
 	// before the intervals section.
 	OffCPUIntervals []byte `json:"off_cpu_intervals,omitempty"`
+	// Traces are Run.Traces (traces.go): readers that predate them skip the key.
+	Traces []byte `json:"traces,omitempty"`
 }
 
 // maxMeta bounds the meta section (the command line and notes live there).
@@ -505,7 +510,7 @@ func writePayloadSections(w io.Writer, r *Run, refs bool, counts, iv []byte, hea
 	if err != nil {
 		return fmt.Errorf("off-CPU: %w", err)
 	}
-	b := body{Profile: r.Profile, JIT: r.JIT, OffCPU: off}
+	b := body{Profile: r.Profile, JIT: r.JIT, OffCPU: off, Traces: encodeTraces(r.Traces)}
 	if b.WakersNs, err = encodePart(r, r.WakersNs, "wakers-ns"); err != nil {
 		return fmt.Errorf("wakers: %w", err)
 	}
@@ -674,7 +679,8 @@ const (
 	CodeParts                    // the sampled code, for annotate
 	MetaOnly                     // the meta alone (its summary says what status shows)
 	OffCPUPart                   // the off-CPU time (after the rest: reading it reads all)
-	All        = Samples | CodeParts | OffCPUPart
+	TracesPart                   // the tracepoints' samples with their fields
+	All        = Samples | CodeParts | OffCPUPart | TracesPart
 )
 
 // Decode reads a run written by Encode (this format version or an older one), checking

@@ -6,13 +6,20 @@
 //                            wait it then prints "ready" and reads a line before it exits
 //   events yield N           yield_loop calls sched_yield N times while a second thread,
 //                            on the same CPU, yields too: each call is a context switch
+//   events writes N SIZE [wait]
+//                            write_dev_null writes N times to /dev/null, SIZE bytes the
+//                            first time and a byte more each time after; with wait it then
+//                            prints "ready" and reads a line before it exits
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include "cpubudget.h"
 
 __attribute__((noinline)) void touch_pages(long pages) {
@@ -57,7 +64,35 @@ __attribute__((noinline)) void yield_loop(long n) {
 		sched_yield();
 }
 
+__attribute__((noinline)) void write_dev_null(long n, long size) {
+	int fd = open("/dev/null", O_WRONLY);
+	char *buf = calloc(1, (size_t)(size + n));
+	if (fd < 0 || !buf) {
+		perror("write_dev_null");
+		exit(1);
+	}
+	for (long i = 0; i < n; i++)
+		if (write(fd, buf, (size_t)(size + i)) != size + i)
+			exit(1);
+	close(fd);
+	free(buf);
+}
+
+static void wait_line(void) {
+	printf("ready\n");
+	fflush(stdout);
+	char line[16];
+	if (!fgets(line, sizeof line, stdin))
+		exit(0);
+}
+
 int main(int argc, char **argv) {
+	if (argc >= 4 && strcmp(argv[1], "writes") == 0) {
+		write_dev_null(atol(argv[2]), atol(argv[3]));
+		if (argc >= 5 && strcmp(argv[4], "wait") == 0)
+			wait_line();
+		return 0;
+	}
 	if (argc >= 4 && strcmp(argv[1], "faults") == 0) {
 		touch_pages(atol(argv[2]));
 		spin(strtod(argv[3], 0));
@@ -80,6 +115,6 @@ int main(int argc, char **argv) {
 		pthread_join(t, 0);
 		return 0;
 	}
-	fprintf(stderr, "usage: events faults PAGES MS [wait] | events yield N\n");
+	fprintf(stderr, "usage: events faults PAGES MS [wait] | events yield N | events writes N SIZE [wait]\n");
 	return 2;
 }
