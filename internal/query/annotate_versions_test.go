@@ -251,6 +251,15 @@ func TestAnnotateRejectsReadingsNotTheCode(t *testing.T) {
 	if _, err := Annotate(run, AnnotateOptions{Target: "fib"}); err == nil || !strings.Contains(err.Error(), "zero or padding") {
 		t.Errorf("every reading wrong: %v, want an error saying the code was not captured", err)
 	}
+	// v3 read after its memory was freed: a free list's link where its first instruction was.
+	for i := range run.Code {
+		if c := &run.Code[i]; c.LoadTime == 300 {
+			c.Bytes = append([]byte{0x10, 0x20, 0x30, 0x40, 0x93, 0x7f, 0, 0}, loop[8:]...)
+		}
+	}
+	if _, err := Annotate(run, AnnotateOptions{Target: "fib"}); err == nil || !strings.Contains(err.Error(), "begin with an address") {
+		t.Errorf("a reading that begins with a pointer: %v, want it reported as not captured", err)
+	}
 	// The JIT's own copy is never second-guessed.
 	run = versionsRun(t)
 	for i := range run.Code {

@@ -1,6 +1,8 @@
 package query
 
 import (
+	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"sort"
 
@@ -47,6 +49,9 @@ func notItsCode(c *store.Code, samples map[uint64]uint64, fromStart bool) string
 		}
 		if n >= minZeroPrefix || n == len(b) {
 			return fmt.Sprintf("the bytes read from memory begin with %d zero bytes, which no code does (read before the code was written or after it was freed)", n)
+		}
+		if p, ok := leadingPointer(c); ok {
+			return fmt.Sprintf("the bytes read from memory begin with an address (%#x), as freed memory does, not with an instruction", p)
 		}
 	}
 	var addrs []uint64
@@ -95,6 +100,17 @@ func notItsCode(c *store.Code, samples map[uint64]uint64, fromStart bool) string
 		}
 	}
 	return ""
+}
+
+// leadingPointer says whether x86-64 code read from memory begins with a user-space
+// address above 4 GiB (its two top bytes zero), the link a heap's free list writes into
+// freed memory; an instruction stream almost never does.
+func leadingPointer(c *store.Code) (uint64, bool) {
+	if elf.Machine(c.Arch) != elf.EM_X86_64 || len(c.Bytes) < 8 {
+		return 0, false
+	}
+	p := binary.LittleEndian.Uint64(c.Bytes)
+	return p, p>>48 == 0 && p >= 1<<32
 }
 
 // padding says whether an instruction is what fills memory between code, never code run:
