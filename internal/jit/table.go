@@ -490,15 +490,15 @@ func (t *Table) applyMove(ts uint64, m *CodeMove) {
 // AddPerfMap adds perf map entries from the file numbered origin, read at time ts (on the
 // samples' clock). A perf map says nothing of time, so each line counts from when it was
 // read: a later line that overlaps an earlier one ends it then (code reused at the same
-// address), rather than erasing it for the samples taken before.
+// address), rather than erasing it for the samples taken before. A line identical to the
+// live one at its address is another code object too: the file is read once, so a line
+// read again was written again, as V8 does when it puts a new compilation of a function,
+// of the same size, where the old one was freed.
 func (t *Table) AddPerfMap(origin uint32, entries []PerfMapEntry, ts uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, e := range entries {
 		if e.Size == 0 || e.Start+e.Size < e.Start {
-			continue
-		}
-		if g := t.perf.get(e.Start); g != nil && g.Size == e.Size && g.Name == e.Name {
 			continue
 		}
 		hit := t.perf.overlapping(e.Start, e.Start+e.Size, t.scratch[:0])

@@ -97,7 +97,7 @@ func TestTablePerfMap(t *testing.T) {
 	tab.AddPerfMap(2, []PerfMapEntry{
 		{0x1000, 0x200, "map-old"},
 		{0x4000, 0x100, "x"},
-		{0x4000, 0x100, "x"}, // exact repeat: ignored
+		{0x4000, 0x100, "x"}, // written again: another object, which replaces the first
 		{0x4080, 0x100, "y"}, // overlaps x: replaces it
 	}, 0)
 	tests := []struct {
@@ -116,8 +116,8 @@ func TestTablePerfMap(t *testing.T) {
 			t.Errorf("Lookup(%#x, %d) = %s, want %s", tt.addr, tt.ts, got, tt.want)
 		}
 	}
-	if g := tab.Generation(0); g != 1 {
-		t.Errorf("Generation(0) = %d, want 1 (one map entry replaced)", g)
+	if g := tab.Generation(0); g != 2 {
+		t.Errorf("Generation(0) = %d, want 2 (two map entries replaced)", g)
 	}
 	tab.Reset(2)
 	if got := name(tab.Lookup(0x4100, 1)); got != "-" {
@@ -126,8 +126,8 @@ func TestTablePerfMap(t *testing.T) {
 	if got := name(tab.Lookup(0x1000, 150)); got != "jit" {
 		t.Errorf("after resetting the map, jitdump entry: %s", got)
 	}
-	if g := tab.Generation(0); g != 2 {
-		t.Errorf("Generation(0) after reset = %d, want 2", g)
+	if g := tab.Generation(0); g != 3 {
+		t.Errorf("Generation(0) after reset = %d, want 3", g)
 	}
 	tab.Reset(1)
 	if n := len(tab.Funcs()); n != 0 {
@@ -516,5 +516,28 @@ func TestTablePerfMapReuseOverTime(t *testing.T) {
 		if got := name(tab.Lookup(tt.addr, tt.ts)); got != tt.want {
 			t.Errorf("Lookup(%#x, %d) = %s, want %s", tt.addr, tt.ts, got, tt.want)
 		}
+	}
+}
+
+// A perf map line written again, identical to the live one at its address, is a new code
+// object there (V8 compiles a function again into the space its old code left): it ends
+// the earlier entry, so the two are told apart by time.
+func TestTablePerfMapSameLineAgain(t *testing.T) {
+	tab := NewTable()
+	tab.AddPerfMap(1, []PerfMapEntry{{0x1000, 0x100, "JS:*f"}}, 100)
+	tab.AddPerfMap(1, []PerfMapEntry{{0x1000, 0x100, "JS:*f"}}, 200)
+	first, ok1 := tab.Lookup(0x1010, 150)
+	second, ok2 := tab.Lookup(0x1010, 250)
+	if !ok1 || !ok2 || first == second {
+		t.Fatalf("Lookup before and after the line was written again: %+v, %+v: want two entries", first, second)
+	}
+	if l1, e1 := tab.Span(first); l1 != 100 || e1 != 200 {
+		t.Errorf("the first object spans %d-%d, want 100-200", l1, e1)
+	}
+	if l2, e2 := tab.Span(second); l2 != 200 || e2 != Forever {
+		t.Errorf("the second object spans %d-%d, want 200-forever", l2, e2)
+	}
+	if n := len(tab.Funcs()); n != 2 {
+		t.Errorf("%d entries, want 2", n)
 	}
 }

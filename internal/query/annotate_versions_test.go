@@ -206,3 +206,66 @@ func TestAnnotateImageOffset(t *testing.T) {
 	}
 	t.Errorf("the sampled instruction at %#x is not decoded as in the function:\n%s", hot, a)
 }
+
+// Bytes read from a process's memory that cannot be the code the samples ran in are not
+// shown: v1's begin with zero bytes (read before the code was written), v2's have the
+// sampled address B+8 inside an instruction (another object's code), a version sampled on
+// zero bytes is padding; each is reported as not captured, and the hottest version whose
+// reading fits its samples is annotated.
+func TestAnnotateRejectsReadingsNotTheCode(t *testing.T) {
+	run := versionsRun(t)
+	movabs := []byte{0x48, 0xb8, 1, 2, 3, 4, 5, 6, 7, 8, 0xc3} // B+8 is inside the movabs
+	zeros := append(make([]byte, 8), loop[8:]...)
+	for i := range run.Code {
+		c := &run.Code[i]
+		c.Origin = "memory"
+		switch {
+		case c.LoadTime == 100:
+			c.Bytes = zeros
+		case c.LoadTime == 200:
+			c.Bytes = movabs
+		}
+	}
+	res, err := Annotate(run, AnnotateOptions{Target: "fib"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Version != 3 || res.Warning != "" {
+		t.Errorf("annotated version %d (warning %q), want 3: the one whose bytes fit", res.Version, res.Warning)
+	}
+	for i, want := range []string{"begin with 8 zero bytes", "inside an instruction", ""} {
+		v := res.Versions[i]
+		if want == "" && v.Error != "" || want != "" && (!strings.Contains(v.Error, "not captured") || !strings.Contains(v.Error, want)) {
+			t.Errorf("version %d error %q, want one saying the code was not captured (%s)", i+1, v.Error, want)
+		}
+	}
+	if _, err := Annotate(run, AnnotateOptions{Target: "fib", Version: 2}); err == nil || !strings.Contains(err.Error(), "not captured") {
+		t.Errorf("--version 2: %v, want its bytes reported as not captured", err)
+	}
+	// v3 read where the samples at A+4 and A+8 land on zero bytes: padding, not code.
+	for i := range run.Code {
+		if c := &run.Code[i]; c.LoadTime == 300 {
+			c.Bytes = []byte{0x90, 0x90, 0x90, 0x90, 0, 0, 0, 0, 0, 0, 0xc3}
+		}
+	}
+	if _, err := Annotate(run, AnnotateOptions{Target: "fib"}); err == nil || !strings.Contains(err.Error(), "zero or padding") {
+		t.Errorf("every reading wrong: %v, want an error saying the code was not captured", err)
+	}
+	// v3 read after its memory was freed: a free list's link where its first instruction was.
+	for i := range run.Code {
+		if c := &run.Code[i]; c.LoadTime == 300 {
+			c.Bytes = append([]byte{0x10, 0x20, 0x30, 0x40, 0x93, 0x7f, 0, 0}, loop[8:]...)
+		}
+	}
+	if _, err := Annotate(run, AnnotateOptions{Target: "fib"}); err == nil || !strings.Contains(err.Error(), "begin with an address") {
+		t.Errorf("a reading that begins with a pointer: %v, want it reported as not captured", err)
+	}
+	// The JIT's own copy is never second-guessed.
+	run = versionsRun(t)
+	for i := range run.Code {
+		run.Code[i].Bytes = zeros
+	}
+	if res, err := Annotate(run, AnnotateOptions{Target: "fib"}); err != nil || res.Versions[0].Error != "" {
+		t.Errorf("jitdump bytes: %v %+v, want them shown as they are", err, res)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -295,6 +296,7 @@ type pageWatch struct {
 	skip bool                // nothing to read: a file's code, the vdso
 	last uint64              // time of the sample that last had it read
 	offs map[uint16]struct{} // offsets of the addresses sampled in it
+	jit  uint64              // the process's JIT table's generation when it was last read
 }
 
 func (s *snapshots) now() uint64 {
@@ -306,9 +308,11 @@ func (s *snapshots) now() uint64 {
 
 // due says whether a sample at time t, at offset off of the page k names, should have the
 // memory around it read: the first sample in the page (NoteLeaf then settles whether the
-// page is memory to read), the first at a new address of it, or the first after recheckNs
-// without a reading. A map lookup per sample otherwise.
-func (s *snapshots) due(k seenKey, off uint16, t uint64) bool {
+// page is memory to read), the first at a new address of it, the first since the JIT
+// table's generation became jitGen (code was announced over earlier code: a new object
+// at the same addresses runs the same offsets), or the first after recheckNs without a
+// reading. A map lookup per sample otherwise.
+func (s *snapshots) due(k seenKey, off uint16, t, jitGen uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w, ok := s.watch[k]
@@ -320,7 +324,7 @@ func (s *snapshots) due(k seenKey, off uint16, t uint64) bool {
 		if s.watch == nil {
 			s.watch = map[seenKey]pageWatch{}
 		}
-		s.watch[k] = pageWatch{last: t}
+		s.watch[k] = pageWatch{last: t, jit: jitGen}
 		return true
 	case w.skip:
 		return false
@@ -331,9 +335,10 @@ func (s *snapshots) due(k seenKey, off uint16, t uint64) bool {
 		}
 		w.offs[off] = struct{}{}
 		s.addrs++
-	} else if t < w.last+recheckNs {
+	} else if t < w.last+recheckNs && jitGen == w.jit {
 		return false // known, or no room to remember it: read at most every recheckNs
 	}
+	w.jit = jitGen
 	w.last = max(w.last, t)
 	s.watch[k] = w
 	return true
@@ -361,8 +366,9 @@ func (s *snapshots) settle(k seenKey, off uint16, read bool) {
 // and the code is surely there (naming the stack comes later, symbol loading can take
 // seconds, and a runtime that writes its perf map at exit, JVM DumpPerfMapAtExit or Mono
 // --jitmap, names its code only when its memory is gone), and read again when a sample
-// lands at a new address of the page (new code may have been written there since) or long
-// after the last reading. A perf map that already names the code has all of it read.
+// lands at a new address of the page (new code may have been written there since), when
+// the JIT has since announced code over earlier code (a new object at a reused address
+// runs at the old one's offsets), or long after the last reading. A perf map that already names the code has all of it read.
 func (r *Resolver) NoteLeaf(pid uint32, t uint64, gen uint32, addr uint64) {
 	if addr == 0 || addr >= kernelStart {
 		return
@@ -370,7 +376,11 @@ func (r *Resolver) NoteLeaf(pid uint32, t uint64, gen uint32, addr uint64) {
 	page := addr &^ (pageSize - 1)
 	k := seenKey{pid, gen, page}
 	off := uint16(addr - page)
-	if !r.snaps.due(k, off, t) {
+	var jitGen uint64
+	if jt := r.JITIfAny(pid); jt != nil {
+		jitGen = jt.Generation(math.MaxUint64)
+	}
+	if !r.snaps.due(k, off, t, jitGen) {
 		return
 	}
 	m := r.tracker.Find(int(pid), addr, t)

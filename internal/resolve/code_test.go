@@ -114,6 +114,34 @@ func TestCodeRewrittenAtTheSameAddress(t *testing.T) {
 	}
 }
 
+// TestCodeAnnouncedAgainIsReadAgain: a perf map line written again over sampled code (a
+// new object of the same function at the same address, whose samples land at the old
+// one's offsets) has the page read at the next sample, well before recheckNs, so the new
+// object gets its own bytes and the old one keeps its.
+func TestCodeAnnouncedAgainIsReadAgain(t *testing.T) {
+	r, pid, mem, start, clock := anonCode(t, 1)
+	line := []jit.PerfMapEntry{{Start: start, Size: uint64(len(codeB)), Name: "JS:*f"}}
+	copy(mem, codeA)
+	r.JIT(pid).AddPerfMap(1, line, 5)
+	*clock = 11
+	r.NoteLeaf(pid, 10, 0, start+4)
+	copy(mem, codeB)
+	r.JIT(pid).AddPerfMap(1, line, 20)
+	*clock = 22
+	r.NoteLeaf(pid, 21, 0, start+4)
+	clear(mem)
+	*clock = 40
+	for _, w := range []struct {
+		t    uint64
+		code []byte
+	}{{10, codeA}, {21, codeB}} {
+		c := r.CodeFor(pid, start+4, w.t)
+		if len(c.Bytes) < len(codeA) || !bytes.Equal(c.Bytes[:len(codeA)], w.code[:len(codeA)]) || len(c.Gaps) != 0 {
+			t.Errorf("code sampled at %d: % x (gaps %v, %s), want % x", w.t, c.Bytes, c.Gaps, c.Error, w.code)
+		}
+	}
+}
+
 // TestCodeNotCaptured: the parts of a piece of code no reading holds are gaps, with why,
 // never the zeros (or other code) that memory held at another time.
 func TestCodeNotCaptured(t *testing.T) {
