@@ -146,6 +146,8 @@ type Top struct {
 	State  string  `json:"state"`
 	Window *Window `json:"window,omitempty"` // the time window asked for; absent: the whole run
 	Event  *Event  `json:"event,omitempty"`  // the event counted (events.go); absent: a run that lists none
+	// Weight says the rows weigh a tracepoint's field (top --weight); absent: samples.
+	Weight *Weight `json:"weight,omitempty"`
 	// Counters name the counters read with each sample (stax record --counters), whose
 	// counts each row has; absent: none read with the samples counted (another event's,
 	// or a window of a run whose series predates them).
@@ -226,6 +228,8 @@ type Flame struct {
 	State  string  `json:"state"`
 	Window *Window `json:"window,omitempty"` // the time window asked for; absent: the whole run
 	Event  *Event  `json:"event,omitempty"`
+	// Weight: as Top's (flame --weight).
+	Weight *Weight `json:"weight,omitempty"`
 	// Counters name the counters read with each sample (stax record --counters), whose
 	// counts each node has; absent: none read with the samples counted, or a view of time.
 	Counters  []string   `json:"counters,omitempty"`
@@ -485,4 +489,17 @@ type ThreadStates struct {
 	Threads   []ThreadStatesRow `json:"threads"`
 	// All is every thread's time per state in each bucket (not only the threads listed).
 	All []map[string]uint64 `json:"all"`
+}
+
+// Weight says what a view weighed by a tracepoint's field counts (top and flame --weight):
+// Samples and Self/Total are then the field's sums over the samples the run kept with
+// their fields (the last ones: Dropped were let go before), in the window asked.
+type Weight struct {
+	Field string `json:"field"`
+	Sum   uint64 `json:"sum"`
+	// Samples counts the samples summed; Skipped those whose value was negative or could
+	// not be read (counted as 0).
+	Samples int    `json:"samples"`
+	Skipped int    `json:"skipped,omitempty"`
+	Dropped uint64 `json:"dropped,omitempty"`
 }

@@ -60,11 +60,16 @@ type View struct {
 type TopRequest struct {
 	N    int    `param:"n" default:"20"`
 	Sort string `param:"sort"` // self (default) or total
+	// Weight names a tracepoint's field whose values weigh the rows (query.WeightView);
+	// "": samples.
+	Weight string `param:"weight"`
 	View
 }
 
 // FlameRequest asks /v1/flame (stax flame).
 type FlameRequest struct {
+	// Weight: as TopRequest's.
+	Weight       string  `param:"weight"`
 	Depth        int     `param:"depth" default:"12"`
 	ThresholdPct float64 `param:"threshold_pct" default:"1"`
 	Inverted     bool    `param:"inverted"`

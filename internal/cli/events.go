@@ -273,3 +273,29 @@ func countersText(cs []api.CounterCount) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// weightPart is the parts of a stored run a view weighed by a tracepoint's field reads:
+// the samples kept with their fields, and the samples' keys (their entries).
+func weightPart(field string) store.Parts {
+	if field == "" {
+		return 0
+	}
+	return store.Samples | store.TracesPart
+}
+
+// weightHeader is the first line of a view weighed by a tracepoint's field (--weight):
+// what the rows sum, over which samples.
+func weightHeader(w io.Writer, id, state string, wt *api.Weight, ev *api.Event, extra string) {
+	of := "samples"
+	if ev != nil {
+		of = esc(ev.Name) + " samples"
+	}
+	note := ""
+	if wt.Dropped > 0 {
+		note += fmt.Sprintf(", the last kept: %s earlier let go", commas(wt.Dropped))
+	}
+	if wt.Skipped > 0 {
+		note += fmt.Sprintf(", %s with a negative or unreadable value counted as 0", commas(uint64(wt.Skipped)))
+	}
+	fmt.Fprintf(w, "run %s (%s) · %s %s over %s %s%s%s\n", esc(id), state, esc(wt.Field), commas(wt.Sum), commas(uint64(wt.Samples)), of, note, extra)
+}

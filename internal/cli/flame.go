@@ -19,7 +19,7 @@ func flameCmd(g *globals) *cobra.Command {
 	var gf granularityFlags
 	var depth, tid int
 	var threshold float64
-	var diff, callersOf, calleesOf string
+	var diff, callersOf, calleesOf, weight string
 	var under []string
 	var inverted, offCPU, wall, runnable bool
 	c := &cobra.Command{
@@ -82,9 +82,12 @@ the two sides of the web page's sandwich.` + granularityHelp + transformHelp,
 			if err != nil {
 				return err
 			}
-			req := api.FlameRequest{Depth: depth, ThresholdPct: threshold, Inverted: inverted, Under: under, CallersOf: callersOf, CalleesOf: calleesOf,
+			if weight != "" && diff != "" {
+				return usageErr("--diff compares samples: leave out --weight")
+			}
+			req := api.FlameRequest{Weight: weight, Depth: depth, ThresholdPct: threshold, Inverted: inverted, Under: under, CallersOf: callersOf, CalleesOf: calleesOf,
 				View: rf.view(gran, tid, offCPU, wall, runnable)}
-			res, err := askFor(context.Background(), g, r, req, rf.need()|offCPUPart(offCPU), query.AnswerFlame)
+			res, err := askFor(context.Background(), g, r, req, rf.need()|offCPUPart(offCPU)|weightPart(weight), query.AnswerFlame)
 			if err != nil {
 				return err
 			}
@@ -124,6 +127,8 @@ the two sides of the web page's sandwich.` + granularityHelp + transformHelp,
 			if offCPU {
 				fmt.Fprintf(g.out, "run %s (%s) · %s%s\n", res.Run, runState(res.State, r), timeText(res.Samples, res.Time, res.Wall, res.Runnable),
 					extra+granularityText(res.By, res.NoInline, res.Short)+transformText(res.Transform)+windowText(res.Window))
+			} else if res.Weight != nil {
+				weightHeader(g.out, res.Run, runState(res.State, r), res.Weight, res.Event, extra+eventText(res.Event)+granularityText(res.By, res.NoInline, res.Short)+transformText(res.Transform)+windowText(res.Window))
 			} else {
 				header(g.out, res.Run, runState(res.State, r), res.Samples, extra+eventText(res.Event)+granularityText(res.By, res.NoInline, res.Short)+transformText(res.Transform)+windowText(res.Window))
 			}
@@ -152,6 +157,7 @@ the two sides of the web page's sandwich.` + granularityHelp + transformHelp,
 	c.Flags().StringVar(&diff, "diff", "", "mark what grew and shrank since run `BASE` (an id or a saved file)")
 	c.Flags().StringArrayVar(&under, "under", nil, "only the subtree under this path: function `NAME`s from the root's children down, the flag repeated")
 	c.Flags().StringVar(&callersOf, "callers-of", "", "the callers of the functions matching `REGEX`, merged over every stack through them")
+	c.Flags().StringVar(&weight, "weight", "", "weigh the tree by the sum of a tracepoint's `FIELD` over its samples kept with their fields (see stax top --weight)")
 	c.Flags().StringVar(&calleesOf, "callees-of", "", "the callees of the functions matching `REGEX`, merged over every stack through them")
 	return c
 }

@@ -18,6 +18,7 @@ func topCmd(g *globals) *cobra.Command {
 	var n, tid int
 	var sort string
 	var offCPU, wall, runnable bool
+	var weight string
 	c := &cobra.Command{
 		Use:   "top",
 		Short: "List the functions with the most samples",
@@ -66,8 +67,8 @@ records, shared by the samples; reason on-cpu) and off CPU together, so a thread
 			if err != nil {
 				return err
 			}
-			req := api.TopRequest{N: n, Sort: sort, View: rf.view(gran, tid, offCPU, wall, runnable)}
-			res, err := askFor(context.Background(), g, r, req, rf.need()|offCPUPart(offCPU), query.AnswerTop)
+			req := api.TopRequest{N: n, Sort: sort, Weight: weight, View: rf.view(gran, tid, offCPU, wall, runnable)}
+			res, err := askFor(context.Background(), g, r, req, rf.need()|offCPUPart(offCPU)|weightPart(weight), query.AnswerTop)
 			if err != nil {
 				return err
 			}
@@ -109,7 +110,11 @@ records, shared by the samples; reason on-cpu) and off CPU together, so a thread
 				}
 				return nil
 			}
-			header(g.out, res.Run, runState(res.State, r), res.Samples, extra+granularityText(res.By, res.NoInline, res.Short)+windowText(res.Window))
+			if res.Weight != nil {
+				weightHeader(g.out, res.Run, runState(res.State, r), res.Weight, res.Event, extra+granularityText(res.By, res.NoInline, res.Short)+windowText(res.Window))
+			} else {
+				header(g.out, res.Run, runState(res.State, r), res.Samples, extra+granularityText(res.By, res.NoInline, res.Short)+windowText(res.Window))
+			}
 			if len(res.Counters) > 0 {
 				printTopCounters(g.out, res)
 				return nil
@@ -144,6 +149,7 @@ records, shared by the samples; reason on-cpu) and off CPU together, so a thread
 	c.Flags().BoolVar(&offCPU, "off-cpu", false, "weigh functions by the time threads were off CPU under them, with the reason")
 	c.Flags().BoolVar(&wall, "wall", false, "weigh functions by the time threads were on and off CPU under them (wall clock)")
 	c.Flags().BoolVar(&runnable, "runnable", false, "weigh functions by the time threads waited for a CPU under them")
+	c.Flags().StringVar(&weight, "weight", "", "weigh functions by the sum of a tracepoint's `FIELD` over its samples kept with their fields (--event SYS:NAME of a run recorded with -e SYS:NAME; stax samples shows the fields), e.g. the bytes writes asked for: --event syscalls:sys_enter_write --weight count")
 	return c
 }
 

@@ -85,6 +85,23 @@ func TestTracepointFieldsSamples(t *testing.T) {
 		if code != 0 || strings.Count(out, " count=") != 3 || !strings.Contains(out, "events") {
 			t.Errorf("%s: samples -n 3: exit %d\n%s%s", when, code, out, errOut)
 		}
+		// top and flame weigh functions by a field: the bytes the writes asked for.
+		var top api.Top
+		e.mustJSON(&top, "top", "--event", "syscalls:sys_enter_write", "--weight", "count", "--sort", "total", "-n", "100")
+		var under uint64
+		for _, r := range top.Rows {
+			if r.Func == "write_dev_null" {
+				under = r.Total
+			}
+		}
+		if want := uint64(writes*first + writes*(writes-1)/2); top.Weight == nil || under != want || top.Weight.Sum < want || top.Weight.Samples < writes {
+			t.Errorf("%s: top --weight count: write_dev_null weighs %d, want %d; weight %+v", when, under, want, top.Weight)
+		}
+		var fl api.Flame
+		e.mustJSON(&fl, "flame", "--event", "syscalls:sys_enter_write", "--weight", "count", "-d", "0", "--threshold-pct", "0")
+		if fl.Weight == nil || fl.Root == nil || fl.Root.Total != top.Weight.Sum {
+			t.Errorf("%s: flame --weight count: root %+v, weight %+v; top's sum %d", when, fl.Root, fl.Weight, top.Weight.Sum)
+		}
 		// An event that keeps no fields is refused, naming what does.
 		if _, errOut, code := e.run("samples", "--event", "cpu-clock"); code != 5 {
 			t.Errorf("%s: samples --event cpu-clock: exit %d, %s; want 5", when, code, errOut)

@@ -24,7 +24,22 @@ func AnswerTop(run *store.Run, r api.TopRequest) (api.Top, error) {
 	if err != nil {
 		return api.Top{}, err
 	}
-	res, err := Top(run, TopOf(r))
+	o := TopOf(r)
+	if r.Weight != "" {
+		if err := weighable(o.OffCPU || o.Wall || o.Runnable, o.ByProcess); err != nil {
+			return api.Top{}, err
+		}
+		weighed, weight, err := WeightView(run, r.Event, r.Weight, o.Window)
+		if err != nil {
+			return api.Top{}, err
+		}
+		win := weightWindow(run, o.Window)
+		o.Window = Window{}
+		res, err := Top(weighed, o)
+		res.Event, res.Weight, res.Window = ev, weight, win
+		return res, err
+	}
+	res, err := Top(run, o)
 	res.Event = ev
 	return res, err
 }
@@ -42,7 +57,22 @@ func AnswerFlame(run *store.Run, r api.FlameRequest) (api.Flame, error) {
 	if err != nil {
 		return api.Flame{}, err
 	}
-	res, err := Flame(run, FlameOf(r))
+	o := FlameOf(r)
+	if r.Weight != "" {
+		if err := weighable(o.OffCPU || o.Wall || o.Runnable, false); err != nil {
+			return api.Flame{}, err
+		}
+		weighed, weight, err := WeightView(run, r.Event, r.Weight, o.Window)
+		if err != nil {
+			return api.Flame{}, err
+		}
+		win := weightWindow(run, o.Window)
+		o.Window = Window{}
+		res, err := Flame(weighed, o)
+		res.Event, res.Weight, res.Window = ev, weight, win
+		return res, err
+	}
+	res, err := Flame(run, o)
 	res.Event = ev
 	return res, err
 }

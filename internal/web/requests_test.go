@@ -46,7 +46,7 @@ func TestProxyPassesEveryParameter(t *testing.T) {
 		"from": "0.1", "to": "-0.05", "span": "s", "focus": "f", "ignore": "i", "hide": "h", "collapse_image": "libc.so.6",
 		"fold_recursion": "1", "python": "1", "off_cpu": "1", "wall": "1", "runnable": "1", "depth": "4", "threshold_pct": "5",
 		"inverted": "1", "match": "m", "fn": "func_1", "functions": "2", "bucket_ms": "50", "buckets": "30", "threads": "2",
-		"stacks": "1", "target": "func_1", "version": "1", "syntax": "intel", "under": "func_1", "callers_of": "c", "callees_of": "e", "width": "640", "event": "cpu-clock",
+		"stacks": "1", "target": "func_1", "version": "1", "syntax": "intel", "under": "func_1", "callers_of": "c", "callees_of": "e", "width": "640", "event": "cpu-clock", "weight": "count",
 	}
 	for page, req := range map[string]api.Request{
 		"top": &api.TopRequest{}, "flame": &api.FlameRequest{}, "callers": &api.CallersRequest{}, "callees": &api.CallersRequest{Callees: true},
