@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/numfmt"
@@ -163,6 +164,120 @@ func TestCrashedRunFromDeltaCheckpoints(t *testing.T) {
 	e.mustJSON(&cut, "top", "--run", id)
 	if cut.Samples > top.Samples || cut.Samples == 0 {
 		t.Errorf("with its last record cut short: %d samples, before %d", cut.Samples, top.Samples)
+	}
+	if text, _, _ := e.run("status", "--run", id); !strings.Contains(text, "its last checkpoint was cut short") {
+		t.Errorf("status does not say the last checkpoint was cut short:\n%s", text)
+	}
+}
+
+// deltaRecords counts the records of the delta file at path (what is whole of them).
+func deltaRecords(path string) int {
+	b, _ := os.ReadFile(path)
+	n := 0
+	for off := 16; off+8 <= len(b); n++ {
+		off += 8 + int(binary.LittleEndian.Uint32(b[off:]))
+		if off > len(b) {
+			break
+		}
+	}
+	return n
+}
+
+// TestCrashedRunFromOffCPUDeltaCheckpoints: a recording with off-CPU time (the default)
+// checkpoints as records appended to its delta file (of version 2), its file not rewritten
+// at each checkpoint; killed, it reads back from them with its off-CPU time, also with
+// its last record cut short.
+func TestCrashedRunFromOffCPUDeltaCheckpoints(t *testing.T) {
+	testutil.RequirePerf(t)
+	e := newEnv(t)
+	e.env = append(e.env, "STAX_CHECKPOINT_INTERVAL=200ms")
+	dir := t.TempDir()
+	prog := buildOffCPU(t, dir)
+	l := &liveRecording{cmd: e.cmd("record", "-q", "--run-id-file", filepath.Join(dir, "run.id"), "--", prog, "waits", "600")}
+	startLive(t, l)
+	var id string
+	for range 600 {
+		if b, err := os.ReadFile(filepath.Join(dir, "run.id")); err == nil && len(b) > 0 {
+			id = strings.TrimSpace(string(b))
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if id == "" {
+		t.Fatalf("no run id\n%s", l.out.String())
+	}
+	runPath := filepath.Join(e.home, "runs", id+".stax")
+	deltaPath := filepath.Join(e.home, "runs", id+".delta")
+	inode := func() uint64 {
+		var st syscall.Stat_t
+		if err := syscall.Stat(runPath, &st); err != nil {
+			return 0
+		}
+		return st.Ino
+	}
+	// Checkpoints appended as records, the run's file the same file meanwhile, once the
+	// worker waited through a loop or two.
+	var st api.Status
+	from, fromRecords := uint64(0), 0
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if time.Now().After(deadline) {
+			t.Fatalf("no run of off-CPU time checkpointed as deltas: %d records, status %+v\n%s", deltaRecords(deltaPath), st.Meta.OffCPU, l.out.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+		ino, n := inode(), deltaRecords(deltaPath)
+		if ino == 0 || n == 0 {
+			continue
+		}
+		if ino != from || n < fromRecords {
+			from, fromRecords = ino, n // a new base (the first, or one compacting the records)
+			continue
+		}
+		e.mustJSON(&st, "status", "--run", id)
+		if n >= fromRecords+4 && st.Meta.OffCPU != nil && st.Meta.OffCPU.Intervals >= 3 {
+			break
+		}
+	}
+	if b, err := os.ReadFile(deltaPath); err != nil || len(b) < 16 || binary.LittleEndian.Uint32(b[8:]) != 2 {
+		t.Fatalf("the delta file of a run with off-CPU time is not of version 2: %v", err)
+	}
+	l.cmd.Process.Kill()
+	// The program runs on without its recorder: it is ended too.
+	if st.Meta.Pid > 0 {
+		syscall.Kill(st.Meta.Pid, syscall.SIGKILL)
+	}
+	l.cmd.Wait()
+	if _, err := os.Stat(deltaPath); err != nil {
+		t.Fatalf("the crashed run has no delta file: %v", err)
+	}
+	var top api.Top
+	e.mustJSON(&top, "top", "--off-cpu", "--run", id, "--sort", "total", "-n", "1000")
+	if top.State != api.StateCrashed || !top.OffCPU || top.Samples < 500e6 {
+		t.Fatalf("the crashed run: state %s, off CPU %v, %d ns off CPU", top.State, top.OffCPU, top.Samples)
+	}
+	found := false
+	for _, r := range top.Rows {
+		found = found || r.Func == "wait_for_lock"
+	}
+	if !found {
+		t.Errorf("top --off-cpu of the crashed run has no row for wait_for_lock: %+v", top.Rows)
+	}
+	var threads api.Threads
+	e.mustJSON(&threads, "threads", "--run", id, "-n", "1000")
+	if len(threads.Rows) == 0 {
+		t.Errorf("stax threads of the crashed run has no rows")
+	}
+	b, err := os.ReadFile(deltaPath)
+	if err != nil || len(b) <= 16 {
+		t.Fatalf("delta file: %d bytes, %v", len(b), err)
+	}
+	if err := os.WriteFile(deltaPath, b[:len(b)-5], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var cut api.Top
+	e.mustJSON(&cut, "top", "--off-cpu", "--run", id, "--sort", "total", "-n", "1000")
+	if !cut.OffCPU || cut.Samples > top.Samples || cut.Samples == 0 {
+		t.Errorf("with its last record cut short: %d ns off CPU, before %d", cut.Samples, top.Samples)
 	}
 	if text, _, _ := e.run("status", "--run", id); !strings.Contains(text, "its last checkpoint was cut short") {
 		t.Errorf("status does not say the last checkpoint was cut short:\n%s", text)

@@ -27,28 +27,40 @@ import (
 // of a new generation) and starts the delta file over; the final save always does, and
 // removes the delta file, so a finished run is one file as before.
 //
-// The base's meta names its generation (Meta.DeltaGen; such a file has format version 5,
-// which a stax that does not know delta files refuses rather than read a stale run). A
-// record belongs to a generation and has a sequence number: a reader applies, in order,
-// the records of the base's generation numbered 1, 2, 3, ... and stops at the first that
-// is cut short, damaged or out of order (a torn tail left by a crash or a full disk): what
-// follows is dropped, counted in DeltaDamage. Records of an older generation (a new base
-// was written but the delta file not yet started over when the recorder died) are
-// ignored.
+// The base's meta names its generation (Meta.DeltaGen; such a file has format version 6,
+// or 7 when its samples carry counters, which a stax that does not know delta files
+// refuses rather than read a stale run). A record belongs to a generation and has a
+// sequence number: a reader applies, in order, the records of the base's generation
+// numbered 1, 2, 3, ... and stops at the first that is cut short, damaged or out of order
+// (a torn tail left by a crash or a full disk): what follows is dropped, counted in
+// DeltaDamage. Records of an older generation (a new base was written but the delta file
+// not yet started over when the recorder died) are ignored.
 //
 // Layout: the 16-byte header (magic "STAXDLT\x00", version u32, zero u32), then records:
 // payload length u32, CRC-32C of the payload u32, and the payload: generation u64,
 // sequence u64, then one gzip stream of the record's JSON (deltaBody).
 //
-// Runs that record off-CPU time, wakers or spans are written whole at every checkpoint
-// (their parts have no delta form).
+// A run that records off-CPU time has its parts carried on too: the off-CPU time and the
+// wakers (profiles, each diffed and applied as the run's profile is: profDelta) and the
+// intervals off CPU (those from the first block of ivDeltaBlock that changed, in the
+// intervals section's encoding: ivDelta). Their delta file is of version 2. A stax that
+// reads version 1 alone (whose records carry the profile, series and code, and which
+// ignores fields it does not know) would otherwise apply the records to the run's profile
+// and show its off-CPU time as of the base: it refuses a file of version 2 instead. The
+// base's format version is left as it is, for every reader of delta files checks the
+// delta file's version before it applies a record; a run without those parts still has a
+// delta file of version 1, which such a stax reads. Runs with spans or tracepoints' samples kept with their fields are written whole at
+// every checkpoint (the spans have no delta form).
 const (
-	deltaMagic      = "STAXDLT\x00"
-	deltaVersion    = 1
-	deltaHeaderSize = 16
-	deltaRecHeader  = 8
-	maxDeltaRecord  = 64 << 20 // compressed bytes of one record
-	maxDeltaRecords = 1 << 20
+	deltaMagic = "STAXDLT\x00"
+	// deltaVersionPlain is a delta file whose records carry the profile, series and code
+	// alone; deltaVersion one whose records also carry the off-CPU parts.
+	deltaVersionPlain = 1
+	deltaVersion      = 2
+	deltaHeaderSize   = 16
+	deltaRecHeader    = 8
+	maxDeltaRecord    = 64 << 20 // compressed bytes of one record
+	maxDeltaRecords   = 1 << 20
 )
 
 // minDeltaBase: while the base is smaller than this, deltas still go on until they reach
@@ -105,26 +117,44 @@ type codeFix struct {
 	Code Code `json:"code"`
 }
 
-// deltaBody is one record: each count says how many of a table the run held before it
-// (a record that does not follow what the reader holds is damaged), the new elements
-// follow them.
+// profDelta is what changed in one profile (the run's, or one of its off-CPU parts): each
+// count says how many of a table the profile held before it (a record that does not follow
+// what the reader holds is damaged), the new elements follow them.
+type profDelta struct {
+	Frames       int              `json:"frames"`
+	NewFrames    []agg.Frame      `json:"new_frames,omitempty"`
+	FrameFix     []frameFix       `json:"frame_fix,omitempty"`
+	Mappings     int              `json:"mappings"`
+	NewMappings  []agg.Mapping    `json:"new_mappings,omitempty"`
+	Locations    int              `json:"locations"`
+	NewLocations []agg.Location   `json:"new_locations,omitempty"`
+	Stacks       int              `json:"stacks"`
+	NewStacks    [][]uint32       `json:"new_stacks,omitempty"`
+	Threads      []agg.ThreadInfo `json:"threads,omitempty"` // added or renamed
+	GoneThreads  []uint32         `json:"gone_threads,omitempty"`
+	Entries      []agg.Entry      `json:"entries,omitempty"` // added or changed
+}
+
+// ivDelta is what changed in the run's intervals off CPU: of the Held intervals the run
+// held before it, the first Kept stay, and the N intervals of Data follow them (the
+// intervals section's encoding, appendIntervalBody's, the interval before the first
+// starting where interval Kept-1 does, or at 0).
+type ivDelta struct {
+	Held int    `json:"held"`
+	Kept int    `json:"kept"`
+	N    int    `json:"n"`
+	Data []byte `json:"data,omitempty"`
+}
+
+// deltaBody is one record: the meta's fields that changed, what changed in the profile
+// (its fields inline, as version 1 wrote them), the series and the code; in files of
+// version 2, what changed in the off-CPU parts.
 type deltaBody struct {
 	// Meta holds the top-level keys of the meta's JSON that changed (null: removed).
-	Meta         map[string]json.RawMessage `json:"meta,omitempty"`
-	Frames       int                        `json:"frames"`
-	NewFrames    []agg.Frame                `json:"new_frames,omitempty"`
-	FrameFix     []frameFix                 `json:"frame_fix,omitempty"`
-	Mappings     int                        `json:"mappings"`
-	NewMappings  []agg.Mapping              `json:"new_mappings,omitempty"`
-	Locations    int                        `json:"locations"`
-	NewLocations []agg.Location             `json:"new_locations,omitempty"`
-	Stacks       int                        `json:"stacks"`
-	NewStacks    [][]uint32                 `json:"new_stacks,omitempty"`
-	Threads      []agg.ThreadInfo           `json:"threads,omitempty"` // added or renamed
-	GoneThreads  []uint32                   `json:"gone_threads,omitempty"`
-	Keys         int                        `json:"keys"` // the keys after the record
-	KeyRefs      []keyRef                   `json:"key_refs,omitempty"`
-	Entries      []agg.Entry                `json:"entries,omitempty"` // added or changed
+	Meta map[string]json.RawMessage `json:"meta,omitempty"`
+	profDelta
+	Keys    int      `json:"keys"` // the keys after the record
+	KeyRefs []keyRef `json:"key_refs,omitempty"`
 	// ChunksDropped chunks leave the front of the series (a rolling window), then the
 	// chunks from index Chunks on are replaced by NewChunks.
 	ChunksDropped int          `json:"chunks_dropped,omitempty"`
@@ -135,7 +165,25 @@ type deltaBody struct {
 	Code          int          `json:"code"`
 	NewCode       []Code       `json:"new_code,omitempty"`
 	CodeFix       []codeFix    `json:"code_fix,omitempty"`
+	// The off-CPU parts (delta file version 2): each present exactly when the run has
+	// the part.
+	OffCPU    *profDelta `json:"off_cpu,omitempty"`
+	WakersNs  *profDelta `json:"wakers_ns,omitempty"`
+	WakersN   *profDelta `json:"wakers_n,omitempty"`
+	Intervals *ivDelta   `json:"off_cpu_intervals,omitempty"` // nil: unchanged
+
+	ivSums []uint64 // the writer's: the intervals' block sums once the record is written
 }
+
+// parts are the record's deltas of the run's parts, in partsOf's order.
+func (d *deltaBody) parts() [3]**profDelta { return [3]**profDelta{&d.OffCPU, &d.WakersNs, &d.WakersN} }
+
+// partsOf are r's off-CPU parts that have a delta form as a profile: the off-CPU time and
+// the wakers' (nil where r has none).
+func partsOf(r *Run) [3]*agg.Profile { return [3]*agg.Profile{r.OffCPU, r.WakersNs, r.WakersN} }
+
+// partNames are the events the parts' run files are written with (encodePart).
+var partNames = [3]string{"off-cpu", "wakers-ns", "wakers-n"}
 
 // DeltaDamage says what a reader dropped of a delta file: a record cut short or damaged
 // (a crash or a full disk while it was appended) and everything after it.
@@ -164,7 +212,7 @@ func readDeltaRecords(b []byte, gen uint64) ([]deltaRecord, *DeltaDamage, error)
 		// Cut short while it was started over: the base is whole, and nothing follows it.
 		return nil, &DeltaDamage{Dropped: int64(len(b)), Reason: "the delta file's header is damaged"}, nil
 	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != deltaVersion {
+	if v := binary.LittleEndian.Uint32(b[8:]); v < deltaVersionPlain || v > deltaVersion {
 		return nil, nil, fmt.Errorf("delta file version %d is not supported", v)
 	}
 	var recs []deltaRecord
@@ -326,31 +374,53 @@ func applyDeltas(path string, r *Run, want Parts) error {
 }
 
 type applier struct {
-	r       *Run
-	want    Parts
-	fields  map[string]json.RawMessage
-	entries map[entryID]int
-	keys    bool // the base's key entries were read
-	chunks  bool
-	code    bool
+	r      *Run
+	want   Parts
+	fields map[string]json.RawMessage
+	prof   *profApplier
+	parts  [3]*profApplier // the off-CPU parts read (want has OffCPUPart), nil where the run has none
+	offCPU bool            // the off-CPU parts were read
+	ivs    bool            // and the intervals (with the samples or the code: decodeCompressed)
+	keys   bool            // the base's key entries were read
+	chunks bool
+	code   bool
 }
 
 func newApplier(r *Run, want Parts) *applier {
-	a := &applier{r: r, want: want, entries: make(map[entryID]int, len(r.Profile.Entries))}
+	a := &applier{r: r, want: want, prof: newProfApplier(&r.Profile)}
 	raw, _ := json.Marshal(r.Meta)
 	json.Unmarshal(raw, &a.fields)
-	for i := range r.Profile.Entries {
-		a.entries[idOf(&r.Profile.Entries[i])] = i
-	}
 	a.keys = want&(Samples|CodeParts) != 0
 	a.chunks = a.keys
 	a.code = want&CodeParts != 0
+	a.offCPU = want&OffCPUPart != 0
+	a.ivs = a.offCPU && want&(Samples|CodeParts) != 0
+	if a.offCPU {
+		for i, p := range partsOf(r) {
+			if p != nil {
+				a.parts[i] = newProfApplier(p)
+			}
+		}
+	}
 	return a
 }
 
-func (a *applier) apply(d *deltaBody) error {
-	p := &a.r.Profile
-	patchMeta(a.fields, d.Meta)
+// profApplier applies the records' deltas of one profile.
+type profApplier struct {
+	p       *agg.Profile
+	entries map[entryID]int
+}
+
+func newProfApplier(p *agg.Profile) *profApplier {
+	a := &profApplier{p: p, entries: make(map[entryID]int, len(p.Entries))}
+	for i := range p.Entries {
+		a.entries[idOf(&p.Entries[i])] = i
+	}
+	return a
+}
+
+func (a *profApplier) apply(d *profDelta) error {
+	p := a.p
 	if d.Frames != len(p.Frames) || d.Mappings != len(p.Mappings) || d.Locations != len(p.Locations) || d.Stacks != len(p.Stacks) {
 		return fmt.Errorf("it follows a run of %d frames, %d mappings, %d locations and %d stacks, not %d, %d, %d and %d",
 			d.Frames, d.Mappings, d.Locations, d.Stacks, len(p.Frames), len(p.Mappings), len(p.Locations), len(p.Stacks))
@@ -394,6 +464,42 @@ func (a *applier) apply(d *deltaBody) error {
 		a.entries[id] = len(p.Entries)
 		p.Entries = append(p.Entries, e)
 	}
+	return nil
+}
+
+// finish puts the entries back in order (most first) and says where each moved.
+func (a *profApplier) finish() []int32 {
+	p := a.p
+	order := make([]int, len(p.Entries))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int {
+		ci, cj := p.Entries[i].Count, p.Entries[j].Count
+		switch {
+		case ci > cj:
+			return -1
+		case ci < cj:
+			return 1
+		}
+		return 0
+	})
+	moved := make([]int32, len(order))
+	sorted := make([]agg.Entry, len(order))
+	for to, from := range order {
+		moved[from] = int32(to)
+		sorted[to] = p.Entries[from]
+	}
+	p.Entries = sorted
+	return moved
+}
+
+func (a *applier) apply(d *deltaBody) error {
+	p := &a.r.Profile
+	patchMeta(a.fields, d.Meta)
+	if err := a.prof.apply(&d.profDelta); err != nil {
+		return err
+	}
 	if a.keys {
 		if d.Keys < 0 || d.Keys > maxExpanded/4 {
 			return fmt.Errorf("%d keys", d.Keys)
@@ -402,7 +508,7 @@ func (a *applier) apply(d *deltaBody) error {
 			p.KeyEntry = append(p.KeyEntry, -1)
 		}
 		for _, k := range d.KeyRefs {
-			i, ok := a.entries[k.E]
+			i, ok := a.prof.entries[k.E]
 			if k.K < 0 || int(k.K) >= len(p.KeyEntry) || !ok {
 				return fmt.Errorf("key %d names an entry the run does not have", k.K)
 			}
@@ -428,6 +534,46 @@ func (a *applier) apply(d *deltaBody) error {
 			a.r.Code[c.I] = c.Code
 		}
 		a.r.Code = append(a.r.Code, d.NewCode...)
+	}
+	if a.offCPU {
+		return a.applyOffCPU(d)
+	}
+	return nil
+}
+
+// applyOffCPU applies the record's deltas of the off-CPU parts: one for each part the run
+// has, none for a part it has not.
+func (a *applier) applyOffCPU(d *deltaBody) error {
+	for i, pd := range d.parts() {
+		switch {
+		case *pd == nil && a.parts[i] == nil:
+		case *pd == nil || a.parts[i] == nil:
+			return fmt.Errorf("its %s part does not follow the run's", partNames[i])
+		default:
+			if err := a.parts[i].apply(*pd); err != nil {
+				return fmt.Errorf("%s: %w", partNames[i], err)
+			}
+		}
+	}
+	if iv := d.Intervals; iv != nil && a.ivs {
+		ivs := a.r.OffCPUIntervals
+		// Each interval is at least 5 bytes of Data (5 varints).
+		if iv.Held != len(ivs) || iv.Kept < 0 || iv.Kept > iv.Held || iv.N < 0 || iv.N > maxIntervals-iv.Kept || iv.N > len(iv.Data)/5 {
+			return fmt.Errorf("off-CPU intervals: %d kept of %d and %d added, where the run has %d", iv.Kept, iv.Held, iv.N, len(ivs))
+		}
+		var start uint64
+		if iv.Kept > 0 {
+			start = ivs[iv.Kept-1].Start
+		}
+		ivs = slices.Grow(ivs[:iv.Kept], iv.N)[:iv.Kept+iv.N]
+		rest, err := readIntervalBody(iv.Data, ivs[iv.Kept:], start)
+		if err != nil {
+			return err
+		}
+		if len(rest) != 0 {
+			return errors.New("off-CPU intervals: bytes after the last interval")
+		}
+		a.r.OffCPUIntervals = ivs
 	}
 	return nil
 }
@@ -468,33 +614,26 @@ func (a *applier) applyChunks(d *deltaBody) error {
 }
 
 // finish puts the entries back in order (most samples first), with the keys following
-// them, and takes the meta of the last record.
+// them, checks the off-CPU parts as a part read from a file is checked, and takes the
+// meta of the last record.
 func (a *applier) finish() error {
 	p := &a.r.Profile
-	order := make([]int, len(p.Entries))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(i, j int) int {
-		ci, cj := p.Entries[i].Count, p.Entries[j].Count
-		switch {
-		case ci > cj:
-			return -1
-		case ci < cj:
-			return 1
-		}
-		return 0
-	})
-	moved := make([]int32, len(order))
-	sorted := make([]agg.Entry, len(order))
-	for to, from := range order {
-		moved[from] = int32(to)
-		sorted[to] = p.Entries[from]
-	}
-	p.Entries = sorted
+	moved := a.prof.finish()
 	for k, e := range p.KeyEntry {
 		if e >= 0 && int(e) < len(moved) {
 			p.KeyEntry[k] = moved[e]
+		}
+	}
+	for i, pa := range a.parts {
+		if pa == nil {
+			continue
+		}
+		pa.finish()
+		if err := validate(&Run{Meta: Meta{Event: partNames[i]}, Profile: *pa.p}); err != nil {
+			return fmt.Errorf("%s: %w", partNames[i], err)
+		}
+		if len(pa.p.FrameStacks) != len(pa.p.Stacks) {
+			pa.p.ExpandStacks()
 		}
 	}
 	gen, ending := a.r.Meta.DeltaGen, a.r.Meta.Ending
@@ -543,10 +682,13 @@ type DeltaWriter struct {
 // NewDeltaWriter returns a writer of the run file at path (its delta file beside it).
 func NewDeltaWriter(path string) *DeltaWriter { return &DeltaWriter{path: path} }
 
-// deltaable says whether r's parts all have a delta form.
-func deltaable(r *Run) bool {
-	return r.OffCPU == nil && r.WakersNs == nil && r.WakersN == nil && len(r.OffCPUIntervals) == 0 && len(r.Traces) == 0 &&
-		r.Spans.Len() == 0 && r.SpansErr == nil
+// deltaable says whether r's parts all have a delta form: all but the spans and the
+// tracepoints' samples kept with their fields.
+func deltaable(r *Run) bool { return r.Spans.Len() == 0 && r.SpansErr == nil && len(r.Traces) == 0 }
+
+// hasOffCPU says whether r has parts that only a delta file of version 2 carries.
+func hasOffCPU(r *Run) bool {
+	return r.OffCPU != nil || r.WakersNs != nil || r.WakersN != nil || len(r.OffCPUIntervals) > 0
 }
 
 // Save writes r: a record of what changed since the last save where it can, else the run
@@ -598,16 +740,21 @@ func (w *DeltaWriter) saveBase(r *Run, final bool) error {
 	if !deltaable(r) {
 		return nil
 	}
-	if err := w.startFile(); err != nil {
+	version := uint32(deltaVersionPlain)
+	if hasOffCPU(r) {
+		version = deltaVersion
+	}
+	if err := w.startFile(version); err != nil {
 		w.err = err
 		return nil // the base is whole; later saves are whole too
 	}
 	w.st = stateOf(r)
+	w.st.offCPU = version >= deltaVersion
 	return nil
 }
 
-// startFile makes the delta file empty (its header alone).
-func (w *DeltaWriter) startFile() error {
+// startFile makes the delta file empty (its header alone, of version).
+func (w *DeltaWriter) startFile(version uint32) error {
 	if w.f == nil {
 		p := deltaPathOf(w.path)
 		f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
@@ -618,7 +765,7 @@ func (w *DeltaWriter) startFile() error {
 	}
 	var hdr [deltaHeaderSize]byte
 	copy(hdr[:], deltaMagic)
-	binary.LittleEndian.PutUint32(hdr[8:], deltaVersion)
+	binary.LittleEndian.PutUint32(hdr[8:], version)
 	if _, err := w.f.WriteAt(hdr[:], 0); err != nil {
 		return fmt.Errorf("write delta file: %w", err)
 	}
@@ -677,7 +824,22 @@ func (w *DeltaWriter) Close() {
 
 // deltaState is what the store holds of the run (base and records), to tell what changed.
 type deltaState struct {
-	meta       map[string]string
+	meta   map[string]string
+	prof   *profState
+	keys   int
+	named  []bool
+	chunks []chunkSig
+	jit    uint64
+	code   []codeSig
+	// offCPU says the delta file carries the off-CPU parts (version 2); parts are the
+	// states of those the run has (nil: none), ivs the intervals'.
+	offCPU bool
+	parts  [3]*profState
+	ivs    ivState
+}
+
+// profState is what the store holds of one profile.
+type profState struct {
 	frameFiles []string
 	frameLines []int
 	mappings   int
@@ -685,12 +847,35 @@ type deltaState struct {
 	stacks     int
 	fp         [3]uint64 // the last frame's, location's and stack's fingerprints
 	threads    map[uint32]string
-	keys       int
-	named      []bool
 	entries    map[entryID]agg.Entry
-	chunks     []chunkSig
-	jit        uint64
-	code       []codeSig
+}
+
+// ivState is what the store holds of the intervals off CPU: how many, and a sum of each
+// whole block of ivDeltaBlock of them, to tell from which block on they changed (the
+// latest intervals' stacks are named a checkpoint late; the waits still open end later).
+type ivState struct {
+	n    int
+	sums []uint64
+}
+
+// ivDeltaBlock is how many intervals a block sum covers: a record writes the intervals
+// from the first block that changed.
+const ivDeltaBlock = 256
+
+// ivBlockSums are the sums of each whole block of ivs.
+func ivBlockSums(ivs []agg.Interval) []uint64 {
+	sums := make([]uint64, 0, len(ivs)/ivDeltaBlock)
+	for i := 0; i+ivDeltaBlock <= len(ivs); i += ivDeltaBlock {
+		h := uint64(14695981039346656037)
+		for _, iv := range ivs[i : i+ivDeltaBlock] {
+			for _, v := range [...]uint64{uint64(iv.Tid)<<32 | uint64(iv.Stack), iv.Start, iv.End, uint64(iv.Waker)} {
+				h = (h ^ v) * 1099511628211
+				h ^= h >> 29
+			}
+		}
+		sums = append(sums, h)
+	}
+	return sums
 }
 
 type chunkSig struct {
@@ -771,9 +956,29 @@ func jitHash(j []JITSource) uint64 {
 
 func stateOf(r *Run) *deltaState {
 	p := &r.Profile
-	s := &deltaState{meta: metaFields(fullMeta(r)), mappings: len(p.Mappings), locations: len(p.Locations), stacks: len(p.Stacks),
-		fp: fingerprints(p), threads: make(map[uint32]string, len(p.Threads)), keys: len(p.KeyEntry),
-		entries: make(map[entryID]agg.Entry, len(p.Entries)), jit: jitHash(r.JIT)}
+	s := &deltaState{meta: metaFields(fullMeta(r)), prof: profStateOf(p), keys: len(p.KeyEntry), jit: jitHash(r.JIT),
+		ivs: ivState{n: len(r.OffCPUIntervals), sums: ivBlockSums(r.OffCPUIntervals)}}
+	s.named = make([]bool, len(p.KeyEntry))
+	for k, e := range p.KeyEntry {
+		s.named[k] = e >= 0
+	}
+	for i := range p.Series.Chunks {
+		s.chunks = append(s.chunks, sigOfChunk(&p.Series.Chunks[i]))
+	}
+	for i := range r.Code {
+		s.code = append(s.code, sigOfCode(&r.Code[i]))
+	}
+	for i, pp := range partsOf(r) {
+		if pp != nil {
+			s.parts[i] = profStateOf(pp)
+		}
+	}
+	return s
+}
+
+func profStateOf(p *agg.Profile) *profState {
+	s := &profState{mappings: len(p.Mappings), locations: len(p.Locations), stacks: len(p.Stacks),
+		fp: fingerprints(p), threads: make(map[uint32]string, len(p.Threads)), entries: make(map[entryID]agg.Entry, len(p.Entries))}
 	s.frameFiles = make([]string, len(p.Frames))
 	s.frameLines = make([]int, len(p.Frames))
 	for i := range p.Frames {
@@ -782,37 +987,40 @@ func stateOf(r *Run) *deltaState {
 	for _, t := range p.Threads {
 		s.threads[t.Tid] = fmt.Sprint(t.Pid, "/", t.Name)
 	}
-	s.named = make([]bool, len(p.KeyEntry))
-	for k, e := range p.KeyEntry {
-		s.named[k] = e >= 0
-	}
 	for _, e := range p.Entries {
 		e.Counters = slices.Clone(e.Counters)
 		s.entries[idOf(&e)] = e
-	}
-	for i := range p.Series.Chunks {
-		s.chunks = append(s.chunks, sigOfChunk(&p.Series.Chunks[i]))
-	}
-	for i := range r.Code {
-		s.code = append(s.code, sigOfCode(&r.Code[i]))
 	}
 	return s
 }
 
 // diff is what changed in r since the state; false when r does not follow it (a table
-// shrank or was renumbered): the run is then written whole.
+// shrank or was renumbered, a part came or went): the run is then written whole.
 func (s *deltaState) diff(r *Run) (*deltaBody, bool) {
 	p := &r.Profile
-	if len(p.Frames) < len(s.frameFiles) || len(p.Mappings) < s.mappings || len(p.Locations) < s.locations ||
-		len(p.Stacks) < s.stacks || len(p.KeyEntry) < s.keys || len(r.Code) < len(s.code) {
+	if len(p.KeyEntry) < s.keys || len(r.Code) < len(s.code) {
 		return nil, false
 	}
-	old := agg.Profile{Frames: p.Frames[:len(s.frameFiles)], Locations: p.Locations[:s.locations], Stacks: p.Stacks[:s.stacks]}
-	if fingerprints(&old) != s.fp {
+	if !s.offCPU && hasOffCPU(r) {
+		return nil, false // a delta file of version 1 does not carry them
+	}
+	d := &deltaBody{Keys: len(p.KeyEntry), Code: len(s.code)}
+	pd, ok := s.prof.diff(p)
+	if !ok {
 		return nil, false
 	}
-	d := &deltaBody{Frames: len(s.frameFiles), Mappings: s.mappings, Locations: s.locations, Stacks: s.stacks,
-		Keys: len(p.KeyEntry), Code: len(s.code)}
+	d.profDelta = *pd
+	for i, pp := range partsOf(r) {
+		if (pp == nil) != (s.parts[i] == nil) {
+			return nil, false
+		}
+		if pp != nil {
+			if *d.parts()[i], ok = s.parts[i].diff(pp); !ok {
+				return nil, false
+			}
+		}
+	}
+	d.Intervals, d.ivSums = s.ivs.diff(r.OffCPUIntervals)
 	// The meta's fields that changed.
 	now := metaFields(fullMeta(r))
 	for k, v := range now {
@@ -829,43 +1037,6 @@ func (s *deltaState) diff(r *Run) (*deltaBody, bool) {
 				d.Meta = map[string]json.RawMessage{}
 			}
 			d.Meta[k] = json.RawMessage("null")
-		}
-	}
-	for i := range s.frameFiles {
-		if f := &p.Frames[i]; f.File != s.frameFiles[i] || f.Line != s.frameLines[i] {
-			d.FrameFix = append(d.FrameFix, frameFix{uint32(i), f.File, f.Line})
-		}
-	}
-	d.NewFrames = p.Frames[len(s.frameFiles):]
-	d.NewMappings = p.Mappings[s.mappings:]
-	d.NewLocations = p.Locations[s.locations:]
-	d.NewStacks = p.Stacks[s.stacks:]
-	seen := 0
-	for _, t := range p.Threads {
-		v, ok := s.threads[t.Tid]
-		if ok {
-			seen++
-		}
-		if !ok || v != fmt.Sprint(t.Pid, "/", t.Name) {
-			d.Threads = append(d.Threads, t)
-		}
-	}
-	if seen < len(s.threads) {
-		live := make(map[uint32]bool, len(p.Threads))
-		for _, t := range p.Threads {
-			live[t.Tid] = true
-		}
-		for tid := range s.threads {
-			if !live[tid] {
-				d.GoneThreads = append(d.GoneThreads, tid)
-			}
-		}
-		slices.Sort(d.GoneThreads)
-	}
-	for i := range p.Entries {
-		e := &p.Entries[i]
-		if o, ok := s.entries[idOf(e)]; !ok || !sameEntry(&o, e) {
-			d.Entries = append(d.Entries, *e)
 		}
 	}
 	for k, e := range p.KeyEntry {
@@ -915,6 +1086,77 @@ func (s *deltaState) diff(r *Run) (*deltaBody, bool) {
 	return d, true
 }
 
+// diff is what changed in p since the state; false when p does not follow it.
+func (s *profState) diff(p *agg.Profile) (*profDelta, bool) {
+	if len(p.Frames) < len(s.frameFiles) || len(p.Mappings) < s.mappings || len(p.Locations) < s.locations || len(p.Stacks) < s.stacks {
+		return nil, false
+	}
+	old := agg.Profile{Frames: p.Frames[:len(s.frameFiles)], Locations: p.Locations[:s.locations], Stacks: p.Stacks[:s.stacks]}
+	if fingerprints(&old) != s.fp {
+		return nil, false
+	}
+	d := &profDelta{Frames: len(s.frameFiles), Mappings: s.mappings, Locations: s.locations, Stacks: s.stacks}
+	for i := range s.frameFiles {
+		if f := &p.Frames[i]; f.File != s.frameFiles[i] || f.Line != s.frameLines[i] {
+			d.FrameFix = append(d.FrameFix, frameFix{uint32(i), f.File, f.Line})
+		}
+	}
+	d.NewFrames = p.Frames[len(s.frameFiles):]
+	d.NewMappings = p.Mappings[s.mappings:]
+	d.NewLocations = p.Locations[s.locations:]
+	d.NewStacks = p.Stacks[s.stacks:]
+	seen := 0
+	for _, t := range p.Threads {
+		v, ok := s.threads[t.Tid]
+		if ok {
+			seen++
+		}
+		if !ok || v != fmt.Sprint(t.Pid, "/", t.Name) {
+			d.Threads = append(d.Threads, t)
+		}
+	}
+	if seen < len(s.threads) {
+		live := make(map[uint32]bool, len(p.Threads))
+		for _, t := range p.Threads {
+			live[t.Tid] = true
+		}
+		for tid := range s.threads {
+			if !live[tid] {
+				d.GoneThreads = append(d.GoneThreads, tid)
+			}
+		}
+		slices.Sort(d.GoneThreads)
+	}
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		if o, ok := s.entries[idOf(e)]; !ok || !sameEntry(&o, e) {
+			d.Entries = append(d.Entries, *e)
+		}
+	}
+	return d, true
+}
+
+// diff is what changed in the intervals ivs since the state (nil: nothing), and the block
+// sums of ivs.
+func (s *ivState) diff(ivs []agg.Interval) (*ivDelta, []uint64) {
+	sums := ivBlockSums(ivs)
+	k := 0
+	for k < len(s.sums) && k < len(sums) && s.sums[k] == sums[k] {
+		k++
+	}
+	kept := k * ivDeltaBlock
+	if kept == s.n && len(ivs) == s.n {
+		return nil, sums
+	}
+	var prev uint64
+	if kept > 0 {
+		prev = ivs[kept-1].Start
+	}
+	d := &ivDelta{Held: s.n, Kept: kept, N: len(ivs) - kept}
+	d.Data = appendIntervalBody(nil, ivs[kept:], &prev)
+	return d, sums
+}
+
 // commit makes the state what it is with d written.
 func (s *deltaState) commit(r *Run, d *deltaBody) {
 	p := &r.Profile
@@ -925,25 +1167,13 @@ func (s *deltaState) commit(r *Run, d *deltaBody) {
 			s.meta[k] = string(v)
 		}
 	}
-	for _, f := range d.FrameFix {
-		s.frameFiles[f.I], s.frameLines[f.I] = f.File, f.Line
+	s.prof.commit(p, &d.profDelta)
+	for i, pp := range partsOf(r) {
+		if pd := *d.parts()[i]; pd != nil {
+			s.parts[i].commit(pp, pd)
+		}
 	}
-	for _, f := range d.NewFrames {
-		s.frameFiles = append(s.frameFiles, f.File)
-		s.frameLines = append(s.frameLines, f.Line)
-	}
-	s.mappings, s.locations, s.stacks = len(p.Mappings), len(p.Locations), len(p.Stacks)
-	s.fp = fingerprints(p)
-	for _, tid := range d.GoneThreads {
-		delete(s.threads, tid)
-	}
-	for _, t := range d.Threads {
-		s.threads[t.Tid] = fmt.Sprint(t.Pid, "/", t.Name)
-	}
-	for _, e := range d.Entries {
-		e.Counters = slices.Clone(e.Counters)
-		s.entries[idOf(&e)] = e
-	}
+	s.ivs = ivState{n: len(r.OffCPUIntervals), sums: d.ivSums}
 	s.keys = len(p.KeyEntry)
 	for len(s.named) < s.keys {
 		s.named = append(s.named, false)
@@ -963,5 +1193,28 @@ func (s *deltaState) commit(r *Run, d *deltaBody) {
 	}
 	for i := len(s.code); i < len(r.Code); i++ {
 		s.code = append(s.code, sigOfCode(&r.Code[i]))
+	}
+}
+
+// commit makes the state what it is with d, a delta of p, written.
+func (s *profState) commit(p *agg.Profile, d *profDelta) {
+	for _, f := range d.FrameFix {
+		s.frameFiles[f.I], s.frameLines[f.I] = f.File, f.Line
+	}
+	for _, f := range d.NewFrames {
+		s.frameFiles = append(s.frameFiles, f.File)
+		s.frameLines = append(s.frameLines, f.Line)
+	}
+	s.mappings, s.locations, s.stacks = len(p.Mappings), len(p.Locations), len(p.Stacks)
+	s.fp = fingerprints(p)
+	for _, tid := range d.GoneThreads {
+		delete(s.threads, tid)
+	}
+	for _, t := range d.Threads {
+		s.threads[t.Tid] = fmt.Sprint(t.Pid, "/", t.Name)
+	}
+	for _, e := range d.Entries {
+		e.Counters = slices.Clone(e.Counters)
+		s.entries[idOf(&e)] = e
 	}
 }

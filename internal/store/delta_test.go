@@ -25,7 +25,8 @@ type recording struct {
 	next    uint64 // the next sample's time
 	threads []agg.ThreadInfo
 	n       uint64
-	window  int // spilled chunks the run keeps (0: all), as a rolling window does
+	window  int           // spilled chunks the run keeps (0: all), as a rolling window does
+	offCPU  *offRecording // nil: off-CPU time not recorded
 }
 
 func newRecording(t testing.TB, id string) *recording {
@@ -82,6 +83,10 @@ func (r *recording) checkpoint(final bool) *Run {
 	ths := append([]agg.ThreadInfo(nil), r.threads...)
 	run := &Run{Meta: Meta{ID: r.id, Pid: 10, Freq: 999, Samples: r.n, StartNs: 1e9, Start: time.Unix(1, 0).UTC(), Finished: final,
 		SamplesFileSize: r.log.Size()}, Profile: *r.live.Profile(ths)}
+	if r.offCPU != nil {
+		r.offParts(run, ths)
+		run.Meta.OffCPU = &OffCPUMeta{Switches: 2 * uint64(len(r.offCPU.ivs)), Intervals: uint64(len(r.offCPU.ivs)), Wakers: true, Wakeups: uint64(len(r.offCPU.ivs))}
+	}
 	if r.window > 0 {
 		ch := run.Profile.Series.Chunks
 		spilled := 0
@@ -340,16 +345,23 @@ func TestDeltaTornTailIsDropped(t *testing.T) {
 	closeRun(got)
 }
 
-// deltaFuzzBase writes a base of generation 7 and a delta file of several records to it
-// into the store, and returns the delta file's bytes.
-func deltaFuzzBase(t testing.TB) []byte {
-	rec := newRecording(t, "fuzz")
+// deltaFuzzBase writes a base of generation 7 of run id and a delta file of several
+// records to it into the store, and returns the delta file's bytes; with offCPU, the run
+// records off-CPU time, wakers and intervals.
+func deltaFuzzBase(t testing.TB, id string, offCPU bool) []byte {
+	rec := newRecording(t, id)
+	if offCPU {
+		rec.offCPU = &offRecording{off: agg.NewRun(), wakeNs: agg.NewRun(), wakeN: agg.NewRun(), late: 1}
+	}
 	rec.w.gen = 6
 	for i := range 4 {
 		rec.add(200, i*4, 6+i, 2+i)
+		if offCPU {
+			rec.addOff(100, i*3, 4+i, 2+i)
+		}
 		rec.checkpoint(false)
 	}
-	b, err := os.ReadFile(DeltaPath("fuzz"))
+	b, err := os.ReadFile(DeltaPath(id))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,31 +369,49 @@ func deltaFuzzBase(t testing.TB) []byte {
 }
 
 // FuzzDeltaFile: whatever the delta file holds, reading the run gives it or an error,
-// never a panic, within the file's bounds.
+// never a panic, within the file's bounds: the run without off-CPU parts and the run with
+// them, each read whole and as a view of its off-CPU time reads it.
 func FuzzDeltaFile(f *testing.F) {
 	dir := f.TempDir()
 	f.Setenv("STAX_HOME", dir)
-	good := deltaFuzzBase(f)
-	base, err := os.ReadFile(Path("fuzz"))
-	if err != nil {
-		f.Fatal(err)
+	good := deltaFuzzBase(f, "fuzz", false)
+	offGood := deltaFuzzBase(f, "fuzzoff", true)
+	bases := map[string][]byte{}
+	for _, id := range []string{"fuzz", "fuzzoff"} {
+		b, err := os.ReadFile(Path(id))
+		if err != nil {
+			f.Fatal(err)
+		}
+		bases[id] = b
 	}
 	f.Add(good)
 	f.Add(good[:len(good)/2])
 	f.Add(good[:deltaHeaderSize])
+	f.Add(offGood)
+	f.Add(offGood[:len(offGood)-9])
+	f.Add(offGood[:len(offGood)/2])
 	f.Fuzz(func(t *testing.T, b []byte) {
-		os.WriteFile(Path("fuzz"), base, 0o600)
-		if err := os.WriteFile(DeltaPath("fuzz"), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if r, err := LoadParts(Path("fuzz"), All); err == nil {
-			if r.Profile.Series.Reader != nil {
-				r.Profile.Series.Each(0, 0, func(agg.Sample) {})
-				closeRun(r)
+		for id, base := range bases {
+			os.WriteFile(Path(id), base, 0o600)
+			if err := os.WriteFile(DeltaPath(id), b, 0o600); err != nil {
+				t.Fatal(err)
 			}
-			agg.Summarize(&r.Profile)
+			for _, want := range []Parts{All, OffCPUPart} {
+				if r, err := LoadParts(Path(id), want); err == nil {
+					if r.Profile.Series.Reader != nil {
+						r.Profile.Series.Each(0, 0, func(agg.Sample) {})
+						closeRun(r)
+					}
+					agg.Summarize(&r.Profile)
+					for _, p := range partsOf(r) {
+						if p != nil {
+							agg.Summarize(p)
+						}
+					}
+				}
+			}
+			ReadMeta(Path(id))
 		}
-		ReadMeta(Path("fuzz"))
 	})
 }
 
@@ -392,7 +422,7 @@ func TestDeltaFuzzSeeds(t *testing.T) {
 		t.Skip("set STAX_WRITE_FUZZ_SEEDS=1 to write the seeds")
 	}
 	t.Setenv("STAX_HOME", t.TempDir())
-	good := deltaFuzzBase(t)
+	good := deltaFuzzBase(t, "fuzz", false)
 	dir := filepath.Join("testdata", "fuzz", "FuzzDeltaFile")
 	os.MkdirAll(dir, 0o755)
 	for i, b := range [][]byte{good, good[:len(good)-9], good[:deltaHeaderSize+5]} {

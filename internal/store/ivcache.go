@@ -11,9 +11,9 @@ import (
 	"github.com/stax-profiler/stax/internal/agg"
 )
 
-// A recording's intervals off CPU only grow, and its run file is rewritten at every
-// checkpoint: compressing the whole intervals section again each time cost a recorder that
-// follows a thread switching 200,000 times a second half of its CPU. An IntervalCache keeps
+// A recording's intervals off CPU only grow, and its run file is rewritten whole at each
+// new base (delta.go): compressing the whole intervals section again each time cost a
+// recorder that follows a thread switching 200,000 times a second half of its CPU. An IntervalCache keeps
 // the section compressed in blocks of intervalBlock intervals from one save to the next, each
 // block a gzip member of its own (a gzip stream may hold several, read as one), so that a
 // save compresses only the blocks whose bytes it has not compressed before. The file is the

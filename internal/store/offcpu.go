@@ -133,37 +133,46 @@ func readIntervals(r *bufio.Reader, run *Run, b *budget, l *layout) error {
 	if k <= 0 || n != uint64(l.Intervals) {
 		return fmt.Errorf("off-CPU intervals: the section does not hold the %d the file declares", l.Intervals)
 	}
-	c = c[k:]
 	ivs := make([]agg.Interval, n)
-	var start uint64
+	rest, err := readIntervalBody(c[k:], ivs, 0)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 0 {
+		return errors.New("off-CPU intervals: bytes after the last interval")
+	}
+	run.OffCPUIntervals = ivs
+	return nil
+}
+
+// readIntervalBody decodes len(ivs) intervals of the section's encoding (appendIntervalBody's)
+// from c into ivs, the interval before them starting at start, each checked, and returns
+// the bytes after them.
+func readIntervalBody(c []byte, ivs []agg.Interval, start uint64) ([]byte, error) {
 	for i := range ivs {
 		var v [5]uint64
 		for j := range v {
 			if j == 2 {
 				d, k := binary.Varint(c)
 				if k <= 0 {
-					return errors.New("off-CPU intervals: cut short")
+					return nil, errors.New("off-CPU intervals: cut short")
 				}
 				v[j], c = uint64(d), c[k:]
 				continue
 			}
 			x, k := binary.Uvarint(c)
 			if k <= 0 {
-				return errors.New("off-CPU intervals: cut short")
+				return nil, errors.New("off-CPU intervals: cut short")
 			}
 			v[j], c = x, c[k:]
 		}
 		start += v[2]
 		if v[0] > 1<<32-1 || v[1] > 1<<32 || v[4] > 1<<32-1 || start+v[3] < start {
-			return fmt.Errorf("off-CPU intervals: interval %d is out of range", i)
+			return nil, fmt.Errorf("off-CPU intervals: interval %d is out of range", i)
 		}
 		ivs[i] = agg.Interval{Tid: uint32(v[0]), Stack: uint32(v[1]) - 1, Start: start, End: start + v[3], Waker: uint32(v[4])}
 	}
-	if len(c) != 0 {
-		return errors.New("off-CPU intervals: bytes after the last interval")
-	}
-	run.OffCPUIntervals = ivs
-	return nil
+	return c, nil
 }
 
 // intervals reads the body's off-CPU intervals into r.OffCPUIntervals. An interval of a

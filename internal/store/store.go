@@ -79,7 +79,9 @@ import (
 // Version 6 is a run store's copy of a recording that its delta file (delta.go) carries on:
 // its meta names the generation of the records that apply to it. A stax that predates
 // delta files refuses it rather than show the run as of an older checkpoint. Every other
-// file, a finished run's included, is written as version 5.
+// file, a finished run's included, is written as version 5. The delta file has a version
+// of its own: version 2 carries the off-CPU parts too, and a stax that reads version 1
+// alone refuses it (delta.go); the base keeps its version.
 //
 // Version 7 is a run whose samples carry the counters read with them (stax record
 // --counters; series.go): a stax that predates it refuses it rather than misread its
