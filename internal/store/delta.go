@@ -49,8 +49,9 @@ import (
 // and show its off-CPU time as of the base: it refuses a file of version 2 instead. The
 // base's format version is left as it is, for every reader of delta files checks the
 // delta file's version before it applies a record; a run without those parts still has a
-// delta file of version 1, which such a stax reads. Runs with spans or tracepoints' samples kept with their fields are written whole at
-// every checkpoint (the spans have no delta form).
+// delta file of version 1, which such a stax reads. Runs with spans, or with tracepoints'
+// samples kept with their fields, are written whole at every checkpoint (those have no
+// delta form).
 const (
 	deltaMagic = "STAXDLT\x00"
 	// deltaVersionPlain is a delta file whose records carry the profile, series and code
