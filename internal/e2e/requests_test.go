@@ -115,7 +115,7 @@ func TestRequestsLiveAndStored(t *testing.T) {
 		"off_cpu": "1", "wall": "1", "runnable": "1", "depth": "4", "threshold_pct": "5", "inverted": "1", "match": "wait",
 		"fn": "wait_for_lock", "functions": "2", "bucket_ms": "50", "buckets": "30", "threads": "2", "stacks": "1",
 		"target": "worker", "version": "1", "syntax": "intel", "under": "start_thread", "callers_of": "wait_for_lock",
-		"callees_of": "worker", "width": "300", "event": "cpu-clock",
+		"callees_of": "worker", "width": "300", "event": "cpu-clock", "weight": "count",
 	}
 
 	t.Setenv("STAX_HOME", e.home)

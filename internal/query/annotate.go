@@ -115,7 +115,7 @@ func Annotate(run *store.Run, o AnnotateOptions) (*AnnotateResult, error) {
 		return nil, fmt.Errorf("annotate %s: %s", f.Func, noCodeReason(f))
 	}
 	split := splitSamples(p, vs, lf.mine(codeF, o.Tid), lf.inFocus(focus))
-	checkReadings(f, vs, split)
+	checkReadings(f, vs, split, run.Code)
 	pick, err := pickVersion(f, vs, split, o.Version, t.pinned)
 	if err != nil {
 		return nil, err

@@ -209,11 +209,14 @@ func TestAnnotateImageOffset(t *testing.T) {
 
 // Bytes read from a process's memory that cannot be the code the samples ran in are not
 // shown: v1's begin with zero bytes (read before the code was written), v2's have the
-// sampled address B+8 inside an instruction (another object's code), a version sampled on
-// zero bytes is padding; each is reported as not captured, and the hottest version whose
-// reading fits its samples is annotated.
+// sampled address B+8 inside an instruction where another object was too (its code), a
+// version sampled on zero bytes is padding; each is reported as not captured, and the
+// hottest version whose reading fits its samples is annotated. A sample inside an
+// instruction of code no other object had is data the decoding ran through: shown.
 func TestAnnotateRejectsReadingsNotTheCode(t *testing.T) {
 	run := versionsRun(t)
+	other := store.Code{Frame: 1, Pid: 1, Start: 0x7f0000002000, Size: 16, Arch: int(elf.EM_X86_64), LoadTime: 150, Origin: "memory"}
+	run.Code = append(run.Code, other)
 	movabs := []byte{0x48, 0xb8, 1, 2, 3, 4, 5, 6, 7, 8, 0xc3} // B+8 is inside the movabs
 	zeros := append(make([]byte, 8), loop[8:]...)
 	for i := range run.Code {
@@ -259,6 +262,17 @@ func TestAnnotateRejectsReadingsNotTheCode(t *testing.T) {
 	}
 	if _, err := Annotate(run, AnnotateOptions{Target: "fib"}); err == nil || !strings.Contains(err.Error(), "begin with an address") {
 		t.Errorf("a reading that begins with a pointer: %v, want it reported as not captured", err)
+	}
+	// Without the other object at B (0x7f0000002000), v2's sample inside its movabs may be data in its code:
+	// v2 is shown.
+	run = versionsRun(t)
+	for i := range run.Code {
+		if c := &run.Code[i]; c.LoadTime == 200 {
+			c.Origin, c.Bytes = "memory", movabs
+		}
+	}
+	if res, err := Annotate(run, AnnotateOptions{Target: "fib", Version: 2}); err != nil || res.Versions[1].Error != "" {
+		t.Errorf("a reading no other code shared, sampled inside an instruction: %v, want it shown", err)
 	}
 	// The JIT's own copy is never second-guessed.
 	run = versionsRun(t)

@@ -21,13 +21,16 @@ const minZeroPrefix = 8
 // they begin with zero bytes, a sampled address falls inside one of their instructions, or
 // on zero or padding bytes. A reading made before the code was written, after it was freed
 // or after other code took its address would show another object's bytes as this one's.
-func checkReadings(f agg.Frame, vs []store.Code, sp split) {
+// A sample inside an instruction says so only where other code (all, the run's) was at
+// those addresses too: in code the JIT wrote once, it may be data the decoding ran
+// through (a JVM's constants, a jump table).
+func checkReadings(f agg.Frame, vs []store.Code, sp split, all []store.Code) {
 	for i := range vs {
 		c := &vs[i]
 		if c.Origin != "memory" || len(c.Bytes) == 0 {
 			continue
 		}
-		why := notItsCode(c, sp.samples[i], !isWindow(f))
+		why := notItsCode(c, sp.samples[i], !isWindow(f), reused(c, all))
 		if why == "" {
 			continue
 		}
@@ -40,7 +43,7 @@ func checkReadings(f agg.Frame, vs []store.Code, sp split) {
 // address) ran in; "" if nothing says so. fromStart: c begins where its code begins (a
 // function, not a window of bytes around an address), so instructions are decoded from
 // there and its first bytes are an instruction.
-func notItsCode(c *store.Code, samples map[uint64]uint64, fromStart bool) string {
+func notItsCode(c *store.Code, samples map[uint64]uint64, fromStart, reused bool) string {
 	b := c.Bytes
 	if fromStart && !inGap(c.Gaps, c.Start) {
 		n := 0
@@ -68,7 +71,7 @@ func notItsCode(c *store.Code, samples map[uint64]uint64, fromStart bool) string
 	// (the code's start), else only the sampled instruction's own bytes are checked.
 	opt := disasm.Options{Arch: disasm.ArchFromELF(uint16(c.Arch))}
 	var insts map[uint64]disasm.Inst
-	decodedEnd := c.Start
+	decodedEnd, firstBad := c.Start, uint64(0)
 	if fromStart && !inGap(c.Gaps, c.Start) {
 		end := c.Start + uint64(len(b))
 		for _, g := range c.Gaps {
@@ -80,11 +83,18 @@ func notItsCode(c *store.Code, samples map[uint64]uint64, fromStart bool) string
 		for _, in := range disasm.DecodeWith(b[:end-c.Start], c.Start, opt) {
 			insts[in.Addr] = in
 			decodedEnd = in.Addr + uint64(in.Len)
+			if in.Bad && firstBad == 0 {
+				firstBad = in.Addr
+			}
 		}
 	}
 	for _, a := range addrs {
 		in, ok := insts[a]
-		if !ok && a < decodedEnd {
+		// Inside an instruction of a stream that decoded well up to it, the sample may be
+		// at data in the code (a constant, a jump table) that the decoding ran through:
+		// it says the bytes are not its code where other code had the address too, or
+		// after bytes that are no instruction.
+		if !ok && a < decodedEnd && (reused || firstBad != 0 && firstBad <= a) {
 			return fmt.Sprintf("sampled address %#x falls inside an instruction of the bytes read from memory", a)
 		}
 		if !ok {
@@ -104,12 +114,18 @@ func notItsCode(c *store.Code, samples map[uint64]uint64, fromStart bool) string
 
 // leadingPointer says whether x86-64 code read from memory begins with a user-space
 // address above 4 GiB (its two top bytes zero), the link a heap's free list writes into
-// freed memory; an instruction stream almost never does.
+// freed memory; an instruction stream seldom does, but a function that sets up its frame
+// pointer (push %rbp; mov %rsp,%rbp: 55 48 89 e5, then often a movabs, 48 b8-bf) or starts
+// with endbr64 (f3 0f 1e fa) may, and is taken for code.
 func leadingPointer(c *store.Code) (uint64, bool) {
 	if elf.Machine(c.Arch) != elf.EM_X86_64 || len(c.Bytes) < 8 {
 		return 0, false
 	}
-	p := binary.LittleEndian.Uint64(c.Bytes)
+	b := c.Bytes
+	if b[0] == 0x55 && b[1] == 0x48 && b[2] == 0x89 && b[3] == 0xe5 || b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa {
+		return 0, false
+	}
+	p := binary.LittleEndian.Uint64(b)
 	return p, p>>48 == 0 && p >= 1<<32
 }
 
@@ -130,6 +146,22 @@ func padding(b []byte) bool {
 func inGap(gaps []store.Gap, a uint64) bool {
 	for _, g := range gaps {
 		if a >= g.Start && a < g.End {
+			return true
+		}
+	}
+	return false
+}
+
+// reused says whether other code of the run (another function's, or another version's)
+// was at some of c's addresses: the JIT reused them.
+func reused(c *store.Code, all []store.Code) bool {
+	end := c.Start + max(c.Size, uint64(len(c.Bytes)))
+	for i := range all {
+		o := &all[i]
+		if o.Start == c.Start && o.LoadTime == c.LoadTime && o.Frame == c.Frame {
+			continue // c itself
+		}
+		if oEnd := o.Start + max(o.Size, uint64(len(o.Bytes))); o.Start < end && c.Start < oEnd && o.Size > 0 {
 			return true
 		}
 	}
