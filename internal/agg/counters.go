@@ -79,6 +79,7 @@ func SelfCounters(p *Profile, f Filter) map[Frame][]uint64 {
 type nodeCounters struct {
 	n           int
 	perStack    []uint64 // n per stack
+	pathStack   []uint32 // each path's stack (flamePaths)
 	total, self []uint64 // n per node
 }
 
@@ -108,7 +109,7 @@ func newNodeCounters(p *Profile, f Filter, counted []uint64) *nodeCounters {
 	}
 	for sid, c := range counted {
 		if c > 0 && sid < len(p.Stacks) {
-			nc.addTotal(0, uint32(sid))
+			nc.add(nc.total, 0, uint32(sid))
 		}
 	}
 	return nc
@@ -120,11 +121,12 @@ func (nc *nodeCounters) grow() {
 	nc.self = append(nc.self, make([]uint64, nc.n)...)
 }
 
-func (nc *nodeCounters) addTotal(node int, stack uint32) { nc.add(nc.total, node, stack) }
+// addTotal and addSelf add path's counters to node's.
+func (nc *nodeCounters) addTotal(node int, path int32) { nc.add(nc.total, node, nc.pathStack[path]) }
 
-func (nc *nodeCounters) addSelf(node int, stack uint32) {
+func (nc *nodeCounters) addSelf(node int, path int32) {
 	if nc != nil {
-		nc.add(nc.self, node, stack)
+		nc.add(nc.self, node, nc.pathStack[path])
 	}
 }
 

@@ -299,11 +299,14 @@ func flame(p *Profile, f Filter, o FlameShape) (*FlameNode, uint64) {
 			}
 		}
 	}
-	paths := flamePaths(fst, perStack, o.Depth, len(o.Under), o.Inverted, o.Reasons)
 	var counters *nodeCounters
+	var stacks *[]uint32
 	if !o.NoCounters {
-		counters = newNodeCounters(p, f, counted)
+		if counters = newNodeCounters(p, f, counted); counters != nil {
+			stacks = &counters.pathStack
+		}
 	}
+	paths := flamePaths(fst, perStack, o.Depth, len(o.Under), o.Inverted, o.Reasons, stacks)
 	nodes, byReason, nc := splitPaths(paths, total, base, o.ThresholdPct, o.Reasons != nil, counters)
 	return flameTree(p, nodes, byReason, nc, total), total
 }
@@ -311,7 +314,6 @@ func flame(p *Profile, f Filter, o FlameShape) (*FlameNode, uint64) {
 // flamePath is a sampled stack as a path from the tree's root, cut to a depth.
 type flamePath struct {
 	frames []uint32
-	stack  uint32 // the stack's id
 	count  uint64
 	whole  bool // not cut: its last frame gets the samples as self
 	reason uint8
@@ -319,8 +321,8 @@ type flamePath struct {
 
 // flamePaths is each sampled stack (fst holds them, perStack counts them) as a path from
 // the tree's root, cut to depth frames below the first under (a subtree's root); stacks
-// that end above it are left out.
-func flamePaths(fst [][]uint32, perStack []uint64, depth, under int, inverted bool, reasons []uint8) []flamePath {
+// that end above it are left out. With stacks, it also gives each path's stack id.
+func flamePaths(fst [][]uint32, perStack []uint64, depth, under int, inverted bool, reasons []uint8, stacks *[]uint32) []flamePath {
 	frames := 0
 	for sid, n := range perStack {
 		if n > 0 {
@@ -344,7 +346,7 @@ func flamePaths(fst [][]uint32, perStack []uint64, depth, under int, inverted bo
 		if depth > 0 && keep > depth+under {
 			keep = depth + under
 		}
-		pa := flamePath{stack: uint32(sid), count: n, whole: keep == len(st)}
+		pa := flamePath{count: n, whole: keep == len(st)}
 		if sid < len(reasons) {
 			pa.reason = reasons[sid]
 		}
@@ -358,6 +360,9 @@ func flamePaths(fst [][]uint32, perStack []uint64, depth, under int, inverted bo
 			pa.frames = slab[at:len(slab):len(slab)]
 		}
 		paths = append(paths, pa)
+		if stacks != nil {
+			*stacks = append(*stacks, uint32(sid))
+		}
 	}
 	return paths
 }
@@ -393,7 +398,7 @@ func splitPaths(paths []flamePath, total, base uint64, thresholdPct float64, rea
 		for lo < hi && len(paths[order[lo]].frames) == lvl { // sorted first: they end at parent
 			if pa := &paths[order[lo]]; pa.whole {
 				nodes[parent].self += pa.count
-				nc.addSelf(int(parent), pa.stack)
+				nc.addSelf(int(parent), order[lo])
 			}
 			lo++
 		}
@@ -417,7 +422,7 @@ func splitPaths(paths []flamePath, total, base uint64, thresholdPct float64, rea
 				if nc != nil {
 					nc.grow()
 					for i := lo; i < end; i++ {
-						nc.addTotal(int(id), paths[order[i]].stack)
+						nc.addTotal(int(id), order[i])
 					}
 				}
 				split(lo, end, lvl+1, id)
