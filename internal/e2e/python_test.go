@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,26 +12,6 @@ import (
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/testutil"
 )
-
-// pyenvPython returns the newest CPython minor (e.g. "3.12") that pyenv installed, else
-// pythonMINOR on PATH, or "".
-func pyenvPython(minor string) string {
-	root := os.Getenv("PYENV_ROOT")
-	if root == "" {
-		home, _ := os.UserHomeDir()
-		root = filepath.Join(home, ".pyenv")
-	}
-	dirs, _ := filepath.Glob(filepath.Join(root, "versions", minor+".*"))
-	sort.Strings(dirs)
-	for i := len(dirs) - 1; i >= 0; i-- {
-		p := filepath.Join(dirs[i], "bin", "python"+minor)
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	p, _ := exec.LookPath("python" + minor)
-	return p
-}
 
 // noPerfPython skips a test that needs CPython 3.12 or 3.13: Debian 12, which CI runs on,
 // packages only 3.11, so it cannot be required there.
@@ -61,7 +40,7 @@ func TestPythonPerfStacksReachStart(t *testing.T) {
 	ran := 0
 	for _, tc := range []struct{ minor, opt string }{{"3.12", "perf"}, {"3.13", "perf_jit"}} {
 		t.Run(tc.minor, func(t *testing.T) {
-			py := pyenvPython(tc.minor)
+			py := testutil.PyenvPython(tc.minor)
 			if py == "" {
 				t.Skipf("no CPython %s installed by pyenv", tc.minor)
 			}
@@ -188,9 +167,9 @@ func TestPythonPerfStacksReachStart(t *testing.T) {
 // stax status names the option that does.
 func TestPythonWithoutPerfSupportIsNamedInStatus(t *testing.T) {
 	testutil.RequirePerf(t)
-	py := pyenvPython("3.12")
+	py := testutil.PyenvPython("3.12")
 	if py == "" {
-		if py = pyenvPython("3.13"); py == "" {
+		if py = testutil.PyenvPython("3.13"); py == "" {
 			noPerfPython(t)
 		}
 	}
@@ -213,9 +192,9 @@ func TestPythonWithoutPerfSupportIsNamedInStatus(t *testing.T) {
 // from the perf map it has been writing, as any perf-map runtime's, kind python.
 func TestPythonPerfAttached(t *testing.T) {
 	testutil.RequirePerf(t)
-	py := pyenvPython("3.12")
+	py := testutil.PyenvPython("3.12")
 	if py == "" {
-		if py = pyenvPython("3.13"); py == "" {
+		if py = testutil.PyenvPython("3.13"); py == "" {
 			noPerfPython(t)
 		}
 	}

@@ -17,63 +17,84 @@ var cpythonTrampoline = []byte{
 // cpythonTrampolineRet is the offset of the return address in cpythonTrampoline.
 const cpythonTrampolineRet = 6
 
-const maxTrampolineCache = 1 << 14
+// trampCacheSize is how many return addresses' verdicts an Unwinder keeps (direct-mapped:
+// a JIT frame is asked about at every step through it, and a map's lookup cost the walk of
+// a node stack, nearly all JIT frames, 3%).
+const trampCacheSize = 1 << 13
 
-type trampKey struct {
-	pid uint32
+type trampEntry struct {
 	pc  uint64
+	pid uint32
+	// verdict: 0 not asked, trampNo, trampYes.
+	verdict uint8
 }
+
+const (
+	trampNo = 1 + iota
+	trampYes
+)
+
+// jitHow says how jitStep unwound a frame.
+type jitHow uint8
+
+const (
+	jitNone jitHow = iota
+	jitTrampoline
+	jitFramePointer
+)
 
 // jitStep unwinds frame f, whose return address pc lies in JIT code (mapping m) that has
 // no unwinding info: as CPython's trampoline where its code is that, else by its frame
 // pointer where the frame below left a plausible one (rbp recovered by the callee's rules,
-// pointing into the stack at or above f's stack pointer, inside the copy). Each frame
-// unwound so is counted in u.JITFrames. A frame whose saved frame pointer and return
-// address are its own (the next steps would give the same pc and CFA forever) ends the
-// stack with EndLoop.
-func (u *Unwinder) jitStep(view ProcessView, s *Sample, m Mapping, f *frameRegs, mem *memory) (frameRegs, EndReason, bool) {
+// pointing into the stack at or above f's stack pointer, inside the copy); how says which,
+// for the caller to count once it keeps the frame (a frame-pointer step may lead to a return
+// address in no code: garbage). A frame whose saved frame pointer and return address are its
+// own (the next steps would give the same pc and CFA forever) ends the stack with EndLoop.
+func (u *Unwinder) jitStep(view ProcessView, s *Sample, m Mapping, f *frameRegs, mem *memory) (next frameRegs, end EndReason, how jitHow) {
 	if u.isTrampoline(view, s.Pid, m, f.pc) {
 		ra, end := mem.read(f.sp + 8)
 		if end == EndComplete && usable(view, ra) {
-			u.JITFrames.Trampoline.Add(1)
-			return frameRegs{pc: ra, sp: f.sp + 16, bp: f.bp, bpValid: f.bpValid}, EndComplete, true
+			return frameRegs{pc: ra, sp: f.sp + 16, bp: f.bp, bpValid: f.bpValid}, EndComplete, jitTrampoline
 		}
-		return frameRegs{}, EndNoCFI, false
+		return frameRegs{}, EndNoCFI, jitNone
 	}
 	if !f.bpValid || f.bp < f.sp || f.bp-mem.start >= uint64(len(mem.b)) {
-		return frameRegs{}, EndNoCFI, false
+		return frameRegs{}, EndNoCFI, jitNone
 	}
 	next, ok := fpStep(f, mem)
 	if !ok {
-		return frameRegs{}, EndNoCFI, false
+		return frameRegs{}, EndNoCFI, jitNone
 	}
 	if next.pc == f.pc && next.bp == f.bp {
-		return frameRegs{}, EndLoop, false
+		return frameRegs{}, EndLoop, jitNone
 	}
-	if usable(view, next.pc) {
-		u.JITFrames.FramePointer.Add(1)
-	}
-	return next, EndComplete, true // a return address in no code ends the stack as garbage
+	return next, EndComplete, jitFramePointer
 }
 
 // isTrampoline reports whether the return address pc, in mapping m of process pid, lies
 // right after the call of a CPython trampoline, reading the code through view (a
 // CodeReader); verdicts are kept per address.
 func (u *Unwinder) isTrampoline(view ProcessView, pid uint32, m Mapping, pc uint64) bool {
-	cr, ok := view.(CodeReader)
-	if !ok || pc < m.Start+cpythonTrampolineRet || pc+uint64(len(cpythonTrampoline)-cpythonTrampolineRet) > m.End {
+	if pc < m.Start+cpythonTrampolineRet || pc+uint64(len(cpythonTrampoline)-cpythonTrampolineRet) > m.End {
 		return false
 	}
-	k := trampKey{pid, pc}
-	if v, ok := u.tramp[k]; ok {
-		return v
+	if u.tramp == nil {
+		u.tramp = new([trampCacheSize]trampEntry)
+	}
+	e := &u.tramp[(pc^pc>>13^uint64(pid)*0x9e3779b1)&(trampCacheSize-1)]
+	if e.verdict != 0 && e.pc == pc && e.pid == pid {
+		return e.verdict == trampYes
+	}
+	cr, ok := view.(CodeReader)
+	if !ok {
+		return false
 	}
 	var b [16]byte
 	code := b[:len(cpythonTrampoline)]
 	v := cr.ReadCode(m, pc-cpythonTrampolineRet, code) && bytes.Equal(code, cpythonTrampoline)
-	if u.tramp == nil || len(u.tramp) >= maxTrampolineCache {
-		u.tramp = map[trampKey]bool{}
+	*e = trampEntry{pc: pc, pid: pid, verdict: trampNo}
+	if v {
+		e.verdict = trampYes
 	}
-	u.tramp[k] = v
 	return v
 }

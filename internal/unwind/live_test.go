@@ -26,6 +26,18 @@ func capture(t *testing.T, prog string, want int) ([]captured, []Mapping) {
 	t.Helper()
 	testutil.RequirePerf(t)
 	cmd := exec.Command(prog, "60")
+	startReady(t, cmd)
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	maps, err := ReadMaps(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sampleLive(t, cmd.Process.Pid, want), maps
+}
+
+// startReady starts cmd and waits for the first line it prints.
+func startReady(t testing.TB, cmd *exec.Cmd) {
+	t.Helper()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -33,15 +45,17 @@ func capture(t *testing.T, prog string, want int) ([]captured, []Mapping) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
-		t.Fatalf("wait for the fixture to start: %v", err)
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("wait for %s to start: %v", cmd.Path, err)
 	}
-	maps, err := ReadMaps(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := perfevent.Config{Pids: []int{cmd.Process.Pid}, Freq: 999, UserOnly: true, CallGraph: "dwarf", StackSize: 16 << 10}
+}
+
+// sampleLive samples process pid's user stacks in dwarf mode until it has want samples.
+func sampleLive(t testing.TB, pid int, want int) []captured {
+	t.Helper()
+	cfg := perfevent.Config{Pids: []int{pid}, Freq: 999, UserOnly: true, CallGraph: "dwarf", StackSize: 16 << 10}
 	s, err := perfevent.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +79,7 @@ func capture(t *testing.T, prog string, want int) ([]captured, []Mapping) {
 				t.Errorf("decode sample: %v", err)
 				return
 			}
-			if int(smp.Pid) != cmd.Process.Pid || smp.RegsABI == 0 {
+			if int(smp.Pid) != pid || smp.RegsABI == 0 {
 				return
 			}
 			_, user := perfrecord.SplitCallchain(smp.Callchain)
@@ -83,7 +97,7 @@ func capture(t *testing.T, prog string, want int) ([]captured, []Mapping) {
 	if len(got) < want {
 		t.Fatalf("got %d samples in time, want %d", len(got), want)
 	}
-	return got[:want], maps
+	return got[:want]
 }
 
 // symbolizer names addresses of one image by its symbol table.

@@ -127,7 +127,14 @@ type Unwinder struct {
 	mem      memory
 	sps      []uint64 // the stack pointer of each frame of the walk, beside its pc
 	fpEnd    int      // how much of the frame-pointer chain to use (FPLoopAt), -1 until known
-	tramp    map[trampKey]bool
+	tramp    *[trampCacheSize]trampEntry
+	// walkJIT counts the JIT frames the walk went through, by how (jitHow): added to
+	// JITFrames once a walk's stack is kept (an atomic add at each frame cost a node stack's
+	// walk, nearly all JIT frames, 3%).
+	walkJIT [3]uint64
+	// plainJIT unwinds JIT frames without unwinding info as any frame without it, by the
+	// frame pointer, unchecked (what BenchmarkJITSteps weighs jitStep against).
+	plainJIT bool
 }
 
 type jitKey struct {
@@ -202,10 +209,12 @@ const maxCanonical = 0x00007fffffffffff
 func (u *Unwinder) Unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, EndReason) {
 	u.fpEnd = -1
 	u.measured = false
+	u.walkJIT = [3]uint64{}
 	pcs, end := u.unwind(view, s, out)
 	if end != EndComplete && end != EndUnmapped && len(s.FPChain) > len(pcs) {
 		// Never return less than the frame-pointer chain alone gives.
 		if fp, fend, top := u.fpChain(view, s); len(fp) > len(pcs) && len(fp) <= cap(out) {
+			u.walkJIT = [3]uint64{} // the walk's frames are not the stack's
 			pcs = append(out[:0], fp...)
 			end = fend
 			switch {
@@ -218,6 +227,12 @@ func (u *Unwinder) Unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 		}
 	}
 	u.Counts[end].Add(1)
+	if n := u.walkJIT[jitFramePointer]; n > 0 {
+		u.JITFrames.FramePointer.Add(n)
+	}
+	if n := u.walkJIT[jitTrampoline]; n > 0 {
+		u.JITFrames.Trampoline.Add(n)
+	}
 	u.high = u.mem.high
 	return pcs, end
 }
@@ -284,6 +299,7 @@ func (u *Unwinder) unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 		rw, ok := u.row(view, s, m, lookup)
 		var next frameRegs
 		var end EndReason
+		how := jitNone
 		if ok {
 			next, end, ok = step(&rw, &f, mem)
 			signal = rw.signal
@@ -294,10 +310,11 @@ func (u *Unwinder) unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 			if i == 0 && jit {
 				next, ok = frameless(&f, mem, view)
 			}
-			if !ok && i > 0 && jit {
-				if next, end, ok = u.jitStep(view, s, m, &f, mem); end == EndLoop {
+			if !ok && i > 0 && jit && !u.plainJIT {
+				if next, end, how = u.jitStep(view, s, m, &f, mem); end == EndLoop {
 					return out, EndLoop
 				}
+				ok = how != jitNone
 			} else if !ok && f.bpValid {
 				next, ok = fpStep(&f, mem)
 			}
@@ -334,6 +351,7 @@ func (u *Unwinder) unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 		if !usable(view, next.pc) {
 			return out, EndGarbage
 		}
+		u.walkJIT[how]++
 		out = append(out, next.pc)
 		u.sps = append(u.sps, next.sp)
 		f = next
