@@ -152,6 +152,10 @@ type Top struct {
 	// counts each row has; absent: none read with the samples counted (another event's,
 	// or a window of a run whose series predates them).
 	Counters []string `json:"counters,omitempty"`
+	// CountersMultiplexed is the share of the time the counters counted, present only where
+	// the kernel multiplexed them (under 98%): their counts are then those of that time, as
+	// the samples were taken only then (ratios such as IPC hold).
+	CountersMultiplexed *float64 `json:"counters_multiplexed,omitempty"`
 	// Transform is how the stacks were rewritten first; absent: they were not.
 	Transform *Transform `json:"transform,omitempty"`
 	Samples   uint64     `json:"samples"`
@@ -232,8 +236,12 @@ type Flame struct {
 	Weight *Weight `json:"weight,omitempty"`
 	// Counters name the counters read with each sample (stax record --counters), whose
 	// counts each node has; absent: none read with the samples counted, or a view of time.
-	Counters  []string   `json:"counters,omitempty"`
-	Transform *Transform `json:"transform,omitempty"`
+	Counters []string `json:"counters,omitempty"`
+	// CountersMultiplexed is the share of the time the counters counted, present only where
+	// the kernel multiplexed them (under 98%): their counts are then those of that time, as
+	// the samples were taken only then (ratios such as IPC hold).
+	CountersMultiplexed *float64   `json:"counters_multiplexed,omitempty"`
+	Transform           *Transform `json:"transform,omitempty"`
 	// Inverted: the tree is bottom-up (flame --inverted), leaf functions under the root and
 	// their callers below them.
 	Inverted bool `json:"inverted"`

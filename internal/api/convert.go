@@ -444,4 +444,10 @@ func EventCounts(es []store.Event) []EventCount {
 	return wireSlice(es, func(e store.Event) EventCount { return EventCount(e) })
 }
 
-func wireCounterCount(c store.Counter) CounterCount { return CounterCount(c) }
+func wireCounterCount(c store.Counter) CounterCount {
+	out := CounterCount{Name: c.Name, Count: c.Count}
+	if t := c.Time; t != nil {
+		out.Time = &CounterTime{EnabledNs: t.EnabledNs, RunningNs: t.RunningNs, Pairs: t.Pairs}
+	}
+	return out
+}

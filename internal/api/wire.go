@@ -1,6 +1,9 @@
 package api
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // The wire types of the documents' parts: the JSON stax documents (docs/json.md), written
 // from these types alone, never from the model's (internal/agg, internal/store, ...), so
@@ -488,6 +491,45 @@ type EventCount struct {
 type CounterCount struct {
 	Name  string `json:"name"`
 	Count uint64 `json:"count"`
+	// Time is how long the counter counted against how long it was enabled (absent: not
+	// measured, no thread had two samples in a row on one CPU).
+	Time *CounterTime `json:"time,omitempty"`
+}
+
+// CounterTime is the time a counter's group was enabled and counting, summed between two
+// samples in a row of a thread on one CPU (pairs: how many such pairs), where its per-CPU
+// group was enabled only while the thread ran there. Counting less than enabled means the
+// kernel multiplexed the groups with others on the PMU: Count is then what was counted while
+// they counted, as the samples were taken only then.
+type CounterTime struct {
+	EnabledNs uint64 `json:"enabled_ns"`
+	RunningNs uint64 `json:"running_ns"`
+	Pairs     uint64 `json:"pairs"`
+}
+
+// MultiplexedBelow is the share of its enabled time under which a counter counted is said
+// to be multiplexed: a thread that left a CPU and came back between two samples there
+// lowers the share a little with no multiplexing.
+const MultiplexedBelow = 0.98
+
+// Share is the share of the enabled time the counters counted.
+func (t *CounterTime) Share() float64 {
+	if t.EnabledNs == 0 {
+		return 1
+	}
+	return float64(t.RunningNs) / float64(t.EnabledNs)
+}
+
+// Multiplexed says whether the kernel multiplexed the counters.
+func (t *CounterTime) Multiplexed() bool { return t.Share() < MultiplexedBelow }
+
+// Scaled is count scaled to the whole enabled time: what the counter would have counted
+// had the kernel not multiplexed it (perf stat's estimate). ok false: it never counted.
+func (t *CounterTime) Scaled(count uint64) (scaled uint64, ok bool) {
+	if t.RunningNs == 0 {
+		return 0, false
+	}
+	return uint64(math.Round(float64(count) * float64(t.EnabledNs) / float64(t.RunningNs))), true
 }
 
 // KeptWindow is what a rolling window (record --keep, --keep-bytes) kept of a run and let go.

@@ -200,6 +200,7 @@ func samplingText(m *api.RunMeta) string {
 // printTopCounters writes top's rows with what the counters read with the samples
 // counted in each function itself, and its IPC where cycles and instructions were read.
 func printTopCounters(w io.Writer, res api.Top) {
+	multiplexedLine(w, res.CountersMultiplexed)
 	head := fmt.Sprintf("%8s %10s %8s %10s", "SELF%", "SELF", "TOTAL%", "TOTAL")
 	for _, c := range res.Counters {
 		head += fmt.Sprintf(" %14s", strings.ToUpper(truncName(c, 14)))
@@ -270,8 +271,26 @@ func countersText(cs []api.CounterCount) string {
 	parts := make([]string, len(cs))
 	for i, c := range cs {
 		parts[i] = fmt.Sprintf("%s %s", esc(c.Name), commas(c.Count))
+		if t := c.Time; t != nil && t.Multiplexed() {
+			if v, ok := t.Scaled(c.Count); ok {
+				parts[i] += fmt.Sprintf(" (%s scaled)", commas(v))
+			}
+		}
 	}
-	return strings.Join(parts, ", ")
+	text := strings.Join(parts, ", ")
+	if len(cs) > 0 && cs[0].Time != nil && cs[0].Time.Multiplexed() {
+		text += fmt.Sprintf("; multiplexed by the kernel: they counted %.1f%% of the time (the samples too)", cs[0].Time.Share()*100)
+	}
+	return text
+}
+
+// multiplexedLine is the line views with counters print under their header where the
+// kernel multiplexed the counters.
+func multiplexedLine(w io.Writer, share *float64) {
+	if share == nil {
+		return
+	}
+	fmt.Fprintf(w, "counters multiplexed by the kernel: they counted %.1f%% of the time, and the samples were taken only then: counts are those of that time (ratios such as IPC hold)\n", *share*100)
 }
 
 // weightPart is the parts of a stored run a view weighed by a tracepoint's field reads:

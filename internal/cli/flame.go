@@ -132,6 +132,7 @@ the two sides of the web page's sandwich.` + granularityHelp + transformHelp,
 			} else {
 				header(g.out, res.Run, runState(res.State, r), res.Samples, extra+eventText(res.Event)+granularityText(res.By, res.NoInline, res.Short)+transformText(res.Transform)+windowText(res.Window))
 			}
+			multiplexedLine(g.out, res.CountersMultiplexed)
 			if res.Root != nil {
 				for _, ch := range res.Root.Children {
 					printFlame(g.out, ch, 0, res.By, res.Counters...)

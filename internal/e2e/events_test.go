@@ -328,6 +328,33 @@ func TestCountersWithSamples(t *testing.T) {
 	checkFlameCounters(t, e, pid, top)
 	checkAnnotateCounters(t, e, top, "touch_pages")
 	checkWindowCounters(t, e, pid, top)
+	checkNotMultiplexed(t, e, top)
+}
+
+// checkNotMultiplexed checks the times the counters were enabled and counting: software
+// counters are never multiplexed, so they counted all the time they were enabled (less a
+// thread's runs on another CPU between two samples on one), and no view says otherwise.
+func checkNotMultiplexed(t *testing.T, e *staxEnv, top api.Top) {
+	t.Helper()
+	var st api.Status
+	e.mustJSON(&st, "status")
+	for _, c := range st.Meta.Counters {
+		tm := c.Time
+		if tm == nil || tm.Pairs == 0 || tm.EnabledNs == 0 {
+			t.Errorf("%s: no times measured: %+v", c.Name, tm)
+			continue
+		}
+		t.Logf("%s: counted %.4f%% of %d ns enabled, over %d pairs of samples", c.Name, 100*tm.Share(), tm.EnabledNs, tm.Pairs)
+		if tm.Multiplexed() {
+			t.Errorf("%s: software counters said to be multiplexed: counted %d of %d ns", c.Name, tm.RunningNs, tm.EnabledNs)
+		}
+	}
+	if top.CountersMultiplexed != nil {
+		t.Errorf("top says the counters were multiplexed (%.3f)", *top.CountersMultiplexed)
+	}
+	if out, _, _ := e.run("status"); strings.Contains(out, "multiplexed") {
+		t.Errorf("status says the counters were multiplexed:\n%s", out)
+	}
 }
 
 // checkWindowCounters checks that two windows that split the run count, together, what

@@ -18,6 +18,7 @@ func topCounters(run *store.Run, g agg.Granularity, f agg.Filter, res *api.Top) 
 		return
 	}
 	res.Counters = counterNames(run, false)
+	res.CountersMultiplexed = countersMultiplexed(run)
 	for i := range res.Rows {
 		r := &res.Rows[i]
 		v := sums[agg.Frame{Func: r.Func, Image: r.Image, Kind: r.Kind, Inlined: r.Inlined, File: r.File, Line: r.Line, Addr: r.Addr}]
@@ -37,4 +38,27 @@ func counterNames(run *store.Run, none bool) []string {
 		names[i] = c.Name
 	}
 	return names
+}
+
+// countersMultiplexed is the share of the time the run's counters counted where the kernel
+// multiplexed them; nil where it did not, or where that was not measured.
+func countersMultiplexed(run *store.Run) *float64 {
+	for _, c := range run.Meta.Counters {
+		if c.Time == nil {
+			continue
+		}
+		if t := (api.CounterTime{EnabledNs: c.Time.EnabledNs, RunningNs: c.Time.RunningNs}); t.Multiplexed() {
+			share := t.Share()
+			return &share
+		}
+	}
+	return nil
+}
+
+// countersMultiplexedIf is countersMultiplexed for a view that shows the counters (shown).
+func countersMultiplexedIf(run *store.Run, shown bool) *float64 {
+	if !shown {
+		return nil
+	}
+	return countersMultiplexed(run)
 }

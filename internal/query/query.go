@@ -209,7 +209,7 @@ func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
 	}
 	shape.NoCounters = o.OffCPU
 	root, samples := agg.FlameWith(p, f, shape)
-	res := api.Flame{Counters: counterNames(run, root.Counters == nil), Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
+	res := api.Flame{Counters: counterNames(run, root.Counters == nil), CountersMultiplexed: countersMultiplexedIf(run, root.Counters != nil), Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
 		Inverted: shape.Inverted, By: g.By, NoInline: g.NoInline, Short: g.Short, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Time: times, Samples: samples, Root: api.FlameRoot(root),
 		Under: o.Under, CallersOf: o.CallersOf, CalleesOf: o.CalleesOf}
 	if match != nil {

@@ -65,11 +65,16 @@ func (r *Recorder) counterWorkers(sess *perfevent.Session, cfg perfevent.Config)
 // counted between its samples, and sums them.
 type counterTrack struct {
 	n    int
-	mu   sync.Mutex // guards sums and multiplexed, which checkpoints read
+	mu   sync.Mutex // guards sums, enabled and running, which checkpoints read
 	last map[groupOf][]uint64
+	// prev is the group each thread's sample before read.
+	prev map[uint32]groupOf
 	// sums are the counts of all threads.
 	sums []uint64
-	out  []uint64
+	// enabled and running sum the times the groups were enabled and counting between two
+	// samples in a row of a thread on one CPU (see deltas); paired says how many pairs.
+	enabled, running, paired uint64
+	out                      []uint64
 }
 
 // groupOf names a group of counters: per-thread events are opened one per CPU, each
@@ -91,6 +96,7 @@ func (c *counterTrack) deltas(tid, cpu uint32, read []uint64) []uint64 {
 	}
 	if c.last == nil {
 		c.last = map[groupOf][]uint64{}
+		c.prev = map[uint32]groupOf{}
 		c.sums = make([]uint64, c.n)
 	}
 	g := groupOf{tid, cpu, read[c.n+2]}
@@ -99,13 +105,25 @@ func (c *counterTrack) deltas(tid, cpu uint32, read []uint64) []uint64 {
 		last = make([]uint64, c.n+3)
 		c.last[g] = last
 	}
+	fresh := !ok
 	if read[c.n] < last[c.n] || read[c.n+1] < last[c.n+1] {
 		clear(last) // a new thread with the same id
+		fresh = true
 	}
-	// Not scaled by the times enabled and running: a per-thread event of one CPU is
-	// enabled while its thread runs anywhere and runs while it runs on that CPU, so the
-	// two differ whether or not the kernel multiplexed the group (software counters
-	// never are).
+	// A per-thread event of one CPU is enabled while its thread runs anywhere and counts
+	// while it runs on that CPU, or less where the kernel multiplexed its group with
+	// others on the PMU. Between two samples in a row of a thread on the same CPU it ran
+	// there alone (short of a migration away and back between them): counting less than
+	// enabled there is the multiplexing. The deltas are not scaled: the sampling event
+	// leads the group, so the samples too were taken only while it counted, and the
+	// counts are those of the samples' time (ratios such as IPC hold); status scales the
+	// totals.
+	var dEnabled, dRunning uint64
+	samePlace := !fresh && c.prev[tid] == g
+	if samePlace {
+		dEnabled, dRunning = read[c.n]-last[c.n], read[c.n+1]-last[c.n+1]
+	}
+	c.prev[tid] = g
 	c.out = c.out[:0]
 	for i := range c.n {
 		d := read[i]
@@ -118,6 +136,11 @@ func (c *counterTrack) deltas(tid, cpu uint32, read []uint64) []uint64 {
 	c.mu.Lock()
 	for i, d := range c.out {
 		c.sums[i] += d
+	}
+	if samePlace {
+		c.enabled += dEnabled
+		c.running += min(dRunning, dEnabled)
+		c.paired++
 	}
 	c.mu.Unlock()
 	return c.out
@@ -135,6 +158,9 @@ func (c *counterTrack) meta(specs []perfevent.EventSpec) []store.Counter {
 		out[i] = store.Counter{Name: ev.Name}
 		if i < len(c.sums) {
 			out[i].Count = c.sums[i]
+		}
+		if c.paired > 0 {
+			out[i].Time = &store.CounterTime{EnabledNs: c.enabled, RunningNs: c.running, Pairs: c.paired}
 		}
 	}
 	return out

@@ -76,6 +76,20 @@ type Counter struct {
 	// Count is what the samples read: the sum of each thread's counts between its
 	// samples.
 	Count uint64 `json:"count"`
+	// Time is how long the counters' groups were enabled and counting (nil: not measured,
+	// no thread had two samples in a row on one CPU).
+	Time *CounterTime `json:"time,omitempty"`
+}
+
+// CounterTime is the time the counters' groups were enabled and counting, summed between
+// two samples in a row of a thread on one CPU (where its per-CPU group was enabled only
+// while it ran there). Counting less than enabled means the kernel multiplexed the groups
+// with others on the PMU: Count is then what was counted while they counted, as the samples
+// were taken only then.
+type CounterTime struct {
+	EnabledNs uint64 `json:"enabled_ns"`
+	RunningNs uint64 `json:"running_ns"`
+	Pairs     uint64 `json:"pairs"` // the pairs of samples summed
 }
 
 // checkEvents says whether every entry's event is one the meta lists, and its counters
