@@ -49,19 +49,25 @@ import (
 // and show its off-CPU time as of the base: it refuses a file of version 2 instead. The
 // base's format version is left as it is, for every reader of delta files checks the
 // delta file's version before it applies a record; a run without those parts still has a
-// delta file of version 1, which such a stax reads. Runs with spans, or with tracepoints'
-// samples kept with their fields, are written whole at every checkpoint (those have no
-// delta form).
+// delta file of version 1, which such a stax reads.
+//
+// A run that keeps tracepoints' samples with their fields (Run.Traces) has its records
+// carry, per tracepoint, the samples added since the record before (traceDelta), in a delta
+// file of version 3, which a stax that reads versions 1 and 2 alone refuses for the same
+// reason. Runs with spans are written whole at every checkpoint (those have no delta form).
 const (
 	deltaMagic = "STAXDLT\x00"
 	// deltaVersionPlain is a delta file whose records carry the profile, series and code
-	// alone; deltaVersion one whose records also carry the off-CPU parts.
-	deltaVersionPlain = 1
-	deltaVersion      = 2
-	deltaHeaderSize   = 16
-	deltaRecHeader    = 8
-	maxDeltaRecord    = 64 << 20 // compressed bytes of one record
-	maxDeltaRecords   = 1 << 20
+	// alone; deltaVersionOffCPU one whose records also carry the off-CPU parts;
+	// deltaVersionTraces one whose records also carry the tracepoints' samples.
+	deltaVersionPlain  = 1
+	deltaVersionOffCPU = 2
+	deltaVersionTraces = 3
+	deltaVersion       = deltaVersionTraces // the newest this stax reads
+	deltaHeaderSize    = 16
+	deltaRecHeader     = 8
+	maxDeltaRecord     = 64 << 20 // compressed bytes of one record
+	maxDeltaRecords    = 1 << 20
 )
 
 // minDeltaBase: while the base is smaller than this, deltas still go on until they reach
@@ -147,6 +153,19 @@ type ivDelta struct {
 	Data []byte `json:"data,omitempty"`
 }
 
+// traceDelta is what changed in one tracepoint's ring of samples (Run.Traces): after the
+// Held samples the ring had taken in all (kept and let go) when the record before was
+// written, the N samples of Data (appendTraceSamples's encoding); the ring then keeps its
+// last Cap samples and has taken Total in all. Total exceeds Held + N where the ring let
+// samples go that no checkpoint saw.
+type traceDelta struct {
+	Event uint32 `json:"event"`
+	Held  uint64 `json:"held"`
+	Total uint64 `json:"total"`
+	N     int    `json:"n"`
+	Data  []byte `json:"data,omitempty"`
+}
+
 // deltaBody is one record: the meta's fields that changed, what changed in the profile
 // (its fields inline, as version 1 wrote them), the series and the code; in files of
 // version 2, what changed in the off-CPU parts.
@@ -172,6 +191,9 @@ type deltaBody struct {
 	WakersNs  *profDelta `json:"wakers_ns,omitempty"`
 	WakersN   *profDelta `json:"wakers_n,omitempty"`
 	Intervals *ivDelta   `json:"off_cpu_intervals,omitempty"` // nil: unchanged
+	// Traces (delta file version 3): one per tracepoint the run keeps samples of, in the
+	// run's order.
+	Traces []traceDelta `json:"traces,omitempty"`
 
 	ivSums []uint64 // the writer's: the intervals' block sums once the record is written
 }
@@ -381,6 +403,7 @@ type applier struct {
 	prof   *profApplier
 	parts  [3]*profApplier // the off-CPU parts read (want has OffCPUPart), nil where the run has none
 	offCPU bool            // the off-CPU parts were read
+	traces bool            // the tracepoints' samples were read
 	ivs    bool            // and the intervals (with the samples or the code: decodeCompressed)
 	keys   bool            // the base's key entries were read
 	chunks bool
@@ -396,6 +419,7 @@ func newApplier(r *Run, want Parts) *applier {
 	a.code = want&CodeParts != 0
 	a.offCPU = want&OffCPUPart != 0
 	a.ivs = a.offCPU && want&(Samples|CodeParts) != 0
+	a.traces = want&TracesPart != 0
 	if a.offCPU {
 		for i, p := range partsOf(r) {
 			if p != nil {
@@ -536,8 +560,44 @@ func (a *applier) apply(d *deltaBody) error {
 		}
 		a.r.Code = append(a.r.Code, d.NewCode...)
 	}
+	if a.traces {
+		if err := a.applyTraces(d); err != nil {
+			return err
+		}
+	}
 	if a.offCPU {
 		return a.applyOffCPU(d)
+	}
+	return nil
+}
+
+// applyTraces adds the record's samples of each tracepoint to its ring, which keeps its
+// last Cap.
+func (a *applier) applyTraces(d *deltaBody) error {
+	ts := a.r.Traces
+	if len(d.Traces) != len(ts) {
+		return fmt.Errorf("its %d tracepoints' samples do not follow the run's %d", len(d.Traces), len(ts))
+	}
+	for i, td := range d.Traces {
+		t := &ts[i]
+		held := t.Dropped + uint64(len(t.Samples))
+		if td.Event != t.Event || td.Held != held || td.N < 0 || td.N > maxTraceCap || td.N > len(td.Data)/minTraceSampleB ||
+			td.Total < td.Held || td.Total-td.Held < uint64(td.N) {
+			return fmt.Errorf("tracepoint %d: %d samples after %d where the run has %d", td.Event, td.N, td.Held, held)
+		}
+		r := traceReader{b: td.Data}
+		added := r.samples(make([]agg.TraceSample, td.N))
+		if r.err || len(r.b) != 0 {
+			return fmt.Errorf("tracepoint %d: its samples do not fit their bytes", td.Event)
+		}
+		all := append(t.Samples, added...)
+		if len(all) > t.Cap {
+			all = append([]agg.TraceSample(nil), all[len(all)-t.Cap:]...)
+		}
+		if td.Total < uint64(len(all)) {
+			return fmt.Errorf("tracepoint %d: %d samples in all, %d kept", td.Event, td.Total, len(all))
+		}
+		t.Samples, t.Dropped = all, td.Total-uint64(len(all))
 	}
 	return nil
 }
@@ -683,9 +743,8 @@ type DeltaWriter struct {
 // NewDeltaWriter returns a writer of the run file at path (its delta file beside it).
 func NewDeltaWriter(path string) *DeltaWriter { return &DeltaWriter{path: path} }
 
-// deltaable says whether r's parts all have a delta form: all but the spans and the
-// tracepoints' samples kept with their fields.
-func deltaable(r *Run) bool { return r.Spans.Len() == 0 && r.SpansErr == nil && len(r.Traces) == 0 }
+// deltaable says whether r's parts all have a delta form: all but the spans.
+func deltaable(r *Run) bool { return r.Spans.Len() == 0 && r.SpansErr == nil }
 
 // hasOffCPU says whether r has parts that only a delta file of version 2 carries.
 func hasOffCPU(r *Run) bool {
@@ -742,15 +801,19 @@ func (w *DeltaWriter) saveBase(r *Run, final bool) error {
 		return nil
 	}
 	version := uint32(deltaVersionPlain)
-	if hasOffCPU(r) {
-		version = deltaVersion
+	switch {
+	case len(r.Traces) > 0:
+		version = deltaVersionTraces
+	case hasOffCPU(r):
+		version = deltaVersionOffCPU
 	}
 	if err := w.startFile(version); err != nil {
 		w.err = err
 		return nil // the base is whole; later saves are whole too
 	}
 	w.st = stateOf(r)
-	w.st.offCPU = version >= deltaVersion
+	w.st.offCPU = version >= deltaVersionOffCPU
+	w.st.tracesOK = version >= deltaVersionTraces
 	return nil
 }
 
@@ -837,6 +900,52 @@ type deltaState struct {
 	offCPU bool
 	parts  [3]*profState
 	ivs    ivState
+	// tracesOK says the delta file carries the tracepoints' samples (version 3); traces
+	// are the states of the run's rings.
+	tracesOK bool
+	traces   []traceState
+}
+
+// traceState is what the store holds of one tracepoint's ring of samples.
+type traceState struct {
+	event  uint32
+	cap    int
+	format uint64 // the format's hash
+	total  uint64 // the samples the ring had taken in all (kept and let go)
+}
+
+func traceStatesOf(ts []TraceEvent) []traceState {
+	out := make([]traceState, len(ts))
+	for i, t := range ts {
+		out[i] = traceState{event: t.Event, cap: t.Cap, format: bytesHash(t.Format), total: t.Dropped + uint64(len(t.Samples))}
+	}
+	return out
+}
+
+func bytesHash(b []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(b)
+	return h.Sum64()
+}
+
+// diffTraces is what the rings ts took since the states; false where they do not follow
+// them (a ring came, went, or changed its event, cap or format).
+func diffTraces(states []traceState, ts []TraceEvent) ([]traceDelta, bool) {
+	if len(ts) != len(states) {
+		return nil, false
+	}
+	var out []traceDelta
+	for i, t := range ts {
+		st := states[i]
+		total := t.Dropped + uint64(len(t.Samples))
+		if t.Event != st.event || t.Cap != st.cap || total < st.total || bytesHash(t.Format) != st.format {
+			return nil, false
+		}
+		n := int(min(total-st.total, uint64(len(t.Samples))))
+		added := t.Samples[len(t.Samples)-n:]
+		out = append(out, traceDelta{Event: t.Event, Held: st.total, Total: total, N: n, Data: appendTraceSamples(nil, added)})
+	}
+	return out, true
 }
 
 // profState is what the store holds of one profile.
@@ -958,7 +1067,7 @@ func jitHash(j []JITSource) uint64 {
 func stateOf(r *Run) *deltaState {
 	p := &r.Profile
 	s := &deltaState{meta: metaFields(fullMeta(r)), prof: profStateOf(p), keys: len(p.KeyEntry), jit: jitHash(r.JIT),
-		ivs: ivState{n: len(r.OffCPUIntervals), sums: ivBlockSums(r.OffCPUIntervals)}}
+		ivs: ivState{n: len(r.OffCPUIntervals), sums: ivBlockSums(r.OffCPUIntervals)}, traces: traceStatesOf(r.Traces)}
 	s.named = make([]bool, len(p.KeyEntry))
 	for k, e := range p.KeyEntry {
 		s.named[k] = e >= 0
@@ -1002,8 +1111,8 @@ func (s *deltaState) diff(r *Run) (*deltaBody, bool) {
 	if len(p.KeyEntry) < s.keys || len(r.Code) < len(s.code) {
 		return nil, false
 	}
-	if !s.offCPU && hasOffCPU(r) {
-		return nil, false // a delta file of version 1 does not carry them
+	if !s.offCPU && hasOffCPU(r) || !s.tracesOK && len(r.Traces) > 0 {
+		return nil, false // an older version of delta file does not carry them
 	}
 	d := &deltaBody{Keys: len(p.KeyEntry), Code: len(s.code)}
 	pd, ok := s.prof.diff(p)
@@ -1022,6 +1131,11 @@ func (s *deltaState) diff(r *Run) (*deltaBody, bool) {
 		}
 	}
 	d.Intervals, d.ivSums = s.ivs.diff(r.OffCPUIntervals)
+	if s.tracesOK {
+		if d.Traces, ok = diffTraces(s.traces, r.Traces); !ok {
+			return nil, false
+		}
+	}
 	// The meta's fields that changed.
 	now := metaFields(fullMeta(r))
 	for k, v := range now {
@@ -1175,6 +1289,9 @@ func (s *deltaState) commit(r *Run, d *deltaBody) {
 		}
 	}
 	s.ivs = ivState{n: len(r.OffCPUIntervals), sums: d.ivSums}
+	for i, td := range d.Traces {
+		s.traces[i].total = td.Total
+	}
 	s.keys = len(p.KeyEntry)
 	for len(s.named) < s.keys {
 		s.named = append(s.named, false)

@@ -196,8 +196,8 @@ func TestDeltaOffCPUCheckpointsReadBackAsTheRun(t *testing.T) {
 	if rec.w.Deltas < 8 || rec.w.Bases > 5 {
 		t.Errorf("%d deltas and %d bases written for 14 checkpoints", rec.w.Deltas, rec.w.Bases)
 	}
-	if b, err := os.ReadFile(DeltaPath("off")); err != nil || binary.LittleEndian.Uint32(b[8:]) != deltaVersion {
-		t.Errorf("the delta file of a run with off-CPU parts is not of version %d: %v", deltaVersion, err)
+	if b, err := os.ReadFile(DeltaPath("off")); err != nil || binary.LittleEndian.Uint32(b[8:]) != deltaVersionOffCPU {
+		t.Errorf("the delta file of a run with off-CPU parts is not of version %d: %v", deltaVersionOffCPU, err)
 	}
 	want := rec.checkpoint(true)
 	if _, err := os.Stat(DeltaPath("off")); !os.IsNotExist(err) {

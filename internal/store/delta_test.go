@@ -27,6 +27,9 @@ type recording struct {
 	n       uint64
 	window  int           // spilled chunks the run keeps (0: all), as a rolling window does
 	offCPU  *offRecording // nil: off-CPU time not recorded
+	// traceFormat is the format of the tracepoint whose samples the run keeps (event 0;
+	// nil: none kept).
+	traceFormat []byte
 }
 
 func newRecording(t testing.TB, id string) *recording {
@@ -86,6 +89,11 @@ func (r *recording) checkpoint(final bool) *Run {
 	if r.offCPU != nil {
 		r.offParts(run, ths)
 		run.Meta.OffCPU = &OffCPUMeta{Switches: 2 * uint64(len(r.offCPU.ivs)), Intervals: uint64(len(r.offCPU.ivs)), Wakers: true, Wakeups: uint64(len(r.offCPU.ivs))}
+	}
+	if r.traceFormat != nil {
+		for _, tr := range r.live.Traces() {
+			run.Traces = append(run.Traces, TraceEvent{Event: tr.Event, Format: r.traceFormat, Cap: tr.Cap, Dropped: tr.Dropped, Samples: tr.Samples})
+		}
 	}
 	if r.window > 0 {
 		ch := run.Profile.Series.Chunks
@@ -347,17 +355,24 @@ func TestDeltaTornTailIsDropped(t *testing.T) {
 
 // deltaFuzzBase writes a base of generation 7 of run id and a delta file of several
 // records to it into the store, and returns the delta file's bytes; with offCPU, the run
-// records off-CPU time, wakers and intervals.
-func deltaFuzzBase(t testing.TB, id string, offCPU bool) []byte {
+// records off-CPU time, wakers and intervals; with traces, it keeps a tracepoint's samples.
+func deltaFuzzBase(t testing.TB, id string, offCPU, traces bool) []byte {
 	rec := newRecording(t, id)
 	if offCPU {
 		rec.offCPU = &offRecording{off: agg.NewRun(), wakeNs: agg.NewRun(), wakeN: agg.NewRun(), late: 1}
+	}
+	if traces {
+		rec.traceFormat = []byte("name: x\nformat:\n\tfield:u64 n;\toffset:8;\tsize:8;\tsigned:0;\n")
+		rec.live.KeepTraces(0, 20)
 	}
 	rec.w.gen = 6
 	for i := range 4 {
 		rec.add(200, i*4, 6+i, 2+i)
 		if offCPU {
 			rec.addOff(100, i*3, 4+i, 2+i)
+		}
+		if traces {
+			rec.addTraced(4 + i*6)
 		}
 		rec.checkpoint(false)
 	}
@@ -369,15 +384,17 @@ func deltaFuzzBase(t testing.TB, id string, offCPU bool) []byte {
 }
 
 // FuzzDeltaFile: whatever the delta file holds, reading the run gives it or an error,
-// never a panic, within the file's bounds: the run without off-CPU parts and the run with
-// them, each read whole and as a view of its off-CPU time reads it.
+// never a panic, within the file's bounds: the run without off-CPU parts, the run with
+// them and the run that keeps a tracepoint's samples, each read whole and as a view of its
+// off-CPU time reads it.
 func FuzzDeltaFile(f *testing.F) {
 	dir := f.TempDir()
 	f.Setenv("STAX_HOME", dir)
-	good := deltaFuzzBase(f, "fuzz", false)
-	offGood := deltaFuzzBase(f, "fuzzoff", true)
+	good := deltaFuzzBase(f, "fuzz", false, false)
+	offGood := deltaFuzzBase(f, "fuzzoff", true, false)
+	trGood := deltaFuzzBase(f, "fuzztr", false, true)
 	bases := map[string][]byte{}
-	for _, id := range []string{"fuzz", "fuzzoff"} {
+	for _, id := range []string{"fuzz", "fuzzoff", "fuzztr"} {
 		b, err := os.ReadFile(Path(id))
 		if err != nil {
 			f.Fatal(err)
@@ -390,6 +407,8 @@ func FuzzDeltaFile(f *testing.F) {
 	f.Add(offGood)
 	f.Add(offGood[:len(offGood)-9])
 	f.Add(offGood[:len(offGood)/2])
+	f.Add(trGood)
+	f.Add(trGood[:len(trGood)-9])
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for id, base := range bases {
 			os.WriteFile(Path(id), base, 0o600)
@@ -422,10 +441,11 @@ func TestDeltaFuzzSeeds(t *testing.T) {
 		t.Skip("set STAX_WRITE_FUZZ_SEEDS=1 to write the seeds")
 	}
 	t.Setenv("STAX_HOME", t.TempDir())
-	good := deltaFuzzBase(t, "fuzz", false)
+	good := deltaFuzzBase(t, "fuzz", false, false)
+	tr := deltaFuzzBase(t, "fuzztr", false, true)
 	dir := filepath.Join("testdata", "fuzz", "FuzzDeltaFile")
 	os.MkdirAll(dir, 0o755)
-	for i, b := range [][]byte{good, good[:len(good)-9], good[:deltaHeaderSize+5]} {
+	for i, b := range [][]byte{good, good[:len(good)-9], good[:deltaHeaderSize+5], tr, tr[:len(tr)-9]} {
 		os.WriteFile(filepath.Join(dir, fmt.Sprint("seed", i)), fmt.Appendf(nil, "go test fuzz v1\n[]byte(%q)\n", b), 0o644)
 	}
 }

@@ -47,16 +47,24 @@ func encodeTraces(ts []TraceEvent) []byte {
 		b = binary.AppendUvarint(b, uint64(len(t.Format)))
 		b = append(b, t.Format...)
 		b = binary.AppendUvarint(b, uint64(len(t.Samples)))
-		var prev uint64
-		for _, s := range t.Samples {
-			b = binary.AppendVarint(b, int64(s.Time-prev))
-			prev = s.Time
-			b = binary.AppendUvarint(b, uint64(s.Pid))
-			b = binary.AppendUvarint(b, uint64(s.Tid))
-			b = binary.AppendUvarint(b, uint64(s.Key))
-			b = binary.AppendUvarint(b, uint64(len(s.Raw)))
-			b = append(b, s.Raw...)
-		}
+		b = appendTraceSamples(b, t.Samples)
+	}
+	return b
+}
+
+// appendTraceSamples appends the samples ss: per sample its time less the previous
+// sample's (the first's less 0; zigzag varint), pid, tid, key and raw data (a length and
+// its bytes), uvarints.
+func appendTraceSamples(b []byte, ss []agg.TraceSample) []byte {
+	var prev uint64
+	for _, s := range ss {
+		b = binary.AppendVarint(b, int64(s.Time-prev))
+		prev = s.Time
+		b = binary.AppendUvarint(b, uint64(s.Pid))
+		b = binary.AppendUvarint(b, uint64(s.Tid))
+		b = binary.AppendUvarint(b, uint64(s.Key))
+		b = binary.AppendUvarint(b, uint64(len(s.Raw)))
+		b = append(b, s.Raw...)
 	}
 	return b
 }
@@ -105,6 +113,21 @@ func (r *traceReader) bytes(n uint64) []byte {
 	return v
 }
 
+// samples reads len(ss) samples into ss (appendTraceSamples's encoding) and returns it.
+func (r *traceReader) samples(ss []agg.TraceSample) []agg.TraceSample {
+	var prev uint64
+	for i := range ss {
+		s := &ss[i]
+		s.Time = prev + uint64(r.varint())
+		prev = s.Time
+		s.Pid = uint32(r.uvarint(1<<32 - 1))
+		s.Tid = uint32(r.uvarint(1<<32 - 1))
+		s.Key = uint32(r.uvarint(1<<32 - 1))
+		s.Raw = r.bytes(r.uvarint(maxTraceRaw))
+	}
+	return ss
+}
+
 // decodeTraces reads a traces section, checking every count against the bytes left; an
 // event's samples may be fewer than its cap, and its format is parsed when read.
 func decodeTraces(b []byte) ([]TraceEvent, error) {
@@ -129,17 +152,7 @@ func decodeTraces(b []byte) ([]TraceEvent, error) {
 			return nil, fmt.Errorf("%w: event %d twice", errTraces, t.Event)
 		}
 		seen[t.Event] = true
-		t.Samples = make([]agg.TraceSample, ns)
-		var prev uint64
-		for i := range t.Samples {
-			s := &t.Samples[i]
-			s.Time = prev + uint64(r.varint())
-			prev = s.Time
-			s.Pid = uint32(r.uvarint(1<<32 - 1))
-			s.Tid = uint32(r.uvarint(1<<32 - 1))
-			s.Key = uint32(r.uvarint(1<<32 - 1))
-			s.Raw = r.bytes(r.uvarint(maxTraceRaw))
-		}
+		t.Samples = r.samples(make([]agg.TraceSample, ns))
 		if r.err {
 			return nil, fmt.Errorf("%w: event %d: cut short", errTraces, t.Event)
 		}

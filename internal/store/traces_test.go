@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -46,9 +48,8 @@ func TestTracesRoundTrip(t *testing.T) {
 	if all, err := Decode(bytes.NewReader(b.Bytes())); err != nil || !reflect.DeepEqual(all.Traces, r.Traces) {
 		t.Errorf("Decode: %v, %+v", err, all.Traces)
 	}
-	// A run with traces is saved whole: they have no delta form.
-	if deltaable(r) {
-		t.Error("a run with traces is deltaable")
+	if !deltaable(r) {
+		t.Error("a run with traces is not deltaable")
 	}
 }
 
@@ -95,4 +96,79 @@ func FuzzDecodeTraces(f *testing.F) {
 			t.Fatalf("%d samples from %d bytes", n, len(b))
 		}
 	})
+}
+
+// addTraced records n samples of tracepoint 0 over 7 stacks, each with 64 bytes of
+// fields: its number, and bytes that do not compress.
+func (r *recording) addTraced(n int) {
+	for i := range n {
+		chain := []uint64{^uint64(511), uint64(i%7+1) << 8, 7 << 8}
+		raw := binary.LittleEndian.AppendUint64(nil, r.n)
+		for x := r.n*0x9e3779b97f4a7c15 + 1; len(raw) < 64; x = x*6364136223846793005 + 1442695040888963407 {
+			raw = binary.LittleEndian.AppendUint64(raw, x)
+		}
+		r.live.AddTracedSample(0, 10, 11, 0, r.next, 0, chain, nil, raw)
+		r.next += 1e5
+		r.n++
+	}
+	if len(r.threads) == 0 {
+		r.threads = append(r.threads, agg.ThreadInfo{Tid: 11, Pid: 10, Name: "writer"})
+	}
+}
+
+// TestDeltaTracesReadBackAsTheRun: a run that keeps a tracepoint's samples has them in its
+// checkpoints' deltas (a delta file of version 3), each record the samples since the one
+// before, and reads back with the same ring: what it keeps and what it let go, also where
+// more samples came between two checkpoints than the ring holds.
+func TestDeltaTracesReadBackAsTheRun(t *testing.T) {
+	t.Setenv("STAX_HOME", t.TempDir())
+	rec := newRecording(t, "traced")
+	rec.traceFormat = []byte("name: x\nformat:\n\tfield:u64 n;\toffset:8;\tsize:8;\tsigned:0;\n")
+	const ringCap = 500
+	rec.live.KeepTraces(0, ringCap)
+	for step, n := range []int{10, 200, 0, 350, 1200, 3, 499, 501, 40} {
+		rec.addTraced(n)
+		want := rec.checkpoint(false)
+		got, err := LoadParts(Path("traced"), All)
+		if err != nil {
+			t.Fatalf("checkpoint %d: %v", step, err)
+		}
+		if !reflect.DeepEqual(got.Traces, want.Traces) {
+			g, w := got.Traces[0], want.Traces[0]
+			t.Fatalf("checkpoint %d (%d samples added): read back %d kept, %d let go; want %d, %d", step, n, len(g.Samples), g.Dropped, len(w.Samples), w.Dropped)
+		}
+		sameRun(t, fmt.Sprint("checkpoint ", step), got, want)
+		closeRun(got)
+		if w := want.Traces[0]; w.Dropped+uint64(len(w.Samples)) != rec.n || len(w.Samples) != min(int(rec.n), ringCap) {
+			t.Fatalf("checkpoint %d: the ring holds %d and let %d go of %d", step, len(w.Samples), w.Dropped, rec.n)
+		}
+	}
+	if rec.w.Deltas < 6 {
+		t.Errorf("%d deltas written for 9 checkpoints", rec.w.Deltas)
+	}
+	if b, err := os.ReadFile(DeltaPath("traced")); err != nil || binary.LittleEndian.Uint32(b[8:]) != deltaVersionTraces {
+		t.Errorf("the delta file of a run with traces is not of version %d: %v", deltaVersionTraces, err)
+	}
+	// The record of 3 samples is small beside the run written whole (its 500 samples kept
+	// with their fields, 3,000 in its series).
+	rec.addTraced(3)
+	rec.checkpoint(false) // a new base, where the deltas since the last outgrew it
+	before, bases := rec.w.Written, rec.w.Bases
+	rec.addTraced(3)
+	run := rec.checkpoint(false)
+	var whole bytes.Buffer
+	if err := Encode(&whole, run); err != nil {
+		t.Fatal(err)
+	}
+	d := rec.w.Written - before
+	t.Logf("a checkpoint of 3 samples wrote %d bytes; the run whole is %d", d, whole.Len())
+	if rec.w.Bases != bases || d*10 > int64(whole.Len()) {
+		t.Errorf("a checkpoint of 3 samples wrote %d bytes (a base: %v); the run whole is %d", d, rec.w.Bases != bases, whole.Len())
+	}
+	want := rec.checkpoint(true)
+	got, err := LoadParts(Path("traced"), All)
+	if err != nil || !reflect.DeepEqual(got.Traces, want.Traces) {
+		t.Fatalf("final: %v", err)
+	}
+	closeRun(got)
 }
