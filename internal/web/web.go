@@ -372,7 +372,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /app.js", s.asset("assets/app.js", "text/javascript; charset=utf-8"))
 	mux.HandleFunc("GET /app.css", s.asset("assets/app.css", "text/css; charset=utf-8"))
 	// The views beside app.js, each in a file of its own (loaded before it).
-	for _, name := range []string{"subtree.js", "colours.js", "stackchart.js", "sandwich.js", "calltree.js"} {
+	for _, name := range []string{"subtree.js", "colours.js", "stackchart.js", "sandwich.js", "calltree.js", "samples.js"} {
 		mux.HandleFunc("GET /"+name, s.asset("assets/"+name, "text/javascript; charset=utf-8"))
 	}
 	mux.HandleFunc("GET /views.css", s.asset("assets/views.css", "text/css; charset=utf-8"))
