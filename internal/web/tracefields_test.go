@@ -15,6 +15,7 @@ import (
 
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/query"
+	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/testutil/browser"
 )
 
@@ -189,6 +190,22 @@ func TestSamplesPanel(t *testing.T) {
 		return strings.Contains(got, "event cpu-clock keeps no fields") && strings.Contains(got, writeEvent+", test:mixed") && !strings.Contains(got, "kworker"), got
 	})
 	seen(t, ctx, "the panel's reason", "#samples-table tbody td")
+	noErrors(t, ctx)
+
+	// A run of the tracepoint alone, of more samples than the panel lists: the newest 200
+	// of the 250 writes (of 0 to 249 bytes), and the line says so.
+	format := run.Traces[0].Format
+	many := tracedRun(t, "many", []store.Event{{Name: writeEvent, Period: 1, Samples: 250, Count: 250}}, map[uint32][]byte{0: format},
+		tracedWork{work: work{101, []string{"main", "writes"}, 250}, raw: func(i int) []byte { return writeData(3, 0x1000, uint64(i)) }})
+	ctx = open(t, bctx, serve(t, many, ""), "")
+	samplesSay(t, ctx, "200 of 250")
+	rows = sampleRows(t, ctx)
+	if len(rows) != 200 || !strings.HasSuffix(rows[0], "|249") || !strings.HasSuffix(rows[199], "|50") {
+		t.Errorf("%d rows, from %q to %q", len(rows), rows[0], rows[len(rows)-1])
+	}
+	if got := text(ctx, "#samples-title"); !strings.Contains(got, "200 of 250 samples in this view, the newest 200 listed newest first") {
+		t.Errorf("the line of a run of more samples than listed: %q", got)
+	}
 	noErrors(t, ctx)
 
 	// A run without tracepoints has no samples panel.

@@ -132,7 +132,7 @@ function drawSamples() {
   $("#samples-box").classList.remove("empty");
   $("#samples-hint").hidden = false;
   const n = rows.length;
-  title.innerHTML = `<span id="samples-count">${n === a.matched ? `all ${commas(n)}` : `${commas(n)} of ${commas(a.matched)}`}</span> ${a.matched === 1 ? "sample" : "samples"} in this view${n < a.matched ? ", the newest" : ""}, newest first · ${esc(kept)}` +
+  title.innerHTML = `<span id="samples-count">${n === a.matched ? `all ${commas(n)}` : `${commas(n)} of ${commas(a.matched)}`}</span> ${a.matched === 1 ? "sample" : "samples"} in this view, ${n < a.matched ? `the newest ${commas(n)} listed` : "listed"} newest first · ${esc(kept)}` +
     (fields.length ? "" : " · this tracepoint has no fields but the common ones");
   const cols = ["Time (s)", "Thread", "Function", ...fields.map((f) => f.name)];
   const titles = ["seconds since the run's start", "thread name and id (the process id in the tooltip)", "the function the sample was taken in: the leaf of its stack", ...fields.map((f) => `${f.name}: ${f.type}`)];
