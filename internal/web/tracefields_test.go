@@ -194,7 +194,12 @@ func TestSamplesPanel(t *testing.T) {
 
 	// A run of the tracepoint alone, of more samples than the panel lists: the newest 200
 	// of the 250 writes (of 0 to 249 bytes), and the line says so.
-	format := run.Traces[0].Format
+	var format []byte
+	for _, tr := range run.Traces {
+		if tr.Event == 1 {
+			format = tr.Format
+		}
+	}
 	many := tracedRun(t, "many", []store.Event{{Name: writeEvent, Period: 1, Samples: 250, Count: 250}}, map[uint32][]byte{0: format},
 		tracedWork{work: work{101, []string{"main", "writes"}, 250}, raw: func(i int) []byte { return writeData(3, 0x1000, uint64(i)) }})
 	ctx = open(t, bctx, serve(t, many, ""), "")

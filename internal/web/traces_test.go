@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,7 +72,7 @@ func mixedRaw(int) []byte {
 func tracedRun(t testing.TB, id string, events []store.Event, formats map[uint32][]byte, ws ...tracedWork) *store.Run {
 	t.Helper()
 	r := agg.NewRun()
-	for ev := range formats {
+	for _, ev := range slices.Sorted(maps.Keys(formats)) {
 		r.KeepTraces(ev, agg.DefaultTraceSamples)
 	}
 	var nm names
