@@ -34,7 +34,7 @@ bench:
 
 # Refresh the web UI's screenshots in docs/ from the browser tests.
 screenshots:
-	STAX_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run 'TestWebShowsToyJIT|TestWebTimelineSelectsAPhase|TestWebLinkDrawsWhatFlameSays|TestWebDiffColoursGrowth' ./internal/e2e
+	STAX_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run 'TestWebShowsToyJIT|TestWebTimelineSelectsAPhase|TestWebLinkDrawsWhatFlameSays|TestWebDiffColoursGrowth|TestWebTracepointFields' ./internal/e2e
 
 clean:
 	rm -rf $(BIN)

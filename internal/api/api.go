@@ -86,6 +86,9 @@ type Status struct {
 	// Events are the events the run sampled, with their samples and counts (Meta.Events;
 	// absent for a run recorded before stax listed them).
 	Events []EventCount `json:"events,omitempty"`
+	// Traces are the tracepoint events whose samples the run keeps with their fields (stax
+	// samples lists them), with those fields; absent: none, or a run read without them.
+	Traces []TraceEvent `json:"traces,omitempty"`
 	// Incomplete: the run's final save failed (state incomplete); what the store holds.
 	Incomplete *Incomplete `json:"incomplete,omitempty"`
 	// SamplesDamage: what the run lost to a damaged samples file (views over time show the

@@ -2,18 +2,27 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"net/url"
+	"slices"
+
+	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/tracefmt"
 )
 
 // SamplesRequest asks /v1/samples (stax samples): the samples of a tracepoint event kept
-// with their fields, the most recent N of those in the window (and of process Pid).
+// with their fields, the most recent N of those in the window (and of process Pid, of
+// thread Tid). Transform rewrites their stacks as it does a view's: the samples it drops
+// (focus, ignore) are not selected.
 type SamplesRequest struct {
-	Event  string `param:"event" required:"give a tracepoint event the run sampled (--event SYS:NAME)"`
-	N      int    `param:"n" default:"100"` // 0: all those kept
-	Pid    uint32 `param:"pid" what:"a process id"`
-	Window WindowParams
+	Event     string `param:"event" required:"give a tracepoint event the run sampled (--event SYS:NAME)"`
+	N         int    `param:"n" default:"100"` // 0: all those kept
+	Pid       uint32 `param:"pid" what:"a process id"`
+	Tid       uint32 `param:"tid" what:"a thread id"`
+	Window    WindowParams
+	Transform Transform
 }
 
 func (SamplesRequest) Path() string                 { return "/v1/samples" }
@@ -122,4 +131,51 @@ func (f *FieldValues) UnmarshalJSON(data []byte) error {
 	}
 	_, err = dec.Token()
 	return err
+}
+
+// TraceEvent is a tracepoint event whose samples a run keeps with their fields (stax
+// record -e SYS:NAME): how many it keeps (at most Cap), how many older ones it let go, and
+// the fields each sample has (those of the tracepoint's format, less the common ones).
+type TraceEvent struct {
+	Event   string       `json:"event"`
+	Kept    int          `json:"kept"`
+	Cap     int          `json:"cap"`
+	Dropped uint64       `json:"dropped,omitempty"`
+	Fields  []TraceField `json:"fields"`
+}
+
+// TraceField is one field of a tracepoint: its name, its type as the format declares it
+// ("size_t", "const char *", "__data_loc char[]"), and how its values are written: "int"
+// (a number: top and flame --weight take it), "string" or "list" (of numbers).
+type TraceField struct {
+	Name   string `json:"name"`
+	Type   string `json:"type"`
+	Kind   string `json:"kind"`
+	Signed bool   `json:"signed,omitempty"`
+}
+
+// TraceEvents are the tracepoint events whose samples run keeps with their fields, in the
+// order of its events; nil when it keeps none. An event whose format cannot be read is
+// listed without fields.
+func TraceEvents(run *store.Run) []TraceEvent {
+	traces := slices.Clone(run.Traces)
+	slices.SortStableFunc(traces, func(a, b store.TraceEvent) int { return cmp.Compare(a.Event, b.Event) })
+	var out []TraceEvent
+	for _, t := range traces {
+		if int(t.Event) >= len(run.Meta.Events) {
+			continue
+		}
+		ev := TraceEvent{Event: run.Meta.Events[t.Event].Name, Kept: len(t.Samples), Cap: t.Cap, Dropped: t.Dropped, Fields: []TraceField{}}
+		if f, err := tracefmt.Parse(t.Format); err == nil {
+			for _, fl := range f.Fields {
+				if fl.Common() {
+					continue
+				}
+				kind := map[tracefmt.Kind]string{tracefmt.Int: "int", tracefmt.String: "string", tracefmt.List: "list"}[fl.Kind]
+				ev.Fields = append(ev.Fields, TraceField{Name: fl.Name, Type: fl.Type, Kind: kind, Signed: fl.Signed})
+			}
+		}
+		out = append(out, ev)
+	}
+	return out
 }

@@ -10,7 +10,7 @@ import (
 func StatusOf(run *store.Run) Status {
 	meta := run.Meta
 	meta.Summary, meta.JITSources = nil, nil // the status's own fields hold them
-	st := Status{Schema: Schema, State: StateOf(run.Meta), Meta: RunMetaOf(meta), JIT: JITSources(run.JIT), Events: EventCounts(run.Meta.Events)}
+	st := Status{Schema: Schema, State: StateOf(run.Meta), Meta: RunMetaOf(meta), JIT: JITSources(run.JIT), Events: EventCounts(run.Meta.Events), Traces: TraceEvents(run)}
 	if st.JIT == nil {
 		st.JIT = JITSources(run.Meta.JITSources)
 	}

@@ -15,7 +15,7 @@ import (
 func samplesCmd(g *globals) *cobra.Command {
 	var rf runFlags
 	var n int
-	var pid uint32
+	var pid, tid uint32
 	c := &cobra.Command{
 		Use:   "samples",
 		Short: "List a tracepoint's samples with their fields, as perf script does",
@@ -24,7 +24,7 @@ each sample's time (seconds since the run's start), thread, the function it was 
 (the leaf of its stack) and the tracepoint's fields as name=value, oldest first. A run
 keeps the fields of each tracepoint's most recent 100,000 samples; the header says how
 many it let go. -n gives the last N of those selected (0: all); --from and --to select
-by time, --pid by process. --json gives each sample's time_ns (CLOCK_MONOTONIC), pid,
+by time, --pid by process, --tid by thread. --json gives each sample's time_ns (CLOCK_MONOTONIC), pid,
 tid, func, stack (functions, leaf first) and fields (an object).`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -38,7 +38,7 @@ tid, func, stack (functions, leaf first) and fields (an object).`,
 			if err != nil {
 				return err
 			}
-			req := api.SamplesRequest{Event: rf.event, N: n, Pid: pid, Window: rf.apiWindow()}
+			req := api.SamplesRequest{Event: rf.event, N: n, Pid: pid, Tid: tid, Window: rf.apiWindow()}
 			res, err := askFor(context.Background(), g, r, req, store.Samples|store.TracesPart, query.AnswerSamples)
 			if err != nil {
 				return err
@@ -83,5 +83,6 @@ tid, func, stack (functions, leaf first) and fields (an object).`,
 	c.Flags().StringVar(&rf.event, "event", "", "the tracepoint event, `SYS:NAME` as recorded with -e")
 	c.Flags().IntVarP(&n, "n", "n", 100, "how many samples to show, the last of those selected (0: all)")
 	c.Flags().Uint32Var(&pid, "pid", 0, "only the samples of process `PID`")
+	c.Flags().Uint32Var(&tid, "tid", 0, "only the samples of thread `TID`")
 	return c
 }

@@ -45,9 +45,30 @@ func AnswerSamples(run *store.Run, r api.SamplesRequest) (api.Samples, error) {
 			return api.Samples{}, err
 		}
 	}
+	// The stacks, rewritten by the transform (KeyEntry follows the entries; -1: dropped).
+	p := &run.Profile
+	if !r.Transform.IsZero() {
+		tp, _, err := ApplyTransform(run, r.Transform)
+		if err != nil {
+			return api.Samples{}, err
+		}
+		p = &tp.Profile
+	}
+	entry := func(key uint32) int32 {
+		if int(key) >= len(p.KeyEntry) {
+			return -1
+		}
+		if e := p.KeyEntry[key]; e >= 0 && int(e) < len(p.Entries) && int(p.Entries[e].Stack) < len(p.Stacks) {
+			return e
+		}
+		return -1
+	}
 	var picked []int
 	for k, s := range tr.Samples {
-		if s.Time < from || s.Time >= to || r.Pid != 0 && s.Pid != r.Pid {
+		if s.Time < from || s.Time >= to || r.Pid != 0 && s.Pid != r.Pid || r.Tid != 0 && s.Tid != r.Tid {
+			continue
+		}
+		if !r.Transform.IsZero() && entry(s.Key) < 0 {
 			continue
 		}
 		picked = append(picked, k)
@@ -56,7 +77,6 @@ func AnswerSamples(run *store.Run, r api.SamplesRequest) (api.Samples, error) {
 	if r.N > 0 && len(picked) > r.N {
 		picked = picked[len(picked)-r.N:]
 	}
-	p := &run.Profile
 	names := make(map[uint32]string, len(p.Threads))
 	for _, t := range p.Threads {
 		names[t.Tid] = t.Name
@@ -66,13 +86,11 @@ func AnswerSamples(run *store.Run, r api.SamplesRequest) (api.Samples, error) {
 	for _, k := range picked {
 		s := tr.Samples[k]
 		ts := api.TraceSample{TimeNs: s.Time, Pid: s.Pid, Tid: s.Tid, Comm: names[s.Tid], Stack: []string{}, Fields: api.FieldValues{}}
-		if int(s.Key) < len(p.KeyEntry) {
-			if e := p.KeyEntry[s.Key]; e >= 0 && int(e) < len(p.Entries) && int(p.Entries[e].Stack) < len(p.Stacks) {
-				frames = p.AppendFrames(frames[:0], p.Entries[e].Stack)
-				for _, f := range frames {
-					if int(f) < len(p.Frames) {
-						ts.Stack = append(ts.Stack, p.Frames[f].Func)
-					}
+		if e := entry(s.Key); e >= 0 {
+			frames = p.AppendFrames(frames[:0], p.Entries[e].Stack)
+			for _, f := range frames {
+				if int(f) < len(p.Frames) {
+					ts.Stack = append(ts.Stack, p.Frames[f].Func)
 				}
 			}
 		}

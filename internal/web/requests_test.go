@@ -52,6 +52,7 @@ func TestProxyPassesEveryParameter(t *testing.T) {
 		"top": &api.TopRequest{}, "flame": &api.FlameRequest{}, "callers": &api.CallersRequest{}, "callees": &api.CallersRequest{Callees: true},
 		"threads": &api.ThreadsRequest{}, "timeline": &api.TimelineRequest{}, "thread_states": &api.TimelineRequest{States: true},
 		"wakers": &api.WakersRequest{}, "annotate": &api.AnnotateRequest{}, "stack_chart": &api.StackChartRequest{},
+		"samples": &api.SamplesRequest{},
 	} {
 		q := url.Values{}
 		for _, name := range api.ParamNames(req) {

@@ -372,7 +372,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /app.js", s.asset("assets/app.js", "text/javascript; charset=utf-8"))
 	mux.HandleFunc("GET /app.css", s.asset("assets/app.css", "text/css; charset=utf-8"))
 	// The views beside app.js, each in a file of its own (loaded before it).
-	for _, name := range []string{"subtree.js", "colours.js", "stackchart.js", "sandwich.js", "calltree.js"} {
+	for _, name := range []string{"subtree.js", "colours.js", "stackchart.js", "sandwich.js", "calltree.js", "samples.js"} {
 		mux.HandleFunc("GET /"+name, s.asset("assets/"+name, "text/javascript; charset=utf-8"))
 	}
 	mux.HandleFunc("GET /views.css", s.asset("assets/views.css", "text/css; charset=utf-8"))
@@ -389,6 +389,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/callees", s.proxy(func() api.Request { return &api.CallersRequest{Callees: true} }, map[string]string{"n": "12", "functions": "4"}))
 	mux.HandleFunc("GET /api/annotate", s.annotate)
 	mux.HandleFunc("GET /api/stack_chart", s.proxy(func() api.Request { return &api.StackChartRequest{} }, nil))
+	mux.HandleFunc("GET /api/samples", s.samples)
 	return mux
 }
 
@@ -463,6 +464,95 @@ func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
 		Diff        *Diff  `json:"diff"`
 		BaseSamples uint64 `json:"base_samples"`
 	}{fl, s.diff, base.samples})
+}
+
+// samplesShown is how many of a tracepoint's samples the page lists unless it asks for
+// another number: the newest of those its view selects.
+const samplesShown = "200"
+
+// pageSample is a tracepoint's sample as the page lists it: T is its time in seconds
+// from the run's start (JavaScript's numbers do not hold every time_ns), and its fields'
+// integers beyond 2^53 are strings of their digits (exactNumbers).
+type pageSample struct {
+	api.TraceSample
+	T float64 `json:"t"`
+}
+
+// samples answers a tracepoint's samples with their fields (/v1/samples), for the page's
+// samples panel.
+func (s *Server) samples(w http.ResponseWriter, r *http.Request) {
+	var req api.SamplesRequest
+	if err := pageRequest(r, &req, map[string]string{"n": samplesShown}); err != nil {
+		writeJSON(w, http.StatusBadRequest, api.Error{Error: err.Error()})
+		return
+	}
+	body, code := s.get(r.Context(), req.Path(), req.Encode())
+	if code != http.StatusOK {
+		writeRaw(w, code, body)
+		return
+	}
+	var res api.Samples
+	if err := json.Unmarshal(body, &res); err != nil {
+		writeJSON(w, http.StatusBadGateway, api.Error{Error: fmt.Sprintf("samples unreadable: %v", err)})
+		return
+	}
+	out := make([]pageSample, len(res.Samples))
+	for i, ts := range res.Samples {
+		for j := range ts.Fields {
+			ts.Fields[j].Value = exactNumbers(ts.Fields[j].Value)
+		}
+		out[i] = pageSample{TraceSample: ts}
+		if ts.TimeNs >= res.StartNs {
+			out[i].T = float64(ts.TimeNs-res.StartNs) / 1e9
+		}
+	}
+	res.Samples = nil
+	writeJSON(w, http.StatusOK, struct {
+		api.Samples
+		Rows []pageSample `json:"samples"` // over the embedded answer's
+	}{res, out})
+}
+
+// exactNumbers is a field's value (JSON: a number, a string, a list of numbers) with
+// each integer that a JavaScript number would not hold exactly (beyond 2^53) written as a
+// string of its digits: a pointer's value stays exact on the page.
+func exactNumbers(v json.RawMessage) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	var x any
+	if dec.Decode(&x) != nil {
+		return v
+	}
+	changed := false
+	big := func(n json.Number) bool {
+		const most = 1 << 53
+		if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+			return i > most || i < -most
+		}
+		_, err := strconv.ParseUint(string(n), 10, 64)
+		return err == nil
+	}
+	fix := func(x any) any {
+		if n, ok := x.(json.Number); ok && big(n) {
+			changed = true
+			return string(n)
+		}
+		return x
+	}
+	x = fix(x)
+	if l, ok := x.([]any); ok {
+		for i := range l {
+			l[i] = fix(l[i])
+		}
+	}
+	if !changed {
+		return v
+	}
+	b, err := json.Marshal(x)
+	if err != nil {
+		return v
+	}
+	return b
 }
 
 // Change is a row of the diff's table: a function's share of the samples in which it
@@ -555,20 +645,28 @@ func (s *Server) baseFlame(req api.FlameRequest, inverted bool, depth int) (base
 		// Process names carry over to another run; thread and process ids do not.
 		o.Processes.Comm = req.Processes.Comm
 	}
-	key := fmt.Sprintf("%+v %q", o, req.Event)
+	key := fmt.Sprintf("%+v %q %q", o, req.Event, req.Weight)
 	s.baseMu.Lock()
 	defer s.baseMu.Unlock()
 	if t, ok := s.baseTrees[key]; ok {
 		return t, nil
 	}
 	run := s.baseRun
-	if o.OffCPU || o.Wall || o.Runnable {
+	if o.OffCPU || o.Wall || o.Runnable || req.Weight != "" {
 		run, o.Window = s.baseWhole, s.baseWin
 	}
 	// The base counts the same event as the run (a base that did not sample it says so).
 	run, _, err := query.EventView(run, req.Event)
 	if err != nil {
 		return baseTree{}, fmt.Errorf("the base: %w", err)
+	}
+	if req.Weight != "" {
+		// Weighed by a tracepoint's field as the run is: its samples kept with their fields,
+		// cut to the base's window by their times.
+		if run, _, err = query.WeightView(run, req.Event, req.Weight, o.Window); err != nil {
+			return baseTree{}, fmt.Errorf("the base: %w", err)
+		}
+		o.Window = query.Window{}
 	}
 	res, err := query.Flame(run, o)
 	if err != nil {
@@ -694,6 +792,10 @@ type Summary struct {
 	// Events are the events the run sampled (stax record -e), with their samples: the
 	// page offers a choice where there are several. Absent: a run that lists none.
 	Events []api.EventCount `json:"events,omitempty"`
+	// Traces are the tracepoint events whose samples the run keeps with their fields, and
+	// those fields: the page's samples panel lists them, and its "weigh by" offers the
+	// numeric ones. Absent: none.
+	Traces []api.TraceEvent `json:"traces,omitempty"`
 }
 
 // Diff describes the base of a diff.
@@ -733,7 +835,7 @@ func (s *Server) summary(ctx context.Context) ([]byte, int) {
 		Samples: st.Meta.Samples, Lost: st.Meta.Lost, ElapsedSec: st.ElapsedSec, Threads: st.Threads,
 		DistinctStacks: st.DistinctStacks, JITSources: len(st.JIT), JITFunctions: jitFuncs, JITSamples: st.JITSamples, JITUnnamed: st.JITUnnamed,
 		UnknownSamples: st.UnknownSamples, Unresolved: st.Meta.Unresolved, Diff: s.diff,
-		UnknownHint: api.SymbolsHint(st.Unsymbolized, st.Meta.Samples), Events: st.Meta.Events})
+		UnknownHint: api.SymbolsHint(st.Unsymbolized, st.Meta.Samples), Events: st.Meta.Events, Traces: st.Traces})
 	s.statusVal, s.statusAt = b, time.Now()
 	return b, http.StatusOK
 }

@@ -10,6 +10,9 @@
 //                            write_dev_null writes N times to /dev/null, SIZE bytes the
 //                            first time and a byte more each time after; with wait it then
 //                            prints "ready" and reads a line before it exits
+//   events bigsmall N        big_writes writes 3000 bytes N times to /dev/null, then
+//                            small_writes 1000 bytes N times: as many writes, a third of
+//                            the bytes
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -78,6 +81,16 @@ __attribute__((noinline)) void write_dev_null(long n, long size) {
 	free(buf);
 }
 
+__attribute__((noinline)) void writes_of(int fd, const char *buf, long n, size_t size) {
+	for (long i = 0; i < n; i++)
+		if (write(fd, buf, size) != (ssize_t)size)
+			exit(1);
+}
+
+__attribute__((noinline)) void big_writes(int fd, const char *buf, long n) { writes_of(fd, buf, n, 3000); }
+
+__attribute__((noinline)) void small_writes(int fd, const char *buf, long n) { writes_of(fd, buf, n, 1000); }
+
 static void wait_line(void) {
 	printf("ready\n");
 	fflush(stdout);
@@ -91,6 +104,18 @@ int main(int argc, char **argv) {
 		write_dev_null(atol(argv[2]), atol(argv[3]));
 		if (argc >= 5 && strcmp(argv[4], "wait") == 0)
 			wait_line();
+		return 0;
+	}
+	if (argc >= 3 && strcmp(argv[1], "bigsmall") == 0) {
+		static char buf[3000];
+		int fd = open("/dev/null", O_WRONLY);
+		if (fd < 0) {
+			perror("/dev/null");
+			return 1;
+		}
+		big_writes(fd, buf, atol(argv[2]));
+		small_writes(fd, buf, atol(argv[2]));
+		close(fd);
 		return 0;
 	}
 	if (argc >= 4 && strcmp(argv[1], "faults") == 0) {
@@ -115,6 +140,6 @@ int main(int argc, char **argv) {
 		pthread_join(t, 0);
 		return 0;
 	}
-	fprintf(stderr, "usage: events faults PAGES MS [wait] | events yield N | events writes N SIZE [wait]\n");
+	fprintf(stderr, "usage: events faults PAGES MS [wait] | events yield N | events writes N SIZE [wait] | events bigsmall N\n");
 	return 2;
 }

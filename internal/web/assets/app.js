@@ -35,6 +35,7 @@ const view = {
   colour: "", // "func": colour by function (colours.js)
   event: "", // the event every panel counts, of a run that sampled several; "": the first
   weigh: "", // a counter read with each sample (stax record --counters) the flame graph's widths and the top table's order weigh; "": samples
+  weight: "", // a tracepoint's numeric field whose sums they weigh instead (the API's weight; samples.js); "": none
 };
 
 const state = {
@@ -129,6 +130,7 @@ function readURL() {
   view.colour = u.get("colour") === "func" ? "func" : "";
   view.event = u.get("event") || "";
   view.weigh = u.get("weigh") || "";
+  view.weight = view.weigh ? "" : u.get("weight") || "";
   // The timeline's zoom (stackchart.js): what part of the run it and the stack chart show.
   const tlFrom = Number(u.get("tl_from")), tlTo = Number(u.get("tl_to"));
   const zoomed = u.has("tl_from") && u.has("tl_to") && tlFrom >= 0 && tlTo > tlFrom;
@@ -170,6 +172,7 @@ function writeURL(push) {
   if (view.colour) u.set("colour", view.colour);
   if (view.event) u.set("event", view.event);
   if (view.weigh) u.set("weigh", view.weigh);
+  if (view.weight) u.set("weight", view.weight);
   if (tlZoom.from !== null) {
     // To the microsecond: a zoom can be narrower than a millisecond.
     const us = (x) => String(Math.round(x * 1e6) / 1e6);
@@ -207,6 +210,8 @@ const PARAMS = {
   wall: () => (view.mode === "wall" ? "1" : null),
   // The event counted (stax record -e A,B): every panel asks for the one chosen.
   event: () => view.event || null,
+  // A tracepoint's field whose sums weigh the views that take it (flame and top; samples.js).
+  weight: () => weightField() || null,
   // The panel's own, from its options: the timeline's size, the wakers' stacks.
   threads: (o) => o.threads ?? null,
   buckets: (o) => o.buckets ?? null,
@@ -231,8 +236,9 @@ function query({ window = true, inverted = true, only = null, ...panel } = {}, e
 
 // amount is a flame graph's weight as the mode counts it: samples, or milliseconds.
 const amount = (v) => (view.mode === "cpu" ? commas(v) : `${commas(Math.round(v / 1e6))} ms`);
-// amountUnit is amount with its unit always said: "12 samples", "12 ms".
-const amountUnit = (v) => (view.mode === "cpu" ? `${commas(v)} ${v === 1 ? "sample" : "samples"}` : amount(v));
+// amountUnit is amount with its unit always said: "12 samples", "12 ms", or weighed by a
+// tracepoint's field, "12 count".
+const amountUnit = (v) => (weightField() ? `${commas(v)} ${weightField()}` : view.mode === "cpu" ? `${commas(v)} ${v === 1 ? "sample" : "samples"}` : amount(v));
 
 // ---- counters read with each sample (stax record --counters) ----
 
@@ -274,24 +280,42 @@ function counterLines(f) {
   return out;
 }
 
-// drawWeigh offers samples and each counter the view's answer carries, for the flame
-// graph's widths and the top table's order; only where there are counters.
+// drawWeigh offers samples, each counter the view's answer carries and, in the CPU mode,
+// each numeric field of the view's event where it is a tracepoint (samples.js), for the
+// flame graph's widths and the top table's order; only where there is one of those. A
+// field's value is "field:NAME". Beside the graph's and the table's headings, a tag says
+// what they weigh.
 function drawWeigh() {
   const names = counterNames();
+  const fields = view.mode === "cpu" ? numericFields() : [];
   const label = $("#weigh-label");
-  label.hidden = names.length === 0;
+  label.hidden = names.length === 0 && fields.length === 0;
+  const what = weightField() ? `weighed by ${weightField()}` : weighIndex() >= 0 ? `weighed by ${view.weigh}` : "";
+  for (const sel of ["#flame-weight", "#top-weight"]) {
+    const tag = $(sel);
+    if (tag.textContent !== what) tag.textContent = what;
+    tag.hidden = !what;
+    tag.title = weightField() ? `each function weighs the sum of ${weightField()} over its samples of ${eventName()} kept with their fields` : what ? `each function weighs what ${view.weigh} counted in its samples` : "";
+  }
   if (label.hidden) return;
   const opts = ['<option value="">samples</option>', ...names.map((n) => `<option value="${esc(n)}">${esc(n)}</option>`)];
+  if (fields.length) opts.push(`<optgroup label="${esc(eventName())}: sum of the field">${fields.map((f) => `<option value="field:${esc(f)}">${esc(f)}</option>`).join("")}</optgroup>`);
   const sel = $("#weigh");
   const html = opts.join("");
   if (sel.innerHTML !== html) sel.innerHTML = html;
-  sel.value = weighIndex() >= 0 ? view.weigh : "";
+  sel.value = weightField() ? `field:${weightField()}` : weighIndex() >= 0 ? view.weigh : "";
 }
 
-// setWeigh weighs the flame graph and sorts the top table by counter name ("": samples).
+// setWeigh weighs the flame graph and sorts the top table by counter name, or by a
+// tracepoint's field ("field:NAME"); "": samples.
 function setWeigh(name) {
-  if (name === view.weigh) return;
-  change("weigh", () => (view.weigh = name));
+  const field = name.startsWith("field:") ? name.slice(6) : "";
+  const counter = field ? "" : name;
+  if (counter === view.weigh && field === view.weight) return;
+  change("weigh", () => {
+    view.weigh = counter;
+    view.weight = field;
+  });
 }
 
 // ---- status strip ----
@@ -350,6 +374,8 @@ function setupEvents() {
       const evs = (state.summary && state.summary.events) || [];
       // The first event is the default: a link names only another.
       view.event = evs.length && e.target.value === evs[0].name ? "" : e.target.value;
+      // A field weighs the event that has it.
+      if (view.weight && !numericFields().includes(view.weight)) view.weight = "";
       view.zoom = [];
       view.sel = null;
       state.top = null;
@@ -705,6 +731,11 @@ function drawFlameNote() {
     }
   }
   if (fl && fl.diff_error) notes.push(`not coloured by change: ${fl.diff_error}`);
+  if (fl && fl.root && view.weight && view.mode === "cpu" && !weightField()) notes.push(`weighed by samples: event ${eventName()} has no numeric field ${view.weight}`);
+  if (fl && fl.root && fl.weight) {
+    const w = fl.weight;
+    notes.push(`weighed by ${w.field} of ${eventName()}: each frame as wide as the sum of ${w.field} over its samples kept with their fields (${commas(w.sum)} over ${commas(w.samples)} ${w.samples === 1 ? "sample" : "samples"} in this view${w.dropped ? `; ${commas(w.dropped)} older ones let go are not counted` : ""}${w.skipped ? `; ${commas(w.skipped)} unreadable or negative, counted as 0` : ""})`);
+  }
   if (fl && fl.root && view.weigh) {
     if (weighIndex() >= 0) {
       notes.push(`weighed by ${view.weigh}: each frame as wide as what ${view.weigh} counted in the samples under it; the frames are those of the samples' tree (pruned by samples)`);
@@ -954,7 +985,7 @@ function drawSearchResult() {
     return;
   }
   // In the time modes the counts are nanoseconds: said in milliseconds, as the graph's.
-  const of = view.mode === "cpu" ? `${commas(c.matched)} of ${commas(c.samples)} samples` : `${amount(c.matched)} of ${amount(c.samples)}`;
+  const of = view.mode === "cpu" ? `${commas(c.matched)} of ${amountUnit(c.samples)}` : `${amount(c.matched)} of ${amount(c.samples)}`;
   el.textContent = `${frames} · ${of} (${pct(c.matched, c.samples)})`;
 }
 
@@ -1298,7 +1329,8 @@ function drawFrameInfo() {
     if (t && view.mode === "off_cpu") split = `, of which runnable ${amount(t.runnable_ns)}`;
     if (t && view.mode === "wall") split = `: on CPU ${amount(t.on_cpu_ns || 0)}, off CPU ${amount(t.off_cpu_ns)}, of which runnable ${amount(t.runnable_ns)}`;
     const counted = counterLines(f).map((l) => ` · <span class="counter">${esc(l)}</span>`).join("");
-    info.innerHTML = `<b>all ${view.mode === "cpu" ? "samples" : view.mode === "wall" ? "time on and off CPU" : "time off CPU"}</b> · ${amount(n.total)}${split}${counted}`;
+    const all = weightField() ? `samples, weighed by ${weightField()}` : view.mode === "cpu" ? "samples" : view.mode === "wall" ? "time on and off CPU" : "time off CPU";
+    info.innerHTML = `<b>all ${all}</b> · ${amount(n.total)}${split}${counted}`;
     return;
   }
   let change = "";
@@ -1900,6 +1932,9 @@ async function refresh({ live = false, what = "", t0 = 0 } = {}) {
       }
       drawWakers();
     }
+    // A tracepoint's samples with their fields (samples.js).
+    bytes += await loadSamples(need, signal);
+    if (signal.aborted) return;
     if (view.code && (live || what)) await loadFunc();
     if (live) {
       perf.updates++;
@@ -1969,6 +2004,7 @@ async function main() {
   setupCalls();
   setupChanges();
   setupEvents();
+  setupSamples();
   drawControls();
   $("#func-version").addEventListener("change", (e) => showFunc(view.code, Number(e.target.value)));
   window.addEventListener("resize", () => {

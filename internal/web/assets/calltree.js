@@ -47,7 +47,7 @@ function drawCallTree() {
   const body = $("#calltree tbody");
   const flame = state.flame;
   const root = flame && flame.root;
-  $("#calltree-unit").textContent = view.mode === "cpu" ? "samples" : "ms";
+  $("#calltree-unit").textContent = weightField() ? `${weightField()}: its sum over the samples` : view.mode === "cpu" ? "samples" : "ms";
   const names = drawCallTreeHeads();
   const span = 3 + names.length;
   const counterCells = (n) =>
