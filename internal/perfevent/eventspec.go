@@ -31,7 +31,8 @@ const (
 
 // EventSpec is one event stax record samples (-e), as perf names it: a software event,
 // a hardware event, a hardware cache event, a raw event (rXXXX), an event of a PMU in
-// sysfs (pmu/event=..,umask=../) or a tracepoint (sys:name).
+// sysfs (pmu/event=..,umask=../), a tracepoint (sys:name) or a probe (kprobe:FUNC,
+// uprobe:PATH:SYMBOL, ...).
 type EventSpec struct {
 	// Name is the event as the user wrote it, made canonical for the named events
 	// ("cs" is "context-switches"): what views are asked for with --event.
@@ -54,6 +55,27 @@ type EventSpec struct {
 	// (ResolveEvent): its samples carry their raw data (PERF_SAMPLE_RAW), and the format
 	// says what fields it holds (package tracefmt).
 	TraceFormat []byte
+	// Probe is a kprobe or uprobe event, opened through the kernel's kprobe or uprobe PMU
+	// (its Type, and its Config the return-probe bit, once resolved).
+	Probe *Probe
+}
+
+// Probe is a kprobe's or uprobe's target, as -e names it.
+type Probe struct {
+	User   bool // a uprobe (else a kprobe)
+	Return bool // kretprobe, uretprobe: the function's returns
+	// Func is the kernel function (kprobe) or the symbol of Path (uprobe); "" for a uprobe
+	// given by its file offset.
+	Func string
+	// Path is a uprobe's file, as given; made absolute when resolved.
+	Path string
+	// Offset is added to Func's address; without Func, a uprobe's file offset.
+	Offset uint64
+	// FileOffset is a uprobe's offset in Path, once resolved (perf_event_attr.config2).
+	FileOffset uint64
+	// target is what perf_event_attr.config1 points at while the event is opened: Func
+	// (kprobe) or Path (uprobe), NUL-terminated; set when resolved.
+	target []byte
 }
 
 // Term is one term of a pmu/.../ event: name=value, or a name alone (value 1).
@@ -138,9 +160,10 @@ var (
 
 // Bounds on what ParseEvents takes: it parses a user's command line.
 const (
-	MaxEvents     = 16  // events in one list
-	maxEventName  = 256 // bytes of one event
-	maxEventTerms = 16  // terms of one pmu/.../ event
+	MaxEvents     = 16   // events in one list
+	maxEventName  = 256  // bytes of one event
+	maxProbeName  = 1024 // bytes of one uprobe event, whose path may be long
+	maxEventTerms = 16   // terms of one pmu/.../ event
 )
 
 // ErrEventSyntax is wrapped by the errors of ParseEvents.
@@ -149,7 +172,7 @@ var ErrEventSyntax = errors.New("event")
 // ParseEvents parses a comma-separated list of events, as stax record -e takes it (commas
 // inside a pmu/.../ event belong to it). Each event appears once.
 func ParseEvents(list string) ([]EventSpec, error) {
-	if len(list) > MaxEvents*(maxEventName+1) {
+	if len(list) > MaxEvents*(maxProbeName+1) {
 		return nil, fmt.Errorf("%w list of %d bytes: at most %d events", ErrEventSyntax, len(list), MaxEvents)
 	}
 	var out []EventSpec
@@ -177,13 +200,16 @@ func ParseEvents(list string) ([]EventSpec, error) {
 	}
 }
 
-// nextEvent splits the first event off list; more is what follows, from its comma.
+// nextEvent splits the first event off list; more is what follows, from its comma. The
+// slashes of a uprobe's path are its own: only a pmu/.../ event's hold commas.
 func nextEvent(list string) (item, more string, err error) {
 	inPMU := false
+	kind, _, _ := strings.Cut(list, ":")
+	isProbe := probeKinds[kind]
 	for i := 0; i < len(list); i++ {
 		switch list[i] {
 		case '/':
-			inPMU = !inPMU
+			inPMU = !inPMU && !isProbe
 		case ',':
 			if !inPMU {
 				if i+1 == len(list) {
@@ -198,11 +224,15 @@ func nextEvent(list string) (item, more string, err error) {
 
 // ParseEvent parses one event name.
 func ParseEvent(s string) (EventSpec, error) {
+	limit := maxEventName
+	if strings.HasPrefix(s, "uprobe:") || strings.HasPrefix(s, "uretprobe:") {
+		limit = maxProbeName
+	}
 	switch {
 	case s == "":
 		return EventSpec{}, fmt.Errorf("%w: empty name", ErrEventSyntax)
-	case len(s) > maxEventName:
-		return EventSpec{}, fmt.Errorf("%w name of %d bytes: at most %d", ErrEventSyntax, len(s), maxEventName)
+	case len(s) > limit:
+		return EventSpec{}, fmt.Errorf("%w name of %d bytes: at most %d (%d for a uprobe)", ErrEventSyntax, len(s), maxEventName, maxProbeName)
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < 0x21 || s[i] > 0x7e {
@@ -218,6 +248,9 @@ func ParseEvent(s string) (EventSpec, error) {
 	if c, ok := cacheEvent(s); ok {
 		return EventSpec{Name: s, Type: TypeHWCache, Config: c}, nil
 	}
+	if kind, rest, ok := strings.Cut(s, ":"); ok && probeKinds[kind] {
+		return parseProbe(s, kind, rest)
+	}
 	if strings.Contains(s, "/") {
 		return parsePMUEvent(s)
 	}
@@ -232,7 +265,78 @@ func ParseEvent(s string) (EventSpec, error) {
 			return EventSpec{Name: s, Type: TypeRaw, Config: v}, nil
 		}
 	}
-	return EventSpec{}, fmt.Errorf("%w %q is not one stax knows: stax list-events lists them (software and hardware names, rXXXX, pmu/event=..,umask=../, sys:tracepoint)", ErrEventSyntax, s)
+	return EventSpec{}, fmt.Errorf("%w %q is not one stax knows: stax list-events lists them (software and hardware names, rXXXX, pmu/event=..,umask=../, sys:tracepoint, kprobe:FUNC, uprobe:PATH:SYMBOL)", ErrEventSyntax, s)
+}
+
+// probeKinds are the prefixes of the probe events.
+var probeKinds = map[string]bool{"kprobe": true, "kretprobe": true, "uprobe": true, "uretprobe": true}
+
+// ProbeSyntax is how -e spells probes, for help and errors.
+const ProbeSyntax = "kprobe:FUNC[+OFFSET], kretprobe:FUNC, uprobe:PATH:SYMBOL[+OFFSET], uprobe:PATH:0xFILEOFFSET, uretprobe:PATH:SYMBOL"
+
+// parseProbe parses a probe event, s, whose kind (kprobe, kretprobe, uprobe, uretprobe)
+// is followed by rest: FUNC[+OFFSET] for a kprobe, PATH:SYMBOL[+OFFSET] or PATH:OFFSET
+// (a number) for a uprobe. The path's file is read when the event is resolved.
+func parseProbe(s, kind, rest string) (EventSpec, error) {
+	p := &Probe{User: kind == "uprobe" || kind == "uretprobe", Return: kind == "kretprobe" || kind == "uretprobe"}
+	bad := func(format string, args ...any) (EventSpec, error) {
+		return EventSpec{}, fmt.Errorf("%w %q: %s", ErrEventSyntax, s, fmt.Sprintf(format, args...))
+	}
+	fn := rest
+	if p.User {
+		i := strings.LastIndexByte(rest, ':')
+		if i < 0 {
+			return bad("a uprobe is %s:PATH:SYMBOL[+OFFSET] or %s:PATH:0xFILEOFFSET", kind, kind)
+		}
+		p.Path, fn = rest[:i], rest[i+1:]
+		if p.Path == "" {
+			return bad("the path is empty: %s:PATH:SYMBOL", kind)
+		}
+		if fn == "" {
+			return bad("give the symbol to probe in %s, or its file offset (0x...)", p.Path)
+		}
+		if c := fn[0]; c >= '0' && c <= '9' {
+			off, err := strconv.ParseUint(fn, 0, 64)
+			if err != nil {
+				return bad("%q is not a file offset (decimal, or hex as 0x1139)", fn)
+			}
+			p.Offset = off
+			return EventSpec{Name: s, Probe: p}, nil
+		}
+	}
+	if f, off, ok := strings.Cut(fn, "+"); ok {
+		v, err := strconv.ParseUint(off, 0, 64)
+		if err != nil {
+			return bad("%q is not an offset (decimal, or hex as 0x10)", off)
+		}
+		if p.Return {
+			return bad("a return probe is at a function's entry: %s:%s, without +%s", kind, strings.TrimSuffix(rest, "+"+off), off)
+		}
+		fn, p.Offset = f, v
+	}
+	if !symbolIdent(fn) {
+		if p.User {
+			return bad("%q is not a symbol name (letters, digits, _ . $ @): %s:PATH:SYMBOL[+OFFSET]", fn, kind)
+		}
+		return bad("%q is not a kernel function's name (letters, digits, _ and .; /proc/kallsyms lists them): %s:FUNC[+OFFSET]", fn, kind)
+	}
+	p.Func = fn
+	return EventSpec{Name: s, Probe: p}, nil
+}
+
+// symbolIdent says whether s can be a function's symbol: C's and C++'s mangled names, and
+// the compilers' suffixes (foo.isra.0, foo.cold).
+func symbolIdent(s string) bool {
+	if s == "" || len(s) > 512 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '$' || c == '@') {
+			return false
+		}
+	}
+	return s[0] < '0' || s[0] > '9'
 }
 
 func canonicalName(s string) string {

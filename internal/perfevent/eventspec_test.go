@@ -130,3 +130,92 @@ func FuzzParseFormat(f *testing.F) {
 		ff.Apply(&w, v)
 	})
 }
+
+func TestParseProbes(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Probe
+	}{
+		{"kprobe:do_sys_openat2", Probe{Func: "do_sys_openat2"}},
+		{"kprobe:do_sys_openat2+0x10", Probe{Func: "do_sys_openat2", Offset: 16}},
+		{"kprobe:vfs_read+12", Probe{Func: "vfs_read", Offset: 12}},
+		{"kprobe:finish_task_switch.isra.0", Probe{Func: "finish_task_switch.isra.0"}},
+		{"kretprobe:do_sys_openat2", Probe{Func: "do_sys_openat2", Return: true}},
+		{"uprobe:/usr/bin/app:hot_fn", Probe{User: true, Path: "/usr/bin/app", Func: "hot_fn"}},
+		{"uprobe:./app:hot_fn+4", Probe{User: true, Path: "./app", Func: "hot_fn", Offset: 4}},
+		{"uprobe:app:_ZN3foo3barEv", Probe{User: true, Path: "app", Func: "_ZN3foo3barEv"}},
+		{"uprobe:/lib/x86_64-linux-gnu/libc.so.6:malloc", Probe{User: true, Path: "/lib/x86_64-linux-gnu/libc.so.6", Func: "malloc"}},
+		{"uprobe:/opt/a:b/app:main", Probe{User: true, Path: "/opt/a:b/app", Func: "main"}},
+		{"uprobe:/usr/bin/app:0x1139", Probe{User: true, Path: "/usr/bin/app", Offset: 0x1139}},
+		{"uprobe:/usr/bin/app:4409", Probe{User: true, Path: "/usr/bin/app", Offset: 4409}},
+		{"uretprobe:/usr/bin/app:hot_fn", Probe{User: true, Return: true, Path: "/usr/bin/app", Func: "hot_fn"}},
+	} {
+		ev, err := ParseEvent(tc.in)
+		if err != nil {
+			t.Errorf("%q: %v", tc.in, err)
+			continue
+		}
+		if ev.Name != tc.in || ev.Probe == nil || ev.Tracepoint != "" || ev.PMU != "" {
+			t.Errorf("%q: %+v, want a probe named as given", tc.in, ev)
+			continue
+		}
+		if p := *ev.Probe; p.User != tc.want.User || p.Return != tc.want.Return || p.Func != tc.want.Func || p.Path != tc.want.Path || p.Offset != tc.want.Offset {
+			t.Errorf("%q: %+v, want %+v", tc.in, p, tc.want)
+		}
+	}
+	for _, tc := range []struct{ in, why string }{
+		{"kprobe:", "kernel function's name"},
+		{"kprobe:9lives", "kernel function's name"},
+		{"kprobe:do_sys_openat2+", "not an offset"},
+		{"kprobe:do_sys_openat2+x", "not an offset"},
+		{"kprobe:mod:func", "kernel function's name"},
+		{"kprobe:a-b", "kernel function's name"},
+		{"kretprobe:do_sys_openat2+4", "a return probe is at a function's entry"},
+		{"uprobe:app", "uprobe:PATH:SYMBOL"},
+		{"uprobe::hot_fn", "the path is empty"},
+		{"uprobe:./app:", "give the symbol"},
+		{"uprobe:./app:0xzz", "not a file offset"},
+		{"uprobe:./app:hot-fn", "not a symbol name"},
+		{"uprobe:./app:hot_fn+", "not an offset"},
+		{"uretprobe:./app:hot_fn+1", "a return probe is at a function's entry"},
+		{"uprobe:/a b:f", "printable ASCII without spaces"},
+		{"uprobe:/" + strings.Repeat("x", 1100) + ":f", "at most"},
+		{"kprobe:" + strings.Repeat("x", 300), "at most"},
+	} {
+		ev, err := ParseEvent(tc.in)
+		if err == nil || !errors.Is(err, ErrEventSyntax) || !strings.Contains(err.Error(), tc.why) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: %+v, %v; want a one-line syntax error saying %q", tc.in, ev, err, tc.why)
+		}
+	}
+}
+
+// A uprobe's path has slashes, which are no PMU event's: commas around it split the list.
+func TestParseEventsWithProbes(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"uprobe:/usr/bin/app:hot_fn,cs", []string{"uprobe:/usr/bin/app:hot_fn", "context-switches"}},
+		{"cs,uprobe:/a/b/c:f,uretprobe:/a/b/c:f", []string{"context-switches", "uprobe:/a/b/c:f", "uretprobe:/a/b/c:f"}},
+		{"uprobe:/a/b:f,cpu/event=1,umask=2/,kprobe:vfs_read", []string{"uprobe:/a/b:f", "cpu/event=1,umask=2/", "kprobe:vfs_read"}},
+		{"kprobe:vfs_read,kretprobe:vfs_read,kprobe:vfs_read+4", []string{"kprobe:vfs_read", "kretprobe:vfs_read", "kprobe:vfs_read+4"}},
+	} {
+		evs, err := ParseEvents(tc.in)
+		if err != nil {
+			t.Errorf("%q: %v", tc.in, err)
+			continue
+		}
+		var names []string
+		for _, ev := range evs {
+			names = append(names, ev.Name)
+		}
+		if strings.Join(names, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("%q: %q, want %q", tc.in, names, tc.want)
+		}
+	}
+	for _, bad := range []string{"uprobe:/a/b:f,", "kprobe:vfs_read,kprobe:vfs_read", "uprobe:/a/b:f,uprobe:/a/b:f"} {
+		if evs, err := ParseEvents(bad); err == nil || !errors.Is(err, ErrEventSyntax) {
+			t.Errorf("%q: %+v, %v; want a syntax error", bad, evs, err)
+		}
+	}
+}
