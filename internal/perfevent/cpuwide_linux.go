@@ -20,6 +20,7 @@ func (s *Session) cpuWideAttr(cfg Config, typ uint32, config uint64) *unix.PerfE
 // (root, CAP_PERFMON or kernel.perf_event_paranoid <= 0), by opening one on cpu.
 func (s *Session) cpuWideAllowed(cfg Config, cpu int, typ uint32, config uint64) bool {
 	fd, err := unix.PerfEventOpen(s.cpuWideAttr(cfg, typ, config), -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	keepProbes(cfg.Events)
 	if err != nil {
 		return false
 	}
@@ -40,6 +41,7 @@ func (s *Session) openCPUWide(cfg Config) ([]int, error) {
 	}
 	for _, r := range s.rings {
 		fd, err := unix.PerfEventOpen(a, -1, r.cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		keepProbes(cfg.Events)
 		if err != nil {
 			return fail(fmt.Errorf("open the CPU-wide sampling event on cpu %d: %w", r.cpu, err))
 		}

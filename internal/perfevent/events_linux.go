@@ -48,6 +48,7 @@ const pmuDevices = "/sys/bus/event_source/devices"
 // times a second.
 func setPeriod(a *unix.PerfEventAttr, ev EventSpec, freq int) {
 	a.Ext1, a.Ext2 = ev.Config1, ev.Config2
+	setProbe(a, ev)
 	if ev.Period > 0 {
 		a.Bits &^= unix.PerfBitFreq
 		a.Sample = ev.Period
@@ -95,6 +96,7 @@ func (s *Session) openOtherEvents(cfg Config, pid, cpu int, r *mappedRing) error
 		}
 		setPeriod(a, ev, cfg.Freq)
 		fd, err := unix.PerfEventOpen(a, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		keepProbes(cfg.Events)
 		if err != nil {
 			return fmt.Errorf("open %s for pid %d on cpu %d: %w", ev.Name, pid, cpu, err)
 		}
@@ -171,7 +173,9 @@ func tryOpen(ev EventSpec) error {
 	a := &unix.PerfEventAttr{Type: ev.Type, Config: ev.Config, Ext1: ev.Config1, Ext2: ev.Config2,
 		Size: uint32(unsafe.Sizeof(unix.PerfEventAttr{}))}
 	a.Bits = unix.PerfBitDisabled | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv
+	setProbe(a, ev)
 	fd, err := unix.PerfEventOpen(a, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	keepProbes([]EventSpec{ev})
 	if err != nil {
 		return err
 	}
@@ -196,10 +200,13 @@ func CheckEvent(ev EventSpec) error {
 }
 
 // ResolveEvent fills in what opening ev takes from this machine: a tracepoint's id from
-// tracefs, a PMU event's type and config from sysfs; and refuses a hardware event where
-// the machine has no PMU (*NoPMUError).
+// tracefs, a PMU event's type and config from sysfs, a probe's type, config and target
+// (resolveProbe); and refuses a hardware event where the machine has no PMU
+// (*NoPMUError).
 func ResolveEvent(ev *EventSpec) error {
 	switch {
+	case ev.Probe != nil:
+		return resolveProbe(ev)
 	case ev.Tracepoint != "":
 		sys, name, _ := strings.Cut(ev.Tracepoint, ":")
 		tp, err := readTracepoint(sys, name)

@@ -83,6 +83,7 @@ func (s *Session) ResizeStack(size int, tids func() []int) (cut uint64, err erro
 		covered[tid] = true
 		for _, r := range s.rings {
 			fd, err := unix.PerfEventOpen(a, tid, r.cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+			keepProbes(cfg.Events)
 			if errors.Is(err, unix.ESRCH) {
 				break // the thread ended
 			}

@@ -189,6 +189,7 @@ func (s *Session) openSampling(cfg Config, i, pid, cpu int, typ uint32, config u
 		a.Bits &^= sideBand
 	}
 	fd, err := unix.PerfEventOpen(a, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	keepProbes(cfg.Events)
 	if err != nil {
 		if i > 0 && errors.Is(err, unix.ESRCH) {
 			return nil, true, nil
