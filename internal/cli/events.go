@@ -24,9 +24,9 @@ type eventFlags struct {
 }
 
 func (f *eventFlags) add(c *cobra.Command) {
-	c.Flags().StringVarP(&f.list, "event", "e", "", "sample `EVENTS`, comma-separated: cpu-clock (default), task-clock, page-faults, major-faults, minor-faults, context-switches, cpu-migrations, alignment-faults, hardware events (cycles, instructions, cache-misses, ...), rXXXX, pmu/event=..,umask=../ or a tracepoint sys:name (stax list-events; docs/events.md)")
+	c.Flags().StringVarP(&f.list, "event", "e", "", "sample `EVENTS`, comma-separated: cpu-clock (default), task-clock, page-faults, major-faults, minor-faults, context-switches, cpu-migrations, alignment-faults, hardware events (cycles, instructions, cache-misses, ...), rXXXX, pmu/event=..,umask=../, a tracepoint sys:name, or a probe (root): kprobe:FUNC[+OFFSET], kretprobe:FUNC (a kernel function's entry, offset or returns), uprobe:PATH:SYMBOL[+OFFSET], uprobe:PATH:0xFILEOFFSET, uretprobe:PATH:SYMBOL (a program's or library's function; a bare PATH is a program in $PATH) (stax list-events; docs/events.md)")
 	c.Flags().StringVar(&f.counters, "counters", "", "read the counters `LIST` (comma-separated events: task-clock, page-faults, context-switches, cycles, instructions, ...) with each sample, per thread: top, flame and annotate show what each function counted; none: no counters (by default cycles,instructions where the machine counts them, with dwarf stacks and no -e or -a; docs/events.md)")
-	c.Flags().Uint64VarP(&f.period, "count", "c", 0, "sample every `PERIOD` events of each event instead of -F times a second (tracepoints: 1 by default)")
+	c.Flags().Uint64VarP(&f.period, "count", "c", 0, "sample every `PERIOD` events of each event instead of -F times a second (tracepoints and probes: 1 by default)")
 }
 
 // events resolves -e and -c into the events to record (nil: the default, cycles or
@@ -54,8 +54,8 @@ func (f *eventFlags) events(freqSet bool) ([]perfevent.EventSpec, error) {
 		switch {
 		case f.period > 0:
 			ev.Period = f.period
-		case ev.Tracepoint != "" && !freqSet:
-			ev.Period = 1 // as perf record: every hit of a tracepoint
+		case (ev.Tracepoint != "" || ev.Probe != nil) && !freqSet:
+			ev.Period = 1 // as perf record: every hit of a tracepoint or probe
 		}
 		if err := perfevent.ResolveEvent(ev); err != nil {
 			var np *perfevent.NoPMUError
@@ -88,6 +88,9 @@ func (f *eventFlags) counterList(notef func(format string, a ...any)) ([]perfeve
 	for _, ev := range evs {
 		if ev.Tracepoint != "" {
 			return nil, usageErr("--counters %s: a tracepoint is sampled (-e), not read as a counter", ev.Name)
+		}
+		if ev.Probe != nil {
+			return nil, usageErr("--counters %s: a probe is sampled (-e), not read as a counter", ev.Name)
 		}
 		if err := perfevent.ResolveEvent(&ev); err != nil {
 			var np *perfevent.NoPMUError

@@ -22,6 +22,16 @@ type eventList struct {
 	Tracepoints     []string `json:"tracepoints,omitempty"`
 	TracepointCount int      `json:"tracepoint_count"`
 	TracepointError string   `json:"tracepoint_error,omitempty"`
+	// Probes are the kinds of probe events (kprobe, uprobe): supported where the kernel
+	// has their PMU.
+	Probes []probeSupported `json:"probes"`
+}
+
+type probeSupported struct {
+	Name      string `json:"name"`   // kprobe or uprobe
+	Syntax    string `json:"syntax"` // how -e spells them
+	Supported bool   `json:"supported"`
+	Why       string `json:"why,omitempty"` // why not
 }
 
 type eventSupported struct {
@@ -39,7 +49,8 @@ func listEventsCmd(g *globals) *cobra.Command {
 		Short: "List the events stax record -e can sample on this machine",
 		Long: `List the events stax record -e can sample here: each software and hardware event,
 tried by opening it (as a counter of stax's own thread), the kernel's event sources
-(PMUs), and how many tracepoints there are; --tracepoints GLOB lists those matching GLOB
+(PMUs), how many tracepoints there are, and whether kprobes and uprobes can be sampled
+(the kernel has their PMUs); --tracepoints GLOB lists the tracepoints matching GLOB
 (sched:*, syscalls:sys_enter_*; reading tracefs usually takes root). See docs/events.md.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -82,6 +93,20 @@ tried by opening it (as a counter of stax's own thread), the kernel's event sour
 					}
 				}
 			}
+			kp, up := perfevent.ProbePMUs()
+			for _, p := range []struct {
+				name, syntax string
+				ok           bool
+			}{
+				{"kprobe", "kprobe:FUNC[+OFFSET], kretprobe:FUNC", kp},
+				{"uprobe", "uprobe:PATH:SYMBOL[+OFFSET], uprobe:PATH:0xFILEOFFSET, uretprobe:PATH:SYMBOL", up},
+			} {
+				row := probeSupported{Name: p.name, Syntax: p.syntax, Supported: p.ok}
+				if !p.ok {
+					row.Why = "this kernel has no " + p.name + " PMU (/sys/bus/event_source/devices/" + p.name + ")"
+				}
+				res.Probes = append(res.Probes, row)
+			}
 			if asJSON {
 				return printJSON(g.out, res)
 			}
@@ -112,6 +137,14 @@ tried by opening it (as a counter of stax's own thread), the kernel's event sour
 				fmt.Fprintf(g.out, "tracepoints matching %s: %d of %d\n", esc(tracepoints), len(res.Tracepoints), res.TracepointCount)
 				for _, tp := range res.Tracepoints {
 					fmt.Fprintf(g.out, "  %s\n", esc(tp))
+				}
+			}
+			fmt.Fprintln(g.out, "probes (root or CAP_PERFMON; FUNC as /proc/kallsyms names it, SYMBOL as nm PATH does):")
+			for _, p := range res.Probes {
+				if p.Supported {
+					fmt.Fprintf(g.out, "  %-26s yes: %s\n", p.Name, p.Syntax)
+				} else {
+					fmt.Fprintf(g.out, "  %-26s no: %s\n", p.Name, p.Why)
 				}
 			}
 			return nil
