@@ -153,6 +153,12 @@ func TestUprobeEvent(t *testing.T) {
 	check("live")
 	l.finish(t)
 	check("stored")
+	// The probes were the PMU's: none was written to tracefs.
+	for _, dir := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+		if b, err := os.ReadFile(dir + "/uprobe_events"); err == nil && strings.Contains(string(b), prog) {
+			t.Errorf("%s/uprobe_events lists the program's probes:\n%s", dir, b)
+		}
+	}
 	// A pprof export has a value for each probe, under its name.
 	file := filepath.Join(t.TempDir(), "run.pb.gz")
 	if out, errOut, code := e.run("export", "-f", "pprof", "-o", file); code != 0 {
