@@ -206,7 +206,7 @@ func TestBigRunDrill(t *testing.T) {
 	}
 	afterGC := heap()
 	// The server's side, each query alone: the first graph's, and each zoom's subtree as
-	// the page asked it (pruned at half a pixel of the frame), to its JSON; wall and CPU
+	// the page asked it (pruned at a pixel of the frame), to its JSON; wall and CPU
 	// time (the process's, user and system: on a loaded machine the wall time is mostly
 	// waiting for a CPU).
 	width := eval[float64](t, ctx, `document.querySelector("#flame canvas").getBoundingClientRect().width`)
@@ -231,7 +231,7 @@ func TestBigRunDrill(t *testing.T) {
 	firstWall, firstCPU := serverTime(api.FlameRequest{ThresholdPct: 0.1})
 	var zWall, zCPU []float64
 	for _, p := range paths {
-		w, c := serverTime(api.FlameRequest{ThresholdPct: min(0.1, 50/width), Under: p})
+		w, c := serverTime(api.FlameRequest{ThresholdPct: min(0.1, 100/width), Under: p})
 		zWall, zCPU = append(zWall, w), append(zCPU, c)
 	}
 	slices.Sort(zWall)

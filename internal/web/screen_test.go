@@ -676,3 +676,40 @@ func TestDiffOffCPUBaseWithoutTime(t *testing.T) {
 	}
 	noErrors(t, ctx)
 }
+
+// Frames narrower than a pixel are not drawn, and the note says how many and what share of
+// the width they take; wide enough, they are drawn and the note says nothing of them.
+func TestFlameSaysWhatIsNarrowerThanAPixel(t *testing.T) {
+	bctx := browser.Require(t)
+	ws := []work{{101, []string{"main", "big"}, 10000}}
+	for i := range 5 {
+		// 14 samples of 10,070: 0.139%, kept by the page's pruning at 0.1%; under a pixel
+		// of a graph narrower than 720 px.
+		ws = append(ws, work{101, []string{"main", fmt.Sprintf("narrow_%d", i), "leaf"}, 14})
+	}
+	s := serve(t, namedRun("narrow", ws...), "")
+	ctx := open(t, bctx, s, "")
+	drawnNarrow := func() int {
+		return eval[int](t, ctx, `window.staxFrames().filter((f) => f.func.startsWith("narrow_")).length`)
+	}
+	if n := drawnNarrow(); n != 5 {
+		t.Fatalf("at %v px, %d of the 5 narrow frames drawn", boxOf(t, ctx, "#flame canvas").Width, n)
+	}
+	if got := text(ctx, "#flame-note"); strings.Contains(got, "pixel") {
+		t.Errorf("at %v px the note says %q", boxOf(t, ctx, "#flame canvas").Width, got)
+	}
+	setWidth(t, ctx, 500)
+	want := "frames narrower than a pixel are not drawn: 5 with their callees, 0.7% of the width (zoom in to see them)"
+	until(t, ctx, "the note on narrow frames", func() (bool, string) {
+		got := text(ctx, "#flame-note")
+		return got == want, got
+	})
+	seen(t, ctx, "the note", "#flame-note")
+	if w := boxOf(t, ctx, "#flame canvas").Width; w*14/10070 >= 1 {
+		t.Fatalf("the graph is %v px wide: the narrow frames are a pixel wide", w)
+	}
+	if n := drawnNarrow(); n != 0 {
+		t.Errorf("%d narrow frames drawn under a pixel", n)
+	}
+	noErrors(t, ctx)
+}

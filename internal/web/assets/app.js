@@ -709,8 +709,9 @@ function emptyText() {
 }
 
 // drawFlameNote says above the graph what it leaves out: frames under the pruning
-// threshold, and why a diff is not coloured.
-function drawFlameNote() {
+// threshold, frames narrower than a pixel (narrow: how many, and their share of the drawn
+// width), and why a diff is not coloured.
+function drawFlameNote(narrow) {
   const fl = state.flame;
   const notes = [];
   if (fl && fl.root && fl.root.total) {
@@ -729,6 +730,9 @@ function drawFlameNote() {
     if (left > 0) {
       notes.push(`pruned at ${PRUNE_PCT}%: frames under ${amountUnit(Math.ceil((fl.root.total * PRUNE_PCT) / 100))} are not drawn; they hold ${amountUnit(left)} (${pct(left, fl.root.total)})`);
     }
+  }
+  if (narrow && narrow.frames > 0) {
+    notes.push(`frames narrower than a pixel are not drawn: ${commas(narrow.frames)} with their callees, ${(narrow.frac * 100).toFixed(narrow.frac < 0.001 ? 3 : 1)}% of the width (zoom in to see them)`);
   }
   if (fl && fl.diff_error) notes.push(`not coloured by change: ${fl.diff_error}`);
   if (fl && fl.root && view.weight && view.mode === "cpu" && !weightField()) notes.push(`weighed by samples: event ${eventName()} has no numeric field ${view.weight}`);
@@ -753,13 +757,13 @@ function drawFlame() {
   const t0 = performance.now();
   const el = $("#flame");
   const root = state.flame && state.flame.root;
-  drawFlameNote();
   drawWeigh();
   // The panels drawn from the flame graph's query (the call tree, the changes, the code)
   // count its event.
   const ev = state.flame && state.flame.event;
   for (const sel of ["#flame-event", "#calltree-event", "#diff-event", "#func-event"]) setEventTag(sel, ev);
   if (!root || !root.total) {
+    drawFlameNote();
     el.innerHTML = `<p class="placeholder">${emptyText()}</p>`;
     state.flameEls = [];
     state.flameCanvas = null;
@@ -769,7 +773,10 @@ function drawFlame() {
   const chain = chainOf(view.zoom);
   const zoom = chain[chain.length - 1];
   const W = Math.max(el.clientWidth, 300);
-  const minFrac = 0.5 / W; // narrower than half a pixel: not drawn
+  // Narrower than a pixel: not drawn (a sliver no label nor click can use; a big run has
+  // tens of thousands), counted in the note.
+  const minFrac = 1 / W;
+  const narrow = { frames: 0, frac: 0 };
   drillZoom(chain, W); // a pruned graph: ask for the zoomed frame's subtree (subtree.js)
   const nodes = [];
   const add = (n, path, depth, x, w, ancestor) => nodes.push({ n, path, depth, x: x * W, w: w * W, ancestor, match: false, selected: false });
@@ -790,10 +797,15 @@ function drawFlame() {
     for (const c of n.children || []) {
       const cw = nw > 0 ? (w * weightOf(c, j)) / nw : 0;
       if (cw >= minFrac) walk(c, path.concat(keyOf(c)), depth + 1, cx, cw);
+      else if (cw > 0) {
+        narrow.frames++;
+        narrow.frac += cw;
+      }
       cx += cw;
     }
   };
   walk(zoom, ancestorPath.slice(), chain.length - 1, 0, 1);
+  drawFlameNote(narrow);
   // Changes, in percentage points of each run's samples.
   let scale = 1;
   if (diffing()) {

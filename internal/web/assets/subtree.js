@@ -2,8 +2,8 @@
 // Drilling into a pruned flame graph. The page's graph leaves out the frames with less than
 // PRUNE_PCT of the view (a big run has hundreds of thousands of stacks): zoomed into a
 // frame, what it left out would be wide enough to see. The page then asks the server for
-// the frame's subtree (flame's under= parameter), pruned at half a pixel of the frame, and
-// grafts it into the graph it holds; the call tree's rows do the same when expanded.
+// the frame's subtree (flame's under= parameter), pruned at a pixel of the frame (the graph
+// draws no frame narrower), and grafts it into the graph it holds; the call tree's rows do the same when expanded.
 //
 // Loaded before app.js: its functions use app.js's (state, view, query, api, soon, drawFlame)
 // when called, never at load.
@@ -28,10 +28,10 @@ function prunedUnder(n) {
 const cutOf = (n) => (n._cut !== undefined ? n._cut : (PRUNE_PCT / 100) * state.flame.root.total);
 
 // subtreeIncomplete says whether zoom, drawn W pixels wide, lacks frames the run has that
-// would be drawn (half a pixel or more): some node drawn under it lost children to the
+// would be drawn (a pixel or more): some node drawn under it lost children to the
 // pruning that were wide enough.
 function subtreeIncomplete(zoom, W) {
-  const minW = (0.5 / W) * zoom.total;
+  const minW = (1 / W) * zoom.total;
   const todo = [zoom];
   while (todo.length) {
     const n = todo.pop();
@@ -53,7 +53,7 @@ function drillZoom(chain, W) {
 }
 
 // fetchSubtree asks for the subtree under path (keys or names, root's children first) of
-// the graph held, pruned at half a pixel of W, grafts it in and calls then. Each path is
+// the graph held, pruned at a pixel of W, grafts it in and calls then. Each path is
 // asked once per graph.
 function fetchSubtree(path, W, then) {
   const flame = state.flame;
@@ -65,7 +65,7 @@ function fetchSubtree(path, W, then) {
   const t0 = performance.now();
   // A timer of its own: another subtree asked meanwhile does not cancel this one.
   soon({ id: 0 }, 0, async () => {
-    const thr = Math.min(PRUNE_PCT, 50 / Math.max(W, 300));
+    const thr = Math.min(PRUNE_PCT, 100 / Math.max(W, 300));
     const q = query({}, { threshold_pct: thr });
     if (state.summary && state.summary.diff && view.diff && view.mode === "cpu") q.set("diff", "1");
     for (const n of names) q.append("under", n);
