@@ -78,11 +78,17 @@ func (u *Unwinder) isTrampoline(view ProcessView, pid uint32, m Mapping, pc uint
 	if pc < m.Start+cpythonTrampolineRet || pc+uint64(len(cpythonTrampoline)-cpythonTrampolineRet) > m.End {
 		return false
 	}
+	// The verdict of the last return address asked first: a recursion's frames, and a
+	// loop's calls, return to the same address one after the other.
+	if last := &u.lastTramp; last.verdict != 0 && last.pc == pc && last.pid == pid {
+		return last.verdict == trampYes
+	}
 	if u.tramp == nil {
 		u.tramp = new([trampCacheSize]trampEntry)
 	}
 	e := &u.tramp[(pc^pc>>13^uint64(pid)*0x9e3779b1)&(trampCacheSize-1)]
 	if e.verdict != 0 && e.pc == pc && e.pid == pid {
+		u.lastTramp = *e
 		return e.verdict == trampYes
 	}
 	cr, ok := view.(CodeReader)
@@ -96,5 +102,6 @@ func (u *Unwinder) isTrampoline(view ProcessView, pid uint32, m Mapping, pc uint
 	if v {
 		e.verdict = trampYes
 	}
+	u.lastTramp = *e
 	return v
 }

@@ -128,6 +128,8 @@ type Unwinder struct {
 	sps      []uint64 // the stack pointer of each frame of the walk, beside its pc
 	fpEnd    int      // how much of the frame-pointer chain to use (FPLoopAt), -1 until known
 	tramp    *[trampCacheSize]trampEntry
+	// lastTramp is the verdict isTrampoline gave last.
+	lastTramp trampEntry
 	// walkJIT counts the JIT frames the walk went through, by how (jitHow): added to
 	// JITFrames once a walk's stack is kept (an atomic add at each frame cost a node stack's
 	// walk, nearly all JIT frames, 3%).
