@@ -50,6 +50,9 @@ type Input struct {
 	// (read with each sample: stax record --counters) counted in their samples.
 	Counters     map[uint64][]uint64
 	CounterNames []string
+	// CountersMultiplexed, optional, is the share of the time the counters counted where
+	// the kernel multiplexed them.
+	CountersMultiplexed *float64
 	// Optional callbacks.
 	Lines     LineFunc
 	Source    SourceFunc
@@ -79,12 +82,14 @@ type Annotation struct {
 	MaxSamples uint64 `json:"max_samples"`
 	// Counters name the counters read with the samples (Input.CounterNames);
 	// CounterTotals are what they counted in the code's samples (the gaps' included).
-	Counters      []string        `json:"counters,omitempty"`
-	CounterTotals []uint64        `json:"counter_totals,omitempty"`
-	Insts         []AnnotatedInst `json:"insts"`
-	Gaps          []Gap           `json:"gaps,omitempty"`
-	SourceBlocks  []SourceBlock   `json:"source_blocks,omitempty"`
-	HotLines      []LineStat      `json:"hot_lines,omitempty"`
+	Counters      []string `json:"counters,omitempty"`
+	CounterTotals []uint64 `json:"counter_totals,omitempty"`
+	// CountersMultiplexed is Input's.
+	CountersMultiplexed *float64        `json:"counters_multiplexed,omitempty"`
+	Insts               []AnnotatedInst `json:"insts"`
+	Gaps                []Gap           `json:"gaps,omitempty"`
+	SourceBlocks        []SourceBlock   `json:"source_blocks,omitempty"`
+	HotLines            []LineStat      `json:"hot_lines,omitempty"`
 }
 
 // Gap is a range of the function's addresses whose bytes were not captured, and why.
@@ -197,6 +202,9 @@ func Annotate(in Input) *Annotation {
 	}
 	a.attributeSamples(in.Samples)
 	a.attributeCounters(in.CounterNames, in.Counters)
+	if len(a.Counters) > 0 {
+		a.CountersMultiplexed = in.CountersMultiplexed
+	}
 	if len(in.Focus) > 0 {
 		a.Focus = in.FocusFunc
 		for addr, n := range in.Focus {

@@ -95,6 +95,9 @@ func (a *Annotation) WriteText(w io.Writer, opt TextOptions) error {
 		}
 	}
 	bw.WriteString("\n")
+	if m := a.CountersMultiplexed; m != nil {
+		fmt.Fprintf(bw, "counters multiplexed by the kernel: they counted %.1f%% of the time, and the samples were taken only then: counts are those of that time (ratios such as IPC hold)\n", *m*100)
+	}
 
 	labelW := 0
 	for i := range a.Insts {

@@ -39,12 +39,15 @@ type Annotation struct {
 	MaxSamples uint64 `json:"max_samples"`
 	// Counters name the counters read with the samples (stax record --counters);
 	// CounterTotals are what they counted in the code's samples, its gaps' included.
-	Counters      []string        `json:"counters,omitempty"`
-	CounterTotals []uint64        `json:"counter_totals,omitempty"`
-	Insts         []AnnotatedInst `json:"insts"`
-	Gaps          []CodeGap       `json:"gaps,omitempty"`
-	SourceBlocks  []SourceBlock   `json:"source_blocks,omitempty"`
-	HotLines      []LineStat      `json:"hot_lines,omitempty"`
+	Counters      []string `json:"counters,omitempty"`
+	CounterTotals []uint64 `json:"counter_totals,omitempty"`
+	// CountersMultiplexed is top's: the share of the time the counters counted, present
+	// only where the kernel multiplexed them.
+	CountersMultiplexed *float64        `json:"counters_multiplexed,omitempty"`
+	Insts               []AnnotatedInst `json:"insts"`
+	Gaps                []CodeGap       `json:"gaps,omitempty"`
+	SourceBlocks        []SourceBlock   `json:"source_blocks,omitempty"`
+	HotLines            []LineStat      `json:"hot_lines,omitempty"`
 }
 
 // AnnotatedInst is one instruction with its samples.

@@ -354,6 +354,7 @@ func annotateInput(run *store.Run, f agg.Frame, c store.Code, sp split, pick int
 	in.Samples = sp.samples[pick]
 	if pick < len(sp.counters) && len(run.Meta.Counters) > 0 {
 		in.Counters, in.CounterNames = sp.counters[pick], counterNames(run, false)
+		in.CountersMultiplexed = countersMultiplexed(run)
 	}
 	if focus >= 0 {
 		in.Focus, in.FocusFunc = sp.focus[pick], run.Profile.Frames[focus].Func

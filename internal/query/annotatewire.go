@@ -32,10 +32,11 @@ func annotationDoc(a *annotate.Annotation) *api.Annotation {
 	}
 	return &api.Annotation{Func: a.Func, Image: a.Image, Arch: a.Arch, Start: a.Start, End: a.End, Total: a.Total, Outside: a.Outside,
 		Focus: a.Focus, FocusSamples: a.FocusSamples, MaxSamples: a.MaxSamples, Counters: a.Counters, CounterTotals: a.CounterTotals,
-		Insts:        api.ConvertSlice(a.Insts, instDoc),
-		Gaps:         api.ConvertSlice(a.Gaps, func(g annotate.Gap) api.CodeGap { return api.CodeGap(g) }),
-		SourceBlocks: api.ConvertSlice(a.SourceBlocks, func(b annotate.SourceBlock) api.SourceBlock { return api.SourceBlock(b) }),
-		HotLines:     api.ConvertSlice(a.HotLines, func(l annotate.LineStat) api.LineStat { return api.LineStat(l) })}
+		CountersMultiplexed: a.CountersMultiplexed,
+		Insts:               api.ConvertSlice(a.Insts, instDoc),
+		Gaps:                api.ConvertSlice(a.Gaps, func(g annotate.Gap) api.CodeGap { return api.CodeGap(g) }),
+		SourceBlocks:        api.ConvertSlice(a.SourceBlocks, func(b annotate.SourceBlock) api.SourceBlock { return api.SourceBlock(b) }),
+		HotLines:            api.ConvertSlice(a.HotLines, func(l annotate.LineStat) api.LineStat { return api.LineStat(l) })}
 }
 
 func instDoc(i annotate.AnnotatedInst) api.AnnotatedInst {
@@ -53,7 +54,7 @@ func AnnotationOfDoc(a *api.Annotation) *annotate.Annotation {
 	}
 	return &annotate.Annotation{Func: a.Func, Image: a.Image, Arch: a.Arch, Start: a.Start, End: a.End, Total: a.Total,
 		Outside: a.Outside, Focus: a.Focus, FocusSamples: a.FocusSamples, MaxSamples: a.MaxSamples,
-		Counters: a.Counters, CounterTotals: a.CounterTotals,
+		Counters: a.Counters, CounterTotals: a.CounterTotals, CountersMultiplexed: a.CountersMultiplexed,
 		Insts:        api.ConvertSlice(a.Insts, instOfDoc),
 		Gaps:         api.ConvertSlice(a.Gaps, func(g api.CodeGap) annotate.Gap { return annotate.Gap(g) }),
 		SourceBlocks: api.ConvertSlice(a.SourceBlocks, func(b api.SourceBlock) annotate.SourceBlock { return annotate.SourceBlock(b) }),

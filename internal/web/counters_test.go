@@ -92,3 +92,44 @@ func commas(n uint64) string {
 	}
 	return s
 }
+
+// Counters the kernel multiplexed are marked: top's and flame's answers carry the share of
+// the time they counted, and the page says so above the flame graph; counters that
+// counted all their time are not marked.
+func TestCountersMultiplexedMarked(t *testing.T) {
+	bctx := browser.Require(t)
+	run := countersRun()
+	for i := range run.Meta.Counters {
+		run.Meta.Counters[i].Time = &store.CounterTime{EnabledNs: 10_000_000, RunningNs: 6_250_000, Pairs: 400}
+	}
+	top, err := query.AnswerTop(run, api.TopRequest{N: 100})
+	if err != nil || top.CountersMultiplexed == nil || *top.CountersMultiplexed != 0.625 {
+		t.Fatalf("top: %v, multiplexed %v", err, top.CountersMultiplexed)
+	}
+	fl, err := query.AnswerFlame(run, api.FlameRequest{})
+	if err != nil || fl.CountersMultiplexed == nil || *fl.CountersMultiplexed != 0.625 {
+		t.Fatalf("flame: %v, multiplexed %v", err, fl.CountersMultiplexed)
+	}
+	s := serve(t, run, "")
+	ctx := open(t, bctx, s, "")
+	want := "counters multiplexed by the kernel: they counted 62.5% of the time, and the samples were taken only then (ratios such as IPC hold)"
+	until(t, ctx, "the note on multiplexed counters", func() (bool, string) {
+		got := text(ctx, "#flame-note")
+		return strings.Contains(got, want), got
+	})
+	seen(t, ctx, "the note", "#flame-note")
+	noErrors(t, ctx)
+
+	plain := countersRun()
+	for i := range plain.Meta.Counters {
+		plain.Meta.Counters[i].Time = &store.CounterTime{EnabledNs: 10_000_000, RunningNs: 9_990_000, Pairs: 400}
+	}
+	if top, _ := query.AnswerTop(plain, api.TopRequest{N: 100}); top.CountersMultiplexed != nil {
+		t.Errorf("counters that counted 99.9%% of the time marked multiplexed (%v)", *top.CountersMultiplexed)
+	}
+	ctx = open(t, bctx, serve(t, plain, ""), "")
+	until(t, ctx, "the graph", func() (bool, string) { return eval[int](t, ctx, `window.staxFrames().length`) > 0, "no frame" })
+	if got := text(ctx, "#flame-note"); strings.Contains(got, "multiplexed") {
+		t.Errorf("the note of counters not multiplexed: %q", got)
+	}
+}

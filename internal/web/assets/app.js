@@ -731,6 +731,9 @@ function drawFlameNote(narrow) {
       notes.push(`pruned at ${PRUNE_PCT}%: frames under ${amountUnit(Math.ceil((fl.root.total * PRUNE_PCT) / 100))} are not drawn; they hold ${amountUnit(left)} (${pct(left, fl.root.total)})`);
     }
   }
+  if (fl && fl.root && fl.counters_multiplexed !== undefined) {
+    notes.push(`counters multiplexed by the kernel: they counted ${(fl.counters_multiplexed * 100).toFixed(1)}% of the time, and the samples were taken only then (ratios such as IPC hold)`);
+  }
   if (narrow && narrow.frames > 0) {
     notes.push(`frames narrower than a pixel are not drawn: ${commas(narrow.frames)} with their callees, ${(narrow.frac * 100).toFixed(narrow.frac < 0.001 ? 3 : 1)}% of the width (zoom in to see them)`);
   }
