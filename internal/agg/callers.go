@@ -67,7 +67,7 @@ func Callers(p *Profile, f Filter, match func(Frame) bool, maxFuncs, maxRows int
 	self := make([]uint64, len(p.Frames))
 	total := make([]uint64, len(p.Frames))
 	seen := make([]uint32, len(p.Frames))
-	fst := p.frameStacks()
+	fst := p.FuncStacks()
 	for sid, n := range perStack {
 		if n == 0 {
 			continue

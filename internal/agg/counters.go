@@ -54,7 +54,7 @@ func SumCounters(dst, src []uint64) []uint64 {
 // image), the counters of the samples whose leaf it is, over the entries f keeps; nil
 // when no entry has counters.
 func SelfCounters(p *Profile, f Filter) map[Frame][]uint64 {
-	fst := p.frameStacks()
+	fst := p.FuncStacks()
 	var out map[Frame][]uint64
 	for i := range p.Entries {
 		e := &p.Entries[i]

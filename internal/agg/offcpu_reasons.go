@@ -181,7 +181,7 @@ func (m *reasonMatcher) match(class int, name string) (uint8, bool) {
 // into Reasons. p must be by function (not a view by line, address or image).
 func StackReasons(p *Profile) []uint8 {
 	m := newReasonMatcher()
-	fst := p.frameStacks()
+	fst := p.FuncStacks()
 	// Each frame's match, per rule class, computed once: -1 none, else the reason.
 	memo := make([][5]int16, len(p.Frames))
 	for i, f := range p.Frames {

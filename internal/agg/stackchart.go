@@ -85,7 +85,7 @@ type stackMapper struct {
 }
 
 func newStackMapper(p *Profile, t *Transform, c *StackChart, index map[StackChartFrame]uint32) *stackMapper {
-	fst := p.frameStacks()
+	fst := p.FuncStacks()
 	m := &stackMapper{p: p, fst: fst, ids: make([]int32, len(p.Frames)), memo: make([][]uint32, len(fst)), gone: make([]bool, len(fst)), chart: c, index: index}
 	for i := range m.ids {
 		m.ids[i] = -1

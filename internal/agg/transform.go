@@ -278,7 +278,7 @@ func (p *Profile) TransformThread(t *Transform, tid uint32) *Profile {
 		return p
 	}
 	w := newStackRewriter(p, t)
-	l := &locator{p: p, single: p.singleLines()}
+	l := &locator{p: p, single: p.SingleLineLocations()}
 	const unseen, dropped = -2, -1
 	newID := make([]int32, len(p.Stacks))
 	for i := range newID {
@@ -288,9 +288,8 @@ func (p *Profile) TransformThread(t *Transform, tid uint32) *Profile {
 	for _, st := range p.Stacks {
 		frames += len(st)
 	}
-	table := &StackTable{index: make(map[uint64]uint32, len(p.Stacks)), offs: make([]uint32, 1, len(p.Stacks)+1),
-		hash: make([]uint64, 0, len(p.Stacks)), next: make([]uint32, 0, len(p.Stacks)), data: make([]uint64, 0, frames)}
-	fst := p.frameStacks()
+	table := NewStackTableSized(len(p.Stacks), frames)
+	fst := p.FuncStacks()
 	fids := make([]uint32, 0, frames)
 	foffs := make([]int, 1, len(p.Stacks)+1)
 	var seq []uint64
@@ -324,12 +323,13 @@ func (p *Profile) TransformThread(t *Transform, tid uint32) *Profile {
 	if l.derived != nil {
 		q.Locations = l.locs
 	}
-	ids := make([]uint32, len(table.data))
-	for i := range table.data {
-		ids[i] = uint32(table.data[i])
-	}
+	ids := make([]uint32, 0, table.Values())
 	for i := range q.Stacks {
-		q.Stacks[i] = ids[table.offs[i]:table.offs[i+1]:table.offs[i+1]]
+		at := len(ids)
+		for _, v := range table.Get(uint32(i)) {
+			ids = append(ids, uint32(v))
+		}
+		q.Stacks[i] = ids[at:len(ids):len(ids)]
 		q.FrameStacks[i] = fids[foffs[i]:foffs[i+1]:foffs[i+1]]
 	}
 
@@ -378,7 +378,7 @@ func (p *Profile) TransformThread(t *Transform, tid uint32) *Profile {
 		}
 	}
 	if didMerge {
-		q.sortEntries()
+		q.SortEntries()
 	}
 	return q
 }

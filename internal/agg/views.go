@@ -159,7 +159,7 @@ func top(p *Profile, f Filter, n int, byTotal bool, reasons []uint8) (rows []Top
 	self := make([]uint64, len(p.Frames))
 	total := make([]uint64, len(p.Frames))
 	seen := make([]uint32, len(p.Frames)) // stack id+1 that last counted the frame
-	fst := p.frameStacks()
+	fst := p.FuncStacks()
 	for sid, c := range perStack {
 		if c == 0 {
 			continue
@@ -284,7 +284,7 @@ func InvertedFlame(p *Profile, f Filter, depth int, thresholdPct float64) (*Flam
 // paths split into nodes, the nodes made into the tree.
 func flame(p *Profile, f Filter, o FlameShape) (*FlameNode, uint64) {
 	perStack, total := stackCounts(p, f)
-	fst := p.frameStacks()
+	fst := p.FuncStacks()
 	counted := perStack // the stacks the root counts
 	if o.reshapes() {
 		// Each stack cut to the sandwich's side and the subtree asked for (subtree.go).

@@ -16,8 +16,8 @@ const wakeePrefix = "[woke "
 // WakeeFunc is the frame that leads a waker's stack: the thread it woke.
 func WakeeFunc(tid uint32) string { return wakeePrefix + strconv.FormatUint(uint64(tid), 10) + "]" }
 
-// parseWakee reads WakeeFunc's tid.
-func parseWakee(f string) (uint32, bool) {
+// ParseWakeeFunc reads the tid of a frame named by WakeeFunc; false for any other name.
+func ParseWakeeFunc(f string) (uint32, bool) {
 	s, ok := strings.CutPrefix(f, wakeePrefix)
 	if !ok {
 		return 0, false
@@ -66,7 +66,7 @@ func Wakers(ns, n *Profile, wakee uint32, stacks int) []WakerRow {
 	}
 	counts := map[stackKey]uint64{}
 	if n != nil {
-		fs := n.frameStacks()
+		fs := n.FuncStacks()
 		for _, e := range n.Entries {
 			if int(e.Stack) < len(fs) {
 				_, k := wakerStack(n, fs[e.Stack])
@@ -75,13 +75,13 @@ func Wakers(ns, n *Profile, wakee uint32, stacks int) []WakerRow {
 		}
 	}
 	rows := map[pair]*WakerRow{}
-	fs := ns.frameStacks()
+	fs := ns.FuncStacks()
 	for _, e := range ns.Entries {
 		if int(e.Stack) >= len(fs) || len(fs[e.Stack]) == 0 {
 			continue
 		}
 		st := fs[e.Stack]
-		w, ok := parseWakee(ns.Frames[st[0]].Func)
+		w, ok := ParseWakeeFunc(ns.Frames[st[0]].Func)
 		if !ok || (wakee != 0 && w != wakee) {
 			continue
 		}

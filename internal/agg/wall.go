@@ -136,7 +136,7 @@ func WallProfile(cpu, off *Profile, nsPerSample uint64, on *OnCPUTime) (p *Profi
 	add(cpu, nsPerSample, on)
 	cpuStacks = len(p.Stacks)
 	add(off, 1, nil)
-	p.sortEntries()
+	p.SortEntries()
 	p.ExpandStacks()
 	return p, cpuStacks
 }
