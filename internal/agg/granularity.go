@@ -9,11 +9,11 @@ package agg
 //
 // Stacks, entries, threads and series are shared with p (the entries' LeafFunc still name
 // p's frames); the zero g returns p itself.
-func (p *Profile) At(g Granularity) *Profile { return p.AtKeeping(g, nil) }
+func At(p *Profile, g Granularity) *Profile { return AtKeeping(p, g, nil) }
 
 // AtKeeping is At, but the functions keep accepts stay whole functions, whatever g's By:
 // callers of a function by line are the lines that call it.
-func (p *Profile) AtKeeping(g Granularity, keep func(Frame) bool) *Profile {
+func AtKeeping(p *Profile, g Granularity, keep func(Frame) bool) *Profile {
 	if g.IsZero() {
 		return p
 	}
@@ -142,7 +142,7 @@ func (p *Profile) AtKeeping(g Granularity, keep func(Frame) bool) *Profile {
 	}
 	q.ExpandStacks()
 	if g.By == ByImage {
-		q = q.Transform(&Transform{mergeRuns: true})
+		q = Transformed(q, &Transform{mergeRuns: true})
 		q.View = g
 	}
 	return q

@@ -75,7 +75,7 @@ func TestAt(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%+v", c.g), func(t *testing.T) {
 			p := sitesProfile()
-			q := p.At(c.g)
+			q := At(p, c.g)
 			if got := topRows(q); !reflect.DeepEqual(got, c.want) {
 				t.Errorf("top = %q\nwant  %q", got, c.want)
 			}
@@ -111,7 +111,7 @@ func TestAtFlame(t *testing.T) {
 			"main:20;work:7 5", "main:20;work:7;helper:3 5", "main:21 10", "main:21;work:6 10"}},
 		{ByImage, []string{"app 42", "app;libc.so.6 2"}},
 	} {
-		root, _ := Flame(sitesProfile().At(Granularity{By: c.by}), Filter{}, 0, 0)
+		root, _ := Flame(At(sitesProfile(), Granularity{By: c.by}), Filter{}, 0, 0)
 		var got []string
 		walk(root, "", &got)
 		sort.Strings(got)
@@ -125,8 +125,8 @@ func TestAtFlame(t *testing.T) {
 // with the other's line alone; the stacks' functions follow.
 func TestTransformKeepsLocations(t *testing.T) {
 	p := sitesProfile()
-	q := p.Transform(&Transform{Hide: regexp.MustCompile("^helper$")})
-	if got, want := topRows(q.At(Granularity{By: ByLine})), []string{"work:5 25/27", "work:6 10/10", "work:7 5/5", "memcpy 2/2", "main:20 0/32", "main:21 0/10"}; !reflect.DeepEqual(got, want) {
+	q := Transformed(p, &Transform{Hide: regexp.MustCompile("^helper$")})
+	if got, want := topRows(At(q, Granularity{By: ByLine})), []string{"work:5 25/27", "work:6 10/10", "work:7 5/5", "memcpy 2/2", "main:20 0/32", "main:21 0/10"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("top by line after hiding helper = %q\nwant %q", got, want)
 	}
 	if len(q.Locations) != len(p.Locations)+1 || len(p.Locations[2].Lines) != 2 {
@@ -171,7 +171,7 @@ func TestAtShort(t *testing.T) {
 		Stacks:  [][]uint32{{1, 0}, {2, 0}},
 		Entries: []Entry{{Tid: 1, Stack: 0, Count: 3}, {Tid: 1, Stack: 1, Count: 4}},
 	})
-	if got, want := topRows(p.At(Granularity{Short: true})), []string{"ns::f 7/7", "main 0/7"}; !reflect.DeepEqual(got, want) {
+	if got, want := topRows(At(p, Granularity{Short: true})), []string{"ns::f 7/7", "main 0/7"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("top --short = %q, want %q", got, want)
 	}
 }
@@ -179,7 +179,7 @@ func TestAtShort(t *testing.T) {
 // TestAtKeeping: the callers of a function by line are the lines that call it, the
 // function itself one row.
 func TestAtKeeping(t *testing.T) {
-	p := sitesProfile().AtKeeping(Granularity{By: ByLine}, func(f Frame) bool { return f.Func == "work" })
+	p := AtKeeping(sitesProfile(), Granularity{By: ByLine}, func(f Frame) bool { return f.Func == "work" })
 	fs, _ := Callers(p, Filter{}, func(f Frame) bool { return f.Func == "work" }, 0, 0, false)
 	if len(fs) != 1 {
 		t.Fatalf("%d functions match work, want 1", len(fs))

@@ -262,18 +262,18 @@ func (l *locator) part(lid uint32, positions []int32) uint32 {
 	return id
 }
 
-// Transform returns p with its stacks rewritten by t (see Transform): each distinct stack
+// Transformed returns p with its stacks rewritten by t (see Transform): each distinct stack
 // is rewritten once, entries whose stacks become the same are merged (per thread, leaf
 // address and leaf function, as a run names them), and KeyEntry follows the entries, so
 // the time series, windows and timelines work on the result. Frames, threads and the
 // series are shared with p. A zero t returns p itself.
-func (p *Profile) Transform(t *Transform) *Profile {
-	return p.TransformThread(t, 0)
+func Transformed(p *Profile, t *Transform) *Profile {
+	return TransformedThread(p, t, 0)
 }
 
-// TransformThread is Transform of the samples of thread tid alone (0: every thread), for
-// views that show one thread: the others' stacks are not rewritten.
-func (p *Profile) TransformThread(t *Transform, tid uint32) *Profile {
+// TransformedThread is Transformed of the samples of thread tid alone (0: every thread),
+// for views that show one thread: the others' stacks are not rewritten.
+func TransformedThread(p *Profile, t *Transform, tid uint32) *Profile {
 	if t.IsZero() {
 		return p
 	}

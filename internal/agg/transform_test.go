@@ -148,7 +148,7 @@ func TestTransform(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := transformProfile()
 			before := folded(p)
-			q := p.Transform(&tc.t)
+			q := Transformed(p, &tc.t)
 			if got := folded(q); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
@@ -166,10 +166,10 @@ func TestTransform(t *testing.T) {
 
 func TestTransformZeroIsIdentity(t *testing.T) {
 	p := transformProfile()
-	if q := p.Transform(&Transform{}); q != p {
+	if q := Transformed(p, &Transform{}); q != p {
 		t.Error("a zero transform copied the profile")
 	}
-	if q := p.Transform(nil); q != p {
+	if q := Transformed(p, nil); q != p {
 		t.Error("a nil transform copied the profile")
 	}
 }
@@ -179,7 +179,7 @@ func TestTransformMergesEntries(t *testing.T) {
 	// Hiding a and c makes main>a>c (tid 1, leaf 0x20) and main>b>a>b>c (tid 2) stacks
 	// main and main>b>b; hiding a, b, c makes tid 1's main>a>b and main>a>c both main, with
 	// different leaves (kept apart), and tid 2's main>a and main>b>a>b>c both main.
-	q := p.Transform(&Transform{Hide: regexp.MustCompile("^(a|b|c)$")})
+	q := Transformed(p, &Transform{Hide: regexp.MustCompile("^(a|b|c)$")})
 	var n2 int
 	for _, e := range q.Entries {
 		if e.Tid == 2 {
@@ -195,7 +195,7 @@ func TestTransformMergesEntries(t *testing.T) {
 	p.Stacks = append(p.Stacks, []uint32{rec[0], rec[3]})
 	p.Entries = append(p.Entries, Entry{Tid: 1, Pid: 1, Stack: uint32(len(p.Stacks) - 1), Count: 3, Leaf: 0x40, LeafFunc: tRec, Time: 7})
 	p.Entries[3].Time = 9
-	q = p.Transform(&Transform{FoldRecursion: true})
+	q = Transformed(p, &Transform{FoldRecursion: true})
 	if len(q.Entries) != len(p.Entries)-1 {
 		t.Fatalf("%d entries, want %d (two merged)", len(q.Entries), len(p.Entries)-1)
 	}
@@ -226,7 +226,7 @@ func TestTransformKeepsSeries(t *testing.T) {
 	r.Resolve(newFakeResolver(8))
 	p := r.Profile(nil)
 
-	q := p.Transform(&Transform{FoldRecursion: true})
+	q := Transformed(p, &Transform{FoldRecursion: true})
 	if got, want := folded(q), []string{"1:fn0000;fn0001 200", "1:fn0000;fn0004 400"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("folded = %q, want %q", got, want)
 	}
@@ -253,13 +253,13 @@ func TestTransformKeepsSeries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := folded(w0.Transform(&Transform{FoldRecursion: true})); !reflect.DeepEqual(got, c.want) {
+		if got := folded(Transformed(w0, &Transform{FoldRecursion: true})); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("transform of window [%d, %d): %q, want %q", c.from, c.to, got, c.want)
 		}
 	}
 
 	// Ignoring rec leaves its samples out of the timeline; the series itself is shared.
-	q = p.Transform(&Transform{Ignore: regexp.MustCompile("fn0004")})
+	q = Transformed(p, &Transform{Ignore: regexp.MustCompile("fn0004")})
 	tl, err := MakeTimeline(q, Filter{}, 0, 2*sec, sec, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +282,7 @@ func TestTransformKeepsSeries(t *testing.T) {
 // TestTransformedViews: the views take the transformed profile as it is.
 func TestTransformedViews(t *testing.T) {
 	p := transformProfile()
-	q := p.Transform(&Transform{Focus: regexp.MustCompile("^b$")})
+	q := Transformed(p, &Transform{Focus: regexp.MustCompile("^b$")})
 	rows, samples := Top(q, Filter{}, 0, true)
 	if samples != 64 || rows[0].Func != "b" || rows[0].Total != 64 {
 		t.Errorf("top of focus b: %d samples, rows %+v", samples, rows)
@@ -328,7 +328,7 @@ func TestTransformPython(t *testing.T) {
 		},
 		Threads: []ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}},
 	})
-	got := folded(p.Transform(&Transform{Python: true}))
+	got := folded(Transformed(p, &Transform{Python: true}))
 	want := []string{"1:_PyObject_Malloc 2", "1:py::<module>:/app.py;py::spin_a:/app.py;_PyObject_Malloc 3",
 		"1:py::<module>:/app.py;py::spin_b:/app.py 1", "1:py::<module>:/app.py;py::spin_b:/app.py;_PyEval_EvalFrameDefault 5"}
 	if !reflect.DeepEqual(got, want) {
@@ -362,7 +362,7 @@ func TestTransformPythonKind(t *testing.T) {
 		},
 		Threads: []ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}},
 	})
-	got := folded(p.Transform(&Transform{Python: true}))
+	got := folded(Transformed(p, &Transform{Python: true}))
 	want := []string{"1:<module> (/app.py);spin_a (/app.py) 4", "1:<module> (/app.py);spin_a (/app.py);_PyObject_Malloc 3"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -94,7 +94,7 @@ func BenchmarkViews1M(b *testing.B) {
 		b.Run("Transform"+c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if q := p.Transform(&c.t); len(q.Stacks) == 0 {
+				if q := agg.Transformed(p, &c.t); len(q.Stacks) == 0 {
 					b.Fatal("no stacks left")
 				}
 			}
@@ -102,7 +102,7 @@ func BenchmarkViews1M(b *testing.B) {
 		b.Run("Transform"+c.name+"ThenTop", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if rows, _ := agg.Top(p.Transform(&c.t), agg.Filter{}, 50, false); len(rows) == 0 {
+				if rows, _ := agg.Top(agg.Transformed(p, &c.t), agg.Filter{}, 50, false); len(rows) == 0 {
 					b.Fatal("no rows")
 				}
 			}
@@ -139,18 +139,18 @@ func TestFlamePrunedIsTheWholeTreeCut(t *testing.T) {
 	}
 }
 
-// TestTransformThreadIsTransformOfTheThread checks that a transform of one thread's samples
+// TestTransformedThreadIsTransformOfTheThread checks that a transform of one thread's samples
 // gives that thread the same tree as the transform of the whole run, and holds no other.
-func TestTransformThreadIsTransformOfTheThread(t *testing.T) {
+func TestTransformedThreadIsTransformOfTheThread(t *testing.T) {
 	p := synthrun.Profile(20_000, 2_000)
 	tids := map[uint32]bool{}
 	for _, e := range p.Entries {
 		tids[e.Tid] = true
 	}
 	tr := agg.Transform{Hide: regexp.MustCompile("^func_1"), FoldRecursion: true}
-	whole := p.Transform(&tr)
+	whole := agg.Transformed(p, &tr)
 	for tid := range tids {
-		one := p.TransformThread(&tr, tid)
+		one := agg.TransformedThread(p, &tr, tid)
 		for _, e := range one.Entries {
 			if e.Tid != tid {
 				t.Fatalf("the view of thread %d holds a sample of thread %d", tid, e.Tid)

@@ -106,7 +106,7 @@ the two sides of the web page's sandwich.` + granularityHelp + transformHelp,
 				if inverted {
 					build = agg.InvertedFlame
 				}
-				baseRoot, _ := build(base.Profile.At(gran), agg.Filter{Tid: uint32(tid)}, depth, 0)
+				baseRoot, _ := build(agg.At(&base.Profile, gran), agg.Filter{Tid: uint32(tid)}, depth, 0)
 				api.DiffFlame(res.Root, api.FlameRoot(baseRoot), threshold)
 			}
 			if rf.json {

@@ -13,7 +13,7 @@ func topCounters(run *store.Run, g agg.Granularity, f agg.Filter, res *api.Top) 
 	if len(run.Meta.Counters) == 0 {
 		return
 	}
-	sums := agg.SelfCounters(run.Profile.At(g), f)
+	sums := agg.SelfCounters(agg.At(&run.Profile, g), f)
 	if sums == nil {
 		return
 	}

@@ -125,10 +125,10 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 	var times *api.TimeTotals
 	if o.OffCPU {
 		reasons := timeReasons(&run.Profile, cpuStacks)
-		rows, samples = agg.OffCPUTop(run.Profile.At(g), reasons, f, o.N, o.ByTotal)
+		rows, samples = agg.OffCPUTop(agg.At(&run.Profile, g), reasons, f, o.N, o.ByTotal)
 		times = timeTotals(&run.Profile, reasons, f)
 	} else {
-		rows, samples = agg.Top(run.Profile.At(g), f, o.N, o.ByTotal)
+		rows, samples = agg.Top(agg.At(&run.Profile, g), f, o.N, o.ByTotal)
 	}
 	sort := "self"
 	if o.ByTotal {
@@ -197,7 +197,7 @@ func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
 		return api.Flame{}, err
 	}
 	f := o.Processes.filter(&run.Profile, o.Tid)
-	p := run.Profile.At(g)
+	p := agg.At(&run.Profile, g)
 	shape, err := flameShape(p, o)
 	if err != nil {
 		return api.Flame{}, err
@@ -214,7 +214,7 @@ func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
 		Under: o.Under, CallersOf: o.CallersOf, CalleesOf: o.CalleesOf}
 	if match != nil {
 		// Focus keeps the samples with a matching function; a tree one level deep counts them.
-		_, n := agg.Flame(run.Profile.Transform(&agg.Transform{Focus: match}), f, 1, 100)
+		_, n := agg.Flame(agg.Transformed(&run.Profile, &agg.Transform{Focus: match}), f, 1, 100)
 		res.Matched = &n
 	}
 	return res, nil
@@ -256,7 +256,7 @@ func Callers(run *store.Run, o CallersOptions) (api.Callers, error) {
 			return full(f) || f.Kind == agg.KindUser && full(agg.Frame{Func: agg.ShortName(f.Func)})
 		}
 	}
-	p := run.Profile.AtKeeping(g, match)
+	p := agg.AtKeeping(&run.Profile, g, match)
 	f := o.Processes.filter(&run.Profile, o.Tid)
 	fs, samples := agg.Callers(p, f, match, o.MaxFuncs, o.MaxRows, o.Callees)
 	var times *api.TimeTotals

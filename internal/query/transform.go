@@ -64,7 +64,7 @@ func applyTransform(run *store.Run, t api.Transform, tid uint32) (*store.Run, *a
 		return run, nil, err
 	}
 	out := *run
-	out.Profile = *run.Profile.TransformThread(at, tid)
+	out.Profile = *agg.TransformedThread(&run.Profile, at, tid)
 	desc := t
 	desc.CollapseImage = slices.Clone(t.CollapseImage)
 	return &out, &desc, nil

@@ -568,7 +568,7 @@ func FuzzDecode(f *testing.F) {
 		agg.Flame(p, agg.Filter{}, 0, 0)
 		agg.Threads(p, 0)
 		for _, by := range agg.Granularities {
-			q := p.At(agg.Granularity{By: by, NoInline: true, Short: true})
+			q := agg.At(p, agg.Granularity{By: by, NoInline: true, Short: true})
 			agg.Top(q, agg.Filter{}, 10, false)
 			agg.Flame(q, agg.Filter{}, 0, 0)
 		}
