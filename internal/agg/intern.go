@@ -1,6 +1,3 @@
-// Package agg aggregates samples into interned stacks and computes the views that stax
-// answers queries with (top, flame, threads). Live runs and stored runs share the Profile
-// type, so every view works the same on both.
 package agg
 
 // StackTable interns sequences of uint64 (raw addresses or frame ids). Identical sequences

@@ -556,7 +556,8 @@ func TestRunLinesNotKnown(t *testing.T) {
 	if got := p.Locations[0].Lines[0].Line; got != 0 {
 		t.Errorf("line %d, want 0", got)
 	}
-	q := located(&Profile{Frames: []Frame{{Func: "f", Line: -1}}, Stacks: [][]uint32{{0}}})
+	q := &Profile{Frames: []Frame{{Func: "f", Line: -1}}, Stacks: [][]uint32{{0}}}
+	q.LocateFrameStacks()
 	if got := q.Locations[0].Lines[0].Line; got != 0 {
 		t.Errorf("a frame's line -1 became %d, want 0", got)
 	}
