@@ -3,7 +3,7 @@ package agg
 // Off-CPU time is kept in a Run of its own whose counts are nanoseconds: an entry is the
 // time one thread spent switched out with one stack. The stack's leaf frame says when the
 // thread was preempted (still runnable) rather than waiting, and when the kernel gave no
-// stack; the reason a thread waited is read from its stack's frames (offcpu_reasons.go).
+// stack; the reason a thread waited is read from its stack's frames (views.StackReasons).
 
 // Frames the recorder puts at the leaf of an off-CPU stack.
 const (

@@ -81,7 +81,7 @@ type Profile struct {
 	Series   Series  `json:"series"`
 	KeyEntry []int32 `json:"key_entry,omitempty"`
 	// View is what the frames stand for: functions, or the rows of a view by source line,
-	// address or image (see At).
+	// address or image (see views.At).
 	View Granularity `json:"-"`
 }
 

@@ -20,8 +20,8 @@ type Granularity struct {
 	// inlined at its address, and each inlined function is a frame of its own.
 	NoInline bool `json:"no_inline,omitempty" param:"inline,negated"`
 	// Short names native functions without their C++ parameter lists and template
-	// arguments (see ShortName); functions whose short names are the same are counted as
-	// one.
+	// arguments (see views.ShortName); functions whose short names are the same are
+	// counted as one.
 	Short bool `json:"short,omitempty" param:"short"`
 }
 
