@@ -1,6 +1,3 @@
-// Package agg aggregates samples into interned stacks and computes the views that stax
-// answers queries with (top, flame, threads). Live runs and stored runs share the Profile
-// type, so every view works the same on both.
 package agg
 
 // StackTable interns sequences of uint64 (raw addresses or frame ids). Identical sequences
@@ -28,6 +25,13 @@ func hashSeq(s []uint64) uint64 {
 		h ^= h >> 29
 	}
 	return h ^ uint64(len(s))
+}
+
+// NewStackTableSized returns an empty table with room for seqs sequences holding values
+// values in all, for a caller that knows about how many it will intern.
+func NewStackTableSized(seqs, values int) *StackTable {
+	return &StackTable{index: make(map[uint64]uint32, seqs), offs: make([]uint32, 1, seqs+1),
+		hash: make([]uint64, 0, seqs), next: make([]uint32, 0, seqs), data: make([]uint64, 0, values)}
 }
 
 // Find returns the id of s, if it was interned.
@@ -79,6 +83,9 @@ func (t *StackTable) Get(id uint32) []uint64 { return t.data[t.offs[id]:t.offs[i
 
 // Len is the number of distinct sequences.
 func (t *StackTable) Len() int { return len(t.hash) }
+
+// Values is the number of values in all the sequences together.
+func (t *StackTable) Values() int { return len(t.data) }
 
 // Bytes estimates the table's memory.
 func (t *StackTable) Bytes() int {

@@ -162,9 +162,7 @@ func (p *Profile) expandStacks() [][]uint32 {
 
 // FuncStacks returns FrameStacks, or, when they were not derived, their expansion made for
 // the caller alone.
-func (p *Profile) FuncStacks() [][]uint32 { return p.frameStacks() }
-
-func (p *Profile) frameStacks() [][]uint32 {
+func (p *Profile) FuncStacks() [][]uint32 {
 	if len(p.FrameStacks) == len(p.Stacks) {
 		return p.FrameStacks
 	}
@@ -180,9 +178,9 @@ func (p *Profile) LeafFrame(sid uint32) (uint32, bool) {
 	return p.Locations[st[0]].Leaf(), true
 }
 
-// singleLines says whether every location has exactly one line (no inlining): a location's
-// function is then its Leaf, and a stack has as many functions as locations.
-func (p *Profile) singleLines() bool {
+// SingleLineLocations says whether every location has exactly one line (no inlining): a
+// location's function is then its Leaf, and a stack has as many functions as locations.
+func (p *Profile) SingleLineLocations() bool {
 	for i := range p.Locations {
 		if len(p.Locations[i].Lines) != 1 {
 			return false

@@ -81,7 +81,7 @@ type Profile struct {
 	Series   Series  `json:"series"`
 	KeyEntry []int32 `json:"key_entry,omitempty"`
 	// View is what the frames stand for: functions, or the rows of a view by source line,
-	// address or image (see At).
+	// address or image (see views.At).
 	View Granularity `json:"-"`
 }
 
@@ -123,8 +123,10 @@ func (t *FrameTable) Intern(f Frame) uint32 {
 	return id
 }
 
-// sortEntries orders entries by count, most first, keeping KeyEntry pointing at them.
-func (p *Profile) sortEntries() {
+// SortEntries orders entries by count, most first, keeping KeyEntry pointing at them: what
+// a profile derived from another (a window, a transform, a merge) does once its entries
+// are counted. The entries are copied first, as they may be another profile's too.
+func (p *Profile) SortEntries() {
 	p.Entries = slices.Clone(p.Entries) // they may be another profile's too
 	sortEntriesInPlace(p.Entries, p.KeyEntry, nil)
 }
@@ -224,7 +226,7 @@ func (p *Profile) WindowWhere(from, to uint64, keep func(time uint64, tid uint32
 			out.KeyEntry[k] = index[e]
 		}
 	}
-	out.sortEntries()
+	out.SortEntries()
 	return out, nil
 }
 

@@ -112,7 +112,7 @@ func (r *Run) AddEventSample(event, pid, tid, cpu uint32, t uint64, gen uint32, 
 }
 
 // AddCountedSample counts one sample of event with the counters read with it (the
-// events each counted since the thread's sample before; counters.go).
+// events each counted since the thread's sample before; counter_sums.go).
 func (r *Run) AddCountedSample(event, pid, tid, cpu uint32, t uint64, gen uint32, chain []uint64, counters []uint64) {
 	r.mu.Lock()
 	r.addLocked(event, pid, tid, cpu, t, gen, chain, counters)

@@ -340,7 +340,7 @@ type Timeline struct {
 	TimelineSpans
 }
 
-// Transform says how a query rewrites the run's stacks before answering (see agg.Transform):
+// Transform says how a query rewrites the run's stacks before answering (see views.Transform):
 // the flags --focus, --ignore, --hide, --collapse-image and --fold-recursion as given, and
 // the query parameters of the same names (fold_recursion=1; collapse_image repeated).
 type Transform struct {

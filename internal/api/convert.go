@@ -4,6 +4,7 @@ import (
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/spans"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // The one place the documents take the model's values: each part of a document that the
@@ -11,7 +12,7 @@ import (
 // the model renames or retypes stops this file compiling rather than changing the JSON.
 
 // TopRows are top's rows (never nil: "rows": []).
-func TopRows(rows []agg.TopRow) []TopRow {
+func TopRows(rows []views.TopRow) []TopRow {
 	if rows == nil {
 		return []TopRow{}
 	}
@@ -19,39 +20,39 @@ func TopRows(rows []agg.TopRow) []TopRow {
 }
 
 // ProcessRows are top --by process's rows (nil: none).
-func ProcessRows(rows []agg.ProcessRow) []ProcessRow { return wireSlice(rows, wireProcessRow) }
+func ProcessRows(rows []views.ProcessRow) []ProcessRow { return wireSlice(rows, wireProcessRow) }
 
-func wireTopRow(r agg.TopRow) TopRow {
+func wireTopRow(r views.TopRow) TopRow {
 	return TopRow{Func: r.Func, Image: r.Image, Kind: r.Kind, Inlined: r.Inlined, File: r.File, Line: r.Line, Addr: r.Addr,
 		Self: r.Self, Total: r.Total, SelfPct: r.SelfPct, TotalPct: r.TotalPct, Reason: r.Reason}
 }
 
-func wireProcessRow(r agg.ProcessRow) ProcessRow {
+func wireProcessRow(r views.ProcessRow) ProcessRow {
 	return ProcessRow{Pid: r.Pid, Comm: r.Comm, Threads: r.Threads, Samples: r.Samples, Pct: r.Pct, TopFunc: r.TopFunc}
 }
 
 // FlameRoot is flame's tree (nil: none).
-func FlameRoot(n *agg.FlameNode) *FlameNode { return wirePtr(n, wireFlameNode) }
+func FlameRoot(n *views.FlameNode) *FlameNode { return wirePtr(n, wireFlameNode) }
 
 // CallFunctions are the functions of callers and callees, with their rows.
-func CallFunctions(fs []agg.CallFunction) []CallFunction { return wireSlice(fs, wireCallFunction) }
+func CallFunctions(fs []views.CallFunction) []CallFunction { return wireSlice(fs, wireCallFunction) }
 
 // ThreadRows are the rows of threads.
-func ThreadRows(rs []agg.ThreadRow) []ThreadRow { return wireSlice(rs, wireThreadRow) }
+func ThreadRows(rs []views.ThreadRow) []ThreadRow { return wireSlice(rs, wireThreadRow) }
 
 // TimelineOf is the timeline's buckets, threads and phases.
-func TimelineOf(t agg.Timeline) TimelineData { return wireTimelineData(t) }
+func TimelineOf(t views.Timeline) TimelineData { return wireTimelineData(t) }
 
 // ThreadStatesRows are the threads of timeline --states.
-func ThreadStatesRows(rs []agg.ThreadStates) []ThreadStatesRow {
+func ThreadStatesRows(rs []views.ThreadStates) []ThreadStatesRow {
 	return wireSlice(rs, wireThreadStatesRow)
 }
 
 // WakerRows are the rows of wakers.
-func WakerRows(rs []agg.WakerRow) []WakerRow { return wireSlice(rs, wireWakerRow) }
+func WakerRows(rs []views.WakerRow) []WakerRow { return wireSlice(rs, wireWakerRow) }
 
 // CompareRows are the rows of compare.
-func CompareRows(rs []agg.CompareRow) []CompareRow { return wireSlice(rs, wireCompareRow) }
+func CompareRows(rs []views.CompareRow) []CompareRow { return wireSlice(rs, wireCompareRow) }
 
 // SpanStats are the rows of spans.
 func SpanStats(rs []spans.Stat) []SpanStat { return wireSlice(rs, wireSpanStat) }
@@ -184,7 +185,7 @@ func wireImageSamples(m agg.ImageSamples) ImageSamples {
 	}
 }
 
-func wireFlameNode(m agg.FlameNode) FlameNode {
+func wireFlameNode(m views.FlameNode) FlameNode {
 	return FlameNode{
 		Func:         m.Func,
 		Image:        m.Image,
@@ -198,11 +199,11 @@ func wireFlameNode(m agg.FlameNode) FlameNode {
 		Reason:       m.Reason,
 		Counters:     m.Counters,
 		SelfCounters: m.SelfCounters,
-		Children:     wireSlice(m.Children, func(m *agg.FlameNode) *FlameNode { return wirePtr(m, wireFlameNode) }),
+		Children:     wireSlice(m.Children, func(m *views.FlameNode) *FlameNode { return wirePtr(m, wireFlameNode) }),
 	}
 }
 
-func wireCallFunction(m agg.CallFunction) CallFunction {
+func wireCallFunction(m views.CallFunction) CallFunction {
 	return CallFunction{
 		Func:      m.Func,
 		Image:     m.Image,
@@ -220,7 +221,7 @@ func wireCallFunction(m agg.CallFunction) CallFunction {
 	}
 }
 
-func wireThreadRow(m agg.ThreadRow) ThreadRow {
+func wireThreadRow(m views.ThreadRow) ThreadRow {
 	return ThreadRow{
 		Tid:     m.Tid,
 		Pid:     m.Pid,
@@ -232,7 +233,7 @@ func wireThreadRow(m agg.ThreadRow) ThreadRow {
 	}
 }
 
-func wireTimelineData(m agg.Timeline) TimelineData {
+func wireTimelineData(m views.Timeline) TimelineData {
 	return TimelineData{
 		Buckets: m.Buckets,
 		Total:   m.Total,
@@ -241,7 +242,7 @@ func wireTimelineData(m agg.Timeline) TimelineData {
 	}
 }
 
-func wireCompareRow(m agg.CompareRow) CompareRow {
+func wireCompareRow(m views.CompareRow) CompareRow {
 	return CompareRow{
 		Func:          m.Func,
 		Image:         m.Image,
@@ -283,7 +284,7 @@ func wireSpanSource(m spans.Source) SpanSource {
 	}
 }
 
-func wireWakerRow(m agg.WakerRow) WakerRow {
+func wireWakerRow(m views.WakerRow) WakerRow {
 	return WakerRow{
 		Wakee:     m.Wakee,
 		WakeeName: m.WakeeName,
@@ -296,7 +297,7 @@ func wireWakerRow(m agg.WakerRow) WakerRow {
 	}
 }
 
-func wireThreadStatesRow(m agg.ThreadStates) ThreadStatesRow {
+func wireThreadStatesRow(m views.ThreadStates) ThreadStatesRow {
 	return ThreadStatesRow{
 		Tid:     m.Tid,
 		Pid:     m.Pid,
@@ -358,7 +359,7 @@ func wireSummary(m agg.Summary) Summary {
 	}
 }
 
-func wirePlace(m agg.Place) Place {
+func wirePlace(m views.Place) Place {
 	return Place{
 		File: m.File,
 		Line: m.Line,
@@ -366,7 +367,7 @@ func wirePlace(m agg.Place) Place {
 	}
 }
 
-func wireCallRow(m agg.CallRow) CallRow {
+func wireCallRow(m views.CallRow) CallRow {
 	return CallRow{
 		Func:    m.Func,
 		Image:   m.Image,
@@ -381,7 +382,7 @@ func wireCallRow(m agg.CallRow) CallRow {
 	}
 }
 
-func wireThreadOffCPU(m agg.ThreadOffCPU) ThreadOffCPU {
+func wireThreadOffCPU(m views.ThreadOffCPU) ThreadOffCPU {
 	return ThreadOffCPU{
 		OnCPUMs:    m.OnCPUMs,
 		RunnableMs: m.RunnableMs,
@@ -390,7 +391,7 @@ func wireThreadOffCPU(m agg.ThreadOffCPU) ThreadOffCPU {
 	}
 }
 
-func wireTimelineThread(m agg.TimelineThread) TimelineThread {
+func wireTimelineThread(m views.TimelineThread) TimelineThread {
 	return TimelineThread{
 		Tid:     m.Tid,
 		Pid:     m.Pid,
@@ -400,7 +401,7 @@ func wireTimelineThread(m agg.TimelineThread) TimelineThread {
 	}
 }
 
-func wirePhase(m agg.Phase) Phase {
+func wirePhase(m views.Phase) Phase {
 	return Phase{
 		FirstBucket: m.FirstBucket,
 		LastBucket:  m.LastBucket,
@@ -411,7 +412,7 @@ func wirePhase(m agg.Phase) Phase {
 	}
 }
 
-func wireWakerStack(m agg.WakerStack) WakerStack {
+func wireWakerStack(m views.WakerStack) WakerStack {
 	return WakerStack{
 		Frames: m.Frames,
 		Kernel: m.Kernel,
@@ -428,10 +429,10 @@ func wireThreadNs(m agg.ThreadNs) ThreadNs {
 }
 
 // StackChartOf is a stack chart's frames and boxes.
-func StackChartOf(m agg.StackChart) StackChartData {
+func StackChartOf(m views.StackChart) StackChartData {
 	return StackChartData{
-		Frames:    wireSlice(m.Frames, func(f agg.StackChartFrame) StackChartFrame { return StackChartFrame(f) }),
-		Boxes:     wireSlice(m.Boxes, func(b agg.StackBox) StackBox { return StackBox(b) }),
+		Frames:    wireSlice(m.Frames, func(f views.StackChartFrame) StackChartFrame { return StackChartFrame(f) }),
+		Boxes:     wireSlice(m.Boxes, func(b views.StackBox) StackBox { return StackBox(b) }),
 		Samples:   m.Samples,
 		OffNs:     m.OffNs,
 		Hidden:    m.Hidden,

@@ -9,6 +9,7 @@ import (
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/spans"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // fill sets every field of v, recursively, to a value that is not zero (slices and maps
@@ -66,26 +67,26 @@ func filled[T any]() T {
 // the model did, every field set (nested ones too) and nil and empty kept apart, so that
 // no conversion leaves a field out and the documented JSON is the same.
 func TestConvertSameJSON(t *testing.T) {
-	root := filled[agg.FlameNode]()
+	root := filled[views.FlameNode]()
 	damage := filled[store.SamplesDamage]()
 	for _, c := range []struct {
 		name        string
 		model, wire any
 	}{
-		{"TopRows", filled[[]agg.TopRow](), TopRows(filled[[]agg.TopRow]())},
-		{"TopRows(nil)", []agg.TopRow{}, TopRows(nil)},
-		{"ProcessRows", filled[[]agg.ProcessRow](), ProcessRows(filled[[]agg.ProcessRow]())},
-		{"ProcessRows(nil)", []agg.ProcessRow(nil), ProcessRows(nil)},
+		{"TopRows", filled[[]views.TopRow](), TopRows(filled[[]views.TopRow]())},
+		{"TopRows(nil)", []views.TopRow{}, TopRows(nil)},
+		{"ProcessRows", filled[[]views.ProcessRow](), ProcessRows(filled[[]views.ProcessRow]())},
+		{"ProcessRows(nil)", []views.ProcessRow(nil), ProcessRows(nil)},
 		{"FlameRoot", &root, FlameRoot(&root)},
-		{"FlameRoot(nil)", (*agg.FlameNode)(nil), FlameRoot(nil)},
-		{"CallFunctions", filled[[]agg.CallFunction](), CallFunctions(filled[[]agg.CallFunction]())},
-		{"CallFunctions(empty)", []agg.CallFunction{}, CallFunctions([]agg.CallFunction{})},
-		{"CallFunctions(nil)", []agg.CallFunction(nil), CallFunctions(nil)},
-		{"ThreadRows", filled[[]agg.ThreadRow](), ThreadRows(filled[[]agg.ThreadRow]())},
-		{"TimelineOf", filled[agg.Timeline](), TimelineOf(filled[agg.Timeline]())},
-		{"ThreadStatesRows", filled[[]agg.ThreadStates](), ThreadStatesRows(filled[[]agg.ThreadStates]())},
-		{"WakerRows", filled[[]agg.WakerRow](), WakerRows(filled[[]agg.WakerRow]())},
-		{"CompareRows", filled[[]agg.CompareRow](), CompareRows(filled[[]agg.CompareRow]())},
+		{"FlameRoot(nil)", (*views.FlameNode)(nil), FlameRoot(nil)},
+		{"CallFunctions", filled[[]views.CallFunction](), CallFunctions(filled[[]views.CallFunction]())},
+		{"CallFunctions(empty)", []views.CallFunction{}, CallFunctions([]views.CallFunction{})},
+		{"CallFunctions(nil)", []views.CallFunction(nil), CallFunctions(nil)},
+		{"ThreadRows", filled[[]views.ThreadRow](), ThreadRows(filled[[]views.ThreadRow]())},
+		{"TimelineOf", filled[views.Timeline](), TimelineOf(filled[views.Timeline]())},
+		{"ThreadStatesRows", filled[[]views.ThreadStates](), ThreadStatesRows(filled[[]views.ThreadStates]())},
+		{"WakerRows", filled[[]views.WakerRow](), WakerRows(filled[[]views.WakerRow]())},
+		{"CompareRows", filled[[]views.CompareRow](), CompareRows(filled[[]views.CompareRow]())},
 		{"SpanStats", filled[[]spans.Stat](), SpanStats(filled[[]spans.Stat]())},
 		{"SpanSources", filled[[]spans.Source](), SpanSources(filled[[]spans.Source]())},
 		{"RunMetaOf", filled[store.Meta](), RunMetaOf(filled[store.Meta]())},

@@ -82,7 +82,7 @@ type FlameRequest struct {
 	Under []string `param:"under"`
 	// CallersOf and CalleesOf (regular expressions) ask for a sandwich's side: the tree of
 	// the callers, or of the callees, of the functions matching, merged over every stack
-	// through them (agg.FlameShape).
+	// through them (views.FlameShape).
 	CallersOf string `param:"callers_of"`
 	CalleesOf string `param:"callees_of"`
 	View

@@ -21,7 +21,7 @@ func (StackChartRequest) Path() string                 { return "/v1/stack_chart
 func (r StackChartRequest) Encode() url.Values         { return EncodeParams(r) }
 func (r *StackChartRequest) Decode(q url.Values) error { return DecodeParams(q, r) }
 
-// StackChart is the answer of /v1/stack_chart: thread Tid's boxes (agg.StackBox), their
+// StackChart is the answer of /v1/stack_chart: thread Tid's boxes (views.StackBox), their
 // times in nanoseconds from StartSec, over the window from StartSec to EndSec (seconds
 // from the run's start).
 type StackChart struct {

@@ -66,7 +66,7 @@ innermost one, where the sample landed. RE is a regular expression in Go's
 syntax, as pprof's, matched against function names (not, as pprof also does, file
 names), anywhere in the name: anchor it (^main$) to match one.`
 
-// addTransform adds the stack transforms, which every view takes (see agg.Transform).
+// addTransform adds the stack transforms, which every view takes (see views.Transform).
 func (f *runFlags) addTransform(c *cobra.Command) {
 	c.Flags().StringVar(&f.transform.Focus, "focus", "", "only stacks through a function matching `RE`, from it down")
 	c.Flags().StringVar(&f.transform.Ignore, "ignore", "", "leave out stacks through a function matching `RE`")

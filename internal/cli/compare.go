@@ -7,11 +7,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/client"
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // ExitRegression: compare found a change past a --fail-* threshold.
@@ -69,7 +69,7 @@ function's share of each run's time blocked, and --fail-total-pct the growth of 
 				}
 				bp, cp = base.OffCPU, cand.OffCPU
 			}
-			rows, bs, cs := agg.Compare(bp, cp)
+			rows, bs, cs := views.Compare(bp, cp)
 			res := api.Compare{Schema: api.Schema, Base: api.RunRef{Run: base.Meta.ID, Samples: bs},
 				Cand: api.RunRef{Run: cand.Meta.ID, Samples: cs}, OffCPU: offCPU, Rows: api.CompareRows(rows)}
 			if bs > 0 {

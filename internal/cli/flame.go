@@ -12,6 +12,7 @@ import (
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/query"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 func flameCmd(g *globals) *cobra.Command {
@@ -102,11 +103,11 @@ the two sides of the web page's sandwich.` + granularityHelp + transformHelp,
 				if base, _, err = query.ApplyTransform(base, rf.transform); err != nil {
 					return usageErr("%v", err)
 				}
-				build := agg.Flame
+				build := views.Flame
 				if inverted {
-					build = agg.InvertedFlame
+					build = views.InvertedFlame
 				}
-				baseRoot, _ := build(base.Profile.At(gran), agg.Filter{Tid: uint32(tid)}, depth, 0)
+				baseRoot, _ := build(views.At(&base.Profile, gran), views.Filter{Tid: uint32(tid)}, depth, 0)
 				api.DiffFlame(res.Root, api.FlameRoot(baseRoot), threshold)
 			}
 			if rf.json {

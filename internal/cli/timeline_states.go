@@ -7,30 +7,30 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/client"
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // stateMarks are the letters of timeline --states: a bucket shows its thread's state with
 // the most time in it.
 var stateMarks = map[string]byte{
-	agg.StateRunning:   '#',
-	agg.ReasonRunnable: 'r',
-	agg.ReasonLock:     'L',
-	agg.ReasonCond:     'C',
-	agg.ReasonSem:      'M',
-	agg.ReasonSleep:    'S',
-	agg.ReasonIORead:   'R',
-	agg.ReasonIOWrite:  'W',
-	agg.ReasonPoll:     'P',
-	agg.ReasonConnect:  'N',
-	agg.ReasonAccept:   'A',
-	agg.ReasonChild:    'H',
-	agg.ReasonOther:    'o',
-	agg.ReasonOnCPU:    '#',
+	views.StateRunning:   '#',
+	views.ReasonRunnable: 'r',
+	views.ReasonLock:     'L',
+	views.ReasonCond:     'C',
+	views.ReasonSem:      'M',
+	views.ReasonSleep:    'S',
+	views.ReasonIORead:   'R',
+	views.ReasonIOWrite:  'W',
+	views.ReasonPoll:     'P',
+	views.ReasonConnect:  'N',
+	views.ReasonAccept:   'A',
+	views.ReasonChild:    'H',
+	views.ReasonOther:    'o',
+	views.ReasonOnCPU:    '#',
 }
 
 const timelineStatesHelp = `
@@ -73,7 +73,7 @@ func printThreadStates(w io.Writer, res api.ThreadStates) {
 		}
 		var blocked uint64
 		for k, v := range th.Total {
-			if k != agg.StateRunning && k != agg.ReasonRunnable {
+			if k != views.StateRunning && k != views.ReasonRunnable {
 				blocked += v
 			}
 		}
@@ -81,8 +81,8 @@ func printThreadStates(w io.Writer, res api.ThreadStates) {
 		if len(name) > 16 {
 			name = name[:16]
 		}
-		fmt.Fprintf(w, "%8d %-16s %9.1f %9.1f %9.1f  |%s|\n", th.Tid, esc(name), float64(th.Total[agg.StateRunning])/1e6,
-			float64(th.Total[agg.ReasonRunnable])/1e6, float64(blocked)/1e6, b.String())
+		fmt.Fprintf(w, "%8d %-16s %9.1f %9.1f %9.1f  |%s|\n", th.Tid, esc(name), float64(th.Total[views.StateRunning])/1e6,
+			float64(th.Total[views.ReasonRunnable])/1e6, float64(blocked)/1e6, b.String())
 	}
 	fmt.Fprintln(w, "\n# running  r runnable  L lock  C cond  M sem  S sleep  R io-read  W io-write  P poll  N net-connect  A net-accept  H child  o other")
 }

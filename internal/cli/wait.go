@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/client"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 func waitCmd(g *globals) *cobra.Command {
@@ -151,7 +151,7 @@ func waitStored(r *client.Run, samples uint64, seconds float64, symbol string) (
 		res.ElapsedSec = run.Meta.End.Sub(run.Meta.Start).Seconds()
 	}
 	met := (samples == 0 || run.Meta.Samples >= samples) && (seconds == 0 || res.ElapsedSec >= seconds) &&
-		(symbol == "" || agg.HasSymbol(run.Profile.Frames, symbol))
+		(symbol == "" || views.HasSymbol(run.Profile.Frames, symbol))
 	res.Outcome = api.WaitEnded
 	if met {
 		res.Outcome = api.WaitMet

@@ -10,6 +10,7 @@ import (
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/testutil"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // TestOffCPUFirstWaitOfALateThread records two threads that switch tens of thousands of
@@ -54,7 +55,7 @@ func TestOffCPUFirstWaitOfALateThread(t *testing.T) {
 		case "late_nap":
 			nap = float64(r.Total)
 		case agg.FuncNoStack:
-			if r.Reason != agg.ReasonRunnable { // preempted before its first CPU sample: runnable
+			if r.Reason != views.ReasonRunnable { // preempted before its first CPU sample: runnable
 				noStack = float64(r.Total)
 			}
 		}
@@ -76,12 +77,12 @@ func TestOffCPUFirstWaitOfALateThread(t *testing.T) {
 	}
 	for _, r := range threadsNamed(e, "late") {
 		// The reason is read from the wait's stack: where a full ring lost it, there is none.
-		if lostNoStack > 0 && r.OffCPU.Reason == agg.ReasonOther {
+		if lostNoStack > 0 && r.OffCPU.Reason == views.ReasonOther {
 			t.Logf("the late thread waits for reason %q: its stack was lost with the records", r.OffCPU.Reason)
 			continue
 		}
-		if r.OffCPU.Reason != agg.ReasonSleep {
-			t.Errorf("the late thread waits for reason %q, want %s", r.OffCPU.Reason, agg.ReasonSleep)
+		if r.OffCPU.Reason != views.ReasonSleep {
+			t.Errorf("the late thread waits for reason %q, want %s", r.OffCPU.Reason, views.ReasonSleep)
 		}
 	}
 }

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/testutil"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // TestOffCPUWakers records the worker that waits on a lock, a sleep and a pipe: as root,
@@ -107,7 +107,7 @@ func TestOffCPUNoWakers(t *testing.T) {
 		t.Errorf("stax wakers: exit %d, want an error that names --no-wakers\n%s%s", code, out, errOut)
 	}
 	w := threadsNamed(e, "worker")[0]
-	if w.OffCPU == nil || w.OffCPU.Reason != agg.ReasonLock || w.OffCPU.OffCPUMs < 900 {
+	if w.OffCPU == nil || w.OffCPU.Reason != views.ReasonLock || w.OffCPU.OffCPUMs < 900 {
 		t.Errorf("the worker's time off CPU with --no-wakers: %+v; want about 1 s, mostly lock", w.OffCPU)
 	}
 }
@@ -143,7 +143,7 @@ func TestOffCPUWall(t *testing.T) {
 		}
 	}
 	i := slices.IndexFunc(top.Rows, func(r api.TopRow) bool { return r.Func == "worker" })
-	if i < 0 || top.Rows[i].Reason != agg.ReasonLock {
+	if i < 0 || top.Rows[i].Reason != views.ReasonLock {
 		t.Errorf("worker's row in top --wall: %+v, want it with reason lock", top.Rows)
 	}
 	// In a window inside its life (which begins when the program has started, some time
@@ -174,7 +174,7 @@ func TestOffCPUWall(t *testing.T) {
 	var run api.Top
 	e.mustJSON(&run, "top", "--runnable", "--json", "-n", "1000")
 	for _, r := range run.Rows {
-		if r.Reason != agg.ReasonRunnable {
+		if r.Reason != views.ReasonRunnable {
 			t.Errorf("top --runnable has a row of reason %s: %+v", r.Reason, r)
 		}
 	}
@@ -197,7 +197,7 @@ func TestOffCPUWall(t *testing.T) {
 	if got := float64(all) / 1e6; math.Abs(got-wallMs) > 0.05*wallMs {
 		t.Errorf("timeline --states gives the worker %.1f ms in all, its wall clock is %.1f ms", got, wallMs)
 	}
-	for reason, want := range map[string]float64{agg.ReasonLock: 70, agg.ReasonSleep: 20, agg.ReasonIORead: 10} {
+	for reason, want := range map[string]float64{views.ReasonLock: 70, views.ReasonSleep: 20, views.ReasonIORead: 10} {
 		if got := float64(st.Threads[0].Total[reason]) * 100 / float64(all); math.Abs(got-want) > 5 {
 			t.Errorf("worker %s %.1f%% of its time, want %.0f%%", reason, got, want)
 		}

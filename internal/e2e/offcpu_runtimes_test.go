@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/testutil"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // waitReasons are the reasons a runtime's idle threads may block for: anything else
 // (other, io-read, ...) names a wait the programs below never make.
-var waitReasons = []string{agg.ReasonCond, agg.ReasonPoll, agg.ReasonSleep, agg.ReasonLock, agg.ReasonSem}
+var waitReasons = []string{views.ReasonCond, views.ReasonPoll, views.ReasonSleep, views.ReasonLock, views.ReasonSem}
 
 // rawAddress is a frame named by its address alone: no symbol resolved it. A stripped
 // shared library's local functions (libstdc++'s, the dynamic loader's entry) are named
@@ -134,7 +134,7 @@ func checkBlockedStacks(t *testing.T, fl api.Flame, rooted func(path []string) b
 				break
 			}
 		}
-		if r := path[len(path)-1].Reason; r == agg.ReasonOther || r == "" {
+		if r := path[len(path)-1].Reason; r == views.ReasonOther || r == "" {
 			odd += self
 			if len(oddPaths) < 5 {
 				oddPaths = append(oddPaths, fmt.Sprintf("%s (%.1f ms): %v", r, float64(self)/1e6, fns))
@@ -201,10 +201,10 @@ func TestOffCPUGoRuntime(t *testing.T) {
 	note := topRow(t, top, "runtime.notesleep")
 	t.Logf("off CPU %.1f ms; runtime.findRunnable %.1f ms (%s), runtime.notesleep %.1f ms (%s)",
 		float64(all)/1e6, float64(sched.Total)/1e6, sched.Reason, float64(note.Total)/1e6, note.Reason)
-	if note.Reason != agg.ReasonCond {
+	if note.Reason != views.ReasonCond {
 		t.Errorf("runtime.notesleep's reason is %q, want cond", note.Reason)
 	}
-	if !slices.Contains([]string{agg.ReasonCond, agg.ReasonPoll}, sched.Reason) {
+	if !slices.Contains([]string{views.ReasonCond, views.ReasonPoll}, sched.Reason) {
 		t.Errorf("runtime.findRunnable's reason is %q, want cond or poll", sched.Reason)
 	}
 	// The program's threads are idle for all but its CPU work: at least the time main
@@ -212,7 +212,7 @@ func TestOffCPUGoRuntime(t *testing.T) {
 	if sched.Total < uint64(rounds*sleep) {
 		t.Errorf("runtime.findRunnable has %.1f ms off CPU, less than the %v main slept", float64(sched.Total)/1e6, rounds*sleep)
 	}
-	if i := slices.IndexFunc(top.Rows, func(r api.TopRow) bool { return r.Func == "runtime.netpoll" }); i >= 0 && top.Rows[i].Reason != agg.ReasonPoll {
+	if i := slices.IndexFunc(top.Rows, func(r api.TopRow) bool { return r.Func == "runtime.netpoll" }); i >= 0 && top.Rows[i].Reason != views.ReasonPoll {
 		t.Errorf("runtime.netpoll's reason is %q, want poll", top.Rows[i].Reason)
 	}
 
@@ -265,7 +265,7 @@ func TestOffCPUNode(t *testing.T) {
 	}
 	checkThreadTimes(t, th.Rows, pid, wall, took)
 	mainRow := th.Rows[slices.IndexFunc(th.Rows, func(r api.ThreadRow) bool { return r.Tid == pid })]
-	if mainRow.OffCPU.Reason != agg.ReasonPoll {
+	if mainRow.OffCPU.Reason != views.ReasonPoll {
 		t.Errorf("node's main thread waited mostly for %q, want poll", mainRow.OffCPU.Reason)
 	}
 
@@ -273,7 +273,7 @@ func TestOffCPUNode(t *testing.T) {
 	e.mustJSON(&top, "top", "--off-cpu", "--tid", strconv.Itoa(int(pid)), "--sort", "total", "-n", "1000")
 	loop := topRow(t, top, "uv__io_poll")
 	t.Logf("uv__io_poll %.1f ms (%s)", float64(loop.Total)/1e6, loop.Reason)
-	if loop.Reason != agg.ReasonPoll {
+	if loop.Reason != views.ReasonPoll {
 		t.Errorf("uv__io_poll's reason is %q, want poll", loop.Reason)
 	}
 	// A timer fires no earlier than its time, less the event loop's millisecond rounding.
@@ -283,7 +283,7 @@ func TestOffCPUNode(t *testing.T) {
 	epoll := slices.IndexFunc(top.Rows, func(r api.TopRow) bool {
 		return r.Func == "epoll_pwait" || r.Func == "epoll_wait" || r.Func == "epoll_pwait2"
 	})
-	if epoll < 0 || top.Rows[epoll].Reason != agg.ReasonPoll {
+	if epoll < 0 || top.Rows[epoll].Reason != views.ReasonPoll {
 		t.Errorf("no epoll wait with reason poll under the main thread: %+v", top.Rows)
 	}
 

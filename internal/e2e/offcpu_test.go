@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/testutil"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 func buildOffCPU(t *testing.T, dir string) string {
@@ -72,7 +72,7 @@ func TestOffCPUWaits(t *testing.T) {
 	if min, max := float64(loops)*perLoop*0.95, float64(loops)*(perLoop+slack); off < min || off > max {
 		t.Errorf("worker off CPU %.3f s in %d loops, want %.2f to %.2f s", off, loops, min, max)
 	}
-	if w.OffCPU.Reason != agg.ReasonLock {
+	if w.OffCPU.Reason != views.ReasonLock {
 		t.Errorf("worker's main reason is %q, want lock", w.OffCPU.Reason)
 	}
 
@@ -85,7 +85,7 @@ func TestOffCPUWaits(t *testing.T) {
 	want := []struct {
 		fn, reason string
 		pct        float64
-	}{{"wait_for_lock", agg.ReasonLock, 70}, {"nap", agg.ReasonSleep, 20}, {"read_pipe", agg.ReasonIORead, 10}}
+	}{{"wait_for_lock", views.ReasonLock, 70}, {"nap", views.ReasonSleep, 20}, {"read_pipe", views.ReasonIORead, 10}}
 	got := map[string]api.TopRow{}
 	var sum uint64
 	for _, wnt := range want {
@@ -178,7 +178,7 @@ func TestOffCPURunnable(t *testing.T) {
 		t.Logf("spinner %d: %.1f ms on CPU, %.1f ms runnable, %.1f ms waiting (%s)", r.Tid, o.OnCPUMs, o.RunnableMs, o.OffCPUMs, o.Reason)
 		on += o.OnCPUMs
 		runnable += o.RunnableMs
-		if o.Reason == agg.ReasonLock || o.Reason == agg.ReasonSleep {
+		if o.Reason == views.ReasonLock || o.Reason == views.ReasonSleep {
 			t.Errorf("spinner %d waited mostly for %s", r.Tid, o.Reason)
 		}
 		if o.OffCPUMs > o.RunnableMs {
@@ -192,7 +192,7 @@ func TestOffCPURunnable(t *testing.T) {
 	}
 	var top api.Top
 	e.mustJSON(&top, "top", "--off-cpu", "--sort", "total", "-n", "1000")
-	if i := slices.IndexFunc(top.Rows, func(r api.TopRow) bool { return r.Func == "burn" }); i < 0 || top.Rows[i].Reason != agg.ReasonRunnable {
+	if i := slices.IndexFunc(top.Rows, func(r api.TopRow) bool { return r.Func == "burn" }); i < 0 || top.Rows[i].Reason != views.ReasonRunnable {
 		t.Errorf("burn's off-CPU row is missing or not runnable: %+v", top.Rows)
 	}
 }
@@ -269,7 +269,7 @@ func TestOffCPUStuckThreadLive(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if row.Reason != agg.ReasonLock {
+	if row.Reason != views.ReasonLock {
 		t.Errorf("wait_for_lock's reason is %q, want lock", row.Reason)
 	}
 	live.finish(t)

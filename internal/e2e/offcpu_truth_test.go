@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/testutil"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 func buildBursts(t *testing.T, dir string) string {
@@ -211,8 +211,8 @@ func TestOffCPUChildProcessesWholeLives(t *testing.T) {
 		if !ok {
 			if r.Tid == r.Pid && r.OffCPU != nil && r.OffCPU.OffCPUMs > 0 {
 				parent = true
-				if r.OffCPU.Reason != agg.ReasonChild {
-					t.Errorf("the parent %d waits for its children: reason %q, want %s", r.Tid, r.OffCPU.Reason, agg.ReasonChild)
+				if r.OffCPU.Reason != views.ReasonChild {
+					t.Errorf("the parent %d waits for its children: reason %q, want %s", r.Tid, r.OffCPU.Reason, views.ReasonChild)
 				}
 			}
 			continue

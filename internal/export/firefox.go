@@ -9,6 +9,7 @@ import (
 
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // Firefox Profiler processed-format versions written. The profiler upgrades older
@@ -283,15 +284,15 @@ func WriteFirefox(w io.Writer, run *store.Run) error {
 		for i, k := range keys {
 			byTid[k.tid] = i
 		}
-		reasons := agg.StackReasons(run.OffCPU)
+		reasons := views.StackReasons(run.OffCPU)
 		for _, iv := range run.OffCPUIntervals {
 			i, ok := byTid[iv.Tid]
 			if !ok || iv.Start < base {
 				continue
 			}
-			reason := agg.ReasonOther
+			reason := views.ReasonOther
 			if iv.Stack != agg.NoStack && int(iv.Stack) < len(reasons) {
-				reason = agg.Reasons[reasons[iv.Stack]]
+				reason = views.Reasons[reasons[iv.Stack]]
 			}
 			out.Threads[i].offCPUMarker(reason, (float64(iv.Start)-float64(base))/1e6, (float64(iv.End)-float64(base))/1e6, iv.Waker)
 		}
@@ -493,7 +494,7 @@ var offCPUMarkerSchema = map[string]any{
 // offCPUMarker adds an interval off CPU, from start to end (milliseconds), as a marker.
 func (t *fxThread) offCPUMarker(reason string, start, end float64, waker uint32) {
 	name := "Blocked"
-	if reason == agg.ReasonRunnable {
+	if reason == views.ReasonRunnable {
 		name = "Runnable"
 	}
 	data := map[string]any{"type": "OffCPU", "reason": reason}

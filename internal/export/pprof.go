@@ -16,6 +16,7 @@ import (
 
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // WritePprof writes the run as a gzip'd pprof profile (profile.proto), for go tool pprof.
@@ -95,19 +96,19 @@ func PprofWithValues(run *store.Run) (*profile.Profile, PprofValues, error) {
 	// cpuStacks stacks), with values off_cpu and wall.
 	cpuStacks := -1
 	var reasons []uint8
-	var on *agg.OnCPUTime // the threads' time on CPU from the switch records
+	var on *views.OnCPUTime // the threads' time on CPU from the switch records
 	inSpans := spanCounts(run)
 	if run.OffCPU != nil && !counted {
 		if err := run.OffCPU.CheckIndexes(); err != nil {
 			return nil, vals, fmt.Errorf("export: off-CPU: %w", err)
 		}
 		if run.Meta.OffCPU != nil {
-			on = agg.NewOnCPUTime(run.Meta.OffCPU.OnCPU, firstEvent(&run.Profile, multi))
+			on = views.NewOnCPUTime(run.Meta.OffCPU.OnCPU, firstEvent(&run.Profile, multi))
 		}
-		merged, n := agg.WallProfile(&run.Profile, run.OffCPU, 1, nil)
+		merged, n := views.WallProfile(&run.Profile, run.OffCPU, 1, nil)
 		r := *run
 		r.Profile = *merged
-		run, cpuStacks, reasons = &r, n, agg.WallReasons(merged, n)
+		run, cpuStacks, reasons = &r, n, views.WallReasons(merged, n)
 	}
 	prof := &run.Profile
 	out := &profile.Profile{
@@ -250,7 +251,7 @@ func PprofWithValues(run *store.Run) (*profile.Profile, PprofValues, error) {
 			if s.Label == nil {
 				s.Label = map[string][]string{}
 			}
-			s.Label["reason"] = []string{agg.Reasons[reasons[e.Stack]]}
+			s.Label["reason"] = []string{views.Reasons[reasons[e.Stack]]}
 		}
 		out.Sample = append(out.Sample, splitBySpan(s, inSpans.of(e), e.Count, exact)...)
 	}

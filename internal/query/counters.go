@@ -4,16 +4,17 @@ import (
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // topCounters gives top's rows what the counters read with their self samples counted
 // (stax record --counters). Samples without counters (another event's, a window of a
 // run recorded before its series kept them) leave the rows without.
-func topCounters(run *store.Run, g agg.Granularity, f agg.Filter, res *api.Top) {
+func topCounters(run *store.Run, g agg.Granularity, f views.Filter, res *api.Top) {
 	if len(run.Meta.Counters) == 0 {
 		return
 	}
-	sums := agg.SelfCounters(run.Profile.At(g), f)
+	sums := views.SelfCounters(views.At(&run.Profile, g), f)
 	if sums == nil {
 		return
 	}

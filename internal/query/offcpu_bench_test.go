@@ -6,6 +6,7 @@ import (
 
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // offCPUBenchRun is a run whose off-CPU time comes from n intervals of 64 threads over
@@ -64,8 +65,8 @@ func BenchmarkTopOffCPU1M(b *testing.B) {
 	})
 	b.Run("window", func(b *testing.B) {
 		for b.Loop() {
-			off := agg.IntervalsIn(run.OffCPU, run.OffCPUIntervals, 2e9, 7e9)
-			agg.OffCPUTop(off, agg.StackReasons(off), agg.Filter{}, 20, false)
+			off := views.IntervalsIn(run.OffCPU, run.OffCPUIntervals, 2e9, 7e9)
+			views.OffCPUTop(off, views.StackReasons(off), views.Filter{}, 20, false)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // Processes restricts a query to some processes: one pid, or every process whose main
@@ -19,22 +20,22 @@ type Processes struct {
 }
 
 // filter is the agg filter for these processes and thread tid.
-func (ps Processes) filter(p *agg.Profile, tid uint32) agg.Filter {
-	f := agg.Filter{Tid: tid}
+func (ps Processes) filter(p *agg.Profile, tid uint32) views.Filter {
+	f := views.Filter{Tid: tid}
 	if ps.Pid != 0 {
 		f.Pids = map[uint32]bool{ps.Pid: true}
 	}
 	if ps.Comm != "" {
 		if f.Pids == nil {
 			f.Pids = map[uint32]bool{}
-			for pid, name := range agg.ProcessNames(p) {
+			for pid, name := range views.ProcessNames(p) {
 				if name == ps.Comm {
 					f.Pids[pid] = true
 				}
 			}
 		} else {
 			for pid := range f.Pids {
-				if agg.ProcessNames(p)[pid] != ps.Comm {
+				if views.ProcessNames(p)[pid] != ps.Comm {
 					delete(f.Pids, pid)
 				}
 			}
@@ -73,7 +74,7 @@ func offCPURun(run *store.Run, w Window) (*store.Run, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &store.Run{Meta: run.Meta, Profile: *agg.IntervalsIn(run.OffCPU, run.OffCPUIntervals, from, to)}, nil
+		return &store.Run{Meta: run.Meta, Profile: *views.IntervalsIn(run.OffCPU, run.OffCPUIntervals, from, to)}, nil
 	}
 	return &store.Run{Meta: run.Meta, Profile: *run.OffCPU}, nil
 }
@@ -108,7 +109,7 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 	}
 	f := o.Processes.filter(&run.Profile, o.Tid)
 	if o.ByProcess {
-		procs, samples := agg.Processes(&run.Profile, f, o.N)
+		procs, samples := views.Processes(&run.Profile, f, o.N)
 		var times *api.TimeTotals
 		if o.OffCPU {
 			times = timeTotals(&run.Profile, timeReasons(&run.Profile, cpuStacks), f)
@@ -120,15 +121,15 @@ func Top(run *store.Run, o TopOptions) (api.Top, error) {
 	if err != nil {
 		return api.Top{}, err
 	}
-	var rows []agg.TopRow
+	var rows []views.TopRow
 	var samples uint64
 	var times *api.TimeTotals
 	if o.OffCPU {
 		reasons := timeReasons(&run.Profile, cpuStacks)
-		rows, samples = agg.OffCPUTop(run.Profile.At(g), reasons, f, o.N, o.ByTotal)
+		rows, samples = views.OffCPUTop(views.At(&run.Profile, g), reasons, f, o.N, o.ByTotal)
 		times = timeTotals(&run.Profile, reasons, f)
 	} else {
-		rows, samples = agg.Top(run.Profile.At(g), f, o.N, o.ByTotal)
+		rows, samples = views.Top(views.At(&run.Profile, g), f, o.N, o.ByTotal)
 	}
 	sort := "self"
 	if o.ByTotal {
@@ -174,7 +175,7 @@ type FlameOptions struct {
 	// time on CPU (their samples) and off CPU together; Runnable by their runnable time.
 	OffCPU, Wall, Runnable bool
 	// Under, CallersOf and CalleesOf ask for a subtree, or a sandwich's side (see
-	// api.FlameRequest and agg.FlameShape).
+	// api.FlameRequest and views.FlameShape).
 	Under                []string
 	CallersOf, CalleesOf string
 }
@@ -197,7 +198,7 @@ func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
 		return api.Flame{}, err
 	}
 	f := o.Processes.filter(&run.Profile, o.Tid)
-	p := run.Profile.At(g)
+	p := views.At(&run.Profile, g)
 	shape, err := flameShape(p, o)
 	if err != nil {
 		return api.Flame{}, err
@@ -208,13 +209,13 @@ func Flame(run *store.Run, o FlameOptions) (api.Flame, error) {
 		times = timeTotals(&run.Profile, shape.Reasons, f)
 	}
 	shape.NoCounters = o.OffCPU
-	root, samples := agg.FlameWith(p, f, shape)
+	root, samples := views.FlameWith(p, f, shape)
 	res := api.Flame{Counters: counterNames(run, root.Counters == nil), CountersMultiplexed: countersMultiplexedIf(run, root.Counters != nil), Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr,
 		Inverted: shape.Inverted, By: g.By, NoInline: g.NoInline, Short: g.Short, OffCPU: o.OffCPU, Wall: o.Wall, Runnable: o.Runnable, Time: times, Samples: samples, Root: api.FlameRoot(root),
 		Under: o.Under, CallersOf: o.CallersOf, CalleesOf: o.CalleesOf}
 	if match != nil {
 		// Focus keeps the samples with a matching function; a tree one level deep counts them.
-		_, n := agg.Flame(run.Profile.Transform(&agg.Transform{Focus: match}), f, 1, 100)
+		_, n := views.Flame(views.Transformed(&run.Profile, &views.Transform{Focus: match}), f, 1, 100)
 		res.Matched = &n
 	}
 	return res, nil
@@ -253,18 +254,18 @@ func Callers(run *store.Run, o CallersOptions) (api.Callers, error) {
 		// The names asked about are those shown.
 		full := match
 		match = func(f agg.Frame) bool {
-			return full(f) || f.Kind == agg.KindUser && full(agg.Frame{Func: agg.ShortName(f.Func)})
+			return full(f) || f.Kind == agg.KindUser && full(agg.Frame{Func: views.ShortName(f.Func)})
 		}
 	}
-	p := run.Profile.AtKeeping(g, match)
+	p := views.AtKeeping(&run.Profile, g, match)
 	f := o.Processes.filter(&run.Profile, o.Tid)
-	fs, samples := agg.Callers(p, f, match, o.MaxFuncs, o.MaxRows, o.Callees)
+	fs, samples := views.Callers(p, f, match, o.MaxFuncs, o.MaxRows, o.Callees)
 	var times *api.TimeTotals
 	if o.OffCPU {
 		times = timeTotals(&run.Profile, timeReasons(&run.Profile, cpuStacks), f)
 	}
 	if fs == nil {
-		fs = []agg.CallFunction{}
+		fs = []views.CallFunction{}
 	}
 	dir := api.DirCallers
 	if o.Callees {
@@ -277,11 +278,11 @@ func Callers(run *store.Run, o CallersOptions) (api.Callers, error) {
 // Threads answers `stax threads`.
 func Threads(run *store.Run, n int, w Window, t api.Transform) (api.Threads, error) {
 	offCPU, meta := run.OffCPU, run.Meta
-	var on *agg.OnCPUTime
+	var on *views.OnCPUTime
 	if offCPU != nil && meta.OffCPU != nil {
 		// The threads' time on CPU from the switch records (or the scheduler's), over the
 		// whole run's samples: in a window, each of its samples weighs that share.
-		on = agg.NewOnCPUTime(meta.OffCPU.OnCPU, &run.Profile)
+		on = views.NewOnCPUTime(meta.OffCPU.OnCPU, &run.Profile)
 		if !w.IsAll() {
 			on = on.InWindow()
 		}
@@ -298,7 +299,7 @@ func Threads(run *store.Run, n int, w Window, t api.Transform) (api.Threads, err
 	if err != nil {
 		return api.Threads{}, err
 	}
-	var rows []agg.ThreadRow
+	var rows []views.ThreadRow
 	var samples uint64
 	var times *api.TimeTotals
 	if offCPU != nil {
@@ -306,15 +307,15 @@ func Threads(run *store.Run, n int, w Window, t api.Transform) (api.Threads, err
 		if err != nil {
 			return api.Threads{}, err
 		}
-		reasons := agg.StackReasons(&off.Profile)
-		rows, samples = agg.Threads(&run.Profile, 0)
-		rows = agg.OffCPUThreads(rows, &off.Profile, reasons, run.Meta.Freq, n, on)
-		times = timeTotals(&off.Profile, reasons, agg.Filter{})
+		reasons := views.StackReasons(&off.Profile)
+		rows, samples = views.Threads(&run.Profile, 0)
+		rows = views.OffCPUThreads(rows, &off.Profile, reasons, run.Meta.Freq, n, on)
+		times = timeTotals(&off.Profile, reasons, views.Filter{})
 	} else {
-		rows, samples = agg.Threads(&run.Profile, n)
+		rows, samples = views.Threads(&run.Profile, n)
 	}
 	if rows == nil {
-		rows = []agg.ThreadRow{}
+		rows = []views.ThreadRow{}
 	}
 	return api.Threads{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Window: win, Transform: tr, Samples: samples, Rows: api.ThreadRows(rows), Time: times}, nil
 }

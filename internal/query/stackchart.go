@@ -6,6 +6,7 @@ import (
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // maxStackBoxes bounds a stack chart's answer: past it the boxes stop (the answer says so).
@@ -54,15 +55,15 @@ func AnswerStackChart(run *store.Run, r api.StackChartRequest) (api.StackChart, 
 	if run.Meta.Freq > 0 {
 		period = uint64(1e9 / run.Meta.Freq)
 	}
-	o := agg.StackChartOptions{Tid: tid, From: from, To: to, PeriodNs: period, MinNs: (to - from) / uint64(r.Width),
+	o := views.StackChartOptions{Tid: tid, From: from, To: to, PeriodNs: period, MinNs: (to - from) / uint64(r.Width),
 		CPU: !(r.OffCPU || r.Runnable) || r.Wall, Transform: t, MaxBoxes: maxStackBoxes}
 	if off {
-		o.Off, o.Intervals, o.Reasons = run.OffCPU, run.OffCPUIntervals, agg.StackReasons(run.OffCPU)
+		o.Off, o.Intervals, o.Reasons = run.OffCPU, run.OffCPUIntervals, views.StackReasons(run.OffCPU)
 		if r.Runnable && !r.Wall {
 			o.Intervals = runnableOnly(run.OffCPUIntervals, o.Reasons)
 		}
 	}
-	c, err := agg.MakeStackChart(p, o)
+	c, err := views.MakeStackChart(p, o)
 	if err != nil {
 		return api.StackChart{}, err
 	}
@@ -111,7 +112,7 @@ func busiestThread(p *agg.Profile) uint32 {
 func runnableOnly(ivs []agg.Interval, reasons []uint8) []agg.Interval {
 	var out []agg.Interval
 	for _, iv := range ivs {
-		if iv.Stack != agg.NoStack && int(iv.Stack) < len(reasons) && agg.Reasons[reasons[iv.Stack]] == agg.ReasonRunnable {
+		if iv.Stack != agg.NoStack && int(iv.Stack) < len(reasons) && views.Reasons[reasons[iv.Stack]] == views.ReasonRunnable {
 			out = append(out, iv)
 		}
 	}

@@ -5,14 +5,15 @@ import (
 	"regexp"
 
 	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // maxUnder bounds the path of a subtree asked for: no stack is that deep.
 const maxUnder = 4096
 
 // flameShape is the call tree o asks of p: its pruning, orientation, subtree and sandwich.
-func flameShape(p *agg.Profile, o FlameOptions) (agg.FlameShape, error) {
-	s := agg.FlameShape{Depth: o.Depth, ThresholdPct: o.ThresholdPct, Inverted: o.Inverted, Under: o.Under}
+func flameShape(p *agg.Profile, o FlameOptions) (views.FlameShape, error) {
+	s := views.FlameShape{Depth: o.Depth, ThresholdPct: o.ThresholdPct, Inverted: o.Inverted, Under: o.Under}
 	if len(o.Under) > maxUnder {
 		return s, fmt.Errorf("under: a path of %d functions: give at most %d", len(o.Under), maxUnder)
 	}

@@ -3,9 +3,9 @@ package query
 import (
 	"fmt"
 
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // ThreadStates answers `stax timeline --states`: each thread's time running (from its
@@ -36,11 +36,11 @@ func ThreadStates(run *store.Run, o TimelineOptions) (api.ThreadStates, error) {
 		nsPerSample = uint64(1e9 / run.Meta.Freq)
 	}
 	f := o.Processes.filter(&run.Profile, o.Tid)
-	ths, err := agg.MakeThreadStates(&run.Profile, f, run.OffCPU, agg.StackReasons(run.OffCPU), run.OffCPUIntervals, from, to, bucket, nsPerSample, 0)
+	ths, err := views.MakeThreadStates(&run.Profile, f, run.OffCPU, views.StackReasons(run.OffCPU), run.OffCPUIntervals, from, to, bucket, nsPerSample, 0)
 	if err != nil {
 		return api.ThreadStates{}, err
 	}
-	all := agg.AllThreadStates(ths, int((to-from+bucket-1)/bucket))
+	all := views.AllThreadStates(ths, int((to-from+bucket-1)/bucket))
 	if o.MaxThreads > 0 && len(ths) > o.MaxThreads {
 		ths = ths[:o.MaxThreads]
 	}

@@ -11,15 +11,16 @@ import (
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // CompileTransform checks a query's stack transform and compiles its regular expressions.
 // It returns nil for a transform that rewrites nothing.
-func CompileTransform(t api.Transform) (*agg.Transform, error) {
+func CompileTransform(t api.Transform) (*views.Transform, error) {
 	if t.IsZero() {
 		return nil, nil
 	}
-	out := &agg.Transform{FoldRecursion: t.FoldRecursion, Python: t.Python}
+	out := &views.Transform{FoldRecursion: t.FoldRecursion, Python: t.Python}
 	for _, c := range []struct {
 		flag, expr string
 		re         **regexp.Regexp
@@ -64,7 +65,7 @@ func applyTransform(run *store.Run, t api.Transform, tid uint32) (*store.Run, *a
 		return run, nil, err
 	}
 	out := *run
-	out.Profile = *run.Profile.TransformThread(at, tid)
+	out.Profile = *views.TransformedThread(&run.Profile, at, tid)
 	desc := t
 	desc.CollapseImage = slices.Clone(t.CollapseImage)
 	return &out, &desc, nil
@@ -83,7 +84,7 @@ func view(run *store.Run, w Window, t api.Transform, tid uint32) (*store.Run, *a
 	if t.IsZero() {
 		tid = 0 // a window alone is cheap to share between the threads' views
 	}
-	return views.get(run, w, t, tid, func() (*store.Run, *api.Window, *api.Transform, error) { return computeView(run, w, t, tid) })
+	return recentViews.get(run, w, t, tid, func() (*store.Run, *api.Window, *api.Transform, error) { return computeView(run, w, t, tid) })
 }
 
 func computeView(run *store.Run, w Window, t api.Transform, tid uint32) (*store.Run, *api.Window, *api.Transform, error) {

@@ -8,11 +8,11 @@ import (
 	"github.com/stax-profiler/stax/internal/store"
 )
 
-// views keeps the last views computed (a window and a stack transform of one run): the
+// recentViews keeps the last views computed (a window and a stack transform of one run): the
 // panels of a page ask for one view at once (flame, top, callers, threads), and each would
 // otherwise rewrite every stack of the run again. Concurrent askers of one view wait for
 // the first to compute it.
-var views = viewCache{max: 4}
+var recentViews = viewCache{max: 4}
 
 type viewKey struct {
 	run *store.Run // runs are not changed once made: a live run's snapshot is a new one

@@ -1,9 +1,9 @@
 package query
 
 import (
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // Wakers answers `stax wakers`: the wakers of thread tid (0: of every thread), with at most
@@ -19,7 +19,7 @@ func Wakers(run *store.Run, tid uint32, stacks int) (api.Wakers, error) {
 		return api.Wakers{}, notRecorded("run %s has no wakers (%s): record it again as root to see which thread ended each wait", run.Meta.ID, why)
 	}
 	res := api.Wakers{Schema: api.Schema, Run: run.Meta.ID, State: api.StateOf(run.Meta), Tid: tid,
-		Rows: api.WakerRows(agg.Wakers(run.WakersNs, run.WakersN, tid, stacks))}
+		Rows: api.WakerRows(views.Wakers(run.WakersNs, run.WakersN, tid, stacks))}
 	if run.Meta.OffCPU != nil {
 		o := run.Meta.OffCPU
 		res.Woken, res.Wakeups = o.Woken, o.Wakeups

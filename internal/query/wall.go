@@ -6,6 +6,7 @@ import (
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // timeRun is the run to answer a view weighted by time from: with wall, its samples (each
@@ -30,36 +31,36 @@ func timeRun(run *store.Run, wall, runnable bool, w Window, t api.Transform) (_ 
 		if run.Meta.Freq <= 0 {
 			return nil, -1, nil, notRecorded("run %s has no sampling frequency to give its samples a time: use --off-cpu", run.Meta.ID)
 		}
-		var on *agg.OnCPUTime
+		var on *views.OnCPUTime
 		if run.Meta.OffCPU != nil {
 			// The threads' time on CPU from the switch records (or the scheduler's), over
 			// the whole run's samples: in a window, each of its samples weighs that share.
-			on = agg.NewOnCPUTime(run.Meta.OffCPU.OnCPU, &run.Profile)
+			on = views.NewOnCPUTime(run.Meta.OffCPU.OnCPU, &run.Profile)
 			if !w.IsAll() {
 				on = on.InWindow()
 			}
 		}
-		p, n := agg.WallProfile(&cpu.Profile, &off.Profile, uint64(1e9/run.Meta.Freq), on)
+		p, n := views.WallProfile(&cpu.Profile, &off.Profile, uint64(1e9/run.Meta.Freq), on)
 		return &store.Run{Meta: run.Meta, Profile: *p}, n, win, nil
 	case runnable:
-		p := agg.OnlyReason(&off.Profile, agg.StackReasons(&off.Profile), agg.ReasonRunnable)
+		p := views.OnlyReason(&off.Profile, views.StackReasons(&off.Profile), views.ReasonRunnable)
 		return &store.Run{Meta: run.Meta, Profile: *p}, -1, win, nil
 	}
 	return off, -1, win, nil
 }
 
 // timeTotals is what the time of p (from timeRun) that f keeps holds.
-func timeTotals(p *agg.Profile, reasons []uint8, f agg.Filter) *api.TimeTotals {
-	on, runnable, blocked := agg.TimeTotals(p, reasons, f)
+func timeTotals(p *agg.Profile, reasons []uint8, f views.Filter) *api.TimeTotals {
+	on, runnable, blocked := views.TimeTotals(p, reasons, f)
 	return &api.TimeTotals{OnCPUNs: on, OffCPUNs: runnable + blocked, RunnableNs: runnable, BlockedNs: blocked}
 }
 
 // timeReasons is the reasons of the stacks of p, from timeRun.
 func timeReasons(p *agg.Profile, cpuStacks int) []uint8 {
 	if cpuStacks >= 0 {
-		return agg.WallReasons(p, cpuStacks)
+		return views.WallReasons(p, cpuStacks)
 	}
-	return agg.StackReasons(p)
+	return views.StackReasons(p)
 }
 
 // OffCPUIn is run's time off CPU inside window w (all of it for the whole run), with the

@@ -7,10 +7,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/api"
 	"github.com/stax-profiler/stax/internal/spans"
 	"github.com/stax-profiler/stax/internal/store"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // Window selects samples by time, as the user wrote it in --from and --to:
@@ -226,7 +226,7 @@ func Timeline(run *store.Run, o TimelineOptions) (api.Timeline, error) {
 	if err != nil {
 		return api.Timeline{}, err
 	}
-	tl, err := agg.MakeTimeline(&run.Profile, o.Processes.filter(&run.Profile, o.Tid), from, to, bucket, o.MaxThreads)
+	tl, err := views.MakeTimeline(&run.Profile, o.Processes.filter(&run.Profile, o.Tid), from, to, bucket, o.MaxThreads)
 	if err != nil {
 		return api.Timeline{}, err
 	}

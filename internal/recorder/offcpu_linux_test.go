@@ -15,6 +15,7 @@ import (
 	"github.com/stax-profiler/stax/internal/perfrecord"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/testutil"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // TestOffSwitch pairs switches out and in per thread: the stack of the switch out, a
@@ -124,7 +125,7 @@ func TestOffWakersAndIntervals(t *testing.T) {
 		t.Errorf("open wait %+v, want thread 5 from 10000 so far", iv)
 	}
 	ns, n := r.wakersProfiles(nil)
-	rows := agg.Wakers(ns, n, 2, 3)
+	rows := views.Wakers(ns, n, 2, 3)
 	if len(rows) != 1 || rows[0].Waker != 3 || rows[0].Count != 1 || rows[0].Ns != 4000 {
 		t.Errorf("wakers of thread 2: %+v, want thread 3 once for 4000 ns", rows)
 	}

@@ -176,7 +176,7 @@ func readIntervalBody(c []byte, ivs []agg.Interval, start uint64) ([]byte, error
 }
 
 // intervals reads the body's off-CPU intervals into r.OffCPUIntervals. An interval of a
-// stack the off-CPU profile does not have names no stack in the views (agg.IntervalsIn).
+// stack the off-CPU profile does not have names no stack in the views (views.IntervalsIn).
 func (d *decoder) intervals(r *Run) error {
 	start := d.dec.InputOffset()
 	limit := min(d.b.outLimit-start, maxIntervals*intervalBytes*4/3+16)

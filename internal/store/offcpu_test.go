@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stax-profiler/stax/internal/agg"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // offCPURun is sampleRun with off-CPU time: 700 ms of thread 1235 blocked under work.
@@ -125,7 +126,7 @@ func offCPUWakersRun() *Run {
 }
 
 // TestWakersRoundTrip: the wakers' profiles are saved and read back with the off-CPU time,
-// and agg.Wakers reads who woke whom from them.
+// and views.Wakers reads who woke whom from them.
 func TestWakersRoundTrip(t *testing.T) {
 	r := offCPURun()
 	wake := func(w uint64) *agg.Profile {
@@ -151,13 +152,13 @@ func TestWakersRoundTrip(t *testing.T) {
 	if got.WakersNs == nil || got.WakersN == nil {
 		t.Fatalf("wakers not read back: %v %v", got.WakersNs, got.WakersN)
 	}
-	rows := agg.Wakers(got.WakersNs, got.WakersN, 1235, 3)
-	want := []agg.WakerRow{{Wakee: 1235, WakeeName: "worker", Waker: 1236, WakerPid: 1234, WakerName: "holder", Count: 3, Ns: 700e6,
-		Stacks: []agg.WakerStack{{Frames: []string{"release_lock"}, Count: 3, Ns: 700e6}}}}
+	rows := views.Wakers(got.WakersNs, got.WakersN, 1235, 3)
+	want := []views.WakerRow{{Wakee: 1235, WakeeName: "worker", Waker: 1236, WakerPid: 1234, WakerName: "holder", Count: 3, Ns: 700e6,
+		Stacks: []views.WakerStack{{Frames: []string{"release_lock"}, Count: 3, Ns: 700e6}}}}
 	if !reflect.DeepEqual(rows, want) {
 		t.Errorf("wakers %+v, want %+v", rows, want)
 	}
-	if rows := agg.Wakers(got.WakersNs, got.WakersN, 99, 3); len(rows) != 0 {
+	if rows := views.Wakers(got.WakersNs, got.WakersN, 99, 3); len(rows) != 0 {
 		t.Errorf("wakers of a thread never woken: %+v", rows)
 	}
 	path := filepath.Join(t.TempDir(), "run.stax")
@@ -185,7 +186,7 @@ func TestOffCPUIntervalsRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got.OffCPUIntervals, r.OffCPUIntervals) {
 		t.Fatalf("intervals read back as %+v, want %+v", got.OffCPUIntervals, r.OffCPUIntervals)
 	}
-	w := agg.IntervalsIn(got.OffCPU, got.OffCPUIntervals, 501000, 802000)
+	w := views.IntervalsIn(got.OffCPU, got.OffCPUIntervals, 501000, 802000)
 	want := map[uint32]uint64{0: 200000, 1: 2000}
 	for _, e := range w.Entries {
 		if want[e.Stack] != e.Count {

@@ -21,6 +21,7 @@ import (
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/testutil"
 	"github.com/stax-profiler/stax/internal/testutil/synthrun"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // sampleRun is a small run with every part: an inlined function (work in main) and an
@@ -549,35 +550,35 @@ func FuzzDecode(f *testing.F) {
 		p := &r.Profile
 		checkIndexes(p, r)
 		if o := r.OffCPU; o != nil {
-			reasons := agg.StackReasons(o)
-			agg.OffCPUTop(o, reasons, agg.Filter{}, 10, false)
-			agg.OffCPUFlame(o, reasons, agg.Filter{}, 0, 0, true)
-			rows, _ := agg.Threads(p, 0)
-			agg.OffCPUThreads(rows, o, reasons, 999, 0, nil)
+			reasons := views.StackReasons(o)
+			views.OffCPUTop(o, reasons, views.Filter{}, 10, false)
+			views.OffCPUFlame(o, reasons, views.Filter{}, 0, 0, true)
+			rows, _ := views.Threads(p, 0)
+			views.OffCPUThreads(rows, o, reasons, 999, 0, nil)
 			if ivs := r.OffCPUIntervals; ivs != nil {
-				w := agg.IntervalsIn(o, ivs, 0, ^uint64(0))
-				agg.OffCPUTop(w, agg.StackReasons(w), agg.Filter{}, 10, false)
-				agg.MakeThreadStates(p, agg.Filter{}, o, reasons, ivs, 0, 1e9, 1e8, 1e6, 0)
+				w := views.IntervalsIn(o, ivs, 0, ^uint64(0))
+				views.OffCPUTop(w, views.StackReasons(w), views.Filter{}, 10, false)
+				views.MakeThreadStates(p, views.Filter{}, o, reasons, ivs, 0, 1e9, 1e8, 1e6, 0)
 			}
 		}
 		if r.WakersNs != nil {
-			agg.Wakers(r.WakersNs, r.WakersN, 0, 3)
+			views.Wakers(r.WakersNs, r.WakersN, 0, 3)
 		}
 		// The views must work on whatever decoded.
-		agg.Top(p, agg.Filter{}, 10, false)
-		agg.Flame(p, agg.Filter{}, 0, 0)
-		agg.Threads(p, 0)
+		views.Top(p, views.Filter{}, 10, false)
+		views.Flame(p, views.Filter{}, 0, 0)
+		views.Threads(p, 0)
 		for _, by := range agg.Granularities {
-			q := p.At(agg.Granularity{By: by, NoInline: true, Short: true})
-			agg.Top(q, agg.Filter{}, 10, false)
-			agg.Flame(q, agg.Filter{}, 0, 0)
+			q := views.At(p, agg.Granularity{By: by, NoInline: true, Short: true})
+			views.Top(q, views.Filter{}, 10, false)
+			views.Flame(q, views.Filter{}, 0, 0)
 		}
 		first, last := p.TimeRange()
 		if w, err := p.Window(first, last); err == nil {
-			agg.Top(w, agg.Filter{}, 10, false)
+			views.Top(w, views.Filter{}, 10, false)
 		}
 		if last > first && last-first < 1<<40 {
-			agg.MakeTimeline(p, agg.Filter{}, first, last+1, max((last-first)/50, 1), 0)
+			views.MakeTimeline(p, views.Filter{}, first, last+1, max((last-first)/50, 1), 0)
 		}
 	})
 }
@@ -710,9 +711,9 @@ func FuzzDecodePayload(f *testing.F) {
 		}
 		p := &r.Profile
 		checkIndexes(p, r)
-		agg.Top(p, agg.Filter{}, 10, true)
-		agg.Flame(p, agg.Filter{Tid: 1}, 3, 1)
-		agg.Threads(p, 5)
+		views.Top(p, views.Filter{}, 10, true)
+		views.Flame(p, views.Filter{Tid: 1}, 3, 1)
+		views.Threads(p, 5)
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/stax-profiler/stax/internal/query"
 	"github.com/stax-profiler/stax/internal/store"
 	"github.com/stax-profiler/stax/internal/testutil/browser"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 // TestModeOffCPU: the page's mode shows the flame graph of time off CPU (from the URL, as
@@ -238,7 +239,7 @@ func TestTimelineStates(t *testing.T) {
 			}
 		}
 	}
-	if !seen["running"] || !seen[agg.ReasonLock] || !seen[agg.ReasonSleep] {
+	if !seen["running"] || !seen[views.ReasonLock] || !seen[views.ReasonSleep] {
 		t.Fatalf("the run's states are not running, lock and sleep: %v", seen)
 	}
 	sort.Strings(want)

@@ -1,18 +1,20 @@
-package agg
+package views
 
 import (
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/stax-profiler/stax/internal/agg"
 )
 
 // chartNames names address a>>8 "f<N>" in /bin/app.
 type chartNames struct{}
 
-func (chartNames) Resolve(_ uint32, _ uint64, chain []uint64, out []Site) ([]Site, int, uint64, int) {
+func (chartNames) Resolve(_ uint32, _ uint64, chain []uint64, out []agg.Site) ([]agg.Site, int, uint64, int) {
 	for _, a := range chain[1:] {
-		out = append(out, Site{Frame: Frame{Func: fmt.Sprintf("f%d", a>>8), Image: "/bin/app", Kind: KindUser}, Addr: a})
+		out = append(out, agg.Site{Frame: agg.Frame{Func: fmt.Sprintf("f%d", a>>8), Image: "/bin/app", Kind: agg.KindUser}, Addr: a})
 	}
 	return out, 0, chain[1], 0
 }
@@ -20,8 +22,8 @@ func (chartNames) Version() uint64 { return 1 }
 
 // chartProfile: thread 7 samples every ms from t=0: 5 ms in f1>f2, 3 ms in f1>f3, 2 ms in
 // f1>f2; thread 8 samples f9 in the same milliseconds.
-func chartProfile() *Profile {
-	r := NewRun()
+func chartProfile() *agg.Profile {
+	r := agg.NewRun()
 	stack := func(fs ...uint64) []uint64 { // root first
 		chain := []uint64{^uint64(511)}
 		for i := len(fs) - 1; i >= 0; i-- {
@@ -74,11 +76,11 @@ func TestMakeStackChart(t *testing.T) {
 		t.Errorf("window: %s (%d hidden)\nwant    %s (2 hidden)", got, c.Hidden, want)
 	}
 	// Time off CPU: an interval under f1>f4 between the samples, in its reason.
-	off := &Profile{Frames: []Frame{{Func: "f1", Image: "/bin/app", Kind: KindUser}, {Func: "f4", Image: "/bin/app", Kind: KindUser}},
-		Stacks: [][]uint32{{1, 0}}, Entries: []Entry{{Tid: 7, Stack: 0, Count: 5e6}}}
+	off := &agg.Profile{Frames: []agg.Frame{{Func: "f1", Image: "/bin/app", Kind: agg.KindUser}, {Func: "f4", Image: "/bin/app", Kind: agg.KindUser}},
+		Stacks: [][]uint32{{1, 0}}, Entries: []agg.Entry{{Tid: 7, Stack: 0, Count: 5e6}}}
 	off.LocateFrameStacks()
 	reasons := []uint8{uint8(reasonIndex(ReasonRunnable))}
-	ivs := []Interval{{Tid: 7, Stack: 0, Start: 10e6, End: 15e6}, {Tid: 8, Stack: 0, Start: 0, End: 1e6}}
+	ivs := []agg.Interval{{Tid: 7, Stack: 0, Start: 10e6, End: 15e6}, {Tid: 8, Stack: 0, Start: 0, End: 1e6}}
 	c, _ = MakeStackChart(p, StackChartOptions{Tid: 7, From: 0, To: 20e6, PeriodNs: 1e6, CPU: true, Off: off, Intervals: ivs, Reasons: reasons})
 	if got, want := chartString(c), "0:f1@0-15 1:f2@0-5 1:f3@5-8 1:f2@8-10 1:f4@10-15/runnable"; got != want || c.OffNs != 5e6 {
 		t.Errorf("with time off CPU: %s (%d ns off)\nwant %s", got, c.OffNs, want)

@@ -1,10 +1,12 @@
-package agg
+package views
 
 import (
 	"cmp"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/stax-profiler/stax/internal/agg"
 )
 
 // Filter restricts a view to some samples.
@@ -13,7 +15,7 @@ type Filter struct {
 	Pids map[uint32]bool // nil: every process
 }
 
-func (f Filter) keep(e *Entry) bool {
+func (f Filter) keep(e *agg.Entry) bool {
 	return (f.Tid == 0 || e.Tid == f.Tid) && (f.Pids == nil || f.Pids[e.Pid])
 }
 
@@ -28,7 +30,7 @@ type ProcessRow struct {
 }
 
 // Processes lists processes by samples: what a system-wide run spent its time on.
-func Processes(p *Profile, f Filter, n int) ([]ProcessRow, uint64) {
+func Processes(p *agg.Profile, f Filter, n int) ([]ProcessRow, uint64) {
 	rows := map[uint32]*ProcessRow{}
 	threads := map[uint32]map[uint32]bool{}
 	self := map[uint32]map[uint32]uint64{}
@@ -81,7 +83,7 @@ func Processes(p *Profile, f Filter, n int) ([]ProcessRow, uint64) {
 }
 
 // ProcessNames names each process after its main thread (the thread whose id is the pid).
-func ProcessNames(p *Profile) map[uint32]string {
+func ProcessNames(p *agg.Profile) map[uint32]string {
 	names := map[uint32]string{}
 	for _, t := range p.Threads {
 		if t.Tid == t.Pid || names[t.Pid] == "" {
@@ -111,7 +113,7 @@ type TopRow struct {
 }
 
 // stackCounts sums the samples f keeps per stack.
-func stackCounts(p *Profile, f Filter) (perStack []uint64, samples uint64) {
+func stackCounts(p *agg.Profile, f Filter) (perStack []uint64, samples uint64) {
 	perStack = make([]uint64, len(p.Stacks))
 	for i := range p.Entries {
 		e := &p.Entries[i]
@@ -124,13 +126,13 @@ func stackCounts(p *Profile, f Filter) (perStack []uint64, samples uint64) {
 }
 
 // Top returns the functions with the most samples, sorted by self or total samples.
-func Top(p *Profile, f Filter, n int, byTotal bool) (rows []TopRow, samples uint64) {
+func Top(p *agg.Profile, f Filter, n int, byTotal bool) (rows []TopRow, samples uint64) {
 	return top(p, f, n, byTotal, nil)
 }
 
 // OffCPUTop is Top over an off-CPU profile (counts are nanoseconds): each row also gets its
 // dominant reason, from reasons (StackReasons of the profile by function).
-func OffCPUTop(p *Profile, reasons []uint8, f Filter, n int, byTotal bool) (rows []TopRow, ns uint64) {
+func OffCPUTop(p *agg.Profile, reasons []uint8, f Filter, n int, byTotal bool) (rows []TopRow, ns uint64) {
 	return top(p, f, n, byTotal, reasons)
 }
 
@@ -150,7 +152,7 @@ func (r *reasonSums) dominant() string {
 	return Reasons[best]
 }
 
-func top(p *Profile, f Filter, n int, byTotal bool, reasons []uint8) (rows []TopRow, samples uint64) {
+func top(p *agg.Profile, f Filter, n int, byTotal bool, reasons []uint8) (rows []TopRow, samples uint64) {
 	perStack, samples := stackCounts(p, f)
 	var byReason []reasonSums
 	if reasons != nil {
@@ -159,7 +161,7 @@ func top(p *Profile, f Filter, n int, byTotal bool, reasons []uint8) (rows []Top
 	self := make([]uint64, len(p.Frames))
 	total := make([]uint64, len(p.Frames))
 	seen := make([]uint32, len(p.Frames)) // stack id+1 that last counted the frame
-	fst := p.frameStacks()
+	fst := p.FuncStacks()
 	for sid, c := range perStack {
 		if c == 0 {
 			continue
@@ -262,29 +264,29 @@ type flatNode struct {
 // Flame builds the call tree (callers above callees), pruned to depth levels below the root
 // (0: all) and to nodes with at least thresholdPct of the samples. It works on a flat node
 // table with one index, and makes output nodes only for what survives the pruning.
-func Flame(p *Profile, f Filter, depth int, thresholdPct float64) (*FlameNode, uint64) {
+func Flame(p *agg.Profile, f Filter, depth int, thresholdPct float64) (*FlameNode, uint64) {
 	return flame(p, f, FlameShape{Depth: depth, ThresholdPct: thresholdPct})
 }
 
 // OffCPUFlame is Flame (or InvertedFlame) over an off-CPU profile: each node also gets its
 // dominant reason, from reasons (StackReasons of the profile by function).
-func OffCPUFlame(p *Profile, reasons []uint8, f Filter, depth int, thresholdPct float64, inverted bool) (*FlameNode, uint64) {
+func OffCPUFlame(p *agg.Profile, reasons []uint8, f Filter, depth int, thresholdPct float64, inverted bool) (*FlameNode, uint64) {
 	return flame(p, f, FlameShape{Depth: depth, ThresholdPct: thresholdPct, Inverted: inverted, Reasons: reasons})
 }
 
 // InvertedFlame builds the tree bottom-up: the leaf functions (where samples landed) under
 // the root, each with its callers below it, pruned as Flame. A node's Self counts the
 // samples whose stack ends there (the function is their outermost frame).
-func InvertedFlame(p *Profile, f Filter, depth int, thresholdPct float64) (*FlameNode, uint64) {
+func InvertedFlame(p *agg.Profile, f Filter, depth int, thresholdPct float64) (*FlameNode, uint64) {
 	return flame(p, f, FlameShape{Depth: depth, ThresholdPct: thresholdPct, Inverted: true})
 }
 
 // flame builds the tree of the samples of p that f keeps, shaped by o, in steps: their
 // stacks as paths from the root (cut to a sandwich's side or a subtree when o asks), the
 // paths split into nodes, the nodes made into the tree.
-func flame(p *Profile, f Filter, o FlameShape) (*FlameNode, uint64) {
+func flame(p *agg.Profile, f Filter, o FlameShape) (*FlameNode, uint64) {
 	perStack, total := stackCounts(p, f)
-	fst := p.frameStacks()
+	fst := p.FuncStacks()
 	counted := perStack // the stacks the root counts
 	if o.reshapes() {
 		// Each stack cut to the sandwich's side and the subtree asked for (subtree.go).
@@ -436,7 +438,7 @@ func splitPaths(paths []flamePath, total, base uint64, thresholdPct float64, rea
 
 // flameTree makes the output nodes of nodes (parents before their children) in one
 // block, children sorted: one pass counts the children, a second makes the nodes.
-func flameTree(p *Profile, nodes []flatNode, byReason []reasonSums, nc *nodeCounters, total uint64) *FlameNode {
+func flameTree(p *agg.Profile, nodes []flatNode, byReason []reasonSums, nc *nodeCounters, total uint64) *FlameNode {
 	survivors := len(nodes)
 	out := make([]int32, len(nodes))
 	kids := make([]int32, len(nodes))
@@ -459,7 +461,7 @@ func flameTree(p *Profile, nodes []flatNode, byReason []reasonSums, nc *nodeCoun
 		}
 	}
 	give(&block[0], kids[0])
-	sites := p.View.By == ByLine || p.View.By == ByAddress
+	sites := p.View.By == agg.ByLine || p.View.By == agg.ByAddress
 	for i := 1; i < len(nodes); i++ {
 		if out[i] < 0 {
 			continue
@@ -514,7 +516,7 @@ type ThreadRow struct {
 }
 
 // Threads lists threads by samples; threads known but never sampled come last with zero.
-func Threads(p *Profile, n int) ([]ThreadRow, uint64) {
+func Threads(p *agg.Profile, n int) ([]ThreadRow, uint64) {
 	byTid := map[uint32]*ThreadRow{}
 	selfBy := map[uint32]map[uint32]uint64{}
 	var total uint64
@@ -567,7 +569,7 @@ func Threads(p *Profile, n int) ([]ThreadRow, uint64) {
 }
 
 // HasSymbol reports whether any frame's name contains s (case-insensitive).
-func HasSymbol(frames []Frame, s string) bool {
+func HasSymbol(frames []agg.Frame, s string) bool {
 	s = strings.ToLower(s)
 	for _, f := range frames {
 		if strings.Contains(strings.ToLower(f.Func), s) {

@@ -1,4 +1,4 @@
-package agg
+package views
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/stax-profiler/stax/internal/agg"
 )
 
 // callString renders callers (or callees) as "fn total/self: row total/self pct, ... | outermost".
@@ -26,9 +28,9 @@ func callString(fs []CallFunction) []string {
 }
 
 func TestCallers(t *testing.T) {
-	named := func(expr string) func(Frame) bool {
+	named := func(expr string) func(agg.Frame) bool {
 		re := regexp.MustCompile(expr)
-		return func(f Frame) bool { return re.MatchString(f.Func) }
+		return func(f agg.Frame) bool { return re.MatchString(f.Func) }
 	}
 	tests := []struct {
 		name     string
@@ -109,7 +111,7 @@ func TestCallers(t *testing.T) {
 // one callee or none (it is the leaf), recursion or not: the rows add up to the total.
 func TestCallersAddUp(t *testing.T) {
 	p := transformProfile()
-	all := func(Frame) bool { return true }
+	all := func(agg.Frame) bool { return true }
 	for _, callees := range []bool{false, true} {
 		fs, _ := Callers(p, Filter{}, all, 0, 0, callees)
 		for _, f := range fs {

@@ -1,8 +1,10 @@
-package agg
+package views
 
 import (
 	"cmp"
 	"slices"
+
+	"github.com/stax-profiler/stax/internal/agg"
 )
 
 // StateRunning is the state of a thread on CPU in ThreadStates (its samples, each its
@@ -25,10 +27,10 @@ type ThreadStates struct {
 // time (cpu's samples of nsPerSample each, kept by f) and time off CPU (ivs under off's
 // stacks, whose reasons are reasons, of the threads f keeps), busiest threads by time off
 // CPU first, at most maxThreads (0: all).
-func MakeThreadStates(cpu *Profile, f Filter, off *Profile, reasons []uint8, ivs []Interval, from, to, bucket, nsPerSample uint64, maxThreads int) ([]ThreadStates, error) {
+func MakeThreadStates(cpu *agg.Profile, f Filter, off *agg.Profile, reasons []uint8, ivs []agg.Interval, from, to, bucket, nsPerSample uint64, maxThreads int) ([]ThreadStates, error) {
 	n := int((to - from + bucket - 1) / bucket)
 	byTid := map[uint32]*ThreadStates{}
-	names := map[uint32]ThreadInfo{}
+	names := map[uint32]agg.ThreadInfo{}
 	for _, t := range cpu.Threads {
 		names[t.Tid] = t
 	}
@@ -63,9 +65,9 @@ func MakeThreadStates(cpu *Profile, f Filter, off *Profile, reasons []uint8, ivs
 		}
 	}
 	keep := func(tid, pid uint32) bool {
-		return f.keep(&Entry{Tid: tid, Pid: pid})
+		return f.keep(&agg.Entry{Tid: tid, Pid: pid})
 	}
-	err := cpu.Series.Each(from, to, func(s Sample) {
+	err := cpu.Series.Each(from, to, func(s agg.Sample) {
 		if int(s.Key) >= len(cpu.KeyEntry) {
 			return
 		}
@@ -97,7 +99,7 @@ func MakeThreadStates(cpu *Profile, f Filter, off *Profile, reasons []uint8, ivs
 			continue
 		}
 		reason := ReasonOther
-		if iv.Stack != NoStack && int(iv.Stack) < len(reasons) {
+		if iv.Stack != agg.NoStack && int(iv.Stack) < len(reasons) {
 			reason = Reasons[reasons[iv.Stack]]
 		}
 		add(thread(iv.Tid, 0), reason, a, b)

@@ -1,4 +1,4 @@
-package agg
+package views
 
 import (
 	"encoding/binary"
@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/stax-profiler/stax/internal/agg"
 )
 
 // Transform rewrites the stacks of a profile before a view is computed from it; every view
@@ -87,7 +89,7 @@ type stackRewriter struct {
 	out    []int32  // the positions kept, root first
 }
 
-func newStackRewriter(p *Profile, t *Transform) *stackRewriter {
+func newStackRewriter(p *agg.Profile, t *Transform) *stackRewriter {
 	w := &stackRewriter{t: t, flags: make([]uint8, len(p.Frames))}
 	if len(t.CollapseImages) > 0 {
 		w.images = make([]string, len(p.Frames))
@@ -103,7 +105,7 @@ func newStackRewriter(p *Profile, t *Transform) *stackRewriter {
 		if t.Hide != nil && t.Hide.MatchString(f.Func) {
 			fl |= tHide
 		}
-		if IsPython(&f) {
+		if agg.IsPython(&f) {
 			fl |= tPython
 		}
 		for _, img := range t.CollapseImages {
@@ -196,11 +198,11 @@ func (w *stackRewriter) rewrite(stack []uint32) ([]int32, bool) {
 // locator turns the frames a rewrite kept back into locations: a location whose lines are
 // all kept stays itself; one that lost some becomes a new location with those left.
 type locator struct {
-	p       *Profile
+	p       *agg.Profile
 	single  bool    // every location has one line: a stack's frames are its locations'
 	occ     []int32 // each frame of the stack: its location's index in the stack
 	line    []int32 // each frame of the stack: its index in its location's lines
-	locs    []Location
+	locs    []agg.Location
 	derived map[string]uint32
 	key     []byte
 }
@@ -252,7 +254,7 @@ func (l *locator) part(lid uint32, positions []int32) uint32 {
 		l.locs = l.p.Locations[:len(l.p.Locations):len(l.p.Locations)]
 	}
 	src := &l.p.Locations[lid]
-	loc := Location{Addr: src.Addr, Mapping: src.Mapping, Lines: make([]Line, 0, len(positions))}
+	loc := agg.Location{Addr: src.Addr, Mapping: src.Mapping, Lines: make([]agg.Line, 0, len(positions))}
 	for j := len(positions) - 1; j >= 0; j-- {
 		loc.Lines = append(loc.Lines, src.Lines[l.line[positions[j]]])
 	}
@@ -262,23 +264,23 @@ func (l *locator) part(lid uint32, positions []int32) uint32 {
 	return id
 }
 
-// Transform returns p with its stacks rewritten by t (see Transform): each distinct stack
+// Transformed returns p with its stacks rewritten by t (see Transform): each distinct stack
 // is rewritten once, entries whose stacks become the same are merged (per thread, leaf
 // address and leaf function, as a run names them), and KeyEntry follows the entries, so
 // the time series, windows and timelines work on the result. Frames, threads and the
 // series are shared with p. A zero t returns p itself.
-func (p *Profile) Transform(t *Transform) *Profile {
-	return p.TransformThread(t, 0)
+func Transformed(p *agg.Profile, t *Transform) *agg.Profile {
+	return TransformedThread(p, t, 0)
 }
 
-// TransformThread is Transform of the samples of thread tid alone (0: every thread), for
-// views that show one thread: the others' stacks are not rewritten.
-func (p *Profile) TransformThread(t *Transform, tid uint32) *Profile {
+// TransformedThread is Transformed of the samples of thread tid alone (0: every thread),
+// for views that show one thread: the others' stacks are not rewritten.
+func TransformedThread(p *agg.Profile, t *Transform, tid uint32) *agg.Profile {
 	if t.IsZero() {
 		return p
 	}
 	w := newStackRewriter(p, t)
-	l := &locator{p: p, single: p.singleLines()}
+	l := &locator{p: p, single: p.SingleLineLocations()}
 	const unseen, dropped = -2, -1
 	newID := make([]int32, len(p.Stacks))
 	for i := range newID {
@@ -288,9 +290,8 @@ func (p *Profile) TransformThread(t *Transform, tid uint32) *Profile {
 	for _, st := range p.Stacks {
 		frames += len(st)
 	}
-	table := &StackTable{index: make(map[uint64]uint32, len(p.Stacks)), offs: make([]uint32, 1, len(p.Stacks)+1),
-		hash: make([]uint64, 0, len(p.Stacks)), next: make([]uint32, 0, len(p.Stacks)), data: make([]uint64, 0, frames)}
-	fst := p.frameStacks()
+	table := agg.NewStackTableSized(len(p.Stacks), frames)
+	fst := p.FuncStacks()
 	fids := make([]uint32, 0, frames)
 	foffs := make([]int, 1, len(p.Stacks)+1)
 	var seq []uint64
@@ -319,17 +320,18 @@ func (p *Profile) TransformThread(t *Transform, tid uint32) *Profile {
 		newID[e.Stack] = int32(id)
 	}
 
-	q := &Profile{Frames: p.Frames, Mappings: p.Mappings, Locations: p.Locations, Threads: p.Threads, Series: p.Series,
+	q := &agg.Profile{Frames: p.Frames, Mappings: p.Mappings, Locations: p.Locations, Threads: p.Threads, Series: p.Series,
 		Stacks: make([][]uint32, table.Len()), FrameStacks: make([][]uint32, table.Len())}
 	if l.derived != nil {
 		q.Locations = l.locs
 	}
-	ids := make([]uint32, len(table.data))
-	for i := range table.data {
-		ids[i] = uint32(table.data[i])
-	}
+	ids := make([]uint32, 0, table.Values())
 	for i := range q.Stacks {
-		q.Stacks[i] = ids[table.offs[i]:table.offs[i+1]:table.offs[i+1]]
+		at := len(ids)
+		for _, v := range table.Get(uint32(i)) {
+			ids = append(ids, uint32(v))
+		}
+		q.Stacks[i] = ids[at:len(ids):len(ids)]
 		q.FrameStacks[i] = fids[foffs[i]:foffs[i+1]:foffs[i+1]]
 	}
 
@@ -345,7 +347,7 @@ func (p *Profile) TransformThread(t *Transform, tid uint32) *Profile {
 		merged = make(map[mergeKey]int32, len(p.Entries))
 	}
 	index := make([]int32, len(p.Entries))
-	q.Entries = make([]Entry, 0, len(p.Entries))
+	q.Entries = make([]agg.Entry, 0, len(p.Entries))
 	for i, e := range p.Entries {
 		index[i] = -1
 		if int(e.Stack) >= len(p.Stacks) || newID[e.Stack] < 0 || tid != 0 && e.Tid != tid {
@@ -356,7 +358,7 @@ func (p *Profile) TransformThread(t *Transform, tid uint32) *Profile {
 			k := mergeKey{e.Tid, e.Pid, e.Stack, e.Leaf, e.LeafFunc, e.Event}
 			if j, ok := merged[k]; ok {
 				m := &q.Entries[j]
-				m.Counters = SumCounters(slices.Clone(m.Counters), e.Counters) // m's may be p's too
+				m.Counters = agg.SumCounters(slices.Clone(m.Counters), e.Counters) // m's may be p's too
 				m.Count += e.Count
 				m.Time = min(m.Time, e.Time)
 				index[i] = j
@@ -378,7 +380,7 @@ func (p *Profile) TransformThread(t *Transform, tid uint32) *Profile {
 		}
 	}
 	if didMerge {
-		q.sortEntries()
+		q.SortEntries()
 	}
 	return q
 }

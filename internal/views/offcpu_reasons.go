@@ -1,6 +1,10 @@
-package agg
+package views
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/stax-profiler/stax/internal/agg"
+)
 
 // Off-CPU reasons: why a thread was off CPU, read from the stack it was switched out with.
 const (
@@ -179,16 +183,16 @@ func (m *reasonMatcher) match(class int, name string) (uint8, bool) {
 
 // StackReasons gives each of p's stacks (see Profile.Stacks) its off-CPU reason, an index
 // into Reasons. p must be by function (not a view by line, address or image).
-func StackReasons(p *Profile) []uint8 {
+func StackReasons(p *agg.Profile) []uint8 {
 	m := newReasonMatcher()
-	fst := p.frameStacks()
+	fst := p.FuncStacks()
 	// Each frame's match, per rule class, computed once: -1 none, else the reason.
 	memo := make([][5]int16, len(p.Frames))
 	for i, f := range p.Frames {
 		name := normalReasonName(f.Func)
 		for c := range 5 {
 			memo[i][c] = -1
-			if kernel := c&2 != 0 && c != overrideClass; kernel != (f.Kind == KindKernel) {
+			if kernel := c&2 != 0 && c != overrideClass; kernel != (f.Kind == agg.KindKernel) {
 				continue
 			}
 			if r, ok := m.match(c, name); ok {
@@ -200,7 +204,7 @@ func StackReasons(p *Profile) []uint8 {
 	runnable, other := uint8(reasonIndex(ReasonRunnable)), uint8(reasonIndex(ReasonOther))
 	for sid, st := range fst {
 		out[sid] = other
-		if len(st) > 0 && p.Frames[st[0]].Func == FuncRunnable && p.Frames[st[0]].Image == ImageSched {
+		if len(st) > 0 && p.Frames[st[0]].Func == agg.FuncRunnable && p.Frames[st[0]].Image == agg.ImageSched {
 			out[sid] = runnable
 			continue
 		}

@@ -1,61 +1,13 @@
-package agg
+package views
 
-// Counters read with each sample (stax record --counters): each key keeps the sums of
-// what its samples read, and each entry the sums of its keys'. The series keeps each
-// sample's (Series.Counters), so a window of the run (WindowWhere) sums those of its
-// samples; a run recorded before it kept them has entries without counters in a window.
-
-// addCounters adds one sample's counters to key i's sums. Called with r.mu held.
-func (r *Run) addCounters(i uint32, counters []uint64) {
-	if r.numCounters == 0 {
-		r.numCounters = len(counters)
-	}
-	if len(counters) != r.numCounters || int(i) >= len(r.keys) {
-		return
-	}
-	k := &r.keys[i]
-	if k.counters < 0 {
-		k.counters = int32(len(r.counterSums))
-		r.counterSums = append(r.counterSums, make([]uint64, r.numCounters)...)
-	}
-	sums := r.counterSums[k.counters : int(k.counters)+r.numCounters]
-	for j, v := range counters {
-		sums[j] += v
-	}
-}
-
-// mergeCounters adds the sums of the key whose sums start at off (-1: none) to dst.
-func (r *Run) mergeCounters(dst []uint64, off int32) []uint64 {
-	if off < 0 {
-		return dst
-	}
-	return SumCounters(dst, r.counterSums[off:int(off)+r.numCounters])
-}
-
-// SumCounters adds src to dst, element by element, and returns dst (a new slice when dst
-// is nil or of another length).
-func SumCounters(dst, src []uint64) []uint64 {
-	if len(src) == 0 {
-		return dst
-	}
-	if len(dst) != len(src) {
-		dst = append(make([]uint64, 0, len(src)), make([]uint64, len(src))...)
-		if len(dst) != len(src) {
-			return dst
-		}
-	}
-	for j, v := range src {
-		dst[j] += v
-	}
-	return dst
-}
+import "github.com/stax-profiler/stax/internal/agg"
 
 // SelfCounters sums, per row of p (a frame of its view: function, line, address or
 // image), the counters of the samples whose leaf it is, over the entries f keeps; nil
 // when no entry has counters.
-func SelfCounters(p *Profile, f Filter) map[Frame][]uint64 {
-	fst := p.frameStacks()
-	var out map[Frame][]uint64
+func SelfCounters(p *agg.Profile, f Filter) map[agg.Frame][]uint64 {
+	fst := p.FuncStacks()
+	var out map[agg.Frame][]uint64
 	for i := range p.Entries {
 		e := &p.Entries[i]
 		if len(e.Counters) == 0 || !f.keep(e) || int(e.Stack) >= len(fst) || len(fst[e.Stack]) == 0 {
@@ -66,10 +18,10 @@ func SelfCounters(p *Profile, f Filter) map[Frame][]uint64 {
 			continue
 		}
 		if out == nil {
-			out = map[Frame][]uint64{}
+			out = map[agg.Frame][]uint64{}
 		}
 		k := p.Frames[id]
-		out[k] = SumCounters(out[k], e.Counters)
+		out[k] = agg.SumCounters(out[k], e.Counters)
 	}
 	return out
 }
@@ -85,7 +37,7 @@ type nodeCounters struct {
 
 // newNodeCounters sums the counters of the entries f keeps per stack; the root gets those
 // of the stacks counted (their count not zero). nil when no entry has counters.
-func newNodeCounters(p *Profile, f Filter, counted []uint64) *nodeCounters {
+func newNodeCounters(p *agg.Profile, f Filter, counted []uint64) *nodeCounters {
 	n := 0
 	for i := range p.Entries {
 		if c := len(p.Entries[i].Counters); c > 0 {

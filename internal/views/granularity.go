@@ -1,44 +1,6 @@
-package agg
+package views
 
-// What the rows of a view (and the nodes of a flame graph) stand for.
-const (
-	ByFunction = "function"
-	ByLine     = "line"    // a source line of a function: file:line
-	ByAddress  = "address" // an instruction address
-	ByImage    = "image"   // an image (executable, library, [kernel.kallsyms], [jit])
-)
-
-// Granularities lists the values of Granularity.By, in the order they are documented.
-var Granularities = []string{ByFunction, ByLine, ByAddress, ByImage}
-
-// Granularity says what a view counts.
-type Granularity struct {
-	By string `json:"by,omitempty" param:"by"` // ByFunction (or ""), ByLine, ByAddress or ByImage
-	// NoInline counts each machine frame as the function its code belongs to, the way perf
-	// report and pprof -noinlines count: functions inlined into it get no frames, no rows and
-	// no samples of their own. Without it, a sample's self goes to the innermost function
-	// inlined at its address, and each inlined function is a frame of its own.
-	NoInline bool `json:"no_inline,omitempty" param:"inline,negated"`
-	// Short names native functions without their C++ parameter lists and template
-	// arguments (see ShortName); functions whose short names are the same are counted as
-	// one.
-	Short bool `json:"short,omitempty" param:"short"`
-}
-
-// IsZero says whether g is a view's default: functions, inlined ones included, full names.
-func (g Granularity) IsZero() bool {
-	return (g.By == "" || g.By == ByFunction) && !g.NoInline && !g.Short
-}
-
-// ValidGranularity says whether by names a granularity.
-func ValidGranularity(by string) bool {
-	for _, g := range Granularities {
-		if by == g {
-			return true
-		}
-	}
-	return false
-}
+import "github.com/stax-profiler/stax/internal/agg"
 
 // At returns the profile as g counts it: its frames are the rows g asks for (functions,
 // source lines, addresses or images), each location's lines name them, and every view
@@ -49,18 +11,18 @@ func ValidGranularity(by string) bool {
 //
 // Stacks, entries, threads and series are shared with p (the entries' LeafFunc still name
 // p's frames); the zero g returns p itself.
-func (p *Profile) At(g Granularity) *Profile { return p.AtKeeping(g, nil) }
+func At(p *agg.Profile, g agg.Granularity) *agg.Profile { return AtKeeping(p, g, nil) }
 
 // AtKeeping is At, but the functions keep accepts stay whole functions, whatever g's By:
 // callers of a function by line are the lines that call it.
-func (p *Profile) AtKeeping(g Granularity, keep func(Frame) bool) *Profile {
+func AtKeeping(p *agg.Profile, g agg.Granularity, keep func(agg.Frame) bool) *agg.Profile {
 	if g.IsZero() {
 		return p
 	}
 	if g.By == "" {
-		g.By = ByFunction
+		g.By = agg.ByFunction
 	}
-	q := &Profile{Mappings: p.Mappings, Stacks: p.Stacks, Entries: p.Entries, Threads: p.Threads, Series: p.Series,
+	q := &agg.Profile{Mappings: p.Mappings, Stacks: p.Stacks, Entries: p.Entries, Threads: p.Threads, Series: p.Series,
 		KeyEntry: p.KeyEntry, View: g}
 
 	// Functions first: the frames that become one row when names are shortened.
@@ -69,11 +31,11 @@ func (p *Profile) AtKeeping(g Granularity, keep func(Frame) bool) *Profile {
 		inlined           bool
 	}
 	fnode := make([]uint32, len(p.Frames)) // frame -> function row
-	var funcs []Frame
+	var funcs []agg.Frame
 	fidx := map[funcKey]uint32{}
 	for id, fr := range p.Frames {
 		name := fr.Func
-		if g.Short && fr.Kind == KindUser {
+		if g.Short && fr.Kind == agg.KindUser {
 			name = ShortName(name)
 		}
 		k := funcKey{name, fr.Image, fr.Kind, fr.Inlined}
@@ -88,7 +50,7 @@ func (p *Profile) AtKeeping(g Granularity, keep func(Frame) bool) *Profile {
 		fnode[id] = n
 	}
 	var kept []bool // by function row
-	if keep != nil && g.By != ByFunction {
+	if keep != nil && g.By != agg.ByFunction {
 		kept = make([]bool, len(funcs))
 		for id, fr := range p.Frames {
 			if keep(fr) {
@@ -98,7 +60,7 @@ func (p *Profile) AtKeeping(g Granularity, keep func(Frame) bool) *Profile {
 	}
 
 	nodes := map[[3]uint64]uint32{}
-	node := func(k [3]uint64, f Frame) uint32 {
+	node := func(k [3]uint64, f agg.Frame) uint32 {
 		id, ok := nodes[k]
 		if !ok {
 			id = uint32(len(q.Frames))
@@ -111,7 +73,7 @@ func (p *Profile) AtKeeping(g Granularity, keep func(Frame) bool) *Profile {
 	whole := func(fn uint32) uint32 {
 		return node([3]uint64{uint64(fn), 1 << 63, 1 << 63}, funcs[fn])
 	}
-	if g.By == ByFunction {
+	if g.By == agg.ByFunction {
 		q.Frames = funcs
 	}
 	images := map[string]uint32{}
@@ -119,8 +81,8 @@ func (p *Profile) AtKeeping(g Granularity, keep func(Frame) bool) *Profile {
 	for i := range p.Locations {
 		lines += len(p.Locations[i].Lines)
 	}
-	slab := make([]Line, 0, lines)
-	q.Locations = make([]Location, len(p.Locations))
+	slab := make([]agg.Line, 0, lines)
+	q.Locations = make([]agg.Location, len(p.Locations))
 	for lid := range p.Locations {
 		loc := &p.Locations[lid]
 		src := loc.Lines
@@ -129,36 +91,36 @@ func (p *Profile) AtKeeping(g Granularity, keep func(Frame) bool) *Profile {
 		}
 		at := len(slab)
 		switch g.By {
-		case ByFunction:
+		case agg.ByFunction:
 			for _, ln := range src {
-				slab = append(slab, Line{Func: fnode[ln.Func], Line: ln.Line})
+				slab = append(slab, agg.Line{Func: fnode[ln.Func], Line: ln.Line})
 			}
-		case ByLine:
+		case agg.ByLine:
 			for _, ln := range src {
 				fn := fnode[ln.Func]
 				if kept != nil && kept[fn] {
-					slab = append(slab, Line{Func: whole(fn), Line: ln.Line})
+					slab = append(slab, agg.Line{Func: whole(fn), Line: ln.Line})
 					continue
 				}
 				f := funcs[fn]
 				f.Line = int(ln.Line)
 				f.File = p.Frames[ln.Func].File
-				slab = append(slab, Line{Func: node([3]uint64{uint64(fn), uint64(uint32(ln.Line))}, f), Line: ln.Line})
+				slab = append(slab, agg.Line{Func: node([3]uint64{uint64(fn), uint64(uint32(ln.Line))}, f), Line: ln.Line})
 			}
-		case ByAddress:
+		case agg.ByAddress:
 			ln := src[0]
 			fn := fnode[ln.Func]
 			if kept != nil && kept[fn] {
-				slab = append(slab, Line{Func: whole(fn), Line: ln.Line})
+				slab = append(slab, agg.Line{Func: whole(fn), Line: ln.Line})
 				break
 			}
 			f := funcs[fn]
 			f.Line, f.File, f.Addr = int(ln.Line), p.Frames[ln.Func].File, loc.Addr
 			k := [3]uint64{loc.Addr, uint64(loc.Mapping), uint64(fn)<<32 | uint64(uint32(ln.Line))}
-			slab = append(slab, Line{Func: node(k, f), Line: ln.Line})
-		case ByImage:
+			slab = append(slab, agg.Line{Func: node(k, f), Line: ln.Line})
+		case agg.ByImage:
 			if fn := fnode[loc.Outer()]; kept != nil && kept[fn] {
-				slab = append(slab, Line{Func: whole(fn)})
+				slab = append(slab, agg.Line{Func: whole(fn)})
 				break
 			}
 			fr := &p.Frames[loc.Outer()]
@@ -171,18 +133,18 @@ func (p *Profile) AtKeeping(g Granularity, keep func(Frame) bool) *Profile {
 				id = uint32(len(q.Frames))
 				images[img] = id
 				kind := fr.Kind
-				if kind == KindUnknown {
-					kind = KindUser
+				if kind == agg.KindUnknown {
+					kind = agg.KindUser
 				}
-				q.Frames = append(q.Frames, Frame{Func: img, Image: img, Kind: kind})
+				q.Frames = append(q.Frames, agg.Frame{Func: img, Image: img, Kind: kind})
 			}
-			slab = append(slab, Line{Func: id})
+			slab = append(slab, agg.Line{Func: id})
 		}
-		q.Locations[lid] = Location{Addr: loc.Addr, Mapping: loc.Mapping, Lines: slab[at:len(slab):len(slab)]}
+		q.Locations[lid] = agg.Location{Addr: loc.Addr, Mapping: loc.Mapping, Lines: slab[at:len(slab):len(slab)]}
 	}
 	q.ExpandStacks()
-	if g.By == ByImage {
-		q = q.Transform(&Transform{mergeRuns: true})
+	if g.By == agg.ByImage {
+		q = Transformed(q, &Transform{mergeRuns: true})
 		q.View = g
 	}
 	return q

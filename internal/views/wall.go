@@ -1,4 +1,6 @@
-package agg
+package views
+
+import "github.com/stax-profiler/stax/internal/agg"
 
 // ReasonOnCPU is the reason of on-CPU time in a wall-clock profile (WallProfile).
 const ReasonOnCPU = "on-cpu"
@@ -29,7 +31,7 @@ func (o *OnCPUTime) InWindow() *OnCPUTime {
 // NewOnCPUTime shares on among the samples of whole, the run's profile before any
 // transform or window; nil when on is empty (a run recorded without the switch records,
 // or by an older stax).
-func NewOnCPUTime(on []ThreadNs, whole *Profile) *OnCPUTime {
+func NewOnCPUTime(on []agg.ThreadNs, whole *agg.Profile) *OnCPUTime {
 	if len(on) == 0 {
 		return nil
 	}
@@ -72,10 +74,10 @@ func (o *OnCPUTime) Unsampled(tid uint32) (uint64, bool) {
 // together, its wall clock while it was followed. Its first cpuStacks stacks are cpu's.
 // It has no time series. With on, the samples of a thread that has time from the switch
 // records weigh their share of it instead (OnCPUTime.PerSample).
-func WallProfile(cpu, off *Profile, nsPerSample uint64, on *OnCPUTime) (p *Profile, cpuStacks int) {
-	p = &Profile{}
-	frameIDs := map[Frame]uint32{}
-	frameMap := func(src *Profile) []uint32 {
+func WallProfile(cpu, off *agg.Profile, nsPerSample uint64, on *OnCPUTime) (p *agg.Profile, cpuStacks int) {
+	p = &agg.Profile{}
+	frameIDs := map[agg.Frame]uint32{}
+	frameMap := func(src *agg.Profile) []uint32 {
 		m := make([]uint32, len(src.Frames))
 		for i, f := range src.Frames {
 			id, ok := frameIDs[f]
@@ -89,18 +91,18 @@ func WallProfile(cpu, off *Profile, nsPerSample uint64, on *OnCPUTime) (p *Profi
 		return m
 	}
 	threads := map[uint32]bool{}
-	add := func(src *Profile, weight uint64, on *OnCPUTime) {
+	add := func(src *agg.Profile, weight uint64, on *OnCPUTime) {
 		fm := frameMap(src)
 		mapBase := uint32(len(p.Mappings))
 		p.Mappings = append(p.Mappings, src.Mappings...)
 		locBase := uint32(len(p.Locations))
 		for _, l := range src.Locations {
-			nl := Location{Addr: l.Addr, Lines: make([]Line, len(l.Lines))}
+			nl := agg.Location{Addr: l.Addr, Lines: make([]agg.Line, len(l.Lines))}
 			if l.Mapping != 0 {
 				nl.Mapping = l.Mapping + mapBase
 			}
 			for i, ln := range l.Lines {
-				nl.Lines[i] = Line{Func: remap(fm, ln.Func), Line: ln.Line}
+				nl.Lines[i] = agg.Line{Func: remap(fm, ln.Func), Line: ln.Line}
 			}
 			p.Locations = append(p.Locations, nl)
 		}
@@ -136,7 +138,7 @@ func WallProfile(cpu, off *Profile, nsPerSample uint64, on *OnCPUTime) (p *Profi
 	add(cpu, nsPerSample, on)
 	cpuStacks = len(p.Stacks)
 	add(off, 1, nil)
-	p.sortEntries()
+	p.SortEntries()
 	p.ExpandStacks()
 	return p, cpuStacks
 }
@@ -149,7 +151,7 @@ func remap(m []uint32, id uint32) uint32 {
 }
 
 // WallReasons is StackReasons of a WallProfile whose first cpuStacks stacks are on CPU.
-func WallReasons(p *Profile, cpuStacks int) []uint8 {
+func WallReasons(p *agg.Profile, cpuStacks int) []uint8 {
 	r := StackReasons(p)
 	on := uint8(reasonIndex(ReasonOnCPU))
 	for i := 0; i < cpuStacks && i < len(r); i++ {
@@ -160,23 +162,23 @@ func WallReasons(p *Profile, cpuStacks int) []uint8 {
 
 // OnlyReason is p with only the entries whose stack's reason (of reasons, StackReasons of
 // p) is reason.
-func OnlyReason(p *Profile, reasons []uint8, reason string) *Profile {
+func OnlyReason(p *agg.Profile, reasons []uint8, reason string) *agg.Profile {
 	want := uint8(reasonIndex(reason))
 	q := *p
-	q.Entries = make([]Entry, 0, len(p.Entries))
+	q.Entries = make([]agg.Entry, 0, len(p.Entries))
 	for _, e := range p.Entries {
 		if int(e.Stack) < len(reasons) && reasons[e.Stack] == want {
 			q.Entries = append(q.Entries, e)
 		}
 	}
-	q.Series, q.KeyEntry = Series{}, nil
+	q.Series, q.KeyEntry = agg.Series{}, nil
 	return &q
 }
 
 // IntervalsIn is off (an off-CPU profile) with its entries recounted from ivs (its
 // intervals) clipped to [from, to): the time off CPU inside that window. Intervals of no
 // stack of off are left out.
-func IntervalsIn(off *Profile, ivs []Interval, from, to uint64) *Profile {
+func IntervalsIn(off *agg.Profile, ivs []agg.Interval, from, to uint64) *agg.Profile {
 	pids := map[uint32]uint32{}
 	for _, t := range off.Threads {
 		pids[t.Tid] = t.Pid
@@ -185,11 +187,11 @@ func IntervalsIn(off *Profile, ivs []Interval, from, to uint64) *Profile {
 		pids[e.Tid] = e.Pid
 	}
 	q := *off
-	q.Series, q.KeyEntry = Series{}, nil
-	q.Entries = make([]Entry, 0, len(off.Entries))
+	q.Series, q.KeyEntry = agg.Series{}, nil
+	q.Entries = make([]agg.Entry, 0, len(off.Entries))
 	index := make(map[uint64]int32, len(off.Entries))
 	for _, iv := range ivs {
-		if iv.Stack == NoStack || int(iv.Stack) >= len(off.Stacks) {
+		if iv.Stack == agg.NoStack || int(iv.Stack) >= len(off.Stacks) {
 			continue
 		}
 		a, b := max(iv.Start, from), min(iv.End, to)
@@ -201,7 +203,7 @@ func IntervalsIn(off *Profile, ivs []Interval, from, to uint64) *Profile {
 		if !ok {
 			i = int32(len(q.Entries))
 			index[k] = i
-			q.Entries = append(q.Entries, Entry{Tid: iv.Tid, Pid: pids[iv.Tid], Stack: iv.Stack, LeafFunc: -1})
+			q.Entries = append(q.Entries, agg.Entry{Tid: iv.Tid, Pid: pids[iv.Tid], Stack: iv.Stack, LeafFunc: -1})
 		}
 		q.Entries[i].Count += b - a
 	}

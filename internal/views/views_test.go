@@ -1,9 +1,11 @@
-package agg
+package views
 
 import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/stax-profiler/stax/internal/agg"
 )
 
 // Frame ids of viewsProfile.
@@ -21,10 +23,10 @@ const (
 //
 //	tid 1: main>a>b 50, main>a>c 15, main>rec>rec>rec 10
 //	tid 2: main>a>b 5, main>a 15
-func viewsProfile() *Profile {
-	fr := func(n string) Frame { return Frame{Func: n, Image: "/bin/app", Kind: KindUser} }
-	return located(&Profile{
-		Frames: []Frame{fr("main"), fr("a"), fr("b"), fr("c"), fr("rec"), fr("x"), fr("y")},
+func viewsProfile() *agg.Profile {
+	fr := func(n string) agg.Frame { return agg.Frame{Func: n, Image: "/bin/app", Kind: agg.KindUser} }
+	return located(&agg.Profile{
+		Frames: []agg.Frame{fr("main"), fr("a"), fr("b"), fr("c"), fr("rec"), fr("x"), fr("y")},
 		Stacks: [][]uint32{
 			{fB, fA, fMain},
 			{fC, fA, fMain},
@@ -32,19 +34,19 @@ func viewsProfile() *Profile {
 			{fA, fMain},
 			{},
 		},
-		Entries: []Entry{
+		Entries: []agg.Entry{
 			{Tid: 1, Pid: 1, Stack: 0, Count: 50, LeafFunc: fB},
 			{Tid: 1, Pid: 1, Stack: 1, Count: 15, LeafFunc: fC},
 			{Tid: 1, Pid: 1, Stack: 2, Count: 10, LeafFunc: fRec},
 			{Tid: 2, Pid: 1, Stack: 0, Count: 5, LeafFunc: fB},
 			{Tid: 2, Pid: 1, Stack: 3, Count: 15, LeafFunc: fA},
 		},
-		Threads: []ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}, {Tid: 2, Pid: 1, Name: "worker"}, {Tid: 3, Pid: 1, Name: "idle"}},
+		Threads: []agg.ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}, {Tid: 2, Pid: 1, Name: "worker"}, {Tid: 3, Pid: 1, Name: "idle"}},
 	})
 }
 
 // located turns a profile built with frame-id stacks into one with locations.
-func located(p *Profile) *Profile {
+func located(p *agg.Profile) *agg.Profile {
 	p.LocateFrameStacks()
 	return p
 }
@@ -111,7 +113,7 @@ func TestTop(t *testing.T) {
 				if want := pct(r.Total, samples); r.TotalPct != want {
 					t.Errorf("%s: total %% = %v, want %v", r.Func, r.TotalPct, want)
 				}
-				if r.Image != "/bin/app" || r.Kind != KindUser {
+				if r.Image != "/bin/app" || r.Kind != agg.KindUser {
 					t.Errorf("%s: image %q kind %q", r.Func, r.Image, r.Kind)
 				}
 			}
@@ -126,10 +128,10 @@ func TestTop(t *testing.T) {
 }
 
 func TestTopNameOrderOnTies(t *testing.T) {
-	p := located(&Profile{
-		Frames:  []Frame{{Func: "y"}, {Func: "x"}, {Func: "z"}},
+	p := located(&agg.Profile{
+		Frames:  []agg.Frame{{Func: "y"}, {Func: "x"}, {Func: "z"}},
 		Stacks:  [][]uint32{{0}, {1}, {2}},
-		Entries: []Entry{{Tid: 1, Stack: 0, Count: 3}, {Tid: 1, Stack: 1, Count: 3}, {Tid: 1, Stack: 2, Count: 3}},
+		Entries: []agg.Entry{{Tid: 1, Stack: 0, Count: 3}, {Tid: 1, Stack: 1, Count: 3}, {Tid: 1, Stack: 2, Count: 3}},
 	})
 	rows, _ := Top(p, Filter{}, 0, false)
 	var got []string
@@ -263,7 +265,7 @@ func TestInvertedFlame(t *testing.T) {
 
 func TestFlameEmptyStackCountsAtRoot(t *testing.T) {
 	p := viewsProfile()
-	p.Entries = append(p.Entries, Entry{Tid: 1, Stack: 4, Count: 5})
+	p.Entries = append(p.Entries, agg.Entry{Tid: 1, Stack: 4, Count: 5})
 	root, total := Flame(p, Filter{}, 0, 0)
 	if total != 100 || root.Self != 5 {
 		t.Errorf("total %d, root self %d; want 100 and 5", total, root.Self)
@@ -277,7 +279,7 @@ func TestFlameEmptyStackCountsAtRoot(t *testing.T) {
 func TestThreads(t *testing.T) {
 	p := viewsProfile()
 	// A thread with samples but no name.
-	p.Entries = append(p.Entries, Entry{Tid: 9, Pid: 4, Stack: 3, Count: 5})
+	p.Entries = append(p.Entries, agg.Entry{Tid: 9, Pid: 4, Stack: 3, Count: 5})
 	tests := []struct {
 		name string
 		n    int
@@ -315,10 +317,10 @@ func TestThreads(t *testing.T) {
 }
 
 func TestThreadsTopFuncTie(t *testing.T) {
-	p := located(&Profile{
-		Frames:  []Frame{{Func: "second"}, {Func: "first"}},
+	p := located(&agg.Profile{
+		Frames:  []agg.Frame{{Func: "second"}, {Func: "first"}},
 		Stacks:  [][]uint32{{1}, {0}},
-		Entries: []Entry{{Tid: 1, Stack: 0, Count: 4}, {Tid: 1, Stack: 1, Count: 4}},
+		Entries: []agg.Entry{{Tid: 1, Stack: 0, Count: 4}, {Tid: 1, Stack: 1, Count: 4}},
 	})
 	rows, _ := Threads(p, 0)
 	// Equal self counts: the lower frame id wins, whatever the map order.
@@ -328,7 +330,7 @@ func TestThreadsTopFuncTie(t *testing.T) {
 }
 
 func TestHasSymbol(t *testing.T) {
-	fs := []Frame{{Func: "main.Loop"}, {Func: "runtime.mallocgc"}}
+	fs := []agg.Frame{{Func: "main.Loop"}, {Func: "runtime.mallocgc"}}
 	tests := []struct {
 		s    string
 		want bool

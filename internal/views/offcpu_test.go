@@ -1,32 +1,34 @@
-package agg
+package views
 
 import (
 	"testing"
+
+	"github.com/stax-profiler/stax/internal/agg"
 )
 
 // offProfile is an off-CPU profile of thread 2: 700 ms in lock under main, 200 ms in
 // sleep under main, 100 ms runnable under spin.
-func offProfile() *Profile {
-	u := func(name string) Frame { return Frame{Func: name, Image: "app", Kind: KindUser} }
-	tab := NewFrameTable()
-	ids := func(fs ...Frame) []uint32 {
+func offProfile() *agg.Profile {
+	u := func(name string) agg.Frame { return agg.Frame{Func: name, Image: "app", Kind: agg.KindUser} }
+	tab := agg.NewFrameTable()
+	ids := func(fs ...agg.Frame) []uint32 {
 		var out []uint32
 		for _, f := range fs {
 			out = append(out, tab.Intern(f))
 		}
 		return out
 	}
-	p := &Profile{}
+	p := &agg.Profile{}
 	p.FrameStacks = [][]uint32{
 		ids(u("pthread_mutex_lock"), u("wait_for_lock"), u("main")),
 		ids(u("usleep"), u("nap"), u("main")),
-		ids(Frame{Func: FuncRunnable, Image: ImageSched, Kind: KindUnknown}, u("spin"), u("main")),
+		ids(agg.Frame{Func: agg.FuncRunnable, Image: agg.ImageSched, Kind: agg.KindUnknown}, u("spin"), u("main")),
 	}
 	p.Stacks = p.FrameStacks
 	p.Frames = tab.Frames
-	p.Entries = []Entry{{Tid: 2, Pid: 1, Stack: 0, Count: 700e6, LeafFunc: -1}, {Tid: 2, Pid: 1, Stack: 1, Count: 200e6, LeafFunc: -1},
+	p.Entries = []agg.Entry{{Tid: 2, Pid: 1, Stack: 0, Count: 700e6, LeafFunc: -1}, {Tid: 2, Pid: 1, Stack: 1, Count: 200e6, LeafFunc: -1},
 		{Tid: 2, Pid: 1, Stack: 2, Count: 100e6, LeafFunc: -1}}
-	p.Threads = []ThreadInfo{{Tid: 2, Pid: 1, Name: "worker"}}
+	p.Threads = []agg.ThreadInfo{{Tid: 2, Pid: 1, Name: "worker"}}
 	return p
 }
 
@@ -37,7 +39,7 @@ func TestOffCPUViews(t *testing.T) {
 	if ns != 1e9 {
 		t.Errorf("top: %d ns, want 1e9", ns)
 	}
-	want := map[string]string{"main": ReasonLock, "wait_for_lock": ReasonLock, "nap": ReasonSleep, "spin": ReasonRunnable, FuncRunnable: ReasonRunnable}
+	want := map[string]string{"main": ReasonLock, "wait_for_lock": ReasonLock, "nap": ReasonSleep, "spin": ReasonRunnable, agg.FuncRunnable: ReasonRunnable}
 	for _, r := range rows {
 		if w, ok := want[r.Func]; ok && r.Reason != w {
 			t.Errorf("top row %s: reason %q, want %s", r.Func, r.Reason, w)
@@ -57,7 +59,7 @@ func TestOffCPUViews(t *testing.T) {
 	}
 	inv, _ := OffCPUFlame(p, reasons, Filter{}, 0, 0, true)
 	for _, c := range inv.Children {
-		if c.Func == FuncRunnable && c.Reason != ReasonRunnable {
+		if c.Func == agg.FuncRunnable && c.Reason != ReasonRunnable {
 			t.Errorf("inverted flame leaf %s: reason %q", c.Func, c.Reason)
 		}
 	}
@@ -75,37 +77,15 @@ func TestOffCPUViews(t *testing.T) {
 	}
 }
 
-// TestAddWeightBound: past its bound, a run refuses new stacks and keys, and keeps
-// counting those it has.
-func TestAddWeightBound(t *testing.T) {
-	r := NewRun()
-	a, b := []uint64{1, 2, 3}, []uint64{4, 5, 6}
-	if !r.AddWeight(1, 1, 0, 0, a, 10, 200) {
-		t.Fatal("the first stack was refused")
-	}
-	if r.AddWeight(1, 1, 0, 0, b, 10, 1) {
-		t.Error("a new stack past the bound was counted")
-	}
-	if r.AddWeight(1, 2, 0, 0, a, 10, 1) {
-		t.Error("a new key past the bound was counted")
-	}
-	if !r.AddWeight(1, 1, 0, 0, a, 5, 1) {
-		t.Error("a known key past the bound was refused")
-	}
-	if got := r.Samples(); got != 15 {
-		t.Errorf("%d ns counted, want 15", got)
-	}
-}
-
 // TestOnCPUTimeShared: a thread's time on CPU from the switch records is shared among its
 // samples, in threads and in a wall profile, by the samples of the whole run: a transform
 // that keeps some of them keeps their share. A thread without such time keeps its samples
 // over the frequency, one without samples shows its time.
 func TestOnCPUTimeShared(t *testing.T) {
 	cpu := offProfile() // its stacks stand for CPU stacks here: thread 2, 3 and 2 samples
-	cpu.Entries = []Entry{{Tid: 2, Pid: 1, Stack: 0, Count: 3, LeafFunc: -1}, {Tid: 2, Pid: 1, Stack: 1, Count: 1, LeafFunc: -1},
+	cpu.Entries = []agg.Entry{{Tid: 2, Pid: 1, Stack: 0, Count: 3, LeafFunc: -1}, {Tid: 2, Pid: 1, Stack: 1, Count: 1, LeafFunc: -1},
 		{Tid: 4, Pid: 1, Stack: 2, Count: 2, LeafFunc: -1}}
-	on := NewOnCPUTime([]ThreadNs{{Tid: 2, Ns: 40e6}, {Tid: 3, Ns: 7e6}}, cpu)
+	on := NewOnCPUTime([]agg.ThreadNs{{Tid: 2, Ns: 40e6}, {Tid: 3, Ns: 7e6}}, cpu)
 	if NewOnCPUTime(nil, cpu) != nil {
 		t.Error("no time from switch records, yet an OnCPUTime")
 	}
@@ -120,13 +100,13 @@ func TestOnCPUTimeShared(t *testing.T) {
 	if want := map[uint32]float64{2: 30, 3: 7, 4: 2}; got[2] != want[2] || got[3] != want[3] || got[4] != want[4] {
 		t.Errorf("on CPU %v ms, want %v", got, want)
 	}
-	for _, q := range []*Profile{cpu, off} { // stacks of locations, one a frame
+	for _, q := range []*agg.Profile{cpu, off} { // stacks of locations, one a frame
 		q.Stacks, q.Locations = nil, nil
 		for _, fs := range q.FrameStacks {
 			var st []uint32
 			for _, f := range fs {
 				st = append(st, uint32(len(q.Locations)))
-				q.Locations = append(q.Locations, Location{Lines: []Line{{Func: f}}})
+				q.Locations = append(q.Locations, agg.Location{Lines: []agg.Line{{Func: f}}})
 			}
 			q.Stacks = append(q.Stacks, st)
 		}

@@ -1,8 +1,10 @@
-package agg
+package views
 
 import (
 	"cmp"
 	"slices"
+
+	"github.com/stax-profiler/stax/internal/agg"
 )
 
 // A stack chart is one thread's stacks over time (the Firefox Profiler's stack chart,
@@ -21,8 +23,8 @@ type StackChartOptions struct {
 	CPU   bool // the thread's samples
 	// Off, with its Intervals and their Reasons (StackReasons of Off): the thread's time
 	// off CPU, each interval a stretch of its stack.
-	Off       *Profile
-	Intervals []Interval
+	Off       *agg.Profile
+	Intervals []agg.Interval
 	Reasons   []uint8
 	Transform *Transform // rewrites both kinds of stacks first, as every view's
 	MaxBoxes  int        // 0: no bound
@@ -74,7 +76,7 @@ type segment struct {
 // stackMapper turns a profile's stacks (by id) into the chart's frames, root first,
 // rewritten by the transform; each stack once.
 type stackMapper struct {
-	p     *Profile
+	p     *agg.Profile
 	fst   [][]uint32
 	rw    *stackRewriter
 	ids   []int32    // the profile's frame id -> the chart's, -1: not yet
@@ -84,8 +86,8 @@ type stackMapper struct {
 	index map[StackChartFrame]uint32
 }
 
-func newStackMapper(p *Profile, t *Transform, c *StackChart, index map[StackChartFrame]uint32) *stackMapper {
-	fst := p.frameStacks()
+func newStackMapper(p *agg.Profile, t *Transform, c *StackChart, index map[StackChartFrame]uint32) *stackMapper {
+	fst := p.FuncStacks()
 	m := &stackMapper{p: p, fst: fst, ids: make([]int32, len(p.Frames)), memo: make([][]uint32, len(fst)), gone: make([]bool, len(fst)), chart: c, index: index}
 	for i := range m.ids {
 		m.ids[i] = -1
@@ -131,7 +133,7 @@ func (m *stackMapper) frames(sid uint32) ([]uint32, bool) {
 
 func (m *stackMapper) id(f uint32) uint32 {
 	if int(f) >= len(m.ids) {
-		return m.intern(StackChartFrame{Func: "?", Kind: KindUnknown})
+		return m.intern(StackChartFrame{Func: "?", Kind: agg.KindUnknown})
 	}
 	if m.ids[f] < 0 {
 		fr := &m.p.Frames[f]
@@ -151,7 +153,7 @@ func (m *stackMapper) intern(f StackChartFrame) uint32 {
 }
 
 // MakeStackChart builds thread o.Tid's stack chart from cpu's samples and o's intervals.
-func MakeStackChart(cpu *Profile, o StackChartOptions) (StackChart, error) {
+func MakeStackChart(cpu *agg.Profile, o StackChartOptions) (StackChart, error) {
 	c := StackChart{Frames: []StackChartFrame{}, Boxes: []StackBox{}}
 	if o.To <= o.From {
 		return c, nil
@@ -160,7 +162,7 @@ func MakeStackChart(cpu *Profile, o StackChartOptions) (StackChart, error) {
 	var segs []segment
 	if o.CPU {
 		m := newStackMapper(cpu, o.Transform, &c, index)
-		err := cpu.Series.Each(o.From, o.To, func(s Sample) {
+		err := cpu.Series.Each(o.From, o.To, func(s agg.Sample) {
 			if int(s.Key) >= len(cpu.KeyEntry) {
 				return
 			}
@@ -192,7 +194,7 @@ func MakeStackChart(cpu *Profile, o StackChartOptions) (StackChart, error) {
 			}
 			reason := ReasonOther
 			var fr []uint32
-			if iv.Stack != NoStack {
+			if iv.Stack != agg.NoStack {
 				var ok bool
 				if fr, ok = m.frames(iv.Stack); !ok {
 					continue

@@ -1,14 +1,16 @@
-package agg
+package views
 
 import (
 	"slices"
 	"testing"
+
+	"github.com/stax-profiler/stax/internal/agg"
 )
 
 // The call tree's nodes sum the counters of the samples under them (total) and of those
 // that end at them (self), in every shape the tree takes.
 func TestFlameCounters(t *testing.T) {
-	r := NewRun()
+	r := agg.NewRun()
 	r.AddCountedSample(0, 1, 1, 0, 1, 0, chainOf(2, 1, 0), []uint64{10, 1})
 	r.AddCountedSample(0, 1, 1, 0, 2, 0, chainOf(2, 1, 0), []uint64{10, 1})
 	r.AddCountedSample(0, 1, 1, 0, 3, 0, chainOf(1, 0), []uint64{5, 0})
@@ -71,7 +73,7 @@ func TestFlameCounters(t *testing.T) {
 	root, _ = Flame(p, Filter{}, 0, 50) // fn0003 (1 sample of 4) pruned: its parent still counts it
 	check("pruned", root, []want{{[]string{"fn0000"}, []uint64{32, 4}, nil}})
 
-	r = NewRun()
+	r = agg.NewRun()
 	r.AddSample(1, 1, 0, 1, 0, chainOf(1, 0))
 	r.Resolve(newFakeResolver(8))
 	if root, _ := Flame(r.Profile(nil), Filter{}, 0, 0); root.Counters != nil || root.Children[0].Counters != nil {

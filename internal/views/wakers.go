@@ -1,34 +1,12 @@
-package agg
+package views
 
 import (
 	"cmp"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/stax-profiler/stax/internal/agg"
 )
-
-// The wakers of a run are two profiles over the same keys: per waker thread and stack, the
-// time off CPU its wakeups ended (nanoseconds) and how many they were. Each stack's leaf
-// frame is WakeeFunc of the thread woken.
-
-const wakeePrefix = "[woke "
-
-// WakeeFunc is the frame that leads a waker's stack: the thread it woke.
-func WakeeFunc(tid uint32) string { return wakeePrefix + strconv.FormatUint(uint64(tid), 10) + "]" }
-
-// parseWakee reads WakeeFunc's tid.
-func parseWakee(f string) (uint32, bool) {
-	s, ok := strings.CutPrefix(f, wakeePrefix)
-	if !ok {
-		return 0, false
-	}
-	s, ok = strings.CutSuffix(s, "]")
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(s, 10, 32)
-	return uint32(n), err == nil
-}
 
 // WakerStack is a stack a waker woke a thread from.
 type WakerStack struct {
@@ -54,7 +32,7 @@ type WakerRow struct {
 // Wakers lists who woke whom from ns and n (the wakers' profiles; n may be nil), of thread
 // wakee alone when it is not 0, most time first, with each pair's first stacks (at most
 // stacks of them).
-func Wakers(ns, n *Profile, wakee uint32, stacks int) []WakerRow {
+func Wakers(ns, n *agg.Profile, wakee uint32, stacks int) []WakerRow {
 	names := map[uint32]string{}
 	for _, t := range ns.Threads {
 		names[t.Tid] = t.Name
@@ -66,7 +44,7 @@ func Wakers(ns, n *Profile, wakee uint32, stacks int) []WakerRow {
 	}
 	counts := map[stackKey]uint64{}
 	if n != nil {
-		fs := n.frameStacks()
+		fs := n.FuncStacks()
 		for _, e := range n.Entries {
 			if int(e.Stack) < len(fs) {
 				_, k := wakerStack(n, fs[e.Stack])
@@ -75,13 +53,13 @@ func Wakers(ns, n *Profile, wakee uint32, stacks int) []WakerRow {
 		}
 	}
 	rows := map[pair]*WakerRow{}
-	fs := ns.frameStacks()
+	fs := ns.FuncStacks()
 	for _, e := range ns.Entries {
 		if int(e.Stack) >= len(fs) || len(fs[e.Stack]) == 0 {
 			continue
 		}
 		st := fs[e.Stack]
-		w, ok := parseWakee(ns.Frames[st[0]].Func)
+		w, ok := agg.ParseWakeeFunc(ns.Frames[st[0]].Func)
 		if !ok || (wakee != 0 && w != wakee) {
 			continue
 		}
@@ -99,7 +77,7 @@ func Wakers(ns, n *Profile, wakee uint32, stacks int) []WakerRow {
 		if i < 0 {
 			kern := 0
 			for _, f := range st[1:] {
-				if int(f) >= len(ns.Frames) || ns.Frames[f].Kind != KindKernel {
+				if int(f) >= len(ns.Frames) || ns.Frames[f].Kind != agg.KindKernel {
 					break
 				}
 				kern++
@@ -137,7 +115,7 @@ func Wakers(ns, n *Profile, wakee uint32, stacks int) []WakerRow {
 
 // wakerStack is the function names of frame ids st, and a key of the whole stack
 // (wakee frame included when st has it).
-func wakerStack(p *Profile, st []uint32) ([]string, string) {
+func wakerStack(p *agg.Profile, st []uint32) ([]string, string) {
 	frames := make([]string, 0, len(st))
 	for _, f := range st {
 		if int(f) < len(p.Frames) {
@@ -150,7 +128,7 @@ func wakerStack(p *Profile, st []uint32) ([]string, string) {
 // wakeeKey is the key wakerStack gives a stack led by wakee's frame.
 func wakeeKey(wakee uint32, rest string) string {
 	if rest == "" {
-		return WakeeFunc(wakee)
+		return agg.WakeeFunc(wakee)
 	}
-	return WakeeFunc(wakee) + "\x00" + rest
+	return agg.WakeeFunc(wakee) + "\x00" + rest
 }

@@ -1,4 +1,4 @@
-package agg
+package views
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"sort"
 	"testing"
+
+	"github.com/stax-profiler/stax/internal/agg"
 )
 
 // sitesProfile is a run of an inlined hot helper and call sites on different lines:
@@ -15,23 +17,23 @@ import (
 //	line 7 and spinning at line 3 (5).
 //
 // Stacks: work@5 <- main@20 (25), work@6 <- main@21 (10), helper@3 in work@7 <- main@20 (5).
-func sitesProfile() *Profile {
-	fr := func(name, file string, inlined bool) Frame {
-		return Frame{Func: name, Image: "app", Kind: KindUser, File: file, Inlined: inlined}
+func sitesProfile() *agg.Profile {
+	fr := func(name, file string, inlined bool) agg.Frame {
+		return agg.Frame{Func: name, Image: "app", Kind: agg.KindUser, File: file, Inlined: inlined}
 	}
-	p := &Profile{
-		Frames:   []Frame{fr("main", "app.c", false), fr("work", "app.c", false), fr("helper", "util.h", true), {Func: "memcpy", Image: "libc.so.6", Kind: KindUser}},
-		Mappings: []Mapping{{Pid: 1, Start: 0x1000, Limit: 0x2000, File: "/bin/app"}},
-		Locations: []Location{
-			{Addr: 0x1105, Mapping: 1, Lines: []Line{{Func: 1, Line: 5}}},                     // 0 work@5
-			{Addr: 0x1109, Mapping: 1, Lines: []Line{{Func: 1, Line: 6}}},                     // 1 work@6
-			{Addr: 0x1110, Mapping: 1, Lines: []Line{{Func: 2, Line: 3}, {Func: 1, Line: 7}}}, // 2 helper in work
-			{Addr: 0x1204, Mapping: 1, Lines: []Line{{Func: 0, Line: 20}}},                    // 3 main@20
-			{Addr: 0x1208, Mapping: 1, Lines: []Line{{Func: 0, Line: 21}}},                    // 4 main@21
-			{Addr: 0x7000, Lines: []Line{{Func: 3}}},                                          // 5 memcpy
+	p := &agg.Profile{
+		Frames:   []agg.Frame{fr("main", "app.c", false), fr("work", "app.c", false), fr("helper", "util.h", true), {Func: "memcpy", Image: "libc.so.6", Kind: agg.KindUser}},
+		Mappings: []agg.Mapping{{Pid: 1, Start: 0x1000, Limit: 0x2000, File: "/bin/app"}},
+		Locations: []agg.Location{
+			{Addr: 0x1105, Mapping: 1, Lines: []agg.Line{{Func: 1, Line: 5}}},                     // 0 work@5
+			{Addr: 0x1109, Mapping: 1, Lines: []agg.Line{{Func: 1, Line: 6}}},                     // 1 work@6
+			{Addr: 0x1110, Mapping: 1, Lines: []agg.Line{{Func: 2, Line: 3}, {Func: 1, Line: 7}}}, // 2 helper in work
+			{Addr: 0x1204, Mapping: 1, Lines: []agg.Line{{Func: 0, Line: 20}}},                    // 3 main@20
+			{Addr: 0x1208, Mapping: 1, Lines: []agg.Line{{Func: 0, Line: 21}}},                    // 4 main@21
+			{Addr: 0x7000, Lines: []agg.Line{{Func: 3}}},                                          // 5 memcpy
 		},
 		Stacks: [][]uint32{{0, 3}, {1, 4}, {2, 3}, {5, 5, 0, 3}},
-		Entries: []Entry{
+		Entries: []agg.Entry{
 			{Tid: 1, Pid: 1, Stack: 0, Count: 25, LeafFunc: 1},
 			{Tid: 1, Pid: 1, Stack: 1, Count: 10, LeafFunc: 1},
 			{Tid: 1, Pid: 1, Stack: 2, Count: 5, LeafFunc: 1},
@@ -42,7 +44,7 @@ func sitesProfile() *Profile {
 	return p
 }
 
-func topRows(p *Profile) []string {
+func topRows(p *agg.Profile) []string {
 	rows, _ := Top(p, Filter{}, 0, false)
 	var out []string
 	for _, r := range rows {
@@ -60,22 +62,22 @@ func topRows(p *Profile) []string {
 
 func TestAt(t *testing.T) {
 	for _, c := range []struct {
-		g    Granularity
+		g    agg.Granularity
 		want []string
 	}{
-		{Granularity{}, []string{"work 35/42", "helper 5/5", "memcpy 2/2", "main 0/42"}},
-		{Granularity{NoInline: true}, []string{"work 40/42", "memcpy 2/2", "main 0/42"}},
-		{Granularity{By: ByLine}, []string{"work:5 25/27", "work:6 10/10", "helper:3 5/5", "memcpy 2/2", "main:20 0/32", "main:21 0/10", "work:7 0/5"}},
-		{Granularity{By: ByLine, NoInline: true}, []string{"work:5 25/27", "work:6 10/10", "work:7 5/5", "memcpy 2/2", "main:20 0/32", "main:21 0/10"}},
-		{Granularity{By: ByAddress}, []string{"0x1105 work:5 25/27", "0x1109 work:6 10/10", "0x1110 helper:3 5/5", "0x7000 memcpy 2/2",
+		{agg.Granularity{}, []string{"work 35/42", "helper 5/5", "memcpy 2/2", "main 0/42"}},
+		{agg.Granularity{NoInline: true}, []string{"work 40/42", "memcpy 2/2", "main 0/42"}},
+		{agg.Granularity{By: agg.ByLine}, []string{"work:5 25/27", "work:6 10/10", "helper:3 5/5", "memcpy 2/2", "main:20 0/32", "main:21 0/10", "work:7 0/5"}},
+		{agg.Granularity{By: agg.ByLine, NoInline: true}, []string{"work:5 25/27", "work:6 10/10", "work:7 5/5", "memcpy 2/2", "main:20 0/32", "main:21 0/10"}},
+		{agg.Granularity{By: agg.ByAddress}, []string{"0x1105 work:5 25/27", "0x1109 work:6 10/10", "0x1110 helper:3 5/5", "0x7000 memcpy 2/2",
 			"0x1204 main:20 0/32", "0x1208 main:21 0/10"}},
-		{Granularity{By: ByAddress, NoInline: true}, []string{"0x1105 work:5 25/27", "0x1109 work:6 10/10", "0x1110 work:7 5/5", "0x7000 memcpy 2/2",
+		{agg.Granularity{By: agg.ByAddress, NoInline: true}, []string{"0x1105 work:5 25/27", "0x1109 work:6 10/10", "0x1110 work:7 5/5", "0x7000 memcpy 2/2",
 			"0x1204 main:20 0/32", "0x1208 main:21 0/10"}},
-		{Granularity{By: ByImage}, []string{"app 40/42", "libc.so.6 2/2"}},
+		{agg.Granularity{By: agg.ByImage}, []string{"app 40/42", "libc.so.6 2/2"}},
 	} {
 		t.Run(fmt.Sprintf("%+v", c.g), func(t *testing.T) {
 			p := sitesProfile()
-			q := p.At(c.g)
+			q := At(p, c.g)
 			if got := topRows(q); !reflect.DeepEqual(got, c.want) {
 				t.Errorf("top = %q\nwant  %q", got, c.want)
 			}
@@ -107,11 +109,11 @@ func TestAtFlame(t *testing.T) {
 		by   string
 		want []string
 	}{
-		{ByLine, []string{"main:20 32", "main:20;work:5 27", "main:20;work:5;memcpy 2", "main:20;work:5;memcpy;memcpy 2",
+		{agg.ByLine, []string{"main:20 32", "main:20;work:5 27", "main:20;work:5;memcpy 2", "main:20;work:5;memcpy;memcpy 2",
 			"main:20;work:7 5", "main:20;work:7;helper:3 5", "main:21 10", "main:21;work:6 10"}},
-		{ByImage, []string{"app 42", "app;libc.so.6 2"}},
+		{agg.ByImage, []string{"app 42", "app;libc.so.6 2"}},
 	} {
-		root, _ := Flame(sitesProfile().At(Granularity{By: c.by}), Filter{}, 0, 0)
+		root, _ := Flame(At(sitesProfile(), agg.Granularity{By: c.by}), Filter{}, 0, 0)
 		var got []string
 		walk(root, "", &got)
 		sort.Strings(got)
@@ -125,15 +127,17 @@ func TestAtFlame(t *testing.T) {
 // with the other's line alone; the stacks' functions follow.
 func TestTransformKeepsLocations(t *testing.T) {
 	p := sitesProfile()
-	q := p.Transform(&Transform{Hide: regexp.MustCompile("^helper$")})
-	if got, want := topRows(q.At(Granularity{By: ByLine})), []string{"work:5 25/27", "work:6 10/10", "work:7 5/5", "memcpy 2/2", "main:20 0/32", "main:21 0/10"}; !reflect.DeepEqual(got, want) {
+	q := Transformed(p, &Transform{Hide: regexp.MustCompile("^helper$")})
+	if got, want := topRows(At(q, agg.Granularity{By: agg.ByLine})), []string{"work:5 25/27", "work:6 10/10", "work:7 5/5", "memcpy 2/2", "main:20 0/32", "main:21 0/10"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("top by line after hiding helper = %q\nwant %q", got, want)
 	}
 	if len(q.Locations) != len(p.Locations)+1 || len(p.Locations[2].Lines) != 2 {
 		t.Errorf("%d locations (want one more than %d), and the original's lines %v", len(q.Locations), len(p.Locations), p.Locations[2].Lines)
 	}
+	expanded := *q
+	expanded.FrameStacks = nil // FuncStacks then expands the locations
 	for sid := range q.Stacks {
-		if got, want := q.FrameStacks[sid], q.expandStacks()[sid]; !reflect.DeepEqual(got, want) {
+		if got, want := q.FrameStacks[sid], expanded.FuncStacks()[sid]; !reflect.DeepEqual(got, want) {
 			t.Errorf("stack %d: frames %v, its locations' %v", sid, got, want)
 		}
 	}
@@ -165,13 +169,13 @@ func TestShortName(t *testing.T) {
 
 // TestAtShort: functions whose short names are the same count as one.
 func TestAtShort(t *testing.T) {
-	fr := func(name string) Frame { return Frame{Func: name, Image: "app", Kind: KindUser} }
-	p := located(&Profile{
-		Frames:  []Frame{fr("main"), fr("ns::f<int>(int)"), fr("ns::f<double>(double)")},
+	fr := func(name string) agg.Frame { return agg.Frame{Func: name, Image: "app", Kind: agg.KindUser} }
+	p := located(&agg.Profile{
+		Frames:  []agg.Frame{fr("main"), fr("ns::f<int>(int)"), fr("ns::f<double>(double)")},
 		Stacks:  [][]uint32{{1, 0}, {2, 0}},
-		Entries: []Entry{{Tid: 1, Stack: 0, Count: 3}, {Tid: 1, Stack: 1, Count: 4}},
+		Entries: []agg.Entry{{Tid: 1, Stack: 0, Count: 3}, {Tid: 1, Stack: 1, Count: 4}},
 	})
-	if got, want := topRows(p.At(Granularity{Short: true})), []string{"ns::f 7/7", "main 0/7"}; !reflect.DeepEqual(got, want) {
+	if got, want := topRows(At(p, agg.Granularity{Short: true})), []string{"ns::f 7/7", "main 0/7"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("top --short = %q, want %q", got, want)
 	}
 }
@@ -179,8 +183,8 @@ func TestAtShort(t *testing.T) {
 // TestAtKeeping: the callers of a function by line are the lines that call it, the
 // function itself one row.
 func TestAtKeeping(t *testing.T) {
-	p := sitesProfile().AtKeeping(Granularity{By: ByLine}, func(f Frame) bool { return f.Func == "work" })
-	fs, _ := Callers(p, Filter{}, func(f Frame) bool { return f.Func == "work" }, 0, 0, false)
+	p := AtKeeping(sitesProfile(), agg.Granularity{By: agg.ByLine}, func(f agg.Frame) bool { return f.Func == "work" })
+	fs, _ := Callers(p, Filter{}, func(f agg.Frame) bool { return f.Func == "work" }, 0, 0, false)
 	if len(fs) != 1 {
 		t.Fatalf("%d functions match work, want 1", len(fs))
 	}

@@ -1,9 +1,11 @@
-package agg
+package views
 
 import (
 	"math"
 	"path/filepath"
 	"sort"
+
+	"github.com/stax-profiler/stax/internal/agg"
 )
 
 // CompareRow is one function's shares of samples in two runs. Shares are percentages of
@@ -29,7 +31,7 @@ func (r CompareRow) Impact() float64 {
 
 // Compare matches functions of two profiles by name and image file name (the image's
 // directory may differ between machines) and returns their changes, largest first.
-func Compare(base, cand *Profile) (rows []CompareRow, baseSamples, candSamples uint64) {
+func Compare(base, cand *agg.Profile) (rows []CompareRow, baseSamples, candSamples uint64) {
 	b, baseSamples := Top(base, Filter{}, 0, false)
 	c, candSamples := Top(cand, Filter{}, 0, false)
 	type key struct{ fn, image string }

@@ -1,4 +1,6 @@
-package agg
+package views
+
+import "github.com/stax-profiler/stax/internal/agg"
 
 // FlameShape says which call tree FlameWith builds and how it is pruned.
 type FlameShape struct {
@@ -29,7 +31,7 @@ type FlameShape struct {
 
 // FlameWith builds the call tree that o describes: Flame, InvertedFlame and OffCPUFlame are
 // its usual shapes.
-func FlameWith(p *Profile, f Filter, o FlameShape) (*FlameNode, uint64) { return flame(p, f, o) }
+func FlameWith(p *agg.Profile, f Filter, o FlameShape) (*FlameNode, uint64) { return flame(p, f, o) }
 
 func (o *FlameShape) reshapes() bool {
 	return o.CallersOf != nil || o.CalleesOf != nil || len(o.Under) > 0
@@ -39,7 +41,7 @@ func (o *FlameShape) reshapes() bool {
 // then keeps only those along Under: the counts of the others become zero. The stacks
 // returned are in the order the tree is built from (leaf first, as fst's, unless inverted).
 // counted is what the root counts: the stacks' counts before they were kept along Under.
-func (o *FlameShape) reshape(p *Profile, fst [][]uint32, perStack []uint64) (_ [][]uint32, _, counted []uint64, _ uint64) {
+func (o *FlameShape) reshape(p *agg.Profile, fst [][]uint32, perStack []uint64) (_ [][]uint32, _, counted []uint64, _ uint64) {
 	var total uint64
 	for _, n := range perStack {
 		total += n
@@ -99,7 +101,7 @@ func (o *FlameShape) isFunc(id uint32) bool {
 }
 
 // along says whether the stack st (leaf first) starts, from the tree's root, with Under.
-func (o *FlameShape) along(p *Profile, st []uint32) bool {
+func (o *FlameShape) along(p *agg.Profile, st []uint32) bool {
 	if len(st) < len(o.Under) {
 		return false
 	}

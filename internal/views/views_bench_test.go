@@ -1,4 +1,4 @@
-package agg_test
+package views_test
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/stax-profiler/stax/internal/agg"
 	"github.com/stax-profiler/stax/internal/testutil/synthrun"
+	"github.com/stax-profiler/stax/internal/views"
 )
 
 var (
@@ -32,7 +33,7 @@ func synth1M(tb testing.TB) *agg.Profile {
 func BenchmarkViews1M(b *testing.B) {
 	p := synth1M(b)
 	b.Logf("profile: %d frames, %d stacks, %d entries", len(p.Frames), len(p.Stacks), len(p.Entries))
-	top, _ := agg.Top(p, agg.Filter{}, 1, false)
+	top, _ := views.Top(p, views.Filter{}, 1, false)
 	hot := top[0].Func
 	one := func(f agg.Frame) bool { return f.Func == hot }
 	many := regexp.MustCompile("^func_1") // about a third of the functions
@@ -48,7 +49,7 @@ func BenchmarkViews1M(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if fs, n := agg.Callers(p, agg.Filter{}, c.match, 10, 20, c.callees); len(fs) == 0 || n != 1_000_000 {
+				if fs, n := views.Callers(p, views.Filter{}, c.match, 10, 20, c.callees); len(fs) == 0 || n != 1_000_000 {
 					b.Fatalf("%d functions, %d samples", len(fs), n)
 				}
 			}
@@ -57,7 +58,7 @@ func BenchmarkViews1M(b *testing.B) {
 	b.Run("Flame", func(b *testing.B) { // the tree the right way up, to compare
 		b.ReportAllocs()
 		for b.Loop() {
-			if root, n := agg.Flame(p, agg.Filter{}, 0, 0); n != 1_000_000 || len(root.Children) == 0 {
+			if root, n := views.Flame(p, views.Filter{}, 0, 0); n != 1_000_000 || len(root.Children) == 0 {
 				b.Fatalf("%d samples", n)
 			}
 		}
@@ -65,7 +66,7 @@ func BenchmarkViews1M(b *testing.B) {
 	b.Run("InvertedFlame", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if root, n := agg.InvertedFlame(p, agg.Filter{}, 0, 0); n != 1_000_000 || len(root.Children) == 0 {
+			if root, n := views.InvertedFlame(p, views.Filter{}, 0, 0); n != 1_000_000 || len(root.Children) == 0 {
 				b.Fatalf("%d samples", n)
 			}
 		}
@@ -73,7 +74,7 @@ func BenchmarkViews1M(b *testing.B) {
 	b.Run("InvertedFlamePruned", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if root, n := agg.InvertedFlame(p, agg.Filter{}, 12, 1); n != 1_000_000 || len(root.Children) == 0 {
+			if root, n := views.InvertedFlame(p, views.Filter{}, 12, 1); n != 1_000_000 || len(root.Children) == 0 {
 				b.Fatalf("%d samples", n)
 			}
 		}
@@ -81,20 +82,20 @@ func BenchmarkViews1M(b *testing.B) {
 	hotRE := regexp.MustCompile("^" + regexp.QuoteMeta(hot) + "$")
 	for _, c := range []struct {
 		name string
-		t    agg.Transform
+		t    views.Transform
 	}{
-		{"Focus", agg.Transform{Focus: hotRE}},
-		{"Ignore", agg.Transform{Ignore: hotRE}},
-		{"Hide", agg.Transform{Hide: many}},
-		{"FoldRecursion", agg.Transform{FoldRecursion: true}},
-		{"CollapseImage", agg.Transform{CollapseImages: []string{"app"}}},
-		{"All", agg.Transform{Ignore: regexp.MustCompile("^func_2999$"), Focus: many, Hide: regexp.MustCompile("^func_2"),
+		{"Focus", views.Transform{Focus: hotRE}},
+		{"Ignore", views.Transform{Ignore: hotRE}},
+		{"Hide", views.Transform{Hide: many}},
+		{"FoldRecursion", views.Transform{FoldRecursion: true}},
+		{"CollapseImage", views.Transform{CollapseImages: []string{"app"}}},
+		{"All", views.Transform{Ignore: regexp.MustCompile("^func_2999$"), Focus: many, Hide: regexp.MustCompile("^func_2"),
 			FoldRecursion: true}},
 	} {
 		b.Run("Transform"+c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if q := p.Transform(&c.t); len(q.Stacks) == 0 {
+				if q := views.Transformed(p, &c.t); len(q.Stacks) == 0 {
 					b.Fatal("no stacks left")
 				}
 			}
@@ -102,7 +103,7 @@ func BenchmarkViews1M(b *testing.B) {
 		b.Run("Transform"+c.name+"ThenTop", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if rows, _ := agg.Top(p.Transform(&c.t), agg.Filter{}, 50, false); len(rows) == 0 {
+				if rows, _ := views.Top(views.Transformed(p, &c.t), views.Filter{}, 50, false); len(rows) == 0 {
 					b.Fatal("no rows")
 				}
 			}
@@ -114,8 +115,8 @@ func BenchmarkViews1M(b *testing.B) {
 // keeps) is the whole tree with the nodes under the threshold, and their subtrees, cut.
 func TestFlamePrunedIsTheWholeTreeCut(t *testing.T) {
 	p := synthrun.Profile(20_000, 2_000)
-	var cut func(n *agg.FlameNode, pct float64, depth, max int) string
-	cut = func(n *agg.FlameNode, pct float64, depth, max int) string {
+	var cut func(n *views.FlameNode, pct float64, depth, max int) string
+	cut = func(n *views.FlameNode, pct float64, depth, max int) string {
 		s := fmt.Sprintf("%s:%d/%d(", n.Func, n.Total, n.Self)
 		for _, c := range n.Children {
 			if c.TotalPct >= pct && (max == 0 || depth < max) {
@@ -125,13 +126,13 @@ func TestFlamePrunedIsTheWholeTreeCut(t *testing.T) {
 		return s + ")"
 	}
 	for _, inverted := range []bool{false, true} {
-		build := agg.Flame
+		build := views.Flame
 		if inverted {
-			build = agg.InvertedFlame
+			build = views.InvertedFlame
 		}
-		whole, _ := build(p, agg.Filter{}, 0, 0)
+		whole, _ := build(p, views.Filter{}, 0, 0)
 		for _, pct := range []float64{0.05, 0.5, 3} {
-			pruned, _ := build(p, agg.Filter{}, 0, pct)
+			pruned, _ := build(p, views.Filter{}, 0, pct)
 			if got, want := cut(pruned, 0, 0, 0), cut(whole, pct, 0, 0); got != want {
 				t.Errorf("inverted %v, threshold %v%%: the pruned tree differs from the whole tree cut:\n%.300s\n%.300s", inverted, pct, got, want)
 			}
@@ -139,32 +140,32 @@ func TestFlamePrunedIsTheWholeTreeCut(t *testing.T) {
 	}
 }
 
-// TestTransformThreadIsTransformOfTheThread checks that a transform of one thread's samples
+// TestTransformedThreadIsTransformOfTheThread checks that a transform of one thread's samples
 // gives that thread the same tree as the transform of the whole run, and holds no other.
-func TestTransformThreadIsTransformOfTheThread(t *testing.T) {
+func TestTransformedThreadIsTransformOfTheThread(t *testing.T) {
 	p := synthrun.Profile(20_000, 2_000)
 	tids := map[uint32]bool{}
 	for _, e := range p.Entries {
 		tids[e.Tid] = true
 	}
-	tr := agg.Transform{Hide: regexp.MustCompile("^func_1"), FoldRecursion: true}
-	whole := p.Transform(&tr)
+	tr := views.Transform{Hide: regexp.MustCompile("^func_1"), FoldRecursion: true}
+	whole := views.Transformed(p, &tr)
 	for tid := range tids {
-		one := p.TransformThread(&tr, tid)
+		one := views.TransformedThread(p, &tr, tid)
 		for _, e := range one.Entries {
 			if e.Tid != tid {
 				t.Fatalf("the view of thread %d holds a sample of thread %d", tid, e.Tid)
 			}
 		}
-		got, n := agg.Flame(one, agg.Filter{}, 0, 0)
-		want, m := agg.Flame(whole, agg.Filter{Tid: tid}, 0, 0)
+		got, n := views.Flame(one, views.Filter{}, 0, 0)
+		want, m := views.Flame(whole, views.Filter{Tid: tid}, 0, 0)
 		if a, b := fmt.Sprint(flat(got)), fmt.Sprint(flat(want)); n != m || a != b {
 			t.Errorf("thread %d: %d samples in its own view, %d in the run's:\n%.300s\n%.300s", tid, n, m, a, b)
 		}
 	}
 }
 
-func flat(n *agg.FlameNode) []string {
+func flat(n *views.FlameNode) []string {
 	out := []string{fmt.Sprintf("%s:%d/%d", n.Func, n.Total, n.Self)}
 	for _, c := range n.Children {
 		out = append(out, "(")
@@ -182,7 +183,7 @@ func BenchmarkTimelineBigRun(b *testing.B) {
 	const from, to = uint64(1e9), uint64(61e9)
 	b.ReportAllocs()
 	for b.Loop() {
-		tl, err := agg.MakeTimeline(p, agg.Filter{}, from, to, (to-from)/200, 16)
+		tl, err := views.MakeTimeline(p, views.Filter{}, from, to, (to-from)/200, 16)
 		if err != nil || len(tl.Phases) == 0 {
 			b.Fatalf("timeline: %v, %d phases", err, len(tl.Phases))
 		}

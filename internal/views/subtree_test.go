@@ -1,8 +1,12 @@
-package agg
+package views
 
-import "testing"
+import (
+	"testing"
 
-func funcsNamed(p *Profile, names ...string) []bool {
+	"github.com/stax-profiler/stax/internal/agg"
+)
+
+func funcsNamed(p *agg.Profile, names ...string) []bool {
 	m := make([]bool, len(p.Frames))
 	for id, f := range p.Frames {
 		for _, n := range names {

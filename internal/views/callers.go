@@ -1,6 +1,10 @@
-package agg
+package views
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/stax-profiler/stax/internal/agg"
+)
 
 // CallRow is one caller (or callee) of a function: the samples in which it calls the
 // function (or the function calls it).
@@ -50,7 +54,7 @@ type CallFunction struct {
 // appearance and its callee the frame below its innermost one, so a function is never its
 // own caller or callee, and each sample counts once per function; a function's rows (with
 // Outermost, and Self for callees) add up to its total.
-func Callers(p *Profile, f Filter, match func(Frame) bool, maxFuncs, maxRows int, callees bool) ([]CallFunction, uint64) {
+func Callers(p *agg.Profile, f Filter, match func(agg.Frame) bool, maxFuncs, maxRows int, callees bool) ([]CallFunction, uint64) {
 	perStack, samples := stackCounts(p, f)
 	matched := make([]bool, len(p.Frames))
 	found := false
@@ -67,7 +71,7 @@ func Callers(p *Profile, f Filter, match func(Frame) bool, maxFuncs, maxRows int
 	self := make([]uint64, len(p.Frames))
 	total := make([]uint64, len(p.Frames))
 	seen := make([]uint32, len(p.Frames))
-	fst := p.frameStacks()
+	fst := p.FuncStacks()
 	for sid, n := range perStack {
 		if n == 0 {
 			continue

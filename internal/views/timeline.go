@@ -1,6 +1,10 @@
-package agg
+package views
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/stax-profiler/stax/internal/agg"
+)
 
 // TimelineThread is one thread's samples per time bucket.
 type TimelineThread struct {
@@ -33,11 +37,11 @@ type Timeline struct {
 
 // MakeTimeline counts the samples of [from, to) in buckets of bucket ns. Threads are
 // ordered by samples, busiest first; at most maxThreads are kept (0: all).
-func MakeTimeline(p *Profile, f Filter, from, to, bucket uint64, maxThreads int) (Timeline, error) {
+func MakeTimeline(p *agg.Profile, f Filter, from, to, bucket uint64, maxThreads int) (Timeline, error) {
 	n := int((to - from + bucket - 1) / bucket)
 	tl := Timeline{Buckets: n, Total: make([]uint64, n)}
 	byTid := map[uint32]*TimelineThread{}
-	names := map[uint32]ThreadInfo{}
+	names := map[uint32]agg.ThreadInfo{}
 	for _, t := range p.Threads {
 		names[t.Tid] = t
 	}
@@ -50,7 +54,7 @@ func MakeTimeline(p *Profile, f Filter, from, to, bucket uint64, maxThreads int)
 		leaf int32
 	}
 	targets := make([]entryTarget, len(p.Entries))
-	err := p.Series.Each(from, to, func(s Sample) {
+	err := p.Series.Each(from, to, func(s agg.Sample) {
 		if int(s.Key) >= len(p.KeyEntry) {
 			return
 		}

@@ -1,4 +1,4 @@
-package agg
+package views
 
 import (
 	"reflect"
@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/stax-profiler/stax/internal/agg"
 )
 
 // Frame ids of transformProfile.
@@ -30,11 +32,11 @@ const (
 //	4: main>b>malloc>_int_malloc>sysmalloc 8 (tid 1; the last three in libc)
 //	5: main>a>malloc>cb>_int_malloc 4 (tid 1; libc calls back into the program)
 //	6: main>b>a>b>c 6 (tid 2; b recurses through a)
-func transformProfile() *Profile {
-	app := func(n string) Frame { return Frame{Func: n, Image: "/bin/app", Kind: KindUser} }
-	libc := func(n string) Frame { return Frame{Func: n, Image: "/usr/lib/libc.so.6", Kind: KindUser} }
-	return located(&Profile{
-		Frames: []Frame{app("main"), app("a"), app("b"), app("c"), app("rec"),
+func transformProfile() *agg.Profile {
+	app := func(n string) agg.Frame { return agg.Frame{Func: n, Image: "/bin/app", Kind: agg.KindUser} }
+	libc := func(n string) agg.Frame { return agg.Frame{Func: n, Image: "/usr/lib/libc.so.6", Kind: agg.KindUser} }
+	return located(&agg.Profile{
+		Frames: []agg.Frame{app("main"), app("a"), app("b"), app("c"), app("rec"),
 			libc("malloc"), libc("_int_malloc"), libc("sysmalloc"), app("cb")},
 		Stacks: [][]uint32{
 			{tB, tA, tMain},
@@ -45,7 +47,7 @@ func transformProfile() *Profile {
 			{tIntMalloc, tCb, tMalloc, tA, tMain},
 			{tC, tB, tA, tB, tMain},
 		},
-		Entries: []Entry{
+		Entries: []agg.Entry{
 			{Tid: 1, Pid: 1, Stack: 0, Count: 50, Leaf: 0x10, LeafFunc: tB},
 			{Tid: 1, Pid: 1, Stack: 1, Count: 15, Leaf: 0x20, LeafFunc: tC},
 			{Tid: 2, Pid: 1, Stack: 3, Count: 15, Leaf: 0x30, LeafFunc: tA},
@@ -54,13 +56,13 @@ func transformProfile() *Profile {
 			{Tid: 2, Pid: 1, Stack: 6, Count: 6, Leaf: 0x20, LeafFunc: tC},
 			{Tid: 1, Pid: 1, Stack: 5, Count: 4, Leaf: 0x60, LeafFunc: tIntMalloc},
 		},
-		Threads: []ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}, {Tid: 2, Pid: 1, Name: "worker"}},
+		Threads: []agg.ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}, {Tid: 2, Pid: 1, Name: "worker"}},
 	})
 }
 
 // folded lists a profile's samples as "tid:root;...;leaf count" lines, sorted, with the
 // counts of equal lines added.
-func folded(p *Profile) []string {
+func folded(p *agg.Profile) []string {
 	sum := map[string]uint64{}
 	for _, e := range p.Entries {
 		st := p.AppendFrames(nil, e.Stack)
@@ -148,7 +150,7 @@ func TestTransform(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := transformProfile()
 			before := folded(p)
-			q := p.Transform(&tc.t)
+			q := Transformed(p, &tc.t)
 			if got := folded(q); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
@@ -166,10 +168,10 @@ func TestTransform(t *testing.T) {
 
 func TestTransformZeroIsIdentity(t *testing.T) {
 	p := transformProfile()
-	if q := p.Transform(&Transform{}); q != p {
+	if q := Transformed(p, &Transform{}); q != p {
 		t.Error("a zero transform copied the profile")
 	}
-	if q := p.Transform(nil); q != p {
+	if q := Transformed(p, nil); q != p {
 		t.Error("a nil transform copied the profile")
 	}
 }
@@ -179,7 +181,7 @@ func TestTransformMergesEntries(t *testing.T) {
 	// Hiding a and c makes main>a>c (tid 1, leaf 0x20) and main>b>a>b>c (tid 2) stacks
 	// main and main>b>b; hiding a, b, c makes tid 1's main>a>b and main>a>c both main, with
 	// different leaves (kept apart), and tid 2's main>a and main>b>a>b>c both main.
-	q := p.Transform(&Transform{Hide: regexp.MustCompile("^(a|b|c)$")})
+	q := Transformed(p, &Transform{Hide: regexp.MustCompile("^(a|b|c)$")})
 	var n2 int
 	for _, e := range q.Entries {
 		if e.Tid == 2 {
@@ -193,9 +195,9 @@ func TestTransformMergesEntries(t *testing.T) {
 	// entry of main>rec with that leaf.
 	rec := p.Stacks[2] // main>rec>rec>rec: its first and last locations are rec's and main's
 	p.Stacks = append(p.Stacks, []uint32{rec[0], rec[3]})
-	p.Entries = append(p.Entries, Entry{Tid: 1, Pid: 1, Stack: uint32(len(p.Stacks) - 1), Count: 3, Leaf: 0x40, LeafFunc: tRec, Time: 7})
+	p.Entries = append(p.Entries, agg.Entry{Tid: 1, Pid: 1, Stack: uint32(len(p.Stacks) - 1), Count: 3, Leaf: 0x40, LeafFunc: tRec, Time: 7})
 	p.Entries[3].Time = 9
-	q = p.Transform(&Transform{FoldRecursion: true})
+	q = Transformed(p, &Transform{FoldRecursion: true})
 	if len(q.Entries) != len(p.Entries)-1 {
 		t.Fatalf("%d entries, want %d (two merged)", len(q.Entries), len(p.Entries)-1)
 	}
@@ -211,7 +213,7 @@ func TestTransformMergesEntries(t *testing.T) {
 // what the same view of the original would after the transform.
 func TestTransformKeepsSeries(t *testing.T) {
 	const sec = 1_000_000_000
-	r := NewRun()
+	r := agg.NewRun()
 	// fn0 is main, fn1 work, fn4 rec. In [0, 1 s): main>rec>rec 100 and main>fn1 100;
 	// in [1 s, 2 s): main>rec 300 and main>fn1 100. Both rec stacks have the same leaf.
 	for i := 0; i < 100; i++ {
@@ -226,7 +228,7 @@ func TestTransformKeepsSeries(t *testing.T) {
 	r.Resolve(newFakeResolver(8))
 	p := r.Profile(nil)
 
-	q := p.Transform(&Transform{FoldRecursion: true})
+	q := Transformed(p, &Transform{FoldRecursion: true})
 	if got, want := folded(q), []string{"1:fn0000;fn0001 200", "1:fn0000;fn0004 400"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("folded = %q, want %q", got, want)
 	}
@@ -253,13 +255,13 @@ func TestTransformKeepsSeries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := folded(w0.Transform(&Transform{FoldRecursion: true})); !reflect.DeepEqual(got, c.want) {
+		if got := folded(Transformed(w0, &Transform{FoldRecursion: true})); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("transform of window [%d, %d): %q, want %q", c.from, c.to, got, c.want)
 		}
 	}
 
 	// Ignoring rec leaves its samples out of the timeline; the series itself is shared.
-	q = p.Transform(&Transform{Ignore: regexp.MustCompile("fn0004")})
+	q = Transformed(p, &Transform{Ignore: regexp.MustCompile("fn0004")})
 	tl, err := MakeTimeline(q, Filter{}, 0, 2*sec, sec, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +284,7 @@ func TestTransformKeepsSeries(t *testing.T) {
 // TestTransformedViews: the views take the transformed profile as it is.
 func TestTransformedViews(t *testing.T) {
 	p := transformProfile()
-	q := p.Transform(&Transform{Focus: regexp.MustCompile("^b$")})
+	q := Transformed(p, &Transform{Focus: regexp.MustCompile("^b$")})
 	rows, samples := Top(q, Filter{}, 0, true)
 	if samples != 64 || rows[0].Func != "b" || rows[0].Total != 64 {
 		t.Errorf("top of focus b: %d samples, rows %+v", samples, rows)
@@ -300,8 +302,10 @@ func TestTransformedViews(t *testing.T) {
 // Python keeps the py:: frames of CPython's trampolines and the leaf below the innermost,
 // whatever native frames lie between; a stack with no Python frame keeps its leaf.
 func TestTransformPython(t *testing.T) {
-	native := func(n string) Frame { return Frame{Func: n, Image: "libpython3.12.so.1.0", Kind: KindUser} }
-	py := func(n string) Frame { return Frame{Func: "py::" + n + ":/app.py", Image: "[jit]", Kind: KindJIT} }
+	native := func(n string) agg.Frame { return agg.Frame{Func: n, Image: "libpython3.12.so.1.0", Kind: agg.KindUser} }
+	py := func(n string) agg.Frame {
+		return agg.Frame{Func: "py::" + n + ":/app.py", Image: "[jit]", Kind: agg.KindJIT}
+	}
 	const (
 		start = iota
 		eval
@@ -311,27 +315,63 @@ func TestTransformPython(t *testing.T) {
 		alloc
 		other // a JIT frame that is not Python's
 	)
-	p := located(&Profile{
-		Frames: []Frame{native("_start"), native("_PyEval_EvalFrameDefault"), py("<module>"), py("spin_a"), py("spin_b"),
-			native("_PyObject_Malloc"), {Func: "jitted", Image: "[jit]", Kind: KindJIT}},
+	p := located(&agg.Profile{
+		Frames: []agg.Frame{native("_start"), native("_PyEval_EvalFrameDefault"), py("<module>"), py("spin_a"), py("spin_b"),
+			native("_PyObject_Malloc"), {Func: "jitted", Image: "[jit]", Kind: agg.KindJIT}},
 		Stacks: [][]uint32{
 			{alloc, eval, spinA, eval, module, eval, start},
 			{eval, spinB, eval, module, eval, start},
 			{spinB, eval, module, eval, start},
 			{alloc, other, start},
 		},
-		Entries: []Entry{
+		Entries: []agg.Entry{
 			{Tid: 1, Pid: 1, Stack: 0, Count: 3, LeafFunc: alloc},
 			{Tid: 1, Pid: 1, Stack: 1, Count: 5, LeafFunc: eval},
 			{Tid: 1, Pid: 1, Stack: 2, Count: 1, LeafFunc: spinB},
 			{Tid: 1, Pid: 1, Stack: 3, Count: 2, LeafFunc: alloc},
 		},
-		Threads: []ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}},
+		Threads: []agg.ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}},
 	})
-	got := folded(p.Transform(&Transform{Python: true}))
+	got := folded(Transformed(p, &Transform{Python: true}))
 	want := []string{"1:_PyObject_Malloc 2", "1:py::<module>:/app.py;py::spin_a:/app.py;_PyObject_Malloc 3",
 		"1:py::<module>:/app.py;py::spin_b:/app.py 1", "1:py::<module>:/app.py;py::spin_b:/app.py;_PyEval_EvalFrameDefault 5"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// The python transform keeps frames of kind python (as resolved now) as it keeps the
+// py:: JIT frames of older runs (TestTransformPython), and Summarize counts them as JIT.
+func TestTransformPythonKind(t *testing.T) {
+	native := func(n string) agg.Frame { return agg.Frame{Func: n, Image: "libpython3.12.so.1.0", Kind: agg.KindUser} }
+	py := func(n string) agg.Frame {
+		return agg.Frame{Func: n + " (/app.py)", Image: "[jit]", Kind: agg.KindPython, File: "/app.py"}
+	}
+	const (
+		start = iota
+		eval
+		module
+		spinA
+		alloc
+	)
+	p := located(&agg.Profile{
+		Frames: []agg.Frame{native("_start"), native("_PyEval_EvalFrameDefault"), py("<module>"), py("spin_a"), native("_PyObject_Malloc")},
+		Stacks: [][]uint32{
+			{alloc, eval, spinA, eval, module, eval, start},
+			{spinA, eval, module, eval, start},
+		},
+		Entries: []agg.Entry{
+			{Tid: 1, Pid: 1, Stack: 0, Count: 3, LeafFunc: alloc},
+			{Tid: 1, Pid: 1, Stack: 1, Count: 4, LeafFunc: spinA},
+		},
+		Threads: []agg.ThreadInfo{{Tid: 1, Pid: 1, Name: "main"}},
+	})
+	got := folded(Transformed(p, &Transform{Python: true}))
+	want := []string{"1:<module> (/app.py);spin_a (/app.py) 4", "1:<module> (/app.py);spin_a (/app.py);_PyObject_Malloc 3"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if s := agg.Summarize(p); s.JITSamples != 4 || s.JITUnnamed != 0 {
+		t.Errorf("summary: %d JIT samples (%d unnamed), want 4 (0)", s.JITSamples, s.JITUnnamed)
 	}
 }
