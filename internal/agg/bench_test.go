@@ -2,6 +2,7 @@ package agg
 
 import (
 	"encoding/binary"
+	"github.com/stax-profiler/stax/internal/testutil/callgraph"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -15,66 +16,15 @@ import (
 // drawn from the stacks with a skewed (Zipf) distribution.
 
 const (
-	benchDepth   = 20
-	benchFanout  = 4
+	benchDepth   = callgraph.Depth
 	benchThreads = 4
 	benchPid     = 4242
 )
 
-func mix64(x uint64) uint64 {
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
-}
-
-// genStacks returns n distinct raw user callchains (context marker, then depth addresses,
-// leaf first) over nframes functions. Each address is its function's start plus a call-site
-// offset, so one function appears at several addresses, as return addresses do.
-func genStacks(n, nframes int, seed uint64) [][]uint64 {
-	rng := rand.New(rand.NewPCG(seed, 7))
-	seen := make(map[[benchDepth]uint16]bool, n)
-	out := make([][]uint64, 0, n)
-	for len(out) < n {
-		var path [benchDepth]uint16 // root first
-		f := 0
-		for lvl := range path {
-			if lvl > 0 {
-				k := uint64(rng.IntN(benchFanout))
-				f = int(mix64(uint64(f)*131+uint64(lvl)*7919+k) % uint64(nframes))
-			}
-			path[lvl] = uint16(f)
-		}
-		if seen[path] {
-			continue
-		}
-		seen[path] = true
-		chain := make([]uint64, 0, benchDepth+1)
-		chain = append(chain, perfrecord.ContextUser)
-		for lvl := benchDepth - 1; lvl >= 0; lvl-- {
-			chain = append(chain, addr(int(path[lvl]), uint64(rng.IntN(funcSize/4))*4))
-		}
-		out = append(out, chain)
-	}
-	return out
-}
-
-// skewed returns count stack indices in [0, n) drawn with a Zipf distribution.
-func skewed(count, n int, seed uint64) []uint32 {
-	z := rand.NewZipf(rand.New(rand.NewPCG(seed, 9)), 1.1, 4, uint64(n-1))
-	out := make([]uint32, count)
-	for i := range out {
-		out[i] = uint32(z.Uint64())
-	}
-	return out
-}
-
 // ringFixture lays out count PERF_RECORD_SAMPLE records, in the perfevent.SampleType layout,
 // back to back as they sit in a perf ring.
 func ringFixture(count int, stacks [][]uint64, seed uint64) []byte {
-	pick := skewed(count, len(stacks), seed)
+	pick := callgraph.Skewed(count, len(stacks), seed)
 	rng := rand.New(rand.NewPCG(seed, 11))
 	var buf []byte
 	t := uint64(1_000_000_000)
@@ -100,7 +50,7 @@ func ringFixture(count int, stacks [][]uint64, seed uint64) []byte {
 }
 
 func TestRingFixtureDecodes(t *testing.T) {
-	stacks := genStacks(100, 50, 1)
+	stacks := callgraph.Stacks(100, 50, 1)
 	fix := ringFixture(1000, stacks, 1)
 	d := perfrecord.Decoder{SampleType: perfevent.SampleType, SampleIDAll: true}
 	r := NewRun()
@@ -138,7 +88,7 @@ func TestRingFixtureDecodes(t *testing.T) {
 // BenchmarkIngest decodes ring records and counts them, one sample per iteration: the
 // recorder's hot path. Target: at least 1,000,000 samples/s on one core.
 func BenchmarkIngest(b *testing.B) {
-	stacks := genStacks(5000, 2000, 1)
+	stacks := callgraph.Stacks(5000, 2000, 1)
 	fix := ringFixture(1<<16, stacks, 2)
 	d := perfrecord.Decoder{SampleType: perfevent.SampleType, SampleIDAll: true}
 	r := NewRun()
@@ -164,8 +114,8 @@ func BenchmarkIngest(b *testing.B) {
 // stacks themselves, after 1,000,000 samples over 5,000 stacks. Target: at most 48 bytes.
 func BenchmarkRetainedPerSample(b *testing.B) {
 	const samples = 1_000_000
-	stacks := genStacks(5000, 2000, 3)
-	pick := skewed(samples, len(stacks), 4)
+	stacks := callgraph.Stacks(5000, 2000, 3)
+	pick := callgraph.Skewed(samples, len(stacks), 4)
 	tids := make([]uint8, samples)
 	rng := rand.New(rand.NewPCG(5, 5))
 	for i := range tids {
@@ -193,7 +143,7 @@ func BenchmarkRetainedPerSample(b *testing.B) {
 // BenchmarkResolve times naming 20,000 keys (5,000 stacks on 4 threads) with the fake
 // resolver; building the run is not timed.
 func BenchmarkResolve(b *testing.B) {
-	stacks := genStacks(5000, 2000, 10)
+	stacks := callgraph.Stacks(5000, 2000, 10)
 	res := newFakeResolver(2000)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -213,8 +163,8 @@ func BenchmarkResolve(b *testing.B) {
 // 4 threads, reusing the last one's memory (Into) or not (Profile, which also derives the
 // stacks' functions): allocs/op and B/op are the garbage each checkpoint leaves.
 func BenchmarkProfileInto(b *testing.B) {
-	stacks := genStacks(20000, 2000, 11)
-	pick := skewed(200_000, len(stacks), 12)
+	stacks := callgraph.Stacks(20000, 2000, 11)
+	pick := callgraph.Skewed(200_000, len(stacks), 12)
 	rng := rand.New(rand.NewPCG(13, 13))
 	r := NewRun()
 	for i, p := range pick {

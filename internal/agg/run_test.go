@@ -2,6 +2,7 @@ package agg
 
 import (
 	"fmt"
+	"github.com/stax-profiler/stax/internal/testutil/callgraph"
 	"reflect"
 	"slices"
 	"sort"
@@ -567,7 +568,7 @@ func TestRunLinesNotKnown(t *testing.T) {
 // are each the profile Profile builds at that moment (less the derived FrameStacks), and a
 // snapshot of a run that did not grow allocates next to nothing.
 func TestProfileIntoReusesItsMemory(t *testing.T) {
-	stacks := genStacks(3000, 300, 21)
+	stacks := callgraph.Stacks(3000, 300, 21)
 	res := newFakeResolver(300)
 	r := NewRun()
 	var bufs ProfileBuffers

@@ -2,11 +2,10 @@ package views
 
 import (
 	"fmt"
-	"math/rand/v2"
+	"github.com/stax-profiler/stax/internal/testutil/callgraph"
 	"sync"
 
 	"github.com/stax-profiler/stax/internal/agg"
-	"github.com/stax-profiler/stax/internal/perfrecord"
 )
 
 // The run model's test fixtures (internal/agg's run_test.go and bench_test.go), for views
@@ -106,58 +105,7 @@ func chainOf(fids ...int) []uint64 {
 }
 
 const (
-	benchDepth   = 20
-	benchFanout  = 4
+	benchDepth   = callgraph.Depth
 	benchThreads = 4
 	benchPid     = 4242
 )
-
-func mix64(x uint64) uint64 {
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
-}
-
-// genStacks returns n distinct raw user callchains (context marker, then depth addresses,
-// leaf first) over nframes functions. Each address is its function's start plus a call-site
-// offset, so one function appears at several addresses, as return addresses do.
-func genStacks(n, nframes int, seed uint64) [][]uint64 {
-	rng := rand.New(rand.NewPCG(seed, 7))
-	seen := make(map[[benchDepth]uint16]bool, n)
-	out := make([][]uint64, 0, n)
-	for len(out) < n {
-		var path [benchDepth]uint16 // root first
-		f := 0
-		for lvl := range path {
-			if lvl > 0 {
-				k := uint64(rng.IntN(benchFanout))
-				f = int(mix64(uint64(f)*131+uint64(lvl)*7919+k) % uint64(nframes))
-			}
-			path[lvl] = uint16(f)
-		}
-		if seen[path] {
-			continue
-		}
-		seen[path] = true
-		chain := make([]uint64, 0, benchDepth+1)
-		chain = append(chain, perfrecord.ContextUser)
-		for lvl := benchDepth - 1; lvl >= 0; lvl-- {
-			chain = append(chain, addr(int(path[lvl]), uint64(rng.IntN(funcSize/4))*4))
-		}
-		out = append(out, chain)
-	}
-	return out
-}
-
-// skewed returns count stack indices in [0, n) drawn with a Zipf distribution.
-func skewed(count, n int, seed uint64) []uint32 {
-	z := rand.NewZipf(rand.New(rand.NewPCG(seed, 9)), 1.1, 4, uint64(n-1))
-	out := make([]uint32, count)
-	for i := range out {
-		out[i] = uint32(z.Uint64())
-	}
-	return out
-}

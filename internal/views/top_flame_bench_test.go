@@ -1,6 +1,7 @@
 package views
 
 import (
+	"github.com/stax-profiler/stax/internal/testutil/callgraph"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -17,8 +18,8 @@ var (
 // 20 through about 2,000 functions on 4 threads.
 func profile1M(tb testing.TB) *agg.Profile {
 	bigOnce.Do(func() {
-		stacks := genStacks(20000, 2000, 6)
-		pick := skewed(1_000_000, len(stacks), 7)
+		stacks := callgraph.Stacks(20000, 2000, 6)
+		pick := callgraph.Skewed(1_000_000, len(stacks), 7)
 		rng := rand.New(rand.NewPCG(8, 8))
 		r := agg.NewRun()
 		for i, p := range pick {
