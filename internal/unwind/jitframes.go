@@ -44,14 +44,17 @@ const (
 )
 
 // jitStep unwinds frame f, whose return address pc lies in JIT code (mapping m) that has
-// no unwinding info: as CPython's trampoline where its code is that, else by its frame
+// no unwinding info, called from its callee (calleeFile: in a file's code): as CPython's
+// trampoline where its code is that, else by its frame
 // pointer where the frame below left a plausible one (rbp recovered by the callee's rules,
 // pointing into the stack at or above f's stack pointer, inside the copy); how says which,
 // for the caller to count once it keeps the frame (a frame-pointer step may lead to a return
 // address in no code: garbage). A frame whose saved frame pointer and return address are its
 // own (the next steps would give the same pc and CFA forever) ends the stack with EndLoop.
-func (u *Unwinder) jitStep(view ProcessView, s *Sample, m Mapping, f *frameRegs, mem *memory) (next frameRegs, end EndReason, how jitHow) {
-	if u.isTrampoline(view, s.Pid, m, f.pc) {
+func (u *Unwinder) jitStep(view ProcessView, s *Sample, m *Mapping, f *frameRegs, mem *memory, calleeFile bool) (next frameRegs, end EndReason, how jitHow) {
+	// A trampoline calls the evaluator, _PyEval_EvalFrameDefault: a JIT frame whose
+	// callee is JIT code too (a JIT's own calls, most of its frames) is none.
+	if calleeFile && u.isTrampoline(view, s.Pid, m, f.pc) {
 		ra, end := mem.read(f.sp + 8)
 		if end == EndComplete && usable(view, ra) {
 			return frameRegs{pc: ra, sp: f.sp + 16, bp: f.bp, bpValid: f.bpValid}, EndComplete, jitTrampoline
@@ -74,7 +77,7 @@ func (u *Unwinder) jitStep(view ProcessView, s *Sample, m Mapping, f *frameRegs,
 // isTrampoline reports whether the return address pc, in mapping m of process pid, lies
 // right after the call of a CPython trampoline, reading the code through view (a
 // CodeReader); verdicts are kept per address.
-func (u *Unwinder) isTrampoline(view ProcessView, pid uint32, m Mapping, pc uint64) bool {
+func (u *Unwinder) isTrampoline(view ProcessView, pid uint32, m *Mapping, pc uint64) bool {
 	if pc < m.Start+cpythonTrampolineRet || pc+uint64(len(cpythonTrampoline)-cpythonTrampolineRet) > m.End {
 		return false
 	}
@@ -97,7 +100,7 @@ func (u *Unwinder) isTrampoline(view ProcessView, pid uint32, m Mapping, pc uint
 	}
 	var b [16]byte
 	code := b[:len(cpythonTrampoline)]
-	v := cr.ReadCode(m, pc-cpythonTrampolineRet, code) && bytes.Equal(code, cpythonTrampoline)
+	v := cr.ReadCode(*m, pc-cpythonTrampolineRet, code) && bytes.Equal(code, cpythonTrampoline)
 	*e = trampEntry{pc: pc, pid: pid, verdict: trampNo}
 	if v {
 		e.verdict = trampYes

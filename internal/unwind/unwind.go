@@ -282,6 +282,8 @@ func (u *Unwinder) unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 	out = append(out, f.pc)
 	u.sps = append(u.sps[:0], f.sp)
 	signal := false
+	// calleeFile says the frame the walk came from, f's callee, is in a file's code.
+	calleeFile := false
 	// descended says a signal frame's caller lay below it (an alternate signal stack): from
 	// then on the stack pointer alone cannot tell a loop, so frames are compared.
 	descended := false
@@ -294,11 +296,12 @@ func (u *Unwinder) unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 			lookup-- // a return address points after the call, maybe past the function's end
 		}
 		m, _ := view.Mapping(f.pc)
-		if u.inTopFrame(view, m, lookup) {
+		code := proc.CodeOf(m.Path)
+		if code == proc.CodeFile && u.topOf(view, m, lookup) {
 			u.measured = true
 			return out, EndComplete
 		}
-		rw, ok := u.row(view, s, m, lookup)
+		rw, ok := u.rowOf(view, s, m, code, lookup)
 		var next frameRegs
 		var end EndReason
 		how := jitNone
@@ -308,12 +311,12 @@ func (u *Unwinder) unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 		} else {
 			end = EndNoCFI
 			signal = false
-			jit := proc.CodeOf(m.Path) != proc.CodeFile
+			jit := code != proc.CodeFile
 			if i == 0 && jit {
 				next, ok = frameless(&f, mem, view)
 			}
 			if !ok && i > 0 && jit && !u.plainJIT {
-				if next, end, how = u.jitStep(view, s, m, &f, mem); end == EndLoop {
+				if next, end, how = u.jitStep(view, s, &m, &f, mem, calleeFile); end == EndLoop {
 					return out, EndLoop
 				}
 				ok = how != jitNone
@@ -357,6 +360,7 @@ func (u *Unwinder) unwind(view ProcessView, s *Sample, out []uint64) ([]uint64, 
 		out = append(out, next.pc)
 		u.sps = append(u.sps, next.sp)
 		f = next
+		calleeFile = code == proc.CodeFile
 	}
 }
 
@@ -380,9 +384,11 @@ func (u *Unwinder) inEntryCode(view ProcessView, m Mapping, pc uint64) bool {
 // inTopFrame reports whether pc, in mapping m, lies in a function its image marks as
 // outermost (Table.tops): nothing called it.
 func (u *Unwinder) inTopFrame(view ProcessView, m Mapping, pc uint64) bool {
-	if proc.CodeOf(m.Path) != proc.CodeFile {
-		return false
-	}
+	return proc.CodeOf(m.Path) == proc.CodeFile && u.topOf(view, m, pc)
+}
+
+// topOf is inTopFrame for m known to map a file's code.
+func (u *Unwinder) topOf(view ProcessView, m Mapping, pc uint64) bool {
 	t := view.Table(m)
 	if t == nil || len(t.tops) == 0 {
 		return false
@@ -554,11 +560,10 @@ func usable(view ProcessView, pc uint64) bool {
 	return ok && m.Exec
 }
 
-// row returns the rule row at pc for the code of mapping m, through the cache: from the
+// rowOf returns the rule row at pc for the code of mapping m (of kind code: proc.CodeOf), through the cache: from the
 // unwinding info a JIT announced for it (code no regular file describes, and a deleted
 // file, first), else from the image's call-frame information.
-func (u *Unwinder) row(view ProcessView, s *Sample, m Mapping, pc uint64) (row, bool) {
-	code := proc.CodeOf(m.Path)
+func (u *Unwinder) rowOf(view ProcessView, s *Sample, m Mapping, code proc.Code, pc uint64) (row, bool) {
 	if code != proc.CodeFile && u.JIT != nil {
 		if rw, ok := u.jitRow(s, pc); ok {
 			return rw, true
