@@ -79,6 +79,41 @@ func TestZoomDrillsPrunedGraph(t *testing.T) {
 	noErrors(t, ctx)
 }
 
+// Zooming into a frame of nearly the whole view widens what the pruned graph left out
+// under it by too little to draw (frames under 0.1% of the view stay under 1.5 pixels): the
+// page asks the server nothing, draws the frame's subtree it holds, and the note still
+// says what the pruning left out.
+func TestZoomIntoAWideFrameAsksNothing(t *testing.T) {
+	bctx := browser.Require(t)
+	ws := []work{{102, []string{"main", "other"}, 500}}
+	for i := range 190 {
+		// 5 samples of 10,000 each (0.05%): pruned; together 95% of the run, under big.
+		ws = append(ws, work{101, []string{"main", "big", fmt.Sprintf("tiny_%03d", i)}, 5})
+	}
+	ws = append(ws, work{101, []string{"main", "big", "wide"}, 8550})
+	s := serve(t, namedRun("wide", ws...), "")
+	ctx := open(t, bctx, s, "")
+	if err := browser.ClickFrame(ctx, func(f browser.Frame) bool { return f.Func == "big" }); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, "big spans the graph", func() (bool, string) {
+		for _, f := range graph(t, ctx) {
+			if f.Func == "wide" {
+				return f.Drawn > 0.85*eval[float64](t, ctx, `document.querySelector("#flame canvas").getBoundingClientRect().width`), fmt.Sprintf("wide %.0f px", f.Drawn)
+			}
+		}
+		return false, "no wide"
+	})
+	idle(t, ctx)
+	if n := eval[int](t, ctx, `(window.staxPerf.subtrees || []).length`); n != 0 {
+		t.Errorf("zoomed into a frame of 95%% of the view, the page asked the server for %d subtrees", n)
+	}
+	if got := text(ctx, "#flame-note"); !strings.HasPrefix(got, "pruned at 0.1%") {
+		t.Errorf("the note: %q", got)
+	}
+	noErrors(t, ctx)
+}
+
 // chartBox is a box of the stack chart as the page drew it.
 type chartBox struct {
 	Func     string  `json:"func"`

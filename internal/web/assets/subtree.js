@@ -28,15 +28,20 @@ function prunedUnder(n) {
 const cutOf = (n) => (n._cut !== undefined ? n._cut : (PRUNE_PCT / 100) * state.flame.root.total);
 
 // subtreeIncomplete says whether zoom, drawn W pixels wide, lacks frames the run has that
-// would be drawn (a pixel or more): some node drawn under it lost children to the
-// pruning that were wide enough.
+// the zoom widens to GROWN_PX or more: some node drawn under it lost children to the
+// pruning that may be that wide now. Below, the zoom barely widened what the graph left out
+// (zoomed into a frame of 90% of the view, the frames under 0.1% become 1.3 pixels at most,
+// from 1.2): asking would cost the server the whole tree again, for slivers the note above
+// the graph counts.
+const GROWN_PX = 1.5;
 function subtreeIncomplete(zoom, W) {
-  const minW = (1 / W) * zoom.total;
+  const minW = (GROWN_PX / W) * zoom.total;
+  const drawn = (1 / W) * zoom.total;
   const todo = [zoom];
   while (todo.length) {
     const n = todo.pop();
-    if (cutOf(n) > minW && prunedUnder(n) >= minW) return true;
-    for (const c of n.children || []) if (c.total >= minW) todo.push(c);
+    if (cutOf(n) > minW && prunedUnder(n) >= drawn) return true;
+    for (const c of n.children || []) if (c.total >= drawn) todo.push(c);
   }
   return false;
 }
@@ -63,27 +68,40 @@ function fetchSubtree(path, W, then) {
   if (flame._asked.has(key)) return;
   flame._asked.add(key);
   const t0 = performance.now();
-  // A timer of its own: another subtree asked meanwhile does not cancel this one.
-  soon({ id: 0 }, 0, async () => {
-    const thr = Math.min(PRUNE_PCT, 100 / Math.max(W, 300));
-    const q = query({}, { threshold_pct: thr });
-    if (state.summary && state.summary.diff && view.diff && view.mode === "cpu") q.set("diff", "1");
-    for (const n of names) q.append("under", n);
-    let a;
+  // Asked at once, not from a timer: the request is on its way while the click's drawing
+  // goes on (a timer waited for all of it: the first zoom of a big run's page, whose panels
+  // were drawn for the first time, asked 300-500 ms after the click). Counted as a timer's
+  // work (app.js's waiting) until drawn.
+  waiting++;
+  (async () => {
     try {
-      a = await api("flame", q);
-    } catch (err) {
-      if (state.flame === flame) flame._asked.delete(key);
-      window.staxErrors.push(`subtree of ${names.join(" > ")}: ${err.message}`);
-      return;
+      await askSubtree(flame, names, key, path, W, t0, then);
+    } finally {
+      waiting--;
     }
-    if (state.flame !== flame) return; // the view changed meanwhile
-    const answered = performance.now();
-    const node = graft(flame.root, a.root, path, thr, key);
-    then();
-    afterPaint(() => {
-      (perf.subtrees = perf.subtrees || []).push({ path: names, at: performance.now(), ms: performance.now() - t0, answerMs: answered - t0, bytes: a._bytes, found: !!node });
-    });
+  })();
+}
+
+// askSubtree asks for the subtree of fetchSubtree, grafts it and calls then.
+async function askSubtree(flame, names, key, path, W, t0, then) {
+  const thr = Math.min(PRUNE_PCT, 100 / Math.max(W, 300));
+  const q = query({}, { threshold_pct: thr });
+  if (state.summary && state.summary.diff && view.diff && view.mode === "cpu") q.set("diff", "1");
+  for (const n of names) q.append("under", n);
+  let a;
+  try {
+    a = await api("flame", q);
+  } catch (err) {
+    if (state.flame === flame) flame._asked.delete(key);
+    window.staxErrors.push(`subtree of ${names.join(" > ")}: ${err.message}`);
+    return;
+  }
+  if (state.flame !== flame) return; // the view changed meanwhile
+  const answered = performance.now();
+  const node = graft(flame.root, a.root, path, thr, key);
+  then();
+  afterPaint(() => {
+    (perf.subtrees = perf.subtrees || []).push({ path: names, at: performance.now(), ms: performance.now() - t0, answerMs: answered - t0, bytes: a._bytes, found: !!node });
   });
 }
 
