@@ -177,8 +177,9 @@ type Server struct {
 	statusAt  time.Time
 	statusVal []byte
 
-	cache  *answers // nil: the source's answers change (guarded by srcMu)
-	saving bool     // Options.Recording until Switch (guarded by srcMu)
+	cache  *answers      // nil: the source's answers change (guarded by srcMu)
+	saving bool          // Options.Recording until Switch (guarded by srcMu)
+	warmed chan struct{} // closed once warm has asked what it asks (nil: it asks nothing)
 
 	diff    *Diff
 	baseRun *store.Run // the base, cut to its window
@@ -239,6 +240,9 @@ func Listen(src Source, o Options) (*Server, error) {
 	s.url = "http://" + net.JoinHostPort(shown, s.port) + "/?token=" + s.token
 	if len(o.View) > 0 {
 		s.url += "&" + o.View.Encode()
+	} else if _, cache := s.source(); cache != nil {
+		s.warmed = make(chan struct{})
+		go s.warm()
 	}
 	s.srv = &http.Server{Handler: s.guard(s.routes()), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10}
 	return s, nil
@@ -378,7 +382,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /views.css", s.asset("assets/views.css", "text/css; charset=utf-8"))
 	mux.HandleFunc("GET /api/status", s.status)
 	mux.HandleFunc("GET /api/events", s.events)
-	mux.HandleFunc("GET /api/timeline", s.proxy(func() api.Request { return &api.TimelineRequest{} }, map[string]string{"threads": "16", "buckets": "200"}))
+	mux.HandleFunc("GET /api/timeline", s.proxy(func() api.Request { return &api.TimelineRequest{} }, timelineDefaults))
 	mux.HandleFunc("GET /api/flame", s.flame)
 	mux.HandleFunc("GET /api/changes", s.changes)
 	mux.HandleFunc("GET /api/top", s.proxy(func() api.Request { return &api.TopRequest{} }, map[string]string{"n": "100"}))
@@ -428,11 +432,17 @@ func pageRequest(r *http.Request, req api.Request, defaults map[string]string) e
 	return req.Decode(q)
 }
 
+// What the page's flame graph and timeline ask where it says nothing.
+var (
+	flameDefaults    = map[string]string{"depth": "0", "threshold_pct": "0.1"}
+	timelineDefaults = map[string]string{"threads": "16", "buckets": "200"}
+)
+
 // flame answers the flame graph; with diff=1, and a base, each node also has the share
 // of samples the same call path has in the base (api.DiffFlame, as stax flame --diff).
 func (s *Server) flame(w http.ResponseWriter, r *http.Request) {
 	var req api.FlameRequest
-	if err := pageRequest(r, &req, map[string]string{"depth": "0", "threshold_pct": "0.1"}); err != nil {
+	if err := pageRequest(r, &req, flameDefaults); err != nil {
 		writeJSON(w, http.StatusBadRequest, api.Error{Error: err.Error()})
 		return
 	}
@@ -682,29 +692,96 @@ func (s *Server) baseFlame(req api.FlameRequest, inverted bool, depth int) (base
 	return t, nil
 }
 
-// get asks the source, or takes a recent answer of a source whose answers never change.
+// get asks the source, or takes a recent answer of a source whose answers never change;
+// of such a source, a question asked again while its first ask is answered waits for that
+// answer rather than ask again (the page's first questions, asked by warm as the server
+// started, are the page's too).
 func (s *Server) get(ctx context.Context, path string, q url.Values) ([]byte, int) {
 	src, cache := s.source()
 	if cache == nil {
 		return src.Get(ctx, path, q)
 	}
 	key := path + "?" + q.Encode()
-	if b, ok := cache.get(key); ok {
-		return b, http.StatusOK
+	for {
+		b, ok, wait := cache.getOrClaim(key)
+		if ok {
+			return b, http.StatusOK
+		}
+		if wait == nil {
+			break // claimed: this ask answers it
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return errorBody(ctx.Err().Error()), http.StatusServiceUnavailable
+		}
 	}
 	b, code := src.Get(ctx, path, q)
-	if code == http.StatusOK {
-		cache.put(key, b)
-	}
+	cache.settle(key, b, code == http.StatusOK)
 	return b, code
 }
 
-// answers keeps the most recent answers, up to a number and a size.
+// warm asks, in the background, what the page's first load asks of a source whose answers
+// never change, with no view in its address: the flame graph and the timeline. They are
+// computed while the browser starts and loads the page (a big run's first graph took
+// 200 ms of the server's CPU), and its asks take them, or wait for them (get).
+func (s *Server) warm() {
+	defer close(s.warmed)
+	for _, first := range []struct {
+		url      string
+		req      api.Request
+		defaults map[string]string
+	}{
+		{"/api/flame?threshold_pct=0.1", &api.FlameRequest{}, flameDefaults},
+		{"/api/timeline?threads=16&buckets=200", &api.TimelineRequest{}, timelineDefaults},
+	} {
+		r, err := http.NewRequest(http.MethodGet, first.url, nil)
+		if err != nil || pageRequest(r, first.req, first.defaults) != nil {
+			continue
+		}
+		s.get(context.Background(), first.req.Path(), first.req.Encode())
+	}
+}
+
+// answers keeps the most recent answers, up to a number and a size, and the questions
+// being answered (pending: closed once answered).
 type answers struct {
-	mu    sync.Mutex
-	m     map[string][]byte
-	order []string // oldest first
-	bytes int
+	mu      sync.Mutex
+	m       map[string][]byte
+	order   []string // oldest first
+	bytes   int
+	pending map[string]chan struct{}
+}
+
+// getOrClaim gives the answer kept for key (ok); else, where another ask is answering it,
+// a channel closed once it is; else (nil) it claims key: the caller answers, then settles.
+func (a *answers) getOrClaim(key string) (b []byte, ok bool, wait chan struct{}) {
+	if b, ok := a.get(key); ok {
+		return b, true, nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if w, ok := a.pending[key]; ok {
+		return nil, false, w
+	}
+	if a.pending == nil {
+		a.pending = map[string]chan struct{}{}
+	}
+	a.pending[key] = make(chan struct{})
+	return nil, false, nil
+}
+
+// settle ends the claim on key: the answer is kept if good, and the waiting asks go on.
+func (a *answers) settle(key string, b []byte, good bool) {
+	if good {
+		a.put(key, b)
+	}
+	a.mu.Lock()
+	if w, ok := a.pending[key]; ok {
+		close(w)
+		delete(a.pending, key)
+	}
+	a.mu.Unlock()
 }
 
 const (

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -253,8 +254,8 @@ func (c *counting) Get(ctx context.Context, path string, q url.Values) ([]byte, 
 	return c.Source.Get(ctx, path, q)
 }
 
-// A stored run's answers are kept: a view asked again is not computed again. A live run's
-// are always asked.
+// A stored run's answers are kept: a view asked again is not computed again, and the page's
+// first graph and timeline are asked as the server starts. A live run's are always asked.
 func TestStoredAnswersAreKept(t *testing.T) {
 	for _, stored := range []bool{true, false} {
 		c := &counting{Source: HandlerSource{Handler: server.Handler(server.Stored(smallRun()), false)}}
@@ -267,8 +268,18 @@ func TestStoredAnswersAreKept(t *testing.T) {
 			t.Fatal(err)
 		}
 		go s.Serve()
+		if stored {
+			// The page's first questions are asked as the server starts (warm), once.
+			<-s.warmed
+			if got := c.n.Load(); got != 2 {
+				t.Errorf("stored: %d queries asked as the server started, want 2 (the first flame graph and timeline)", got)
+			}
+		} else if s.warmed != nil {
+			t.Error("a live run's server asks before the page")
+		}
+		c.n.Store(0)
 		base, token, _ := strings.Cut(s.URL(), "/?token=")
-		for _, path := range []string{"/api/flame?tid=1", "/api/top?n=5", "/api/flame?tid=1", "/api/top?n=5", "/api/flame?tid=2"} {
+		for _, path := range []string{"/api/flame?tid=1", "/api/top?n=5", "/api/flame?tid=1", "/api/top?n=5", "/api/flame?tid=2", "/api/flame?threshold_pct=0.1", "/api/timeline?threads=16&buckets=200"} {
 			resp, err := http.Get(base + path + "&token=" + token)
 			if err != nil {
 				t.Fatal(err)
@@ -277,12 +288,12 @@ func TestStoredAnswersAreKept(t *testing.T) {
 			resp.Body.Close()
 		}
 		s.Close()
-		want := int32(5)
+		want := int32(7)
 		if stored {
-			want = 3
+			want = 3 // the first graph and timeline were asked as it started
 		}
 		if got := c.n.Load(); got != want {
-			t.Errorf("stored %v: %d queries for 5 requests of 3 views, want %d", stored, got, want)
+			t.Errorf("stored %v: %d queries for 7 requests of 5 views, want %d", stored, got, want)
 		}
 	}
 }
@@ -304,5 +315,68 @@ func BenchmarkFlameViewHide1M(b *testing.B) {
 		if code != 200 {
 			b.Fatalf("%d %s", code, body)
 		}
+	}
+}
+
+// blockingSource answers once released, counting its asks; an ask whose context ends
+// first fails.
+type blockingSource struct {
+	n       atomic.Int32
+	release chan struct{}
+}
+
+func (b *blockingSource) fixed() bool { return true }
+
+func (b *blockingSource) Get(ctx context.Context, path string, q url.Values) ([]byte, int) {
+	b.n.Add(1)
+	select {
+	case <-b.release:
+		return []byte(`"answer"`), http.StatusOK
+	case <-ctx.Done():
+		return []byte(`{"error":"gone"}`), http.StatusServiceUnavailable
+	}
+}
+
+// Of a stored run, asks of one question while it is being answered wait for that answer:
+// it is computed once. An ask that gives up leaves the question to those still waiting.
+func TestStoredQuestionAskedOnce(t *testing.T) {
+	src := &blockingSource{release: make(chan struct{})}
+	s, err := Listen(src, Options{View: url.Values{"tid": {"1"}}}) // a view: nothing warmed
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	gone, cancel := context.WithCancel(context.Background())
+	first := make(chan int, 1)
+	go func() { _, code := s.get(gone, "/v1/top", url.Values{"n": {"5"}}); first <- code }()
+	for src.n.Load() == 0 {
+		time.Sleep(time.Millisecond) // polling the first ask's arrival, not synchronising on time
+	}
+	var wg sync.WaitGroup
+	bodies := make([]string, 3)
+	for i := range bodies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, _ := s.get(context.Background(), "/v1/top", url.Values{"n": {"5"}})
+			bodies[i] = string(b)
+		}()
+	}
+	cancel() // the first ask gives up: one of the others asks again
+	if code := <-first; code == http.StatusOK {
+		t.Errorf("the ask that gave up got %d", code)
+	}
+	for src.n.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	close(src.release)
+	wg.Wait()
+	for i, b := range bodies {
+		if b != `"answer"` {
+			t.Errorf("ask %d got %s", i, b)
+		}
+	}
+	if n := src.n.Load(); n != 2 {
+		t.Errorf("the source was asked %d times, want 2 (the ask that gave up, then one for the three waiting)", n)
 	}
 }
