@@ -160,10 +160,11 @@ func TestPickPrefersThisTerminalAndSamples(t *testing.T) {
 // never through the server's or the recorder's code.
 func TestDependsOnAPIAndStoreOnly(t *testing.T) {
 	// It reads /proc, through proc (and proc's build-id reader), to tell a stopped recorder.
-	// spans holds the types of a run's spans, as agg those of its profile; proc opens files
-	// through targetfile; spans takes its file format from collectorabi; store bounds a
-	// tracepoint's format file with tracefmt's limits.
-	allowed := map[string]bool{"internal/client": true, "internal/api": true, "internal/store": true, "internal/agg": true,
+	// spans holds the types of a run's spans, as agg those of its profile; api converts the
+	// views' answers (views) to its wire types; proc opens files through targetfile; spans
+	// takes its file format from collectorabi; store bounds a tracepoint's format file with
+	// tracefmt's limits.
+	allowed := map[string]bool{"internal/client": true, "internal/api": true, "internal/store": true, "internal/agg": true, "internal/views": true,
 		"internal/spans": true, "internal/proc": true, "internal/symbol/debugfile": true, "internal/targetfile": true,
 		"internal/collectorabi": true, "internal/numfmt": true, "internal/tracefmt": true}
 	for _, p := range testutil.StaxDeps(t, "./internal/client") {
