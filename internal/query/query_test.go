@@ -2,6 +2,7 @@ package query
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stax-profiler/stax/internal/agg"
@@ -62,5 +63,26 @@ func TestAnnotateWithoutMatch(t *testing.T) {
 		if _, err := Annotate(run(true), AnnotateOptions{Target: target}); !errors.Is(err, ErrNoMatch) {
 			t.Errorf("annotate %s: %v, want ErrNoMatch", target, err)
 		}
+	}
+}
+
+// A run without samples (a live run whose threads have not run yet): a thread that
+// matches nothing and an empty window are said as such, before what the run lacks, so
+// that their exit codes do not depend on whether a sample came in time.
+func TestSelectionErrorsBeforeNoSamples(t *testing.T) {
+	run := &store.Run{Meta: store.Meta{ID: "empty"}}
+	_, err := Timeline(run, TimelineOptions{Tid: 999})
+	if !errors.Is(err, ErrNoMatch) {
+		t.Errorf("timeline --tid of a run without samples: %v, want a selection matching nothing", err)
+	}
+	_, _, err = Window{From: "3", To: "2"}.bounds(run)
+	if err == nil || errors.Is(err, ErrNotRecorded) || !strings.Contains(err.Error(), "the window is empty") {
+		t.Errorf("--from 3 --to 2 of a run without samples: %v, want the window's error", err)
+	}
+	if _, _, err = (Window{From: "2", To: "3"}).bounds(run); !errors.Is(err, ErrNotRecorded) {
+		t.Errorf("--from 2 --to 3 of a run without samples: %v, want what it lacks", err)
+	}
+	if _, err = Timeline(run, TimelineOptions{}); !errors.Is(err, ErrNotRecorded) {
+		t.Errorf("timeline of a run without samples: %v, want what it lacks", err)
 	}
 }

@@ -65,6 +65,12 @@ var ErrNoTimes = errors.New("this run keeps no sample times (an older stax recor
 // bounds turns the window into monotonic-clock nanoseconds [from, to) for run.
 func (w Window) bounds(run *store.Run) (from, to uint64, err error) {
 	p := &run.Profile
+	// A window empty whatever the run (--from 3 --to 2) is the command line's error first.
+	if f, ok := plainSecs(w.From); ok {
+		if t, ok := plainSecs(w.To); ok && t <= f {
+			return 0, 0, fmt.Errorf("the window is empty: --to (%.3f s) is not after --from (%.3f s)", t, f)
+		}
+	}
 	if !p.HasTimes() {
 		if run.Meta.Samples == 0 {
 			return 0, 0, notRecorded("run %s has no samples, so there is nothing to place in time (stax status --run %s may say why)", run.Meta.ID, run.Meta.ID)
@@ -117,6 +123,19 @@ func (w Window) bounds(run *store.Run) (from, to uint64, err error) {
 		return 0, 0, fmt.Errorf("the window is empty: --to (%.3f s) is not after --from (%.3f s)", secs(to, start), secs(from, start))
 	}
 	return from, to, nil
+}
+
+// plainSecs is s as seconds from the run's start where it is written so (3.2: no sign, no
+// mark), whatever the run.
+func plainSecs(s string) (float64, bool) {
+	if s == "" || strings.HasPrefix(s, MarkPrefix) || strings.ContainsAny(s[:1], "+-") {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, false
+	}
+	return v, true
 }
 
 func secs(t, start uint64) float64 {
@@ -212,6 +231,10 @@ func (o TimelineOptions) bucket(from, to uint64) (uint64, error) {
 
 // Timeline answers `stax timeline`.
 func Timeline(run *store.Run, o TimelineOptions) (api.Timeline, error) {
+	if o.Tid != 0 && run.Meta.Samples == 0 && !run.Profile.HasTimes() {
+		// The selection matches nothing before the run lacks what a timeline needs.
+		return api.Timeline{}, noMatch("thread %d has no samples in run %s (stax threads --run %s lists its threads)", o.Tid, run.Meta.ID, run.Meta.ID)
+	}
 	from, to, err := o.Window.bounds(run)
 	if err != nil {
 		return api.Timeline{}, err
